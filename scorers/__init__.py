@@ -1,0 +1,61 @@
+"""scorers: score the outputs of LLM applications.
+
+One registry of scorers sharing one keyword interface,
+``scorer(output=..., expected=..., input=..., **vars) -> Score``.
+
+>>> import scorers
+>>> scorers.get("ExactMatch")(output="Paris", expected="Paris").score
+1.0
+"""
+from __future__ import annotations
+
+from ._version import __version__
+from .base import Field, Scorer
+from .errors import (
+    ConfigError,
+    DataError,
+    JudgeError,
+    MissingExtraError,
+    ScorerError,
+    ScorerInputError,
+    TemplateError,
+    UnknownArgumentError,
+    UnknownScorerError,
+)
+from .registry import entries, get, names, register, registry
+from .score import Score
+
+# from . import heuristic as _heuristic  # noqa: E402,F401  (registers the built-in scorers)
+# from .heuristic import JSONDiff, ExactMatch, Levenshtein, ListContains, NumericDiff, ValidJSON  # noqa: E402
+# from .runner import evaluate, aevaluate, RowResult, Summary  # noqa: E402
+
+__all__ = [
+    "__version__",
+    "Score",
+    "Scorer",
+    "Field",
+    "get",
+    "names",
+    "entries",
+    "register",
+    "registry",
+    "evaluate",
+    "aevaluate",
+    "RowResult",
+    "Summary",
+    "ExactMatch",
+    "Levenshtein",
+    "NumericDiff",
+    "JSONDiff",
+    "ValidJSON",
+    "ListContains",
+    "ScorerError",
+    "ScorerInputError",
+    "UnknownArgumentError",
+    "ConfigError",
+    "MissingExtraError",
+    "UnknownScorerError",
+    "TemplateError",
+    "JudgeError",
+    "DataError",
+]

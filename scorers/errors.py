@@ -1,0 +1,102 @@
+"""Typed errors raised by scorers.
+
+Every error a scorer raises on purpose derives from :class:`ScorerError`, so a
+harness can catch one type and still tell bad input from bad configuration or
+from a judge that failed.
+
+>>> from scorers.errors import ScorerInputError
+>>> err = ScorerInputError("Levenshtein", "output", "is required but was missing")
+>>> str(err)
+"Levenshtein: field 'output' is required but was missing"
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ScorerError",
+    "ScorerInputError",
+    "UnknownArgumentError",
+    "ConfigError",
+    "MissingExtraError",
+    "TemplateError",
+    "JudgeError",
+    "UnknownScorerError",
+    "DataError",
+]
+
+
+class ScorerError(Exception):
+    """Base class of every error raised by ``scorers``."""
+
+    def __init__(self, message: str, *, scorer: str | None = None) -> None:
+        super().__init__(message)
+        self.scorer = scorer
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``{"type", "message"}`` form recorded for a failed row."""
+        return {"type": type(self).__name__, "message": str(self)}
+
+
+class ScorerInputError(ScorerError, ValueError):
+    """A field given to a scorer is missing, of the wrong type or unusable."""
+
+    def __init__(self, scorer: str, field: str, problem: str) -> None:
+        super().__init__(f"{scorer}: field {field!r} {problem}", scorer=scorer)
+        self.field = field
+        self.problem = problem
+
+
+class UnknownArgumentError(ScorerInputError, TypeError):
+    """A keyword argument the scorer does not accept (never silently ignored)."""
+
+    def __init__(self, scorer: str, field: str, accepted: list[str]) -> None:
+        super().__init__(
+            scorer, field, f"is not an argument of this scorer (accepted: {', '.join(accepted)})"
+        )
+
+
+class ConfigError(ScorerError):
+    """The scorer cannot run as configured: a bad parameter, a missing key or data."""
+
+
+class MissingExtraError(ConfigError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+    def __init__(self, scorer: str, package: str, extra: str) -> None:
+        super().__init__(
+            f"{scorer} needs the Python package {package!r}, which is not installed. "
+            f"Install it with: pip install 'scorers[{extra}]'",
+            scorer=scorer,
+        )
+        self.package = package
+        self.extra = extra
+
+
+class UnknownScorerError(ConfigError, KeyError):
+    """No scorer is registered under the requested name."""
+
+    def __str__(self) -> str:  # KeyError would otherwise repr() the message
+        return str(self.args[0])
+
+
+class TemplateError(ConfigError):
+    """A judge template is invalid or could not be rendered."""
+
+
+class JudgeError(ScorerError):
+    """An LLM judge failed: transport errors after retries, or unusable replies."""
+
+    def __init__(self, message: str, *, scorer: str | None = None, raw: Any = None,
+                 attempts: int | None = None) -> None:
+        super().__init__(message, scorer=scorer)
+        self.raw = raw
+        self.attempts = attempts
+
+
+class DataError(ScorerError):
+    """An input data file is malformed; the message names the file and line."""

@@ -1,0 +1,55 @@
+"""The :class:`Score` every scorer returns.
+
+>>> s = Score("ExactMatch", 1.0, {"signature": {"scorer": "ExactMatch"}})
+>>> Score.from_dict(s.to_dict()) == s
+True
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+__all__ = ["Score"]
+
+
+@dataclass
+class Score:
+    """One scorer's verdict on one example.
+
+    ``score`` is a finite float in [0, 1], or ``None`` when the scorer does not
+    apply (skipped). ``metadata`` holds the details, including the reproducibility
+    ``signature``; it must stay JSON-serialisable.
+    """
+
+    name: str
+    score: float | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"Score.name must be a non-empty string, got {self.name!r}")
+        if self.score is not None:
+            if isinstance(self.score, bool) or not isinstance(self.score, (int, float)):
+                raise TypeError(f"{self.name}: score must be a float or None, got {type(self.score).__name__}")
+            value = float(self.score)
+            if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+                raise ValueError(f"{self.name}: score must be a finite number in [0, 1], got {value!r}")
+            self.score = value
+        if not isinstance(self.metadata, dict):
+            raise TypeError(f"{self.name}: metadata must be a dict, got {type(self.metadata).__name__}")
+
+    @property
+    def skipped(self) -> bool:
+        return self.score is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "score": self.score, "metadata": self.metadata}
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, **kwargs)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Score":
+        return cls(name=data["name"], score=data.get("score"), metadata=dict(data.get("metadata") or {}))

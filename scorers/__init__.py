@@ -25,9 +25,9 @@ from .errors import (
 from .registry import entries, get, names, register, registry
 from .score import Score
 
-# from . import heuristic as _heuristic  # noqa: E402,F401  (registers the built-in scorers)
-# from .heuristic import JSONDiff, ExactMatch, Levenshtein, ListContains, NumericDiff, ValidJSON  # noqa: E402
-# from .runner import evaluate, aevaluate, RowResult, Summary  # noqa: E402
+from . import heuristic as _heuristic  # noqa: E402,F401  (registers the built-in scorers)
+from .heuristic import JSONDiff, ExactMatch, Levenshtein, ListContains, NumericDiff, ValidJSON  # noqa: E402
+from .runner import evaluate, aevaluate, RowResult, Summary  # noqa: E402
 
 __all__ = [
     "__version__",

@@ -1,0 +1,472 @@
+"""Heuristic scorers: exact match, edit distance, numbers, JSON, lists, substrings, regexes.
+
+Their numbers equal Braintrust autoevals' scorers of the same name on the same
+inputs, except where autoevals is buggy; each such difference is stated in the
+scorer's docstring.
+
+>>> from scorers.heuristic import Levenshtein, NumericDiff
+>>> Levenshtein()(output="kitten", expected="sitting").score
+0.5714285714285714
+>>> NumericDiff()(output=9, expected=10).score
+0.9473684210526316
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, Sequence
+
+from .base import Field, Scorer, require, text_field
+from .errors import ConfigError, ScorerInputError
+from .registry import register
+from .score import Score
+
+__all__ = [
+    "ExactMatch",
+    "Levenshtein",
+    "NumericDiff",
+    "JSONDiff",
+    "ValidJSON",
+    "ListContains",
+    "Contains",
+    "RegexMatch",
+]
+
+JSON_TYPES = (dict, list, str, int, float, bool)
+
+
+def _canonical_json(value: Any, *, sort_keys: bool) -> str:
+    try:
+        return json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"is not JSON-serialisable: {exc}") from exc
+
+
+@register
+class ExactMatch(Scorer):
+    """1 if output equals expected, else 0.
+
+    Strings are compared as they are. When either side is a JSON object or array,
+    both sides are compared as JSON text (a string side is parsed first), so
+    ``'{"a": 1}'`` equals ``{"a": 1}``; key order matters, as in autoevals.
+    Differences from autoevals: ``None`` is rejected (autoevals scores
+    ``None`` vs ``"None"`` as equal); ``ignore_case``/``strip`` options.
+    """
+
+    name = "ExactMatch"
+    description = "1 if output equals expected (JSON-aware), else 0"
+    fields = (Field("output", JSON_TYPES), Field("expected", JSON_TYPES))
+    example = 'ExactMatch()(output="Paris", expected="Paris")  # 1.0'
+
+    def __init__(self, *, ignore_case: bool = False, strip: bool = False, name: str | None = None) -> None:
+        super().__init__(name=name)
+        self.ignore_case = ignore_case
+        self.strip = strip
+
+    def params(self) -> dict[str, Any]:
+        return {"ignore_case": self.ignore_case, "strip": self.strip}
+
+    def _normalise(self, value: Any, as_json: bool, field: str) -> str:
+        if as_json:
+            try:
+                text = _canonical_json(_maybe_parse_json(value), sort_keys=False)
+            except ValueError as exc:
+                raise ScorerInputError(self.name, field, str(exc)) from exc
+        else:
+            text = str(value)
+        if self.strip:
+            text = text.strip()
+        if self.ignore_case:
+            text = text.casefold()
+        return text
+
+    def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:
+        as_json = isinstance(output, (dict, list)) or isinstance(expected, (dict, list))
+        same = self._normalise(output, as_json, "output") == self._normalise(expected, as_json, "expected")
+        return self.make_score(1.0 if same else 0.0)
+
+
+@register
+class Levenshtein(Scorer):
+    """Normalised Levenshtein similarity, ``1 - distance / max(len)``, on code points.
+
+    Equals autoevals' ``Levenshtein`` (two empty strings score 1). Text is not
+    Unicode-normalised: NFC and NFD forms of "café" differ; pass
+    ``normalize="NFC"`` to compare normalised forms. Batches use rapidfuzz's
+    ``cpdist``.
+    """
+
+    name = "Levenshtein"
+    description = "normalised edit-distance similarity 1 - d/max(len) (rapidfuzz)"
+    fields = (text_field("output"), text_field("expected"))
+    example = 'Levenshtein()(output="kitten", expected="sitting")  # 0.5714'
+
+    def __init__(self, *, normalize: str | None = None, name: str | None = None) -> None:
+        super().__init__(name=name)
+        if normalize not in (None, "NFC", "NFD", "NFKC", "NFKD"):
+            raise ConfigError(f"Levenshtein: normalize must be None, NFC, NFD, NFKC or NFKD, got {normalize!r}",
+                              scorer=self.name)
+        self.normalize = normalize
+
+    def params(self) -> dict[str, Any]:
+        import rapidfuzz
+
+        return {"normalize": self.normalize, "rapidfuzz": rapidfuzz.__version__}
+
+    def _prepare(self, text: str) -> str:
+        if self.normalize is None:
+            return text
+        import unicodedata
+
+        return unicodedata.normalize(self.normalize, text)
+
+    def _score(self, *, output: str, expected: str, **_: Any) -> Score:
+        from rapidfuzz.distance import Levenshtein as _lev
+
+        return self.make_score(_lev.normalized_similarity(self._prepare(output), self._prepare(expected)))
+
+    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
+        import numpy as np
+        from rapidfuzz import process
+        from rapidfuzz.distance import Levenshtein as _lev
+
+        outputs = [self._prepare(r["output"]) for r in rows]
+        expecteds = [self._prepare(r["expected"]) for r in rows]
+        sims = process.cpdist(outputs, expecteds, scorer=_lev.normalized_similarity, dtype=np.float64,
+                              workers=-1 if len(rows) >= 20_000 else 1)
+        signature = self.signature()
+        return [Score(self.name, float(s), {"signature": signature}) for s in sims]
+
+
+def _to_number(value: Any) -> float:
+    if isinstance(value, bool):
+        raise TypeError("must be a number, got bool")
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ValueError(f"must be a number, got the string {value[:40]!r}") from None
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"must be a finite number, got {number!r}")
+    return number
+
+
+def numeric_similarity(output: float, expected: float) -> float:
+    """``1 - |e - o| / (|e| + |o|)``, 1 when both are 0; exact for huge magnitudes too."""
+    scale = max(abs(output), abs(expected))
+    if scale == 0:
+        return 1.0
+    o, e = output / scale, expected / scale
+    return 1.0 - abs(e - o) / (abs(e) + abs(o))
+
+
+@register
+class NumericDiff(Scorer):
+    """Relative closeness of two numbers: ``1 - |e - o| / (|e| + |o|)`` (both 0 → 1).
+
+    Equals autoevals' ``NumericDiff``. Numeric strings such as ``"3.5"`` are
+    accepted (LLM outputs are text); non-finite numbers are rejected.
+    """
+
+    name = "NumericDiff"
+    description = "relative closeness of two numbers, 1 - |e-o|/(|e|+|o|)"
+    fields = (Field("output", (int, float, str), convert=_to_number),
+              Field("expected", (int, float, str), convert=_to_number))
+    example = "NumericDiff()(output=9, expected=10)  # 0.947"
+
+    def _score(self, *, output: float, expected: float, **_: Any) -> Score:
+        return self.make_score(numeric_similarity(output, expected))
+
+
+def _maybe_parse_json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(parsed, (dict, list)):
+            return parsed
+    return value
+
+
+@register
+class JSONDiff(Scorer):
+    """Recursive similarity of two JSON values.
+
+    Objects: mean over the union of keys (a missing key scores 0; ``{}`` vs
+    ``{}`` is 1). Arrays: sum over aligned positions divided by the longer
+    length. Strings: ``string_scorer`` (Levenshtein); numbers: ``number_scorer``
+    (NumericDiff); ``null`` vs ``null`` is 1, ``null`` vs anything else 0; other
+    type mixes compare their canonical JSON text with ``string_scorer``. Strings
+    holding a JSON object/array are parsed unless ``preserve_strings``.
+    Equals autoevals' ``JSONDiff``; unlike autoevals, the constructor options
+    are honoured and can name registered scorers (``string_scorer="ExactMatch"``).
+    """
+
+    name = "JSONDiff"
+    description = "recursive JSON similarity: key-union average, strings by Levenshtein, numbers by NumericDiff"
+    fields = (Field("output", JSON_TYPES, nullable=True), Field("expected", JSON_TYPES, nullable=True))
+    example = 'JSONDiff()(output={"a": 1, "b": "x"}, expected={"a": 1, "b": "y"})  # 0.5'
+
+    def __init__(self, *, string_scorer: Scorer | str | None = None, number_scorer: Scorer | str | None = None,
+                 preserve_strings: bool = False, name: str | None = None) -> None:
+        super().__init__(name=name)
+        self.string_scorer = _resolve_scorer(string_scorer, Levenshtein, "string_scorer", self.name)
+        self.number_scorer = _resolve_scorer(number_scorer, NumericDiff, "number_scorer", self.name)
+        self.preserve_strings = preserve_strings
+
+    def params(self) -> dict[str, Any]:
+        return {"string_scorer": self.string_scorer.signature(), "number_scorer": self.number_scorer.signature(),
+                "preserve_strings": self.preserve_strings}
+
+    def _similarity(self, o: Any, e: Any) -> float:
+        if not self.preserve_strings:
+            o, e = _maybe_parse_json(o), _maybe_parse_json(e)
+        if o is None and e is None:
+            return 1.0
+        if o is None or e is None:
+            return 0.0
+        if isinstance(o, dict) and isinstance(e, dict):
+            keys = set(o) | set(e)
+            if not keys:
+                return 1.0
+            return sum(self._similarity(o.get(k), e.get(k)) for k in keys) / len(keys)
+        if isinstance(o, list) and isinstance(e, list):
+            longest = max(len(o), len(e))
+            if longest == 0:
+                return 1.0
+            return sum(self._similarity(a, b) for a, b in zip(o, e)) / longest
+        if isinstance(o, str) and isinstance(e, str):
+            return _inner_score(self.string_scorer, o, e)
+        if _is_number(o) and _is_number(e):
+            return _inner_score(self.number_scorer, o, e)
+        return _inner_score(self.string_scorer, _canonical_json(o, sort_keys=True), _canonical_json(e, sort_keys=True))
+
+    def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:
+        try:
+            return self.make_score(self._similarity(output, expected))
+        except ScorerInputError as exc:
+            raise ScorerInputError(self.name, exc.field, f"holds a value the inner scorer rejected: {exc}") from exc
+        except ValueError as exc:
+            raise ScorerInputError(self.name, "output", str(exc)) from exc
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float))
+
+
+def _inner_score(scorer: Scorer, output: Any, expected: Any) -> float:
+    score = scorer(output=output, expected=expected).score
+    return 0.0 if score is None else score
+
+
+def _resolve_scorer(value: Scorer | str | type | None, default: type[Scorer], param: str, owner: str) -> Scorer:
+    if value is None:
+        return default()
+    if isinstance(value, Scorer):
+        return value
+    if isinstance(value, type) and issubclass(value, Scorer):
+        return value()
+    if isinstance(value, str):
+        from .registry import get
+
+        return get(value)
+    raise ConfigError(f"{owner}: {param} must be a Scorer, a Scorer class or a registered name, got {value!r}",
+                      scorer=owner)
+
+
+@register
+class ValidJSON(Scorer):
+    """1 if output is JSON (an object or array), or validates against ``schema``.
+
+    ``output`` may be a JSON string or an already-parsed value. Without a
+    schema, scalars (``"100"``) score 0, as in autoevals. With a schema
+    (constructor or call-time ``schema=``) any JSON value is checked with
+    jsonschema; the first validation error is in ``metadata["error"]``.
+    Unlike autoevals, the constructor's ``schema`` is honoured.
+    """
+
+    name = "ValidJSON"
+    description = "1 if output parses as a JSON object/array, or validates against a JSON schema"
+    fields = (Field("output", JSON_TYPES), Field("schema", (dict, bool), required=False))
+    example = 'ValidJSON(schema={"type": "object", "required": ["a"]})(output=\'{"a": 1}\')  # 1.0'
+
+    def __init__(self, *, schema: dict[str, Any] | bool | None = None, name: str | None = None) -> None:
+        super().__init__(name=name)
+        self.schema = schema
+        if schema is not None:
+            self._validator(schema)
+
+    def params(self) -> dict[str, Any]:
+        return {"schema": self.schema}
+
+    def _validator(self, schema: dict[str, Any] | bool) -> Any:
+        import jsonschema
+
+        try:
+            cls = jsonschema.validators.validator_for(schema)
+            cls.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise ConfigError(f"{self.name}: invalid JSON schema: {exc.message}", scorer=self.name) from exc
+        return cls(schema)
+
+    def eval(self, output: Any, schema: Any = None, **kwargs: Any) -> Score:  # type: ignore[override]
+        """autoevals' form: the schema is the second positional argument."""
+        return self(output=output, schema=schema, **kwargs)
+
+    def _score(self, *, output: Any, schema: Any = None, **_: Any) -> Score:
+        schema = self.schema if schema is None else schema
+        value = output
+        if isinstance(output, str):
+            try:
+                value = json.loads(output)
+            except ValueError as exc:
+                return self.make_score(0.0, error=f"not JSON: {exc}")
+        if schema is None:
+            ok = isinstance(value, (dict, list))
+            return self.make_score(1.0 if ok else 0.0, **({} if ok else {"error": "not a JSON object or array"}))
+        extra = {} if schema is self.schema else {"schema": schema}
+        errors = sorted(self._validator(schema).iter_errors(value), key=lambda e: list(e.path))
+        if errors:
+            return self.make_score(0.0, error=errors[0].message, **extra)
+        return self.make_score(1.0, **extra)
+
+
+@register
+class ListContains(Scorer):
+    """How well two lists match, element by element, under the best pairing.
+
+    Each output element is paired with at most one expected element so as to
+    maximise the summed ``pairwise_scorer`` similarity (optimal assignment);
+    the score is that sum divided by the longer list's length, or by
+    ``len(expected)`` when ``allow_extra_entities``. Both lists empty → 1; one
+    empty → 0. Equals autoevals' ``ListContains``; the matched pairs are in
+    ``metadata["pairs"]``.
+    """
+
+    name = "ListContains"
+    description = "optimal-assignment similarity of two lists (pairwise Levenshtein by default)"
+    fields = (Field("output", (list, tuple)), Field("expected", (list, tuple)))
+    example = 'ListContains()(output=["a", "b"], expected=["b", "a"])  # 1.0'
+
+    def __init__(self, *, pairwise_scorer: Scorer | str | type | None = None, allow_extra_entities: bool = False,
+                 name: str | None = None) -> None:
+        super().__init__(name=name)
+        self.pairwise_scorer = _resolve_scorer(pairwise_scorer, Levenshtein, "pairwise_scorer", self.name)
+        self.allow_extra_entities = allow_extra_entities
+
+    def params(self) -> dict[str, Any]:
+        return {"pairwise_scorer": self.pairwise_scorer.signature(), "allow_extra_entities": self.allow_extra_entities}
+
+    def _matrix(self, output: Sequence[Any], expected: Sequence[Any]) -> Any:
+        import numpy as np
+
+        if type(self.pairwise_scorer) is Levenshtein and self.pairwise_scorer.normalize is None:
+            from rapidfuzz import process
+            from rapidfuzz.distance import Levenshtein as _lev
+
+            try:
+                outs = [Levenshtein.fields[0].convert(o) for o in output]  # type: ignore[misc]
+                exps = [Levenshtein.fields[1].convert(e) for e in expected]  # type: ignore[misc]
+            except (TypeError, ValueError) as exc:
+                raise ScorerInputError(self.name, "output", f"has an element Levenshtein cannot compare: {exc}") from exc
+            return process.cdist(outs, exps, scorer=_lev.normalized_similarity, dtype=np.float64)
+        matrix = np.zeros((len(output), len(expected)))
+        for i, o in enumerate(output):
+            for j, e in enumerate(expected):
+                matrix[i, j] = _inner_score(self.pairwise_scorer, o, e)
+        return matrix
+
+    def _score(self, *, output: Sequence[Any], expected: Sequence[Any], **_: Any) -> Score:
+        if not output and not expected:
+            return self.make_score(1.0, pairs=[])
+        if not output or not expected:
+            return self.make_score(0.0, pairs=[])
+        from scipy.optimize import linear_sum_assignment
+
+        matrix = self._matrix(output, expected)
+        rows, cols = linear_sum_assignment(matrix, maximize=True)
+        pairs = [(output[i], expected[j], float(matrix[i, j])) for i, j in zip(rows, cols)]
+        total = float(sum(p[2] for p in pairs))
+        denominator = len(expected) if self.allow_extra_entities else max(len(output), len(expected))
+        return self.make_score(min(max(total / denominator, 0.0), 1.0), pairs=pairs)
+
+
+@register
+class Contains(Scorer):
+    """1 if ``expected`` occurs in ``output`` as a substring.
+
+    ``expected`` may be a list: ``mode="any"`` (default) needs one of them,
+    ``mode="all"`` needs every one (the score is then the fraction found).
+    """
+
+    name = "Contains"
+    description = "1 if expected (or any/all of a list) occurs in output"
+    fields = (text_field("output"), Field("expected", (str, list, tuple)))
+    example = 'Contains()(output="The capital is Paris.", expected="Paris")  # 1.0'
+
+    def __init__(self, *, ignore_case: bool = False, mode: str = "any", name: str | None = None) -> None:
+        super().__init__(name=name)
+        if mode not in ("any", "all"):
+            raise ConfigError(f"{self.name}: mode must be 'any' or 'all', got {mode!r}", scorer=self.name)
+        self.ignore_case = ignore_case
+        self.mode = mode
+
+    def params(self) -> dict[str, Any]:
+        return {"ignore_case": self.ignore_case, "mode": self.mode}
+
+    def _score(self, *, output: str, expected: Any, **_: Any) -> Score:
+        needles = [expected] if isinstance(expected, str) else list(expected)
+        require(all(isinstance(n, str) for n in needles), self.name, "expected", "must hold only strings")
+        require(len(needles) > 0, self.name, "expected", "must not be an empty list")
+        fold = (lambda s: s.casefold()) if self.ignore_case else (lambda s: s)
+        haystack = fold(output)
+        found = [n for n in needles if fold(n) in haystack]
+        if self.mode == "any":
+            return self.make_score(1.0 if found else 0.0, found=found)
+        return self.make_score(len(found) / len(needles), found=found,
+                               missing=[n for n in needles if n not in found])
+
+
+@register
+class RegexMatch(Scorer):
+    """1 if ``output`` matches a regular expression.
+
+    The pattern is the constructor's ``pattern`` or, when absent, ``expected``.
+    ``full=True`` requires the whole output to match (``re.fullmatch``),
+    otherwise a match anywhere counts (``re.search``).
+    """
+
+    name = "RegexMatch"
+    description = "1 if output matches a regular expression (pattern or expected)"
+    fields = (text_field("output"), Field("expected", (str,), required=False))
+    example = r'RegexMatch(pattern=r"\d{4}-\d{2}-\d{2}")(output="due 2024-06-11")  # 1.0'
+
+    def __init__(self, *, pattern: str | None = None, full: bool = False, ignore_case: bool = False,
+                 name: str | None = None) -> None:
+        super().__init__(name=name)
+        self.pattern = pattern
+        self.full = full
+        self.ignore_case = ignore_case
+        self._compiled = self._compile(pattern, "pattern") if pattern is not None else None
+
+    def params(self) -> dict[str, Any]:
+        return {"pattern": self.pattern, "full": self.full, "ignore_case": self.ignore_case}
+
+    def _compile(self, pattern: str, source: str) -> re.Pattern[str]:
+        try:
+            return re.compile(pattern, re.IGNORECASE if self.ignore_case else 0)
+        except re.error as exc:
+            if source == "pattern":
+                raise ConfigError(f"{self.name}: invalid regular expression {pattern!r}: {exc}", scorer=self.name) from exc
+            raise ScorerInputError(self.name, source, f"is not a valid regular expression: {exc}") from exc
+
+    def _score(self, *, output: str, expected: str | None = None, **_: Any) -> Score:
+        compiled = self._compiled
+        if compiled is None:
+            require(expected is not None, self.name, "expected", "is required (it is the pattern) when no pattern is configured")
+            compiled = self._compile(expected, "expected")  # type: ignore[arg-type]
+        match = compiled.fullmatch(output) if self.full else compiled.search(output)
+        return self.make_score(1.0 if match else 0.0, match=match.group(0) if match else None)

@@ -13,6 +13,7 @@ True
 """
 from __future__ import annotations
 
+import difflib
 import threading
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
@@ -135,7 +136,8 @@ class Registry:
         self._ensure_loaded()
         key = self._keys.get(name.lower())
         if key is None:
-            close = [n for n in self._entries if name.lower() in n.lower() or n.lower() in name.lower()]
+            lowered = {n.lower(): n for n in self._keys}
+            close = [self._keys[k] for k in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)]
             hint = f" Did you mean {', '.join(close[:3])}?" if close else ""
             raise UnknownScorerError(f"no scorer named {name!r}.{hint} See `python -m scorers list`.")
         return self._entries[key]

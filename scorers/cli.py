@@ -1,0 +1,273 @@
+"""Command line: ``python -m scorers list|show|run``.
+
+A thin layer over the library: ``run`` is :func:`scorers.evaluate` plus file
+reading, durable JSONL output, resume, thresholds and a summary table.
+Exit codes: 0 success; 1 a ``--threshold`` was not met (or a row failed, with
+``--fail-on-error``); 2 bad usage, configuration or data.
+"""
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import math
+import sys
+from typing import Any, Sequence
+
+import yaml
+
+from . import __version__
+from .base import Scorer
+from .errors import ConfigError, DataError, ScorerError
+from .io import RESULT_KEYS, ResultWriter, count_rows, read_completed, read_rows
+from .registry import entries, registry
+from .runner import RowResult, Summary, evaluate, resolve_scorers
+from .score import Score
+
+EPILOG = """examples:
+  python -m scorers list
+  python -m scorers show Levenshtein
+  python -m scorers run examples/qa.jsonl -s ExactMatch -s Levenshtein -s BLEU -s ROUGE-L
+  python -m scorers run data.csv -s Levenshtein --map output=response --map expected=reference \\
+      -o scored.jsonl --threshold Levenshtein=0.8 --resume
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="scorers", description="Score the outputs of LLM applications.", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"scorers {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,show,run}")
+
+    p_list = sub.add_parser("list", help="list the registered scorers")
+    p_list.add_argument("--json", action="store_true", help="print a JSON array of {name, kind, description, required, ...}")
+    p_list.add_argument("--kind", help="only scorers of this kind (heuristic, text, embedding, llm, ...)")
+
+    p_show = sub.add_parser("show", help="describe one scorer: parameters, fields and an example")
+    p_show.add_argument("name")
+
+    p_run = sub.add_parser(
+        "run", help="score a JSONL / JSON / CSV file", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Score every row of DATA with the given scorers. Each output line holds the row's fields, "
+                    "\"scores\": {name: float|null} and, where a scorer failed on that row, "
+                    "\"errors\": {name: {type, message}}. A summary table goes to stderr.")
+    p_run.add_argument("data", help="input file (.jsonl, .json array, .csv/.tsv), or - for JSONL on stdin")
+    p_run.add_argument("-s", "--scorer", action="append", required=True, dest="scorers", metavar="NAME",
+                       help="scorer to run (repeatable); see `list`")
+    p_run.add_argument("-p", "--param", action="append", default=[], metavar="NAME.KEY=VALUE",
+                       help="scorer parameter, VALUE parsed as YAML (e.g. -p BLEU.tokenize=intl)")
+    p_run.add_argument("-o", "--output", metavar="OUT.jsonl", help="results file (default: stdout)")
+    p_run.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
+                       help="take a scorer field from another column or dotted path (e.g. --map output=response)")
+    p_run.add_argument("--threshold", action="append", default=[], metavar="NAME=MIN",
+                       help="fail (exit 1) when NAME's mean score is below MIN")
+    p_run.add_argument("--resume", action="store_true", help="continue an interrupted run: skip rows already in OUT")
+    p_run.add_argument("--format", choices=["jsonl", "json", "csv"], help="input format (default: from the extension)")
+    p_run.add_argument("--concurrency", type=int, default=16, help="in-flight async (LLM) calls (default: 16)")
+    p_run.add_argument("--metadata", action="store_true", help="also write each score's metadata (metadata_scores)")
+    p_run.add_argument("--summary-json", metavar="PATH", help="also write the summary as JSON")
+    p_run.add_argument("--fail-on-error", action="store_true", help="exit 1 when any row has a scorer error")
+    p_run.add_argument("--progress", dest="progress", action="store_true", default=None,
+                       help="force the progress bar (default: only when stderr is a terminal)")
+    p_run.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    return parser
+
+
+def _parse_pairs(items: Sequence[str], option: str) -> list[tuple[str, str]]:
+    pairs = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{option} expects KEY=VALUE, got {item!r}")
+        pairs.append((key.strip(), value))
+    return pairs
+
+
+def _scorer_params(names: Sequence[str], params: Sequence[str]) -> dict[str, dict[str, Any]]:
+    by_name: dict[str, dict[str, Any]] = {name: {} for name in names}
+    lowered = {name.lower(): name for name in names}
+    for key, value in _parse_pairs(params, "--param"):
+        scorer, dot, param = key.rpartition(".")
+        if not dot or scorer.lower() not in lowered:
+            raise ConfigError(f"--param {key}: expected NAME.KEY with NAME one of the -s scorers ({', '.join(names)})")
+        by_name[lowered[scorer.lower()]][param] = yaml.safe_load(value) if value else ""
+    return by_name
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    rows = []
+    for entry in entries():
+        if args.kind and entry.kind != args.kind:
+            continue
+        try:
+            required = entry.create().required_fields()
+        except ScorerError as exc:
+            required = []
+            entry_error = str(exc)
+        else:
+            entry_error = None
+        row = {"name": entry.name, "kind": entry.kind, "description": entry.description,
+               "required": required, "aliases": list(entry.aliases), "source": entry.source}
+        if entry_error:
+            row["error"] = entry_error
+        rows.append(row)
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    width = max((len(r["name"]) for r in rows), default=4)
+    kinds = max((len(r["kind"]) for r in rows), default=4)
+    print(f"{'NAME':<{width}}  {'KIND':<{kinds}}  {'REQUIRED':<24}  DESCRIPTION")
+    for r in rows:
+        print(f"{r['name']:<{width}}  {r['kind']:<{kinds}}  {', '.join(r['required']):<24}  {r['description']}")
+    return 0
+
+
+def describe(scorer: Scorer, aliases: Sequence[str] = ()) -> str:
+    """The text ``show`` prints for a scorer."""
+    lines = [f"{scorer.name}  ({scorer.kind})", ""]
+    doc = inspect.cleandoc(type(scorer).__doc__ or scorer.description)
+    lines += [doc, ""]
+    if aliases:
+        lines += [f"aliases: {', '.join(aliases)}", ""]
+    lines.append("fields:")
+    for f in scorer.fields:
+        need = "required" if f.required else "optional"
+        lines.append(f"  {f.name:<12} {need:<9} {f.type_names()}" + (f"  {f.description}" if f.description else ""))
+    lines.append("  (input, output, expected and metadata are always accepted)")
+    lines += ["", "parameters (as configured by default):"]
+    params = scorer.params()
+    lines += [f"  {k} = {json.dumps(v, default=str)}" for k, v in params.items()] or ["  (none)"]
+    if scorer.example:
+        lines += ["", "example:", f"  {scorer.example}"]
+    return "\n".join(lines)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    entry = registry.entry(args.name)
+    print(describe(entry.create(), entry.aliases))
+    return 0
+
+
+def _check_resume(out: str | None, rows: Any, previous: list[dict[str, Any]]) -> Any:
+    """Skip the rows already in OUT after checking they are the same rows, in order."""
+    for i, record in enumerate(previous):
+        try:
+            row = next(rows)
+        except StopIteration:
+            raise DataError(f"{out} holds {len(previous)} rows but the input has only {i}; refusing to resume") from None
+        stored = {k: v for k, v in record.items() if k not in RESULT_KEYS}
+        if json.loads(json.dumps(row, default=str)) != stored:
+            raise DataError(f"{out}:{i + 1}: does not match input row {i + 1}; is it the results of another file?")
+    return rows
+
+
+def _print_summary(summary: Summary, stream: Any) -> None:
+    def fmt(value: Any) -> str:
+        if value is None:
+            return "-"
+        if isinstance(value, float):
+            return f"{value:.4f}"
+        return str(value)
+
+    table = summary.scorers
+    width = max([len(n) for n in table] + [6])
+    print(f"\n{'scorer':<{width}}  {'n':>6}  {'mean':>7}  {'stdev':>7}  {'min':>7}  {'max':>7}  {'skipped':>7}  {'errors':>6}",
+          file=stream)
+    for name, fig in table.items():
+        print(f"{name:<{width}}  {fmt(fig['n']):>6}  {fmt(fig['mean']):>7}  {fmt(fig['stdev']):>7}  {fmt(fig['min']):>7}  "
+              f"{fmt(fig['max']):>7}  {fmt(fig['skipped']):>7}  {fmt(fig['errors']):>6}", file=stream)
+    for name, fig in table.items():
+        extras = {k: v for k, v in fig.items()
+                  if k not in ("n", "mean", "stdev", "min", "max", "skipped", "errors")}
+        if extras:
+            print(f"{name}: " + ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in extras.items()), file=stream)
+    print(f"{summary.rows} rows in {summary.elapsed_s:.2f}s", file=stream)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    params = _scorer_params(args.scorers, args.param)
+    scorers = resolve_scorers([registry.get(name, **params[name]) for name in args.scorers])
+    mapping = dict(_parse_pairs(args.map, "--map"))
+    thresholds = {}
+    known = {s.name.lower(): s.name for s in scorers}
+    for name, value in _parse_pairs(args.threshold, "--threshold"):
+        if name.lower() not in known:
+            raise ConfigError(f"--threshold {name}: not one of the scorers being run ({', '.join(known.values())})")
+        try:
+            thresholds[known[name.lower()]] = float(value)
+        except ValueError:
+            raise ConfigError(f"--threshold {name}={value}: not a number") from None
+
+    rows = read_rows(args.data, args.format)
+    previous: list[dict[str, Any]] = []
+    if args.resume:
+        if not args.output or args.output == "-":
+            raise ConfigError("--resume needs -o OUT.jsonl")
+        previous = read_completed(args.output)
+        rows = _check_resume(args.output, rows, previous)
+
+    run = evaluate(rows, scorers, mapping=mapping, concurrency=args.concurrency, start=len(previous))
+    for record in previous:
+        run.summary.add(_row_from_record(record, len(previous)))
+    total = count_rows(args.data, args.format) if args.data != "-" else None
+    progress = _progress(total, len(previous), args.progress)
+    failed_rows = sum(1 for r in previous if r.get("errors"))
+    with ResultWriter(args.output, append=bool(previous)) as writer:
+        for result in run:
+            writer.write(result.to_record(with_metadata=args.metadata))
+            failed_rows += bool(result.errors)
+            if progress is not None:
+                progress.update(1)
+    if progress is not None:
+        progress.close()
+    _print_summary(run.summary, sys.stderr)
+    if args.summary_json:
+        with open(args.summary_json, "w") as fh:
+            json.dump(run.summary.to_dict(), fh, indent=2, default=str)
+    status = 0
+    for name, minimum in thresholds.items():
+        mean = run.summary.scorers[name]["mean"]
+        if mean is None or math.isnan(mean) or mean < minimum:
+            print(f"threshold not met: {name} mean {mean if mean is None else round(mean, 4)} < {minimum}", file=sys.stderr)
+            status = 1
+    if args.fail_on_error and failed_rows:
+        print(f"{failed_rows} row(s) had scorer errors", file=sys.stderr)
+        status = 1
+    return status
+
+
+def _row_from_record(record: dict[str, Any], _: int) -> RowResult:
+    result = RowResult(-1, {})
+    metadata = record.get("metadata_scores") or {}
+    for name, value in record["scores"].items():
+        if name in (record.get("errors") or {}):
+            result.errors[name] = record["errors"][name]
+        else:
+            result.results[name] = Score(name, value, dict(metadata.get(name) or {}))
+    return result
+
+
+def _progress(total: int | None, done: int, wanted: bool | None) -> Any:
+    if wanted is False or (wanted is None and not sys.stderr.isatty()):
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=done, unit="row", file=sys.stderr, dynamic_ncols=True)
+
+
+COMMANDS = {"list": cmd_list, "show": cmd_show, "run": cmd_run}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (ScorerError, DataError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,472 @@
+"""A loopback OpenAI-compatible server for offline tests of LLM judges.
+
+:class:`LoopbackLLM` serves ``POST /v1/chat/completions``, ``POST /v1/embeddings``
+and ``GET /v1/models`` on ``127.0.0.1`` (a free port) from a background thread,
+so the real ``openai`` client can talk to it over real HTTP. Replies are scripted
+by matching on the request; faults (429 with ``Retry-After``, 5xx, hangs,
+dropped connections) and latency can be injected; every request is recorded.
+
+>>> from openai import OpenAI
+>>> with LoopbackLLM(default=Reply.choice("C", reasons="same facts")) as server:
+...     rule = server.script(Reply.rate_limited(retry_after=0), match="capital", times=1)
+...     client = OpenAI(base_url=server.base_url, api_key="test-key", max_retries=1)
+...     reply = client.chat.completions.create(
+...         model="gpt-4o-mini", messages=[{"role": "user", "content": "The capital of France?"}])
+...     reply.choices[0].message.tool_calls[0].function.arguments
+...     [r.status for r in server.requests]
+'{"reasons": "same facts", "choice": "C"}'
+[429, 200]
+
+Matching: ``match`` is a substring of the last user message, a compiled regular
+expression searched in it, or a callable taking the :class:`RecordedRequest`.
+Rules are tried in the order they were added; a rule with ``times=N`` applies to
+the first N matching requests, then the next matching rule (or the default) answers.
+A reply may also be a callable ``(RecordedRequest) -> Reply`` to compute answers.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import re
+import struct
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Union
+
+__all__ = ["LoopbackLLM", "Reply", "RecordedRequest", "Rule"]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer of the server: a chat completion or a fault.
+
+    Build replies with the class methods (:meth:`choice`, :meth:`tool_call`,
+    :meth:`text`, :meth:`json`, :meth:`rate_limited`, :meth:`error`, :meth:`hang`,
+    :meth:`drop`). ``latency`` (seconds) overrides the server's global latency.
+    ``usage`` is ``(prompt_tokens, completion_tokens)``; by default both are word counts.
+    """
+
+    kind: str = "text"  # "text" | "tool" | "error" | "hang" | "drop"
+    content: str | None = None
+    tool_name: str = "select_choice"
+    arguments: str = "{}"
+    status: int = 200
+    retry_after: float | None = None
+    error_message: str = ""
+    latency: float | None = None
+    usage: tuple[int, int] | None = None
+    finish_reason: str | None = None
+
+    # ---------------------------------------------------------------- builders
+    @classmethod
+    def text(cls, content: str, **options: Any) -> "Reply":
+        """A plain assistant message, no tool call.
+
+        >>> Reply.text("The answer is C").content
+        'The answer is C'
+        """
+        return cls(kind="text", content=content, **options)
+
+    @classmethod
+    def json(cls, value: Any, **options: Any) -> "Reply":
+        """An assistant message whose content is ``value`` as JSON (for ``response_format`` modes)."""
+        return cls(kind="text", content=json.dumps(value), **options)
+
+    @classmethod
+    def tool_call(cls, arguments: Mapping[str, Any] | str, *, name: str = "select_choice", **options: Any) -> "Reply":
+        """A tool call; a ``str`` ``arguments`` is sent verbatim (use it for malformed JSON).
+
+        >>> Reply.tool_call("{not json", name="select_choice").arguments
+        '{not json'
+        """
+        raw = arguments if isinstance(arguments, str) else json.dumps(dict(arguments))
+        return cls(kind="tool", tool_name=name, arguments=raw, **options)
+
+    @classmethod
+    def choice(cls, choice: str, *, reasons: str | None = None, name: str = "select_choice", **options: Any) -> "Reply":
+        """A ``select_choice`` tool call choosing ``choice`` (with ``reasons`` first when given)."""
+        args: dict[str, Any] = {} if reasons is None else {"reasons": reasons}
+        args["choice"] = choice
+        return cls.tool_call(args, name=name, **options)
+
+    @classmethod
+    def error(cls, status: int = 500, message: str = "scripted server error", *, retry_after: float | None = None,
+              **options: Any) -> "Reply":
+        """An HTTP error with an OpenAI-shaped error body (and ``Retry-After`` when given)."""
+        return cls(kind="error", status=status, error_message=message, retry_after=retry_after, **options)
+
+    @classmethod
+    def rate_limited(cls, retry_after: float | None = 1.0, **options: Any) -> "Reply":
+        """HTTP 429 with a ``Retry-After`` header in seconds (omitted when ``None``)."""
+        return cls.error(429, "Rate limit reached (scripted)", retry_after=retry_after, **options)
+
+    @classmethod
+    def hang(cls, seconds: float = 30.0) -> "Reply":
+        """Answer nothing for ``seconds`` (past the client's timeout), then a 504."""
+        return cls(kind="hang", latency=seconds, status=504, error_message="scripted hang ended")
+
+    @classmethod
+    def drop(cls, **options: Any) -> "Reply":
+        """Close the connection without sending a response."""
+        return cls(kind="drop", **options)
+
+
+Matcher = Union[str, "re.Pattern[str]", Callable[["RecordedRequest"], bool], None]
+ReplySource = Union[Reply, Callable[["RecordedRequest"], Reply]]
+
+
+@dataclass
+class RecordedRequest:
+    """A request the server received: method, path, lower-cased headers and the parsed JSON body."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    received_at: float
+    #: HTTP status the server answered with (``0`` for a dropped connection or a hang).
+    status: int = 0
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        body = self.body if isinstance(self.body, dict) else {}
+        messages = body.get("messages")
+        return messages if isinstance(messages, list) else []
+
+    @property
+    def last_user_message(self) -> str:
+        """Text of the last ``user`` message (content parts joined), ``""`` if none."""
+        for message in reversed(self.messages):
+            if isinstance(message, dict) and message.get("role") == "user":
+                return _content_text(message.get("content"))
+        return ""
+
+    @property
+    def model(self) -> str | None:
+        return self.body.get("model") if isinstance(self.body, dict) else None
+
+
+@dataclass
+class Rule:
+    """A scripted rule: answer requests that ``match`` with ``reply``, at most ``times`` times."""
+
+    reply: ReplySource
+    match: Matcher = None
+    times: int | None = None
+    used: int = 0
+
+    def matches(self, request: RecordedRequest) -> bool:
+        if self.times is not None and self.used >= self.times:
+            return False
+        if self.match is None:
+            return True
+        if isinstance(self.match, str):
+            return self.match in request.last_user_message
+        if isinstance(self.match, re.Pattern):
+            return self.match.search(request.last_user_message) is not None
+        return bool(self.match(request))
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def _word_count(text: str) -> int:
+    return len(text.split())
+
+
+class LoopbackLLM:
+    """An OpenAI-compatible HTTP server on 127.0.0.1, run in a background thread.
+
+    Use it as a context manager (or call :meth:`start`/:meth:`stop`);
+    ``base_url`` ends in ``/v1``. ``latency`` delays every reply (seconds) unless
+    the reply sets its own. With ``api_key`` set, requests bearing another key
+    get a 401. ``embedding_dim`` is the length of the fake embedding vectors.
+    """
+
+    def __init__(self, *, default: ReplySource | None = None, latency: float = 0.0, api_key: str | None = None,
+                 models: tuple[str, ...] = ("gpt-4o-mini", "gpt-4o", "text-embedding-3-small"),
+                 embedding_dim: int = 16) -> None:
+        self.default: ReplySource = default if default is not None else Reply.text("OK")
+        self.latency = latency
+        self.api_key = api_key
+        self.models = models
+        self.embedding_dim = embedding_dim
+        self.rules: list[Rule] = []
+        self.requests: list[RecordedRequest] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: Any = None
+        self._stopping: asyncio.Event | None = None
+        self.port: int | None = None
+
+    # ------------------------------------------------------------- scripting
+    def script(self, reply: ReplySource, *, match: Matcher = None, times: int | None = None) -> Rule:
+        """Add a rule; rules are tried in order before the default. Returns the rule (``rule.used`` counts hits)."""
+        rule = Rule(reply=reply, match=match, times=times)
+        with self._lock:
+            self.rules.append(rule)
+        return rule
+
+    def reset(self) -> None:
+        """Forget the rules, the recorded requests and the in-flight maximum."""
+        with self._lock:
+            self.rules.clear()
+            self.requests.clear()
+            self.max_in_flight = self.in_flight
+
+    @property
+    def base_url(self) -> str:
+        if self.port is None:
+            raise RuntimeError("LoopbackLLM is not running; use it as a context manager or call start()")
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        """The recorded requests to ``/v1/chat/completions``."""
+        with self._lock:
+            return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    @property
+    def request_count(self) -> int:
+        with self._lock:
+            return len(self.requests)
+
+    # ------------------------------------------------------------- lifecycle
+    def start(self) -> "LoopbackLLM":
+        if self._thread is not None:
+            return self
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            try:
+                loop.run_until_complete(self._start_site())
+            except BaseException as exc:  # reported to the starting thread
+                failure.append(exc)
+                ready.set()
+                loop.close()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._runner.cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="loopback-llm", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            self._thread = None
+            raise RuntimeError(f"LoopbackLLM failed to start: {failure[0]}") from failure[0]
+        return self
+
+    def stop(self) -> None:
+        if self._thread is None or self._loop is None:
+            return
+        loop = self._loop
+        stopping = self._stopping
+        if stopping is not None:
+            loop.call_soon_threadsafe(stopping.set)
+        loop.call_soon_threadsafe(loop.stop)
+        self._thread.join(timeout=10)
+        self._thread = None
+        self._loop = None
+        self.port = None
+
+    def __enter__(self) -> "LoopbackLLM":
+        return self.start()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+    async def _start_site(self) -> None:
+        from aiohttp import web
+
+        self._stopping = asyncio.Event()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_get("/v1/models", self._models)
+        runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
+        await site.start()
+        self._runner = runner
+        self.port = runner.addresses[0][1]
+
+    # -------------------------------------------------------------- handlers
+    async def _record(self, request: Any) -> RecordedRequest:
+        raw = await request.read()
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        recorded = RecordedRequest(method=request.method, path=request.path,
+                                   headers={k.lower(): v for k, v in request.headers.items()},
+                                   body=body, received_at=time.time())
+        with self._lock:
+            self.requests.append(recorded)
+        return recorded
+
+    def _authorised(self, recorded: RecordedRequest) -> bool:
+        return self.api_key is None or recorded.headers.get("authorization") == f"Bearer {self.api_key}"
+
+    def _pick(self, recorded: RecordedRequest) -> Reply:
+        with self._lock:
+            chosen: ReplySource = self.default
+            for rule in self.rules:
+                if rule.matches(recorded):
+                    rule.used += 1
+                    chosen = rule.reply
+                    break
+        return chosen(recorded) if callable(chosen) else chosen
+
+    async def _chat(self, request: Any) -> Any:
+        from aiohttp import web
+
+        recorded = await self._record(request)
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if not self._authorised(recorded):
+                return self._respond(recorded, _error_response(401, "Incorrect API key provided (loopback)",
+                                                               "invalid_api_key"))
+            if not isinstance(recorded.body, dict) or not isinstance(recorded.body.get("messages"), list):
+                return self._respond(recorded, _error_response(400, "body must be JSON with a 'messages' list",
+                                                               "invalid_request_error"))
+            reply = self._pick(recorded)
+            delay = reply.latency if reply.latency is not None else self.latency
+            if reply.kind == "hang":
+                assert self._stopping is not None
+                try:
+                    await asyncio.wait_for(self._stopping.wait(), delay)
+                except asyncio.TimeoutError:
+                    pass
+            elif delay > 0:
+                await asyncio.sleep(delay)
+            if reply.kind == "drop":
+                if request.transport is not None:
+                    request.transport.abort()
+                raise web.HTTPInternalServerError()  # never reaches the client: the socket is gone
+            if reply.kind in ("error", "hang"):
+                response = _error_response(reply.status, reply.error_message,
+                                           "rate_limit_exceeded" if reply.status == 429 else "server_error")
+                if reply.retry_after is not None:
+                    response.headers["Retry-After"] = _format_seconds(reply.retry_after)
+                return self._respond(recorded, response)
+            return self._respond(recorded, web.json_response(self._completion(recorded, reply)))
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    @staticmethod
+    def _respond(recorded: RecordedRequest, response: Any) -> Any:
+        recorded.status = response.status
+        return response
+
+    def _completion(self, recorded: RecordedRequest, reply: Reply) -> dict[str, Any]:
+        body = recorded.body
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        completion_text = reply.content or ""
+        if reply.kind == "tool":
+            message["content"] = None
+            message["tool_calls"] = [{"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+                                      "function": {"name": reply.tool_name, "arguments": reply.arguments}}]
+            completion_text = reply.arguments
+        finish = reply.finish_reason or ("tool_calls" if reply.kind == "tool" else "stop")
+        n = body.get("n") if isinstance(body.get("n"), int) and body.get("n", 0) > 0 else 1
+        if reply.usage is not None:
+            prompt_tokens, completion_tokens = reply.usage
+        else:
+            prompt_tokens = sum(_word_count(_content_text(m.get("content"))) for m in recorded.messages
+                                if isinstance(m, dict))
+            completion_tokens = _word_count(completion_text) * n
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or "loopback",
+            "choices": [{"index": i, "message": message, "finish_reason": finish, "logprobs": None}
+                        for i in range(n)],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        }
+
+    async def _embeddings(self, request: Any) -> Any:
+        from aiohttp import web
+
+        recorded = await self._record(request)
+        if not self._authorised(recorded):
+            return self._respond(recorded, _error_response(401, "Incorrect API key provided (loopback)",
+                                                           "invalid_api_key"))
+        body = recorded.body if isinstance(recorded.body, dict) else {}
+        inputs = body.get("input")
+        texts = [inputs] if isinstance(inputs, (str, int)) or (isinstance(inputs, list) and inputs
+                                                               and isinstance(inputs[0], int)) else inputs
+        if not isinstance(texts, list) or not texts:
+            return self._respond(recorded, _error_response(400, "'input' must be a string or a non-empty list",
+                                                           "invalid_request_error"))
+        dim = int(body.get("dimensions") or self.embedding_dim)
+        as_base64 = body.get("encoding_format") == "base64"
+        data = []
+        for i, text in enumerate(texts):
+            vector = fake_embedding(json.dumps(text) if not isinstance(text, str) else text, dim)
+            encoded: Any = (base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode("ascii")
+                            if as_base64 else vector)
+            data.append({"object": "embedding", "index": i, "embedding": encoded})
+        tokens = sum(_word_count(t) if isinstance(t, str) else len(t) for t in texts)
+        return self._respond(recorded, web.json_response({
+            "object": "list", "data": data, "model": body.get("model") or "loopback-embedding",
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }))
+
+    async def _models(self, request: Any) -> Any:
+        from aiohttp import web
+
+        recorded = await self._record(request)
+        return self._respond(recorded, web.json_response({
+            "object": "list",
+            "data": [{"id": m, "object": "model", "created": 0, "owned_by": "loopback"} for m in self.models],
+        }))
+
+
+def fake_embedding(text: str, dim: int = 16) -> list[float]:
+    """A deterministic unit vector for ``text`` (equal texts give equal vectors).
+
+    >>> fake_embedding("a", 4) == fake_embedding("a", 4)
+    True
+    """
+    values: list[float] = []
+    counter = 0
+    while len(values) < dim:
+        digest = hashlib.sha256(f"{counter}:{text}".encode()).digest()
+        values.extend(b / 127.5 - 1.0 for b in digest)
+        counter += 1
+    values = values[:dim]
+    norm = sum(v * v for v in values) ** 0.5 or 1.0
+    return [v / norm for v in values]
+
+
+def _error_response(status: int, message: str, code: str) -> Any:
+    from aiohttp import web
+
+    return web.json_response({"error": {"message": message, "type": code, "param": None, "code": code}},
+                             status=status)
+
+
+def _format_seconds(seconds: float) -> str:
+    return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:.3f}"

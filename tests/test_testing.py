@@ -1,0 +1,179 @@
+"""The loopback server, driven by the real openai client over real HTTP."""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+import struct
+import time
+
+import openai
+import pytest
+
+from scorers.testing import LoopbackLLM, RecordedRequest, Reply, fake_embedding
+
+TOOL = {"type": "function", "function": {"name": "select_choice", "parameters": {
+    "type": "object", "properties": {"choice": {"type": "string", "enum": ["A", "B"]}}, "required": ["choice"]}}}
+
+
+def client(server: LoopbackLLM, **options) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0, **options)
+
+
+def ask(server: LoopbackLLM, text: str, **options):
+    return client(server).chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": text}], **options)
+
+
+@pytest.mark.parametrize("reply, content, tool", [
+    (Reply.text("plain words"), "plain words", None),
+    (Reply.json({"choice": "B"}), '{"choice": "B"}', None),
+    (Reply.choice("A"), None, ("select_choice", {"choice": "A"})),
+    (Reply.choice("Z", reasons="r"), None, ("select_choice", {"reasons": "r", "choice": "Z"})),
+    (Reply.tool_call({"x": 1}, name="other_tool"), None, ("other_tool", {"x": 1})),
+])
+def test_reply_kinds(llm_server, reply, content, tool):
+    llm_server.default = reply
+    message = ask(llm_server, "hello").choices[0].message
+    assert message.content == content
+    if tool is None:
+        assert not message.tool_calls
+    else:
+        call = message.tool_calls[0].function
+        assert (call.name, json.loads(call.arguments)) == tool
+
+
+def test_malformed_arguments_are_sent_verbatim(llm_server):
+    llm_server.default = Reply.tool_call('{"choice": "A"')
+    response = ask(llm_server, "hi")
+    assert response.choices[0].message.tool_calls[0].function.arguments == '{"choice": "A"'
+    assert response.choices[0].finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("match, text, expected", [
+    ("France", "The capital of France?", "rule"),
+    ("France", "The capital of Spain?", "default"),
+    (re.compile(r"^\d+$"), "12345", "rule"),
+    (re.compile(r"^\d+$"), "12a45", "default"),
+    (lambda req: req.model == "gpt-4o-mini", "anything", "rule"),
+])
+def test_matching(llm_server, match, text, expected):
+    llm_server.default = Reply.text("default")
+    llm_server.script(Reply.text("rule"), match=match)
+    assert ask(llm_server, text).choices[0].message.content == expected
+
+
+def test_rule_with_times_then_next_rule(llm_server):
+    rule = llm_server.script(Reply.error(503), times=2)
+    llm_server.default = Reply.text("fine")
+    statuses = []
+    for _ in range(3):
+        try:
+            ask(llm_server, "x")
+            statuses.append(200)
+        except openai.InternalServerError as exc:
+            statuses.append(exc.status_code)
+    assert statuses == [503, 503, 200]
+    assert rule.used == 2
+    assert [r.status for r in llm_server.chat_requests] == [503, 503, 200]
+
+
+def test_callable_reply_sees_the_request(llm_server):
+    llm_server.default = lambda req: Reply.text(req.last_user_message.upper())
+    assert ask(llm_server, "shout").choices[0].message.content == "SHOUT"
+
+
+def test_rate_limit_sends_retry_after(llm_server):
+    llm_server.default = Reply.rate_limited(retry_after=7)
+    with pytest.raises(openai.RateLimitError) as info:
+        ask(llm_server, "x")
+    assert info.value.response.headers["retry-after"] == "7"
+
+
+@pytest.mark.parametrize("reply, error", [
+    (Reply.hang(5), openai.APITimeoutError),
+    (Reply.drop(), openai.APIConnectionError),
+    (Reply.error(500), openai.InternalServerError),
+    (Reply.error(400, "bad"), openai.BadRequestError),
+])
+def test_faults(llm_server, reply, error):
+    llm_server.default = reply
+    with pytest.raises(error):
+        client(llm_server, timeout=0.2).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "x"}])
+
+
+def test_records_what_was_sent(llm_server):
+    ask(llm_server, "judge this", tools=[TOOL], tool_choice={"type": "function", "function": {"name": "select_choice"}},
+        temperature=0)
+    (request,) = llm_server.chat_requests
+    assert isinstance(request, RecordedRequest)
+    assert request.body["tools"] == [TOOL]
+    assert request.body["tool_choice"]["function"]["name"] == "select_choice"
+    assert request.body["temperature"] == 0
+    assert request.model == "gpt-4o-mini"
+    assert request.last_user_message == "judge this"
+    assert request.headers["authorization"] == "Bearer k"
+
+
+def test_usage_defaults_to_word_counts_and_can_be_scripted(llm_server):
+    llm_server.default = Reply.text("one two three")
+    assert (ask(llm_server, "a b").usage.prompt_tokens, ask(llm_server, "a b").usage.completion_tokens) == (2, 3)
+    llm_server.default = Reply.text("x", usage=(100, 7))
+    usage = ask(llm_server, "a b").usage
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (100, 7, 107)
+
+
+def test_server_api_key_rejects_others():
+    with LoopbackLLM(api_key="right") as server:
+        with pytest.raises(openai.AuthenticationError):
+            ask(server, "x")
+        assert server.chat_requests[0].status == 401
+
+
+def _decode(embedding):
+    if isinstance(embedding, str):  # an explicit encoding_format="base64" is handed back undecoded
+        raw = base64.b64decode(embedding)
+        return list(struct.unpack(f"<{len(raw) // 4}f", raw))
+    return embedding
+
+
+@pytest.mark.parametrize("encoding", [openai.omit, "float", "base64"])
+def test_embeddings_are_deterministic(llm_server, encoding):
+    result = client(llm_server).embeddings.create(model="text-embedding-3-small", input=["a", "b", "a"],
+                                                  encoding_format=encoding)
+    vectors = [_decode(d.embedding) for d in result.data]
+    assert vectors[0] == pytest.approx(vectors[2]) and vectors[0] != pytest.approx(vectors[1])
+    assert vectors[0] == pytest.approx(fake_embedding("a", 16), abs=1e-6)
+    assert sum(v * v for v in vectors[1]) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_models(llm_server):
+    assert [m.id for m in client(llm_server).models.list()] == list(llm_server.models)
+
+
+def test_latency_and_max_in_flight():
+    with LoopbackLLM(latency=0.05, default=Reply.text("ok")) as server:
+        async def burst() -> None:
+            async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as aclient:
+                await asyncio.gather(*(aclient.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": str(i)}]) for i in range(12)))
+
+        started = time.perf_counter()
+        asyncio.run(burst())
+        assert time.perf_counter() - started >= 0.05
+        assert server.max_in_flight > 1
+        assert server.in_flight == 0
+        assert server.request_count == 12
+
+
+def test_reset_and_not_running():
+    server = LoopbackLLM()
+    with pytest.raises(RuntimeError):
+        server.base_url
+    with server:
+        server.script(Reply.text("x"))
+        ask(server, "x")
+        server.reset()
+        assert server.rules == [] and server.requests == []

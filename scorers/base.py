@@ -196,7 +196,10 @@ class Scorer:
         return [f.name for f in self.fields if f.required]
 
     def _bind(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """Merge bound arguments, reject unknown ones, validate declared fields."""
+        """Merge bound arguments, reject unknown ones, validate declared fields.
+
+        Undeclared standard fields that were given are passed through unvalidated.
+        """
         merged = {**self._bound, **kwargs}
         declared = {f.name: f for f in self.fields}
         for key in merged:
@@ -223,6 +226,9 @@ class Scorer:
                 except (TypeError, ValueError) as exc:
                     raise ScorerInputError(self.name, f.name, str(exc)) from exc
             out[f.name] = value
+        for key in STANDARD_FIELDS:  # given but undeclared standard fields pass through as they are
+            if key not in declared and key in merged:
+                out[key] = merged[key]
         return out
 
     # --------------------------------------------------------------- calling

@@ -240,8 +240,8 @@ class JSONDiff(Scorer):
             return sum(self._similarity(a, b) for a, b in zip(o, e)) / longest
         if isinstance(o, str) and isinstance(e, str):
             return _inner_score(self.string_scorer, o, e)
-        if _is_number(o) and _is_number(e):
-            return _inner_score(self.number_scorer, o, e)
+        if _is_number(o) and _is_number(e):  # bools count as 0/1, as in autoevals
+            return _inner_score(self.number_scorer, _unbool(o), _unbool(e))
         return _inner_score(self.string_scorer, _canonical_json(o, sort_keys=True), _canonical_json(e, sort_keys=True))
 
     def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:
@@ -255,6 +255,10 @@ class JSONDiff(Scorer):
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float))
+
+
+def _unbool(value: int | float) -> int | float:
+    return int(value) if isinstance(value, bool) else value
 
 
 def _inner_score(scorer: Scorer, output: Any, expected: Any) -> float:

@@ -1,0 +1,262 @@
+"""Heuristic scorers: autoevals-equivalence vectors, our documented differences, and properties."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import scorers
+from scorers.errors import ConfigError, ScorerError, ScorerInputError
+from scorers.heuristic import (Contains, ExactMatch, JSONDiff, Levenshtein, ListContains, NumericDiff, RegexMatch,
+                               ValidJSON)
+
+# (output, expected, autoevals' score), written from autoevals' documented semantics.
+LEVENSHTEIN = [
+    ("kitten", "sitting", 1 - 3 / 7),
+    ("", "", 1.0),
+    ("abc", "", 0.0),
+    ("", "abc", 0.0),
+    ("flaw", "lawn", 0.5),
+    ("Paris", "Paris", 1.0),
+    ("café", "cafe\u0301", 0.6),           # NFC vs NFD differ by code points
+    ("👍🏽", "👍", 0.5),
+    (12, "12", 1.0),                        # numbers are compared as their str
+    (1.5, "1.50", 0.75),
+]
+
+EXACT_MATCH = [
+    ("Paris", "Paris", 1.0),
+    ("Paris", "paris", 0.0),
+    ({"a": 1, "b": 2}, {"a": 1, "b": 2}, 1.0),
+    ({"a": 1, "b": 2}, {"b": 2, "a": 1}, 0.0),          # key order matters, as in autoevals
+    ('{"a": 1}', {"a": 1}, 1.0),                         # a string side is parsed when the other is JSON
+    ('{"a":1}', '{"a": 1}', 0.0),                        # two strings are compared as text
+    ([1, 2], "[1,2]", 1.0),
+    (1, 1, 1.0),
+    (1, "1", 1.0),                                       # str(1) == "1"
+    (1, 1.0, 0.0),                                       # str(1) != str(1.0)
+    (True, "True", 1.0),
+]
+
+NUMERIC_DIFF = [
+    (0, 0, 1.0),
+    (9, 10, 1 - 1 / 19),
+    (-1, 1, 0.0),
+    (10, 10, 1.0),
+    (0, 5, 0.0),
+    (2.5, 5, 1 - 2.5 / 7.5),
+    ("3", 4, 1 - 1 / 7),
+    (1e308, 1e308, 1.0),                                 # no overflow to NaN
+    (-1e308, 1e308, 0.0),
+]
+
+JSON_DIFF = [
+    ({"a": 1, "b": "x"}, {"a": 1, "b": "y"}, 0.5),
+    ({}, {}, 1.0),
+    ({"a": 1}, {}, 0.0),
+    ({"a": 1}, {"a": 1, "b": 2}, 0.5),
+    ([1, 2, 3], [1, 2], 2 / 3),
+    ([], [], 1.0),
+    ('{"a": "kitten"}', {"a": "sitting"}, 1 - 3 / 7),    # JSON strings are parsed
+    ({"a": {"b": {"c": 9}}}, {"a": {"b": {"c": 10}}}, 1 - 1 / 19),
+    (None, None, 1.0),
+    ({"a": None}, {"a": 1}, 0.0),
+    ({"a": 1}, {"a": "1"}, 1 / 3),                       # mixed types: Levenshtein of JSON texts 1 and "1"
+    ("kitten", "sitting", 1 - 3 / 7),
+]
+
+LIST_CONTAINS = [
+    (["a", "b"], ["b", "a"], False, 1.0),
+    (["a", "b", "c"], ["a", "b"], False, 2 / 3),
+    (["a", "b", "c"], ["a", "b"], True, 1.0),
+    ([], [], False, 1.0),
+    ([], ["a"], False, 0.0),
+    (["kitten"], ["sitting", "kitten"], False, 0.5),
+    (["kitten", "sitting"], ["sitten"], True, 1 - 1 / 6),
+]
+
+
+@pytest.mark.parametrize("output,expected,score", LEVENSHTEIN)
+def test_levenshtein_matches_autoevals(output, expected, score):
+    assert Levenshtein()(output=output, expected=expected).score == pytest.approx(score, abs=1e-12)
+
+
+@pytest.mark.parametrize("output,expected,score", EXACT_MATCH)
+def test_exact_match_matches_autoevals(output, expected, score):
+    assert ExactMatch()(output=output, expected=expected).score == score
+
+
+@pytest.mark.parametrize("output,expected,score", NUMERIC_DIFF)
+def test_numeric_diff_matches_autoevals(output, expected, score):
+    assert NumericDiff()(output=output, expected=expected).score == pytest.approx(score, abs=1e-12)
+
+
+@pytest.mark.parametrize("output,expected,score", JSON_DIFF)
+def test_json_diff_matches_autoevals(output, expected, score):
+    assert JSONDiff()(output=output, expected=expected).score == pytest.approx(score, abs=1e-12)
+
+
+@pytest.mark.parametrize("output,expected,allow_extra,score", LIST_CONTAINS)
+def test_list_contains_matches_autoevals(output, expected, allow_extra, score):
+    result = ListContains(allow_extra_entities=allow_extra)(output=output, expected=expected)
+    assert result.score == pytest.approx(score, abs=1e-12)
+    assert all(len(pair) == 3 for pair in result.metadata["pairs"])
+
+
+@pytest.mark.parametrize("pairs", [list(zip(*[iter(v[:2]) for v in LEVENSHTEIN]))])
+def test_levenshtein_batch_equals_single(pairs):
+    outputs = [str(v[0]) for v in LEVENSHTEIN]
+    expecteds = [str(v[1]) for v in LEVENSHTEIN]
+    batch = [s.score for s in Levenshtein().score_batch(outputs, expecteds)]
+    single = [Levenshtein()(output=o, expected=e).score for o, e in zip(outputs, expecteds)]
+    assert batch == single
+
+
+def test_autoevals_itself_agrees_on_the_vectors():
+    autoevals = pytest.importorskip("autoevals")
+    for output, expected, _ in LEVENSHTEIN:
+        assert Levenshtein()(output=output, expected=expected).score == pytest.approx(
+            autoevals.Levenshtein().eval(output, expected).score, abs=1e-12)
+    for output, expected, _ in NUMERIC_DIFF[:7]:
+        if isinstance(output, str):
+            continue
+        assert NumericDiff()(output=output, expected=expected).score == pytest.approx(
+            autoevals.NumericDiff().eval(output, expected).score, abs=1e-12)
+    for output, expected, _ in JSON_DIFF:
+        if output is None:
+            continue
+        assert JSONDiff()(output=output, expected=expected).score == pytest.approx(
+            autoevals.JSONDiff().eval(output, expected).score, abs=1e-12)
+    for output, expected, allow, _ in LIST_CONTAINS:
+        assert ListContains(allow_extra_entities=allow)(output=output, expected=expected).score == pytest.approx(
+            autoevals.ListContains(allow_extra_entities=allow).eval(output, expected).score, abs=1e-12)
+
+
+# -------------------------------------------------------------- our differences
+@pytest.mark.parametrize("schema,output,score", [
+    ({"type": "object", "required": ["a"]}, '{"a": 1}', 1.0),
+    ({"type": "object", "required": ["a"]}, '{"b": 1}', 0.0),     # autoevals ignores the constructor schema
+    ({"type": "string"}, '"text"', 1.0),
+    ({"type": "string"}, '{"a": 1}', 0.0),
+    (None, '{"a": 1}', 1.0),
+    (None, "[1, 2]", 1.0),
+    (None, "100", 0.0),
+    (None, "not json", 0.0),
+    (None, {"a": 1}, 1.0),
+])
+def test_valid_json_honours_constructor_schema(schema, output, score):
+    assert ValidJSON(schema=schema)(output=output).score == score
+
+
+def test_valid_json_call_time_schema_and_positional_form():
+    assert ValidJSON().eval('{"a": 1}', {"type": "object", "required": ["b"]}).score == 0.0
+    assert ValidJSON().eval('{"b": 1}', {"type": "object", "required": ["b"]}).score == 1.0
+
+
+def test_valid_json_bad_schema_is_a_config_error():
+    with pytest.raises(ConfigError, match="invalid JSON schema"):
+        ValidJSON(schema={"type": "no-such-type"})
+
+
+@pytest.mark.parametrize("kwargs,output,expected,score", [
+    ({}, "The capital is Paris.", "Paris", 1.0),
+    ({}, "The capital is Paris.", "paris", 0.0),
+    ({"ignore_case": True}, "The capital is Paris.", "paris", 1.0),
+    ({}, "red and blue", ["green", "blue"], 1.0),
+    ({"mode": "all"}, "red and blue", ["green", "blue"], 0.5),
+])
+def test_contains(kwargs, output, expected, score):
+    assert Contains(**kwargs)(output=output, expected=expected).score == score
+
+
+@pytest.mark.parametrize("kwargs,call,score", [
+    ({"pattern": r"\d{4}-\d{2}-\d{2}"}, {"output": "due 2024-06-11"}, 1.0),
+    ({"pattern": r"\d{4}-\d{2}-\d{2}", "full": True}, {"output": "due 2024-06-11"}, 0.0),
+    ({}, {"output": "ABC", "expected": "abc"}, 0.0),
+    ({"ignore_case": True}, {"output": "ABC", "expected": "abc"}, 1.0),
+])
+def test_regex_match(kwargs, call, score):
+    assert RegexMatch(**kwargs)(**call).score == score
+
+
+@pytest.mark.parametrize("factory,kwargs,error,field", [
+    (Levenshtein, {"output": None, "expected": "a"}, ScorerInputError, "output"),
+    (Levenshtein, {"output": "a"}, ScorerInputError, "expected"),
+    (Levenshtein, {"output": ["a"], "expected": "a"}, ScorerInputError, "output"),
+    (NumericDiff, {"output": "twelve", "expected": 12}, ScorerInputError, "output"),
+    (NumericDiff, {"output": float("nan"), "expected": 12}, ScorerInputError, "output"),
+    (NumericDiff, {"output": True, "expected": 1}, ScorerInputError, "output"),
+    (ExactMatch, {"output": None, "expected": "None"}, ScorerInputError, "output"),
+    (RegexMatch, {"output": "x", "expected": "("}, ScorerInputError, "expected"),
+    (Contains, {"output": "x", "expected": []}, ScorerInputError, "expected"),
+    (Levenshtein, {"output": "a", "expected": "b", "expectd": "c"}, ScorerInputError, "expectd"),
+])
+def test_bad_input_raises_typed_error_naming_scorer_and_field(factory, kwargs, error, field):
+    scorer = factory()
+    with pytest.raises(error) as info:
+        scorer(**kwargs)
+    assert info.value.field == field
+    assert str(info.value).startswith(f"{scorer.name}: field {field!r}")
+
+
+@pytest.mark.parametrize("factory,kwargs", [
+    (Levenshtein, {"normalize": "NFX"}),
+    (Contains, {"mode": "some"}),
+    (RegexMatch, {"pattern": "("}),
+    (JSONDiff, {"string_scorer": 3}),
+])
+def test_bad_parameters_raise_config_error(factory, kwargs):
+    with pytest.raises(ConfigError):
+        factory(**kwargs)
+
+
+def test_json_diff_constructor_scorers_are_honoured():
+    strict = JSONDiff(string_scorer="ExactMatch")
+    assert strict(output={"a": "kitten"}, expected={"a": "sitting"}).score == 0.0
+    assert strict.signature()["string_scorer"]["scorer"] == "ExactMatch"
+
+
+def test_levenshtein_normalize_option():
+    assert Levenshtein(normalize="NFC")(output="café", expected="cafe\u0301").score == 1.0
+
+
+# ------------------------------------------------------------------ properties
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=12,
+)
+ANY_VALUE = JSON_VALUES | st.floats() | st.binary(max_size=5) | st.tuples(st.integers())
+
+ALL_HEURISTIC = ["ExactMatch", "Levenshtein", "NumericDiff", "JSONDiff", "ValidJSON", "ListContains", "Contains",
+                 "RegexMatch"]
+
+
+@pytest.mark.parametrize("name", ALL_HEURISTIC)
+@settings(max_examples=60, deadline=None)
+@given(output=ANY_VALUE, expected=ANY_VALUE)
+def test_every_scorer_returns_a_score_in_range_or_a_scorer_error(name, output, expected):
+    scorer = scorers.get(name)
+    try:
+        result = scorer(output=output, expected=expected)
+    except ScorerError:
+        return
+    assert result.name == scorer.name
+    assert result.score is None or (0.0 <= result.score <= 1.0 and math.isfinite(result.score))
+    json.dumps(result.to_dict(), default=str)
+
+
+@settings(max_examples=80, deadline=None)
+@given(a=st.text(), b=st.text())
+def test_levenshtein_is_symmetric_and_one_on_identity(a, b):
+    lev = Levenshtein()
+    assert lev(output=a, expected=b).score == lev(output=b, expected=a).score
+    assert lev(output=a, expected=a).score == 1.0
+
+
+@settings(max_examples=80, deadline=None)
+@given(value=JSON_VALUES)
+def test_json_diff_of_a_value_with_itself_is_one(value):
+    assert JSONDiff()(output=value, expected=value).score == pytest.approx(1.0)

@@ -1,0 +1,73 @@
+import sys
+import textwrap
+
+import pytest
+
+import scorers
+from scorers import Score, Scorer
+from scorers.errors import ConfigError, UnknownScorerError
+from scorers.registry import Entry, Registry
+
+
+@pytest.mark.parametrize("name", ["Levenshtein", "levenshtein", "LEVENSHTEIN"])
+def test_lookup_is_case_insensitive(name):
+    assert scorers.get(name).name == "Levenshtein"
+
+
+def test_unknown_name_suggests_close_ones():
+    with pytest.raises(UnknownScorerError, match="Did you mean Levenshtein"):
+        scorers.get("Levenstein")
+
+
+def test_names_lists_builtins():
+    assert {"ExactMatch", "Levenshtein", "NumericDiff", "JSONDiff", "ValidJSON", "ListContains"} <= set(scorers.names())
+
+
+def test_register_variant_with_defaults_and_aliases():
+    reg = Registry()
+
+    class Scaled(Scorer):
+        def __init__(self, *, factor: float = 1.0, name=None):
+            super().__init__(name=name)
+            self.factor = factor
+
+        def _score(self, **_):
+            return self.make_score(self.factor)
+
+    reg.register(Scaled)
+    reg.register(name="Half", aliases=("half-scaled",), factor=0.5)(Scaled)
+    half = reg.get("HALF-SCALED")
+    assert half.name == "Half" and half(output="x").score == 0.5
+    assert reg.get("Scaled")(output="x").score == 1.0
+    with pytest.raises(ConfigError, match="already registered"):
+        reg.register(Scaled)
+    with pytest.raises(ConfigError, match="invalid parameters"):
+        reg.get("Half", nope=1)
+
+
+def test_name_clash_between_entries_is_refused():
+    reg = Registry()
+    reg.add(Entry("A", lambda: None, "x", "", aliases=("b",)))
+    with pytest.raises(ConfigError, match="taken by 'A'"):
+        reg.add(Entry("B", lambda: None, "x", ""))
+
+
+def test_third_party_entry_points_register(tmp_path, monkeypatch):
+    package = tmp_path / "myplugin.py"
+    package.write_text(textwrap.dedent('''
+        from scorers import Scorer
+        class Shouting(Scorer):
+            """1 if the output is upper case."""
+            def _score(self, *, output, **_):
+                return self.make_score(float(output.isupper()))
+    '''))
+    dist = tmp_path / "myplugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: myplugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[scorers]\nShouting = myplugin:Shouting\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg = Registry()
+    assert "shouting" in reg
+    assert reg.get("Shouting")(output="HEY").score == 1.0
+    assert reg.entry("Shouting").description == "1 if the output is upper case."
+    sys.modules.pop("myplugin", None)

@@ -1,0 +1,146 @@
+"""``python -m scorers`` run as a subprocess on temporary files."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "qa.jsonl"
+
+
+def cli(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "scorers", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO, **kwargs)
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_list_json_lists_the_core_scorers():
+    result = cli("list", "--json")
+    assert result.returncode == 0, result.stderr
+    listed = {row["name"]: row for row in json.loads(result.stdout)}
+    for name in ("ExactMatch", "Levenshtein", "NumericDiff", "JSONDiff", "ValidJSON", "ListContains"):
+        assert {"name", "kind", "description", "required"} <= set(listed[name])
+    assert listed["Levenshtein"]["required"] == ["output", "expected"]
+    assert listed["ValidJSON"]["required"] == ["output"]
+
+
+def test_list_table_and_show():
+    table = cli("list")
+    assert table.returncode == 0 and "Levenshtein" in table.stdout and "REQUIRED" in table.stdout
+    shown = cli("show", "levenshtein")
+    assert shown.returncode == 0
+    assert "fields:" in shown.stdout and "example:" in shown.stdout and "normalize = null" in shown.stdout
+
+
+def test_run_example_writes_one_line_per_row_in_order(tmp_path):
+    out = tmp_path / "out.jsonl"
+    result = cli("run", str(EXAMPLE), "-s", "ExactMatch", "-s", "Levenshtein", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in EXAMPLE.read_text().splitlines()]
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["id"] for line in lines] == [row["id"] for row in rows]
+    assert all(set(line["scores"]) == {"ExactMatch", "Levenshtein"} for line in lines)
+    assert lines[0]["scores"] == {"ExactMatch": 1.0, "Levenshtein": 1.0}
+    assert "ExactMatch" in result.stderr and "mean" in result.stderr  # summary table on stderr
+
+
+def test_map_param_threshold_and_errors(tmp_path):
+    data = write_jsonl(tmp_path / "d.jsonl", [
+        {"response": "café", "ref": "cafe\u0301"},
+        {"response": "abc"},
+    ])
+    out = tmp_path / "out.jsonl"
+    result = cli("run", str(data), "-s", "Levenshtein", "-p", "Levenshtein.normalize=NFC", "--map", "output=response",
+                 "--map", "expected=ref", "-o", str(out), "--threshold", "Levenshtein=0.5")
+    assert result.returncode == 0, result.stderr
+    first, second = [json.loads(line) for line in out.read_text().splitlines()]
+    assert first["scores"] == {"Levenshtein": 1.0}
+    assert second["scores"] == {"Levenshtein": None}
+    assert second["errors"]["Levenshtein"]["type"] == "ScorerInputError"
+    failing = cli("run", str(data), "-s", "Levenshtein", "--map", "output=response", "--map", "expected=ref",
+                  "-o", str(out), "--threshold", "levenshtein=0.9")
+    assert failing.returncode == 1 and "threshold not met" in failing.stderr
+    assert cli("run", str(data), "-s", "Levenshtein", "--map", "output=response", "-o", str(out),
+               "--fail-on-error").returncode == 1
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "missing.jsonl", "-s", "ExactMatch"], "no such file"),
+    (["run", str(EXAMPLE), "-s", "NoSuchScorer"], "no scorer named 'NoSuchScorer'"),
+    (["run", str(EXAMPLE), "-s", "Levenshtein", "-p", "Levenshtein.normalize=XX"], "normalize must be"),
+    (["run", str(EXAMPLE), "-s", "Levenshtein", "--threshold", "BLEU=0.3"], "not one of the scorers"),
+    (["run", str(EXAMPLE), "-s", "Levenshtein", "--resume"], "--resume needs -o"),
+])
+def test_usage_errors_exit_2_with_a_clear_message(args, message):
+    result = cli(*args)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bad_data_line_is_named(tmp_path):
+    data = tmp_path / "bad.jsonl"
+    data.write_text('{"output": "a", "expected": "a"}\n{"output": oops}\n')
+    result = cli("run", str(data), "-s", "ExactMatch", "-o", str(tmp_path / "o.jsonl"))
+    assert result.returncode == 2 and "bad.jsonl:2: invalid JSON" in result.stderr
+
+
+def test_resume_after_torn_write_rewrites_nothing_twice(tmp_path):
+    data = write_jsonl(tmp_path / "d.jsonl", [{"id": i, "output": f"a{i}", "expected": f"a{i - i % 3}"}
+                                              for i in range(50)])
+    full = tmp_path / "full.jsonl"
+    assert cli("run", str(data), "-s", "Levenshtein", "-o", str(full)).returncode == 0
+    partial = tmp_path / "partial.jsonl"
+    lines = full.read_text().splitlines(keepends=True)
+    partial.write_text("".join(lines[:20]) + lines[20][:15])  # 20 complete rows and a torn one
+    result = cli("run", str(data), "-s", "Levenshtein", "-o", str(partial), "--resume")
+    assert result.returncode == 0, result.stderr
+    assert partial.read_text() == full.read_text()
+    assert "50 rows" in result.stderr  # the summary covers resumed rows too
+
+
+def test_resume_refuses_results_of_another_file(tmp_path):
+    data = write_jsonl(tmp_path / "d.jsonl", [{"id": i, "output": "x", "expected": "y"} for i in range(3)])
+    out = write_jsonl(tmp_path / "o.jsonl", [{"id": 99, "output": "x", "expected": "y", "scores": {"ExactMatch": 0.0}}])
+    result = cli("run", str(data), "-s", "ExactMatch", "-o", str(out), "--resume")
+    assert result.returncode == 2 and "does not match input row 1" in result.stderr
+
+
+def test_resume_after_kill_loses_and_duplicates_no_row(tmp_path):
+    n = 60_000
+    data = write_jsonl(tmp_path / "big.jsonl", [{"id": i, "output": f"x{i}", "expected": f"x{i - i % 2}"}
+                                                for i in range(n)])
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "scorers", "run", str(data), "-s", "ExactMatch", "-o", str(out)],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and (not out.exists() or out.stat().st_size < 200_000):
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    written_before = len(out.read_bytes().splitlines())
+    assert 0 < written_before < n, "the run was not interrupted mid-way"
+    result = cli("run", str(data), "-s", "ExactMatch", "-o", str(out), "--resume")
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in records] == list(range(n))
+    assert all(r["scores"]["ExactMatch"] == (1.0 if r["id"] % 2 == 0 else 0.0) for r in records)
+
+
+def test_json_and_csv_inputs(tmp_path):
+    (tmp_path / "d.json").write_text(json.dumps([{"output": "a", "expected": "a"}]))
+    (tmp_path / "d.csv").write_text("output,expected\na,b\n")
+    for name, score in (("d.json", 1.0), ("d.csv", 0.0)):
+        result = cli("run", str(tmp_path / name), "-s", "ExactMatch")
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["scores"] == {"ExactMatch": score}

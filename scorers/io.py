@@ -12,6 +12,7 @@ import csv
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import IO, Any, Iterator
 
@@ -134,25 +135,29 @@ def read_completed(path: str) -> list[dict[str, Any]]:
 
 
 class ResultWriter:
-    """Appends one JSON line per row; flushes each line and fsyncs every ``sync_every`` lines."""
+    """Appends one JSON line per row.
 
-    def __init__(self, path: str | None, *, append: bool = False, sync_every: int = 64) -> None:
+    Each line is flushed to the OS as soon as it is written (a killed process
+    loses nothing written), and fsynced at least every ``sync_interval_s``
+    seconds and on close (a machine crash loses at most that window).
+    """
+
+    def __init__(self, path: str | None, *, append: bool = False, sync_interval_s: float = 1.0) -> None:
         self.path = path
         self._fh: IO[str] = sys.stdout if path in (None, "-") else open(path, "a" if append else "w", encoding="utf-8")
-        self._sync_every = sync_every
-        self._unsynced = 0
+        self._sync_interval_s = sync_interval_s
+        self._last_sync = time.monotonic()
 
     def write(self, record: dict[str, Any]) -> None:
         self._fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
         self._fh.flush()
-        self._unsynced += 1
-        if self._unsynced >= self._sync_every:
+        if time.monotonic() - self._last_sync >= self._sync_interval_s:
             self.sync()
 
     def sync(self) -> None:
         if self._fh is not sys.stdout:
             os.fsync(self._fh.fileno())
-        self._unsynced = 0
+        self._last_sync = time.monotonic()
 
     def close(self) -> None:
         self.sync()

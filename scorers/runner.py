@@ -192,18 +192,18 @@ def _error_record(exc: Exception) -> dict[str, str]:
     return {"type": type(exc).__name__, "message": str(exc) or repr(exc)}
 
 
-async def aevaluate(
+async def _chunks(
     rows: Iterable[Mapping[str, Any]],
-    scorers: Iterable[Scorer | str] | Mapping[str, Scorer],
+    scorers: list[Scorer],
     *,
-    mapping: Mapping[str, str] | None = None,
-    concurrency: int = 16,
-    chunk_size: int = 128,
-    prefetch: int = 4,
-    start: int = 0,
-) -> AsyncIterator[RowResult]:
-    """Async generator of :class:`RowResult`, in input order (see :func:`evaluate`)."""
-    run = _Run(resolve_scorers(scorers), mapping or {}, concurrency)
+    mapping: Mapping[str, str] | None,
+    concurrency: int,
+    chunk_size: int,
+    prefetch: int,
+    start: int,
+) -> AsyncIterator[list[RowResult]]:
+    """Scored chunks in input order, with up to ``prefetch`` chunks in flight."""
+    run = _Run(scorers, mapping or {}, concurrency)
     pending: collections.deque[asyncio.Task[list[RowResult]]] = collections.deque()
     iterator = iter(rows)
     index = start
@@ -225,11 +225,31 @@ async def aevaluate(
                 index += len(chunk)
             if not pending:
                 return
-            for result in await pending.popleft():
-                yield result
+            yield await pending.popleft()
     finally:
         for task in pending:
             task.cancel()
+
+
+async def aevaluate(
+    rows: Iterable[Mapping[str, Any]],
+    scorers: Iterable[Scorer | str] | Mapping[str, Scorer],
+    *,
+    mapping: Mapping[str, str] | None = None,
+    concurrency: int = 16,
+    chunk_size: int = 128,
+    prefetch: int = 4,
+    start: int = 0,
+) -> AsyncIterator[RowResult]:
+    """Async generator of :class:`RowResult`, in input order (see :func:`evaluate`)."""
+    chunks = _chunks(rows, resolve_scorers(scorers), mapping=mapping, concurrency=concurrency,
+                     chunk_size=chunk_size, prefetch=prefetch, start=start)
+    try:
+        async for chunk in chunks:
+            for result in chunk:
+                yield result
+    finally:
+        await chunks.aclose()
 
 
 class Evaluation:
@@ -246,18 +266,18 @@ class Evaluation:
         if self._consumed:
             raise RuntimeError("an Evaluation can be iterated only once (its rows are streamed)")
         self._consumed = True
-        agen = aevaluate(self._rows, self.scorers, **self._options)
-        loop = background_loop()
+        chunks = _chunks(self._rows, self.scorers, **self._options)
         try:
             while True:
                 try:
-                    result = run_sync(agen.__anext__())
+                    chunk = run_sync(chunks.__anext__())
                 except StopAsyncIteration:
                     return
-                self.summary.add(result)
-                yield result
+                for result in chunk:
+                    self.summary.add(result)
+                    yield result
         finally:
-            asyncio.run_coroutine_threadsafe(agen.aclose(), loop).result()
+            asyncio.run_coroutine_threadsafe(chunks.aclose(), background_loop()).result()
 
     def collect(self) -> list[RowResult]:
         """Run to the end and return every row's result."""

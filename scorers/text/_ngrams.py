@@ -1,0 +1,186 @@
+"""Shared machinery of the n-gram text scorers: the references field, token interning
+and batched clipped n-gram matching.
+
+The batch paths of BLEU, chrF and ROUGE turn every text into a sequence of
+integer ids (one id per distinct token in the batch) and count, for every
+(hypothesis, references) pair and n-gram order, the clipped matches
+``sum_g min(count_hyp(g), max_r count_r(g))`` with a few sorts over the whole
+batch instead of one ``Counter`` per text.
+
+>>> import numpy as np
+>>> hyp = np.array([0, 1, 2]); ref = np.array([0, 1, 3])
+>>> clipped_ngram_matches(hyp, np.array([3]), ref, np.array([3]), np.array([0]), 2).tolist()
+[[2, 1]]
+"""
+from __future__ import annotations
+
+import threading
+from itertools import chain
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..base import Field
+
+__all__ = ["references_field", "TokenCache", "concat_ids", "clipped_ngram_matches"]
+
+#: Largest product of key sizes kept as packed integers before ids are made dense again.
+_PACK_LIMIT = 2**62
+
+
+def _to_references(value: Any) -> tuple[str, ...]:
+    items = [value] if isinstance(value, (str, int, float)) else list(value)
+    if not items:
+        raise ValueError("must hold at least one reference, got an empty list")
+    refs = []
+    for i, item in enumerate(items):
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            raise TypeError(f"reference {i} must be text (str), got {type(item).__name__}")
+        refs.append(item if isinstance(item, str) else str(item))
+    return tuple(refs)
+
+
+def references_field(description: str = "reference text, or a list of references") -> Field:
+    """The ``expected`` field of reference-based text scorers: one text or a list of texts."""
+    return Field("expected", (str, int, float, list, tuple), description=description, convert=_to_references)
+
+
+class TokenCache:
+    """Maps raw words to tuples of token ids, interning tokens on first sight.
+
+    ``split_word(word)`` returns the token strings one raw word becomes. Misses
+    are serialised by a lock so that ids stay unique across threads.
+
+    >>> cache = TokenCache(lambda w: w.lower().split("-"))
+    >>> cache.ids_of_words("Well-known well".split())
+    [0, 1, 0]
+    """
+
+    #: Entries after which a scorer starts a fresh cache (bounds memory on endless streams).
+    MAX_ENTRIES = 1_000_000
+
+    def __init__(self, split_word: Callable[[str], Iterable[str]]) -> None:
+        self._split_word = split_word
+        self.words: dict[str, tuple[int, ...]] = {}
+        self.vocab: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def _add(self, word: str) -> tuple[int, ...]:
+        with self._lock:
+            ids = self.words.get(word)
+            if ids is None:
+                ids = tuple(self.vocab.setdefault(tok, len(self.vocab)) for tok in self._split_word(word))
+                self.words[word] = ids
+            return ids
+
+    def ids_of_words(self, words: Iterable[str]) -> list[int]:
+        """Token ids of a sequence of raw words, in order."""
+        get = self.words.get
+        out: list[int] = []
+        for word in words:
+            ids = get(word)
+            if ids is None:
+                ids = self._add(word)
+            out.extend(ids)
+        return out
+
+    def id_of_token(self, token: str) -> int:
+        """The id of one (already final) token."""
+        found = self.vocab.get(token)
+        if found is not None:
+            return found
+        with self._lock:
+            return self.vocab.setdefault(token, len(self.vocab))
+
+    def full(self) -> bool:
+        return len(self.words) + len(self.vocab) > self.MAX_ENTRIES
+
+
+def concat_ids(seqs: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate integer sequences into one array plus their lengths."""
+    lens = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
+    flat = np.fromiter(chain.from_iterable(seqs), dtype=np.int64, count=int(lens.sum()))
+    return flat, lens
+
+
+def _dense(keys: np.ndarray) -> tuple[np.ndarray, int]:
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    return inverse.astype(np.int64, copy=False).reshape(-1), len(uniq)
+
+
+def _count(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct keys and how often each occurs."""
+    if not len(keys):
+        return keys, keys
+    keys = np.sort(keys)
+    edges = np.flatnonzero(np.diff(keys)) + 1
+    starts = np.concatenate(([0], edges))
+    counts = np.diff(np.concatenate((starts, [len(keys)])))
+    return keys[starts], counts
+
+
+def clipped_ngram_matches(hyp_ids: np.ndarray, hyp_lens: np.ndarray, ref_ids: np.ndarray, ref_lens: np.ndarray,
+                          ref_owner: np.ndarray, max_order: int, min_order: int = 1) -> np.ndarray:
+    """Clipped n-gram matches of ``P`` hypotheses against their references.
+
+    ``hyp_ids``/``hyp_lens``: the ``P`` hypotheses' token ids, concatenated, and
+    their lengths; ``ref_ids``/``ref_lens``: the references likewise, with
+    ``ref_owner[j]`` the hypothesis reference ``j`` belongs to. A reference
+    n-gram count is the maximum over a hypothesis' references (sacrebleu's
+    multi-reference clipping). Returns an int64 array ``[P, max_order - min_order + 1]``.
+    """
+    n_hyp, n_ref = len(hyp_lens), len(ref_lens)
+    out = np.zeros((n_hyp, max_order - min_order + 1), dtype=np.int64)
+    tokens = np.concatenate((hyp_ids, ref_ids)).astype(np.int64, copy=False)
+    total = len(tokens)
+    if total == 0 or n_hyp == 0 or n_ref == 0:
+        return out
+    lens = np.concatenate((hyp_lens, ref_lens))
+    n_seq = len(lens)
+    seq_of_token = np.repeat(np.arange(n_seq, dtype=np.int64), lens)
+    starts = np.cumsum(lens) - lens
+    remaining = np.repeat(lens, lens) - (np.arange(total, dtype=np.int64) - np.repeat(starts, lens))
+    is_hyp_token = seq_of_token < n_hyp
+    one_ref_each = n_ref == n_hyp and bool(np.array_equal(ref_owner, np.arange(n_hyp)))
+
+    tokens, vocab = _dense(tokens) if int(tokens.max()) >= total else (tokens, int(tokens.max()) + 1)
+    keys, key_size = tokens, vocab
+    for n in range(1, max_order + 1):
+        if n > 1:
+            if key_size * vocab >= _PACK_LIMIT:
+                keys, key_size = _dense(keys)
+            keys = keys[:-1] * vocab + tokens[n - 1:]
+            key_size *= vocab
+        if n < min_order:
+            continue
+        width = total - n + 1
+        if width <= 0:
+            break
+        valid = remaining[:width] >= n
+        if n_seq * key_size >= _PACK_LIMIT:
+            keys, key_size = _dense(keys)
+        seq = seq_of_token[:width]
+        hyp_mask = valid & is_hyp_token[:width]
+        ref_mask = valid & ~is_hyp_token[:width]
+        hyp_keys, hyp_counts = _count(seq[hyp_mask] * key_size + keys[hyp_mask])
+        if not len(hyp_keys):
+            continue
+        ref_seq = seq[ref_mask] - n_hyp
+        if one_ref_each:
+            ref_keys, ref_counts = _count(ref_seq * key_size + keys[ref_mask])
+        else:
+            per_ref, per_ref_counts = _count(ref_seq * key_size + keys[ref_mask])
+            owned = ref_owner[per_ref // key_size] * key_size + per_ref % key_size
+            order = np.argsort(owned, kind="stable")
+            owned, per_ref_counts = owned[order], per_ref_counts[order]
+            if len(owned):
+                firsts = np.concatenate(([0], np.flatnonzero(np.diff(owned)) + 1))
+                ref_keys, ref_counts = owned[firsts], np.maximum.reduceat(per_ref_counts, firsts)
+            else:
+                ref_keys, ref_counts = owned, per_ref_counts
+        if not len(ref_keys):
+            continue
+        at = np.minimum(np.searchsorted(ref_keys, hyp_keys), len(ref_keys) - 1)
+        clipped = np.where(ref_keys[at] == hyp_keys, np.minimum(hyp_counts, ref_counts[at]), 0)
+        out[:, n - min_order] = np.bincount(hyp_keys // key_size, weights=clipped, minlength=n_hyp)[:n_hyp].astype(np.int64)
+    return out

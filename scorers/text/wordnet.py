@@ -40,6 +40,7 @@ __all__ = [
     "data_dir",
     "ensure_wordnet",
     "lexnames_table",
+    "wordnet_version",
 ]
 
 #: Where Debian's ``wordnet-base`` and ``wordnet-sense-index`` install the WordNet 3.0 database.
@@ -188,6 +189,26 @@ def ensure_wordnet(*, target: Path | str | None = None, source: Path | str = DEB
         corpus = build_wordnet(root, source=source)
         _on_nltk_path(root)
     return corpus
+
+
+def wordnet_version() -> str:
+    """The version nltk's ``corpora/wordnet`` declares in its header (``"3.0"`` for WordNet 3.0).
+
+    Call after :func:`ensure_wordnet`; reads a few lines, not the whole corpus.
+    """
+    import re
+
+    import nltk
+
+    stream = nltk.data.find("corpora/wordnet/data.adj").open()
+    try:
+        for _ in range(64):
+            match = re.search(rb"Word[nN]et (\d+\+?|\d+\.\d+) Copyright", stream.readline())
+            if match:
+                return match.group(1).decode("ascii")
+    finally:
+        stream.close()
+    raise ConfigError("nltk's corpora/wordnet/data.adj does not declare its WordNet version; is it WordNet?")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,330 @@
+"""LLMClassifier through the real openai client over HTTP against the loopback server."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import autoevals
+import scorers
+import scorers.templates  # noqa: F401  (registers the built-in judges)
+from scorers.errors import ConfigError, JudgeError, ScorerError, TemplateError, UnknownArgumentError
+from scorers.judges import LLMClassifier, parse_text_choice, read_reply
+from scorers.llm.engine import ChatResult, InvalidReply, LLMEngine, ToolCall
+from scorers.templates import load_template_file
+from scorers.testing import LoopbackLLM, RecordedRequest, Reply
+
+MODEL = "gpt-4o-mini"
+FACTS = {"input": "What is the capital of France?", "expected": "Paris", "output": "Paris is the capital."}
+FACTUALITY = {"A": 0.4, "B": 0.6, "C": 1.0, "D": 0.0, "E": 1.0}
+
+
+def factuality(**params: Any) -> LLMClassifier:
+    return scorers.get("Factuality", model=MODEL, **params)
+
+
+def body(server: LoopbackLLM, index: int = -1) -> dict[str, Any]:
+    return server.chat_requests[index].body
+
+
+# --------------------------------------------------------------- request shape
+def test_tools_request_shape_and_metadata(llm_env: LoopbackLLM, fake_api_key: str) -> None:
+    llm_env.default = Reply.choice("C", reasons="Both name Paris.")
+    score = factuality()(**FACTS)
+    assert score.score == 1.0 and score.name == "Factuality"
+    sent = body(llm_env)
+    assert sent["model"] == MODEL and sent["temperature"] == 0
+    (tool,) = sent["tools"]
+    assert tool["type"] == "function" and tool["function"]["name"] == "select_choice"
+    parameters = tool["function"]["parameters"]
+    assert list(parameters["properties"]) == ["reasons", "choice"]  # reasons before choice
+    assert parameters["required"] == ["reasons", "choice"]
+    assert parameters["properties"]["choice"] == {**parameters["properties"]["choice"], "type": "string",
+                                                  "enum": ["A", "B", "C", "D", "E"]}
+    assert sent["tool_choice"] == {"type": "function", "function": {"name": "select_choice"}}
+    assert "response_format" not in sent and "seed" not in sent
+    (message,) = sent["messages"]
+    assert message["role"] == "user"
+    assert all(value in message["content"] for value in FACTS.values())
+    meta = score.metadata
+    assert meta["choice"] == "C" and meta["rationale"] == "Both name Paris." and meta["response_mode"] == "tools"
+    assert meta["usage"]["prompt_tokens"] > 0 and meta["usage"]["completion_tokens"] > 0
+    assert meta["attempts"] == 1 and meta["cached"] is False and meta["latency_s"] >= 0
+    signature = meta["signature"]
+    assert signature["model"] == MODEL and signature["scorers_version"] == scorers.__version__
+    assert signature["template"]["name"] == "Factuality" and len(signature["template"]["hash"]) == 16
+    assert signature["response_mode"] == "tools" and signature["use_cot"] is True
+    assert fake_api_key not in score.to_json()
+
+
+def test_without_cot_only_choice_is_asked(llm_env: LoopbackLLM) -> None:
+    llm_env.default = Reply.choice("A")
+    score = factuality(use_cot=False, temperature=None, max_tokens=64)(**FACTS)
+    sent = body(llm_env)
+    assert list(sent["tools"][0]["function"]["parameters"]["properties"]) == ["choice"]
+    assert "temperature" not in sent and sent["max_tokens"] == 64
+    assert score.score == 0.4 and "rationale" not in score.metadata
+
+
+@pytest.mark.parametrize("mode, reply, choice", [
+    ("tools", Reply.tool_call('  { "reasons": "ok",  "choice": " B " }'), "B"),  # odd whitespace, padded choice
+    ("tools", Reply.tool_call({"reasons": ["one", "two"], "choice": "E"}), "E"),
+    ("json", Reply.json({"reasons": "superset", "choice": "B"}), "B"),
+    ("json", Reply.text('```json\n{"reasons": "r", "choice": "D"}\n```'), "D"),
+    ("text", Reply.text("The answer adds detail.\nIt agrees otherwise.\n\n**B**"), "B"),
+    ("text", Reply.text("Reasoning here.\nFinal answer: D."), "D"),
+])
+def test_response_modes(llm_env: LoopbackLLM, mode: str, reply: Reply, choice: str) -> None:
+    llm_env.default = reply
+    score = factuality(response_mode=mode)(**FACTS)
+    assert (score.score, score.metadata["choice"], score.metadata["response_mode"]) == (FACTUALITY[choice], choice,
+                                                                                         mode)
+    sent = body(llm_env)
+    assert ("tools" in sent, "response_format" in sent) == {"tools": (True, False), "json": (False, True),
+                                                            "text": (False, False)}[mode]
+    if mode == "json":
+        schema = sent["response_format"]["json_schema"]["schema"]
+        assert list(schema["properties"]) == ["reasons", "choice"]
+        assert schema["properties"]["choice"]["enum"] == list(FACTUALITY)
+
+
+# ------------------------------------------------------------ unusable replies
+BAD_REPLIES = [
+    ("tools", Reply.text("C"), "no tool call"),
+    ("tools", Reply.tool_call({"choice": "C"}, name="other_tool"), "instead of 'select_choice'"),
+    ("tools", Reply.tool_call('{"choice": "C"'), "malformed JSON"),
+    ("tools", Reply.tool_call("[1, 2]"), "not an object"),
+    ("tools", Reply.choice("F", reasons="made up"), "not one of"),
+    ("tools", Reply.choice("c"), "not one of"),
+    ("tools", Reply.tool_call({"reasons": "no choice"}), "no 'choice'"),
+    ("json", Reply.text("C because it matches"), "malformed JSON"),
+    ("json", Reply.json({"choice": "Z"}), "not one of"),
+    ("text", Reply.text("I cannot decide."), "no line"),
+    ("text", Reply.text(""), "no text content"),
+]
+
+
+@pytest.mark.parametrize("mode, reply, reason", BAD_REPLIES, ids=[f"{m}-{r}" for m, _, r in BAD_REPLIES])
+def test_unusable_reply_is_reasked_then_judge_error(llm_env: LoopbackLLM, mode: str, reply: Reply,
+                                                    reason: str) -> None:
+    llm_env.default = reply
+    judge = factuality(response_mode=mode, max_reasks=2)
+    with pytest.raises(JudgeError) as info:
+        judge(**FACTS)
+    assert reason in str(info.value)
+    assert info.value.raw is not None and info.value.scorer == "Factuality"
+    assert len(llm_env.chat_requests) == 3
+
+
+@pytest.mark.parametrize("bad", [Reply.text("no tool"), Reply.choice("Z"), Reply.tool_call("{oops")])
+def test_reask_recovers(llm_env: LoopbackLLM, bad: Reply) -> None:
+    llm_env.script(bad, times=1)
+    llm_env.default = Reply.choice("D", reasons="Berlin is wrong")
+    score = factuality()(**FACTS)
+    assert score.score == 0.0 and score.metadata["attempts"] == 2
+    assert len(llm_env.chat_requests) == 2
+
+
+@pytest.mark.parametrize("text, choices, expected", [
+    ("C", "ABCDE", "C"),
+    ("reasoning\nC", "ABCDE", "C"),
+    ("reasoning\n(C)", "ABCDE", "C"),
+    ("reasoning\nThe answer is E.", "ABCDE", "E"),
+    ("B is my pick\n\n", "ABCDE", "B"),
+    ("A\nthen B\nthen nothing", "ABCDE", "B"),
+    ("Actually unsure", "ABCDE", None),
+    ("Yes, it is funny.", ["Yes", "No", "Unsure"], "Yes"),
+    ("Incorrect", ["Correct", "Incorrect"], "Incorrect"),
+    ("", "AB", None),
+])
+def test_parse_text_choice(text: str, choices: Any, expected: str | None) -> None:
+    assert parse_text_choice(text, choices) == expected
+
+
+@pytest.mark.parametrize("arguments, reason", [('{"choice": "Q"}', "'Q' is not one of"), ("{", "malformed JSON"),
+                                               ('{"reasons": "r"}', "no 'choice'")])
+def test_read_reply_raises_invalid_reply(arguments: str, reason: str) -> None:
+    result = ChatResult(content=None, tool_calls=(ToolCall("select_choice", arguments),), finish_reason="stop",
+                        model=MODEL)
+    with pytest.raises(InvalidReply, match=reason):
+        read_reply(result, "tools", ("A", "B"))
+
+
+# --------------------------------------------------------- self-consistency
+def _by_seed(choices: dict[int, str]) -> Any:
+    def reply(request: RecordedRequest) -> Reply:
+        return Reply.choice(choices[request.body["seed"]], reasons=f"sample {request.body['seed']}", usage=(10, 5))
+
+    return reply
+
+
+@pytest.mark.parametrize("aggregate, expected_score", [("majority", 1.0), ("mean", 2 / 3)])
+def test_samples_aggregate_with_agreement(llm_env: LoopbackLLM, aggregate: str, expected_score: float) -> None:
+    llm_env.default = _by_seed({0: "C", 1: "D", 2: "C"})
+    judge = factuality(samples=3, temperature=0.7, aggregate=aggregate)
+    score = judge(**FACTS)
+    assert score.score == pytest.approx(expected_score)
+    meta = score.metadata
+    assert meta["choice"] == "C" and meta["choices"] == ["C", "D", "C"] and meta["agreement"] == pytest.approx(2 / 3)
+    assert sorted(r.body["seed"] for r in llm_env.chat_requests) == [0, 1, 2]
+    assert meta["usage"] == {"prompt_tokens": 30, "completion_tokens": 15, "total_tokens": 45, "requests": 3,
+                             "cached": 0}
+    assert meta["signature"]["samples"] == 3 and meta["signature"]["aggregate"] == aggregate
+
+
+def test_majority_tie_goes_to_the_lowest_score(llm_env: LoopbackLLM) -> None:
+    llm_env.default = _by_seed({0: "C", 1: "D"})
+    score = factuality(samples=2, temperature=1, aggregate="majority")(**FACTS)
+    assert (score.score, score.metadata["choice"], score.metadata["agreement"]) == (0.0, "D", 0.5)
+
+
+def test_samples_are_cached_separately(llm_env: LoopbackLLM) -> None:
+    llm_env.default = _by_seed({0: "C", 1: "D", 2: "C"})
+    judge = factuality(samples=3, temperature=0.7, aggregate="majority")
+    first = judge(**FACTS)
+    second = judge(**FACTS)
+    assert len(llm_env.chat_requests) == 3
+    assert second.score == first.score and second.metadata["choices"] == first.metadata["choices"]
+    assert second.metadata["cached"] is True and second.metadata["cached_samples"] == 3
+
+
+def test_cached_rerun_makes_no_request(llm_env: LoopbackLLM) -> None:
+    llm_env.default = Reply.choice("B", reasons="adds the population")
+    first = factuality()(**FACTS)
+    second = factuality()(**FACTS)
+    assert len(llm_env.chat_requests) == 1
+    assert (second.score, second.metadata["cached"], first.metadata["cached"]) == (0.6, True, False)
+
+
+# ------------------------------------------------------------- configuration
+@pytest.mark.parametrize("params, message", [
+    ({"response_mode": "grammar"}, "response_mode"),
+    ({"samples": 0}, "samples"),
+    ({"samples": 3}, "temperature > 0"),
+    ({"samples": 2, "temperature": 0.5, "aggregate": "median"}, "aggregate"),
+    ({"temperature": 3}, "temperature"),
+    ({"max_tokens": 0}, "max_tokens"),
+    ({"use_cot": "yes"}, "use_cot"),
+    ({"max_reasks": -1}, "max_reasks"),
+    ({"choice_scores": {"A": 1}}, "choice_scores"),
+])
+def test_bad_parameters_raise_config_error(params: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        factuality(**params)
+
+
+@pytest.mark.parametrize("args, kwargs, message", [
+    (("J", "{{output}}", {True: 1, "No": 0}), {}, "boolean"),
+    (("J", "{{output}}", {"Y": 2}), {}, r"\[0, 1\]"),
+    (("J", "{{output}}", {}), {}, "non-empty"),
+    (("J", None, {"Y": 1}), {}, "exactly one of"),
+    (("J", "{{output}}", {"Y": 1}), {"messages": [{"role": "user", "content": "x"}]}, "exactly one of"),
+    (("J", None, {"Y": 1}), {"messages": [{"role": "bot", "content": "x"}]}, "role"),
+    (("J", "{{output}}", {"Y.": 1, "N": 0}), {"response_mode": "text"}, "punctuation"),
+    (("J", "{% if %}", {"Y": 1}), {}, "syntax error"),
+])
+def test_bad_construction(args: tuple, kwargs: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        LLMClassifier(*args, **kwargs)
+
+
+def test_fields_come_from_the_template() -> None:
+    judge = scorers.get("ClosedQA", model=MODEL)
+    assert [f.name for f in judge.fields] == ["input", "output", "criteria"]
+    assert judge.required_fields() == ["input", "output", "criteria"]
+    with pytest.raises(UnknownArgumentError, match="critera"):
+        judge(input="q", output="a", critera="typo")
+    described = judge.describe()
+    assert described["variables"] == ["input", "output", "criteria"]
+    assert described["choice_scores"] == {"Y": 1.0, "N": 0.0} and described["description"]
+
+
+def test_missing_variable_is_a_template_error_naming_the_file(llm_env: LoopbackLLM) -> None:
+    judge = scorers.get("Translation", model=MODEL)
+    with pytest.raises(TemplateError) as info:
+        judge(input="Bonjour", expected="Hello", output="Hi")
+    message = str(info.value)
+    assert "'language'" in message and "Translation" in message and "translation.yaml" in message
+    assert llm_env.chat_requests == []
+
+
+def test_messages_template_sends_system_and_user(llm_env: LoopbackLLM) -> None:
+    llm_env.default = Reply.choice("Y")
+    judge = LLMClassifier("Tone", messages=[{"role": "system", "content": "You grade tone."},
+                                            {"role": "user", "content": "Reply: {{output}}"}],
+                          choice_scores={"Y": 1, "N": 0}, model=MODEL, use_cot=False)
+    assert judge(output="Thanks!").score == 1.0
+    roles = [m["role"] for m in body(llm_env)["messages"]]
+    assert roles == ["system", "user"] and "select_choice" in body(llm_env)["messages"][-1]["content"]
+
+
+def test_non_string_values_render_as_json(llm_env: LoopbackLLM) -> None:
+    llm_env.default = Reply.choice("Y")
+    judge = LLMClassifier("Valid", "Data: {{output}}", {"Y": 1, "N": 0}, model=MODEL)
+    judge(output={"city": "Paris", "ok": True, "n": None})
+    assert 'Data: {"city": "Paris", "ok": true, "n": null}' in body(llm_env)["messages"][0]["content"]
+
+
+# ----------------------------------------------------------- foreign formats
+def test_autoevals_template_file_works_unchanged(llm_env: LoopbackLLM) -> None:
+    (template,) = load_template_file(Path(autoevals.__file__).parent / "templates" / "factuality.yaml")
+    llm_env.default = Reply.choice("A", reasons="subset")
+    score = template.to_classifier(model=MODEL)(**FACTS)
+    assert score.score == 0.4 and score.name == "Factuality"
+
+
+def test_openai_evals_spec_file_works(llm_env: LoopbackLLM, tmp_path: Path) -> None:
+    from tests.test_templates import EVALS_SPEC_FILE
+
+    path = tmp_path / "modelgraded.yaml"
+    path.write_text(EVALS_SPEC_FILE)
+    letter, likert, unscored = load_template_file(path)
+    llm_env.script(Reply.choice("B", reasons="adds"), match="Candidate: Paris")
+    llm_env.script(Reply.choice("4", reasons="good pun"), match="Rate this joke")
+    llm_env.script(Reply.choice("A"), match="Is flying possible")
+    assert letter.to_classifier(model=MODEL)(input="q", expected="e", output="Paris").score == 0.6
+    assert likert.to_classifier(model=MODEL)(output="a pun").score == 0.75
+    with pytest.raises(ConfigError, match="no choice_scores"):
+        unscored.to_classifier(model=MODEL)
+    judge = unscored.to_classifier(model=MODEL, choice_scores={"A": 0, "B": 1})
+    assert judge(output="flying").score == 0.0 and judge.use_cot is True
+    sent = [r.body for r in llm_env.chat_requests]
+    assert sent[0]["tools"][0]["function"]["parameters"]["properties"]["choice"]["enum"] == list("ABCDE")
+    assert sent[1]["messages"][0] == {"role": "system", "content": "You rate jokes."}
+
+
+# ------------------------------------------------------------------ batch run
+def test_batch_run_every_fault_ends_scored_or_typed(llm_env: LoopbackLLM) -> None:
+    from scorers.runner import evaluate
+
+    faults = {
+        "row-ok": (None, (1.0, None)),
+        "row-429-once": (dict(reply=Reply.rate_limited(retry_after=0), times=1), (1.0, None)),
+        "row-500-once": (dict(reply=Reply.error(500), times=1), (1.0, None)),
+        "row-drop-once": (dict(reply=Reply.drop(), times=1), (1.0, None)),
+        "row-hang-once": (dict(reply=Reply.hang(5), times=1), (1.0, None)),
+        "row-500-always": (dict(reply=Reply.error(503)), (None, "JudgeError")),
+        "row-hang-always": (dict(reply=Reply.hang(5)), (None, "JudgeError")),
+        "row-no-tool": (dict(reply=Reply.text("plain text, no tool")), (None, "JudgeError")),
+        "row-malformed": (dict(reply=Reply.tool_call("{broken")), (None, "JudgeError")),
+        "row-out-of-enum": (dict(reply=Reply.choice("Z")), (None, "JudgeError")),
+        "row-malformed-once": (dict(reply=Reply.tool_call("{broken"), times=1), (1.0, None)),
+        "row-wrong": (dict(reply=Reply.choice("D", reasons="wrong")), (0.0, None)),
+    }
+    for name, (rule, _outcome) in faults.items():
+        if rule:
+            llm_env.script(rule["reply"], match=f"{name}\n", times=rule.get("times"))
+    llm_env.default = Reply.choice("C", reasons="same", usage=(100, 10))
+    rows = [{"input": "q", "expected": "e", "output": f"{name}\n"} for name in faults]
+    rows.append({"input": "q", "output": "row-missing-expected"})
+    engine = LLMEngine(timeout=0.5, max_retries=1, max_reasks=1, backoff_base=0.01)
+    run = evaluate(rows, [factuality(engine=engine)], concurrency=4)
+    outcomes = {r.row["output"].strip(): (r.scores["Factuality"], r.errors.get("Factuality", {}).get("type"))
+                for r in run}
+    assert outcomes == {**{name: outcome for name, (_rule, outcome) in faults.items()},
+                        "row-missing-expected": (None, "TemplateError")}
+    summary = run.summary.scorers["Factuality"]
+    assert summary["n"] == 7 and summary["errors"] == 6
+    usage = summary["usage"]
+    assert usage["by_model"][MODEL]["requests"] == 7 and usage["prompt_tokens"] >= 600

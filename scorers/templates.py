@@ -218,6 +218,9 @@ class JudgeTemplate:
     format: str = "autoevals"
     _compiled: tuple[Any, ...] = field(default=(), repr=False, compare=False)
     _variables: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    #: Per message: literal text and variable names, when the message is plain ``{{ name }}`` substitution.
+    _plain: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+    _hash: str = field(default="", repr=False, compare=False)
 
     def __post_init__(self) -> None:
         env = _environment()
@@ -238,6 +241,7 @@ class JudgeTemplate:
         if not self.choices:
             object.__setattr__(self, "choices", tuple(self.choice_scores or ()))
         object.__setattr__(self, "_compiled", tuple(compiled))
+        object.__setattr__(self, "_plain", tuple(_plain_parts(content) for _, content in self.messages))
         object.__setattr__(self, "_variables",
                            tuple(_variables_in_order("\n".join(c for _, c in self.messages), names)))
 
@@ -256,6 +260,11 @@ class JudgeTemplate:
 
     def content_hash(self) -> str:
         """Short SHA-256 of what decides the judge's verdict: messages and choice_scores."""
+        if not self._hash:
+            object.__setattr__(self, "_hash", self._compute_hash())
+        return self._hash
+
+    def _compute_hash(self) -> str:
         body = json.dumps({"messages": self.messages, "choices": self.choices,
                            "choice_scores": dict(self.choice_scores or {})},
                           sort_keys=True, ensure_ascii=False)
@@ -283,9 +292,13 @@ class JudgeTemplate:
                                 f"({self.where()})", scorer=self.name)
         context["__choices"] = list(self.choices)
         out = []
-        for (role, _), compiled in zip(self.messages, self._compiled):
+        for (role, _), compiled, plain in zip(self.messages, self._compiled, self._plain):
             try:
-                out.append({"role": role, "content": compiled.render(context)})
+                if plain is not None:  # same text as Jinja gives, without building a Jinja context
+                    content = "".join(part if kind else _render_value(context[part]) for kind, part in plain)
+                else:
+                    content = compiled.render(context)
+                out.append({"role": role, "content": content})
             except SecurityError as exc:
                 raise TemplateError(f"{self.name}: the template tried to reach Python internals, which is not "
                                     f"allowed: {exc} ({self.where()})", scorer=self.name) from exc
@@ -301,6 +314,26 @@ class JudgeTemplate:
         from .judges import LLMClassifier
 
         return LLMClassifier.from_template(self, **overrides)
+
+
+_PLAIN_TAG = re.compile(r"\{\{-?\s*([A-Za-z_]\w*)\s*-?\}\}")
+
+
+def _plain_parts(source: str) -> tuple[tuple[bool, str], ...] | None:
+    """``(is_literal, text_or_name)`` parts of a template made only of text and ``{{ name }}`` tags, else None."""
+    parts: list[tuple[bool, str]] = []
+    position = 0
+    for match in _PLAIN_TAG.finditer(source):
+        parts.append((True, source[position:match.start()]))
+        parts.append((False, match.group(1)))
+        position = match.end()
+    parts.append((True, source[position:]))
+    literal = "".join(text for is_literal, text in parts if is_literal)
+    if any(marker in literal for marker in ("{{", "{%", "{#", "\r")) or "-}}" in source or "{{-" in source:
+        return None
+    if any(not is_literal and name in ("true", "false", "none", "True", "False", "None") for is_literal, name in parts):
+        return None
+    return tuple(p for p in parts if p[1] or not p[0])
 
 
 def _reject_sections(content: str, where: str) -> None:

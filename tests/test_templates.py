@@ -102,7 +102,18 @@ def simple(prompt: str, **extra: object) -> JudgeTemplate:
     ("{{output}}", {"output": "{{ not rendered again }}"}, "{{ not rendered again }}"),
 ])
 def test_render(prompt: str, variables: dict, expected: str) -> None:
-    assert simple(prompt).render(variables) == [{"role": "user", "content": expected}]
+    template = simple(prompt)
+    assert template.render(variables) == [{"role": "user", "content": expected}]
+    # the plain-substitution fast path gives exactly what Jinja gives
+    assert template._compiled[0].render({**variables, "__choices": ["Y", "N"]}) == expected
+
+
+@pytest.mark.parametrize("prompt, plain", [
+    ("a {{x}} b {{ y }}", True), ("{{{x}}}", True), ("{{x.y}}", False), ("{{ x|upper }}", False),
+    ("{% if x %}{% endif %}", False), ("{{- x }}", False), ("{{ none }}", False), ("{{x}}\r\nmore", False),
+])
+def test_fast_path_only_for_plain_substitution(prompt: str, plain: bool) -> None:
+    assert (simple(prompt)._plain[0] is not None) == plain
 
 
 @pytest.mark.parametrize("prompt, variables", [

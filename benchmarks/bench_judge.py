@@ -1,0 +1,218 @@
+"""Factuality judge throughput: ours vs autoevals against the loopback server.
+
+1,000 Factuality judgments against :class:`scorers.testing.LoopbackLLM` (run in
+its own process, so the figures measure the client only) with 100 ms latency,
+at concurrency 32, for:
+
+* ours, uncached (fresh SQLite cache): rows/s, share of the ideal
+  (concurrency / latency = 320 rows/s), client CPU per call;
+* ours, the same rows again: served by the cache — requests made and time;
+* autoevals' ``Factuality`` with an ``AsyncOpenAI`` client pointed at the same
+  server, ``eval_async`` under an ``asyncio.Semaphore(32)``.
+
+Also reports our judge's own CPU per call (render + request + parse, no HTTP).
+Targets: >= 90 % of the ideal; cached re-run >= 100x faster with zero requests.
+
+    python benchmarks/bench_judge.py [--rows 1000] [--latency 0.1] [--concurrency 32] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import make_pairs, write_json  # noqa: E402
+
+MODEL = "gpt-4o-mini"
+API_KEY = "sk-bench-placeholder"
+
+
+# ------------------------------------------------------------------ the server
+def _reply_for(request: Any) -> Any:
+    from scorers.testing import Reply
+
+    digest = hashlib.sha256(request.last_user_message.encode()).digest()
+    return Reply.choice("ABCDE"[digest[0] % 5], reasons="Compared the facts of both answers.")
+
+
+def _serve(conn: Any, latency: float) -> None:
+    from scorers.testing import LoopbackLLM
+
+    with LoopbackLLM(default=_reply_for, latency=latency) as server:
+        conn.send(server.base_url)
+        while True:
+            command = conn.recv()
+            if command == "count":
+                conn.send(len(server.chat_requests))
+            elif command == "max_in_flight":
+                conn.send(server.max_in_flight)
+            else:
+                return
+
+
+class ServerProcess:
+    """The loopback server in a child process; ``count()`` is the number of chat requests it received."""
+
+    def __init__(self, latency: float) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        self._process = context.Process(target=_serve, args=(child, latency), daemon=True)
+        self._process.start()
+        self.base_url: str = self._conn.recv()
+
+    def count(self) -> int:
+        self._conn.send("count")
+        return self._conn.recv()
+
+    def max_in_flight(self) -> int:
+        self._conn.send("max_in_flight")
+        return self._conn.recv()
+
+    def stop(self) -> None:
+        self._conn.send("stop")
+        self._process.join(timeout=10)
+
+
+# ------------------------------------------------------------------- the runs
+def _rows(n: int) -> list[dict[str, str]]:
+    return [{"input": f"Question {i}: what does the passage say?", "output": out, "expected": exp}
+            for i, (out, exp) in enumerate(make_pairs(n, seed=7))]
+
+
+def run_ours(judge: Any, rows: list[dict[str, str]], concurrency: int) -> tuple[float, float, list[Any]]:
+    """Wall seconds, process CPU seconds and the results of one batch through ``ascore_rows``."""
+    from scorers.llm import aclose
+
+    async def go() -> list[Any]:
+        try:
+            return await judge.ascore_rows(rows, concurrency=concurrency)
+        finally:
+            await aclose()
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    results = asyncio.run(go())
+    return time.perf_counter() - wall, time.process_time() - cpu, results
+
+
+def run_autoevals(base_url: str, rows: list[dict[str, str]], concurrency: int) -> tuple[float, float, list[Any]]:
+    from autoevals import Factuality
+    from openai import AsyncOpenAI
+
+    async def go() -> list[Any]:
+        client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
+        judge = Factuality(model=MODEL, client=client)
+        semaphore = asyncio.Semaphore(concurrency)
+
+        async def one(row: dict[str, str]) -> Any:
+            async with semaphore:
+                return await judge.eval_async(row["output"], row["expected"], input=row["input"])
+
+        try:
+            return await asyncio.gather(*(one(row) for row in rows))
+        finally:
+            await client.close()
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    results = asyncio.run(go())
+    return time.perf_counter() - wall, time.process_time() - cpu, results
+
+
+def judge_cpu_per_call(judge: Any, rows: list[dict[str, str]]) -> float:
+    """Seconds of our own work per call: render the prompt, build the request, read a reply (no HTTP)."""
+    from scorers.judges import read_reply
+    from scorers.llm.engine import ChatResult, ToolCall
+
+    reply = ChatResult(content=None, tool_calls=(ToolCall("select_choice", '{"reasons": "r", "choice": "C"}'),),
+                       finish_reason="tool_calls", model=MODEL)
+    started = time.process_time()
+    for row in rows:
+        request = judge.build_request(row)
+        request.body(MODEL)
+        read_reply(reply, judge.response_mode, judge.choices)
+    return (time.process_time() - started) / len(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    args = parser.parse_args(argv)
+
+    import scorers
+    import scorers.templates  # noqa: F401  (registers the built-in judges)
+    from scorers.llm import LLMEngine
+
+    rows = _rows(args.rows)
+    ideal = args.concurrency / args.latency
+    server = ServerProcess(args.latency)
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            engine = LLMEngine(base_url=server.base_url, api_key=API_KEY, max_concurrency=args.concurrency,
+                               cache=os.path.join(folder, "bench-cache.sqlite"))
+            judge = scorers.get("Factuality", model=MODEL, engine=engine)
+
+            before = server.count()
+            ours_wall, ours_cpu, ours = run_ours(judge, rows, args.concurrency)
+            ours_requests = server.count() - before
+            failed = [r for r in ours if not isinstance(r, scorers.Score)]
+            if failed:
+                raise SystemExit(f"{len(failed)} rows failed, first: {failed[0]!r}")
+
+            before = server.count()
+            cached_wall, cached_cpu, cached = run_ours(judge, rows, args.concurrency)
+            cached_requests = server.count() - before
+            if [r.score for r in cached] != [r.score for r in ours]:
+                raise SystemExit("the cached run gave different scores")
+
+            before = server.count()
+            ae_wall, ae_cpu, ae = run_autoevals(server.base_url, rows, args.concurrency)
+            ae_requests = server.count() - before
+            if any(r.score is None for r in ae):
+                raise SystemExit("autoevals returned a score of None")
+            own_cpu = judge_cpu_per_call(judge, rows)
+    finally:
+        server.stop()
+
+    n = len(rows)
+    figures = {
+        "rows": n, "latency_s": args.latency, "concurrency": args.concurrency, "ideal_rows_per_s": ideal,
+        "ours_rows_per_s": n / ours_wall, "ours_share_of_ideal": n / ours_wall / ideal,
+        "ours_requests": ours_requests, "ours_client_cpu_ms_per_call": 1000 * ours_cpu / n,
+        "ours_judge_cpu_ms_per_call": 1000 * own_cpu,
+        "autoevals_rows_per_s": n / ae_wall, "autoevals_share_of_ideal": n / ae_wall / ideal,
+        "autoevals_requests": ae_requests, "autoevals_client_cpu_ms_per_call": 1000 * ae_cpu / n,
+        "cached_s": cached_wall, "cached_requests": cached_requests, "cached_speedup": ours_wall / cached_wall,
+        "cached_cpu_ms_per_call": 1000 * cached_cpu / n,
+    }
+    print(f"Factuality, {n} rows, server latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}; "
+          f"ideal {ideal:.0f} rows/s")
+    print(f"{'run':<22} {'rows/s':>8} {'of ideal':>9} {'requests':>9} {'wall s':>8} {'client CPU/call':>16}")
+    for label, wall, requests, cpu in [("ours (uncached)", ours_wall, ours_requests, ours_cpu),
+                                       ("ours (cached re-run)", cached_wall, cached_requests, cached_cpu),
+                                       ("autoevals 0.4.1", ae_wall, ae_requests, ae_cpu)]:
+        print(f"{label:<22} {n / wall:>8.0f} {n / wall / ideal:>8.0%} {requests:>9} {wall:>8.2f} "
+              f"{1000 * cpu / n:>13.2f} ms")
+    print(f"our judge's own CPU per call (render + request + parse, no HTTP): {1000 * own_cpu:.3f} ms")
+    print(f"cached re-run: {figures['cached_speedup']:.0f}x faster, {cached_requests} requests")
+    met_ideal = figures["ours_share_of_ideal"] >= 0.9
+    met_cache = figures["cached_speedup"] >= 100 and cached_requests == 0
+    print(f"targets: >= 90% of ideal: {'met' if met_ideal else 'NOT met'}; "
+          f"cached >= 100x with 0 requests: {'met' if met_cache else 'NOT met'}")
+    if args.json:
+        write_json(args.json, [figures])
+    return 0 if met_ideal and met_cache else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

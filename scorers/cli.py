@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="scorers", description="Score the outputs of LLM applications.", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"scorers {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,show,run}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,show,run,check}")
 
     p_list = sub.add_parser("list", help="list the registered scorers")
     p_list.add_argument("--json", action="store_true", help="print a JSON array of {name, kind, description, required, ...}")
@@ -46,6 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_show = sub.add_parser("show", help="describe one scorer: parameters, fields and an example")
     p_show.add_argument("name")
+
+    p_check = sub.add_parser("check", help="validate judge templates (YAML); report every problem with file and key")
+    p_check.add_argument("paths", nargs="*", metavar="PATH",
+                         help="template files or directories (default: built-in, SCORERS_TEMPLATES)")
 
     p_run = sub.add_parser(
         "run", help="score a JSONL / JSON / CSV file", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -256,7 +260,20 @@ def _progress(total: int | None, done: int, wanted: bool | None) -> Any:
     return tqdm(total=total, initial=done, unit="row", file=sys.stderr, dynamic_ncols=True)
 
 
-COMMANDS = {"list": cmd_list, "show": cmd_show, "run": cmd_run}
+def cmd_check(args: argparse.Namespace) -> int:
+    from .templates import check_templates, template_dirs, template_files
+
+    paths = args.paths or [d for d in template_dirs() if d.is_dir()]
+    problems = check_templates(paths)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    files = len(template_files(paths))
+    print(f"{files} template file{'s' if files != 1 else ''} checked, {len(problems)} problem{'s' if len(problems) != 1 else ''}",
+          file=sys.stderr)
+    return 1 if problems else 0
+
+
+COMMANDS = {"list": cmd_list, "show": cmd_show, "run": cmd_run, "check": cmd_check}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -341,3 +341,20 @@ def test_global_registry_has_builtin_judges() -> None:
     for name in BUILTINS:
         assert name in scorers.registry
         assert scorers.registry.entry(name).kind == "llm"
+
+
+@pytest.mark.parametrize("files, code", [((), 0), (("bare_yes_no.yaml",), 1), (("good.yaml", "unknown_key.yaml"), 1),
+                                         (("good.yaml",), 0)])
+def test_cli_check_exit_code_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch, files: tuple, code: int) -> None:
+    from scorers.cli import main
+
+    monkeypatch.delenv("SCORERS_TEMPLATES", raising=False)
+    texts = {name: text for name, text, _key, _message in BAD_FILES}
+    texts["good.yaml"] = 'prompt: "{{output}}"\nchoice_scores: {"Y": 1, "N": 0}\n'
+    paths = [str(write(tmp_path, name, texts[name])) for name in files]
+    assert main(["check", *paths]) == code
+    err = capsys.readouterr().err
+    assert f"{len(paths) or len(BUILTINS)} template file" in err
+    for path in paths:
+        assert (path in err) == (not path.endswith("good.yaml"))

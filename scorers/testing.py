@@ -50,7 +50,7 @@ class Reply:
     ``usage`` is ``(prompt_tokens, completion_tokens)``; by default both are word counts.
     """
 
-    kind: str = "text"  # "text" | "tool" | "error" | "hang" | "drop"
+    kind: str = "text"  # "text" | "tool" | "error" | "hang" | "drop" | "raw"
     content: str | None = None
     tool_name: str = "select_choice"
     arguments: str = "{}"
@@ -108,6 +108,11 @@ class Reply:
     def hang(cls, seconds: float = 30.0) -> "Reply":
         """Answer nothing for ``seconds`` (past the client's timeout), then a 504."""
         return cls(kind="hang", latency=seconds, status=504, error_message="scripted hang ended")
+
+    @classmethod
+    def raw(cls, body: Any, *, status: int = 200, **options: Any) -> "Reply":
+        """Send ``body`` as is: a ``str`` verbatim, anything else as JSON (for malformed completions)."""
+        return cls(kind="raw", content=body if isinstance(body, str) else json.dumps(body), status=status, **options)
 
     @classmethod
     def drop(cls, **options: Any) -> "Reply":
@@ -368,6 +373,9 @@ class LoopbackLLM:
                 if reply.retry_after is not None:
                     response.headers["Retry-After"] = _format_seconds(reply.retry_after)
                 return self._respond(recorded, response)
+            if reply.kind == "raw":
+                return self._respond(recorded, web.Response(text=reply.content or "", status=reply.status,
+                                                            content_type="application/json"))
             return self._respond(recorded, web.json_response(self._completion(recorded, reply)))
         finally:
             with self._lock:

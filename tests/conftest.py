@@ -17,10 +17,14 @@ _LLM_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SCORERS_MODEL", "SCORERS_CACHE
 @pytest.fixture(autouse=True)
 def _hermetic_llm_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """No test sees the developer's OpenAI settings or writes to their judge cache."""
+    from scorers.llm import configure
+
     for name in _LLM_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SCORERS_CACHE_DIR", str(tmp_path_factory.mktemp("llm-cache")))
+    configure(reset=True)
     yield
+    configure(reset=True)
 
 
 @pytest.fixture

@@ -1,0 +1,23 @@
+"""The LLM engine behind the judges: requests, cache, retries, concurrency and usage.
+
+>>> from scorers.llm import ChatRequest, LLMEngine, configure
+>>> configure(model="gpt-4o-mini", max_concurrency=16)   # process-wide defaults
+>>> configure(reset=True)
+
+See :mod:`scorers.llm.engine` for the request/result types and
+:mod:`scorers.llm.config` for the settings and environment variables.
+Importing this package does not import ``openai``.
+"""
+from __future__ import annotations
+
+from .cache import LLMCache, cache_key
+from .config import DEFAULT_MODEL, LLMSettings, configure, default_cache_path
+from .engine import (ChatRequest, ChatResult, InvalidReply, LLMEngine, ToolCall, aclose, complete,
+                     complete_sync)
+from .usage import ModelUsage, Usage
+
+__all__ = [
+    "ChatRequest", "ChatResult", "ToolCall", "InvalidReply", "LLMEngine", "complete", "complete_sync", "aclose",
+    "configure", "LLMSettings", "DEFAULT_MODEL", "default_cache_path", "LLMCache", "cache_key", "Usage",
+    "ModelUsage",
+]

@@ -1,0 +1,248 @@
+"""Settings of the LLM engine: arguments, then :func:`configure`, then the environment, then defaults.
+
+Environment variables (read when a request is made, not at import):
+
+``OPENAI_API_KEY``
+    The API key. Missing (and no ``client=``) → :class:`~scorers.errors.ConfigError` before any request.
+    Local servers that ignore keys still need one set; any placeholder will do.
+``OPENAI_BASE_URL``
+    An OpenAI-compatible endpoint (default ``https://api.openai.com/v1``).
+``SCORERS_MODEL``
+    The default judge model (default :data:`DEFAULT_MODEL`, ``gpt-4o-mini``).
+``SCORERS_CACHE``
+    Path of the SQLite reply cache, or ``0``/``off``/``false`` to disable it.
+``SCORERS_CACHE_DIR``
+    Folder of the cache file (``llm-cache.sqlite``); default ``$XDG_CACHE_HOME/scorers`` or ``~/.cache/scorers``.
+``SCORERS_HTTP_TRANSPORT``
+    ``auto`` (default: aiohttp when installed, else httpx), ``aiohttp`` or ``httpx``.
+
+>>> configure(model="gpt-4o", max_concurrency=8)
+>>> resolve(api_key="sk-example").model
+'gpt-4o'
+>>> configure(reset=True)
+"""
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import ConfigError
+
+__all__ = ["DEFAULT_MODEL", "DEFAULT_BASE_URL", "LLMSettings", "configure", "resolve", "configured_prices", "default_model",
+           "default_cache_path"]
+
+#: The judge model used when neither an argument, :func:`configure` nor ``SCORERS_MODEL`` names one.
+DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+_DEFAULTS: dict[str, Any] = {
+    "max_concurrency": 32,   # requests in flight per endpoint and event loop
+    "timeout": 60.0,         # seconds per HTTP attempt
+    "max_retries": 4,        # retries of 429/5xx/timeouts/connection errors (so at most 5 attempts)
+    "max_reasks": 2,         # re-asks of an unusable reply (so at most 3 replies)
+    "backoff_base": 0.5,     # first backoff delay, doubled per retry, with jitter
+    "backoff_max": 20.0,     # cap of one backoff delay
+    "retry_after_max": 60.0,  # cap of a server's Retry-After
+    "transport": "auto",
+    "cache": True,
+}
+_TRANSPORTS = ("auto", "aiohttp", "httpx")
+_OFF = {"0", "off", "false", "no", "none", ""}
+
+_UNSET: Any = object()
+_lock = threading.Lock()
+_configured: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """Resolved settings of one engine call. ``api_key`` is kept out of ``repr``."""
+
+    model: str
+    base_url: str
+    api_key: str | None = field(repr=False)
+    client: Any = field(default=None, repr=False, compare=False)
+    max_concurrency: int = 32
+    timeout: float = 60.0
+    max_retries: int = 4
+    max_reasks: int = 2
+    backoff_base: float = 0.5
+    backoff_max: float = 20.0
+    retry_after_max: float = 60.0
+    transport: str = "auto"
+    #: ``None`` (no cache), or the path of the SQLite cache file, or an ``LLMCache`` instance.
+    cache: Any = None
+
+
+def _check(name: str, value: Any) -> Any:
+    """Validate one option; raise :class:`ConfigError` naming it."""
+    if value is None:
+        return None
+    if name in ("model", "base_url", "api_key"):
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"LLM setting {name!r} must be a non-empty string")
+        return value.strip()
+    if name in ("max_concurrency",):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"LLM setting 'max_concurrency' must be an integer >= 1, got {value!r}")
+        return value
+    if name in ("max_retries", "max_reasks"):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 50:
+            raise ConfigError(f"LLM setting {name!r} must be an integer in [0, 50], got {value!r}")
+        return value
+    if name in ("timeout", "backoff_base", "backoff_max", "retry_after_max"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or value == float("inf"):
+            raise ConfigError(f"LLM setting {name!r} must be a finite number of seconds >= 0, got {value!r}")
+        if name == "timeout" and value == 0:
+            raise ConfigError("LLM setting 'timeout' must be > 0")
+        return float(value)
+    if name == "transport":
+        if value not in _TRANSPORTS:
+            raise ConfigError(f"LLM setting 'transport' must be one of {', '.join(_TRANSPORTS)}, got {value!r}")
+        return value
+    if name == "cache":
+        from .cache import LLMCache
+
+        if isinstance(value, (bool, str, os.PathLike, LLMCache)):
+            return value
+        raise ConfigError(f"LLM setting 'cache' must be True/False, a file path or an LLMCache, got {value!r}")
+    if name == "client":
+        if not hasattr(value, "post") or not hasattr(value, "base_url"):
+            raise ConfigError(f"LLM setting 'client' must be an openai.AsyncOpenAI or openai.OpenAI client, "
+                              f"got {type(value).__name__}")
+        return value
+    if name == "prices":
+        return _check_prices(value)
+    raise ConfigError(f"unknown LLM setting {name!r}")
+
+
+def _check_prices(prices: Any) -> dict[str, tuple[float, float]]:
+    if not isinstance(prices, Mapping):
+        raise ConfigError("prices must map model names to (input, output) USD per 1M tokens")
+    out: dict[str, tuple[float, float]] = {}
+    for model, pair in prices.items():
+        try:
+            price_in, price_out = (float(p) for p in pair)
+        except (TypeError, ValueError):
+            raise ConfigError(f"prices[{model!r}] must be (input, output) USD per 1M tokens, got {pair!r}") from None
+        if price_in < 0 or price_out < 0:
+            raise ConfigError(f"prices[{model!r}] must not be negative")
+        out[str(model)] = (price_in, price_out)
+    return out
+
+
+def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate per-engine options; ``None`` values mean "not set"."""
+    return {name: _check(name, value) for name, value in options.items() if value is not None}
+
+
+def configure(*, client: Any = _UNSET, model: Any = _UNSET, base_url: Any = _UNSET, api_key: Any = _UNSET,
+              max_concurrency: Any = _UNSET, timeout: Any = _UNSET, max_retries: Any = _UNSET,
+              max_reasks: Any = _UNSET, cache: Any = _UNSET, transport: Any = _UNSET, prices: Any = _UNSET,
+              backoff_base: Any = _UNSET, backoff_max: Any = _UNSET, retry_after_max: Any = _UNSET,
+              reset: bool = False) -> None:
+    """Set process-wide defaults of every LLM judge (arguments given to a scorer still win).
+
+    Passing ``None`` clears one setting; ``reset=True`` clears all first. ``cache``
+    is ``True``/``False``, a file path or an :class:`~scorers.llm.cache.LLMCache`;
+    ``prices`` maps model names to ``(input, output)`` USD per 1M tokens for cost estimates.
+    Retries wait ``backoff_base * 2**k`` seconds (jittered, at most ``backoff_max``), or the
+    server's ``Retry-After`` (at most ``retry_after_max``).
+    """
+    given = {k: v for k, v in locals().items() if k != "reset" and v is not _UNSET}
+    checked = {name: _check(name, value) for name, value in given.items()}
+    if "client" in checked and checked["client"] is not None and ({"api_key", "base_url"} & {
+            k for k, v in checked.items() if v is not None}):
+        raise ConfigError("configure(): pass either client= or api_key=/base_url=, not both")
+    with _lock:
+        if reset:
+            _configured.clear()
+        for name, value in checked.items():
+            if value is None:
+                _configured.pop(name, None)
+            else:
+                _configured[name] = value
+
+
+def configured_prices() -> dict[str, tuple[float, float]]:
+    """Prices set with ``configure(prices=...)`` (empty when none)."""
+    with _lock:
+        return dict(_configured.get("prices", {}))
+
+
+def default_model(override: str | None = None) -> str:
+    """``override``, else the configured model, else ``SCORERS_MODEL``, else :data:`DEFAULT_MODEL`."""
+    with _lock:
+        configured = _configured.get("model")
+    return override or configured or _env("SCORERS_MODEL") or DEFAULT_MODEL
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name)
+    return value.strip() if value and value.strip() else None
+
+
+def default_cache_path() -> Path:
+    """``$SCORERS_CACHE_DIR/llm-cache.sqlite``, else under ``$XDG_CACHE_HOME/scorers`` or ``~/.cache/scorers``."""
+    folder = _env("SCORERS_CACHE_DIR")
+    if folder is None:
+        base = _env("XDG_CACHE_HOME") or _env("LOCALAPPDATA") or str(Path.home() / ".cache")
+        folder = str(Path(base) / "scorers")
+    return Path(folder).expanduser() / "llm-cache.sqlite"
+
+
+def _cache_target(value: Any) -> Any:
+    """Turn a cache option into ``None`` (off), a path, or an ``LLMCache``."""
+    if value is False:
+        return None
+    if value is True:
+        env = _env("SCORERS_CACHE")
+        if env is not None:
+            return None if env.lower() in _OFF else Path(env).expanduser()
+        if os.environ.get("SCORERS_CACHE") is not None:  # set but empty: off
+            return None
+        return default_cache_path()
+    if isinstance(value, (str, os.PathLike)):
+        return Path(value).expanduser()
+    return value
+
+
+def resolve(**overrides: Any) -> LLMSettings:
+    """Merge per-engine ``overrides`` (already checked; ``None`` = unset), :func:`configure` and the environment."""
+    with _lock:
+        configured = dict(_configured)
+    chosen = {**_DEFAULTS, **{k: v for k, v in configured.items() if k != "prices"},
+              **{k: v for k, v in overrides.items() if v is not None}}
+    explicit_client = overrides.get("client")
+    explicit_endpoint = overrides.get("api_key") is not None or overrides.get("base_url") is not None
+    # A per-engine endpoint (api_key/base_url) replaces a configured client, and vice versa.
+    client = explicit_client if explicit_client is not None else (None if explicit_endpoint else configured.get("client"))
+    model = default_model(chosen.get("model"))
+    if client is not None:
+        base_url = str(client.base_url)
+        api_key = None
+    else:
+        base_url = chosen.get("base_url") or _env("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        api_key = chosen.get("api_key") or _env("OPENAI_API_KEY")
+        if api_key is None:
+            raise ConfigError(
+                "no API key for the LLM judge: set OPENAI_API_KEY, call scorers.configure(api_key=...) "
+                "or pass client=/api_key= to the scorer (a local server that ignores keys still needs a placeholder)")
+    return LLMSettings(
+        model=model, base_url=base_url.rstrip("/"), api_key=api_key, client=client,
+        max_concurrency=chosen["max_concurrency"], timeout=chosen["timeout"], max_retries=chosen["max_retries"],
+        max_reasks=chosen["max_reasks"], backoff_base=chosen["backoff_base"], backoff_max=chosen["backoff_max"],
+        retry_after_max=chosen["retry_after_max"], transport=_env_transport(chosen), cache=_cache_target(chosen["cache"]),
+    )
+
+
+def _env_transport(chosen: Mapping[str, Any]) -> str:
+    transport = chosen["transport"]
+    if transport == "auto":
+        env = _env("SCORERS_HTTP_TRANSPORT")
+        if env is not None:
+            return _check("transport", env.lower())
+    return transport

@@ -9,7 +9,7 @@ import pytest
 import autoevals
 import scorers
 import scorers.templates  # noqa: F401  (registers the built-in judges)
-from scorers.errors import ConfigError, JudgeError, ScorerError, TemplateError, UnknownArgumentError
+from scorers.errors import ConfigError, JudgeError, TemplateError, UnknownArgumentError
 from scorers.judges import LLMClassifier, parse_text_choice, read_reply
 from scorers.llm.engine import ChatResult, InvalidReply, LLMEngine, ToolCall
 from scorers.templates import load_template_file

@@ -22,13 +22,15 @@ import numpy as np
 
 from ..base import Field
 
-__all__ = ["references_field", "TokenCache", "concat_ids", "clipped_ngram_matches"]
+__all__ = ["references_field", "TokenCache", "concat_ids", "split_flat", "clipped_ngram_matches"]
 
 #: Largest product of key sizes kept as packed integers before ids are made dense again.
 _PACK_LIMIT = 2**62
 
 
 def _to_references(value: Any) -> tuple[str, ...]:
+    if type(value) is str:
+        return (value,)
     items = [value] if isinstance(value, (str, int, float)) else list(value)
     if not items:
         raise ValueError("must hold at least one reference, got an empty list")
@@ -46,14 +48,18 @@ def references_field(description: str = "reference text, or a list of references
 
 
 class TokenCache:
-    """Maps raw words to tuples of token ids, interning tokens on first sight.
+    """Maps raw words to their token ids, interning tokens on first sight.
 
-    ``split_word(word)`` returns the token strings one raw word becomes. Misses
-    are serialised by a lock so that ids stay unique across threads.
+    ``split_word(word)`` returns the token strings one raw word becomes; each
+    distinct word is split once. Misses are serialised by a lock so that ids stay
+    unique across threads; entries are never changed once written.
 
     >>> cache = TokenCache(lambda w: w.lower().split("-"))
     >>> cache.ids_of_words("Well-known well".split())
     [0, 1, 0]
+    >>> flat, lens = cache.ids_of_texts([["well-known"], [], ["Known", "x"]])
+    >>> flat.tolist(), lens.tolist()
+    ([0, 1, 1, 2], [2, 0, 2])
     """
 
     #: Entries after which a scorer starts a fresh cache (bounds memory on endless streams).
@@ -63,6 +69,12 @@ class TokenCache:
         self._split_word = split_word
         self.words: dict[str, tuple[int, ...]] = {}
         self.vocab: dict[str, int] = {}
+        self._index: dict[str, int] = {}  # word -> row in the arrays below
+        self._counts = np.zeros(1024, dtype=np.int64)  # tokens per word
+        self._starts = np.zeros(1024, dtype=np.int64)  # where a word's tokens start in _flat
+        self._first = np.zeros(1024, dtype=np.int64)  # a word's first token id (when it has one)
+        self._flat = np.zeros(4096, dtype=np.int64)
+        self._n_flat = 0
         self._lock = threading.Lock()
 
     def _add(self, word: str) -> tuple[int, ...]:
@@ -70,11 +82,22 @@ class TokenCache:
             ids = self.words.get(word)
             if ids is None:
                 ids = tuple(self.vocab.setdefault(tok, len(self.vocab)) for tok in self._split_word(word))
+                row = len(self._index)
+                if row == len(self._counts):
+                    self._counts, self._starts, self._first = (np.concatenate((a, np.zeros_like(a)))
+                                                               for a in (self._counts, self._starts, self._first))
+                while self._n_flat + len(ids) > len(self._flat):
+                    self._flat = np.concatenate((self._flat, np.zeros_like(self._flat)))
+                self._flat[self._n_flat:self._n_flat + len(ids)] = ids
+                self._counts[row], self._starts[row] = len(ids), self._n_flat
+                self._first[row] = ids[0] if ids else -1
+                self._n_flat += len(ids)
+                self._index[word] = row  # published last: readers only see complete rows
                 self.words[word] = ids
             return ids
 
     def ids_of_words(self, words: Iterable[str]) -> list[int]:
-        """Token ids of a sequence of raw words, in order."""
+        """Token ids of one sequence of raw words, in order."""
         get = self.words.get
         out: list[int] = []
         for word in words:
@@ -84,16 +107,39 @@ class TokenCache:
             out.extend(ids)
         return out
 
-    def id_of_token(self, token: str) -> int:
-        """The id of one (already final) token."""
-        found = self.vocab.get(token)
-        if found is not None:
-            return found
-        with self._lock:
-            return self.vocab.setdefault(token, len(self.vocab))
+    def ids_of_texts(self, texts: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
+        """Token ids of many word sequences at once: all ids concatenated, and each sequence's length."""
+        word_lens = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        words = list(chain.from_iterable(texts))
+        index = self._index
+        try:
+            rows = [index[word] for word in words]
+        except KeyError:
+            for word in set(words).difference(index):
+                self._add(word)
+            rows = [index[word] for word in words]
+        at = np.array(rows, dtype=np.int64)
+        counts = self._counts[at]
+        if bool((counts == 1).all()):
+            return self._first[at], word_lens
+        ends = np.cumsum(counts)
+        positions = np.repeat(self._starts[at] - (ends - counts), counts) + np.arange(int(ends[-1]), dtype=np.int64)
+        flat = self._flat[positions]
+        cumulative = np.concatenate(([0], ends))
+        text_ends = np.cumsum(word_lens)
+        return flat, cumulative[text_ends] - cumulative[text_ends - word_lens]
 
     def full(self) -> bool:
         return len(self.words) + len(self.vocab) > self.MAX_ENTRIES
+
+
+def split_flat(flat: np.ndarray, lens: np.ndarray) -> list[list[int]]:
+    """The per-sequence lists of a concatenated array."""
+    values, out, at = flat.tolist(), [], 0
+    for length in lens.tolist():
+        out.append(values[at:at + length])
+        at += length
+    return out
 
 
 def concat_ids(seqs: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:

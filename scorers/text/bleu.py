@@ -25,7 +25,7 @@ from ..base import Aggregator, MeanAggregator, Scorer, text_field
 from ..errors import ConfigError, MissingExtraError
 from ..registry import register
 from ..score import Score
-from ._ngrams import TokenCache, clipped_ngram_matches, concat_ids, references_field
+from ._ngrams import TokenCache, clipped_ngram_matches, references_field
 
 __all__ = ["BLEU", "ChrF", "TER"]
 
@@ -200,48 +200,39 @@ class BLEU(_SacrebleuScorer):
             return TokenCache(lambda word: post(f" {word} ").split())
         return TokenCache(lambda token: (token,))
 
-    def _token_ids(self, text: str, cache: TokenCache) -> list[int]:
+    def _words(self, text: str) -> list[str]:
+        """The line's words before 13a's per-word part (other tokenizers: its final tokens)."""
         line = (text.lower() if self.lowercase else text).rstrip()
         if self.tokenize != "13a":
-            return cache.ids_of_words(self._metric.tokenizer(line).split())
+            return self._metric.tokenizer(line).split()
         # 13a's language-independent part, on the whole line (it can join lines).
         line = line.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
         if "&" in line:
             line = line.replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
-        return cache.ids_of_words(line.split())
+        return line.split()
 
     # --------------------------------------------------------------- batch
     def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
         if self._cache.full():
             self._cache = self._new_cache()
-        cache, seen = self._cache, {}
-
-        def ids(text: str) -> list[int]:
-            found = seen.get(text)
-            if found is None:
-                found = seen[text] = self._token_ids(text, cache)
-            return found
-
-        hyps = [ids(row["output"]) for row in rows]
-        refs = [[ids(ref) for ref in row["expected"]] for row in rows]
-        flat_refs = [ref for group in refs for ref in group]
-        owner = np.repeat(np.arange(len(rows)), [len(group) for group in refs])
-        hyp_ids, hyp_lens = concat_ids(hyps)
-        ref_ids, ref_lens = concat_ids(flat_refs)
+        sizes = [len(row["expected"]) for row in rows]
+        hyp_ids, hyp_lens = self._cache.ids_of_texts([self._words(row["output"]) for row in rows])
+        ref_ids, ref_lens = self._cache.ids_of_texts([self._words(ref) for row in rows for ref in row["expected"]])
+        owner = np.repeat(np.arange(len(rows)), sizes)
         matches = clipped_ngram_matches(hyp_ids, hyp_lens, ref_ids, ref_lens, owner, self.max_ngram_order).tolist()
         order = self.max_ngram_order
-        out = []
-        for hyp, group, correct in zip(hyps, refs, matches):
-            sys_len = len(hyp)
-            ref_len = _closest_ref_len(sys_len, [len(r) for r in group])
+        out, at, all_ref_lens = [], 0, ref_lens.tolist()
+        for sys_len, size, correct in zip(hyp_lens.tolist(), sizes, matches):
+            ref_len = _closest_ref_len(sys_len, all_ref_lens[at:at + size]) if size > 1 else all_ref_lens[at]
+            at += size
             total = [max(0, sys_len - n) for n in range(order)]
             stats = [sys_len, ref_len, *correct, *total]
             result = self._metric.compute_bleu(list(correct), list(total), sys_len, ref_len, self.smooth_method,
                                                self.smooth_value, self.effective_order, order)
             out.append(self.make_score(
                 _clamp_unit(result.score / 100), bleu=result.score, bp=result.bp, precisions=result.precisions,
-                counts=correct, totals=total, sys_len=sys_len, ref_len=ref_len, nrefs=len(group), stats=stats,
-                sacrebleu_signature=self._sacrebleu_signature(len(group))))
+                counts=correct, totals=total, sys_len=sys_len, ref_len=ref_len, nrefs=size, stats=stats,
+                sacrebleu_signature=self._sacrebleu_signature(size)))
         return out
 
     # -------------------------------------------------------------- corpus
@@ -381,8 +372,8 @@ class ChrF(_SacrebleuScorer):
             columns += self._order_columns(_code_points(hyp_text), _code_points(ref_text), self.char_order)
         if self.word_order:
             cache = self._words
-            hyp_words = concat_ids([cache.ids_of_words(t.split()) for t in hyps])
-            ref_words = concat_ids([cache.ids_of_words(t.split()) for t in refs])
+            hyp_words = cache.ids_of_texts([t.split() for t in hyps])
+            ref_words = cache.ids_of_texts([t.split() for t in refs])
             columns += self._order_columns(hyp_words, ref_words, self.word_order)
         stats = []
         for i in range(len(hyps)):

@@ -1,0 +1,269 @@
+"""ROUGE-N, ROUGE-L and ROUGE-Lsum with rouge-score's numbers, batched.
+
+The numbers equal ``rouge_score.rouge_scorer.RougeScorer([type], use_stemmer=...)
+.score(target=expected, prediction=output)`` (and ``score_multi`` for several
+references: the reference with the highest F wins, the first one on ties).
+The score is the F-measure; precision, recall and F are in the metadata.
+
+Tokenizers:
+
+* ``"default"``: rouge-score's own tokenizer, kept for comparability with
+  published ROUGE: lower-case, every character outside ``[a-z0-9]`` is a
+  separator. It drops all other letters: ``"café"`` becomes ``caf``, and
+  Chinese or Russian text has no tokens at all (identical strings score 0).
+* ``"unicode"``: NFKC-normalised, lower-cased runs of Unicode letters and
+  digits; CJK ideographs, kana and Hangul syllables are one token each (those
+  scripts are not written with spaces). Not comparable with ROUGE-1.5.5 figures.
+
+``use_stemmer=True`` applies nltk's Porter stemmer to tokens longer than three
+characters, as rouge-score does (with ``"unicode"``: to ASCII tokens only).
+
+>>> from scorers.text.rouge import ROUGE
+>>> s = ROUGE(rouge_type="rouge1")(output="testing", expected="testing one two")
+>>> s.score, s.metadata["precision"], round(s.metadata["recall"], 4)
+(0.5, 1.0, 0.3333)
+"""
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections import Counter
+from typing import Any, Callable
+
+import numpy as np
+
+from ..base import Scorer, text_field
+from ..errors import ConfigError, MissingExtraError
+from ..registry import register
+from ..score import Score
+from ._ngrams import TokenCache, clipped_ngram_matches, references_field, split_flat
+
+__all__ = ["ROUGE", "TOKENIZERS"]
+
+#: The rouge-score release whose numbers these scorers reproduce (checked by the tests).
+REFERENCE = "rouge-score==0.1.2"
+TOKENIZERS = ("default", "unicode")
+
+_ROUGE_N = re.compile(r"rouge([1-9][0-9]*)$")
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
+_UNICODE_WORD = re.compile(r"[^\W_]+")
+_ONE_CHAR_SCRIPTS = re.compile(
+    "[\u3040-\u30ff\u3100-\u312f\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+    "\U00020000-\U0002fa1f]")
+
+_PORTER: Any = None
+_PORTER_LOCK = threading.Lock()
+
+
+def _porter(scorer: str) -> Any:
+    global _PORTER
+    with _PORTER_LOCK:
+        if _PORTER is None:
+            try:
+                from nltk.stem import porter
+            except ImportError as exc:
+                raise MissingExtraError(scorer, "nltk", "text") from exc
+            _PORTER = porter.PorterStemmer()
+    return _PORTER
+
+
+def _default_word_splitter(stem: Callable[[str], str] | None) -> Callable[[str], list[str]]:
+    """rouge-score's tokenizer applied to one whitespace-separated word.
+
+    Its steps (lower-case, non-alphanumerics to spaces, split, stem tokens longer
+    than 3, keep ``[a-z0-9]+``) never look across whitespace, so a text's tokens
+    are its words' tokens in order, and each distinct word is tokenized once.
+    """
+
+    def split(word: str) -> list[str]:
+        tokens = _NON_ALNUM.sub(" ", word.lower()).split()
+        if stem is not None:
+            tokens = [stem(t) if len(t) > 3 else t for t in tokens]
+        return [t for t in tokens if _VALID_TOKEN.match(t)]
+
+    return split
+
+
+def _unicode_word_splitter(stem: Callable[[str], str] | None) -> Callable[[str], list[str]]:
+    def split(word: str) -> list[str]:
+        tokens = _UNICODE_WORD.findall(_ONE_CHAR_SCRIPTS.sub(r" \g<0> ", word))
+        if stem is not None:
+            tokens = [stem(t) if len(t) > 3 and t.isascii() else t for t in tokens]
+        return tokens
+
+    return split
+
+
+@register(aliases=("rouge",))
+class ROUGE(Scorer):
+    """ROUGE F-measure with rouge-score's numbers; ``rouge_type`` is ``rougeN`` (N ≥ 1), ``rougeL`` or ``rougeLsum``.
+
+    ``expected`` is the target (reference), ``output`` the prediction, so
+    precision is over the output's tokens and recall over the reference's. With
+    several references the best F wins. ``rougeLsum`` splits texts into
+    sentences at newlines (rouge-score's default; put one sentence per line).
+    Registered variants: ``ROUGE-1``, ``ROUGE-2``, ``ROUGE-L``, ``ROUGE-Lsum``.
+
+    >>> ROUGE(rouge_type="rougeL")(output="testing one", expected="testing one two").metadata["recall"]
+    0.6666666666666666
+    """
+
+    name = "ROUGE"
+    kind = "text"
+    description = "rouge-score ROUGE F-measure (rougeN, rougeL, rougeLsum; optional Porter stemming)"
+    fields = (text_field("output", description="prediction (system output)"),
+              references_field("target text, or a list of targets (best F wins)"))
+    example = 'ROUGE(rouge_type="rouge1")(output="the cat sat", expected="the cat sat down")'
+    algorithm_version = "1"
+
+    def __init__(self, *, rouge_type: str = "rougeL", use_stemmer: bool = False, tokenizer: str = "default",
+                 name: str | None = None) -> None:
+        super().__init__(name=name)
+        match = _ROUGE_N.match(rouge_type) if isinstance(rouge_type, str) else None
+        if rouge_type not in ("rougeL", "rougeLsum") and match is None:
+            raise ConfigError(f"{self.name}: unknown rouge_type {rouge_type!r}; use rougeN (N >= 1, e.g. rouge1), "
+                              "rougeL or rougeLsum", scorer=self.name)
+        if tokenizer not in TOKENIZERS:
+            raise ConfigError(f"{self.name}: unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}",
+                              scorer=self.name)
+        self.rouge_type = rouge_type
+        self.order = int(match.group(1)) if match else 0
+        self.use_stemmer = bool(use_stemmer)
+        self.tokenizer = tokenizer
+        self._stem: Callable[[str], str] | None = _porter(self.name).stem if self.use_stemmer else None
+        self._cache = self._new_cache()
+
+    def params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {"rouge_type": self.rouge_type, "use_stemmer": self.use_stemmer,
+                                  "tokenizer": self.tokenizer, "reference": REFERENCE}
+        if self.use_stemmer:
+            import nltk
+
+            params["nltk_version"] = nltk.__version__
+        return params
+
+    # -------------------------------------------------------------- tokens
+    def _new_cache(self) -> TokenCache:
+        splitter = _default_word_splitter if self.tokenizer == "default" else _unicode_word_splitter
+        return TokenCache(splitter(self._stem))
+
+    def _words(self, text: str) -> list[str]:
+        if self.tokenizer == "unicode":
+            text = unicodedata.normalize("NFKC", text).lower()
+        return text.split()
+
+    def _sentence_ids(self, text: str, cache: TokenCache) -> list[list[int]]:
+        """rougeLsum's sentences: the non-empty lines, each tokenized on its own."""
+        return [cache.ids_of_words(self._words(line)) for line in text.split("\n") if line]
+
+    # --------------------------------------------------------------- batch
+    def _score(self, **fields: Any) -> Score:
+        return self._score_batch([fields])[0]
+
+    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
+        if self._cache.full():
+            self._cache = self._new_cache()
+        cache = self._cache
+        sizes = [len(row["expected"]) for row in rows]
+        if self.rouge_type == "rougeLsum":
+            predictions = [self._sentence_ids(row["output"], cache) for row in rows]
+            prf = [_summary_lcs_prf(self._sentence_ids(target, cache), predictions[i])
+                   for i, row in enumerate(rows) for target in row["expected"]]
+        else:
+            words = [self._words(row["output"]) for row in rows]
+            pred_ids, pred_lens = cache.ids_of_texts([words[i] for i, size in enumerate(sizes) for _ in range(size)])
+            target_ids, target_lens = cache.ids_of_texts([self._words(t) for row in rows for t in row["expected"]])
+            if self.order:
+                prf = self._ngram_prf(pred_ids, pred_lens, target_ids, target_lens)
+            else:
+                prf = [_lcs_prf(t, p) for p, t in zip(split_flat(pred_ids, pred_lens), split_flat(target_ids, target_lens))]
+        out, at = [], 0
+        for size in sizes:
+            scores = prf[at:at + size]
+            best = max(range(size), key=lambda i: (scores[i][2], -i)) if size > 1 else 0
+            at += size
+            precision, recall, fmeasure = scores[best]
+            out.append(self.make_score(min(1.0, fmeasure), precision=precision, recall=recall, fmeasure=fmeasure,
+                                       rouge_type=self.rouge_type, nrefs=size, best_reference=best))
+        return out
+
+    def _ngram_prf(self, pred_ids: np.ndarray, pred_lens: np.ndarray, target_ids: np.ndarray,
+                   target_lens: np.ndarray) -> list[tuple[float, float, float]]:
+        n = self.order
+        overlap = clipped_ngram_matches(pred_ids, pred_lens, target_ids, target_lens, np.arange(len(target_lens)),
+                                        max_order=n, min_order=n)[:, 0]
+        # Element-wise IEEE operations in rouge-score's order, so the floats are the same as its Python ones.
+        precision = overlap / np.maximum(pred_lens - n + 1, 1)
+        recall = overlap / np.maximum(target_lens - n + 1, 1)
+        total = precision + recall
+        with np.errstate(invalid="ignore", divide="ignore"):
+            fmeasure = np.where(total > 0, 2 * precision * recall / total, 0.0)
+        return list(zip(precision.tolist(), recall.tolist(), fmeasure.tolist()))
+
+
+def _fmeasure(precision: float, recall: float) -> float:
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+
+def _lcs_prf(target: list[int], prediction: list[int]) -> tuple[float, float, float]:
+    if not target or not prediction:
+        return 0.0, 0.0, 0.0
+    from rapidfuzz.distance import LCSseq
+
+    length = LCSseq.similarity(target, prediction)
+    precision, recall = length / len(prediction), length / len(target)
+    return precision, recall, _fmeasure(precision, recall)
+
+
+def _lcs_positions(ref: list[int], cand: list[int]) -> list[int]:
+    """Positions in ``ref`` of one longest common subsequence with ``cand``.
+
+    Which LCS is returned matters for rougeLsum's union: walking back from the
+    end, a match is taken when the tokens agree, otherwise the candidate index
+    moves only when that keeps a strictly longer prefix LCS (rouge-score's choice).
+    """
+    rows, cols = len(ref), len(cand)
+    table = [[0] * (cols + 1) for _ in range(rows + 1)]
+    for i in range(1, rows + 1):
+        above, here, token = table[i - 1], table[i], ref[i - 1]
+        for j in range(1, cols + 1):
+            here[j] = above[j - 1] + 1 if token == cand[j - 1] else max(above[j], here[j - 1])
+    positions = []
+    i, j = rows, cols
+    while i > 0 and j > 0:
+        if ref[i - 1] == cand[j - 1]:
+            positions.append(i - 1)
+            i, j = i - 1, j - 1
+        elif table[i][j - 1] > table[i - 1][j]:
+            j -= 1
+        else:
+            i -= 1
+    return positions
+
+
+def _summary_lcs_prf(target: list[list[int]], prediction: list[list[int]]) -> tuple[float, float, float]:
+    """Summary-level LCS (ROUGE-Lsum) with ROUGE-1.5.5's guard against counting a token twice."""
+    if not target or not prediction:
+        return 0.0, 0.0, 0.0
+    target_len, prediction_len = sum(map(len, target)), sum(map(len, prediction))
+    if not target_len or not prediction_len:
+        return 0.0, 0.0, 0.0
+    left_target = Counter(t for sentence in target for t in sentence)
+    left_prediction = Counter(t for sentence in prediction for t in sentence)
+    hits = 0
+    for ref in target:
+        union = sorted(set().union(*(_lcs_positions(ref, cand) for cand in prediction)))
+        for token in (ref[i] for i in union):
+            if left_prediction[token] > 0 and left_target[token] > 0:
+                hits += 1
+                left_prediction[token] -= 1
+                left_target[token] -= 1
+    precision, recall = hits / prediction_len, hits / target_len
+    return precision, recall, _fmeasure(precision, recall)
+
+
+for _name, _type, _aliases in (("ROUGE-1", "rouge1", ("rouge1",)), ("ROUGE-2", "rouge2", ("rouge2",)),
+                               ("ROUGE-L", "rougeL", ("rougeL",)), ("ROUGE-Lsum", "rougeLsum", ("rougeLsum",))):
+    register(name=_name, aliases=_aliases, rouge_type=_type)(ROUGE)

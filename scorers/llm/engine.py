@@ -282,7 +282,7 @@ async def _send(body: dict[str, Any], settings: LLMSettings, scorer: str | None)
     import openai
 
     label = f"{scorer}: " if scorer else ""
-    client = _client_for(settings)
+    client = await _client_for(settings)
     limiter = _limiter_for(settings.base_url)
     response_class = _httpx_response_class()
     attempts_allowed = settings.max_retries + 1
@@ -489,6 +489,7 @@ class _Slot:
 _limiters: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Limiter]]" = weakref.WeakKeyDictionary()
 _clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]]" = (
     weakref.WeakKeyDictionary())
+_closers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]" = weakref.WeakKeyDictionary()
 
 
 def _limiter_for(base_url: str) -> _Limiter:
@@ -499,7 +500,7 @@ def _limiter_for(base_url: str) -> _Limiter:
     return limiter
 
 
-def _client_for(settings: LLMSettings) -> Any:
+async def _client_for(settings: LLMSettings) -> Any:
     """The ``AsyncOpenAI`` client for these settings on the running loop (created once per loop)."""
     import openai
 
@@ -507,7 +508,13 @@ def _client_for(settings: LLMSettings) -> Any:
     if isinstance(user_client, openai.AsyncOpenAI) or (user_client is not None and not isinstance(user_client,
                                                                                                  openai.OpenAI)):
         return user_client
-    per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
+    loop = asyncio.get_running_loop()
+    per_loop = _clients.get(loop)
+    if per_loop is None:
+        per_loop = _clients[loop] = {}
+        closer = _close_at_loop_shutdown()
+        await closer.asend(None)
+        _closers[loop] = closer
     if user_client is not None:  # a sync client: an async twin with the same settings, per loop
         key: tuple[Any, ...] = ("copy", id(user_client))
         client = per_loop.get(key)
@@ -524,6 +531,15 @@ def _client_for(settings: LLMSettings) -> Any:
         client = per_loop[key] = openai.AsyncOpenAI(api_key=settings.api_key, base_url=settings.base_url,
                                                      max_retries=0, http_client=_http_client(settings.transport))
     return client
+
+
+async def _close_at_loop_shutdown() -> Any:
+    """Suspended for the loop's life; ``asyncio.run`` finalises async generators before closing
+    the loop, which closes this loop's clients (no "unclosed client session" warnings)."""
+    try:
+        yield
+    finally:
+        await aclose()
 
 
 def _http_client(transport: str) -> Any:
@@ -595,7 +611,9 @@ def complete_sync(request: ChatRequest, *, validate: Callable[[ChatResult], Any]
 
 async def aclose() -> None:
     """Close the HTTP clients the engine opened on the running loop (call before closing your own loop)."""
-    clients = _clients.pop(asyncio.get_running_loop(), {})
+    loop = asyncio.get_running_loop()
+    clients = _clients.pop(loop, {})
+    _closers.pop(loop, None)
     await asyncio.gather(*(client.close() for client in clients.values()), return_exceptions=True)
 
 

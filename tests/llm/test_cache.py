@@ -1,0 +1,109 @@
+"""The SQLite reply cache: keys, storage, locations and several processes at once."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+from pathlib import Path
+
+import pytest
+
+from scorers.errors import ConfigError
+from scorers.llm import LLMCache, cache_key, default_cache_path
+from scorers.llm.config import resolve
+
+BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0,
+        "tools": [{"type": "function", "function": {"name": "select_choice"}}]}
+
+
+def test_key_ignores_dict_order_and_a_trailing_slash():
+    reordered = {k: BODY[k] for k in reversed(list(BODY))}
+    assert cache_key(BODY, base_url="http://h/v1") == cache_key(reordered, base_url="http://h/v1/")
+
+
+@pytest.mark.parametrize("change", [
+    {"model": "other"}, {"temperature": 1}, {"messages": [{"role": "user", "content": "hi!"}]}, {"seed": 3},
+    {"tools": []}, {"tool_choice": "auto"}, {"max_tokens": 5}, {"response_format": {"type": "json_object"}},
+])
+def test_key_changes_with_every_request_field(change):
+    assert cache_key({**BODY, **change}, base_url="http://h/v1") != cache_key(BODY, base_url="http://h/v1")
+
+
+@pytest.mark.parametrize("base_url, tag", [("http://other/v1", None), ("http://h/v1", "sample-1")])
+def test_key_changes_with_endpoint_and_tag(base_url, tag):
+    assert cache_key(BODY, base_url=base_url, tag=tag) != cache_key(BODY, base_url="http://h/v1")
+
+
+def test_put_get_replace_clear(tmp_path):
+    cache = LLMCache(tmp_path / "sub" / "c.sqlite")
+    assert cache.get("k") is None
+    cache.put("k", {"content": "one", "n": [1, 2]}, model="m")
+    cache.put("k", {"content": "two"}, model="m")
+    assert cache.get("k") == {"content": "two"} and len(cache) == 1
+    assert cache.clear() == 1 and len(cache) == 0
+
+
+def test_unusable_location_is_a_config_error(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(ConfigError, match="cannot open the LLM reply cache"):
+        LLMCache(blocker / "c.sqlite").get("k")
+
+
+def _writer(path: str, worker: int, count: int) -> None:
+    cache = LLMCache(path)
+    for i in range(count):
+        cache.put(f"{worker}-{i}", {"worker": worker, "i": i}, model="m")
+        assert cache.get(f"{worker}-{i}") == {"worker": worker, "i": i}
+
+
+def test_several_processes_share_one_file(tmp_path):
+    path = str(tmp_path / "shared.sqlite")
+    LLMCache(path).put("parent", {"ok": True}, model="m")
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_writer, args=(path, w, 40)) for w in range(3)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(60)
+    assert [p.exitcode for p in workers] == [0, 0, 0]
+    cache = LLMCache(path)
+    assert len(cache) == 1 + 3 * 40
+    assert cache.get("2-39") == {"worker": 2, "i": 39}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_connection_is_reopened_after_fork(tmp_path):
+    cache = LLMCache(tmp_path / "c.sqlite")
+    cache.put("before", {"v": 1}, model="m")
+    context = multiprocessing.get_context("fork")
+    child = context.Process(target=_writer, args=(str(cache.path), 9, 5))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0 and cache.get("9-4") == {"worker": 9, "i": 4}
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({"SCORERS_CACHE_DIR": "/somewhere/dir"}, Path("/somewhere/dir/llm-cache.sqlite")),
+    ({"XDG_CACHE_HOME": "/xdg"}, Path("/xdg/scorers/llm-cache.sqlite")),
+    ({"SCORERS_CACHE": "/exact/file.db"}, Path("/exact/file.db")),
+    ({"SCORERS_CACHE": "off"}, None),
+    ({"SCORERS_CACHE": "0"}, None),
+])
+def test_cache_location_from_environment(monkeypatch, env, expected):
+    for name in ("SCORERS_CACHE_DIR", "XDG_CACHE_HOME", "SCORERS_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert resolve(api_key="k").cache == expected
+
+
+def test_default_location_is_under_the_home_cache(monkeypatch):
+    for name in ("SCORERS_CACHE_DIR", "XDG_CACHE_HOME", "LOCALAPPDATA"):
+        monkeypatch.delenv(name, raising=False)
+    assert default_cache_path() == Path.home() / ".cache" / "scorers" / "llm-cache.sqlite"
+
+
+@pytest.mark.parametrize("option, expected", [(False, None), ("x/y.sqlite", Path("x/y.sqlite"))])
+def test_cache_argument_wins_over_environment(monkeypatch, option, expected):
+    monkeypatch.setenv("SCORERS_CACHE", "/env/file.db")
+    assert resolve(api_key="k", cache=option).cache == expected

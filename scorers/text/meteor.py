@@ -260,9 +260,15 @@ def _synonym_stage(hyp: list[Word], ref: list[Word], matches: list[tuple[int, in
     for i, word in reversed(hyp):
         synonyms = lexicon.synonyms(word)
         best_j, best_word = -1, None
-        for candidate, positions in free.items():
-            if positions and positions[-1] > best_j and candidate in synonyms:
-                best_j, best_word = positions[-1], candidate
+        if len(synonyms) < len(free):  # look up the fewer words: linear time on long disjoint texts
+            for candidate in synonyms:
+                positions = free.get(candidate)
+                if positions and positions[-1] > best_j:
+                    best_j, best_word = positions[-1], candidate
+        else:
+            for candidate, positions in free.items():
+                if positions and positions[-1] > best_j and candidate in synonyms:
+                    best_j, best_word = positions[-1], candidate
         if best_word is not None:
             free[best_word].pop()
             matches.append((i, best_j))

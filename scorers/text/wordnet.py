@@ -130,6 +130,8 @@ def build_wordnet(target: Path | str | None = None, *, source: Path | str = DEBI
             f"(no {', '.join(missing[:4])}{', ...' if len(missing) > 4 else ''}). {_INSTALL_HINT}"
         )
     if corpus.exists():
+        if _is_complete(corpus):  # another process finished building it meanwhile
+            return corpus
         raise ConfigError(f"{corpus} exists but is not a complete WordNet copy; delete it and try again.")
     corpora.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".wordnet-", dir=corpora))

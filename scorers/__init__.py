@@ -25,8 +25,13 @@ from .errors import (
 from .registry import entries, get, names, register, registry
 from .score import Score
 
-from . import heuristic as _heuristic  # noqa: E402,F401  (registers the built-in scorers)
+# Importing the families registers their scorers; heavy libraries load on first use.
+from . import heuristic as _heuristic  # noqa: E402,F401
+from . import text as _text  # noqa: E402,F401
+from . import templates as _templates  # noqa: E402,F401  (lazy loader for templates/*.yaml)
 from .heuristic import JSONDiff, ExactMatch, Levenshtein, ListContains, NumericDiff, ValidJSON  # noqa: E402
+from .judges import LLMClassifier  # noqa: E402
+from .llm import configure  # noqa: E402
 from .runner import evaluate, aevaluate, RowResult, Summary  # noqa: E402
 
 __all__ = [
@@ -40,6 +45,8 @@ __all__ = [
     "register",
     "registry",
     "evaluate",
+    "configure",
+    "LLMClassifier",
     "aevaluate",
     "RowResult",
     "Summary",

@@ -39,12 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"scorers {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{list,show,run,check}")
+    templates = argparse.ArgumentParser(add_help=False)
+    templates.add_argument("--templates", action="append", default=[], metavar="DIR",
+                           help="also register the judge templates in DIR (repeatable; like SCORERS_TEMPLATES)")
 
-    p_list = sub.add_parser("list", help="list the registered scorers")
+    p_list = sub.add_parser("list", help="list the registered scorers", parents=[templates])
     p_list.add_argument("--json", action="store_true", help="print a JSON array of {name, kind, description, required, ...}")
     p_list.add_argument("--kind", help="only scorers of this kind (heuristic, text, embedding, llm, ...)")
 
-    p_show = sub.add_parser("show", help="describe one scorer: parameters, fields and an example")
+    p_show = sub.add_parser("show", help="describe one scorer: parameters, fields and an example", parents=[templates])
     p_show.add_argument("name")
 
     p_check = sub.add_parser("check", help="validate judge templates (YAML); report every problem with file and key")
@@ -53,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_run = sub.add_parser(
         "run", help="score a JSONL / JSON / CSV file", formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[templates],
         description="Score every row of DATA with the given scorers. Each output line holds the row's fields, "
                     "\"scores\": {name: float|null} and, where a scorer failed on that row, "
                     "\"errors\": {name: {type, message}}. A summary table goes to stderr.")
@@ -69,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--resume", action="store_true", help="continue an interrupted run: skip rows already in OUT")
     p_run.add_argument("--format", choices=["jsonl", "json", "csv"], help="input format (default: from the extension)")
     p_run.add_argument("--concurrency", type=int, default=16, help="in-flight async (LLM) calls (default: 16)")
+    p_run.add_argument("--model", help="model of the LLM judges (default: SCORERS_MODEL, else the library default)")
+    p_run.add_argument("--no-cache", action="store_true", help="do not read or write the LLM judge cache")
     p_run.add_argument("--metadata", action="store_true", help="also write each score's metadata (metadata_scores)")
     p_run.add_argument("--summary-json", metavar="PATH", help="also write the summary as JSON")
     p_run.add_argument("--fail-on-error", action="store_true", help="exit 1 when any row has a scorer error")
@@ -121,17 +127,28 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     width = max((len(r["name"]) for r in rows), default=4)
     kinds = max((len(r["kind"]) for r in rows), default=4)
-    print(f"{'NAME':<{width}}  {'KIND':<{kinds}}  {'REQUIRED':<24}  DESCRIPTION")
+    required = max((len(", ".join(r["required"])) for r in rows), default=8)
+    print(f"{'NAME':<{width}}  {'KIND':<{kinds}}  {'REQUIRED':<{required}}  DESCRIPTION")
     for r in rows:
-        print(f"{r['name']:<{width}}  {r['kind']:<{kinds}}  {', '.join(r['required']):<24}  {r['description']}")
+        print(f"{r['name']:<{width}}  {r['kind']:<{kinds}}  {', '.join(r['required']):<{required}}  "
+              f"{r.get('error') or r['description']}")
     return 0
 
 
 def describe(scorer: Scorer, aliases: Sequence[str] = ()) -> str:
     """The text ``show`` prints for a scorer."""
     lines = [f"{scorer.name}  ({scorer.kind})", ""]
-    doc = inspect.cleandoc(type(scorer).__doc__ or scorer.description)
-    lines += [doc, ""]
+    describe_judge = getattr(scorer, "describe", None)
+    if callable(describe_judge):  # a template-defined judge: its own description, not the class's
+        details = describe_judge()
+        lines += [details.get("description") or scorer.description, ""]
+        if details.get("template_file"):
+            lines += [f"template: {details['template_file']}", ""]
+        lines.append("choice_scores:")
+        lines += [f"  {choice}: {value}" for choice, value in details.get("choice_scores", {}).items()]
+        lines.append("")
+    else:
+        lines += [inspect.cleandoc(type(scorer).__doc__ or scorer.description), ""]
     if aliases:
         lines += [f"aliases: {', '.join(aliases)}", ""]
     lines.append("fields:")
@@ -190,6 +207,17 @@ def _print_summary(summary: Summary, stream: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.concurrency < 1:
+        raise ConfigError(f"--concurrency must be at least 1, got {args.concurrency}")
+    llm_settings: dict[str, Any] = {}
+    if args.model:
+        llm_settings["model"] = args.model
+    if args.no_cache:
+        llm_settings["cache"] = False
+    if llm_settings:
+        from .llm import configure
+
+        configure(**llm_settings)
     params = _scorer_params(args.scorers, args.param)
     scorers = resolve_scorers([registry.get(name, **params[name]) for name in args.scorers])
     mapping = dict(_parse_pairs(args.map, "--map"))
@@ -279,6 +307,10 @@ COMMANDS = {"list": cmd_list, "show": cmd_show, "run": cmd_run, "check": cmd_che
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        for directory in getattr(args, "templates", []):
+            from .templates import add_template_dir
+
+            add_template_dir(directory)
         return COMMANDS[args.command](args)
     except (ScorerError, DataError) as exc:
         print(f"error: {exc}", file=sys.stderr)

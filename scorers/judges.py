@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import os
 import re
 import string
 import time
@@ -258,8 +259,9 @@ class LLMClassifier(Scorer):
     def params(self) -> dict[str, Any]:
         return {
             "model": self._model_name(),
+            # the file's base name only: an absolute path would make signatures differ between machines
             "template": {"name": self.template.name, "hash": self.template.content_hash(),
-                         "file": self.template.file},
+                         "file": os.path.basename(self.template.file) if self.template.file else None},
             "choice_scores": self.choice_scores,
             "use_cot": self.use_cot,
             "temperature": self.temperature,

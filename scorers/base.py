@@ -311,17 +311,31 @@ class Scorer:
         except ScorerError as exc:
             return exc
 
-    async def ascore_rows(self, rows: Sequence[Mapping[str, Any]], *, concurrency: int = 16) -> list[Score | ScorerError]:
-        """Async batch: async scorers run concurrently (bounded), sync ones use :meth:`score_rows`."""
-        if not self.is_async:
-            return self.score_rows(rows)
-        semaphore = asyncio.Semaphore(max(1, concurrency))
+    async def ascore_rows(
+        self,
+        rows: Sequence[Mapping[str, Any]],
+        *,
+        concurrency: int = 16,
+        limit: asyncio.Semaphore | None = None,
+        catch: type[Exception] | tuple[type[Exception], ...] = ScorerError,
+    ) -> list[Score | Exception]:
+        """Async batch: one result or caught error per row, in order.
 
-        async def one(row: Mapping[str, Any]) -> Score | ScorerError:
+        Async scorers run concurrently, bounded by ``limit`` (a semaphore shared
+        with other work, e.g. a whole run) or else by ``concurrency``; sync ones
+        use :meth:`score_rows`. Exceptions of type ``catch`` are returned in the
+        row's place, others propagate. Scorers with a faster batch route (e.g. a
+        judge's bulk cache lookup) override this.
+        """
+        if not self.is_async:
+            return list(self.score_rows(rows))
+        semaphore = limit or asyncio.Semaphore(max(1, concurrency))
+
+        async def one(row: Mapping[str, Any]) -> Score | Exception:
             async with semaphore:
                 try:
                     return await self.acall(**row)
-                except ScorerError as exc:
+                except catch as exc:
                     return exc
 
         return list(await asyncio.gather(*(one(row) for row in rows)))

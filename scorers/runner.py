@@ -139,14 +139,8 @@ class _Run:
         self.semaphore = asyncio.Semaphore(max(1, concurrency))
 
     async def _async_scorer(self, scorer: Scorer, rows: list[dict[str, Any]]) -> list[Score | Exception]:
-        async def one(kwargs: dict[str, Any]) -> Score | Exception:
-            async with self.semaphore:
-                try:
-                    return await scorer.acall(**kwargs)
-                except Exception as exc:  # recorded for this row; the run goes on
-                    return exc
-
-        return list(await asyncio.gather(*(one(self._args(scorer, r)) for r in rows)))
+        # any exception is recorded for its row; the run goes on
+        return await scorer.ascore_rows([self._args(scorer, r) for r in rows], limit=self.semaphore, catch=Exception)
 
     @staticmethod
     def _sync_scorer(scorer: Scorer, args: list[dict[str, Any]]) -> list[Score | Exception]:

@@ -35,7 +35,7 @@ from ..errors import ConfigError, MissingExtraError
 from ..registry import register
 from ..score import Score
 
-__all__ = ["METEOR"]
+__all__ = ["METEOR", "clear_caches"]
 
 TOKENIZERS = ("nltk", "whitespace")
 PREPROCESSORS = ("lower", "none")
@@ -135,7 +135,7 @@ class _WordTokenizer:
         return self._apply(self._after_padding, " " + text + " ").split()
 
 
-_GROUP_REFERENCE = re.compile(r"\\(?:(\d)|g<(\d+)>)")
+_GROUP_REFERENCE = re.compile(r"\\(?:(\d)(?!\d)|g<(\d+)>)")
 
 
 def _replacement(template: str) -> str | Callable[[Any], str]:
@@ -229,6 +229,12 @@ def _lexicon(stemmer: str, synonyms: str) -> _Lexicon:
         return lexicon
 
 
+def clear_caches() -> None:
+    """Forget the stems and WordNet synonym sets cached so far (to free memory, or to time a cold start)."""
+    with _lexicon_lock:
+        _lexicons.clear()
+
+
 # ---------------------------------------------------------------- alignment
 Word = tuple[int, str]  # (position in the original text, word form at this stage)
 
@@ -315,8 +321,10 @@ class METEOR(Scorer):
     """METEOR (Banerjee & Lavie), with nltk's ``meteor_score`` numbers; several references give the best.
 
     >>> from scorers.text.meteor import METEOR
-    >>> METEOR()(output="It is a cat.", expected=["It is a dog.", "It is the cat."]).score  # doctest: +SKIP
-    0.9375
+    >>> score = METEOR()(output="The cats are sitting on the mat.",
+    ...                  expected=["A cat sat on the mat.", "The cat is sitting on the mat."])  # doctest: +SKIP
+    >>> round(score.score, 4), score.metadata["best_reference"]  # doctest: +SKIP
+    (0.8648, 1)
     """
 
     name = "METEOR"

@@ -156,8 +156,8 @@ class BLEU(_SacrebleuScorer):
         if smooth_value is not None:
             if SacreBLEU.SMOOTH_DEFAULTS[smooth_method] is None:
                 raise ConfigError(f"{self.name}: smooth_method {smooth_method!r} takes no smooth_value", scorer=self.name)
-            if isinstance(smooth_value, bool) or not isinstance(smooth_value, (int, float)) or not smooth_value > 0:
-                raise ConfigError(f"{self.name}: smooth_value must be a positive number, got {smooth_value!r}",
+            if isinstance(smooth_value, bool) or not isinstance(smooth_value, (int, float)) or not smooth_value >= 0:
+                raise ConfigError(f"{self.name}: smooth_value must be a non-negative number, got {smooth_value!r}",
                                   scorer=self.name)
         if isinstance(max_ngram_order, bool) or not isinstance(max_ngram_order, int) or max_ngram_order < 1:
             raise ConfigError(f"{self.name}: max_ngram_order must be a positive integer, got {max_ngram_order!r}",

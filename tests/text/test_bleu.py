@@ -1,0 +1,288 @@
+"""sacrebleu scorers: upstream vectors, exact equality with sacrebleu itself, corpus figures, signatures, errors."""
+from __future__ import annotations
+
+import json
+import math
+import random
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+sacrebleu = pytest.importorskip("sacrebleu")
+
+import scorers  # noqa: E402
+import scorers.text.bleu  # noqa: E402,F401  (registers BLEU, chrF, chrF++, TER)
+from scorers.errors import ConfigError, ScorerInputError  # noqa: E402
+from scorers.text.bleu import BLEU, TER, ChrF  # noqa: E402
+
+VECTORS = json.loads((Path(__file__).parent / "vectors" / "sacrebleu_2.6.0.json").read_text(encoding="utf-8"))
+
+_PIECES = ["the", "cat", "sat", "on", "a", "mat", "Dog", "didn't", "U.S.", "3.5%", "1,000", "e-mail", "(hi)", "&quot;",
+           "&amp;", "<skipped>", "café", "naïve", "Straße", "我们", "今天", "散步。", "Привет", "мир", "😀", "...", "!!",
+           "-", "—", "«", "»", ",", ".", "?", "\t", "\n", "-\n", "\xa0", "  ", "'s", "A.", "x,y", "5.", ".5"]
+
+
+def generated_rows(n: int, seed: int) -> list[tuple[str, list[str]]]:
+    """Seeded (output, references) rows: Unicode, punctuation-only, empty, multi-reference and long texts."""
+    rng = random.Random(seed)
+
+    def text(max_words: int) -> str:
+        return " ".join(rng.choice(_PIECES) for _ in range(rng.randint(0, max_words)))
+
+    rows = [("", [""]), ("", ["a b"]), ("a b", [""]), ("... !!", ["?"]), ("hello world", ["hello world"]),
+            ("我们今天去公园散步了。", ["我们今天在公园里散步。"]), ("the cat", ["the cat", "a cat", ""])]
+    while len(rows) < n:
+        hyp = text(rng.choice((6, 30, 120)))
+        refs = [text(rng.choice((6, 30, 120))) for _ in range(rng.choice((1, 1, 2, 4)))]
+        if rng.random() < 0.4:  # an edited copy, so higher n-grams match too
+            words = hyp.split(" ")
+            refs[0] = " ".join(w for w in words if rng.random() > 0.2)
+        rows.append((hyp, refs))
+    return rows
+
+
+ROWS = generated_rows(300, seed=7)
+OUTPUTS = [r[0] for r in ROWS]
+EXPECTEDS = [r[1] for r in ROWS]
+
+
+# ------------------------------------------------------------------ upstream vectors
+@pytest.mark.parametrize("smooth_method, smooth_value, lowercase, tokenize, expected",
+                         VECTORS["sentence_bleu"]["cases"] + VECTORS["sentence_bleu_zero"]["cases"])
+def test_sentence_bleu_upstream_vectors(smooth_method, smooth_value, lowercase, tokenize, expected):
+    table = VECTORS["sentence_bleu"] if expected else VECTORS["sentence_bleu_zero"]
+    scorer = BLEU(smooth_method=smooth_method, smooth_value=smooth_value, lowercase=lowercase, tokenize=tokenize)
+    score = scorer(output=table["hypothesis"], expected=[table["reference"]])
+    assert abs(score.metadata["bleu"] - expected) < table["tolerance"]
+    assert score.score == pytest.approx(expected / 100, abs=table["tolerance"] / 100)
+
+
+def _corpus(scorer, outputs, expecteds):
+    aggregator = scorer.aggregator()
+    for score in scorer.score_batch(outputs, expecteds):
+        aggregator.add(score)
+    return aggregator.result()
+
+
+@pytest.mark.parametrize("settings, expected", VECTORS["corpus_bleu"]["cases"])
+def test_corpus_bleu_upstream_vectors(settings, expected):
+    table = VECTORS["corpus_bleu"]
+    expecteds = [list(refs) for refs in zip(*table["references"])]
+    result = _corpus(BLEU(**settings), table["hypotheses"], expecteds)
+    assert abs(result["corpus_bleu"] - expected) < table["tolerance"]
+    assert result["corpus_score"] == pytest.approx(expected / 100)
+    empty = _corpus(BLEU(**settings), ["", "", ""], expecteds)
+    assert empty["corpus_bleu"] == table["empty_hypotheses_score"]
+
+
+@pytest.mark.parametrize("order, expected", VECTORS["corpus_bleu_max_ngram_order"])
+def test_corpus_bleu_max_ngram_order_vectors(order, expected):
+    table = VECTORS["corpus_bleu"]
+    result = _corpus(BLEU(max_ngram_order=order), table["hypotheses"], [list(r) for r in zip(*table["references"])])
+    assert f"{result['corpus_bleu']:.2f}" == expected
+
+
+@pytest.mark.parametrize("hypotheses, references, expected", VECTORS["raw_corpus_bleu_floor_0.01"])
+def test_raw_bleu_vectors(hypotheses, references, expected):
+    scorer = BLEU(tokenize="none", smooth_method="floor", smooth_value=0.01)
+    scores = scorer.score_batch(hypotheses, [[ref] for ref in references[0]])
+    if len(scores) == 1:  # one segment: raw_corpus_bleu (effective order on) is the sentence score
+        assert scores[0].score == pytest.approx(expected, abs=1e-8)
+    else:
+        assert all(s.score == expected for s in scores)
+
+
+@pytest.mark.parametrize("hypothesis, references, expected", VECTORS["chrf_sentence_eps"]["cases"])
+def test_chrf_sentence_upstream_vectors(hypothesis, references, expected):
+    score = ChrF(eps_smoothing=True)(output=hypothesis, expected=references)
+    assert abs(score.metadata["chrf"] - expected) < VECTORS["chrf_sentence_eps"]["tolerance"]
+
+
+@pytest.mark.parametrize("table, settings", [("chrf_corpus_beta3_eps", {"eps_smoothing": True}),
+                                             ("chrf_corpus_beta3_effective_order", {}),
+                                             ("chrf_corpus_beta3_keep_whitespace", {"whitespace": True})])
+def test_chrf_corpus_upstream_vectors(table, settings):
+    for hypotheses, references, expected in VECTORS[table]:
+        result = _corpus(ChrF(beta=3, **settings), hypotheses, references)
+        assert abs(result["corpus_chrf"] - expected) < 1e-4, (hypotheses, references)
+
+
+@pytest.mark.parametrize("hypotheses, references, expected", VECTORS["ter_corpus"]["cases"])
+def test_ter_corpus_upstream_vectors(hypotheses, references, expected):
+    result = _corpus(TER(), hypotheses, references)
+    assert abs(result["corpus_ter"] - 100 * expected) < VECTORS["ter_corpus"]["tolerance"]
+    assert result["corpus_score"] == max(0.0, 1 - result["corpus_ter"] / 100)
+
+
+# ------------------------------------------------------------- equality with sacrebleu
+BLEU_SETTINGS = [{}, {"tokenize": "intl"}, {"tokenize": "zh"}, {"tokenize": "char"}, {"tokenize": "none"},
+                 {"lowercase": True}, {"smooth_method": "floor"}, {"smooth_method": "add-k", "smooth_value": 2},
+                 {"smooth_method": "none"}, {"effective_order": False}, {"max_ngram_order": 2}]
+
+
+@pytest.mark.parametrize("settings", BLEU_SETTINGS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default")
+def test_bleu_equals_sacrebleu_on_generated_rows(settings):
+    reference = sacrebleu.BLEU(**{"effective_order": True, **settings})
+    scores = BLEU(**settings).score_batch(OUTPUTS, EXPECTEDS)
+    for (hyp, refs), score in zip(ROWS, scores):
+        native = reference.sentence_score(hyp, refs)
+        assert (score.metadata["bleu"], score.metadata["bp"], score.metadata["precisions"]) == \
+            (native.score, native.bp, native.precisions), (hyp, refs)
+        assert (score.metadata["sys_len"], score.metadata["ref_len"]) == (native.sys_len, native.ref_len)
+        assert score.score == min(1.0, native.score / 100) and not math.isnan(score.score)
+
+
+def test_bleu_single_call_equals_batch():
+    scorer = BLEU()
+    assert [scorer(output=o, expected=e).to_dict() for o, e in ROWS[:40]] == \
+        [s.to_dict() for s in scorer.score_batch(OUTPUTS[:40], EXPECTEDS[:40])]
+
+
+@pytest.mark.parametrize("settings", [{}, {"word_order": 2}, {"lowercase": True, "whitespace": True},
+                                      {"eps_smoothing": True, "beta": 3}, {"char_order": 4, "word_order": 1}])
+def test_chrf_equals_sacrebleu_on_generated_rows(settings):
+    reference = sacrebleu.CHRF(**settings)
+    scores = ChrF(**settings).score_batch(OUTPUTS, EXPECTEDS)
+    for (hyp, refs), score in zip(ROWS, scores):
+        assert score.metadata["chrf"] == reference.sentence_score(hyp, refs).score, (hyp, refs)
+
+
+@pytest.mark.parametrize("settings", [{}, {"normalized": True, "case_sensitive": True},
+                                      {"no_punct": True, "asian_support": True, "normalized": True}])
+def test_ter_equals_sacrebleu_on_generated_rows(settings):
+    rows = [row for row in ROWS if len(" ".join([row[0], *row[1]])) < 400][:150]  # TER's search is slow on long texts
+    reference = sacrebleu.TER(**settings)
+    scores = TER(**settings).score_batch([r[0] for r in rows], [r[1] for r in rows])
+    for (hyp, refs), score in zip(rows, scores):
+        native = reference.sentence_score(hyp, refs)
+        assert score.metadata["ter"] == native.score, (hyp, refs)
+        assert score.score == max(0.0, 1 - native.score / 100)
+
+
+# ---------------------------------------------------------------------- corpus figures
+def _reference_streams(expecteds: list[list[str]]) -> list[list[str | None]]:
+    width = max(len(e) for e in expecteds)
+    return [[e[i] if i < len(e) else None for e in expecteds] for i in range(width)]
+
+
+@pytest.mark.parametrize("settings", [{}, {"tokenize": "intl", "lowercase": True}, {"smooth_method": "floor"}])
+def test_aggregator_corpus_bleu_equals_sacrebleu_corpus_bleu(settings):
+    result = _corpus(BLEU(**settings), OUTPUTS, EXPECTEDS)
+    native = sacrebleu.corpus_bleu(OUTPUTS, _reference_streams(EXPECTEDS), **settings)
+    assert result["corpus_bleu"] == native.score
+    assert result["corpus_details"]["bp"] == native.bp
+    metric = sacrebleu.BLEU(**settings)
+    assert metric.corpus_score(OUTPUTS, _reference_streams(EXPECTEDS)).score == native.score
+    assert result["corpus_signature"] == metric.get_signature().format()
+    assert result["corpus_signature"].startswith("nrefs:var|") and "|eff:no|" in result["corpus_signature"]
+    assert result["n"] == len(OUTPUTS) and result["corpus_rows"] == len(OUTPUTS)
+    assert result["mean"] == pytest.approx(sum(s.score for s in BLEU(**settings).score_batch(OUTPUTS, EXPECTEDS))
+                                           / len(OUTPUTS))
+
+
+def test_corpus_bleu_signature_matches_sacrebleu_with_fixed_reference_count():
+    outputs, expecteds = OUTPUTS[:50], [[e[0], e[0] + " x"] for e in EXPECTEDS[:50]]
+    result = _corpus(BLEU(), outputs, expecteds)
+    metric = sacrebleu.BLEU()
+    native = metric.corpus_score(outputs, _reference_streams(expecteds))
+    assert result["corpus_bleu"] == native.score
+    assert result["corpus_signature"] == metric.get_signature().format()
+
+
+def test_corpus_chrf_and_ter_equal_sacrebleu():
+    chrf = _corpus(ChrF(word_order=2), OUTPUTS, EXPECTEDS)
+    assert chrf["corpus_chrf"] == sacrebleu.corpus_chrf(OUTPUTS, _reference_streams(EXPECTEDS), word_order=2).score
+    rows = ROWS[:60]
+    ter = _corpus(TER(), [r[0] for r in rows], [r[1] for r in rows])
+    native = sacrebleu.corpus_ter([r[0] for r in rows], _reference_streams([r[1] for r in rows]))
+    assert ter["corpus_ter"] == native.score and ter["corpus_score"] == max(0.0, 1 - native.score / 100)
+
+
+def test_empty_aggregator_reports_no_corpus_figure():
+    result = BLEU().aggregator().result()
+    assert result["corpus_bleu"] is None and result["n"] == 0
+
+
+# -------------------------------------------------------- behaviour, signature, registry
+def test_sentence_defaults_do_not_zero_short_outputs():
+    assert BLEU()(output="hello world", expected="hello world").score == 1.0
+    assert BLEU(effective_order=False)(output="hello world", expected="hello world").score == 0.0
+    assert BLEU()(output="", expected="hello").score == 0.0
+    assert BLEU()(output="hello", expected="").score == 0.0
+
+
+def test_signature_holds_every_setting():
+    score = BLEU(tokenize="intl", smooth_method="floor", smooth_value=0.2, lowercase=True)(
+        output="a b c", expected=["a b c", "a b d"])
+    sig = score.metadata["signature"]
+    assert sig["scorer"] == "BLEU" and sig["sacrebleu_version"] == sacrebleu.__version__
+    assert {k: sig[k] for k in ("tokenize", "smooth_method", "smooth_value", "lowercase", "effective_order",
+                                "max_ngram_order")} == {"tokenize": "intl", "smooth_method": "floor",
+                                                         "smooth_value": 0.2, "lowercase": True,
+                                                         "effective_order": True, "max_ngram_order": 4}
+    assert score.metadata["sacrebleu_signature"] == \
+        f"nrefs:2|case:lc|eff:yes|tok:intl|smooth:floor[0.20]|version:{sacrebleu.__version__}"
+    assert ChrF(word_order=2)(output="a", expected="a").metadata["sacrebleu_signature"] == \
+        f"nrefs:1|case:mixed|eff:yes|nc:6|nw:2|space:no|version:{sacrebleu.__version__}"
+    assert TER()(output="a", expected="a").metadata["sacrebleu_signature"] == \
+        f"nrefs:1|case:lc|tok:tercom|norm:no|punct:yes|asian:no|version:{sacrebleu.__version__}"
+
+
+def test_registry_names():
+    assert scorers.get("chrF++").word_order == 2 and scorers.get("chrF++").name == "chrF++"
+    assert isinstance(scorers.get("sacrebleu"), BLEU) and isinstance(scorers.get("ter"), TER)
+    assert scorers.get("chrF").word_order == 0
+
+
+def test_ter_score_mapping():
+    score = TER()(output="the cat sat", expected="the cat sat down")
+    assert score.metadata["ter"] == 25.0 and score.score == 0.75
+    assert TER()(output="a b c d e", expected="x").score == 0.0  # TER 500 is floored at 0
+
+
+@pytest.mark.parametrize("settings", [{"tokenize": "bogus"}, {"smooth_method": "bogus"},
+                                      {"smooth_method": "exp", "smooth_value": 0.1},
+                                      {"smooth_method": "floor", "smooth_value": -1}, {"max_ngram_order": 0}])
+def test_bad_settings_raise_config_error(settings):
+    with pytest.raises(ConfigError):
+        BLEU(**settings)
+
+
+def test_chrf_bad_settings_raise_config_error():
+    with pytest.raises(ConfigError):
+        ChrF(char_order=0, word_order=0)
+    with pytest.raises(ConfigError):
+        ChrF(beta=-1)
+
+
+def test_sentencepiece_tokenizers_raise_instead_of_downloading(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "sentencepiece", None)  # not installed
+    with pytest.raises(ConfigError, match="sentencepiece"):
+        BLEU(tokenize="flores200")
+    monkeypatch.setitem(sys.modules, "sentencepiece", types.ModuleType("sentencepiece"))  # installed, no model
+    from sacrebleu.tokenizers import tokenizer_spm
+
+    monkeypatch.setattr(tokenizer_spm, "SACREBLEU_DIR", str(tmp_path))
+    with pytest.raises(ConfigError, match="download"):
+        BLEU(tokenize="flores101")
+
+
+def test_mecab_tokenizers_raise_config_error_when_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "MeCab", None)
+    monkeypatch.setitem(sys.modules, "mecab_ko", None)
+    for name in ("ja-mecab", "ko-mecab"):
+        with pytest.raises(ConfigError, match="sacrebleu\\[(ja|ko)\\]"):
+            BLEU(tokenize=name)
+
+
+@pytest.mark.parametrize("kwargs, field", [({"output": "a"}, "expected"), ({"expected": "a"}, "output"),
+                                           ({"output": "a", "expected": []}, "expected"),
+                                           ({"output": "a", "expected": ["a", None]}, "expected"),
+                                           ({"output": ["a"], "expected": "a"}, "output")])
+@pytest.mark.parametrize("scorer", [BLEU, ChrF, TER])
+def test_bad_input_raises_scorer_input_error(scorer, kwargs, field):
+    with pytest.raises(ScorerInputError) as info:
+        scorer()(**kwargs)
+    assert info.value.field == field

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..base import Field
 
-__all__ = ["references_field", "TokenCache", "concat_ids", "split_flat", "clipped_ngram_matches"]
+__all__ = ["references_field", "CachedSignature", "TokenCache", "concat_ids", "split_flat", "clipped_ngram_matches"]
 
 #: Largest product of key sizes kept as packed integers before ids are made dense again.
 _PACK_LIMIT = 2**62
@@ -47,6 +47,18 @@ def references_field(description: str = "reference text, or a list of references
     return Field("expected", (str, int, float, list, tuple), description=description, convert=_to_references)
 
 
+class CachedSignature:
+    """Mixin for scorers whose settings are fixed at construction: the signature is built once per name."""
+
+    _signature_cache: tuple[str, dict[str, Any]] | None = None
+
+    def signature(self) -> dict[str, Any]:
+        cached = self._signature_cache
+        if cached is None or cached[0] != self.name:  # type: ignore[attr-defined]
+            cached = self._signature_cache = (self.name, super().signature())  # type: ignore[attr-defined,misc]
+        return dict(cached[1])
+
+
 class TokenCache:
     """Maps raw words to their token ids, interning tokens on first sight.
 
@@ -57,19 +69,21 @@ class TokenCache:
     >>> cache = TokenCache(lambda w: w.lower().split("-"))
     >>> cache.ids_of_words("Well-known well".split())
     [0, 1, 0]
-    >>> flat, lens = cache.ids_of_texts([["well-known"], [], ["Known", "x"]])
+    >>> flat, lens = cache.ids_of_texts(["well-known", "", "Known x"])
     >>> flat.tolist(), lens.tolist()
     ([0, 1, 1, 2], [2, 0, 2])
     """
 
     #: Entries after which a scorer starts a fresh cache (bounds memory on endless streams).
     MAX_ENTRIES = 1_000_000
+    #: Joins the texts of a batch so that one ``split()`` serves them all; it owns row 0, which has no tokens.
+    SEPARATOR = "\x00"
 
     def __init__(self, split_word: Callable[[str], Iterable[str]]) -> None:
         self._split_word = split_word
         self.words: dict[str, tuple[int, ...]] = {}
         self.vocab: dict[str, int] = {}
-        self._index: dict[str, int] = {}  # word -> row in the arrays below
+        self._index: dict[str, int] = {self.SEPARATOR: 0}  # word -> row in the arrays below
         self._counts = np.zeros(1024, dtype=np.int64)  # tokens per word
         self._starts = np.zeros(1024, dtype=np.int64)  # where a word's tokens start in _flat
         self._first = np.zeros(1024, dtype=np.int64)  # a word's first token id (when it has one)
@@ -82,19 +96,23 @@ class TokenCache:
             ids = self.words.get(word)
             if ids is None:
                 ids = tuple(self.vocab.setdefault(tok, len(self.vocab)) for tok in self._split_word(word))
-                row = len(self._index)
-                if row == len(self._counts):
-                    self._counts, self._starts, self._first = (np.concatenate((a, np.zeros_like(a)))
-                                                               for a in (self._counts, self._starts, self._first))
-                while self._n_flat + len(ids) > len(self._flat):
-                    self._flat = np.concatenate((self._flat, np.zeros_like(self._flat)))
-                self._flat[self._n_flat:self._n_flat + len(ids)] = ids
-                self._counts[row], self._starts[row] = len(ids), self._n_flat
-                self._first[row] = ids[0] if ids else -1
-                self._n_flat += len(ids)
-                self._index[word] = row  # published last: readers only see complete rows
+                if word != self.SEPARATOR:
+                    self._add_row(word, ids)
                 self.words[word] = ids
             return ids
+
+    def _add_row(self, word: str, ids: tuple[int, ...]) -> None:
+        row = len(self._index)
+        if row == len(self._counts):
+            self._counts, self._starts, self._first = (np.concatenate((a, np.zeros_like(a)))
+                                                       for a in (self._counts, self._starts, self._first))
+        while self._n_flat + len(ids) > len(self._flat):
+            self._flat = np.concatenate((self._flat, np.zeros_like(self._flat)))
+        self._flat[self._n_flat:self._n_flat + len(ids)] = ids
+        self._counts[row], self._starts[row] = len(ids), self._n_flat
+        self._first[row] = ids[0] if ids else -1
+        self._n_flat += len(ids)
+        self._index[word] = row  # published last: readers only see complete rows
 
     def ids_of_words(self, words: Iterable[str]) -> list[int]:
         """Token ids of one sequence of raw words, in order."""
@@ -107,10 +125,11 @@ class TokenCache:
             out.extend(ids)
         return out
 
-    def ids_of_texts(self, texts: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
-        """Token ids of many word sequences at once: all ids concatenated, and each sequence's length."""
-        word_lens = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-        words = list(chain.from_iterable(texts))
+    def ids_of_texts(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Token ids of many texts' whitespace-separated words: all ids concatenated, and each text's length."""
+        if not texts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        words = f" {self.SEPARATOR} ".join(texts).split()
         index = self._index
         try:
             rows = [index[word] for word in words]
@@ -119,15 +138,19 @@ class TokenCache:
                 self._add(word)
             rows = [index[word] for word in words]
         at = np.array(rows, dtype=np.int64)
+        separators = np.flatnonzero(at == 0)
+        if len(separators) != len(texts) - 1:  # a text holds the separator as a word: go text by text
+            return concat_ids([self.ids_of_words(text.split()) for text in texts])
+        word_starts = np.concatenate(([0], separators + 1))
+        word_ends = np.concatenate((separators, [len(at)]))
         counts = self._counts[at]
-        if bool((counts == 1).all()):
-            return self._first[at], word_lens
+        words_only = at != 0
+        if bool((counts[words_only] == 1).all()):
+            return self._first[at[words_only]], word_ends - word_starts
         ends = np.cumsum(counts)
         positions = np.repeat(self._starts[at] - (ends - counts), counts) + np.arange(int(ends[-1]), dtype=np.int64)
-        flat = self._flat[positions]
         cumulative = np.concatenate(([0], ends))
-        text_ends = np.cumsum(word_lens)
-        return flat, cumulative[text_ends] - cumulative[text_ends - word_lens]
+        return self._flat[positions], cumulative[word_ends] - cumulative[word_starts]
 
     def full(self) -> bool:
         return len(self.words) + len(self.vocab) > self.MAX_ENTRIES

@@ -37,7 +37,7 @@ from ..base import Scorer, text_field
 from ..errors import ConfigError, MissingExtraError
 from ..registry import register
 from ..score import Score
-from ._ngrams import TokenCache, clipped_ngram_matches, references_field, split_flat
+from ._ngrams import CachedSignature, TokenCache, clipped_ngram_matches, references_field, split_flat
 
 __all__ = ["ROUGE", "TOKENIZERS"]
 
@@ -97,7 +97,7 @@ def _unicode_word_splitter(stem: Callable[[str], str] | None) -> Callable[[str],
 
 
 @register(aliases=("rouge",))
-class ROUGE(Scorer):
+class ROUGE(CachedSignature, Scorer):
     """ROUGE F-measure with rouge-score's numbers; ``rouge_type`` is ``rougeN`` (N ≥ 1), ``rougeL`` or ``rougeLsum``.
 
     ``expected`` is the target (reference), ``output`` the prediction, so
@@ -149,14 +149,13 @@ class ROUGE(Scorer):
         splitter = _default_word_splitter if self.tokenizer == "default" else _unicode_word_splitter
         return TokenCache(splitter(self._stem))
 
-    def _words(self, text: str) -> list[str]:
-        if self.tokenizer == "unicode":
-            text = unicodedata.normalize("NFKC", text).lower()
-        return text.split()
+    def _prepared(self, text: str) -> str:
+        """The text whose whitespace-separated words the cache tokenizes."""
+        return unicodedata.normalize("NFKC", text).lower() if self.tokenizer == "unicode" else text
 
     def _sentence_ids(self, text: str, cache: TokenCache) -> list[list[int]]:
         """rougeLsum's sentences: the non-empty lines, each tokenized on its own."""
-        return [cache.ids_of_words(self._words(line)) for line in text.split("\n") if line]
+        return [cache.ids_of_words(self._prepared(line).split()) for line in text.split("\n") if line]
 
     # --------------------------------------------------------------- batch
     def _score(self, **fields: Any) -> Score:
@@ -172,9 +171,9 @@ class ROUGE(Scorer):
             prf = [_summary_lcs_prf(self._sentence_ids(target, cache), predictions[i])
                    for i, row in enumerate(rows) for target in row["expected"]]
         else:
-            words = [self._words(row["output"]) for row in rows]
-            pred_ids, pred_lens = cache.ids_of_texts([words[i] for i, size in enumerate(sizes) for _ in range(size)])
-            target_ids, target_lens = cache.ids_of_texts([self._words(t) for row in rows for t in row["expected"]])
+            prepared = [self._prepared(row["output"]) for row in rows]
+            pred_ids, pred_lens = cache.ids_of_texts([prepared[i] for i, size in enumerate(sizes) for _ in range(size)])
+            target_ids, target_lens = cache.ids_of_texts([self._prepared(t) for row in rows for t in row["expected"]])
             if self.order:
                 prf = self._ngram_prf(pred_ids, pred_lens, target_ids, target_lens)
             else:

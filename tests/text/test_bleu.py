@@ -286,3 +286,54 @@ def test_bad_input_raises_scorer_input_error(scorer, kwargs, field):
     with pytest.raises(ScorerInputError) as info:
         scorer()(**kwargs)
     assert info.value.field == field
+
+
+def test_text_holding_the_batch_separator_word_is_scored_like_sacrebleu():
+    rows = [("a \x00 b", ["a \x00 b c"]), ("x", ["x y"]), ("\x00", ["\x00"])]
+    scores = BLEU().score_batch([r[0] for r in rows], [r[1] for r in rows])
+    assert [s.metadata["bleu"] for s in scores] == [sacrebleu.sentence_bleu(h, refs).score for h, refs in rows]
+
+
+def test_clipped_ngram_matches_equal_counter_arithmetic():
+    from collections import Counter
+
+    import numpy as np
+
+    from scorers.text._ngrams import clipped_ngram_matches, concat_ids
+
+    rng = random.Random(3)
+    hyps = [[rng.randrange(6) for _ in range(rng.randrange(12))] for _ in range(60)]
+    owner = [i for i in range(60) for _ in range(rng.randrange(1, 4))]
+    refs = [[rng.randrange(6) for _ in range(rng.randrange(12))] for _ in owner]
+
+    def grams(seq, n):
+        return Counter(tuple(seq[i:i + n]) for i in range(len(seq) - n + 1))
+
+    got = clipped_ngram_matches(*concat_ids(hyps), *concat_ids(refs), np.array(owner), 4)
+    for i, hyp in enumerate(hyps):
+        for n in range(1, 5):
+            best = Counter()
+            for ref, o in zip(refs, owner):
+                if o == i:
+                    best |= grams(ref, n)  # max count over references
+            assert got[i, n - 1] == sum((grams(hyp, n) & best).values())
+
+
+def test_ter_process_pool_gives_the_serial_numbers():
+    import subprocess
+    import textwrap
+
+    script = textwrap.dedent("""
+        import sacrebleu
+        from scorers.text import bleu
+        bleu.TER_PARALLEL_MIN_PAIRS = 8
+        outputs = [f"w{i % 7} the cat sat on mat number {i}" for i in range(40)]
+        expecteds = [f"the cat w{i % 5} sat on the mat {i + 1}" for i in range(40)]
+        ours = [s.metadata["ter"] for s in bleu.TER().score_batch(outputs, expecteds)]
+        assert bleu._POOL is not None, "the pool was not used"
+        assert ours == [sacrebleu.sentence_ter(h, [r]).score for h, r in zip(outputs, expecteds)]
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

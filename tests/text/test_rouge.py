@@ -66,7 +66,7 @@ def test_upstream_multi_reference_vectors(rouge_type, targets, prediction, prf):
 @pytest.mark.parametrize("text, tokens", VECTORS["stemmed_tokens"])
 def test_stemmed_tokens_vector(text, tokens):
     scorer = ROUGE(rouge_type="rouge1", use_stemmer=True)
-    ids = scorer._cache.ids_of_words(scorer._words(text))
+    ids = scorer._cache.ids_of_words(scorer._prepared(text).split())
     vocab = {i: t for t, i in scorer._cache.vocab.items()}
     assert [vocab[i] for i in ids] == tokens
 

@@ -304,3 +304,22 @@ def test_bad_input_raises_scorer_input_error(fields: dict[str, Any], field: str,
 
 def test_numbers_are_accepted_as_text() -> None:
     assert METEOR()(output=42, expected=42).score == nltk_meteor("42", "42")
+
+
+def test_missing_nltk_raises_missing_extra_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scorers.errors import MissingExtraError
+
+    monkeypatch.setitem(__import__("sys").modules, "nltk", None)  # makes `import nltk` fail
+    with pytest.raises(MissingExtraError, match=r"scorers\[text\]"):
+        METEOR()
+
+
+def test_synonyms_none_needs_no_wordnet(monkeypatch: pytest.MonkeyPatch) -> None:
+    import scorers.text.wordnet
+
+    def no_wordnet(**_: Any) -> None:
+        raise AssertionError("WordNet looked up although synonyms='none'")
+
+    monkeypatch.setattr(scorers.text.wordnet, "ensure_wordnet", no_wordnet)
+    score = METEOR(synonyms="none")(output="the cat is glad", expected="the cat is happy").score
+    assert score == nltk_meteor("the cat is glad", "the cat is happy", synonyms="none")

@@ -206,10 +206,11 @@ def clipped_ngram_matches(hyp_ids: np.ndarray, hyp_lens: np.ndarray, ref_ids: np
         return out
     lens = np.concatenate((hyp_lens, ref_lens))
     n_seq = len(lens)
+    hyp_total = len(hyp_ids)  # hypotheses come first, so their n-grams start before this position
     seq_of_token = np.repeat(np.arange(n_seq, dtype=np.int64), lens)
-    starts = np.cumsum(lens) - lens
-    remaining = np.repeat(lens, lens) - (np.arange(total, dtype=np.int64) - np.repeat(starts, lens))
-    is_hyp_token = seq_of_token < n_hyp
+    if max_order > 1:  # tokens left in a token's own sequence: an n-gram may start where at least n are left
+        starts = np.cumsum(lens) - lens
+        remaining = np.repeat(lens, lens) - (np.arange(total, dtype=np.int64) - np.repeat(starts, lens))
     one_ref_each = n_ref == n_hyp and bool(np.array_equal(ref_owner, np.arange(n_hyp)))
 
     tokens, vocab = _dense(tokens) if int(tokens.max()) >= total else (tokens, int(tokens.max()) + 1)
@@ -225,30 +226,28 @@ def clipped_ngram_matches(hyp_ids: np.ndarray, hyp_lens: np.ndarray, ref_ids: np
         width = total - n + 1
         if width <= 0:
             break
-        valid = remaining[:width] >= n
         if n_seq * key_size >= _PACK_LIMIT:
             keys, key_size = _dense(keys)
-        seq = seq_of_token[:width]
-        hyp_mask = valid & is_hyp_token[:width]
-        ref_mask = valid & ~is_hyp_token[:width]
-        hyp_keys, hyp_counts = _count(seq[hyp_mask] * key_size + keys[hyp_mask])
-        if not len(hyp_keys):
-            continue
-        ref_seq = seq[ref_mask] - n_hyp
-        if one_ref_each:
-            ref_keys, ref_counts = _count(ref_seq * key_size + keys[ref_mask])
+        tagged = seq_of_token[:width] * key_size + keys  # (sequence, n-gram) as one integer
+        if n == 1:
+            hyp_tagged, ref_tagged = tagged[:hyp_total], tagged[hyp_total:]
         else:
-            per_ref, per_ref_counts = _count(ref_seq * key_size + keys[ref_mask])
+            valid = remaining[:width] >= n
+            hyp_tagged = tagged[:hyp_total][valid[:hyp_total]]
+            ref_tagged = tagged[hyp_total:][valid[hyp_total:]]
+        hyp_keys, hyp_counts = _count(hyp_tagged)
+        if not len(hyp_keys) or not len(ref_tagged):
+            continue
+        ref_tagged = ref_tagged - n_hyp * key_size  # reference j's n-grams, tagged with j
+        if one_ref_each:
+            ref_keys, ref_counts = _count(ref_tagged)
+        else:
+            per_ref, per_ref_counts = _count(ref_tagged)
             owned = ref_owner[per_ref // key_size] * key_size + per_ref % key_size
             order = np.argsort(owned, kind="stable")
             owned, per_ref_counts = owned[order], per_ref_counts[order]
-            if len(owned):
-                firsts = np.concatenate(([0], np.flatnonzero(np.diff(owned)) + 1))
-                ref_keys, ref_counts = owned[firsts], np.maximum.reduceat(per_ref_counts, firsts)
-            else:
-                ref_keys, ref_counts = owned, per_ref_counts
-        if not len(ref_keys):
-            continue
+            firsts = np.concatenate(([0], np.flatnonzero(np.diff(owned)) + 1))
+            ref_keys, ref_counts = owned[firsts], np.maximum.reduceat(per_ref_counts, firsts)
         at = np.minimum(np.searchsorted(ref_keys, hyp_keys), len(ref_keys) - 1)
         clipped = np.where(ref_keys[at] == hyp_keys, np.minimum(hyp_counts, ref_counts[at]), 0)
         out[:, n - min_order] = np.bincount(hyp_keys // key_size, weights=clipped, minlength=n_hyp)[:n_hyp].astype(np.int64)

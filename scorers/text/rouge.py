@@ -178,15 +178,18 @@ class ROUGE(CachedSignature, Scorer):
                 prf = self._ngram_prf(pred_ids, pred_lens, target_ids, target_lens)
             else:
                 prf = [_lcs_prf(t, p) for p, t in zip(split_flat(pred_ids, pred_lens), split_flat(target_ids, target_lens))]
-        out, at = [], 0
-        for size in sizes:
-            scores = prf[at:at + size]
-            best = max(range(size), key=lambda i: (scores[i][2], -i)) if size > 1 else 0
-            at += size
-            precision, recall, fmeasure = scores[best]
-            out.append(self.make_score(min(1.0, fmeasure), precision=precision, recall=recall, fmeasure=fmeasure,
-                                       rouge_type=self.rouge_type, nrefs=size, best_reference=best))
-        return out
+        if len(prf) == len(rows):  # one reference each
+            chosen = [(p, r, f, 1, 0) for p, r, f in prf]
+        else:
+            chosen, at = [], 0
+            for size in sizes:
+                scores = prf[at:at + size]
+                best = max(range(size), key=lambda i: (scores[i][2], -i))  # first of the best F, like score_multi
+                chosen.append((*scores[best], size, best))
+                at += size
+        rouge_type, make_score = self.rouge_type, self.make_score
+        return [make_score(min(1.0, f), precision=p, recall=r, fmeasure=f, rouge_type=rouge_type, nrefs=size,
+                           best_reference=best) for p, r, f, size, best in chosen]
 
     def _ngram_prf(self, pred_ids: np.ndarray, pred_lens: np.ndarray, target_ids: np.ndarray,
                    target_lens: np.ndarray) -> list[tuple[float, float, float]]:

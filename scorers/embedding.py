@@ -568,6 +568,10 @@ class _LRU:
             while len(self._data) > self.maxsize:
                 self._data.popitem(last=False)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
     def __len__(self) -> int:
         return len(self._data)
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .base import Aggregator, Field, MeanAggregator, Scorer
-from .errors import ConfigError, ScorerInputError, TemplateError, UnknownArgumentError
+from .errors import ConfigError, ScorerError, ScorerInputError, TemplateError, UnknownArgumentError
 from .llm.engine import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from .llm.usage import ModelUsage, Usage
 from .score import Score
@@ -279,6 +279,15 @@ class LLMClassifier(Scorer):
     def _model_name(self) -> str:
         return self.model if self.model is not None else self.engine.model
 
+    def signature(self) -> dict[str, Any]:
+        """As :meth:`Scorer.signature`, computed once per judge (and model): every Score gets a shallow copy."""
+        key = (self._model_name(), self.name, self.use_cot, self.temperature, self.max_tokens, self.response_mode,
+               self.samples, self.aggregate)
+        memo = self.__dict__.get("_signature_memo")
+        if memo is None or memo[0] != key:
+            memo = self._signature_memo = (key, super().signature())
+        return dict(memo[1])
+
     # --------------------------------------------------------------- requests
     def _instruction(self) -> str:
         options = ", ".join(self.choices)
@@ -305,21 +314,37 @@ class LLMClassifier(Scorer):
         return {"type": "object", "properties": properties, "required": list(properties),
                 "additionalProperties": False}
 
+    def _request_parts(self) -> tuple[str, Any, Any, Any]:
+        """The instruction, tools, tool_choice and response_format: the same for every row, built once."""
+        key = (self.response_mode, self.use_cot, self.choices)
+        memo = self.__dict__.get("_parts_memo")
+        if memo is None or memo[0] != key:
+            tools = tool_choice = response_format = None
+            if self.response_mode == "tools":
+                tools = [{"type": "function", "function": {
+                    "name": TOOL_NAME, "description": "Record the selected choice.", "parameters": self._schema()}}]
+                tool_choice = {"type": "function", "function": {"name": TOOL_NAME}}
+            elif self.response_mode == "json":
+                response_format = {"type": "json_schema", "json_schema": {
+                    "name": TOOL_NAME, "strict": True, "schema": self._schema()}}
+            memo = self._parts_memo = (key, (self._instruction(), tools, tool_choice, response_format))
+        return memo[1]
+
     def build_request(self, variables: Mapping[str, Any], sample: int | None = None) -> ChatRequest:
         """The request for one judgment; ``sample`` (the seed) makes self-consistency samples independent."""
+        instruction, tools, tool_choice, response_format = self._request_parts()
         messages = self.template.render(variables)
-        messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{self._instruction()}"}
-        tools = tool_choice = response_format = None
-        if self.response_mode == "tools":
-            tools = [{"type": "function", "function": {
-                "name": TOOL_NAME, "description": "Record the selected choice.", "parameters": self._schema()}}]
-            tool_choice = {"type": "function", "function": {"name": TOOL_NAME}}
-        elif self.response_mode == "json":
-            response_format = {"type": "json_schema", "json_schema": {
-                "name": TOOL_NAME, "strict": True, "schema": self._schema()}}
+        messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{instruction}"}
         return ChatRequest(messages=messages, model=self.model, tools=tools, tool_choice=tool_choice,
                            temperature=self.temperature, max_tokens=self.max_tokens,
                            response_format=response_format, seed=sample)
+
+    def _requests(self, fields: Mapping[str, Any]) -> list[ChatRequest]:
+        """The requests of one row: one, or one per self-consistency sample."""
+        variables = {k: v for k, v in fields.items() if k in self.template.variables}
+        if self.samples == 1:
+            return [self.build_request(variables)]
+        return [self.build_request(variables, sample=i) for i in range(self.samples)]
 
     # ---------------------------------------------------------------- scoring
     def _bind(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -334,31 +359,96 @@ class LLMClassifier(Scorer):
             raise
 
     async def _ascore(self, **fields: Any) -> Score:
-        variables = {k: v for k, v in fields.items() if k in self.template.variables}
         started = time.perf_counter()
-        if self.samples == 1:
-            judgments = [await self._judge(self.build_request(variables))]
+        requests = self._requests(fields)
+        if len(requests) == 1:
+            judgments = [await self._judge(requests[0])]
         else:
-            judgments = list(await asyncio.gather(*(self._judge(self.build_request(variables, sample=i))
-                                                     for i in range(self.samples))))
-        latency = time.perf_counter() - started
-        return self._score_from(judgments, latency)
+            judgments = list(await asyncio.gather(*(self._judge(request) for request in requests)))
+        return self._score_from(judgments, time.perf_counter() - started)
 
-    async def _judge(self, request: ChatRequest) -> ChatResult:
-        return await self.engine.complete(request, validate=self._validate, scorer=self.name)
+    async def _judge(self, request: ChatRequest, *, read_cache: bool = True) -> ChatResult:
+        return await self.engine.complete(request, validate=self._validate, scorer=self.name, read_cache=read_cache)
+
+    async def ascore_rows(
+        self,
+        rows: Sequence[Mapping[str, Any]],
+        *,
+        concurrency: int = 16,
+        limit: asyncio.Semaphore | None = None,
+        catch: type[Exception] | tuple[type[Exception], ...] = ScorerError,
+    ) -> list[Score | Exception]:
+        """Judge many rows: one Score or caught error per row, in order (see :meth:`Scorer.ascore_rows`).
+
+        Every row is rendered first and the cache is read once for the whole batch
+        (:meth:`LLMEngine.lookup`): rows it answers are scored on the spot, without
+        a task or a slot of ``limit``. Only the misses are sent, concurrently, each
+        holding a slot of ``limit`` (or of a ``Semaphore(concurrency)``). A row's
+        Score is the one :meth:`__call__` gives, apart from ``cached``/``latency_s``.
+        """
+        started = time.perf_counter()
+        results: list[Score | Exception | None] = [None] * len(rows)
+        prepared: list[tuple[int, list[ChatRequest]]] = []
+        for index, row in enumerate(rows):
+            try:
+                prepared.append((index, self._requests(self._bind(row))))
+            except catch as exc:
+                results[index] = exc
+        flat = [request for _, requests in prepared for request in requests]
+        try:
+            found = self.engine.lookup(flat, validate=self._validate)
+        except ConfigError:  # e.g. no API key: each row raises it again below, as a per-row call would
+            found = [None] * len(flat)
+        lookup_latency = time.perf_counter() - started
+        misses: list[tuple[int, list[ChatRequest], list[ChatResult | None]]] = []
+        position = 0
+        for index, requests in prepared:
+            hits = found[position:position + len(requests)]
+            position += len(requests)
+            if None in hits:
+                misses.append((index, requests, hits))
+            else:
+                results[index] = self._score_from(hits, lookup_latency)  # type: ignore[arg-type]
+        if misses:
+            semaphore = limit or asyncio.Semaphore(max(1, concurrency))
+
+            async def ask(request: ChatRequest, hit: ChatResult | None) -> ChatResult:
+                return hit if hit is not None else await self._judge(request, read_cache=False)
+
+            async def one(requests: list[ChatRequest], hits: list[ChatResult | None]) -> Score | Exception:
+                async with semaphore:
+                    try:
+                        asked = time.perf_counter()
+                        if len(requests) == 1:
+                            judgments = [await self._judge(requests[0], read_cache=False)]
+                        else:
+                            judgments = list(await asyncio.gather(*map(ask, requests, hits)))
+                        return self._score_from(judgments, time.perf_counter() - asked)
+                    except catch as exc:
+                        return exc
+
+            outcomes = await asyncio.gather(*(one(requests, hits) for _, requests, hits in misses))
+            for (index, _, _), outcome in zip(misses, outcomes):
+                results[index] = outcome
+        return results  # type: ignore[return-value]
 
     def _validate(self, result: ChatResult) -> Verdict:
         return read_reply(result, self.response_mode, self.choices)
 
     def _score_from(self, results: list[ChatResult], latency: float) -> Score:
         verdicts: list[Verdict] = [r.parsed for r in results]
-        counts = collections.Counter(v.choice for v in verdicts)
-        top = max(counts.values())
-        modal = min((c for c in counts if counts[c] == top), key=lambda c: (self.choice_scores[c], self.choices.index(c)))
-        if self.aggregate == "majority":
+        if len(verdicts) == 1:  # one judgment: its choice is the mode and the mean
+            modal, top = verdicts[0].choice, 1
             value = self.choice_scores[modal]
         else:
-            value = sum(self.choice_scores[v.choice] for v in verdicts) / len(verdicts)
+            counts = collections.Counter(v.choice for v in verdicts)
+            top = max(counts.values())
+            modal = min((c for c in counts if counts[c] == top),
+                        key=lambda c: (self.choice_scores[c], self.choices.index(c)))
+            if self.aggregate == "majority":
+                value = self.choice_scores[modal]
+            else:
+                value = sum(self.choice_scores[v.choice] for v in verdicts) / len(verdicts)
         metadata: dict[str, Any] = {
             "choice": modal,
             "rationale": verdicts[0].rationale if len(verdicts) == 1 else [v.rationale for v in verdicts],

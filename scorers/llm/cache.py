@@ -23,11 +23,11 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
 
-__all__ = ["LLMCache", "cache_key", "open_cache"]
+__all__ = ["LLMCache", "cache_key", "cache_keys", "open_cache"]
 
 #: Bump when the stored reply format changes; old entries are then simply not found.
 CACHE_FORMAT = 1
@@ -42,11 +42,55 @@ CREATE TABLE IF NOT EXISTS replies (
 """
 
 
+#: Canonical JSON (sorted keys, no spaces); one instance, as ``json.dumps`` would build one per call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+#: Most keys in one ``IN (...)`` query (SQLite's default limit on parameters is 999 in old builds).
+_KEYS_PER_QUERY = 500
+
+
 def cache_key(body: Mapping[str, Any], *, base_url: str, tag: str | None = None) -> str:
     """SHA-256 of the canonical request: ``body`` is the JSON sent (no credentials), plus the endpoint and a tag."""
-    canonical = json.dumps({"format": CACHE_FORMAT, "base_url": base_url.rstrip("/"), "body": body, "tag": tag},
-                           sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    canonical = _CANONICAL.encode({"format": CACHE_FORMAT, "base_url": base_url.rstrip("/"), "body": body, "tag": tag})
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def cache_keys(bodies: Sequence[Mapping[str, Any]], *, base_url: str,
+               tags: Sequence[str | None] | None = None) -> list[str]:
+    """``[cache_key(body, base_url=base_url, tag=tag) ...]``, faster for a batch of similar requests.
+
+    The canonical JSON of a body is assembled from its encoded values in key order
+    (what ``sort_keys`` does), and a value object shared by several bodies (a
+    judge's tool schema) is encoded once per call. The keys are the same strings.
+    """
+    encode = _CANONICAL.encode
+    url = encode(base_url.rstrip("/"))
+    encoded: dict[int, str] = {}  # id(object) -> JSON; the bodies keep every object alive during the call
+
+    def shared(value: Any) -> str:
+        text = encoded.get(id(value))
+        if text is None:
+            text = encoded[id(value)] = encode(value)
+        return text
+
+    keys = []
+    for body, tag in zip(bodies, tags if tags is not None else [None] * len(bodies)):
+        if not all(type(name) is str for name in body):  # sort_keys' own rules (and errors) for odd keys
+            keys.append(cache_key(body, base_url=base_url, tag=tag))
+            continue
+        parts = []
+        for name in sorted(body):
+            value = body[name]
+            if name == "messages":  # different in every body
+                text = encode(value)
+            elif type(value) is list:  # a fresh list of shared items (tools)
+                text = f"[{','.join(map(shared, value))}]"
+            else:
+                text = shared(value)
+            parts.append(f"{shared(name)}:{text}")
+        canonical = f'{{"base_url":{url},"body":{{{",".join(parts)}}},"format":{CACHE_FORMAT},"tag":{encode(tag)}}}'
+        keys.append(hashlib.sha256(canonical.encode("utf-8")).hexdigest())
+    return keys
 
 
 class LLMCache:
@@ -80,6 +124,25 @@ class LLMCache:
         with self._lock:
             row = self._connection().execute("SELECT reply FROM replies WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The stored replies of those ``keys`` that are present (``{key: reply}``), in few queries.
+
+        >>> import tempfile, os
+        >>> cache = LLMCache(os.path.join(tempfile.mkdtemp(), "c.sqlite"))
+        >>> cache.put("a", {"content": "A"}, model="m")
+        >>> cache.get_many(["a", "b"])
+        {'a': {'content': 'A'}}
+        """
+        unique = list(dict.fromkeys(keys))
+        found: dict[str, dict[str, Any]] = {}
+        with self._lock:
+            connection = self._connection()
+            for start in range(0, len(unique), _KEYS_PER_QUERY):
+                chunk = unique[start:start + _KEYS_PER_QUERY]
+                query = f"SELECT key, reply FROM replies WHERE key IN ({','.join('?' * len(chunk))})"
+                found.update(connection.execute(query, chunk).fetchall())
+        return {key: json.loads(text) for key, text in found.items()}
 
     def put(self, key: str, reply: Mapping[str, Any], *, model: str) -> None:
         """Store ``reply`` (JSON-serialisable) under ``key``, replacing any older entry."""

@@ -32,7 +32,7 @@ from typing import Any, Mapping
 from ..errors import ConfigError
 
 __all__ = ["DEFAULT_MODEL", "DEFAULT_BASE_URL", "LLMSettings", "configure", "resolve", "configured_prices", "default_model",
-           "default_cache_path"]
+           "default_cache_path", "settings_state"]
 
 #: The judge model used when neither an argument, :func:`configure` nor ``SCORERS_MODEL`` names one.
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -55,6 +55,12 @@ _OFF = {"0", "off", "false", "no", "none", ""}
 _UNSET: Any = object()
 _lock = threading.Lock()
 _configured: dict[str, Any] = {}
+#: Bumped by every :func:`configure` call, so that memoised settings know when they are stale.
+_version = 0
+
+#: Environment variables that :func:`resolve` reads (``HOME`` locates the default cache folder).
+_ENV_NAMES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SCORERS_MODEL", "SCORERS_CACHE", "SCORERS_CACHE_DIR",
+              "XDG_CACHE_HOME", "LOCALAPPDATA", "SCORERS_HTTP_TRANSPORT", "HOME")
 
 
 @dataclass(frozen=True)
@@ -157,7 +163,9 @@ def configure(*, client: Any = _UNSET, model: Any = _UNSET, base_url: Any = _UNS
     if "client" in checked and checked["client"] is not None and ({"api_key", "base_url"} & {
             k for k, v in checked.items() if v is not None}):
         raise ConfigError("configure(): pass either client= or api_key=/base_url=, not both")
+    global _version
     with _lock:
+        _version += 1
         if reset:
             _configured.clear()
         for name, value in checked.items():
@@ -165,6 +173,19 @@ def configure(*, client: Any = _UNSET, model: Any = _UNSET, base_url: Any = _UNS
                 _configured.pop(name, None)
             else:
                 _configured[name] = value
+
+
+def settings_state() -> tuple[Any, ...]:
+    """What :func:`resolve` depends on besides its arguments: the :func:`configure` version, the
+    environment variables it reads and the working folder (relative cache paths). Equal states
+    resolve to equal settings, so a caller may memoise :func:`resolve` under this key.
+    """
+    try:
+        folder: str | None = os.getcwd()
+    except OSError:  # the working folder was deleted
+        folder = None
+    environ = os.environ
+    return (_version, folder, *[environ.get(name) for name in _ENV_NAMES])
 
 
 def configured_prices() -> dict[str, tuple[float, float]]:

@@ -64,14 +64,14 @@ import sys
 import time
 import warnings
 import weakref
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import _aio
 from .._aio import run_sync
 from ..errors import ConfigError, JudgeError
-from .cache import LLMCache, cache_key, open_cache
-from .config import LLMSettings, check_options, default_model, resolve
+from .cache import LLMCache, cache_key, cache_keys, open_cache
+from .config import LLMSettings, check_options, default_model, resolve, settings_state
 
 __all__ = ["ChatRequest", "ChatResult", "ToolCall", "InvalidReply", "LLMEngine", "complete", "complete_sync",
            "aclose"]
@@ -150,16 +150,34 @@ class ChatResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able form (``parsed`` is left out: it may not be JSON)."""
-        out = asdict(self)
-        out.pop("parsed")
-        out["tool_calls"] = [asdict(call) for call in self.tool_calls]
-        return out
+        return {"content": self.content,
+                "tool_calls": [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in self.tool_calls],
+                "finish_reason": self.finish_reason, "model": self.model, "response_model": self.response_model,
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "latency_s": self.latency_s, "attempts": self.attempts, "reasks": self.reasks, "cached": self.cached}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ChatResult":
         values = dict(data)
         values["tool_calls"] = tuple(ToolCall(**call) for call in values.get("tool_calls") or ())
         return cls(**values)
+
+    @classmethod
+    def _from_cache(cls, stored: Mapping[str, Any], latency_s: float,
+                    validate: Callable[["ChatResult"], Any] | None) -> "ChatResult | None":
+        """A stored reply as a cache hit (``cached``, no attempts), or ``None`` when it no longer passes ``validate``."""
+        values = dict(stored)
+        values["tool_calls"] = tuple(ToolCall(**call) for call in values.get("tool_calls") or ())
+        values.update(cached=True, attempts=0, latency_s=latency_s)
+        hit = cls(**values)
+        if validate is not None:
+            try:
+                parsed = validate(hit)
+            except InvalidReply:
+                log.debug("cached reply no longer passes validation; asking again")
+                return None
+            object.__setattr__(hit, "parsed", parsed)  # still private to this call: set in place, not copied
+        return hit
 
 
 # --------------------------------------------------------------------------- engine
@@ -185,10 +203,23 @@ class LLMEngine:
         if "client" in options and ("api_key" in options or "base_url" in options):
             raise ConfigError("pass either client= or api_key=/base_url=, not both")
         self._options = options
+        self._memo: tuple[tuple[Any, ...], LLMSettings, LLMCache | None] | None = None
 
     def settings(self) -> LLMSettings:
         """The resolved settings; raises :class:`ConfigError` when no API key is available."""
-        return resolve(**self._options)
+        return self._resolved()[0]
+
+    def _resolved(self) -> tuple[LLMSettings, LLMCache | None]:
+        """The settings and the open cache, memoised until ``configure()``, the environment or the
+        working folder changes (:func:`~scorers.llm.config.settings_state`)."""
+        state = settings_state()
+        memo = self._memo
+        if memo is not None and memo[0] == state:
+            return memo[1], memo[2]
+        settings = resolve(**self._options)
+        cache = open_cache(settings.cache) if settings.cache is not None else None
+        self._memo = (state, settings, cache)
+        return settings, cache
 
     @property
     def model(self) -> str:
@@ -202,34 +233,54 @@ class LLMEngine:
     def __getstate__(self) -> dict[str, Any]:
         if "client" in self._options:
             raise TypeError("an LLMEngine with a client= cannot be pickled; pass base_url/api_key instead")
-        return self.__dict__
+        return {**self.__dict__, "_memo": None}  # the memo holds the key and an open cache
 
     def complete_sync(self, request: ChatRequest, *, validate: Callable[[ChatResult], Any] | None = None,
                       scorer: str | None = None) -> ChatResult:
         """:meth:`complete` from synchronous code (works inside a running event loop too)."""
         return run_sync(self.complete(request, validate=validate, scorer=scorer))
 
-    async def complete(self, request: ChatRequest, *, validate: Callable[[ChatResult], Any] | None = None,
-                       scorer: str | None = None) -> ChatResult:
-        """Send ``request``; return a reply that passed ``validate``, or raise :class:`JudgeError`.
+    def lookup(self, requests: Sequence[ChatRequest], *,
+               validate: Callable[[ChatResult], Any] | None = None) -> list[ChatResult | None]:
+        """The cached replies of many requests at once: a hit (``cached=True``) or ``None`` per request, in order.
 
-        ``scorer`` names the judge in error messages.
+        Settings are resolved once and the cache is read in a few queries, so a
+        cached batch costs microseconds per request. A stored reply that no longer
+        passes ``validate`` is a miss, as in :meth:`complete`. Without a cache every
+        request misses; a failing cache warns and misses. Raises :class:`ConfigError`
+        when no API key is available. Send the misses with ``complete(..., read_cache=False)``.
         """
         started = time.perf_counter()
-        settings = self.settings()
+        settings, cache = self._resolved()
+        if cache is None or not requests:
+            return [None] * len(requests)
+        model = settings.model
+        keys = cache_keys([r.body(model) for r in requests], base_url=settings.base_url,
+                          tags=[r.cache_tag for r in requests])
+        stored = _cache_call(cache.get_many, keys) or {}
+        latency = time.perf_counter() - started
+        return [None if (entry := stored.get(key)) is None else ChatResult._from_cache(entry, latency, validate)
+                for key in keys]
+
+    async def complete(self, request: ChatRequest, *, validate: Callable[[ChatResult], Any] | None = None,
+                       scorer: str | None = None, read_cache: bool = True) -> ChatResult:
+        """Send ``request``; return a reply that passed ``validate``, or raise :class:`JudgeError`.
+
+        ``scorer`` names the judge in error messages. ``read_cache=False`` skips the
+        cache lookup (the caller already had a miss from :meth:`lookup`); a valid
+        reply is still stored.
+        """
+        started = time.perf_counter()
+        settings, cache = self._resolved()
         body = request.body(settings.model)
         label = f"{scorer}: " if scorer else ""
-        cache = open_cache(settings.cache) if settings.cache is not None else None
         key = cache_key(body, base_url=settings.base_url, tag=request.cache_tag) if cache is not None else ""
-        if cache is not None:
+        if cache is not None and read_cache:
             stored = _cache_call(cache.get, key)
             if stored is not None:
-                hit = replace(ChatResult.from_dict(stored), cached=True, attempts=0,
-                              latency_s=time.perf_counter() - started)
-                try:
-                    return replace(hit, parsed=validate(hit)) if validate is not None else hit
-                except InvalidReply:
-                    log.debug("cached reply no longer passes validation; asking again")
+                hit = ChatResult._from_cache(stored, time.perf_counter() - started, validate)
+                if hit is not None:
+                    return hit
 
         prompt_tokens = completion_tokens = attempts = 0
         last_reply: ChatResult | None = None
@@ -502,6 +553,10 @@ def _limiter_for(base_url: str) -> _Limiter:
 
 async def _client_for(settings: LLMSettings) -> Any:
     """The ``AsyncOpenAI`` client for these settings on the running loop (created once per loop)."""
+    if settings.client is None:  # the common case, without building the key: this loop's client for the endpoint
+        client = _clients.get(asyncio.get_running_loop(), {}).get(_client_key(settings))
+        if client is not None:
+            return client
     import openai
 
     user_client = settings.client
@@ -525,12 +580,17 @@ async def _client_for(settings: LLMSettings) -> Any:
                 default_query=dict(user_client._custom_query), max_retries=0,
                 http_client=_http_client(settings.transport))
         return client
-    key = (settings.base_url, hashlib.sha256((settings.api_key or "").encode()).hexdigest(), settings.transport)
+    key = _client_key(settings)
     client = per_loop.get(key)
     if client is None:
         client = per_loop[key] = openai.AsyncOpenAI(api_key=settings.api_key, base_url=settings.base_url,
                                                      max_retries=0, http_client=_http_client(settings.transport))
     return client
+
+
+def _client_key(settings: LLMSettings) -> tuple[Any, ...]:
+    """The key of an engine-made client: endpoint, a hash of the API key (never the key itself) and transport."""
+    return (settings.base_url, hashlib.sha256((settings.api_key or "").encode()).hexdigest(), settings.transport)
 
 
 async def _close_at_loop_shutdown() -> Any:

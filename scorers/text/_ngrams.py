@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import threading
 from itertools import chain
-from typing import Any, Callable, Iterable, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from ..base import Field
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["references_field", "CachedSignature", "TokenCache", "concat_ids", "split_flat", "clipped_ngram_matches"]
 
@@ -80,6 +81,8 @@ class TokenCache:
     SEPARATOR = "\x00"
 
     def __init__(self, split_word: Callable[[str], Iterable[str]]) -> None:
+        import numpy as np
+
         self._split_word = split_word
         self.words: dict[str, tuple[int, ...]] = {}
         self.vocab: dict[str, int] = {}
@@ -102,6 +105,8 @@ class TokenCache:
             return ids
 
     def _add_row(self, word: str, ids: tuple[int, ...]) -> None:
+        import numpy as np
+
         row = len(self._index)
         if row == len(self._counts):
             self._counts, self._starts, self._first = (np.concatenate((a, np.zeros_like(a)))
@@ -127,6 +132,8 @@ class TokenCache:
 
     def ids_of_texts(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Token ids of many texts' whitespace-separated words: all ids concatenated, and each text's length."""
+        import numpy as np
+
         if not texts:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         words = f" {self.SEPARATOR} ".join(texts).split()
@@ -167,18 +174,24 @@ def split_flat(flat: np.ndarray, lens: np.ndarray) -> list[list[int]]:
 
 def concat_ids(seqs: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
     """Concatenate integer sequences into one array plus their lengths."""
+    import numpy as np
+
     lens = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
     flat = np.fromiter(chain.from_iterable(seqs), dtype=np.int64, count=int(lens.sum()))
     return flat, lens
 
 
 def _dense(keys: np.ndarray) -> tuple[np.ndarray, int]:
+    import numpy as np
+
     uniq, inverse = np.unique(keys, return_inverse=True)
     return inverse.astype(np.int64, copy=False).reshape(-1), len(uniq)
 
 
 def _count(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted distinct keys and how often each occurs."""
+    import numpy as np
+
     if not len(keys):
         return keys, keys
     keys = np.sort(keys)
@@ -198,6 +211,8 @@ def clipped_ngram_matches(hyp_ids: np.ndarray, hyp_lens: np.ndarray, ref_ids: np
     n-gram count is the maximum over a hypothesis' references (sacrebleu's
     multi-reference clipping). Returns an int64 array ``[P, max_order - min_order + 1]``.
     """
+    import numpy as np
+
     n_hyp, n_ref = len(hyp_lens), len(ref_lens)
     out = np.zeros((n_hyp, max_order - min_order + 1), dtype=np.int64)
     tokens = np.concatenate((hyp_ids, ref_ids)).astype(np.int64, copy=False)

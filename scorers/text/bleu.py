@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, ClassVar, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 from ..base import Aggregator, MeanAggregator, Scorer, text_field
 from ..errors import ConfigError, MissingExtraError
 from ..registry import register
 from ..score import Score
 from ._ngrams import CachedSignature, TokenCache, clipped_ngram_matches, references_field
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["BLEU", "ChrF", "TER"]
 
@@ -213,6 +214,8 @@ class BLEU(_SacrebleuScorer):
 
     # --------------------------------------------------------------- batch
     def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
+        import numpy as np
+
         if self._cache.full():
             self._cache = self._new_cache()
         sizes = [len(row["expected"]) for row in rows]
@@ -387,6 +390,8 @@ class ChrF(_SacrebleuScorer):
     @staticmethod
     def _order_columns(hyp: tuple[np.ndarray, np.ndarray], ref: tuple[np.ndarray, np.ndarray],
                        max_order: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        import numpy as np
+
         (hyp_ids, hyp_lens), (ref_ids, ref_lens) = hyp, ref
         matches = clipped_ngram_matches(hyp_ids, hyp_lens, ref_ids, ref_lens, np.arange(len(ref_lens)), max_order)
         return [(np.maximum(hyp_lens - n + 1, 0), np.maximum(ref_lens - n + 1, 0), matches[:, n - 1])
@@ -398,6 +403,8 @@ class ChrF(_SacrebleuScorer):
 
 
 def _code_points(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
     lens = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     flat = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
     return flat, lens

@@ -29,15 +29,16 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from typing import Any, Callable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..base import Scorer, text_field
 from ..errors import ConfigError, MissingExtraError
 from ..registry import register
 from ..score import Score
 from ._ngrams import CachedSignature, TokenCache, clipped_ngram_matches, references_field, split_flat
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["ROUGE", "TOKENIZERS"]
 
@@ -193,6 +194,8 @@ class ROUGE(CachedSignature, Scorer):
 
     def _ngram_prf(self, pred_ids: np.ndarray, pred_lens: np.ndarray, target_ids: np.ndarray,
                    target_lens: np.ndarray) -> list[tuple[float, float, float]]:
+        import numpy as np
+
         n = self.order
         overlap = clipped_ngram_matches(pred_ids, pred_lens, target_ids, target_lens, np.arange(len(target_lens)),
                                         max_order=n, min_order=n)[:, 0]

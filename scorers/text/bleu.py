@@ -219,8 +219,9 @@ class BLEU(_SacrebleuScorer):
         if self._cache.full():
             self._cache = self._new_cache()
         sizes = [len(row["expected"]) for row in rows]
-        hyp_ids, hyp_lens = self._cache.ids_of_texts([self._prepared(row["output"]) for row in rows])
-        ref_ids, ref_lens = self._cache.ids_of_texts([self._prepared(ref) for row in rows for ref in row["expected"]])
+        cache = self._cache  # one cache for the whole batch, even if another thread starts a new one
+        hyp_ids, hyp_lens = cache.ids_of_texts([self._prepared(row["output"]) for row in rows])
+        ref_ids, ref_lens = cache.ids_of_texts([self._prepared(ref) for row in rows for ref in row["expected"]])
         owner = np.repeat(np.arange(len(rows)), sizes)
         matches = clipped_ngram_matches(hyp_ids, hyp_lens, ref_ids, ref_lens, owner, self.max_ngram_order).tolist()
         order = self.max_ngram_order

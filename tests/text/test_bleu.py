@@ -337,3 +337,14 @@ def test_ter_process_pool_gives_the_serial_numbers():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_one_scorer_shared_by_threads_gives_the_serial_numbers():
+    from concurrent.futures import ThreadPoolExecutor
+
+    shared = BLEU()
+    chunks = [(OUTPUTS[i::4], EXPECTEDS[i::4]) for i in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        threaded = list(pool.map(lambda c: [s.metadata["bleu"] for s in shared.score_batch(*c)], chunks * 3))
+    serial = [[s.metadata["bleu"] for s in BLEU().score_batch(*c)] for c in chunks * 3]
+    assert threaded == serial

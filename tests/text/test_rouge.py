@@ -139,3 +139,15 @@ def test_bad_input_raises_scorer_input_error(kwargs, field):
     with pytest.raises(ScorerInputError) as info:
         ROUGE()(**kwargs)
     assert info.value.field == field
+
+
+def test_one_scorer_shared_by_threads_gives_the_serial_numbers():
+    from concurrent.futures import ThreadPoolExecutor
+
+    shared = ROUGE(rouge_type="rouge2", use_stemmer=True)
+    chunks = [(OUTPUTS[i::4], EXPECTEDS[i::4]) for i in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        threaded = list(pool.map(lambda c: [s.metadata["fmeasure"] for s in shared.score_batch(*c)], chunks * 3))
+    serial = [[s.metadata["fmeasure"] for s in ROUGE(rouge_type="rouge2", use_stemmer=True).score_batch(*c)]
+              for c in chunks * 3]
+    assert threaded == serial

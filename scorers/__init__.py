@@ -28,6 +28,7 @@ from .score import Score
 # Importing the families registers their scorers; heavy libraries load on first use.
 from . import heuristic as _heuristic  # noqa: E402,F401
 from . import text as _text  # noqa: E402,F401
+from . import embedding as _embedding  # noqa: E402,F401
 from . import templates as _templates  # noqa: E402,F401  (lazy loader for templates/*.yaml)
 from .heuristic import JSONDiff, ExactMatch, Levenshtein, ListContains, NumericDiff, ValidJSON  # noqa: E402
 from .judges import LLMClassifier  # noqa: E402

@@ -111,7 +111,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         if args.kind and entry.kind != args.kind:
             continue
         try:
-            required = entry.create().required_fields()
+            required = entry.required_fields()
         except ScorerError as exc:
             required = []
             entry_error = str(exc)

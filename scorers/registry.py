@@ -41,6 +41,14 @@ class Entry:
     aliases: tuple[str, ...] = ()
     defaults: dict[str, Any] = field(default_factory=dict)
     source: str = "builtin"
+    #: The Scorer class, when the entry was registered from one (lets listings skip construction).
+    scorer_class: type[Scorer] | None = None
+
+    def required_fields(self) -> list[str]:
+        """The fields a call must give; read off the class when possible, so heavy scorers are not built."""
+        if self.scorer_class is not None and self.scorer_class.fields:
+            return [f.name for f in self.scorer_class.fields if f.required]
+        return self.create().required_fields()
 
     def create(self, **params: Any) -> Scorer:
         try:
@@ -95,7 +103,7 @@ class Registry:
             doc = (cls.__doc__ or "").strip().splitlines()
             self.add(Entry(name=entry_name, factory=_factory(cls, entry_name), kind=kind or cls.kind,
                            description=description or cls.description or (doc[0] if doc else ""),
-                           aliases=tuple(aliases), defaults=dict(defaults)), replace=replace)
+                           aliases=tuple(aliases), defaults=dict(defaults), scorer_class=cls), replace=replace)
             return cls
 
         if isinstance(cls_or_name, type):

@@ -341,7 +341,8 @@ class LLMClassifier(Scorer):
 
     def _requests(self, fields: Mapping[str, Any]) -> list[ChatRequest]:
         """The requests of one row: one, or one per self-consistency sample."""
-        variables = {k: v for k, v in fields.items() if k in self.template.variables}
+        names = self.template.variables
+        variables = {k: v for k, v in fields.items() if k in names}
         if self.samples == 1:
             return [self.build_request(variables)]
         return [self.build_request(variables, sample=i) for i in range(self.samples)]
@@ -492,6 +493,8 @@ def _text_or_data(value: Any) -> Any:
 
 def _sum_usage(results: Sequence[ChatResult]) -> dict[str, int]:
     """Billed tokens (a cached reply costs nothing) and how many calls the endpoint / the cache answered."""
+    if len(results) == 1 and results[0].cached:
+        return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "requests": 0, "cached": 1}
     billed = [r for r in results if not r.cached]
     prompt = sum(r.prompt_tokens for r in billed)
     completion = sum(r.completion_tokens for r in billed)

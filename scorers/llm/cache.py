@@ -23,7 +23,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
 
@@ -82,15 +82,28 @@ def cache_keys(bodies: Sequence[Mapping[str, Any]], *, base_url: str,
         for name in sorted(body):
             value = body[name]
             if name == "messages":  # different in every body
-                text = encode(value)
+                text = _encode_messages(value, encode)
             elif type(value) is list:  # a fresh list of shared items (tools)
                 text = f"[{','.join(map(shared, value))}]"
             else:
                 text = shared(value)
             parts.append(f"{shared(name)}:{text}")
-        canonical = f'{{"base_url":{url},"body":{{{",".join(parts)}}},"format":{CACHE_FORMAT},"tag":{encode(tag)}}}'
+        canonical = f'{{"base_url":{url},"body":{{{",".join(parts)}}},"format":{CACHE_FORMAT},"tag":{shared(tag)}}}'
         keys.append(hashlib.sha256(canonical.encode("utf-8")).hexdigest())
     return keys
+
+
+def _encode_messages(messages: Any, encode: Callable[[Any], str]) -> str:
+    """Canonical JSON of a list of ``{str: str}`` messages, composed from string encodings (the encoder's
+    container path costs microseconds of set-up per call); anything else goes to ``encode``."""
+    if type(messages) is not list:
+        return encode(messages)
+    parts = []
+    for message in messages:
+        if type(message) is not dict or not all(type(k) is str and type(v) is str for k, v in message.items()):
+            return encode(messages)
+        parts.append("{" + ",".join(f"{encode(k)}:{encode(message[k])}" for k in sorted(message)) + "}")
+    return f"[{','.join(parts)}]"
 
 
 class LLMCache:
@@ -134,12 +147,12 @@ class LLMCache:
         >>> cache.get_many(["a", "b"])
         {'a': {'content': 'A'}}
         """
-        unique = list(dict.fromkeys(keys))
-        found: dict[str, dict[str, Any]] = {}
+        wanted = list(keys)
+        found: dict[str, str] = {}
         with self._lock:
             connection = self._connection()
-            for start in range(0, len(unique), _KEYS_PER_QUERY):
-                chunk = unique[start:start + _KEYS_PER_QUERY]
+            for start in range(0, len(wanted), _KEYS_PER_QUERY):
+                chunk = wanted[start:start + _KEYS_PER_QUERY]
                 query = f"SELECT key, reply FROM replies WHERE key IN ({','.join('?' * len(chunk))})"
                 found.update(connection.execute(query, chunk).fetchall())
         return {key: json.loads(text) for key, text in found.items()}

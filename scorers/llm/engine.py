@@ -166,9 +166,8 @@ class ChatResult:
     def _from_cache(cls, stored: Mapping[str, Any], latency_s: float,
                     validate: Callable[["ChatResult"], Any] | None) -> "ChatResult | None":
         """A stored reply as a cache hit (``cached``, no attempts), or ``None`` when it no longer passes ``validate``."""
-        values = dict(stored)
-        values["tool_calls"] = tuple(ToolCall(**call) for call in values.get("tool_calls") or ())
-        values.update(cached=True, attempts=0, latency_s=latency_s)
+        values = {**stored, "tool_calls": tuple(ToolCall(**call) for call in stored.get("tool_calls") or ()),
+                  "cached": True, "attempts": 0, "latency_s": latency_s}
         hit = cls(**values)
         if validate is not None:
             try:

@@ -328,3 +328,153 @@ def test_batch_run_every_fault_ends_scored_or_typed(llm_env: LoopbackLLM) -> Non
     assert summary["n"] == 7 and summary["errors"] == 6
     usage = summary["usage"]
     assert usage["by_model"][MODEL]["requests"] == 7 and usage["prompt_tokens"] >= 600
+
+
+# --------------------------------------------------- batch path (ascore_rows)
+def _row(i: int) -> dict[str, str]:
+    return {"input": f"question {i}", "expected": f"answer {i}", "output": f"reply {i}"}
+
+
+def _choice_by_row(request: RecordedRequest) -> Reply:
+    """Row i gets choice "ABCDE"[i % 5], so a row's Score tells which row it belongs to."""
+    i = int(request.last_user_message.split("reply ")[1].split()[0])
+    if "response_format" in request.body:
+        return Reply.json({"reasons": f"row {i}", "choice": "ABCDE"[i % 5]}, usage=(20 + i, 5))
+    return Reply.choice("ABCDE"[i % 5], reasons=f"row {i}", usage=(20 + i, 5))
+
+
+def _batch(judge: LLMClassifier, rows: list[dict[str, Any]], **options: Any) -> list[Any]:
+    return scorers._aio.run_sync(judge.ascore_rows(rows, **options))
+
+
+def _without_timing(score: Any) -> dict[str, Any]:
+    return {**score.to_dict(), "metadata": {k: v for k, v in score.metadata.items() if k != "latency_s"}}
+
+
+def _expected_choice(i: int) -> str:
+    return "ABCDE"[i % 5]
+
+
+@pytest.mark.parametrize("params", [{}, {"use_cot": False}, {"response_mode": "json"},
+                                    {"samples": 3, "temperature": 0.5, "aggregate": "majority"}],
+                         ids=["tools", "no-cot", "json", "samples"])
+def test_batch_gives_the_per_row_scores_and_a_cached_rerun_sends_nothing(llm_env: LoopbackLLM, tmp_path: Path,
+                                                                           params: dict) -> None:
+    llm_env.default = _choice_by_row
+    rows = [_row(i) for i in range(12)]
+    per_row = factuality(engine=LLMEngine(cache=str(tmp_path / "per-row.sqlite")), **params)
+    batch = factuality(engine=LLMEngine(cache=str(tmp_path / "batch.sqlite")), **params)
+    expected = [per_row(**row) for row in rows]
+    first = _batch(batch, rows, concurrency=4)
+    asks = len(rows) * per_row.samples
+    assert len(llm_env.chat_requests) == 2 * asks
+    assert [_without_timing(s) for s in first] == [_without_timing(s) for s in expected]
+    cached_per_row = [per_row(**row) for row in rows]
+    cached = _batch(batch, rows, concurrency=4)
+    assert len(llm_env.chat_requests) == 2 * asks  # the re-runs sent nothing
+    assert [_without_timing(s) for s in cached] == [_without_timing(s) for s in cached_per_row]
+    assert all(s.metadata["cached"] is True and s.metadata["usage"]["requests"] == 0 for s in cached)
+    assert [s.metadata["choice"] for s in cached] == [_expected_choice(i) for i in range(12)]
+
+
+def test_batch_mixes_hits_and_misses_in_input_order(llm_env: LoopbackLLM) -> None:
+    llm_env.default = _choice_by_row
+    judge = factuality()
+    rows = [_row(i) for i in range(20)]
+    _batch(judge, rows[::2])  # even rows are cached
+    llm_env.reset()
+    results = _batch(judge, rows, concurrency=3)
+    assert sorted(int(r.last_user_message.split("reply ")[1].split()[0]) for r in llm_env.chat_requests) == list(
+        range(1, 20, 2))
+    assert [s.metadata["choice"] for s in results] == [_expected_choice(i) for i in range(20)]
+    assert [s.metadata["cached"] for s in results] == [i % 2 == 0 for i in range(20)]
+
+
+def test_batch_reasks_a_cached_reply_that_no_longer_validates(llm_env: LoopbackLLM) -> None:
+    from scorers.llm.cache import cache_key, open_cache
+
+    llm_env.default = _choice_by_row
+    judge = factuality()
+    rows = [_row(i) for i in range(4)]
+    _batch(judge, rows)
+    settings = judge.engine.settings()
+    stale = judge.build_request({k: v for k, v in rows[2].items()})
+    key = cache_key(stale.body(settings.model), base_url=settings.base_url)
+    bad = ChatResult(content=None, tool_calls=(ToolCall("select_choice", '{"choice": "Z"}'),), finish_reason="stop",
+                     model=MODEL)
+    open_cache(settings.cache).put(key, bad.to_dict(), model=MODEL)
+    llm_env.reset()
+    results = _batch(judge, rows)
+    assert len(llm_env.chat_requests) == 1 and "reply 2" in llm_env.chat_requests[0].last_user_message
+    assert [s.metadata["cached"] for s in results] == [True, True, False, True]
+    assert results[2].metadata["choice"] == _expected_choice(2)
+    assert _batch(judge, rows)[2].metadata["cached"] is True  # the fresh reply replaced the stale one
+
+
+def test_batch_returns_errors_per_row(llm_env: LoopbackLLM) -> None:
+    llm_env.default = _choice_by_row
+    llm_env.script(Reply.choice("Z"), match="reply 3\n")
+    judge = factuality(max_reasks=0)
+    rows = [_row(i) for i in range(5)]
+    rows[1] = {"input": "q", "output": "reply 1"}  # no expected
+    results = _batch(judge, rows)
+    assert [type(r).__name__ for r in results] == ["Score", "TemplateError", "Score", "JudgeError", "Score"]
+    assert [r.metadata["choice"] for r in results if isinstance(r, scorers.Score)] == ["A", "C", "E"]
+    with pytest.raises(TemplateError):  # outside ``catch``: raised
+        _batch(judge, rows, catch=JudgeError)
+
+
+def test_batch_without_an_api_key_fails_each_row_before_any_request(llm_server: LoopbackLLM) -> None:
+    judge = factuality(engine=LLMEngine(base_url=llm_server.base_url))
+    results = _batch(judge, [_row(i) for i in range(3)])
+    assert [type(r) for r in results] == [ConfigError] * 3 and llm_server.chat_requests == []
+
+
+def test_batch_misses_stay_within_the_limit(llm_env: LoopbackLLM) -> None:
+    import asyncio
+
+    llm_env.default = _choice_by_row
+    llm_env.latency = 0.05
+    judge = factuality()
+    rows = [_row(i) for i in range(12)]
+    _batch(judge, rows[:4])
+    llm_env.reset()
+
+    async def run() -> list[Any]:
+        return await judge.ascore_rows(rows, limit=asyncio.Semaphore(3), concurrency=100)
+
+    results = scorers._aio.run_sync(run())
+    assert len(llm_env.chat_requests) == 8 and llm_env.max_in_flight <= 3
+    assert [s.metadata["choice"] for s in results] == [_expected_choice(i) for i in range(12)]
+
+
+def test_samples_batch_asks_only_the_missing_samples(llm_env: LoopbackLLM) -> None:
+    from scorers.llm.cache import cache_key, open_cache
+
+    llm_env.default = _by_seed({0: "C", 1: "D", 2: "C"})
+    judge = factuality(samples=3, temperature=0.7)
+    first = _batch(judge, [FACTS])[0]
+    settings = judge.engine.settings()
+    sample_one = judge.build_request({k: FACTS[k] for k in ("input", "expected", "output")}, sample=1)
+    open_cache(settings.cache).put(cache_key(sample_one.body(settings.model), base_url=settings.base_url),
+                                   {"content": "not a tool call", "tool_calls": [], "finish_reason": "stop",
+                                    "model": MODEL}, model=MODEL)
+    llm_env.reset()
+    again = _batch(judge, [FACTS])[0]
+    assert [r.body["seed"] for r in llm_env.chat_requests] == [1]
+    assert again.score == first.score and again.metadata["choices"] == ["C", "D", "C"]
+    assert again.metadata["cached_samples"] == 2 and again.metadata["cached"] is False
+
+
+def test_runner_uses_the_batch_cache(llm_env: LoopbackLLM) -> None:
+    from scorers.runner import evaluate
+
+    llm_env.default = _choice_by_row
+    rows = [_row(i) for i in range(30)]
+    first = evaluate(rows, [factuality()], concurrency=4, chunk_size=8).collect()
+    assert len(llm_env.chat_requests) == 30
+    again = evaluate(rows, [factuality()], concurrency=4, chunk_size=8)
+    results = again.collect()
+    assert len(llm_env.chat_requests) == 30
+    assert [r.scores for r in results] == [r.scores for r in first]
+    assert again.summary.scorers["Factuality"]["usage"]["cached"] == 30

@@ -9,6 +9,7 @@ import pytest
 
 from scorers.errors import ConfigError
 from scorers.llm import LLMCache, cache_key, default_cache_path
+from scorers.llm.cache import cache_keys
 from scorers.llm.config import resolve
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0,
@@ -31,6 +32,38 @@ def test_key_changes_with_every_request_field(change):
 @pytest.mark.parametrize("base_url, tag", [("http://other/v1", None), ("http://h/v1", "sample-1")])
 def test_key_changes_with_endpoint_and_tag(base_url, tag):
     assert cache_key(BODY, base_url=base_url, tag=tag) != cache_key(BODY, base_url="http://h/v1")
+
+
+SHARED_TOOLS = [{"type": "function", "function": {"name": "select_choice", "parameters": {"b": 1, "a": [2, None]}}}]
+KEY_VECTORS = [
+    BODY,
+    {},
+    {"model": "m", "messages": [{"role": "user", "content": "caf\u00e9 \u2028 \x7f \x00 \"quoted\" \\ tab\t"}]},
+    {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "parts"}]}]},
+    {"model": "m", "messages": [{"content": "x", "role": "system", "name": "n"}, {}]},
+    {"model": "m", "messages": ({"role": "user", "content": "a tuple"},)},
+    {"model": "m", "messages": [], "tools": SHARED_TOOLS, "tool_choice": "auto", "seed": 3},
+    {"model": "m", "messages": [{"role": "user", "content": "same tools"}], "tools": list(SHARED_TOOLS)},
+    {"model": "m", "top_p": 0.5, "temperature": 1e-7, "max_tokens": 9, "extra": {"z": [1.5, True, None]}},
+    {"model": "m", "stop": ["\n"], "logit_bias": {"50256": -100}, "when": Path("/not/json")},
+]
+
+
+@pytest.mark.parametrize("tag", [None, "sample-1"])
+def test_batch_keys_equal_single_keys(tag):
+    tags = [tag] * len(KEY_VECTORS)
+    expected = [cache_key(body, base_url="http://h/v1/", tag=tag) for body in KEY_VECTORS]
+    assert cache_keys(KEY_VECTORS, base_url="http://h/v1/", tags=tags) == expected
+    assert len(set(expected)) == len(expected)
+
+
+def test_get_many_returns_the_present_entries_over_several_queries(tmp_path):
+    cache = LLMCache(tmp_path / "c.sqlite")
+    for i in range(0, 1200, 2):
+        cache.put(f"k{i}", {"i": i}, model="m")
+    wanted = [f"k{i}" for i in range(1200)] + ["k0", "k3"]
+    assert cache.get_many(wanted) == {f"k{i}": {"i": i} for i in range(0, 1200, 2)}
+    assert cache.get_many([]) == {}
 
 
 def test_put_get_replace_clear(tmp_path):

@@ -12,6 +12,7 @@ import pytest
 from scorers.errors import ConfigError, JudgeError
 from scorers.llm import (ChatRequest, ChatResult, InvalidReply, LLMCache, LLMEngine, ToolCall, Usage, aclose,
                          configure)
+from scorers._aio import run_sync
 from scorers.llm.engine import _backoff, _retry_after
 from scorers.llm.config import resolve
 from scorers.testing import LoopbackLLM, Reply
@@ -257,6 +258,68 @@ def test_cached_reply_that_fails_validation_is_asked_again(engine, llm_server):
     llm_server.default = Reply.choice("A")
     result = engine.complete_sync(req(), validate=choice_of)
     assert (result.parsed, result.cached, len(llm_server.chat_requests)) == ("A", False, 2)
+
+
+def test_lookup_answers_many_requests_from_the_cache_in_order(engine, llm_server):
+    llm_server.default = lambda r: Reply.choice("A" if "even" in r.last_user_message else "B")
+    requests = [req(f"{'even' if i % 2 == 0 else 'odd'} row {i}", tools=[TOOL], tool_choice=FORCED) for i in range(8)]
+    assert engine.lookup(requests, validate=choice_of) == [None] * 8
+    for request in requests[1::3]:
+        engine.complete_sync(request, validate=choice_of)
+    found = engine.lookup(requests, validate=choice_of)
+    assert [r is not None for r in found] == [i % 3 == 1 for i in range(8)]
+    assert [r.parsed for r in found if r is not None] == ["B", "A", "B"]
+    assert all(r.cached and r.attempts == 0 for r in found if r is not None)
+    assert len(llm_server.chat_requests) == 3
+
+
+def test_lookup_misses_invalid_entries_and_without_a_cache(engine, llm_server, fake_api_key):
+    llm_server.default = Reply.choice("Z")
+    engine.complete_sync(req())  # stored without validation
+    assert engine.lookup([req()], validate=choice_of) == [None]
+    assert engine.lookup([req()])[0].tool_calls[0].arguments == '{"choice": "Z"}'
+    uncached = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, cache=False)
+    assert uncached.lookup([req()]) == [None]
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        LLMEngine(base_url=llm_server.base_url).lookup([req()])
+
+
+def test_read_cache_false_asks_and_stores(engine, llm_server):
+    llm_server.default = Reply.choice("A")
+    engine.complete_sync(req(), validate=choice_of)
+    llm_server.default = Reply.choice("B")
+    fresh = run_sync(engine.complete(req(), validate=choice_of, read_cache=False))
+    assert (fresh.parsed, fresh.cached, len(llm_server.chat_requests)) == ("B", False, 2)
+    assert engine.complete_sync(req(), validate=choice_of).parsed == "B"
+
+
+def test_memoised_settings_follow_configure_and_the_environment(llm_server, fake_api_key, monkeypatch, tmp_path):
+    monkeypatch.setenv("OPENAI_API_KEY", fake_api_key)
+    engine = LLMEngine(base_url=llm_server.base_url)
+    assert engine.settings() is engine.settings()  # memoised
+    assert engine.settings().model == "gpt-4o-mini"
+    configure(model="configured-model", max_concurrency=3)
+    assert (engine.settings().model, engine.settings().max_concurrency) == ("configured-model", 3)
+    monkeypatch.setenv("SCORERS_CACHE", str(tmp_path / "env.sqlite"))
+    assert engine.settings().cache == tmp_path / "env.sqlite"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        engine.settings()
+    configure(reset=True)
+    monkeypatch.setenv("OPENAI_API_KEY", fake_api_key)
+    monkeypatch.chdir(tmp_path)
+    relative = LLMEngine(base_url=llm_server.base_url, cache="rel.sqlite")
+    assert relative._resolved()[1].path == tmp_path / "rel.sqlite"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert relative._resolved()[1].path == tmp_path / "elsewhere" / "rel.sqlite"
+
+
+def test_pickled_engine_leaves_its_memo_behind(llm_server, fake_api_key, tmp_path):
+    engine = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, cache=tmp_path / "c.sqlite")
+    engine.settings()
+    clone = pickle.loads(pickle.dumps(engine))
+    assert clone._memo is None and clone.settings().cache == tmp_path / "c.sqlite"
 
 
 @pytest.mark.parametrize("setting", ["argument", "env"])

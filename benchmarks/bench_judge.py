@@ -8,9 +8,16 @@ at concurrency 32, for:
   (concurrency / latency = 320 rows/s), client CPU per call;
 * ours, the same rows again: served by the cache — requests made and time;
 * autoevals' ``Factuality`` with an ``AsyncOpenAI`` client pointed at the same
-  server, ``eval_async`` under an ``asyncio.Semaphore(32)``.
+  server, ``eval_async`` under an ``asyncio.Semaphore(32)``;
+* two ceilings for the uncached run, posting our requests' bodies with the same
+  concurrency: the ``openai`` SDK alone (``client.post`` over aiohttp, what our
+  engine sends through) and plain ``aiohttp`` (no SDK). On a busy machine the
+  ideal is out of reach even for these; the gap between ours and the SDK line
+  is our own overhead.
 
 Also reports our judge's own CPU per call (render + request + parse, no HTTP).
+``openai`` and ``aiohttp`` are imported before any timing (autoevals' run imports
+them before its timer too); the import alone is about 0.5 s of CPU.
 Targets: >= 90 % of the ideal; cached re-run >= 100x faster with zero requests.
 
     python benchmarks/bench_judge.py [--rows 1000] [--latency 0.1] [--concurrency 32] [--json out.json]
@@ -126,6 +133,48 @@ def run_autoevals(base_url: str, rows: list[dict[str, str]], concurrency: int) -
     return time.perf_counter() - wall, time.process_time() - cpu, results
 
 
+def run_ceiling(kind: str, base_url: str, bodies: list[dict[str, Any]], concurrency: int) -> tuple[float, float]:
+    """Wall and CPU seconds to POST ``bodies`` with ``openai``'s ``client.post`` (``kind="openai"``) or plain aiohttp."""
+    import json
+
+    import aiohttp
+    import openai
+
+    from scorers.llm.engine import _httpx_response_class
+
+    async def go() -> None:
+        semaphore = asyncio.Semaphore(concurrency)
+        if kind == "openai":
+            client = openai.AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0,
+                                        http_client=openai.DefaultAioHttpClient())
+            raw = _httpx_response_class()
+
+            async def one(body: dict[str, Any]) -> Any:
+                async with semaphore:
+                    response = await client.post("/chat/completions", body=body, cast_to=raw,
+                                                 options={"max_retries": 0, "timeout": 60.0})
+                    return json.loads(response.content)
+
+            try:
+                await asyncio.gather(*(one(body) for body in bodies))
+            finally:
+                await client.close()
+            return
+        headers = {"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"}
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
+            async def post(body: dict[str, Any]) -> Any:
+                async with semaphore:
+                    async with session.post(f"{base_url}/chat/completions", data=json.dumps(body),
+                                            headers=headers) as response:
+                        return json.loads(await response.read())
+
+            await asyncio.gather(*(post(body) for body in bodies))
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    asyncio.run(go())
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
 def judge_cpu_per_call(judge: Any, rows: list[dict[str, str]]) -> float:
     """Seconds of our own work per call: render the prompt, build the request, read a reply (no HTTP)."""
     from scorers.judges import read_reply
@@ -148,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
+
+    import aiohttp  # noqa: F401  the HTTP stack is imported before any timing, for every contender alike
+    import openai  # noqa: F401  (the engine imports it lazily, on its first request)
 
     import scorers
     import scorers.templates  # noqa: F401  (registers the built-in judges)
@@ -181,6 +233,11 @@ def main(argv: list[str] | None = None) -> int:
             if any(r.score is None for r in ae):
                 raise SystemExit("autoevals returned a score of None")
             own_cpu = judge_cpu_per_call(judge, rows)
+
+            bodies = [judge.build_request(row).body(MODEL) for row in rows]
+            sdk_wall, sdk_cpu = run_ceiling("openai", server.base_url, bodies, args.concurrency)
+            plain_wall, plain_cpu = run_ceiling("aiohttp", server.base_url, bodies, args.concurrency)
+            load = os.getloadavg()
     finally:
         server.stop()
 
@@ -194,13 +251,18 @@ def main(argv: list[str] | None = None) -> int:
         "autoevals_requests": ae_requests, "autoevals_client_cpu_ms_per_call": 1000 * ae_cpu / n,
         "cached_s": cached_wall, "cached_requests": cached_requests, "cached_speedup": ours_wall / cached_wall,
         "cached_cpu_ms_per_call": 1000 * cached_cpu / n,
+        "sdk_ceiling_rows_per_s": n / sdk_wall, "sdk_ceiling_client_cpu_ms_per_call": 1000 * sdk_cpu / n,
+        "aiohttp_ceiling_rows_per_s": n / plain_wall, "aiohttp_ceiling_client_cpu_ms_per_call": 1000 * plain_cpu / n,
+        "load_average": load,
     }
     print(f"Factuality, {n} rows, server latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}; "
-          f"ideal {ideal:.0f} rows/s")
+          f"ideal {ideal:.0f} rows/s; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
     print(f"{'run':<22} {'rows/s':>8} {'of ideal':>9} {'requests':>9} {'wall s':>8} {'client CPU/call':>16}")
     for label, wall, requests, cpu in [("ours (uncached)", ours_wall, ours_requests, ours_cpu),
                                        ("ours (cached re-run)", cached_wall, cached_requests, cached_cpu),
-                                       ("autoevals 0.4.1", ae_wall, ae_requests, ae_cpu)]:
+                                       ("autoevals 0.4.1", ae_wall, ae_requests, ae_cpu),
+                                       ("ceiling: openai SDK", sdk_wall, n, sdk_cpu),
+                                       ("ceiling: aiohttp", plain_wall, n, plain_cpu)]:
         print(f"{label:<22} {n / wall:>8.0f} {n / wall / ideal:>8.0%} {requests:>9} {wall:>8.2f} "
               f"{1000 * cpu / n:>13.2f} ms")
     print(f"our judge's own CPU per call (render + request + parse, no HTTP): {1000 * own_cpu:.3f} ms")

@@ -324,6 +324,17 @@ class BERTScore(Scorer):
     bert-score's when the pair is scored alone (and in any batch where no padding
     meets a negative cosine), to ~1e-7. Empty sentences score P=R=F=0 as in bert-score.
 
+    Parameters: ``model_type`` (``None``: the bundled MiniLM, layer 6; a hub name
+    such as ``"roberta-large"`` or a local folder otherwise, with ``num_layers``
+    defaulting to bert-score's tuned layer), ``num_layers``, ``idf``/``idf_sents``,
+    ``lang`` (only picks the rescale baseline file, as in bert-score),
+    ``rescale_with_baseline``/``baseline_path`` (``ConfigError`` when no baseline
+    exists for the model, e.g. MiniLM), ``batch_size`` (sentences per forward
+    pass; never changes the numbers), ``device``, ``use_fast_tokenizer`` and
+    ``allow_download`` (hub models are read from the local HF cache only unless True).
+    For paper-comparable numbers: ``BERTScore(model_type="roberta-large",
+    rescale_with_baseline=True, allow_download=True)``.
+
     ``score`` is F1 (rescaled if ``rescale_with_baseline``) clamped to [0, 1]:
     raw F1 is a mean of cosines and can in theory be negative, and rescaled values
     often are; the unclamped ``precision``, ``recall`` and ``f1`` are in metadata.

@@ -147,6 +147,15 @@ def test_bertscore_multiple_references_take_the_best_of_each(bert: BERTScore) ->
         assert together[key] == pytest.approx(max(a[key] for a in apart), abs=1e-7)
 
 
+@pytest.mark.parametrize("num_layers,f1", [(4, 0.758495), (5, 0.785339)])
+def test_bertscore_lower_layers_match_reference_figures(num_layers: int, f1: float) -> None:
+    # F1 of the cat/feline pair from bert-score's BERTScorer(num_layers=4/5), see the reference notes §2
+    score = BERTScore(device="cpu", num_layers=num_layers)(output="The cat sat on the mat.",
+                                                          expected="A feline was sitting on the rug.")
+    assert score.metadata["f1"] == pytest.approx(f1, abs=GOLDEN_TOL)
+    assert score.metadata["signature"]["num_layers"] == num_layers
+
+
 @pytest.mark.parametrize("output,expected", [("", "The cat sat."), ("The cat sat.", "   "), ("", "")])
 def test_bertscore_empty_text_scores_zero(bert: BERTScore, output: str, expected: str) -> None:
     score = bert(output=output, expected=expected)

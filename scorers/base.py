@@ -164,6 +164,15 @@ class Scorer:
         """Score validated rows together; override where a faster vectorised route exists."""
         return [self._score(**row) for row in rows]
 
+    def _score_columns(self, columns: Mapping[str, Sequence[Any]]) -> list[Score] | None:
+        """Columnar fast path of :meth:`score_batch`; return None when it does not apply.
+
+        Override where whole columns can be validated and scored at once
+        (e.g. all-``str`` columns handed to a C++ kernel); a column that needs
+        per-row checks must make it return None, so the generic path runs.
+        """
+        return None
+
     def params(self) -> dict[str, Any]:
         """Every setting that changes the number (enters the signature)."""
         return {}
@@ -277,8 +286,13 @@ class Scorer:
         >>> [s.score for s in get("ExactMatch").score_batch(["a", "b"], ["a", "c"])]
         [1.0, 0.0]
         """
-        rows = _columns_to_rows(outputs, expecteds, inputs, columns)
-        results = self.score_rows(rows)
+        named = _named_columns(outputs, expecteds, inputs, columns)
+        if not self._bound:
+            fast = self._score_columns(named)
+            if fast is not None:
+                return fast
+        n = len(outputs)
+        results = self.score_rows([{k: v[i] for k, v in named.items()} for i in range(n)])
         for result in results:
             if isinstance(result, BaseException):
                 raise result
@@ -345,8 +359,8 @@ class Scorer:
         return f"{type(self).__name__}({params})" if self.name == type(self).__name__ else f"{type(self).__name__}(name={self.name!r}{', ' + params if params else ''})"
 
 
-def _columns_to_rows(outputs: Sequence[Any], expecteds: Sequence[Any] | None, inputs: Sequence[Any] | None,
-                     columns: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+def _named_columns(outputs: Sequence[Any], expecteds: Sequence[Any] | None, inputs: Sequence[Any] | None,
+                   columns: Mapping[str, Sequence[Any]]) -> dict[str, Sequence[Any]]:
     named: dict[str, Sequence[Any]] = {"output": outputs}
     if expecteds is not None:
         named["expected"] = expecteds
@@ -356,6 +370,4 @@ def _columns_to_rows(outputs: Sequence[Any], expecteds: Sequence[Any] | None, in
     lengths = {k: len(v) for k, v in named.items()}
     if len(set(lengths.values())) > 1:
         raise ValueError(f"score_batch: columns have different lengths: {lengths}")
-    n = len(outputs)
-    return [{k: v[i] for k, v in named.items()} for i in range(n)]
-
+    return named

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
-from .base import Field, Scorer, require, text_field
+from .base import STANDARD_FIELDS, Field, Scorer, require, text_field
 from .errors import ConfigError, ScorerInputError
 from .registry import register
 from .score import Score
@@ -126,17 +126,32 @@ class Levenshtein(Scorer):
 
         return self.make_score(_lev.normalized_similarity(self._prepare(output), self._prepare(expected)))
 
-    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
+    def _similarities(self, outputs: Sequence[str], expecteds: Sequence[str]) -> list[float]:
         import numpy as np
         from rapidfuzz import process
         from rapidfuzz.distance import Levenshtein as _lev
 
-        outputs = [self._prepare(r["output"]) for r in rows]
-        expecteds = [self._prepare(r["expected"]) for r in rows]
+        if self.normalize is not None:
+            outputs = [self._prepare(o) for o in outputs]
+            expecteds = [self._prepare(e) for e in expecteds]
         sims = process.cpdist(outputs, expecteds, scorer=_lev.normalized_similarity, dtype=np.float64,
-                              workers=-1 if len(rows) >= 20_000 else 1)
+                              workers=-1 if len(outputs) >= 4_000 else 1)
+        return sims.tolist()
+
+    def _scores(self, similarities: list[float]) -> list[Score]:
         signature = self.signature()
-        return [Score(self.name, float(s), {"signature": signature}) for s in sims]
+        return [Score.trusted(self.name, s, {"signature": signature}) for s in similarities]
+
+    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
+        return self._scores(self._similarities([r["output"] for r in rows], [r["expected"] for r in rows]))
+
+    def _score_columns(self, columns: Mapping[str, Sequence[Any]]) -> list[Score] | None:
+        outputs, expecteds = columns.get("output"), columns.get("expected")
+        if outputs is None or expecteds is None or not set(columns) <= set(STANDARD_FIELDS):
+            return None
+        if not (set(map(type, outputs)) <= {str} and set(map(type, expecteds)) <= {str}):
+            return None  # non-str values need per-row conversion and checks
+        return self._scores(self._similarities(outputs, expecteds))
 
 
 def _to_number(value: Any) -> float:

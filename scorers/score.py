@@ -40,6 +40,13 @@ class Score:
         if not isinstance(self.metadata, dict):
             raise TypeError(f"{self.name}: metadata must be a dict, got {type(self.metadata).__name__}")
 
+    @classmethod
+    def trusted(cls, name: str, score: float, metadata: dict[str, Any]) -> "Score":
+        """Build a Score without re-validating ``score``; only for values a kernel guarantees in [0, 1]."""
+        instance = cls.__new__(cls)
+        instance.__dict__.update(name=name, score=score, metadata=metadata)
+        return instance
+
     @property
     def skipped(self) -> bool:
         return self.score is None

@@ -105,13 +105,21 @@ def test_list_contains_matches_autoevals(output, expected, allow_extra, score):
     assert all(len(pair) == 3 for pair in result.metadata["pairs"])
 
 
-@pytest.mark.parametrize("pairs", [list(zip(*[iter(v[:2]) for v in LEVENSHTEIN]))])
-def test_levenshtein_batch_equals_single(pairs):
-    outputs = [str(v[0]) for v in LEVENSHTEIN]
-    expecteds = [str(v[1]) for v in LEVENSHTEIN]
-    batch = [s.score for s in Levenshtein().score_batch(outputs, expecteds)]
-    single = [Levenshtein()(output=o, expected=e).score for o, e in zip(outputs, expecteds)]
+@pytest.mark.parametrize("stringify", [True, False], ids=["all-str columns (columnar path)", "mixed types (row path)"])
+@pytest.mark.parametrize("normalize", [None, "NFC"])
+def test_levenshtein_batch_equals_single(stringify, normalize):
+    outputs = [str(v[0]) if stringify else v[0] for v in LEVENSHTEIN]
+    expecteds = [str(v[1]) if stringify else v[1] for v in LEVENSHTEIN]
+    scorer = Levenshtein(normalize=normalize)
+    batch = scorer.score_batch(outputs, expecteds)
+    single = [scorer(output=o, expected=e) for o, e in zip(outputs, expecteds)]
     assert batch == single
+
+
+def test_levenshtein_batch_rejects_bad_rows_on_either_path():
+    with pytest.raises(ScorerInputError, match="'output'"):
+        Levenshtein().score_batch(["a", None], ["a", "b"])
+    assert [s.score for s in Levenshtein().partial(expected="abc").score_batch(["abc", "abd"])] == [1.0, 2 / 3]
 
 
 def test_autoevals_itself_agrees_on_the_vectors():

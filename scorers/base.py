@@ -204,41 +204,64 @@ class Scorer:
     def required_fields(self) -> list[str]:
         return [f.name for f in self.fields if f.required]
 
+    def _binding_plan(self) -> tuple[frozenset[str], tuple[tuple[str, bool, Callable[[Any], Any] | None], ...], tuple[str, ...]]:
+        """What :meth:`_bind` needs, computed once per ``fields`` tuple.
+
+        Returns the accepted names, per field ``(name, takes_str, convert)`` for
+        the fast path of plain ``str`` values, and the undeclared standard fields.
+        """
+        cached = self.__dict__.get("_plan")
+        if cached is None or cached[0] is not self.fields:
+            names = {f.name for f in self.fields}
+            fast = tuple((f.name, str in f.types or object in f.types,
+                          None if f.convert is _to_text else f.convert) for f in self.fields)
+            undeclared = tuple(s for s in STANDARD_FIELDS if s not in names)
+            cached = (self.fields, (frozenset(names) | frozenset(STANDARD_FIELDS), fast, undeclared))
+            self.__dict__["_plan"] = cached
+        return cached[1]
+
     def _bind(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """Merge bound arguments, reject unknown ones, validate declared fields.
 
         Undeclared standard fields that were given are passed through unvalidated.
+        Plain ``str`` values of fields that take text skip the generic checks.
         """
-        merged = {**self._bound, **kwargs}
-        declared = {f.name: f for f in self.fields}
-        for key in merged:
-            if key not in declared and key not in STANDARD_FIELDS:
-                raise UnknownArgumentError(self.name, key, self.accepted_fields())
+        merged = {**self._bound, **kwargs} if self._bound else kwargs
+        accepted, fast, undeclared = self._binding_plan()
+        if not merged.keys() <= accepted:
+            unknown = next(key for key in merged if key not in accepted)
+            raise UnknownArgumentError(self.name, unknown, self.accepted_fields())
         out: dict[str, Any] = {}
-        for f in self.fields:
-            value = merged.get(f.name, _MISSING)
-            if value is None and f.nullable:
-                out[f.name] = None
-                continue
-            if value is _MISSING or value is None:
-                if f.required:
-                    raise ScorerInputError(
-                        self.name, f.name, "is required but was missing" if value is _MISSING else "is required but was None"
-                    )
-                out[f.name] = None
-                continue
-            if not isinstance(value, f.types):
-                raise ScorerInputError(self.name, f.name, f"must be {f.type_names()}, got {type(value).__name__}")
-            if f.convert is not None:
-                try:
-                    value = f.convert(value)
-                except (TypeError, ValueError) as exc:
-                    raise ScorerInputError(self.name, f.name, str(exc)) from exc
-            out[f.name] = value
-        for key in STANDARD_FIELDS:  # given but undeclared standard fields pass through as they are
-            if key not in declared and key in merged:
+        for (name, takes_str, convert), f in zip(fast, self.fields):
+            value = merged.get(name, _MISSING)
+            if takes_str and type(value) is str:
+                out[name] = value if convert is None else self._convert(f, value)
+            else:
+                out[name] = self._check(f, value)
+        for key in undeclared:  # given but undeclared standard fields pass through as they are
+            if key in merged:
                 out[key] = merged[key]
         return out
+
+    def _check(self, f: Field, value: Any) -> Any:
+        """Validate and convert one field's value (the general path of :meth:`_bind`)."""
+        if value is None and f.nullable:
+            return None
+        if value is _MISSING or value is None:
+            if f.required:
+                raise ScorerInputError(
+                    self.name, f.name, "is required but was missing" if value is _MISSING else "is required but was None"
+                )
+            return None
+        if not isinstance(value, f.types):
+            raise ScorerInputError(self.name, f.name, f"must be {f.type_names()}, got {type(value).__name__}")
+        return value if f.convert is None else self._convert(f, value)
+
+    def _convert(self, f: Field, value: Any) -> Any:
+        try:
+            return f.convert(value)  # type: ignore[misc]
+        except (TypeError, ValueError) as exc:
+            raise ScorerInputError(self.name, f.name, str(exc)) from exc
 
     # --------------------------------------------------------------- calling
     def __call__(self, **kwargs: Any) -> Score:

@@ -16,10 +16,12 @@ sync/async bridges.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
+import gc
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Sequence
 
 from ._aio import run_sync
 from ._version import __version__
@@ -71,6 +73,22 @@ def _to_text(value: Any) -> str:
 def text_field(name: str, *, required: bool = True, description: str = "") -> Field:
     """A field holding text; numbers are accepted and turned into their ``str``."""
     return Field(name, (str, int, float), required=required, description=description, convert=_to_text)
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many acyclic result objects.
+
+    Allocating thousands of Scores otherwise triggers collections that walk the
+    whole heap, which in a large process costs more than the scoring itself.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def require(condition: bool, scorer: str, field: str, problem: str) -> None:

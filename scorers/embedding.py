@@ -213,11 +213,18 @@ def _load_once(key: tuple[Hashable, ...], build: Callable[[], Any]) -> Any:
 
 
 def _from_pretrained(loader: Any, source: _ModelSource, allow_download: bool, scorer: str, **kwargs: Any) -> Any:
+    from transformers.utils import logging as transformers_logging
+
+    shown = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()  # a local load needs no "Loading weights" bar on the user's terminal
     try:
         return loader.from_pretrained(source.location, local_files_only=not allow_download, **kwargs)
     except OSError as exc:
         hint = "" if allow_download else " (nothing is downloaded unless allow_download=True)"
         raise ConfigError(f"{scorer}: cannot load {source.label!r}{hint}: {exc}", scorer=scorer) from exc
+    finally:
+        if shown:
+            transformers_logging.enable_progress_bar()
 
 
 def _load_model(source: _ModelSource, device: str, num_layers: int | None, allow_download: bool, scorer: str) -> Any:

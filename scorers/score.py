@@ -14,7 +14,7 @@ from typing import Any, Mapping
 __all__ = ["Score"]
 
 
-@dataclass
+@dataclass(slots=True)
 class Score:
     """One scorer's verdict on one example.
 
@@ -43,8 +43,10 @@ class Score:
     @classmethod
     def trusted(cls, name: str, score: float, metadata: dict[str, Any]) -> "Score":
         """Build a Score without re-validating ``score``; only for values a kernel guarantees in [0, 1]."""
-        instance = cls.__new__(cls)
-        instance.__dict__.update(name=name, score=score, metadata=metadata)
+        instance = object.__new__(cls)
+        instance.name = name
+        instance.score = score
+        instance.metadata = metadata
         return instance
 
     @property

@@ -144,3 +144,41 @@ def test_json_and_csv_inputs(tmp_path):
         result = cli("run", str(tmp_path / name), "-s", "ExactMatch")
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout)["scores"] == {"ExactMatch": score}
+
+
+def test_run_with_a_judge_against_the_loopback_server(tmp_path, llm_server, fake_api_key):
+    from scorers.testing import Reply
+
+    # rules are tried in order; every prompt holds the expected "Paris", so it comes last
+    llm_server.script(Reply.choice("D", reasons="contradiction"), match="Lyon")
+    llm_server.script(Reply.error(400, "model refuses"), match="Nice")  # not retryable: fails at once
+    llm_server.script(Reply.choice("C", reasons="same facts"), match="Paris")
+    data = write_jsonl(tmp_path / "d.jsonl", [
+        {"input": "Capital of France?", "output": "Paris", "expected": "Paris"},
+        {"input": "Capital of France?", "output": "Lyon", "expected": "Paris"},
+        {"input": "Capital of France?", "output": "Nice", "expected": "Paris"},
+        {"input": "Capital of France?", "output": "Paris"},
+    ])
+    env = {**os.environ, "OPENAI_API_KEY": fake_api_key, "OPENAI_BASE_URL": llm_server.base_url,
+           "SCORERS_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "out.jsonl"
+    args = ("run", str(data), "-s", "Factuality", "-s", "ExactMatch", "-o", str(out), "--concurrency", "4",
+            "--model", "judge-model", "--metadata")
+    first = cli(*args, env=env)
+    assert first.returncode == 0, first.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["scores"]["Factuality"] for line in lines] == [1.0, 0.0, None, None]
+    assert lines[2]["errors"]["Factuality"]["type"] == "JudgeError"
+    assert lines[3]["errors"]["Factuality"]["type"] == "TemplateError"  # names the variable and template file
+    assert lines[0]["metadata_scores"]["Factuality"]["rationale"] == "same facts"
+    assert "usage" in first.stderr  # token usage in the summary
+    assert {r.body["model"] for r in llm_server.chat_requests} == {"judge-model"}
+    assert fake_api_key not in first.stderr + out.read_text()
+
+    sent = len(llm_server.chat_requests)
+    cached = cli(*args, env=env)
+    assert cached.returncode == 0, cached.stderr
+    assert len(llm_server.chat_requests) - sent == 1  # only the failed row is asked again
+    uncached = cli(*args, "--no-cache", env=env)
+    assert uncached.returncode == 0
+    assert len(llm_server.chat_requests) - sent == 1 + 3

@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .base import Aggregator, Field, MeanAggregator, Scorer
+from .base import Aggregator, Field, MeanAggregator, Scorer, paused_gc
 from .errors import ConfigError, ScorerError, ScorerInputError, TemplateError, UnknownArgumentError
 from .llm.engine import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from .llm.usage import ModelUsage, Usage
@@ -390,26 +390,27 @@ class LLMClassifier(Scorer):
         started = time.perf_counter()
         results: list[Score | Exception | None] = [None] * len(rows)
         prepared: list[tuple[int, list[ChatRequest]]] = []
-        for index, row in enumerate(rows):
-            try:
-                prepared.append((index, self._requests(self._bind(row))))
-            except catch as exc:
-                results[index] = exc
-        flat = [request for _, requests in prepared for request in requests]
-        try:
-            found = self.engine.lookup(flat, validate=self._validate)
-        except ConfigError:  # e.g. no API key: each row raises it again below, as a per-row call would
-            found = [None] * len(flat)
-        lookup_latency = time.perf_counter() - started
         misses: list[tuple[int, list[ChatRequest], list[ChatResult | None]]] = []
-        position = 0
-        for index, requests in prepared:
-            hits = found[position:position + len(requests)]
-            position += len(requests)
-            if None in hits:
-                misses.append((index, requests, hits))
-            else:
-                results[index] = self._score_from(hits, lookup_latency)  # type: ignore[arg-type]
+        with paused_gc():  # the bulk part allocates many short-lived acyclic objects
+            for index, row in enumerate(rows):
+                try:
+                    prepared.append((index, self._requests(self._bind(row))))
+                except catch as exc:
+                    results[index] = exc
+            flat = [request for _, requests in prepared for request in requests]
+            try:
+                found = self.engine.lookup(flat, validate=self._validate)
+            except ConfigError:  # e.g. no API key: each row raises it again below, as a per-row call would
+                found = [None] * len(flat)
+            lookup_latency = time.perf_counter() - started
+            position = 0
+            for index, requests in prepared:
+                hits = found[position:position + len(requests)]
+                position += len(requests)
+                if None in hits:
+                    misses.append((index, requests, hits))
+                else:
+                    results[index] = self._score_from(hits, lookup_latency)  # type: ignore[arg-type]
         if misses:
             semaphore = limit or asyncio.Semaphore(max(1, concurrency))
 

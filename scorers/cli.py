@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--concurrency", type=int, default=16, help="in-flight async (LLM) calls (default: 16)")
     p_run.add_argument("--model", help="model of the LLM judges (default: SCORERS_MODEL, else the library default)")
     p_run.add_argument("--no-cache", action="store_true", help="do not read or write the LLM judge cache")
+    p_run.add_argument("--price", action="append", default=[], metavar="MODEL=IN,OUT",
+                       help="USD per 1M input and output tokens of MODEL, for the summary's cost estimate")
     p_run.add_argument("--metadata", action="store_true", help="also write each score's metadata (metadata_scores)")
     p_run.add_argument("--summary-json", metavar="PATH", help="also write the summary as JSON")
     p_run.add_argument("--fail-on-error", action="store_true", help="exit 1 when any row has a scorer error")
@@ -92,6 +94,17 @@ def _parse_pairs(items: Sequence[str], option: str) -> list[tuple[str, str]]:
             raise ConfigError(f"{option} expects KEY=VALUE, got {item!r}")
         pairs.append((key.strip(), value))
     return pairs
+
+
+def _prices(items: Sequence[str]) -> dict[str, tuple[float, float]]:
+    prices = {}
+    for model, value in _parse_pairs(items, "--price"):
+        try:
+            prompt, completion = (float(x) for x in value.split(","))
+        except ValueError:
+            raise ConfigError(f"--price {model}={value}: expected MODEL=INPUT,OUTPUT (USD per 1M tokens)") from None
+        prices[model] = (prompt, completion)
+    return prices
 
 
 def _scorer_params(names: Sequence[str], params: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -202,7 +215,10 @@ def _print_summary(summary: Summary, stream: Any) -> None:
         extras = {k: v for k, v in fig.items()
                   if k not in ("n", "mean", "stdev", "min", "max", "skipped", "errors")}
         if extras:
-            print(f"{name}: " + ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in extras.items()), file=stream)
+            print(f"{name}:", file=stream)
+            for key, value in extras.items():
+                shown = fmt(value) if isinstance(value, (int, float, str)) else json.dumps(value, default=str)
+                print(f"  {key}: {shown}", file=stream)
     print(f"{summary.rows} rows in {summary.elapsed_s:.2f}s", file=stream)
 
 
@@ -214,6 +230,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         llm_settings["model"] = args.model
     if args.no_cache:
         llm_settings["cache"] = False
+    if args.price:
+        llm_settings["prices"] = _prices(args.price)
     if llm_settings:
         from .llm import configure
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import threading
+import warnings
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
 from typing import Any, Callable, Iterator, TypeVar
@@ -130,8 +131,13 @@ class Registry:
         for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
             try:
                 target = ep.load()
-            except Exception as exc:  # a broken plugin must not break the library
-                raise ConfigError(f"entry point {ep.name!r} ({ep.value}) failed to load: {exc}") from exc
+            except Exception as exc:  # a broken plugin must not break the library: only its own entry fails
+                message = f"entry point {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}"
+                warnings.warn(message, RuntimeWarning, stacklevel=2)
+                if ep.name.lower() not in self._keys:
+                    self.add(Entry(name=ep.name, factory=_failing(message, ep.name), kind="plugin",
+                                   description=f"(failed to load) {message}", source=ep.value))
+                continue
             if isinstance(target, type) and issubclass(target, Scorer):
                 if target.__name__ not in self._entries and ep.name.lower() not in self._keys:
                     self.register(target, name=ep.name)
@@ -169,6 +175,13 @@ class Registry:
 
     def __len__(self) -> int:
         return len(self.names())
+
+
+def _failing(message: str, name: str) -> ScorerFactory:
+    def fail(**_: Any) -> Scorer:
+        raise ConfigError(message, scorer=name)
+
+    return fail
 
 
 def _factory(cls: type[Scorer], entry_name: str) -> ScorerFactory:

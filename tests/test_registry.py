@@ -71,3 +71,17 @@ def test_third_party_entry_points_register(tmp_path, monkeypatch):
     assert reg.get("Shouting")(output="HEY").score == 1.0
     assert reg.entry("Shouting").description == "1 if the output is upper case."
     sys.modules.pop("myplugin", None)
+
+
+def test_a_broken_plugin_fails_alone_and_says_why(tmp_path, monkeypatch):
+    dist = tmp_path / "brokenplugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: brokenplugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[scorers]\nBroken = no_such_module_xyz:Scorer\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg = Registry()
+    reg.register(type("Fine", (Scorer,), {"_score": lambda self, **_: self.make_score(1.0)}))
+    with pytest.warns(RuntimeWarning, match="'Broken'.*failed to load"):
+        assert reg.get("Fine")(output="x").score == 1.0
+    with pytest.raises(ConfigError, match="No module named 'no_such_module_xyz'"):
+        reg.get("Broken")

@@ -184,3 +184,24 @@ def test_run_with_a_judge_against_the_loopback_server(tmp_path, llm_server, fake
     usage = json.loads(next(line for line in uncached.stderr.splitlines() if "usage:" in line).split("usage:", 1)[1])
     assert usage["cost_usd"] == pytest.approx(usage["prompt_tokens"] + 2 * usage["completion_tokens"])
     assert len(llm_server.chat_requests) - sent == 1 + 3
+
+
+@pytest.mark.parametrize("metadata", [True, False], ids=["with --metadata", "without --metadata"])
+def test_resumed_run_reports_corpus_bleu_only_when_it_can(tmp_path, metadata):
+    extra = ["--metadata"] if metadata else []
+    full = tmp_path / "full.jsonl"
+    summary_full = tmp_path / "full.json"
+    assert cli("run", str(EXAMPLE), "-s", "BLEU", "-o", str(full), "--summary-json", str(summary_full),
+               *extra).returncode == 0
+    part = tmp_path / "part.jsonl"
+    part.write_text("".join(full.read_text().splitlines(keepends=True)[:10]))
+    summary_part = tmp_path / "part.json"
+    result = cli("run", str(EXAMPLE), "-s", "BLEU", "-o", str(part), "--resume", "--summary-json", str(summary_part),
+                 *extra)
+    assert result.returncode == 0, result.stderr
+    whole, resumed = (json.loads(p.read_text())["scorers"]["BLEU"] for p in (summary_full, summary_part))
+    assert resumed["mean"] == pytest.approx(whole["mean"]) and resumed["n"] == whole["n"] == 24
+    if metadata:
+        assert resumed["corpus_bleu"] == whole["corpus_bleu"] and whole["corpus_bleu"] is not None
+    else:
+        assert resumed["corpus_bleu"] is None and "10 rows" in resumed["corpus_unavailable"]

@@ -57,12 +57,14 @@ class _CorpusAggregator(Aggregator):
         self._totals: list[Any] | None = None
         self._nrefs: set[int] = set()
         self._rows = 0
+        self._without_stats = 0
 
     def add(self, score: Score) -> None:
         self._mean.add(score)
         stats = score.metadata.get("stats")
-        if stats is None:
-            raise ValueError(f"{self._scorer.name}: a score without sufficient statistics cannot enter the corpus figure")
+        if stats is None:  # e.g. rows resumed from results written without their metadata
+            self._without_stats += 1
+            return
         if self._totals is None:
             self._totals = list(stats)
         else:  # summed in row order, like sacrebleu's sum_of_lists (TER sums floats)
@@ -74,6 +76,11 @@ class _CorpusAggregator(Aggregator):
     def result(self) -> dict[str, Any]:
         figures = self._mean.result()
         figures["corpus_rows"] = self._rows
+        if self._without_stats:  # a corpus figure over part of the rows would be wrong: say so instead
+            figures.update(self._scorer._corpus_figures(None, self._nrefs))
+            figures["corpus_unavailable"] = (f"{self._without_stats} rows have no sufficient statistics (results "
+                                             "resumed from a file written without --metadata)")
+            return figures
         figures.update(self._scorer._corpus_figures(self._totals, self._nrefs))
         return figures
 
@@ -114,7 +121,7 @@ class _SacrebleuScorer(CachedSignature, Scorer):
             return {key: None, "corpus_score": None, "corpus_signature": None}
         native, score, details = self._corpus_from_stats(totals)
         return {key: native, "corpus_score": score,
-                "corpus_signature": self._corpus_signature(nrefs.pop() if len(nrefs) == 1 else "var"),
+                "corpus_signature": self._corpus_signature(next(iter(nrefs)) if len(nrefs) == 1 else "var"),
                 "corpus_details": details}
 
     def _corpus_signature(self, nrefs: int | str) -> str:

@@ -137,10 +137,17 @@ class _Run:
         self.scorers = scorers
         self.mapping = dict(mapping)
         self.semaphore = asyncio.Semaphore(max(1, concurrency))
+        # one chunk at a time per sync scorer: CPU-bound batch paths (a model's forward pass)
+        # must not run several times over on 2 cores, and need not be thread-safe across chunks
+        self.cpu_turns = {id(s): asyncio.Lock() for s in scorers if not s.is_async}
 
     async def _async_scorer(self, scorer: Scorer, rows: list[dict[str, Any]]) -> list[Score | Exception]:
         # any exception is recorded for its row; the run goes on
         return await scorer.ascore_rows([self._args(scorer, r) for r in rows], limit=self.semaphore, catch=Exception)
+
+    async def _sync_turn(self, scorer: Scorer, args: list[dict[str, Any]]) -> list[Score | Exception]:
+        async with self.cpu_turns[id(scorer)]:
+            return await asyncio.to_thread(self._sync_scorer, scorer, args)
 
     @staticmethod
     def _sync_scorer(scorer: Scorer, args: list[dict[str, Any]]) -> list[Score | Exception]:
@@ -164,8 +171,7 @@ class _Run:
             if scorer.is_async:
                 jobs.append(self._async_scorer(scorer, rows))
             else:
-                args = [self._args(scorer, r) for r in rows]
-                jobs.append(asyncio.to_thread(self._sync_scorer, scorer, args))
+                jobs.append(self._sync_turn(scorer, [self._args(scorer, r) for r in rows]))
         per_scorer = await asyncio.gather(*jobs)
         out = []
         for offset, row in enumerate(rows):

@@ -134,3 +134,30 @@ def test_record_shape():
     record = result.to_record(with_metadata=True)
     assert record["id"] == 7 and record["scores"] == {"Levenshtein": 0.0} and "errors" not in record
     assert record["metadata_scores"]["Levenshtein"]["signature"]["scorer"] == "Levenshtein"
+
+
+def test_a_sync_scorer_scores_one_chunk_at_a_time():
+    class Counting(Scorer):
+        name = "Counting"
+        fields = (text_field("output"),)
+
+        def __init__(self):
+            super().__init__()
+            self.active = 0
+            self.peak = 0
+            self.lock = threading.Lock()
+
+        def _score_batch(self, rows):
+            with self.lock:
+                self.active += 1
+                self.peak = max(self.peak, self.active)
+            import time
+            time.sleep(0.01)
+            with self.lock:
+                self.active -= 1
+            return [self.make_score(1.0) for _ in rows]
+
+    counting = Counting()
+    results = evaluate(({"output": str(i)} for i in range(100)), [counting, "Levenshtein"], chunk_size=5,
+                       prefetch=8, mapping={"expected": "output"}).collect()
+    assert len(results) == 100 and counting.peak == 1

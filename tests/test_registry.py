@@ -52,6 +52,15 @@ def test_name_clash_between_entries_is_refused():
         reg.add(Entry("B", lambda: None, "x", ""))
 
 
+def install_plugin(folder, monkeypatch, distribution: str, entry_point: str) -> None:
+    """Make ``folder`` an installed distribution declaring ``entry_point`` in the ``scorers`` group."""
+    dist = folder / f"{distribution}-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[scorers]\n{entry_point}\n")
+    monkeypatch.syspath_prepend(str(folder))
+
+
 def test_third_party_entry_points_register(tmp_path, monkeypatch):
     package = tmp_path / "myplugin.py"
     package.write_text(textwrap.dedent('''
@@ -61,11 +70,7 @@ def test_third_party_entry_points_register(tmp_path, monkeypatch):
             def _score(self, *, output, **_):
                 return self.make_score(float(output.isupper()))
     '''))
-    dist = tmp_path / "myplugin-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: myplugin\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[scorers]\nShouting = myplugin:Shouting\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    install_plugin(tmp_path, monkeypatch, "myplugin", "Shouting = myplugin:Shouting")
     reg = Registry()
     assert "shouting" in reg
     assert reg.get("Shouting")(output="HEY").score == 1.0
@@ -74,11 +79,7 @@ def test_third_party_entry_points_register(tmp_path, monkeypatch):
 
 
 def test_a_broken_plugin_fails_alone_and_says_why(tmp_path, monkeypatch):
-    dist = tmp_path / "brokenplugin-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: brokenplugin\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[scorers]\nBroken = no_such_module_xyz:Scorer\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    install_plugin(tmp_path, monkeypatch, "brokenplugin", "Broken = no_such_module_xyz:Scorer")
     reg = Registry()
     reg.register(type("Fine", (Scorer,), {"_score": lambda self, **_: self.make_score(1.0)}))
     with pytest.warns(RuntimeWarning, match="'Broken'.*failed to load"):

@@ -259,7 +259,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     run = evaluate(rows, scorers, mapping=mapping, concurrency=args.concurrency, start=len(previous))
     for record in previous:
-        run.summary.add(_row_from_record(record, len(previous)))
+        run.summary.add(_row_from_record(record))
     total = count_rows(args.data, args.format) if args.data != "-" else None
     progress = _progress(total, len(previous), args.progress)
     failed_rows = sum(1 for r in previous if r.get("errors"))
@@ -287,7 +287,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     return status
 
 
-def _row_from_record(record: dict[str, Any], _: int) -> RowResult:
+def _row_from_record(record: dict[str, Any]) -> RowResult:
+    """A row already in the results file, for the summary of a resumed run."""
     result = RowResult(-1, {})
     metadata = record.get("metadata_scores") or {}
     for name, value in record["scores"].items():
@@ -330,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             add_template_dir(directory)
         return COMMANDS[args.command](args)
-    except (ScorerError, DataError) as exc:
+    except ScorerError as exc:  # DataError, ConfigError, ... all derive from it
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

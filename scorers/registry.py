@@ -18,7 +18,7 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator
 
 from .base import Scorer
 from .errors import ConfigError, UnknownScorerError
@@ -26,7 +26,6 @@ from .errors import ConfigError, UnknownScorerError
 __all__ = ["Entry", "Registry", "registry", "register", "get", "names", "entries"]
 
 ScorerFactory = Callable[..., Scorer]
-T = TypeVar("T")
 
 ENTRY_POINT_GROUP = "scorers"
 

@@ -1,10 +1,12 @@
 """The :class:`Scorer` base class: one keyword interface for every scorer.
 
-A scorer declares the fields it reads (:class:`Field`) and implements one hook:
-``_score`` (sync, CPU work) or ``_ascore`` (async, I/O work). The base class
-validates arguments, binds ``partial`` arguments, wraps results in a
-:class:`~scorers.score.Score` with a reproducibility signature, and provides the
-sync/async bridges.
+A scorer declares the fields it reads (:class:`~scorers.fields.Field`) and
+implements one of four hooks: ``_score`` (one row) or ``_score_batch`` (a list
+of rows) for CPU work, ``_ascore`` or ``_ascore_batch`` for I/O work. Whether a
+scorer is async follows from which hooks it overrides. The base class validates
+and converts arguments, passes each hook only the fields the scorer declares
+(plus standard fields the hook names), binds ``partial`` arguments, and offers
+one batch pair, :meth:`Scorer.score_batch` / :meth:`Scorer.ascore_batch`.
 
 >>> from scorers import get
 >>> lev = get("Levenshtein")
@@ -12,141 +14,45 @@ sync/async bridges.
 0.5714285714285714
 >>> lev.eval("kitten", "sitting").score   # autoevals' positional form
 0.5714285714285714
+>>> [getattr(r, "score", r) for r in lev.score_batch([{"output": "a", "expected": "a"}, {"output": "a"}])]
+[1.0, ScorerInputError("Levenshtein: field 'expected' is required but was missing")]
 """
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
-import gc
-import math
-from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Sequence
+import inspect
+from typing import Any, ClassVar, Iterable, Mapping
 
 from ._aio import run_sync
+from ._util import lazy, lazy_names
 from ._version import __version__
+from .aggregate import Aggregator, MeanAggregator
 from .errors import ScorerError, ScorerInputError, UnknownArgumentError
+from .fields import STANDARD_FIELDS, Field, to_text
 from .score import Score
 
-__all__ = ["Field", "Scorer", "Aggregator", "MeanAggregator", "STANDARD_FIELDS", "text_field", "require"]
+__all__ = ["Scorer"]
 
-#: Fields every scorer accepts, so that harnesses can pass them uniformly.
-#: ``metadata`` is the harness's row metadata; scorers that do not read it ignore it.
-STANDARD_FIELDS = ("input", "output", "expected", "metadata")
-
-_MISSING = object()
-
-
-@dataclass(frozen=True)
-class Field:
-    """A field a scorer reads.
-
-    ``types`` are the accepted Python types (``None`` is never accepted for a
-    required field); ``convert`` turns an accepted value into what the scorer
-    works on and may raise ``ValueError``/``TypeError`` with a reason.
-    """
-
-    name: str
-    types: tuple[type, ...] = (object,)
-    required: bool = True
-    description: str = ""
-    convert: Callable[[Any], Any] | None = None
-    #: Accept an explicit ``None`` (e.g. JSON ``null``) for a required field.
-    nullable: bool = False
-
-    def type_names(self) -> str:
-        return " or ".join(t.__name__ for t in self.types)
-
-
-def _to_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        raise TypeError("expects text, got bool")
-    if isinstance(value, (int, float)):
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"expects text, got the non-finite number {value!r}")
-        return str(value)
-    raise TypeError(f"expects text (str), got {type(value).__name__}")
-
-
-def text_field(name: str, *, required: bool = True, description: str = "") -> Field:
-    """A field holding text; numbers are accepted and turned into their ``str``."""
-    return Field(name, (str, int, float), required=required, description=description, convert=_to_text)
-
-
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building many acyclic result objects.
-
-    Allocating thousands of Scores otherwise triggers collections that walk the
-    whole heap, which in a large process costs more than the scoring itself.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def require(condition: bool, scorer: str, field: str, problem: str) -> None:
-    """Raise :class:`ScorerInputError` unless ``condition`` holds."""
-    if not condition:
-        raise ScorerInputError(scorer, field, problem)
-
-
-class Aggregator:
-    """Accumulates the scores of a run into summary figures (per scorer)."""
-
-    def add(self, score: Score) -> None:
-        raise NotImplementedError
-
-    def result(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-
-class MeanAggregator(Aggregator):
-    """n, mean, stdev, min, max and skipped over the non-None scores, streaming."""
-
-    def __init__(self) -> None:
-        self.n = 0
-        self.skipped = 0
-        self._mean = 0.0
-        self._m2 = 0.0
-        self.min: float | None = None
-        self.max: float | None = None
-
-    def add(self, score: Score) -> None:
-        if score.score is None:
-            self.skipped += 1
-            return
-        x = score.score
-        self.n += 1
-        delta = x - self._mean
-        self._mean += delta / self.n
-        self._m2 += delta * (x - self._mean)
-        self.min = x if self.min is None else min(self.min, x)
-        self.max = x if self.max is None else max(self.max, x)
-
-    def result(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "mean": self._mean if self.n else None,
-            "stdev": math.sqrt(self._m2 / (self.n - 1)) if self.n > 1 else (0.0 if self.n else None),
-            "min": self.min,
-            "max": self.max,
-            "skipped": self.skipped,
-        }
+_MISSING: Any = object()
 
 
 class Scorer:
     """Base class of all scorers.
 
-    Subclasses set the class attributes and implement ``_score`` (sync) or
-    ``_ascore`` (async). Constructor parameters that change the number must be
-    returned by :meth:`params` so that they enter the signature.
+    Subclasses set the class attributes and implement ``_score`` or
+    ``_score_batch`` (sync) or ``_ascore`` or ``_ascore_batch`` (async). Hooks
+    take fields by keyword (``def _score(self, *, output, expected)``); a batch
+    hook takes a list of such dicts. Constructor parameters that change the
+    number must be returned by :meth:`params`, so that they enter the signature.
+
+    >>> from scorers import Scorer
+    >>> class Shouting(Scorer):
+    ...     fields = (Field("output", (str,)),)
+    ...     def _score(self, *, output):
+    ...         return self.make_score(float(output.isupper()))
+    >>> Shouting()(output="HEY", input="ignored").score, Shouting.is_async
+    (1.0, False)
     """
 
     #: Registered name; also ``Score.name``.
@@ -156,13 +62,22 @@ class Scorer:
     #: One line shown by ``python -m scorers list``.
     description: ClassVar[str] = ""
     #: Fields read by the scorer; ``required`` ones must be given and not None.
-    fields: ClassVar[tuple[Field, ...]] = ()
+    fields: tuple[Field, ...] = ()
     #: Version of the scorer's algorithm; bump when its numbers change.
     algorithm_version: ClassVar[str] = "1"
     #: An example call shown by ``python -m scorers show``.
     example: ClassVar[str] = ""
-    #: True when the scorer's core is ``_ascore`` (I/O bound).
+    #: Derived: True when the class overrides ``_ascore`` or ``_ascore_batch``.
     is_async: ClassVar[bool] = False
+    #: Derived: standard fields a hook names in its signature (passed even when not declared).
+    _asked: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.is_async = cls._ascore is not Scorer._ascore or cls._ascore_batch is not Scorer._ascore_batch
+        hook = cls._ascore if cls.is_async else cls._score
+        parameters = inspect.signature(hook).parameters
+        cls._asked = tuple(name for name in STANDARD_FIELDS if name in parameters)
 
     def __init__(self, *, name: str | None = None) -> None:
         if name is not None:
@@ -173,23 +88,32 @@ class Scorer:
 
     # ------------------------------------------------------------------ hooks
     def _score(self, **fields: Any) -> Score:
-        raise NotImplementedError(f"{type(self).__name__} implements neither _score nor _ascore")
+        """Score one row; the default scores a batch of one."""
+        if type(self)._score_batch is Scorer._score_batch:
+            raise NotImplementedError(f"{type(self).__name__} implements none of _score, _score_batch, "
+                                      "_ascore, _ascore_batch")
+        return _raise_error(self._score_batch([fields])[0])
+
+    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
+        """Score validated rows; override where a vectorised route exists. A row's ScorerError may be returned."""
+        return [_safely(self._score, row) for row in rows]
 
     async def _ascore(self, **fields: Any) -> Score:
-        return self._score(**fields)
+        """Score one row asynchronously; the default scores a batch of one."""
+        outcome = (await self._ascore_batch([fields], asyncio.Semaphore(1)))[0]
+        return _raise_error(outcome)
 
-    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
-        """Score validated rows together; override where a faster vectorised route exists."""
-        return [self._score(**row) for row in rows]
+    async def _ascore_batch(self, rows: list[dict[str, Any]], limit: asyncio.Semaphore) -> list[Score | ScorerError]:
+        """Score validated rows concurrently, at most ``limit`` calls in flight; a row's ScorerError is returned."""
 
-    def _score_columns(self, columns: Mapping[str, Sequence[Any]]) -> list[Score] | None:
-        """Columnar fast path of :meth:`score_batch`; return None when it does not apply.
+        async def one(row: dict[str, Any]) -> Score | ScorerError:
+            async with limit:
+                try:
+                    return await self._ascore(**row)
+                except ScorerError as exc:
+                    return exc
 
-        Override where whole columns can be validated and scored at once
-        (e.g. all-``str`` columns handed to a C++ kernel); a column that needs
-        per-row checks must make it return None, so the generic path runs.
-        """
-        return None
+        return list(await asyncio.gather(*(one(row) for row in rows)))
 
     def params(self) -> dict[str, Any]:
         """Every setting that changes the number (enters the signature)."""
@@ -209,10 +133,10 @@ class Scorer:
             **self.params(),
         }
 
-    def make_score(self, value: float | None, **metadata: Any) -> Score:
+    def make_score(self, value: float | None, *, stats: tuple[float, ...] | None = None, **metadata: Any) -> Score:
         """Build this scorer's :class:`Score`, signature included."""
         metadata["signature"] = self.signature()
-        return Score(self.name, value, metadata)
+        return Score(self.name, value, metadata, stats)
 
     # ------------------------------------------------------------- arguments
     def accepted_fields(self) -> list[str]:
@@ -222,41 +146,46 @@ class Scorer:
     def required_fields(self) -> list[str]:
         return [f.name for f in self.fields if f.required]
 
-    def _binding_plan(self) -> tuple[frozenset[str], tuple[tuple[str, bool, Callable[[Any], Any] | None], ...], tuple[str, ...]]:
-        """What :meth:`_bind` needs, computed once per ``fields`` tuple.
+    @classmethod
+    def constructor_params(cls) -> list[str]:
+        """The keyword parameters of the constructor (settings, not fields)."""
+        return [p.name for p in inspect.signature(cls.__init__).parameters.values()
+                if p.kind is p.KEYWORD_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "self")]
 
-        Returns the accepted names, per field ``(name, takes_str, convert)`` for
-        the fast path of plain ``str`` values, and the undeclared standard fields.
-        """
-        cached = self.__dict__.get("_plan")
-        if cached is None or cached[0] is not self.fields:
-            names = {f.name for f in self.fields}
-            fast = tuple((f.name, str in f.types or object in f.types,
-                          None if f.convert is _to_text else f.convert) for f in self.fields)
-            undeclared = tuple(s for s in STANDARD_FIELDS if s not in names)
-            cached = (self.fields, (frozenset(names) | frozenset(STANDARD_FIELDS), fast, undeclared))
-            self.__dict__["_plan"] = cached
-        return cached[1]
+    @lazy
+    def _plan(self) -> tuple[frozenset[str], tuple[tuple[Field, bool, bool], ...], tuple[str, ...]]:
+        """Accepted names; per field (field, takes a plain str as is, converts a str); standard fields passed on."""
+        declared = {f.name for f in self.fields}
+        per_field = tuple((f, str in f.types or object in f.types, f.convert not in (None, to_text))
+                          for f in self.fields)
+        passed = tuple(s for s in self._asked if s not in declared)
+        return frozenset(declared) | frozenset(STANDARD_FIELDS), per_field, passed
+
+    def _unknown(self, key: str) -> UnknownArgumentError:
+        hint = ""
+        if key in self.constructor_params():
+            hint = (f"; {key!r} is a parameter of the scorer, not a field: set it when building it, "
+                    f"e.g. scorers.get({self.name!r}, {key}=...)")
+        return UnknownArgumentError(self.name, key, self.accepted_fields(), hint=hint)
 
     def _bind(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """Merge bound arguments, reject unknown ones, validate declared fields.
+        """Merge bound arguments, reject unknown ones, validate and convert the declared fields.
 
-        Undeclared standard fields that were given are passed through unvalidated.
-        Plain ``str`` values of fields that take text skip the generic checks.
+        Returns what the hooks receive: every declared field (None when an
+        optional one is absent) and the standard fields the hook asks for.
         """
         merged = {**self._bound, **kwargs} if self._bound else kwargs
-        accepted, fast, undeclared = self._binding_plan()
+        accepted, per_field, passed = self._plan
         if not merged.keys() <= accepted:
-            unknown = next(key for key in merged if key not in accepted)
-            raise UnknownArgumentError(self.name, unknown, self.accepted_fields())
+            raise self._unknown(next(key for key in merged if key not in accepted))
         out: dict[str, Any] = {}
-        for (name, takes_str, convert), f in zip(fast, self.fields):
-            value = merged.get(name, _MISSING)
+        for f, takes_str, converts in per_field:
+            value = merged.get(f.name, _MISSING)
             if takes_str and type(value) is str:
-                out[name] = value if convert is None else self._convert(f, value)
+                out[f.name] = self._convert(f, value) if converts else value
             else:
-                out[name] = self._check(f, value)
-        for key in undeclared:  # given but undeclared standard fields pass through as they are
+                out[f.name] = self._check(f, value)
+        for key in passed:
             if key in merged:
                 out[key] = merged[key]
         return out
@@ -295,120 +224,108 @@ class Scorer:
             return await self._ascore(**fields)
         return self._score(**fields)
 
-    def eval(self, output: Any, expected: Any = None, **kwargs: Any) -> Score:
-        """autoevals-compatible form: output and expected positionally."""
-        return self(output=output, expected=expected, **kwargs)
+    def eval(self, output: Any, expected: Any = _MISSING, **kwargs: Any) -> Score:
+        """autoevals-compatible form: output and expected positionally (an omitted expected keeps a bound one)."""
+        if expected is not _MISSING:
+            kwargs["expected"] = expected
+        return self(output=output, **kwargs)
 
-    async def eval_async(self, output: Any, expected: Any = None, **kwargs: Any) -> Score:
+    async def eval_async(self, output: Any, expected: Any = _MISSING, **kwargs: Any) -> Score:
         """autoevals-compatible async form."""
-        return await self.acall(output=output, expected=expected, **kwargs)
+        if expected is not _MISSING:
+            kwargs["expected"] = expected
+        return await self.acall(output=output, **kwargs)
 
-    def partial(self, **kwargs: Any) -> "Scorer":
-        """A copy with arguments bound; call-time arguments win, the name stays."""
-        declared = {f.name for f in self.fields}
-        for key in kwargs:
-            if key not in declared and key not in STANDARD_FIELDS:
-                raise UnknownArgumentError(self.name, key, self.accepted_fields())
+    def partial(self, **fields: Any) -> "Scorer":
+        """A copy with fields bound (call-time arguments win; the name stays).
+
+        Parameters (settings such as ``ignore_case``) are not fields: pass them to
+        ``scorers.get(name, **params)`` or the constructor.
+
+        >>> from scorers import get
+        >>> get("Levenshtein").partial(expected="abcd").eval("abc").score
+        0.75
+        """
+        accepted, _, _ = self._plan
+        for key in fields:
+            if key not in accepted:
+                raise self._unknown(key)
         clone = copy.copy(self)
-        clone._bound = {**self._bound, **kwargs}
+        clone._bound = {**self._bound, **fields}
         return clone
 
     # ----------------------------------------------------------------- batch
-    def score_batch(
-        self,
-        outputs: Sequence[Any],
-        expecteds: Sequence[Any] | None = None,
-        inputs: Sequence[Any] | None = None,
-        **columns: Sequence[Any],
-    ) -> list[Score]:
-        """Score many examples at once; raises on the first bad row.
+    def score_batch(self, rows: Iterable[Mapping[str, Any]]) -> list[Score | ScorerError]:
+        """Score rows of keyword arguments: a Score or the row's :class:`ScorerError`, in input order.
+
+        A bad row does not stop the others. Any other exception is a bug and propagates.
 
         >>> from scorers import get
-        >>> [s.score for s in get("ExactMatch").score_batch(["a", "b"], ["a", "c"])]
+        >>> [s.score for s in get("ExactMatch").score_batch([{"output": "a", "expected": "a"},
+        ...                                                  {"output": "b", "expected": "c"}])]
         [1.0, 0.0]
         """
-        named = _named_columns(outputs, expecteds, inputs, columns)
-        if not self._bound:
-            fast = self._score_columns(named)
-            if fast is not None:
-                return fast
-        n = len(outputs)
-        results = self.score_rows([{k: v[i] for k, v in named.items()} for i in range(n)])
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-        return results  # type: ignore[return-value]
+        if self.is_async:
+            return run_sync(self.ascore_batch(rows))
+        results, valid, positions = self._bind_rows(rows)
+        if valid:
+            try:
+                outcomes = self._score_batch(valid)
+            except ScorerError:  # the vectorised path refused the batch: find the row(s) at fault
+                outcomes = [_safely(self._score, row) for row in valid]
+            for position, outcome in zip(positions, outcomes):
+                results[position] = outcome
+        return results
 
-    def score_rows(self, rows: Iterable[Mapping[str, Any]]) -> list[Score | ScorerError]:
-        """Score rows of keyword arguments; a bad row yields its error, the rest go on."""
-        results: list[Score | ScorerError | None] = []
+    async def ascore_batch(self, rows: Iterable[Mapping[str, Any]], *, concurrency: int = 16,
+                           limit: asyncio.Semaphore | None = None) -> list[Score | ScorerError]:
+        """Async form of :meth:`score_batch`; at most ``concurrency`` calls in flight (or a shared ``limit``)."""
+        if not self.is_async:
+            return self.score_batch(rows)
+        results, valid, positions = self._bind_rows(rows)
+        if valid:
+            outcomes = await self._ascore_batch(valid, limit or asyncio.Semaphore(max(1, concurrency)))
+            for position, outcome in zip(positions, outcomes):
+                results[position] = outcome
+        return results
+
+    def _bind_rows(self, rows: Iterable[Mapping[str, Any]]) -> tuple[list[Any], list[dict[str, Any]], list[int]]:
+        results: list[Any] = []
         valid: list[dict[str, Any]] = []
         positions: list[int] = []
         for row in rows:
             try:
                 valid.append(self._bind(row))
-                positions.append(len(results))
-                results.append(None)
             except ScorerError as exc:
                 results.append(exc)
-        if valid:
-            try:
-                scored: list[Score | ScorerError] = list(self._score_batch(valid))
-            except ScorerError:
-                scored = [self._score_one_safely(row) for row in valid]
-            for pos, score in zip(positions, scored):
-                results[pos] = score
-        return results  # type: ignore[return-value]
+            else:
+                positions.append(len(results))
+                results.append(None)
+        return results, valid, positions
 
-    def _score_one_safely(self, row: dict[str, Any]) -> Score | ScorerError:
-        try:
-            return self._score(**row)
-        except ScorerError as exc:
-            return exc
-
-    async def ascore_rows(
-        self,
-        rows: Sequence[Mapping[str, Any]],
-        *,
-        concurrency: int = 16,
-        limit: asyncio.Semaphore | None = None,
-        catch: type[Exception] | tuple[type[Exception], ...] = ScorerError,
-    ) -> list[Score | Exception]:
-        """Async batch: one result or caught error per row, in order.
-
-        Async scorers run concurrently, bounded by ``limit`` (a semaphore shared
-        with other work, e.g. a whole run) or else by ``concurrency``; sync ones
-        use :meth:`score_rows`. Exceptions of type ``catch`` are returned in the
-        row's place, others propagate. Scorers with a faster batch route (e.g. a
-        judge's bulk cache lookup) override this.
-        """
-        if not self.is_async:
-            return list(self.score_rows(rows))
-        semaphore = limit or asyncio.Semaphore(max(1, concurrency))
-
-        async def one(row: Mapping[str, Any]) -> Score | Exception:
-            async with semaphore:
-                try:
-                    return await self.acall(**row)
-                except catch as exc:
-                    return exc
-
-        return list(await asyncio.gather(*(one(row) for row in rows)))
+    # -------------------------------------------------------------- pickling
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but ``@lazy`` state (models, caches, clients, locks), which is rebuilt on first use."""
+        state = self.__dict__.copy()
+        for name in lazy_names(type(self)):
+            state.pop(name, None)
+        return state
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
-        return f"{type(self).__name__}({params})" if self.name == type(self).__name__ else f"{type(self).__name__}(name={self.name!r}{', ' + params if params else ''})"
+        if self.name == type(self).__name__:
+            return f"{type(self).__name__}({params})"
+        return f"{type(self).__name__}(name={self.name!r}{', ' + params if params else ''})"
 
 
-def _named_columns(outputs: Sequence[Any], expecteds: Sequence[Any] | None, inputs: Sequence[Any] | None,
-                   columns: Mapping[str, Sequence[Any]]) -> dict[str, Sequence[Any]]:
-    named: dict[str, Sequence[Any]] = {"output": outputs}
-    if expecteds is not None:
-        named["expected"] = expecteds
-    if inputs is not None:
-        named["input"] = inputs
-    named.update(columns)
-    lengths = {k: len(v) for k, v in named.items()}
-    if len(set(lengths.values())) > 1:
-        raise ValueError(f"score_batch: columns have different lengths: {lengths}")
-    return named
+def _safely(hook: Any, row: dict[str, Any]) -> Score | ScorerError:
+    try:
+        return hook(**row)
+    except ScorerError as exc:
+        return exc
+
+
+def _raise_error(outcome: Score | ScorerError) -> Score:
+    if isinstance(outcome, ScorerError):
+        raise outcome
+    return outcome

@@ -25,7 +25,8 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any, Callable, Hashable, Sequence
 
-from .base import Field, Scorer, text_field
+from .base import Scorer
+from .fields import Field, text_field
 from .errors import ConfigError, MissingExtraError
 from .registry import register
 from .score import Score

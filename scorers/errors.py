@@ -41,6 +41,18 @@ class ScorerError(Exception):
         """The ``{"type", "message"}`` form recorded for a failed row."""
         return {"type": type(self).__name__, "message": str(self)}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # subclasses take other constructor arguments than ``args``: rebuild without calling __init__,
+        # so that errors cross process boundaries (--workers, Ray, Spark) intact
+        return _rebuild, (type(self), self.args, self.__dict__)
+
+
+def _rebuild(cls: type[ScorerError], args: tuple[Any, ...], state: dict[str, Any]) -> ScorerError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class ScorerInputError(ScorerError, ValueError):
     """A field given to a scorer is missing, of the wrong type or unusable."""
@@ -54,9 +66,9 @@ class ScorerInputError(ScorerError, ValueError):
 class UnknownArgumentError(ScorerInputError, TypeError):
     """A keyword argument the scorer does not accept (never silently ignored)."""
 
-    def __init__(self, scorer: str, field: str, accepted: list[str]) -> None:
+    def __init__(self, scorer: str, field: str, accepted: list[str], *, hint: str = "") -> None:
         super().__init__(
-            scorer, field, f"is not an argument of this scorer (accepted: {', '.join(accepted)})"
+            scorer, field, f"is not an argument of this scorer (accepted: {', '.join(accepted)}){hint}"
         )
 
 

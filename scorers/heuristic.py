@@ -15,10 +15,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
-from .base import STANDARD_FIELDS, Field, Scorer, paused_gc, require, text_field
-from .errors import ConfigError, ScorerInputError
+from .base import Scorer
+from .fields import Field, require, text_field
+from .errors import ConfigError, ScorerError, ScorerInputError
 from .registry import register
 from .score import Score
 
@@ -138,21 +139,10 @@ class Levenshtein(Scorer):
                               workers=-1 if len(outputs) >= 4_000 else 1)
         return sims.tolist()
 
-    def _scores(self, similarities: list[float]) -> list[Score]:
+    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
         signature = self.signature()
-        with paused_gc():  # tens of thousands of acyclic objects: no cyclic-GC passes over the heap
-            return [Score.trusted(self.name, s, {"signature": signature}) for s in similarities]
-
-    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
-        return self._scores(self._similarities([r["output"] for r in rows], [r["expected"] for r in rows]))
-
-    def _score_columns(self, columns: Mapping[str, Sequence[Any]]) -> list[Score] | None:
-        outputs, expecteds = columns.get("output"), columns.get("expected")
-        if outputs is None or expecteds is None or not set(columns) <= set(STANDARD_FIELDS):
-            return None
-        if not (set(map(type, outputs)) <= {str} and set(map(type, expecteds)) <= {str}):
-            return None  # non-str values need per-row conversion and checks
-        return self._scores(self._similarities(outputs, expecteds))
+        similarities = self._similarities([r["output"] for r in rows], [r["expected"] for r in rows])
+        return [Score.trusted(self.name, s, {"signature": signature}) for s in similarities]
 
 
 def _to_number(value: Any) -> float:

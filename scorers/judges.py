@@ -35,7 +35,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .base import Aggregator, Field, MeanAggregator, Scorer, paused_gc
+from .aggregate import Aggregator, MeanAggregator
+from .base import Scorer
+from .fields import Field
 from .errors import ConfigError, ScorerError, ScorerInputError, TemplateError, UnknownArgumentError
 from .llm.engine import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from .llm.usage import ModelUsage, Usage
@@ -153,7 +155,6 @@ class LLMClassifier(Scorer):
     """
 
     kind = "llm"
-    is_async = True
     description = "LLM judge: the model picks one of the template's choices; the score is that choice's value."
     algorithm_version = "1"
 
@@ -371,53 +372,45 @@ class LLMClassifier(Scorer):
     async def _judge(self, request: ChatRequest, *, read_cache: bool = True) -> ChatResult:
         return await self.engine.complete(request, validate=self._validate, scorer=self.name, read_cache=read_cache)
 
-    async def ascore_rows(
-        self,
-        rows: Sequence[Mapping[str, Any]],
-        *,
-        concurrency: int = 16,
-        limit: asyncio.Semaphore | None = None,
-        catch: type[Exception] | tuple[type[Exception], ...] = ScorerError,
-    ) -> list[Score | Exception]:
-        """Judge many rows: one Score or caught error per row, in order (see :meth:`Scorer.ascore_rows`).
+    async def _ascore_batch(self, rows: list[dict[str, Any]], limit: asyncio.Semaphore) -> list[Score | ScorerError]:
+        """Judge many rows: one Score or ScorerError per row, in order.
 
         Every row is rendered first and the cache is read once for the whole batch
         (:meth:`LLMEngine.lookup`): rows it answers are scored on the spot, without
         a task or a slot of ``limit``. Only the misses are sent, concurrently, each
-        holding a slot of ``limit`` (or of a ``Semaphore(concurrency)``). A row's
-        Score is the one :meth:`__call__` gives, apart from ``cached``/``latency_s``.
+        holding a slot of ``limit``. A row's Score is the one :meth:`__call__`
+        gives, apart from ``cached``/``latency_s``.
         """
         started = time.perf_counter()
-        results: list[Score | Exception | None] = [None] * len(rows)
+        results: list[Score | ScorerError | None] = [None] * len(rows)
         prepared: list[tuple[int, list[ChatRequest]]] = []
         misses: list[tuple[int, list[ChatRequest], list[ChatResult | None]]] = []
-        with paused_gc():  # the bulk part allocates many short-lived acyclic objects
-            for index, row in enumerate(rows):
-                try:
-                    prepared.append((index, self._requests(self._bind(row))))
-                except catch as exc:
-                    results[index] = exc
-            flat = [request for _, requests in prepared for request in requests]
+        for index, row in enumerate(rows):
             try:
-                found = self.engine.lookup(flat, validate=self._validate)
-            except ConfigError:  # e.g. no API key: each row raises it again below, as a per-row call would
-                found = [None] * len(flat)
-            lookup_latency = time.perf_counter() - started
-            position = 0
-            for index, requests in prepared:
-                hits = found[position:position + len(requests)]
-                position += len(requests)
-                if None in hits:
-                    misses.append((index, requests, hits))
-                else:
-                    results[index] = self._score_from(hits, lookup_latency)  # type: ignore[arg-type]
+                prepared.append((index, self._requests(row)))
+            except ScorerError as exc:
+                results[index] = exc
+        flat = [request for _, requests in prepared for request in requests]
+        try:
+            found = self.engine.lookup(flat, validate=self._validate)
+        except ConfigError:  # e.g. no API key: each row raises it again below, as a per-row call would
+            found = [None] * len(flat)
+        lookup_latency = time.perf_counter() - started
+        position = 0
+        for index, requests in prepared:
+            hits = found[position:position + len(requests)]
+            position += len(requests)
+            if None in hits:
+                misses.append((index, requests, hits))
+            else:
+                results[index] = self._score_from(hits, lookup_latency)  # type: ignore[arg-type]
         if misses:
-            semaphore = limit or asyncio.Semaphore(max(1, concurrency))
+            semaphore = limit
 
             async def ask(request: ChatRequest, hit: ChatResult | None) -> ChatResult:
                 return hit if hit is not None else await self._judge(request, read_cache=False)
 
-            async def one(requests: list[ChatRequest], hits: list[ChatResult | None]) -> Score | Exception:
+            async def one(requests: list[ChatRequest], hits: list[ChatResult | None]) -> Score | ScorerError:
                 async with semaphore:
                     try:
                         asked = time.perf_counter()
@@ -426,7 +419,7 @@ class LLMClassifier(Scorer):
                         else:
                             judgments = list(await asyncio.gather(*map(ask, requests, hits)))
                         return self._score_from(judgments, time.perf_counter() - asked)
-                    except catch as exc:
+                    except ScorerError as exc:
                         return exc
 
             outcomes = await asyncio.gather(*(one(requests, hits) for _, requests, hits in misses))

@@ -20,12 +20,15 @@ class Score:
 
     ``score`` is a finite float in [0, 1], or ``None`` when the scorer does not
     apply (skipped). ``metadata`` holds the details, including the reproducibility
-    ``signature``; it must stay JSON-serialisable.
+    ``signature``; it must stay JSON-serialisable. ``stats`` holds the row's
+    sufficient statistics for a corpus figure (e.g. BLEU's n-gram counts), summed
+    over rows by the scorer's aggregator; results files keep them.
     """
 
     name: str
     score: float | None
     metadata: dict[str, Any] = field(default_factory=dict)
+    stats: tuple[float, ...] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -39,14 +42,18 @@ class Score:
             self.score = value
         if not isinstance(self.metadata, dict):
             raise TypeError(f"{self.name}: metadata must be a dict, got {type(self.metadata).__name__}")
+        if self.stats is not None:
+            self.stats = tuple(self.stats)
 
     @classmethod
-    def trusted(cls, name: str, score: float, metadata: dict[str, Any]) -> "Score":
+    def trusted(cls, name: str, score: float, metadata: dict[str, Any],
+                stats: tuple[float, ...] | None = None) -> "Score":
         """Build a Score without re-validating ``score``; only for values a kernel guarantees in [0, 1]."""
         instance = object.__new__(cls)
         instance.name = name
         instance.score = score
         instance.metadata = metadata
+        instance.stats = stats
         return instance
 
     @property
@@ -54,11 +61,16 @@ class Score:
         return self.score is None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "score": self.score, "metadata": self.metadata}
+        data = {"name": self.name, "score": self.score, "metadata": self.metadata}
+        if self.stats is not None:
+            data["stats"] = list(self.stats)
+        return data
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, **kwargs)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Score":
-        return cls(name=data["name"], score=data.get("score"), metadata=dict(data.get("metadata") or {}))
+        stats = data.get("stats")
+        return cls(name=data["name"], score=data.get("score"), metadata=dict(data.get("metadata") or {}),
+                   stats=None if stats is None else tuple(stats))

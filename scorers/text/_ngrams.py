@@ -1,4 +1,4 @@
-"""Shared machinery of the n-gram text scorers: the references field, token interning
+"""Shared machinery of the n-gram text scorers: token interning
 and batched clipped n-gram matching.
 
 The batch paths of BLEU, chrF and ROUGE turn every text into a sequence of
@@ -18,34 +18,14 @@ import threading
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from ..base import Field
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["references_field", "CachedSignature", "TokenCache", "concat_ids", "split_flat", "clipped_ngram_matches"]
+__all__ = ["CachedSignature", "TokenCache", "concat_ids", "split_flat", "clipped_ngram_matches"]
 
 #: Largest product of key sizes kept as packed integers before ids are made dense again.
 _PACK_LIMIT = 2**62
-
-
-def _to_references(value: Any) -> tuple[str, ...]:
-    if type(value) is str:
-        return (value,)
-    items = [value] if isinstance(value, (str, int, float)) else list(value)
-    if not items:
-        raise ValueError("must hold at least one reference, got an empty list")
-    refs = []
-    for i, item in enumerate(items):
-        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
-            raise TypeError(f"reference {i} must be text (str), got {type(item).__name__}")
-        refs.append(item if isinstance(item, str) else str(item))
-    return tuple(refs)
-
-
-def references_field(description: str = "reference text, or a list of references") -> Field:
-    """The ``expected`` field of reference-based text scorers: one text or a list of texts."""
-    return Field("expected", (str, int, float, list, tuple), description=description, convert=_to_references)
 
 
 class CachedSignature:

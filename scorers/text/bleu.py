@@ -19,11 +19,13 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
-from ..base import Aggregator, MeanAggregator, Scorer, text_field
+from ..aggregate import Aggregator, MeanAggregator
+from ..base import Scorer
+from ..fields import references_field, text_field
 from ..errors import ConfigError, MissingExtraError
 from ..registry import register
 from ..score import Score
-from ._ngrams import CachedSignature, TokenCache, clipped_ngram_matches, references_field
+from ._ngrams import CachedSignature, TokenCache, clipped_ngram_matches
 
 if TYPE_CHECKING:
     import numpy as np

@@ -30,7 +30,8 @@ import threading
 import zlib
 from typing import Any, Callable, Sequence
 
-from ..base import Field, Scorer, text_field
+from ..base import Scorer
+from ..fields import Field, text_field
 from ..errors import ConfigError, MissingExtraError
 from ..registry import register
 from ..score import Score

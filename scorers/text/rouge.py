@@ -31,11 +31,12 @@ import unicodedata
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..base import Scorer, text_field
+from ..base import Scorer
+from ..fields import references_field, text_field
 from ..errors import ConfigError, MissingExtraError
 from ..registry import register
 from ..score import Score
-from ._ngrams import CachedSignature, TokenCache, clipped_ngram_matches, references_field, split_flat
+from ._ngrams import CachedSignature, TokenCache, clipped_ngram_matches, split_flat
 
 if TYPE_CHECKING:
     import numpy as np
@@ -115,7 +116,7 @@ class ROUGE(CachedSignature, Scorer):
     kind = "text"
     description = "rouge-score ROUGE F-measure (rougeN, rougeL, rougeLsum; optional Porter stemming)"
     fields = (text_field("output", description="prediction (system output)"),
-              references_field("target text, or a list of targets (best F wins)"))
+              references_field(description="target text, or a list of targets (best F wins)"))
     example = 'ROUGE(rouge_type="rouge1")(output="the cat sat", expected="the cat sat down")'
     algorithm_version = "1"
 

@@ -1,0 +1,119 @@
+"""Three small helpers used across the package instead of ad-hoc idioms.
+
+- :func:`optional_import`: import a package from an extra, or raise :class:`MissingExtraError`.
+- :func:`memoize`: a process-wide, thread-safe cache of a function's results (computed once per arguments).
+- :class:`lazy`: per-instance state built on first use, thread-safe, and left out when the owner is pickled.
+
+>>> class Model:
+...     @lazy
+...     def table(self) -> dict:
+...         return {"built": True}
+>>> import pickle
+>>> m = Model(); m.table["built"], "table" in vars(pickle.loads(pickle.dumps(m)))
+(True, False)
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import threading
+from types import ModuleType
+from typing import Any, Callable, Generic, TypeVar
+
+from .errors import MissingExtraError
+
+__all__ = ["optional_import", "memoize", "lazy", "lazy_names"]
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def optional_import(module: str, *, scorer: str, extra: str, package: str | None = None) -> ModuleType:
+    """``import module``, or raise :class:`MissingExtraError` naming the scorer and the extra to install.
+
+    >>> optional_import("json", scorer="X", extra="text").__name__
+    'json'
+    >>> optional_import("no_such_module_xyz", scorer="BLEU", extra="text")
+    Traceback (most recent call last):
+    ...
+    scorers.errors.MissingExtraError: BLEU needs the Python package 'no-such-module-xyz', which is not installed. Install it with: pip install 'scorers[text]'
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        name = package or module.split(".")[0].replace("_", "-")
+        raise MissingExtraError(scorer, name, extra) from exc
+
+
+def memoize(func: F) -> F:
+    """Cache ``func``'s result per arguments for the life of the process; each is computed once, under a lock.
+
+    Unlike ``functools.cache``, two threads asking for the same missing key do not both compute it
+    (a model load must happen once). Exceptions are not cached.
+
+    >>> calls = []
+    >>> @memoize
+    ... def square(x: int) -> int:
+    ...     calls.append(x)
+    ...     return x * x
+    >>> square(3), square(3), calls
+    (9, 9, [3])
+    """
+    results: dict[Any, Any] = {}
+    locks: dict[Any, threading.Lock] = {}
+    guard = threading.Lock()
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        key = (args, tuple(sorted(kwargs.items()))) if kwargs else args
+        try:
+            return results[key]
+        except KeyError:
+            pass
+        with guard:
+            lock = locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in results:
+                results[key] = func(*args, **kwargs)
+            return results[key]
+
+    wrapper.cache_clear = results.clear  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]
+
+
+class lazy(Generic[T]):
+    """A cached attribute built on first access (thread-safe) and never pickled.
+
+    A non-data descriptor: once built, the value sits in the instance's
+    ``__dict__`` and is read at plain attribute speed; ``del obj.attr`` drops it.
+
+    Heavy or process-bound state (models, token caches, clients, locks, template
+    environments) goes behind ``@lazy``; :class:`~scorers.base.Scorer` drops it
+    when pickled, and the receiving process rebuilds it on first use.
+    """
+
+    def __init__(self, build: Callable[[Any], T]) -> None:
+        self._build = build
+        self._lock = threading.RLock()
+        self.name = build.__name__
+        self.__doc__ = build.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        try:
+            return obj.__dict__[self.name]
+        except KeyError:
+            pass
+        with self._lock:
+            if self.name not in obj.__dict__:
+                obj.__dict__[self.name] = self._build(obj)
+            return obj.__dict__[self.name]
+
+
+def lazy_names(cls: type) -> frozenset[str]:
+    """Names of the :class:`lazy` attributes of ``cls`` and its bases."""
+    return frozenset(name for klass in cls.__mro__ for name, value in vars(klass).items() if isinstance(value, lazy))

@@ -10,7 +10,9 @@ One registry of scorers sharing one keyword interface,
 from __future__ import annotations
 
 from ._version import __version__
-from .base import Field, Scorer
+from .aggregate import Aggregator, MeanAggregator, StatsAggregator
+from .base import Scorer
+from .fields import Field, references_field, text_field
 from .errors import (
     ConfigError,
     DataError,
@@ -33,13 +35,19 @@ from . import templates as _templates  # noqa: E402,F401  (lazy loader for templ
 from .heuristic import JSONDiff, ExactMatch, Levenshtein, ListContains, NumericDiff, ValidJSON  # noqa: E402
 from .judges import LLMClassifier  # noqa: E402
 from .llm import configure  # noqa: E402
-from .runner import evaluate, aevaluate, RowResult, Summary  # noqa: E402
+from .runner import Evaluation, RowResult, Summary, aevaluate, evaluate  # noqa: E402
 
 __all__ = [
     "__version__",
     "Score",
     "Scorer",
     "Field",
+    "text_field",
+    "references_field",
+    "Aggregator",
+    "MeanAggregator",
+    "StatsAggregator",
+    "Evaluation",
     "get",
     "names",
     "entries",

@@ -294,6 +294,9 @@ class Scorer:
         valid: list[dict[str, Any]] = []
         positions: list[int] = []
         for row in rows:
+            if not isinstance(row, Mapping):
+                raise TypeError(f"{self.name}: a batch is a list of rows, each a mapping of fields to values "
+                                f"(e.g. {{'output': ..., 'expected': ...}}), got a {type(row).__name__}")
             try:
                 valid.append(self._bind(row))
             except ScorerError as exc:

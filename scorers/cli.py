@@ -3,16 +3,19 @@
 A thin layer over the library: ``run`` is :func:`scorers.evaluate` plus file
 reading, durable JSONL output, resume, thresholds and a summary table.
 Exit codes: 0 success; 1 a ``--threshold`` was not met (or a row failed, with
-``--fail-on-error``); 2 bad usage, configuration or data.
+``--fail-on-error``); 2 bad usage, configuration or data (nothing scored after
+the error); 3 the run could not score (an unexpected error on some row, or a
+scorer that failed on every row); 130 interrupted (Ctrl-C), 143 terminated
+(SIGTERM): rows already written stay valid and ``--resume`` continues.
 """
 from __future__ import annotations
 
 import argparse
 import inspect
 import json
-import math
+import signal
 import sys
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import yaml
 
@@ -22,9 +25,17 @@ from .errors import ConfigError, DataError, ScorerError
 from .io import RESULT_KEYS, ResultWriter, count_rows, read_completed, read_rows
 from .registry import entries, registry
 from .runner import RowResult, Summary, evaluate, resolve_scorers
-from .score import Score
 
-EPILOG = """examples:
+EXIT_CODES = """exit codes:
+  0    success
+  1    a --threshold was not met, or (with --fail-on-error) a row had a scorer error
+  2    bad usage, configuration or data: the run stopped before scoring more rows
+  3    the run could not score: an unexpected error on some row, or a scorer failed on every row
+  130  interrupted (Ctrl-C); 143 terminated (SIGTERM): rows written stay valid, --resume continues
+"""
+
+EPILOG = EXIT_CODES + """
+examples:
   python -m scorers list
   python -m scorers show Levenshtein
   python -m scorers run examples/qa.jsonl -s ExactMatch -s Levenshtein -s BLEU -s ROUGE-L
@@ -56,10 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_run = sub.add_parser(
         "run", help="score a JSONL / JSON / CSV file", formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=[templates],
+        parents=[templates], epilog=EXIT_CODES,
         description="Score every row of DATA with the given scorers. Each output line holds the row's fields, "
-                    "\"scores\": {name: float|null} and, where a scorer failed on that row, "
-                    "\"errors\": {name: {type, message}}. A summary table goes to stderr.")
+                    "\"scores\": {name: float|null}, where a scorer failed on that row \"errors\": "
+                    "{name: {type, message}}, and where a scorer has a corpus figure its row statistics "
+                    "(\"stats\"). A summary table goes to stderr.")
     p_run.add_argument("data", help="input file (.jsonl, .json array, .csv/.tsv), or - for JSONL on stdin")
     p_run.add_argument("-s", "--scorer", action="append", required=True, dest="scorers", metavar="NAME",
                        help="scorer to run (repeatable); see `list`")
@@ -73,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--resume", action="store_true", help="continue an interrupted run: skip rows already in OUT")
     p_run.add_argument("--format", choices=["jsonl", "json", "csv"], help="input format (default: from the extension)")
     p_run.add_argument("--concurrency", type=int, default=16, help="in-flight async (LLM) calls (default: 16)")
+    p_run.add_argument("--workers", type=int, default=1,
+                       help="processes for the CPU-bound scorers (default: 1, in this process); judges stay async")
     p_run.add_argument("--model", help="model of the LLM judges (default: SCORERS_MODEL, else the library default)")
     p_run.add_argument("--no-cache", action="store_true", help="do not read or write the LLM judge cache")
     p_run.add_argument("--price", action="append", default=[], metavar="MODEL=IN,OUT",
@@ -119,6 +133,9 @@ def _scorer_params(names: Sequence[str], params: Sequence[str]) -> dict[str, dic
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    kinds = sorted({entry.kind for entry in entries()})
+    if args.kind and args.kind not in kinds:
+        raise ConfigError(f"--kind {args.kind}: no scorer is of that kind (kinds: {', '.join(kinds)})")
     rows = []
     for entry in entries():
         if args.kind and entry.kind != args.kind:
@@ -152,11 +169,16 @@ def describe(scorer: Scorer, aliases: Sequence[str] = ()) -> str:
     """The text ``show`` prints for a scorer."""
     lines = [f"{scorer.name}  ({scorer.kind})", ""]
     describe_judge = getattr(scorer, "describe", None)
-    if callable(describe_judge):  # a template-defined judge: its own description, not the class's
+    if callable(describe_judge):  # a template-defined judge: its own description, template and choices
         details = describe_judge()
         lines += [details.get("description") or scorer.description, ""]
-        if details.get("template_file"):
-            lines += [f"template: {details['template_file']}", ""]
+        template = getattr(scorer, "template", None)
+        if template is not None:
+            lines.append(f"template ({details.get('template_file') or 'defined in code'}):")
+            for role, content in template.messages:
+                lines.append(f"  [{role}]")
+                lines += [f"    {line}" for line in content.rstrip("\n").splitlines()]
+            lines.append("")
         lines.append("choice_scores:")
         lines += [f"  {choice}: {value}" for choice, value in details.get("choice_scores", {}).items()]
         lines.append("")
@@ -169,7 +191,7 @@ def describe(scorer: Scorer, aliases: Sequence[str] = ()) -> str:
         need = "required" if f.required else "optional"
         lines.append(f"  {f.name:<12} {need:<9} {f.type_names()}" + (f"  {f.description}" if f.description else ""))
     lines.append("  (input, output, expected and metadata are always accepted)")
-    lines += ["", "parameters (as configured by default):"]
+    lines += ["", "parameters (as configured by default; set with -p NAME.KEY=VALUE or scorers.get(NAME, KEY=...)):"]
     params = scorer.params()
     lines += [f"  {k} = {json.dumps(v, default=str)}" for k, v in params.items()] or ["  (none)"]
     if scorer.example:
@@ -183,9 +205,25 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_resume(out: str | None, rows: Any, previous: list[dict[str, Any]]) -> Any:
-    """Skip the rows already in OUT after checking they are the same rows, in order."""
+def _resume_from(out: str, rows: Iterator[dict[str, Any]], scorers: Sequence[Scorer]) -> list[dict[str, Any]]:
+    """The records already in OUT, after checking they hold DATA's first rows, in order, scored by these scorers.
+
+    Consumes those rows from ``rows``.
+    """
+    previous = read_completed(out)
+    wanted = [s.name for s in scorers]
     for i, record in enumerate(previous):
+        written = list(record["scores"])
+        if written != wanted:
+            missing = [n for n in wanted if n not in written]
+            extra = [n for n in written if n not in wanted]
+            differences = "; ".join(part for part in (
+                f"not in {out}: {', '.join(missing)}" if missing else "",
+                f"only in {out}: {', '.join(extra)}" if extra else "",
+                "the same scorers in another order" if not missing and not extra else "") if part)
+            raise ConfigError(f"{out}:{i + 1}: was scored with -s {' -s '.join(written)}, this run asks for "
+                              f"-s {' -s '.join(wanted)} ({differences}); resume with the same scorers, "
+                              "or write to a new file")
         try:
             row = next(rows)
         except StopIteration:
@@ -193,7 +231,7 @@ def _check_resume(out: str | None, rows: Any, previous: list[dict[str, Any]]) ->
         stored = {k: v for k, v in record.items() if k not in RESULT_KEYS}
         if json.loads(json.dumps(row, default=str)) != stored:
             raise DataError(f"{out}:{i + 1}: does not match input row {i + 1}; is it the results of another file?")
-    return rows
+    return previous
 
 
 def _print_summary(summary: Summary, stream: Any) -> None:
@@ -222,9 +260,27 @@ def _print_summary(summary: Summary, stream: Any) -> None:
     print(f"{summary.rows} rows in {summary.elapsed_s:.2f}s", file=stream)
 
 
+def _thresholds(items: Sequence[str], scorers: Sequence[Scorer]) -> dict[str, float]:
+    thresholds = {}
+    known = {s.name.lower(): s.name for s in scorers}
+    for name, value in _parse_pairs(items, "--threshold"):
+        if name.lower() not in known:
+            raise ConfigError(f"--threshold {name}: not one of the scorers being run ({', '.join(known.values())})")
+        try:
+            minimum = float(value)
+        except ValueError:
+            raise ConfigError(f"--threshold {name}={value}: not a number") from None
+        if not 0.0 <= minimum <= 1.0:  # also refuses nan
+            raise ConfigError(f"--threshold {name}={value}: scores lie in [0, 1], so the minimum mean must too")
+        thresholds[known[name.lower()]] = minimum
+    return thresholds
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise ConfigError(f"--concurrency must be at least 1, got {args.concurrency}")
+    if args.workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {args.workers}")
     llm_settings: dict[str, Any] = {}
     if args.model:
         llm_settings["model"] = args.model
@@ -239,38 +295,32 @@ def cmd_run(args: argparse.Namespace) -> int:
     params = _scorer_params(args.scorers, args.param)
     scorers = resolve_scorers([registry.get(name, **params[name]) for name in args.scorers])
     mapping = dict(_parse_pairs(args.map, "--map"))
-    thresholds = {}
-    known = {s.name.lower(): s.name for s in scorers}
-    for name, value in _parse_pairs(args.threshold, "--threshold"):
-        if name.lower() not in known:
-            raise ConfigError(f"--threshold {name}: not one of the scorers being run ({', '.join(known.values())})")
-        try:
-            thresholds[known[name.lower()]] = float(value)
-        except ValueError:
-            raise ConfigError(f"--threshold {name}={value}: not a number") from None
+    thresholds = _thresholds(args.threshold, scorers)
 
     rows = read_rows(args.data, args.format)
     previous: list[dict[str, Any]] = []
     if args.resume:
         if not args.output or args.output == "-":
             raise ConfigError("--resume needs -o OUT.jsonl")
-        previous = read_completed(args.output)
-        rows = _check_resume(args.output, rows, previous)
+        previous = _resume_from(args.output, rows, scorers)
 
-    run = evaluate(rows, scorers, mapping=mapping, concurrency=args.concurrency, start=len(previous))
+    run = evaluate(rows, scorers, mapping=mapping, concurrency=args.concurrency, workers=args.workers,
+                   start=len(previous))
     for record in previous:
-        run.summary.add(_row_from_record(record))
+        run.summary.add(RowResult.from_record(record))
     total = count_rows(args.data, args.format) if args.data != "-" else None
     progress = _progress(total, len(previous), args.progress)
     failed_rows = sum(1 for r in previous if r.get("errors"))
-    with ResultWriter(args.output, append=bool(previous)) as writer:
-        for result in run:
-            writer.write(result.to_record(with_metadata=args.metadata))
-            failed_rows += bool(result.errors)
-            if progress is not None:
-                progress.update(1)
-    if progress is not None:
-        progress.close()
+    try:
+        with ResultWriter(args.output, append=bool(previous)) as writer:
+            for result in run:
+                writer.write(result.to_record(with_metadata=args.metadata))
+                failed_rows += bool(result.errors)
+                if progress is not None:
+                    progress.update(1)
+    finally:
+        if progress is not None:
+            progress.close()
     _print_summary(run.summary, sys.stderr)
     if args.summary_json:
         with open(args.summary_json, "w") as fh:
@@ -278,25 +328,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     status = 0
     for name, minimum in thresholds.items():
         mean = run.summary.scorers[name]["mean"]
-        if mean is None or math.isnan(mean) or mean < minimum:
-            print(f"threshold not met: {name} mean {mean if mean is None else round(mean, 4)} < {minimum}", file=sys.stderr)
+        if mean is None:
+            print(f"threshold not met: {name} has no scores to average (every row failed or was skipped); "
+                  f"needed a mean of at least {minimum}", file=sys.stderr)
+            status = 1
+        elif mean < minimum:
+            print(f"threshold not met: {name} mean {mean:.4f} < {minimum}", file=sys.stderr)
             status = 1
     if args.fail_on_error and failed_rows:
         print(f"{failed_rows} row(s) had scorer errors", file=sys.stderr)
         status = 1
-    return status
-
-
-def _row_from_record(record: dict[str, Any]) -> RowResult:
-    """A row already in the results file, for the summary of a resumed run."""
-    result = RowResult(-1, {})
-    metadata = record.get("metadata_scores") or {}
-    for name, value in record["scores"].items():
-        if name in (record.get("errors") or {}):
-            result.errors[name] = record["errors"][name]
-        else:
-            result.results[name] = Score(name, value, dict(metadata.get(name) or {}))
-    return result
+    for problem in run.summary.problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return 3 if run.summary.problems else status
 
 
 def _progress(total: int | None, done: int, wanted: bool | None) -> Any:
@@ -323,8 +367,17 @@ def cmd_check(args: argparse.Namespace) -> int:
 COMMANDS = {"list": cmd_list, "show": cmd_show, "run": cmd_run, "check": cmd_check}
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that the run unwinds like Ctrl-C (files closed, work cancelled)."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         for directory in getattr(args, "templates", []):
             from .templates import add_template_dir
@@ -335,7 +388,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print("interrupted; the rows written so far are complete (continue with --resume)", file=sys.stderr)
         return 130
+    except Terminated:
+        print("terminated; the rows written so far are complete (continue with --resume)", file=sys.stderr)
+        return 143
     except BrokenPipeError:
         return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import stat
 import sys
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ __all__ = ["read_rows", "count_rows", "ResultWriter", "read_completed", "RESULT_
 
 FORMATS = ("jsonl", "json", "csv")
 #: Keys the runner adds to a row in the results file.
-RESULT_KEYS = ("scores", "errors", "metadata_scores")
+RESULT_KEYS = ("scores", "errors", "stats", "metadata_scores")
 
 
 def detect_format(path: str) -> str:
@@ -57,12 +58,14 @@ def _open(path: str) -> IO[str]:
 def _read_jsonl(path: str) -> Iterator[dict[str, Any]]:
     with _open(path) as fh:
         for lineno, line in enumerate(fh, 1):
-            if not line.strip():
+            text = line.rstrip("\r\n")
+            if not text.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+                where = "at the end of the line" if exc.pos >= len(text.rstrip()) else f"at column {exc.colno}"
+                raise DataError(f"{path}:{lineno}: invalid JSON ({exc.msg} {where})") from None
             if not isinstance(row, dict):
                 raise DataError(f"{path}:{lineno}: expected a JSON object per line, got {type(row).__name__}")
             yield row
@@ -138,13 +141,15 @@ class ResultWriter:
     """Appends one JSON line per row.
 
     Each line is flushed to the OS as soon as it is written (a killed process
-    loses nothing written), and fsynced at least every ``sync_interval_s``
-    seconds and on close (a machine crash loses at most that window).
+    loses nothing written); a regular file is also fsynced at least every
+    ``sync_interval_s`` seconds and on close (a machine crash loses at most that
+    window). Pipes, terminals and devices such as ``/dev/null`` are flushed only.
     """
 
     def __init__(self, path: str | None, *, append: bool = False, sync_interval_s: float = 1.0) -> None:
         self.path = path
         self._fh: IO[str] = sys.stdout if path in (None, "-") else open(path, "a" if append else "w", encoding="utf-8")
+        self._syncs = self._fh is not sys.stdout and stat.S_ISREG(os.fstat(self._fh.fileno()).st_mode)
         self._sync_interval_s = sync_interval_s
         self._last_sync = time.monotonic()
 
@@ -155,7 +160,8 @@ class ResultWriter:
             self.sync()
 
     def sync(self) -> None:
-        if self._fh is not sys.stdout:
+        self._fh.flush()
+        if self._syncs:
             os.fsync(self._fh.fileno())
         self._last_sync = time.monotonic()
 

@@ -1,27 +1,40 @@
 """Batch runner: stream rows through sync and async scorers, in input order.
 
-A scorer that fails on a row records a typed error for that row and the run
-goes on; nothing becomes a silent NaN. Async scorers (LLM judges) run
-concurrently under one run-wide limit; sync scorers score whole chunks through
-their vectorised path in a worker thread, so they do not stall the judges.
+Failure policy:
+
+- a :class:`~scorers.errors.ScorerError` for a row (bad input, a judge that gave
+  up) is recorded on that row and the run goes on;
+- a :class:`~scorers.errors.ConfigError` (missing extra, key, WordNet, bad
+  parameter or template) stops the run at once: it is raised from the iteration;
+- any other exception (a bug, an ``ImportError``) is recorded on its row as
+  ``unexpected``; :attr:`Summary.problems` names it, and names every scorer
+  that failed on every row.
+
+Async scorers (LLM judges) run concurrently under one run-wide limit; sync
+scorers score whole chunks through their batch path in a worker thread, or in
+``workers`` processes.
 
 >>> import scorers
 >>> run = scorers.evaluate([{"output": "a", "expected": "a"}, {"output": "b"}], ["ExactMatch"])
 >>> [(r.scores["ExactMatch"], sorted(r.errors)) for r in run]
 [(1.0, []), (None, ['ExactMatch'])]
->>> run.summary.scorers["ExactMatch"]["errors"]
-1
+>>> run.summary.scorers["ExactMatch"]["errors"], run.summary.problems
+(1, [])
 """
 from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
+import multiprocessing
+import pickle
 import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 
-from ._aio import background_loop, run_sync
-from .base import Aggregator, Scorer
+from ._aio import background_loop
+from .aggregate import Aggregator
+from .base import Scorer
 from .errors import ConfigError, ScorerError
 from .registry import get
 from .score import Score
@@ -36,7 +49,7 @@ class RowResult:
     index: int
     row: dict[str, Any]
     results: dict[str, Score] = field(default_factory=dict)
-    errors: dict[str, dict[str, str]] = field(default_factory=dict)
+    errors: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def scores(self) -> dict[str, float | None]:
@@ -46,22 +59,45 @@ class RowResult:
         return values
 
     def to_record(self, *, with_metadata: bool = False) -> dict[str, Any]:
-        """The row's fields plus ``scores`` (and ``errors``/``metadata`` where present)."""
+        """The row's fields plus ``scores`` (and ``errors``, ``stats``, ``metadata_scores`` where present)."""
         record = dict(self.row)
         record["scores"] = self.scores
         if self.errors:
             record["errors"] = self.errors
+        stats = {name: list(s.stats) for name, s in self.results.items() if s.stats is not None}
+        if stats:
+            record["stats"] = stats
         if with_metadata:
             record["metadata_scores"] = {name: s.metadata for name, s in self.results.items()}
         return record
 
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], index: int = -1) -> "RowResult":
+        """A row of a results file (as :meth:`to_record` wrote it), e.g. for the summary of a resumed run."""
+        result = cls(index, {})
+        metadata = record.get("metadata_scores") or {}
+        stats = record.get("stats") or {}
+        errors = record.get("errors") or {}
+        for name, value in record["scores"].items():
+            if name in errors:
+                result.errors[name] = errors[name]
+            else:
+                row_stats = stats.get(name)
+                result.results[name] = Score(name, value, dict(metadata.get(name) or {}),
+                                             None if row_stats is None else tuple(row_stats))
+        return result
+
 
 class Summary:
-    """Per-scorer figures over a run: n, mean, stdev, min, max, skipped, errors, and any corpus figures."""
+    """Per-scorer figures over a run: n, mean, stdev, min, max, skipped, errors, and any corpus figures.
+
+    Summaries of shards of a run :meth:`merge` into the summary of the whole run.
+    """
 
     def __init__(self, scorers: Sequence[Scorer]) -> None:
         self._aggregators: dict[str, Aggregator] = {s.name: s.aggregator() for s in scorers}
         self._errors: dict[str, collections.Counter[str]] = {s.name: collections.Counter() for s in scorers}
+        self._unexpected: collections.Counter[str] = collections.Counter()
         self.rows = 0
         self.started = time.perf_counter()
         self.elapsed_s = 0.0
@@ -72,7 +108,22 @@ class Summary:
             self._aggregators[name].add(score)
         for name, error in result.errors.items():
             self._errors[name][error["type"]] += 1
+            if error.get("unexpected"):
+                self._unexpected[name] += 1
         self.elapsed_s = time.perf_counter() - self.started
+
+    def merge(self, other: "Summary") -> "Summary":
+        """Fold the summary of other rows of the same run into this one; returns ``self``."""
+        if other._aggregators.keys() != self._aggregators.keys():
+            raise ValueError(f"cannot merge summaries of different scorers: {sorted(self._aggregators)} "
+                             f"and {sorted(other._aggregators)}")
+        self.rows += other.rows
+        for name, aggregator in self._aggregators.items():
+            aggregator.merge(other._aggregators[name])
+            self._errors[name].update(other._errors[name])
+        self._unexpected.update(other._unexpected)
+        self.elapsed_s = max(self.elapsed_s, other.elapsed_s)
+        return self
 
     @property
     def scorers(self) -> dict[str, dict[str, Any]]:
@@ -82,11 +133,28 @@ class Summary:
             figures["errors"] = sum(self._errors[name].values())
             if self._errors[name]:
                 figures["error_types"] = dict(self._errors[name])
+            if self._unexpected[name]:
+                figures["unexpected_errors"] = self._unexpected[name]
             out[name] = figures
         return out
 
+    @property
+    def failed_scorers(self) -> list[str]:
+        """Scorers that failed on every row of a non-empty run."""
+        return [name for name, errors in self._errors.items() if self.rows and sum(errors.values()) == self.rows]
+
+    @property
+    def problems(self) -> list[str]:
+        """Why the run could not score: unexpected errors, and scorers that failed on every row."""
+        found = [f"{name}: {count} row(s) failed with an unexpected error (a bug or a broken environment, "
+                 f"not bad input): {', '.join(self._errors[name])}" for name, count in self._unexpected.items()]
+        found += [f"{name}: failed on every row ({', '.join(f'{t} ×{c}' for t, c in self._errors[name].items())})"
+                  for name in self.failed_scorers]
+        return found
+
     def to_dict(self) -> dict[str, Any]:
-        return {"rows": self.rows, "elapsed_s": round(self.elapsed_s, 3), "scorers": self.scorers}
+        return {"rows": self.rows, "elapsed_s": round(self.elapsed_s, 3), "scorers": self.scorers,
+                "problems": self.problems}
 
 
 def resolve_scorers(scorers: Iterable[Scorer | str] | Mapping[str, Scorer]) -> list[Scorer]:
@@ -123,161 +191,254 @@ def lookup(row: Mapping[str, Any], path: str) -> Any:
     return value
 
 
-def _arguments(scorer: Scorer, row: Mapping[str, Any], mapping: Mapping[str, str]) -> dict[str, Any]:
-    kwargs = {}
-    for name in scorer.accepted_fields():
-        value = lookup(row, mapping.get(name, name))
-        if value is not _ABSENT:
-            kwargs[name] = value
-    return kwargs
+def _check_first_row(mapping: Mapping[str, str], row: Mapping[str, Any], scorers: Sequence[Scorer]) -> None:
+    """Usage errors found before scoring: a mapping must name a field some scorer reads and a column the
+    first row has, and the first row must hold every required field (a column absent there is a typo or a
+    missing ``mapping``, not bad data: every row would fail)."""
+    columns = ", ".join(map(str, row))
+    accepted = {name for s in scorers for name in s.accepted_fields()}
+    for target, column in mapping.items():
+        if target not in accepted:
+            raise ConfigError(f"mapping {target}={column}: no scorer of this run reads a field {target!r} "
+                              f"(fields: {', '.join(sorted(accepted))})")
+        if lookup(row, column) is _ABSENT:
+            raise ConfigError(f"mapping {target}={column}: the first row has no column or path {column!r} "
+                              f"(columns: {columns})")
+    for scorer in scorers:
+        for name in scorer.required_fields():
+            if name not in scorer._bound and name not in mapping and lookup(row, name) is _ABSENT:
+                raise ConfigError(f"{scorer.name} needs the field {name!r}, and the first row has no column "
+                                  f"{name!r} (columns: {columns}); map one to it (--map {name}=COLUMN, or "
+                                  f"evaluate(..., mapping={{{name!r}: 'COLUMN'}}))", scorer=scorer.name)
 
 
-class _Run:
-    def __init__(self, scorers: list[Scorer], mapping: Mapping[str, str], concurrency: int) -> None:
+def _error_record(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, ScorerError):
+        return exc.to_dict()
+    return {"type": type(exc).__name__, "message": str(exc) or repr(exc), "unexpected": True}
+
+
+def _score_sync(scorer: Scorer, args: list[dict[str, Any]]) -> list[Score | BaseException]:
+    """A sync scorer's batch; an unexpected failure of the batch is isolated to the row(s) at fault."""
+    try:
+        return list(scorer.score_batch(args))
+    except Exception:
+        outcomes: list[Score | BaseException] = []
+        for kwargs in args:
+            try:
+                outcomes.append(scorer.score_batch([kwargs])[0])
+            except Exception as exc:
+                outcomes.append(exc)
+        return outcomes
+
+
+# ------------------------------------------------------------- worker processes
+_worker_scorers: list[Scorer] = []
+
+
+def _init_worker(payload: bytes) -> None:
+    _worker_scorers[:] = pickle.loads(payload)
+
+
+def _score_in_worker(args_per_scorer: list[list[dict[str, Any]]]) -> list[list[Score | BaseException]]:
+    return [_score_sync(scorer, args) for scorer, args in zip(_worker_scorers, args_per_scorer)]
+
+
+def _process_pool(scorers: list[Scorer], workers: int) -> concurrent.futures.ProcessPoolExecutor:
+    try:
+        payload = pickle.dumps(scorers)
+    except Exception as exc:
+        raise ConfigError(f"workers={workers} needs picklable scorers, but pickling failed: {exc}") from exc
+    # forkserver: workers start from a clean process that imported scorers, not from a fork of this
+    # (multi-threaded) one
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["scorers"])
+    return concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                                  initargs=(payload,))
+
+
+class _Pipeline:
+    """Scores chunks of rows with up to ``prefetch`` chunks in flight; yields them in input order."""
+
+    def __init__(self, rows: Iterable[Mapping[str, Any]], scorers: list[Scorer], mapping: Mapping[str, str],
+                 concurrency: int, chunk_size: int, prefetch: int, start: int, workers: int) -> None:
         self.scorers = scorers
         self.mapping = dict(mapping)
-        self.semaphore = asyncio.Semaphore(max(1, concurrency))
-        # one chunk at a time per sync scorer: CPU-bound batch paths (a model's forward pass)
-        # must not run several times over on 2 cores, and need not be thread-safe across chunks
-        self.cpu_turns = {id(s): asyncio.Lock() for s in scorers if not s.is_async}
+        self.concurrency = concurrency
+        self.chunk_size = chunk_size
+        self.prefetch = prefetch
+        self.workers = workers
+        self.index = start
+        self._rows = iter(rows)
+        self._exhausted = False
+        self._checked = False
+        self._pending: collections.deque[asyncio.Task[list[RowResult]]] = collections.deque()
+        self._sync = [s for s in scorers if not s.is_async]
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+        self._cpu_turns: dict[int, asyncio.Lock] = {}
 
-    async def _async_scorer(self, scorer: Scorer, rows: list[dict[str, Any]]) -> list[Score | Exception]:
-        # any exception is recorded for its row; the run goes on
-        return await scorer.ascore_rows([self._args(scorer, r) for r in rows], limit=self.semaphore, catch=Exception)
+    def _args(self, scorer: Scorer, row: Mapping[str, Any]) -> dict[str, Any]:
+        kwargs = {}
+        for name in scorer.accepted_fields():
+            value = lookup(row, self.mapping.get(name, name))
+            if value is not _ABSENT:
+                kwargs[name] = value
+        return kwargs
 
-    async def _sync_turn(self, scorer: Scorer, args: list[dict[str, Any]]) -> list[Score | Exception]:
-        async with self.cpu_turns[id(scorer)]:
-            return await asyncio.to_thread(self._sync_scorer, scorer, args)
+    def _next_rows(self) -> list[dict[str, Any]]:
+        chunk: list[dict[str, Any]] = []
+        for row in self._rows:
+            if not isinstance(row, Mapping):
+                raise ConfigError(f"row {self.index + len(chunk)} is a {type(row).__name__}, not a mapping of fields")
+            if not self._checked:
+                _check_first_row(self.mapping, row, self.scorers)
+                self._checked = True
+            chunk.append(dict(row))
+            if len(chunk) >= self.chunk_size:
+                break
+        return chunk
 
-    @staticmethod
-    def _sync_scorer(scorer: Scorer, args: list[dict[str, Any]]) -> list[Score | Exception]:
+    async def _score_async(self, scorer: Scorer, args: list[dict[str, Any]]) -> list[Score | BaseException]:
+        assert self._semaphore is not None
         try:
-            return list(scorer.score_rows(args))
-        except Exception:  # an unexpected failure in the batch path: isolate the row(s) at fault
-            outcomes: list[Score | Exception] = []
+            return list(await scorer.ascore_batch(args, limit=self._semaphore))
+        except Exception:
+            outcomes: list[Score | BaseException] = []
             for kwargs in args:
                 try:
-                    outcomes.append(scorer(**kwargs))
+                    outcomes.append((await scorer.ascore_batch([kwargs], limit=self._semaphore))[0])
                 except Exception as exc:
                     outcomes.append(exc)
             return outcomes
 
-    def _args(self, scorer: Scorer, row: Mapping[str, Any]) -> dict[str, Any]:
-        return _arguments(scorer, row, self.mapping)
+    async def _score_sync_in_thread(self, scorer: Scorer, args: list[dict[str, Any]]) -> list[Score | BaseException]:
+        # one chunk at a time per sync scorer: CPU-bound batch paths (a model's forward pass)
+        # must not run several times over on few cores, and need not be thread-safe across chunks
+        async with self._cpu_turns.setdefault(id(scorer), asyncio.Lock()):
+            return await asyncio.to_thread(_score_sync, scorer, args)
 
-    async def score_chunk(self, start: int, rows: list[dict[str, Any]]) -> list[RowResult]:
-        jobs = []
-        for scorer in self.scorers:
+    async def _score_chunk(self, start: int, rows: list[dict[str, Any]]) -> list[RowResult]:
+        outcomes: dict[int, list[Score | BaseException]] = {}
+        jobs: list[Any] = []
+        keys: list[int] = []
+        for i, scorer in enumerate(self.scorers):
             if scorer.is_async:
-                jobs.append(self._async_scorer(scorer, rows))
-            else:
-                jobs.append(self._sync_turn(scorer, [self._args(scorer, r) for r in rows]))
-        per_scorer = await asyncio.gather(*jobs)
+                jobs.append(self._score_async(scorer, [self._args(scorer, r) for r in rows]))
+                keys.append(i)
+            elif self._pool is None:
+                jobs.append(self._score_sync_in_thread(scorer, [self._args(scorer, r) for r in rows]))
+                keys.append(i)
+        if self._pool is not None and self._sync:
+            loop = asyncio.get_running_loop()
+            args = [[self._args(s, r) for r in rows] for s in self._sync]
+            jobs.append(loop.run_in_executor(self._pool, _score_in_worker, args))
+        done = await asyncio.gather(*jobs)
+        for key, result in zip(keys, done):
+            outcomes[key] = result
+        if self._pool is not None and self._sync:
+            sync_keys = [i for i, s in enumerate(self.scorers) if not s.is_async]
+            outcomes.update(zip(sync_keys, done[-1]))
         out = []
         for offset, row in enumerate(rows):
             result = RowResult(start + offset, row)
-            for scorer, outcomes in zip(self.scorers, per_scorer):
-                outcome = outcomes[offset]
-                if isinstance(outcome, Exception):
+            for i, scorer in enumerate(self.scorers):
+                outcome = outcomes[i][offset]
+                if isinstance(outcome, ConfigError):  # the run is misconfigured: stop, loudly
+                    raise outcome
+                if isinstance(outcome, BaseException):
                     result.errors[scorer.name] = _error_record(outcome)
                 else:
                     result.results[scorer.name] = outcome
             out.append(result)
         return out
 
+    async def next_chunk(self) -> list[RowResult] | None:
+        """The next scored chunk in input order, or None at the end."""
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(max(1, self.concurrency))
+            if self.workers > 1 and self._sync:
+                self._pool = _process_pool(self._sync, self.workers)
+        while not self._exhausted and len(self._pending) < self.prefetch:
+            chunk = self._next_rows()
+            if not chunk:
+                self._exhausted = True
+                break
+            self._pending.append(asyncio.ensure_future(self._score_chunk(self.index, chunk)))
+            self.index += len(chunk)
+        if not self._pending:
+            return None
+        return await self._pending.popleft()
 
-def _error_record(exc: Exception) -> dict[str, str]:
-    if isinstance(exc, ScorerError):
-        return exc.to_dict()
-    return {"type": type(exc).__name__, "message": str(exc) or repr(exc)}
-
-
-async def _chunks(
-    rows: Iterable[Mapping[str, Any]],
-    scorers: list[Scorer],
-    *,
-    mapping: Mapping[str, str] | None,
-    concurrency: int,
-    chunk_size: int,
-    prefetch: int,
-    start: int,
-) -> AsyncIterator[list[RowResult]]:
-    """Scored chunks in input order, with up to ``prefetch`` chunks in flight."""
-    run = _Run(scorers, mapping or {}, concurrency)
-    pending: collections.deque[asyncio.Task[list[RowResult]]] = collections.deque()
-    iterator = iter(rows)
-    index = start
-    exhausted = False
-    try:
-        while True:
-            while not exhausted and len(pending) < max(1, prefetch):
-                chunk = []
-                for row in iterator:
-                    if not isinstance(row, Mapping):
-                        raise ConfigError(f"row {index + len(chunk)} is a {type(row).__name__}, not a mapping of fields")
-                    chunk.append(dict(row))
-                    if len(chunk) >= chunk_size:
-                        break
-                if not chunk:
-                    exhausted = True
-                    break
-                pending.append(asyncio.ensure_future(run.score_chunk(index, chunk)))
-                index += len(chunk)
-            if not pending:
-                return
-            yield await pending.popleft()
-    finally:
+    async def close(self) -> None:
+        """Cancel what is in flight and release the worker processes."""
+        pending = list(self._pending)
+        self._pending.clear()
         for task in pending:
             task.cancel()
-
-
-async def aevaluate(
-    rows: Iterable[Mapping[str, Any]],
-    scorers: Iterable[Scorer | str] | Mapping[str, Scorer],
-    *,
-    mapping: Mapping[str, str] | None = None,
-    concurrency: int = 16,
-    chunk_size: int = 128,
-    prefetch: int = 4,
-    start: int = 0,
-) -> AsyncIterator[RowResult]:
-    """Async generator of :class:`RowResult`, in input order (see :func:`evaluate`)."""
-    chunks = _chunks(rows, resolve_scorers(scorers), mapping=mapping, concurrency=concurrency,
-                     chunk_size=chunk_size, prefetch=prefetch, start=start)
-    try:
-        async for chunk in chunks:
-            for result in chunk:
-                yield result
-    finally:
-        await chunks.aclose()
+        await asyncio.gather(*pending, return_exceptions=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
 
 class Evaluation:
-    """A lazily evaluated run: iterate it for :class:`RowResult` s; ``summary`` fills in as you go."""
+    """A lazily evaluated run: iterate it (``for`` or ``async for``) for :class:`RowResult` s.
 
-    def __init__(self, rows: Iterable[Mapping[str, Any]], scorers: list[Scorer], **options: Any) -> None:
+    ``summary`` fills in as rows come. A :class:`~scorers.errors.ConfigError`
+    stops the iteration; an interrupted iteration (Ctrl-C) cancels the work in
+    flight and leaves the rows already consumed valid.
+    """
+
+    def __init__(self, rows: Iterable[Mapping[str, Any]], scorers: list[Scorer], *, mapping: Mapping[str, str] | None,
+                 concurrency: int, chunk_size: int | None, prefetch: int | None, start: int, workers: int) -> None:
+        if concurrency < 1:
+            raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
+        if workers < 1:
+            raise ConfigError(f"workers must be at least 1, got {workers}")
         self.scorers = scorers
         self.summary = Summary(scorers)
-        self._rows = rows
-        self._options = options
+        has_async = any(s.is_async for s in scorers)
+        if chunk_size is None:  # with judges, small chunks: a row is written as soon as its chunk is judged
+            chunk_size = max(1, concurrency // 4) if has_async else (1024 if workers > 1 else 128)
+        if prefetch is None:
+            prefetch = max(4, 2 * workers, -(-2 * concurrency // chunk_size) if has_async else 0)
+        self._pipeline = _Pipeline(rows, scorers, mapping or {}, concurrency, chunk_size, prefetch, start, workers)
         self._consumed = False
 
-    def __iter__(self) -> Iterator[RowResult]:
+    def _claim(self) -> None:
         if self._consumed:
             raise RuntimeError("an Evaluation can be iterated only once (its rows are streamed)")
         self._consumed = True
-        chunks = _chunks(self._rows, self.scorers, **self._options)
+
+    def __iter__(self) -> Iterator[RowResult]:
+        self._claim()
+        loop = background_loop()
         try:
             while True:
+                future = asyncio.run_coroutine_threadsafe(self._pipeline.next_chunk(), loop)
                 try:
-                    chunk = run_sync(chunks.__anext__())
-                except StopAsyncIteration:
+                    chunk = future.result()
+                except BaseException:
+                    future.cancel()
+                    raise
+                if chunk is None:
                     return
                 for result in chunk:
                     self.summary.add(result)
                     yield result
         finally:
-            asyncio.run_coroutine_threadsafe(chunks.aclose(), background_loop()).result()
+            asyncio.run_coroutine_threadsafe(self._pipeline.close(), loop).result()
+
+    async def __aiter__(self) -> AsyncIterator[RowResult]:
+        self._claim()
+        try:
+            while (chunk := await self._pipeline.next_chunk()) is not None:
+                for result in chunk:
+                    self.summary.add(result)
+                    yield result
+        finally:
+            await self._pipeline.close()
 
     def collect(self) -> list[RowResult]:
         """Run to the end and return every row's result."""
@@ -290,17 +451,22 @@ def evaluate(
     *,
     mapping: Mapping[str, str] | None = None,
     concurrency: int = 16,
-    chunk_size: int = 128,
-    prefetch: int = 4,
+    workers: int = 1,
+    chunk_size: int | None = None,
+    prefetch: int | None = None,
     start: int = 0,
 ) -> Evaluation:
     """Score ``rows`` (any iterable of mappings, streamed) with ``scorers``.
 
     ``mapping`` maps scorer fields to row columns or dotted paths
-    (``{"output": "response", "expected": "meta.answer"}``). ``concurrency``
-    bounds in-flight async scorer calls for the whole run; ``chunk_size`` rows
-    are scored together, and up to ``prefetch`` chunks are in flight. Results
-    come back in input order; ``start`` is the index given to the first row.
+    (``{"output": "response", "expected": "meta.answer"}``); a mapped column
+    absent from the first row is a :class:`ConfigError`. ``concurrency`` bounds
+    in-flight async scorer calls for the whole run; ``workers`` > 1 scores the
+    sync (CPU-bound) scorers in that many processes. Rows are scored in chunks
+    (``chunk_size``; by default 128, 1024 with workers, ``concurrency // 4``
+    with judges), up to ``prefetch`` chunks in flight. Results come back in
+    input order; ``start`` is the index given to the first row. Iterate with
+    ``for`` or ``async for``.
 
     >>> import scorers
     >>> run = scorers.evaluate([{"response": "Paris", "answer": "Paris"}], ["Levenshtein"],
@@ -308,6 +474,19 @@ def evaluate(
     >>> [r.scores for r in run]
     [{'Levenshtein': 1.0}]
     """
-    resolved = resolve_scorers(scorers)
-    return Evaluation(rows, resolved, mapping=mapping, concurrency=concurrency, chunk_size=chunk_size,
-                      prefetch=prefetch, start=start)
+    return Evaluation(rows, resolve_scorers(scorers), mapping=mapping, concurrency=concurrency,
+                      chunk_size=chunk_size, prefetch=prefetch, start=start, workers=workers)
+
+
+def aevaluate(rows: Iterable[Mapping[str, Any]], scorers: Iterable[Scorer | str] | Mapping[str, Scorer],
+              **options: Any) -> Evaluation:
+    """:func:`evaluate` for ``async for``; the returned :class:`Evaluation` has the same ``summary``.
+
+    >>> import asyncio, scorers
+    >>> async def main():
+    ...     run = scorers.aevaluate([{"output": "a", "expected": "a"}], ["ExactMatch"])
+    ...     return [r.scores async for r in run], run.summary.scorers["ExactMatch"]["mean"]
+    >>> asyncio.run(main())
+    ([{'ExactMatch': 1.0}], 1.0)
+    """
+    return evaluate(rows, scorers, **options)

@@ -5,7 +5,7 @@ import pytest
 
 import scorers
 from scorers import Score, Scorer
-from scorers.base import Field, MeanAggregator, text_field
+from scorers import Field, MeanAggregator, text_field
 from scorers.errors import ScorerInputError, UnknownArgumentError
 
 
@@ -28,7 +28,6 @@ class Echo(Scorer):
 
 class AsyncEcho(Echo):
     name = "AsyncEcho"
-    is_async = True
 
     async def _ascore(self, **fields):
         await asyncio.sleep(0)
@@ -89,16 +88,103 @@ def test_signature_records_parameters_and_version():
     assert Echo(name="Custom")(output="a").metadata["signature"]["scorer"] == "Echo:Custom"
 
 
-def test_score_rows_records_bad_rows_and_goes_on():
-    results = Echo().score_rows([{"output": "ab"}, {"output": None}, {"output": "abc", "suffix": "d"}])
+def test_score_batch_records_bad_rows_and_goes_on():
+    results = Echo().score_batch([{"output": "ab"}, {"output": None}, {"output": "abc", "suffix": "d"}])
     assert [type(r).__name__ for r in results] == ["Score", "ScorerInputError", "Score"]
     assert results[2].score == 0.75
+    assert results[1].field == "output" and results[1].scorer == "Echo"
 
 
-def test_score_batch_raises_on_bad_row():
-    with pytest.raises(ScorerInputError):
+@pytest.mark.parametrize("cls", [Echo, AsyncEcho])
+def test_ascore_batch_is_the_async_twin(cls):
+    results = asyncio.run(cls().ascore_batch([{"output": "ab", "suffix": "cd"}, {"output": None}]))
+    assert results[0].score == 0.5 and isinstance(results[1], ScorerInputError)
+    assert cls().score_batch([{"output": "ab", "suffix": "cd"}])[0].score == 0.5
+
+
+def test_a_batch_of_non_mappings_is_a_type_error_naming_the_scorer():
+    with pytest.raises(TypeError, match="Echo: a batch is a list of rows"):
         Echo().score_batch(["a", None])
-    assert [s.score for s in Echo().score_batch(["ab", "abc"], suffix=["cd", "d"])] == [0.5, 0.75]
+
+
+def test_is_async_is_derived_from_the_hooks():
+    class OnlyBatch(Scorer):
+        fields = (text_field("output"),)
+
+        def _score_batch(self, rows):
+            return [self.make_score(float(len(r["output"]) > 1)) for r in rows]
+
+    class OnlyAsyncBatch(Scorer):
+        fields = (text_field("output"),)
+
+        async def _ascore_batch(self, rows, limit):
+            return [self.make_score(1.0) for _ in rows]
+
+    assert (Echo.is_async, AsyncEcho.is_async, OnlyBatch.is_async, OnlyAsyncBatch.is_async) == (
+        False, True, False, True)
+    assert OnlyBatch()(output="ab").score == 1.0  # one row is a batch of one
+    assert OnlyAsyncBatch()(output="x").score == 1.0
+    assert asyncio.run(OnlyAsyncBatch().acall(output="x")).score == 1.0
+
+
+def test_a_scorer_without_hooks_says_so():
+    class Nothing(Scorer):
+        fields = (text_field("output"),)
+
+    with pytest.raises(NotImplementedError, match="implements none of"):
+        Nothing()(output="a")
+
+
+def test_hooks_receive_only_declared_fields_and_the_standard_ones_they_name():
+    seen = []
+
+    class Strict(Scorer):
+        fields = (text_field("output"),)
+
+        def _score(self, *, output):  # no **_: an input column must not break it
+            seen.append(output)
+            return self.make_score(1.0)
+
+    class AsksForInput(Scorer):
+        fields = (text_field("output"),)
+
+        def _score(self, *, output, input=None):
+            seen.append(input)
+            return self.make_score(1.0)
+
+    assert Strict()(output="a", input="q", expected="e", metadata={}).score == 1.0
+    assert Strict().score_batch([{"output": "b", "input": "q"}])[0].score == 1.0
+    assert AsksForInput()(output="a", input="the question").score == 1.0
+    assert seen == ["a", "b", "the question"]
+
+
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_bound_arguments_survive_the_positional_form(form):
+    lev = scorers.get("Levenshtein").partial(expected="abcd")
+    score = lev.eval("abc") if form == "sync" else asyncio.run(lev.eval_async("abc"))
+    assert score.score == 0.75  # autoevals gives 0.75 too
+    assert lev.eval("abcd", "abcd").score == 1.0  # a positional expected still wins
+
+
+def test_a_parameter_given_as_a_field_says_where_parameters_go():
+    with pytest.raises(UnknownArgumentError, match=r"'ignore_case' is a parameter of the scorer, not a field.*"
+                                                   r"scorers.get\('ExactMatch', ignore_case=...\)"):
+        scorers.get("ExactMatch").partial(ignore_case=True)
+    with pytest.raises(UnknownArgumentError, match="is a parameter of the scorer"):
+        scorers.get("ExactMatch")(output="a", expected="a", ignore_case=True)
+
+
+@pytest.mark.parametrize("error", [
+    ScorerInputError("Echo", "output", "is required but was missing"),
+    UnknownArgumentError("Echo", "x", ["output"], hint="; a hint"),
+    scorers.MissingExtraError("BLEU", "sacrebleu", "text"),
+    scorers.JudgeError("gave up", scorer="Factuality", raw={"reply": 1}, attempts=3),
+])
+def test_errors_cross_process_boundaries_intact(error):
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error) and str(copy) == str(error) and vars(copy) == vars(error)
 
 
 def test_mean_aggregator_streams_figures():

@@ -71,8 +71,8 @@ def test_map_param_threshold_and_errors(tmp_path):
     failing = cli("run", str(data), "-s", "Levenshtein", "--map", "output=response", "--map", "expected=ref",
                   "-o", str(out), "--threshold", "levenshtein=0.9")
     assert failing.returncode == 1 and "threshold not met" in failing.stderr
-    assert cli("run", str(data), "-s", "Levenshtein", "--map", "output=response", "-o", str(out),
-               "--fail-on-error").returncode == 1
+    assert cli("run", str(data), "-s", "Levenshtein", "--map", "output=response", "--map", "expected=ref", "-o",
+               str(out), "--fail-on-error").returncode == 1
 
 
 @pytest.mark.parametrize("args,message", [

@@ -105,21 +105,19 @@ def test_list_contains_matches_autoevals(output, expected, allow_extra, score):
     assert all(len(pair) == 3 for pair in result.metadata["pairs"])
 
 
-@pytest.mark.parametrize("stringify", [True, False], ids=["all-str columns (columnar path)", "mixed types (row path)"])
+@pytest.mark.parametrize("stringify", [True, False], ids=["all str", "mixed types"])
 @pytest.mark.parametrize("normalize", [None, "NFC"])
 def test_levenshtein_batch_equals_single(stringify, normalize):
-    outputs = [str(v[0]) if stringify else v[0] for v in LEVENSHTEIN]
-    expecteds = [str(v[1]) if stringify else v[1] for v in LEVENSHTEIN]
+    rows = [{"output": str(o) if stringify else o, "expected": str(e) if stringify else e} for o, e, _ in LEVENSHTEIN]
     scorer = Levenshtein(normalize=normalize)
-    batch = scorer.score_batch(outputs, expecteds)
-    single = [scorer(output=o, expected=e) for o, e in zip(outputs, expecteds)]
-    assert batch == single
+    assert scorer.score_batch(rows) == [scorer(**row) for row in rows]
 
 
-def test_levenshtein_batch_rejects_bad_rows_on_either_path():
-    with pytest.raises(ScorerInputError, match="'output'"):
-        Levenshtein().score_batch(["a", None], ["a", "b"])
-    assert [s.score for s in Levenshtein().partial(expected="abc").score_batch(["abc", "abd"])] == pytest.approx([1, 2 / 3])
+def test_levenshtein_batch_records_bad_rows_and_keeps_bound_fields():
+    results = Levenshtein().score_batch([{"output": "a", "expected": "a"}, {"output": None, "expected": "b"}])
+    assert results[0].score == 1.0 and isinstance(results[1], ScorerInputError) and results[1].field == "output"
+    bound = Levenshtein().partial(expected="abc")
+    assert [s.score for s in bound.score_batch([{"output": "abc"}, {"output": "abd"}])] == pytest.approx([1, 2 / 3])
 
 
 def test_autoevals_itself_agrees_on_the_vectors():

@@ -7,7 +7,7 @@ import pytest
 
 import scorers
 from scorers import Scorer
-from scorers.base import text_field
+from scorers import text_field
 from scorers.errors import ConfigError
 from scorers.runner import aevaluate, evaluate
 
@@ -16,7 +16,6 @@ class SlowAsync(Scorer):
     """Async scorer that records how many calls are in flight at once."""
 
     name = "SlowAsync"
-    is_async = True
     fields = (text_field("output"),)
 
     def __init__(self, delay=0.01, name=None):
@@ -46,7 +45,7 @@ def test_results_come_in_input_order_with_errors_recorded():
     assert [r.index for r in results] == [0, 1, 2, 3]
     assert [r.scores["ExactMatch"] for r in results] == [1.0, None, 0.0, 0.0]
     assert results[1].errors["ExactMatch"]["type"] == "ScorerInputError"
-    assert results[3].errors["SlowAsync"] == {"type": "RuntimeError", "message": "judge exploded"}
+    assert results[3].errors["SlowAsync"] == {"type": "RuntimeError", "message": "judge exploded", "unexpected": True}
     summary = run.summary.scorers
     assert summary["ExactMatch"]["n"] == 3 and summary["ExactMatch"]["errors"] == 1
     assert summary["SlowAsync"]["errors"] == 1 and summary["SlowAsync"]["error_types"] == {"RuntimeError": 1}
@@ -126,7 +125,7 @@ def test_bad_scorer_lists(bad, match):
 
 def test_non_mapping_row_is_reported():
     with pytest.raises(ConfigError, match="row 1 is a list"):
-        list(evaluate([{"output": "a"}, ["x"]], ["Levenshtein"]))
+        list(evaluate([{"output": "a", "expected": "a"}, ["x"]], ["Levenshtein"]))
 
 
 def test_record_shape():

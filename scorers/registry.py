@@ -150,8 +150,9 @@ class Registry:
         key = self._keys.get(name.lower())
         if key is None:
             lowered = {n.lower(): n for n in self._keys}
-            close = [self._keys[k] for k in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)]
-            hint = f" Did you mean {', '.join(close[:3])}?" if close else ""
+            matches = difflib.get_close_matches(name.lower(), list(lowered), n=6, cutoff=0.6)
+            close = list(dict.fromkeys(self._keys[k] for k in matches))[:3]  # aliases of one scorer name it once
+            hint = f" Did you mean {', '.join(close)}?" if close else ""
             raise UnknownScorerError(f"no scorer named {name!r}.{hint} See `python -m scorers list`.")
         return self._entries[key]
 

@@ -81,6 +81,10 @@ def test_map_param_threshold_and_errors(tmp_path):
     (["run", str(EXAMPLE), "-s", "Levenshtein", "-p", "Levenshtein.normalize=XX"], "normalize must be"),
     (["run", str(EXAMPLE), "-s", "Levenshtein", "--threshold", "BLEU=0.3"], "not one of the scorers"),
     (["run", str(EXAMPLE), "-s", "Levenshtein", "--resume"], "--resume needs -o"),
+    (["run", str(EXAMPLE), "-s", "ExactMatch", "--threshold", "ExactMatch=1.5"], "minimum mean must too"),
+    (["run", str(EXAMPLE), "-s", "ExactMatch", "--map", "output=answr"], "no column or path 'answr'"),
+    (["run", str(EXAMPLE), "-s", "ExactMatch", "--workers", "0"], "--workers must be at least 1"),
+    (["list", "--kind", "nope"], "no scorer is of that kind"),
 ])
 def test_usage_errors_exit_2_with_a_clear_message(args, message):
     result = cli(*args)
@@ -205,3 +209,88 @@ def test_resumed_run_reports_corpus_bleu_only_when_it_can(tmp_path, metadata):
         assert resumed["corpus_bleu"] == whole["corpus_bleu"] and whole["corpus_bleu"] is not None
     else:
         assert resumed["corpus_bleu"] is None and "10 rows" in resumed["corpus_unavailable"]
+
+
+def test_a_missing_api_key_stops_the_run_before_any_row_is_written(tmp_path):
+    out = tmp_path / "out.jsonl"
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    result = cli("run", str(EXAMPLE), "-s", "ExactMatch", "-s", "Factuality", "-o", str(out), env=env)
+    assert result.returncode == 2, result.stderr
+    assert "OPENAI_API_KEY" in result.stderr and "Traceback" not in result.stderr
+    assert out.read_text() == ""
+
+
+def test_a_broken_dependency_is_an_unexpected_error_and_a_non_zero_exit(tmp_path):
+    fake = tmp_path / "site" / "rapidfuzz"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('rapidfuzz is broken: libstdc++ mismatch')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    out = tmp_path / "out.jsonl"
+    result = cli("run", str(EXAMPLE), "-s", "ExactMatch", "-s", "Levenshtein", "-o", str(out), env=env)
+    assert result.returncode == 3, result.stderr
+    assert "Levenshtein: 24 row(s) failed with an unexpected error" in result.stderr
+    assert "Levenshtein: failed on every row (ImportError ×24)" in result.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 24 and records[0]["errors"]["Levenshtein"]["unexpected"] is True
+    assert records[0]["scores"]["ExactMatch"] == 1.0
+
+
+def test_resume_with_other_scorers_says_what_differs(tmp_path):
+    out = tmp_path / "out.jsonl"
+    assert cli("run", str(EXAMPLE), "-s", "ExactMatch", "-s", "Levenshtein", "-o", str(out)).returncode == 0
+    out.write_text("".join(out.read_text().splitlines(keepends=True)[:5]))
+    before = out.read_text()
+    for scorers, differs in ((["ExactMatch"], "only in"), (["ExactMatch", "Levenshtein", "BLEU"], "not in"),
+                             (["Levenshtein", "ExactMatch"], "another order")):
+        result = cli("run", str(EXAMPLE), *[a for s in scorers for a in ("-s", s)], "-o", str(out), "--resume")
+        assert result.returncode == 2 and differs in result.stderr and "was scored with" in result.stderr
+        assert out.read_text() == before  # nothing written is lost
+
+
+def test_output_to_a_device_or_a_pipe(tmp_path):
+    assert cli("run", str(EXAMPLE), "-s", "ExactMatch", "-o", "/dev/null").returncode == 0
+    piped = cli("run", str(EXAMPLE), "-s", "ExactMatch", "-o", "-")
+    assert piped.returncode == 0 and len(piped.stdout.splitlines()) == 24
+
+
+def test_a_torn_json_line_is_reported_where_it_breaks(tmp_path):
+    data = tmp_path / "bad.jsonl"
+    data.write_text('{"output": "a", "expected": "a"}\n{"output": "a", "expected": "a"\n')
+    result = cli("run", str(data), "-s", "ExactMatch")
+    assert result.returncode == 2 and "bad.jsonl:2: invalid JSON" in result.stderr
+    assert "at the end of the line" in result.stderr
+
+
+def test_show_prints_a_judges_template_and_the_registry_hint():
+    result = cli("show", "Factuality")
+    assert result.returncode == 0
+    assert "template (" in result.stderr + result.stdout and "{{output}}" in result.stdout
+    assert "choice_scores:" in result.stdout
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_run_exits_cleanly_and_resumes(tmp_path, sig, code, fake_api_key):
+    from scorers.testing import LoopbackLLM, Reply
+
+    rows = [{"id": i, "input": "q", "output": f"a{i}", "expected": "a"} for i in range(40)]
+    data = write_jsonl(tmp_path / "d.jsonl", rows)
+    out = tmp_path / "out.jsonl"
+    with LoopbackLLM(default=Reply.choice("C"), latency=0.05) as server:
+        env = {**os.environ, "OPENAI_API_KEY": fake_api_key, "OPENAI_BASE_URL": server.base_url,
+               "SCORERS_CACHE_DIR": str(tmp_path / "cache")}
+        args = ["run", str(data), "-s", "Factuality", "-o", str(out), "--concurrency", "2"]
+        proc = subprocess.Popen([sys.executable, "-m", "scorers", *args], cwd=REPO, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 60
+        while time.time() < deadline and (not out.exists() or out.read_text().count("\n") < 2):
+            time.sleep(0.01)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == code, stderr
+        assert "Traceback" not in stderr and "--resume" in stderr
+        written = out.read_text()
+        assert written.endswith("\n") and 2 <= written.count("\n") < 40
+        assert all(json.loads(line)["scores"]["Factuality"] == 1.0 for line in written.splitlines())
+        resumed = cli(*args, "--resume", env=env)
+        assert resumed.returncode == 0, resumed.stderr
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == list(range(40))

@@ -86,3 +86,10 @@ def test_a_broken_plugin_fails_alone_and_says_why(tmp_path, monkeypatch):
         assert reg.get("Fine")(output="x").score == 1.0
     with pytest.raises(ConfigError, match="No module named 'no_such_module_xyz'"):
         reg.get("Broken")
+
+
+def test_suggestions_name_each_scorer_once():
+    with pytest.raises(UnknownScorerError) as info:
+        scorers.get("rouge-lx")
+    suggested = str(info.value).split("Did you mean ")[1].split("?")[0].split(", ")
+    assert len(suggested) == len(set(suggested)) >= 2

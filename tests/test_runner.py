@@ -160,3 +160,117 @@ def test_a_sync_scorer_scores_one_chunk_at_a_time():
     results = evaluate(({"output": str(i)} for i in range(100)), [counting, "Levenshtein"], chunk_size=5,
                        prefetch=8, mapping={"expected": "output"}).collect()
     assert len(results) == 100 and counting.peak == 1
+
+
+# ----------------------------------------------------------------- failure policy
+class NeedsKey(Scorer):
+    """Raises a ConfigError the way a judge without an API key does."""
+
+    fields = (text_field("output"),)
+
+    def _score(self, *, output):
+        raise ConfigError("NeedsKey: no API key; set OPENAI_API_KEY", scorer=self.name)
+
+
+class Broken(Scorer):
+    """Fails the way a broken environment does: an ImportError on every row."""
+
+    fields = (text_field("output"),)
+
+    def _score(self, *, output):
+        raise ImportError("libfoo.so: cannot open shared object file")
+
+
+def test_a_config_error_stops_the_run_at_once():
+    consumed = []
+
+    def rows():
+        for i in range(10_000):
+            consumed.append(i)
+            yield {"output": str(i), "expected": str(i)}
+
+    with pytest.raises(ConfigError, match="no API key"):
+        for _ in evaluate(rows(), ["ExactMatch", NeedsKey()], chunk_size=10, prefetch=2):
+            pass
+    assert len(consumed) < 100
+
+
+def test_unexpected_errors_are_recorded_counted_and_named():
+    run = evaluate([{"output": "a", "expected": "a"}, {"output": "b", "expected": "c"}], ["ExactMatch", Broken()])
+    results = run.collect()
+    assert results[0].errors["Broken"] == {"type": "ImportError", "message": "libfoo.so: cannot open shared object file",
+                                           "unexpected": True}
+    assert results[1].scores["ExactMatch"] == 0.0
+    summary = run.summary
+    assert summary.scorers["Broken"]["unexpected_errors"] == 2 and summary.failed_scorers == ["Broken"]
+    assert len(summary.problems) == 2 and all(p.startswith("Broken: ") for p in summary.problems)
+    assert summary.to_dict()["problems"] == summary.problems
+
+
+def test_a_scorer_failing_on_every_row_is_a_problem_even_with_typed_errors():
+    run = evaluate([{"output": None, "expected": "a"}, {"output": None, "expected": "b"}], ["ExactMatch"])
+    run.collect()
+    assert run.summary.failed_scorers == ["ExactMatch"]
+    assert run.summary.problems == ["ExactMatch: failed on every row (ScorerInputError ×2)"]
+
+
+@pytest.mark.parametrize("mapping,rows,message", [
+    ({"output": "answr"}, [{"answer": "a", "expected": "a"}], "mapping output=answr: the first row has no column"),
+    ({"outptu": "answer"}, [{"answer": "a", "expected": "a"}], "no scorer of this run reads a field 'outptu'"),
+    ({}, [{"answer": "a", "expected": "a"}], "ExactMatch needs the field 'output', and the first row has no column"),
+])
+def test_usage_errors_are_found_on_the_first_row_before_scoring(mapping, rows, message):
+    with pytest.raises(ConfigError, match=message):
+        list(evaluate(rows, ["ExactMatch"], mapping=mapping))
+
+
+def test_a_later_row_missing_a_field_is_that_rows_error():
+    results = evaluate([{"output": "a", "expected": "a"}, {"output": "b"}], ["ExactMatch"]).collect()
+    assert results[1].errors["ExactMatch"]["type"] == "ScorerInputError"
+
+
+def test_summaries_of_shards_merge_into_the_summary_of_the_run():
+    rows = [{"output": f"a{i % 7}", "expected": f"a{i % 5}"} for i in range(300)] + [{"output": None, "expected": "x"}]
+    whole = evaluate(rows, ["Levenshtein", "ExactMatch"])
+    whole.collect()
+    shards = [evaluate(rows[a:a + 100], ["Levenshtein", "ExactMatch"]) for a in range(0, len(rows), 100)]
+    for shard in shards:
+        shard.collect()
+    merged = shards[0].summary
+    for shard in shards[1:]:
+        merged.merge(shard.summary)
+    assert merged.scorers == whole.summary.scorers and merged.rows == whole.summary.rows == 301
+
+
+def test_aevaluate_returns_its_summary_like_evaluate():
+    async def main():
+        run = aevaluate([{"output": "a", "expected": "a"}, {"output": "a", "expected": "b"}], ["ExactMatch"])
+        [r async for r in run]
+        return run.summary
+
+    assert asyncio.run(main()).scorers["ExactMatch"]["mean"] == 0.5
+
+
+# ------------------------------------------------------------------------- workers
+def test_workers_give_the_same_results_and_summary_as_one_process():
+    rows = [{"id": i, "output": f"the cat {i % 13}", "expected": f"the cat {i % 11}"} for i in range(3000)]
+    rows[17]["output"] = None  # a bad row travels back from a worker as its typed error
+    one = evaluate(rows, ["Levenshtein", "ExactMatch"])
+    many = evaluate(rows, ["Levenshtein", "ExactMatch"], workers=2, chunk_size=256)
+    assert [r.to_record() for r in one] == [r.to_record() for r in many]
+    assert one.summary.scorers == many.summary.scorers
+    assert many.summary.scorers["Levenshtein"]["error_types"] == {"ScorerInputError": 1}
+
+
+def test_a_config_error_in_a_worker_process_stops_the_run():
+    with pytest.raises(ConfigError, match="normalize"):
+        scorers.get("Levenshtein", normalize="XX")
+    rows = [{"output": "a", "expected": "a"}] * 50
+    with pytest.raises(ConfigError, match="no API key"):
+        list(evaluate(rows, [scorers.get("ExactMatch"), NeedsKey()], workers=2))
+
+
+@pytest.mark.parametrize("option", ["workers", "concurrency"])
+def test_counts_below_one_are_refused(option):
+    with pytest.raises(ConfigError, match=f"{option} must be at least 1"):
+        evaluate([], ["ExactMatch"], **{option: 0})

@@ -1,0 +1,95 @@
+"""Aggregators: exact figures, and shards that merge into the figures of one pass."""
+import math
+import random
+import statistics
+from fractions import Fraction
+
+import pytest
+
+from scorers import MeanAggregator, Score, StatsAggregator
+
+
+def _values(seed: int, n: int) -> list[float | None]:
+    rng = random.Random(seed)
+    pool = [0.0, 1.0, 0.5, 1 / 3, 2 / 3, 0.1, 5e-324, 1 - 2**-53]
+    return [None if rng.random() < 0.05 else (rng.choice(pool) if rng.random() < 0.3 else rng.random())
+            for _ in range(n)]
+
+
+def _fill(agg, values):
+    for value in values:
+        agg.add(Score("S", value))
+    return agg
+
+
+def _exact(values):
+    xs = [Fraction(v) for v in values if v is not None]
+    n = len(xs)
+    mean = sum(xs) / n
+    variance = sum((x - mean) ** 2 for x in xs) / (n - 1)
+    return float(mean), math.sqrt(float(variance))
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("shards", [1, 2, 3, 7])
+def test_merged_shards_equal_one_pass_exactly(seed, shards):
+    values = _values(seed, 500)
+    whole = _fill(MeanAggregator(), values).result()
+    bounds = sorted(random.Random(seed).sample(range(1, len(values)), shards - 1))
+    parts = [values[a:b] for a, b in zip([0, *bounds], [*bounds, len(values)])]
+    merged = MeanAggregator()
+    for part in reversed(parts):  # merge order does not matter either
+        merged.merge(_fill(MeanAggregator(), part))
+    assert merged.result() == whole
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_figures_are_the_correctly_rounded_exact_values(seed):
+    values = _values(seed, 300)
+    result = _fill(MeanAggregator(), values).result()
+    mean, stdev = _exact(values)
+    scored = [v for v in values if v is not None]
+    assert result["mean"] == mean
+    assert result["stdev"] == stdev  # sqrt of the correctly rounded variance
+    assert result["stdev"] == pytest.approx(statistics.stdev(scored), rel=1e-12)
+    assert (result["n"], result["skipped"]) == (len(scored), len(values) - len(scored))
+    assert (result["min"], result["max"]) == (min(scored), max(scored))
+
+
+def test_constant_scores_have_zero_spread_without_cancellation():
+    result = _fill(MeanAggregator(), [0.1] * 10_001).result()
+    assert result["mean"] == 0.1 and result["stdev"] == 0.0
+
+
+def test_empty_and_single():
+    assert MeanAggregator().result() == {"n": 0, "mean": None, "stdev": None, "min": None, "max": None, "skipped": 0}
+    assert _fill(MeanAggregator(), [None, 0.25]).result()["stdev"] == 0.0
+
+
+def test_merge_refuses_another_kind_of_aggregator():
+    with pytest.raises(TypeError, match="cannot merge"):
+        MeanAggregator().merge(StatsAggregator(lambda totals, rows: {}, ["corpus"]))
+
+
+def _corpus(totals, rows):
+    return {"corpus_ratio": totals[0] / totals[1], "rows_seen": rows}
+
+
+def test_stats_aggregator_sums_statistics_and_merges():
+    scores = [Score("S", 0.5, {}, (i, 10)) for i in range(10)]
+    whole = StatsAggregator(_corpus, ["corpus_ratio"])
+    left, right = StatsAggregator(_corpus, ["corpus_ratio"]), StatsAggregator(_corpus, ["corpus_ratio"])
+    for i, score in enumerate(scores):
+        whole.add(score)
+        (left if i < 4 else right).add(score)
+    assert left.merge(right).result() == whole.result()
+    assert whole.result()["corpus_ratio"] == 45 / 100 and whole.result()["corpus_rows"] == 10
+
+
+def test_stats_aggregator_refuses_a_corpus_figure_over_part_of_the_rows():
+    agg = StatsAggregator(_corpus, ["corpus_ratio"])
+    agg.add(Score("S", 0.5, {}, (1, 2)))
+    agg.add(Score("S", 0.5))  # a row without statistics
+    result = agg.result()
+    assert result["corpus_ratio"] is None and "1 scored rows carry no sufficient statistics" in result["corpus_unavailable"]
+    assert result["n"] == 2

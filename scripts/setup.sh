@@ -20,4 +20,6 @@ if [ ! -f /usr/share/wordnet/index.sense ] || [ ! -f /usr/share/wordnet/data.nou
     fi
 fi
 
-python -m pip install -q --disable-pip-version-check "torch==2.13.0" -e ".[all,dev]"
+# editable_mode=compat puts the checkout on sys.path (a .pth line): `python -m scorers` then finds the real
+# package even when run from a folder holding a clone named scorers/ (setuptools' default import hook loses to it)
+python -m pip install -q --disable-pip-version-check "torch==2.13.0" -e ".[all,dev]" --config-settings editable_mode=compat

@@ -294,3 +294,12 @@ def test_an_interrupted_run_exits_cleanly_and_resumes(tmp_path, sig, code, fake_
         resumed = cli(*args, "--resume", env=env)
         assert resumed.returncode == 0, resumed.stderr
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == list(range(40))
+
+
+def test_a_folder_named_scorers_in_the_working_directory_does_not_shadow_the_package(tmp_path):
+    (tmp_path / "scorers").mkdir()  # e.g. the parent folder of a clone named scorers/
+    (tmp_path / "scorers" / "README.md").write_text("a clone\n")
+    result = subprocess.run([sys.executable, "-m", "scorers", "--version"], capture_output=True, text=True,
+                            cwd=tmp_path, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("scorers ")

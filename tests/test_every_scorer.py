@@ -1,0 +1,130 @@
+"""Properties every registered scorer must have: its settings in its signature, and it travels (pickle, cloudpickle)."""
+from __future__ import annotations
+
+import inspect
+import pickle
+
+import cloudpickle
+import pytest
+
+import scorers
+from scorers.registry import registry
+from scorers.testing import LoopbackLLM, Reply
+
+NAMES = scorers.names()
+
+#: Constructor parameters that do not change the number, and why.
+NOT_IN_SIGNATURE = {
+    "name": "the registered name, already the signature's scorer",
+    "client": "how requests are sent, not what is asked",
+    "engine": "how requests are sent, not what is asked",
+    "api_key": "a credential; never recorded",
+    "max_reasks": "how often an unusable reply is re-asked; a usable reply is the same",
+    "description": "text shown by `show`, not sent to the model",
+    "batch_size": "batching does not change the numbers (tested per family)",
+    "device": "where the model runs",
+    "allow_download": "whether a model may be fetched, not which",
+    "prompt_template": "enters as the template's content hash",
+    "messages": "enters as the template's content hash",
+    "template": "enters as the template's content hash",
+    "choice_scores": "enters as the template's content hash",
+}
+#: Per scorer: parameters that do not change the number on their own, and why.
+NOT_IN_SIGNATURE_FOR = {
+    ("BERTScore", "lang"): "picks bert-score's baseline file; the baseline used enters the signature as `baseline`",
+}
+
+#: A value other than the default, per constructor parameter (parameters missing here fail the test).
+OTHER_VALUE = {
+    "ignore_case": True, "strip": True, "normalize": "NFC", "mode": "all", "pattern": "x+", "full": True,
+    "schema": {"type": "object"}, "string_scorer": "ExactMatch", "number_scorer": "ExactMatch",
+    "preserve_strings": True, "pairwise_scorer": "ExactMatch", "allow_extra_entities": True,
+    "tokenize": "intl", "smooth_method": "floor", "smooth_value": 0.5, "lowercase": True,
+    "effective_order": False, "max_ngram_order": 3, "char_order": 4, "word_order": 1, "beta": 3,
+    "whitespace": True, "eps_smoothing": True, "normalized": True, "no_punct": True, "asian_support": True,
+    "case_sensitive": True, "rouge_type": "rouge2", "use_stemmer": True, "tokenizer": "unicode",
+    "alpha": 0.8, "gamma": 0.4, "preprocess": "none", "stemmer": "none", "synonyms": "none",
+    "use_cot": False, "model": "another-model", "temperature": 0.7, "max_tokens": 77, "response_mode": "json",
+    "samples": 3, "aggregate": "majority", "num_layers": 3, "idf": True, "idf_sents": ["a b c", "a d"],
+    "rescale_with_baseline": True, "baseline_path": "BASELINE", "use_fast_tokenizer": True,
+    "model_type": "another/model", "provider": "openai", "prefix": "query: ", "expected_min": 0.5,
+    "base_url": "http://127.0.0.1:9/v1",
+}
+#: Settings both scorers get, where the parameter only makes sense with them.
+CONTEXT = {"smooth_value": {"smooth_method": "floor"}, "aggregate": {"samples": 3, "temperature": 0.7},
+           "samples": {"temperature": 0.7}, "base_url": {"provider": "openai"}, "model_type": {"num_layers": 3},
+           "idf_sents": {"idf": True, "idf_sents": ["x y"]}}
+#: Settings that must change together with the parameter.
+COUPLED = {"idf": {"idf_sents": ["a b c", "a d"]}, "rescale_with_baseline": {"baseline_path": "BASELINE"},
+           "baseline_path": {"rescale_with_baseline": True}}
+#: Per scorer, other values where the shared one is not valid for it.
+OTHER_VALUE_FOR = {"METEOR": {"tokenizer": "whitespace", "beta": 2.0}, "ROUGE": {"rouge_type": "rouge1"},
+                   "ROUGE-1": {"rouge_type": "rouge2"},
+                   "ROUGE-2": {"rouge_type": "rouge1"}, "EmbeddingSimilarity": {"model": "another-model"}}
+
+
+def _scorer_class(name: str) -> type:
+    entry = registry.entry(name)
+    return entry.scorer_class or type(entry.create())
+
+
+def _cases() -> list[tuple[str, str]]:
+    return [(name, p.name) for name in NAMES
+            for p in inspect.signature(_scorer_class(name).__init__).parameters.values()
+            if p.name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+            and p.name not in NOT_IN_SIGNATURE and (name, p.name) not in NOT_IN_SIGNATURE_FOR]
+
+
+@pytest.mark.parametrize("name,param", _cases())
+def test_every_setting_that_changes_the_number_is_in_the_signature(name, param, tmp_path, monkeypatch, fake_api_key):
+    assert param in OTHER_VALUE, f"{name}.{param}: add a non-default value to OTHER_VALUE (or a reason to NOT_IN_SIGNATURE)"
+    monkeypatch.setenv("OPENAI_API_KEY", fake_api_key)
+    baseline_file = tmp_path / "baseline.csv"  # bert-score's format: a row of P, R, F per layer
+    baseline_file.write_text("LAYER,P,R,F\n" + "".join(f"{layer},0.5,0.5,0.5\n" for layer in range(13)))
+
+    def resolve(value):
+        return str(baseline_file) if value == "BASELINE" else value
+
+    value = resolve(OTHER_VALUE_FOR.get(name, {}).get(param, OTHER_VALUE[param]))
+    context = {k: resolve(v) for k, v in CONTEXT.get(param, {}).items()}
+    coupled = {k: resolve(v) for k, v in COUPLED.get(param, {}).items()}
+    baseline = scorers.get(name, **context)
+    changed = scorers.get(name, **{**context, **coupled, param: value})
+    before, after = baseline.signature(), changed.signature()
+    assert before != after, f"{name}: {param}={value!r} does not change the signature {before}"
+    differing = {k for k in after if before.get(k) != after.get(k)}
+    assert differing, f"{name}: {param} missing from the signature"
+
+
+def _row(name: str) -> dict:
+    row = {field: "the cat sat on the mat" for field in scorers.get(name).required_fields()}
+    special = {"NumericDiff": {"output": 3, "expected": 4}, "ListContains": {"output": ["a", "b"], "expected": ["a"]},
+               "ValidJSON": {"output": '{"a": 1}'}, "JSONDiff": {"output": {"a": 1}, "expected": {"a": 2}},
+               "RegexMatch": {}, "Translation": {"language": "French"}}
+    row.update(special.get(name, {}))
+    return row
+
+
+@pytest.fixture(scope="module")
+def judge_server():
+    with LoopbackLLM(default=Reply.choice("Y")) as server:
+        for choice in "ABCDE":  # each judge's choices: reply with one that exists
+            server.script(Reply.choice(choice), match=f'"{choice}"', times=None)
+        yield server
+
+
+@pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps], ids=["pickle", "cloudpickle"])
+@pytest.mark.parametrize("name", NAMES)
+def test_every_scorer_travels_before_and_after_first_use(name, dumps, judge_server, monkeypatch, fake_api_key):
+    monkeypatch.setenv("OPENAI_API_KEY", fake_api_key)
+    monkeypatch.setenv("OPENAI_BASE_URL", judge_server.base_url)
+    kwargs = {"pattern": "cat"} if name == "RegexMatch" else {}
+    scorer = scorers.get(name, **kwargs)
+    fresh = pickle.loads(dumps(scorer))  # before first use
+    row = _row(name)
+    first = scorer(**row)
+    used = pickle.loads(dumps(scorer))  # after first use: models, caches, clients are rebuilt
+    for copy in (fresh, used):
+        again = copy(**row)
+        assert (again.name, again.score) == (first.name, first.score)
+        assert again.metadata["signature"] == first.metadata["signature"]

@@ -47,10 +47,6 @@ class Aggregator:
             raise TypeError(f"cannot merge a {type(other).__name__} into a {type(self).__name__}")
 
 
-def _scaled(x: float) -> int:
-    """``x * 2**1074`` exactly, as an integer."""
-    numerator, denominator = x.as_integer_ratio()
-    return numerator << (_SHIFT - denominator.bit_length() + 1)
 
 
 class MeanAggregator(Aggregator):
@@ -73,10 +69,11 @@ class MeanAggregator(Aggregator):
         if x is None:
             self.skipped += 1
             return
-        scaled = _scaled(x)
+        numerator, denominator = x.as_integer_ratio()  # denominator = 2**k, k <= 1074
+        shift = _SHIFT + 1 - denominator.bit_length()
         self.n += 1
-        self._sum += scaled
-        self._sum_sq += scaled * scaled
+        self._sum += numerator << shift
+        self._sum_sq += (numerator * numerator) << (2 * shift)  # square the small numerator, then scale
         if self.min is None or x < self.min:
             self.min = x
         if self.max is None or x > self.max:

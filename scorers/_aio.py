@@ -7,25 +7,34 @@ background loop, so async clients bound to that loop stay usable across calls.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from typing import Awaitable, TypeVar
 
-T = TypeVar("T")
+from ._util import memoize
 
-_lock = threading.Lock()
-_loop: asyncio.AbstractEventLoop | None = None
+T = TypeVar("T")
 
 
 def background_loop() -> asyncio.AbstractEventLoop:
-    """The process-wide event loop that runs sync calls of async code."""
-    global _loop
-    with _lock:
-        if _loop is None or _loop.is_closed():
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="scorers-loop", daemon=True)
-            thread.start()
-            _loop = loop
-        return _loop
+    """The event loop, running in a daemon thread, that runs sync calls of async code in this process.
+
+    One per process: a forked child (multiprocessing, Spark) gets its own, not the parent's loop whose thread
+    did not survive the fork.
+    """
+    return _loop_of(os.getpid())
+
+
+def started_background_loop() -> asyncio.AbstractEventLoop | None:
+    """This process's background loop if sync code has started it, else None (starts nothing)."""
+    return _loop_of.cached(os.getpid())  # type: ignore[attr-defined]
+
+
+@memoize
+def _loop_of(pid: int) -> asyncio.AbstractEventLoop:
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, name="scorers-loop", daemon=True).start()
+    return loop
 
 
 def run_sync(awaitable: Awaitable[T]) -> T:

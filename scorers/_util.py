@@ -79,6 +79,11 @@ def memoize(func: F) -> F:
                 results[key] = func(*args, **kwargs)
             return results[key]
 
+    def cached(*args: Any, **kwargs: Any) -> Any:
+        """The result for these arguments if it was computed, else None (computes nothing)."""
+        return results.get((args, tuple(sorted(kwargs.items()))) if kwargs else args)
+
+    wrapper.cached = cached  # type: ignore[attr-defined]
     wrapper.cache_clear = results.clear  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
 

@@ -192,3 +192,16 @@ def test_mean_aggregator_streams_figures():
     for value in (0.0, 1.0, None, 0.5):
         agg.add(Score("S", value))
     assert agg.result() == {"n": 3, "mean": 0.5, "stdev": 0.5, "min": 0.0, "max": 1.0, "skipped": 1}
+
+
+def test_a_forked_child_runs_async_scorers_on_its_own_loop():
+    import multiprocessing
+
+    AsyncEcho()(output="ab")  # the parent's background loop is running now
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        assert pool.apply(_async_echo_score, ("ab",), ) == 1.0
+
+
+def _async_echo_score(output):
+    return AsyncEcho()(output=output).score

@@ -173,7 +173,8 @@ def test_run_with_a_judge_against_the_loopback_server(tmp_path, llm_server, fake
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [line["scores"]["Factuality"] for line in lines] == [1.0, 0.0, None, None]
     assert lines[2]["errors"]["Factuality"]["type"] == "JudgeError"
-    assert lines[3]["errors"]["Factuality"]["type"] == "TemplateError"  # names the variable and template file
+    assert lines[3]["errors"]["Factuality"]["type"] == "ScorerInputError"  # this row's data, not the template
+    assert "template variable" in lines[3]["errors"]["Factuality"]["message"]
     assert lines[0]["metadata_scores"]["Factuality"]["rationale"] == "same facts"
     assert "usage" in first.stderr  # token usage in the summary
     assert {r.body["model"] for r in llm_server.chat_requests} == {"judge-model"}
@@ -190,25 +191,37 @@ def test_run_with_a_judge_against_the_loopback_server(tmp_path, llm_server, fake
     assert len(llm_server.chat_requests) - sent == 1 + 3
 
 
-@pytest.mark.parametrize("metadata", [True, False], ids=["with --metadata", "without --metadata"])
-def test_resumed_run_reports_corpus_bleu_only_when_it_can(tmp_path, metadata):
-    extra = ["--metadata"] if metadata else []
-    full = tmp_path / "full.jsonl"
-    summary_full = tmp_path / "full.json"
-    assert cli("run", str(EXAMPLE), "-s", "BLEU", "-o", str(full), "--summary-json", str(summary_full),
-               *extra).returncode == 0
-    part = tmp_path / "part.jsonl"
+@pytest.mark.parametrize("scorer,figure", [("BLEU", "corpus_bleu"), ("chrF", "corpus_chrf"), ("TER", "corpus_ter")])
+def test_a_resumed_run_reproduces_the_corpus_figure_without_metadata(tmp_path, scorer, figure):
+    import sacrebleu
+
+    full, summary_full = tmp_path / "full.jsonl", tmp_path / "full.json"
+    assert cli("run", str(EXAMPLE), "-s", scorer, "-o", str(full), "--summary-json", str(summary_full)).returncode == 0
+    part, summary_part = tmp_path / "part.jsonl", tmp_path / "part.json"
     part.write_text("".join(full.read_text().splitlines(keepends=True)[:10]))
-    summary_part = tmp_path / "part.json"
-    result = cli("run", str(EXAMPLE), "-s", "BLEU", "-o", str(part), "--resume", "--summary-json", str(summary_part),
-                 *extra)
+    result = cli("run", str(EXAMPLE), "-s", scorer, "-o", str(part), "--resume", "--summary-json", str(summary_part))
     assert result.returncode == 0, result.stderr
-    whole, resumed = (json.loads(p.read_text())["scorers"]["BLEU"] for p in (summary_full, summary_part))
-    assert resumed["mean"] == pytest.approx(whole["mean"]) and resumed["n"] == whole["n"] == 24
-    if metadata:
-        assert resumed["corpus_bleu"] == whole["corpus_bleu"] and whole["corpus_bleu"] is not None
-    else:
-        assert resumed["corpus_bleu"] is None and "10 rows" in resumed["corpus_unavailable"]
+    assert part.read_text() == full.read_text()
+    whole, resumed = (json.loads(p.read_text())["scorers"][scorer] for p in (summary_full, summary_part))
+    assert resumed == whole and whole["corpus_rows"] == 24
+    rows = [json.loads(line) for line in EXAMPLE.read_text().splitlines()]
+    metric = {"BLEU": sacrebleu.corpus_bleu, "chrF": sacrebleu.corpus_chrf, "TER": sacrebleu.corpus_ter}[scorer]
+    assert whole[figure] == metric([r["output"] for r in rows], [[r["expected"] for r in rows]]).score
+
+
+def test_results_written_without_statistics_give_no_corpus_figure_and_say_why(tmp_path):
+    full = tmp_path / "full.jsonl"
+    assert cli("run", str(EXAMPLE), "-s", "BLEU", "-o", str(full)).returncode == 0
+    old = [json.loads(line) for line in full.read_text().splitlines()[:10]]
+    for record in old:  # as an older version wrote them
+        record.pop("stats")
+    part, summary = tmp_path / "part.jsonl", tmp_path / "part.json"
+    write_jsonl(part, old)
+    result = cli("run", str(EXAMPLE), "-s", "BLEU", "-o", str(part), "--resume", "--summary-json", str(summary))
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(summary.read_text())["scorers"]["BLEU"]
+    assert figures["corpus_bleu"] is None and "10 scored rows carry no sufficient statistics" in figures["corpus_unavailable"]
+    assert figures["n"] == 24
 
 
 def test_a_missing_api_key_stops_the_run_before_any_row_is_written(tmp_path):
@@ -218,6 +231,13 @@ def test_a_missing_api_key_stops_the_run_before_any_row_is_written(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "OPENAI_API_KEY" in result.stderr and "Traceback" not in result.stderr
     assert out.read_text() == ""
+
+
+def test_a_template_variable_the_data_lacks_stops_the_run(tmp_path, fake_api_key):
+    env = {**os.environ, "OPENAI_API_KEY": fake_api_key, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    result = cli("run", str(EXAMPLE), "-s", "ClosedQA", "-o", str(tmp_path / "out.jsonl"), env=env)
+    assert result.returncode == 2
+    assert "ClosedQA needs the field 'criteria'" in result.stderr and "--map criteria=COLUMN" in result.stderr
 
 
 def test_a_broken_dependency_is_an_unexpected_error_and_a_non_zero_exit(tmp_path):

@@ -1,0 +1,363 @@
+"""EmbeddingSimilarity: cosine similarity of sentence embeddings, local (MiniLM) or OpenAI."""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+import os
+import threading
+import weakref
+from collections import OrderedDict
+from typing import Any, Hashable, Sequence
+
+from .._aio import run_sync
+from .._util import lazy
+from ..base import Scorer
+from ..errors import ConfigError, ScorerError
+from ..fields import references_field, text_field
+from ..registry import register
+from ..score import Score
+from . import models
+from .models import ModelSource
+
+__all__ = ["EmbeddingSimilarity", "OpenAIEmbeddingSimilarity", "EMBEDDING_CACHE", "LRU"]
+
+DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+#: Texts per embeddings request (the OpenAI API's limit on inputs per request).
+OPENAI_MAX_INPUTS = 2048
+
+
+class LRU:
+    """A small thread-safe LRU map (its lock lives in the instance)."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Any:
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, key: Hashable, value: Any) -> None:
+        if self.maxsize <= 0:
+            return
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+#: Process-wide bounded embedding cache, keyed by (provider, endpoint, model, prefix, text).
+EMBEDDING_CACHE = LRU(20_000)
+
+
+@register
+class EmbeddingSimilarity(Scorer):
+    """Cosine similarity of sentence embeddings of ``output`` and ``expected``.
+
+    Local provider (default): the bundled all-MiniLM-L6-v2 with mean pooling over
+    tokens and L2 normalisation, equal to sentence-transformers' ``encode`` (texts
+    truncated to the model's ``max_seq_length``, 256 for MiniLM). ``provider="openai"``
+    uses the OpenAI embeddings endpoint through ``openai.AsyncOpenAI`` (``model``,
+    ``api_key``/``base_url``, or ``client=`` an ``AsyncOpenAI`` or ``OpenAI`` client);
+    such a scorer is an :class:`OpenAIEmbeddingSimilarity`, an async scorer that never
+    blocks the event loop. A missing API key is a :class:`ConfigError` at construction,
+    before any request.
+
+    Score: ``cos`` capped at 1, then ``max((cos - expected_min) / (1 - expected_min), 0)``.
+    The default ``expected_min=0`` gives the plain cosine clamped to [0, 1];
+    ``expected_min=0.7`` reproduces autoevals' ``EmbeddingSimilarity``. ``prefix`` is
+    prepended to both texts before embedding (as in autoevals). ``expected`` may be a
+    list of references: the best cosine counts (``metadata["reference"]`` is its index).
+
+    Embeddings are cached in a bounded process-wide LRU (:data:`EMBEDDING_CACHE`)
+    keyed by provider, endpoint, model, prefix and text (autoevals keys by text
+    only, so two models share entries there; not here). Models and clients are
+    ``@lazy``: a pickled scorer carries its settings only (a scorer built with
+    ``client=`` cannot be pickled: pass ``api_key``/``base_url`` instead).
+
+    >>> EmbeddingSimilarity()(output="The cat sat on the mat.", expected="The cat sat on the mat.").score  # doctest: +SKIP
+    1.0
+    """
+
+    name = "EmbeddingSimilarity"
+    kind = "embedding"
+    description = "Cosine similarity of sentence embeddings (local MiniLM by default, or OpenAI embeddings)."
+    fields = (text_field("output"), references_field("expected"))
+    example = 'EmbeddingSimilarity()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")'
+    algorithm_version = "1"
+
+    def __new__(cls, *args: Any, provider: str = "local", **kwargs: Any) -> "EmbeddingSimilarity":
+        if cls is EmbeddingSimilarity and provider == "openai":
+            cls = OpenAIEmbeddingSimilarity
+        return super().__new__(cls)
+
+    def __init__(self, *, provider: str = "local", model: str | None = None, prefix: str = "",
+                 expected_min: float = 0.0, batch_size: int = 64, device: str | None = None,
+                 client: Any = None, api_key: str | None = None, base_url: str | None = None,
+                 allow_download: bool = False, name: str | None = None) -> None:
+        super().__init__(name=name)
+        if provider not in ("local", "openai"):
+            raise ConfigError(f"{self.name}: provider must be 'local' or 'openai', got {provider!r}", scorer=self.name)
+        if (provider == "openai") != isinstance(self, OpenAIEmbeddingSimilarity):
+            raise ConfigError(f"{self.name}: provider={provider!r} needs "
+                              f"{'an OpenAIEmbeddingSimilarity' if provider == 'openai' else 'provider=openai'}",
+                              scorer=self.name)
+        if isinstance(expected_min, bool) or not isinstance(expected_min, (int, float)) \
+                or not math.isfinite(expected_min) or not 0.0 <= expected_min < 1.0:
+            raise ConfigError(f"{self.name}: expected_min must be in [0, 1), got {expected_min!r}", scorer=self.name)
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ConfigError(f"{self.name}: batch_size must be a positive integer, got {batch_size!r}", scorer=self.name)
+        if not isinstance(prefix, str):
+            raise ConfigError(f"{self.name}: prefix must be a string", scorer=self.name)
+        self.provider = provider
+        self.prefix = prefix
+        self.expected_min = float(expected_min)
+        self.batch_size = batch_size
+        self.allow_download = bool(allow_download)
+        self.model = model
+        self._device = device
+        if provider == "local":
+            if client is not None or api_key is not None or base_url is not None:
+                raise ConfigError(f"{self.name}: client, api_key and base_url are for provider='openai'",
+                                  scorer=self.name)
+            models.require_packages(self.name, "torch", "transformers")
+            self._source  # noqa: B018  (a missing model package fails here, not at first scoring)
+        else:
+            self._setup_openai(client, api_key, base_url)
+
+    def _setup_openai(self, client: Any, api_key: str | None, base_url: str | None) -> None:
+        raise NotImplementedError  # OpenAIEmbeddingSimilarity
+
+    # ------------------------------------------------------------ per-process state (dropped when pickled)
+    @lazy
+    def _source(self) -> ModelSource:
+        return models.model_source(self.name, self.model)
+
+    @lazy
+    def device(self) -> str:
+        """The device embedded on: the ``device`` parameter, else ``cuda`` when available, else ``cpu``."""
+        return models.default_device(self._device, self.name)
+
+    @lazy
+    def _tokenizer(self) -> Any:
+        return models.load_tokenizer(self._source, True, self.allow_download, self.name)
+
+    @lazy
+    def _model(self) -> Any:
+        return models.load_model(self._source, self.device, None, self.allow_download, self.name)
+
+    @lazy
+    def _identity(self) -> dict[str, Any]:
+        return {"provider": "local", **self._source.identity(), "pooling": "mean", "normalize": True,
+                **models.stack_versions()}
+
+    def params(self) -> dict[str, Any]:
+        return {**self._identity, "prefix": self.prefix, "expected_min": self.expected_min}
+
+    # ------------------------------------------------------------ embeddings
+    def _cache_key(self, text: str) -> tuple[str, ...]:
+        return (self.provider, "local", self._source.location, self.prefix, text)
+
+    def _cached(self, texts: Sequence[str]) -> tuple[list[tuple[str, ...]], dict[tuple[str, ...], Any], list[str]]:
+        """Cache keys of ``texts``, the vectors found, and the distinct texts to embed."""
+        keys = [self._cache_key(t) for t in texts]
+        found = {k: v for k in keys if (v := EMBEDDING_CACHE.get(k)) is not None}
+        missing = list(dict.fromkeys(k[-1] for k in keys if k not in found))
+        return keys, found, missing
+
+    def embed(self, texts: Sequence[str]) -> list[Any]:
+        """Unit-norm embeddings (numpy float64 arrays) of ``texts`` (``prefix`` prepended), via the cache."""
+        keys, found, missing = self._cached(texts)
+        if missing:
+            for text, vector in zip(missing, self._embed_local([self.prefix + t for t in missing])):
+                key = self._cache_key(text)
+                EMBEDDING_CACHE.put(key, vector)
+                found[key] = vector
+        return [found[k] for k in keys]
+
+    async def aembed(self, texts: Sequence[str]) -> list[Any]:
+        """Async form of :meth:`embed` (the local model runs in the calling thread)."""
+        return self.embed(texts)
+
+    def _embed_local(self, texts: list[str]) -> list[Any]:
+        torch = models.import_torch(self.name)
+
+        tokenizer = self._tokenizer
+        limit = models.max_seq_length(self._source.location) or tokenizer.model_max_length
+        ids = tokenizer(list(texts), add_special_tokens=True, truncation=True, max_length=limit)["input_ids"]
+        pad = tokenizer.pad_token_id
+        states = models.encode_tokens(self._model, self.device, ids, pad if pad is not None else 0, self.batch_size)
+        return [torch.nn.functional.normalize(s.mean(dim=0), dim=0).double().numpy() for s in states]
+
+    # ------------------------------------------------------------ scoring
+    @staticmethod
+    def _texts(rows: list[dict[str, Any]]) -> list[str]:
+        return list(dict.fromkeys(t for row in rows for t in (row["output"], *row["expected"])))
+
+    def _row_score(self, row: dict[str, Any], vectors: dict[str, Any]) -> Score | ScorerError:
+        output = vectors[row["output"]]
+        if isinstance(output, ScorerError):
+            return output
+        cosines = []
+        for ref in row["expected"]:
+            vector = vectors[ref]
+            if isinstance(vector, ScorerError):
+                return vector
+            cosines.append(float(output @ vector))
+        best = max(range(len(cosines)), key=cosines.__getitem__)
+        capped = min(cosines[best], 1.0)
+        value = max((capped - self.expected_min) / (1.0 - self.expected_min), 0.0)
+        extra = {"reference": best} if len(cosines) > 1 else {}
+        return self.make_score(value, cosine=cosines[best], **extra)
+
+    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
+        texts = self._texts(rows)
+        vectors = dict(zip(texts, self.embed(texts)))
+        return [self._row_score(row, vectors) for row in rows]
+
+
+class OpenAIEmbeddingSimilarity(EmbeddingSimilarity):
+    """:class:`EmbeddingSimilarity` over the OpenAI embeddings endpoint, asynchronously.
+
+    ``EmbeddingSimilarity(provider="openai", ...)`` builds one. Requests go through
+    ``openai.AsyncOpenAI`` (one client per event loop, made on first use), at most
+    :data:`OPENAI_MAX_INPUTS` texts each, concurrently within the batch's limit. A
+    ``client=`` ``AsyncOpenAI`` is awaited as is; a synchronous client (``openai.OpenAI``)
+    runs in a worker thread, so the event loop is never blocked. A failed request
+    fails the rows that needed it, with a :class:`~scorers.errors.ScorerError`.
+    """
+
+    def __init__(self, *, provider: str = "openai", **kwargs: Any) -> None:
+        super().__init__(provider=provider, **kwargs)
+
+    __init__.__signature__ = inspect.signature(EmbeddingSimilarity.__init__).replace(  # type: ignore[attr-defined]
+        parameters=[p.replace(default="openai") if p.name == "provider" else p
+                    for p in inspect.signature(EmbeddingSimilarity.__init__).parameters.values()])
+
+    def _setup_openai(self, client: Any, api_key: str | None, base_url: str | None) -> None:
+        if client is not None and (api_key is not None or base_url is not None):
+            raise ConfigError(f"{self.name}: pass either client= or api_key=/base_url=, not both", scorer=self.name)
+        self.model = self.model or DEFAULT_OPENAI_MODEL
+        self._client = client
+        self._api_key = api_key
+        self._base_url = base_url
+        if client is None:
+            self._resolved_key()  # no key: ConfigError now, before any request
+            self._endpoint = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL).rstrip("/")
+        else:
+            self._endpoint = str(getattr(client, "base_url", "") or "").rstrip("/")
+
+    def _resolved_key(self) -> str:
+        key = self._api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            raise ConfigError(f"{self.name}: provider='openai' needs an API key: pass api_key= or client=, "
+                              "or set OPENAI_API_KEY", scorer=self.name)
+        return key
+
+    @lazy
+    def _identity(self) -> dict[str, Any]:
+        return {"provider": "openai", "model": self.model}
+
+    @lazy
+    def _clients(self) -> "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]":
+        """The ``AsyncOpenAI`` client made for each running event loop."""
+        return weakref.WeakKeyDictionary()
+
+    def __getstate__(self) -> dict[str, Any]:
+        if self._client is not None:
+            raise TypeError(f"{self.name}: an EmbeddingSimilarity with client= cannot be pickled; "
+                            "pass api_key=/base_url= instead")
+        return super().__getstate__()
+
+    def __copy__(self) -> "OpenAIEmbeddingSimilarity":  # partial() copies; a client= is shared, not pickled
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        return clone
+
+    # ------------------------------------------------------------ embeddings
+    def _cache_key(self, text: str) -> tuple[str, ...]:
+        return (self.provider, self._endpoint, self.model, self.prefix, text)
+
+    def embed(self, texts: Sequence[str]) -> list[Any]:
+        """Unit-norm embeddings of ``texts`` (``prefix`` prepended), via the cache; from sync code."""
+        return run_sync(self.aembed(texts))
+
+    async def aembed(self, texts: Sequence[str]) -> list[Any]:
+        """Unit-norm embeddings of ``texts``; raises the :class:`ScorerError` of a failed request."""
+        vectors = await self._fetch(list(texts), asyncio.Semaphore(4))
+        for vector in vectors:
+            if isinstance(vector, ScorerError):
+                raise vector
+        return vectors
+
+    async def _fetch(self, texts: list[str], limit: asyncio.Semaphore) -> list[Any]:
+        """A vector or the request's ScorerError per text, in order; only texts not cached are requested."""
+        keys, found, missing = self._cached(texts)
+        chunks = [missing[i:i + OPENAI_MAX_INPUTS] for i in range(0, len(missing), OPENAI_MAX_INPUTS)]
+        for chunk, vectors in zip(chunks, await asyncio.gather(*(self._request(c, limit) for c in chunks))):
+            for text, vector in zip(chunk, vectors):
+                key = self._cache_key(text)
+                found[key] = vector
+                if not isinstance(vector, ScorerError):
+                    EMBEDDING_CACHE.put(key, vector)
+        return [found[k] for k in keys]
+
+    async def _request(self, texts: list[str], limit: asyncio.Semaphore) -> list[Any]:
+        import numpy as np
+        import openai
+
+        async with limit:
+            try:
+                response = await self._create([self.prefix + t for t in texts])
+            except openai.OpenAIError as exc:
+                error = ScorerError(f"{self.name}: the embeddings request failed: {type(exc).__name__}: {exc}",
+                                    scorer=self.name)
+                return [error] * len(texts)
+        data = sorted(response.data, key=lambda d: d.index)
+        if len(data) != len(texts):
+            error = ScorerError(f"{self.name}: the embeddings endpoint returned {len(data)} vectors "
+                                f"for {len(texts)} texts", scorer=self.name)
+            return [error] * len(texts)
+        vectors = []
+        for item in data:
+            v = np.asarray(item.embedding, dtype=np.float64)
+            norm = float(np.linalg.norm(v))
+            vectors.append(v / norm if norm > 0 else v)
+        return vectors
+
+    async def _create(self, texts: list[str]) -> Any:
+        if self._client is None:
+            return await self._loop_client().embeddings.create(model=self.model, input=texts)
+        create = self._client.embeddings.create
+        if inspect.iscoroutinefunction(create):
+            return await create(model=self.model, input=texts)
+        return await asyncio.to_thread(create, model=self.model, input=texts)
+
+    def _loop_client(self) -> Any:
+        import openai
+
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = openai.AsyncOpenAI(api_key=self._resolved_key(), base_url=self._base_url)
+        return client
+
+    # ------------------------------------------------------------ scoring
+    async def _ascore_batch(self, rows: list[dict[str, Any]], limit: asyncio.Semaphore) -> list[Score | ScorerError]:
+        texts = self._texts(rows)
+        vectors = dict(zip(texts, await self._fetch(texts, limit)))
+        return [self._row_score(row, vectors) for row in rows]

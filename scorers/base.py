@@ -185,9 +185,10 @@ class Scorer:
                 out[f.name] = self._convert(f, value) if converts else value
             else:
                 out[f.name] = self._check(f, value)
-        for key in passed:
-            if key in merged:
-                out[key] = merged[key]
+        if passed:
+            for key in passed:
+                if key in merged:
+                    out[key] = merged[key]
         return out
 
     def _check(self, f: Field, value: Any) -> Any:
@@ -294,7 +295,7 @@ class Scorer:
         valid: list[dict[str, Any]] = []
         positions: list[int] = []
         for row in rows:
-            if not isinstance(row, Mapping):
+            if type(row) is not dict and not isinstance(row, Mapping):  # the type test skips a slow ABC check
                 raise TypeError(f"{self.name}: a batch is a list of rows, each a mapping of fields to values "
                                 f"(e.g. {{'output': ..., 'expected': ...}}), got a {type(row).__name__}")
             try:

@@ -37,7 +37,7 @@ TER_PAIRS = 2000
 
 def _ours(build: Callable[[], Any], value: Callable[[Any], float]) -> Callable[[Sequence[str], Sequence[str]], list[float]]:
     def run(outputs: Sequence[str], expecteds: Sequence[str]) -> list[float]:
-        return [value(s) for s in build().score_batch(list(outputs), list(expecteds))]
+        return [value(s) for s in build().score_batch([{"output": o, "expected": e} for o, e in zip(outputs, expecteds)])]
 
     return run
 

@@ -3,10 +3,19 @@
 Every score equals what sacrebleu itself reports for the same settings
 (``sacrebleu.sentence_bleu``/``sentence_chrf``/``sentence_ter``), divided by 100
 (TER: see :class:`TER`), and carries sacrebleu's native figure, its details and
-its signature string in the metadata. Each row also keeps its sufficient
-statistics, so that a run summary reports the **corpus** figure papers quote
+its signature string in the metadata. Each row's sufficient statistics go to
+``Score.stats``; the scorers' aggregators (:class:`~scorers.aggregate.StatsAggregator`)
+sum them exactly, so a run summary reports the **corpus** figure papers quote
 (``corpus_bleu``, ``corpus_chrf``, ``corpus_ter``), equal to
-``sacrebleu.corpus_bleu`` & co. on the same rows.
+``sacrebleu.corpus_bleu`` & co. on the same rows, and shards of a run merge into
+the figure of one pass.
+
+A row's statistics are sacrebleu's segment statistics followed by the row's
+number of references and its square: summed, those two tell exactly whether all
+rows had the same number of references (the ``nrefs`` of the corpus signature).
+
+Private parts of sacrebleu are read through :func:`sacrebleu_private` only, each
+with a public-API fallback that gives identical numbers (tests check both).
 
 >>> from scorers.text.bleu import BLEU
 >>> s = BLEU()(output="the cat sat on the mat", expected="the cat sat on a mat")
@@ -15,14 +24,19 @@ statistics, so that a run summary reports the **corpus** figure papers quote
 """
 from __future__ import annotations
 
+import copy
 import os
+import string
 import threading
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+import warnings
+from functools import partial
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence, TypeVar
 
-from ..aggregate import Aggregator, MeanAggregator
+from .._util import lazy, memoize, optional_import
+from ..aggregate import Aggregator, StatsAggregator
 from ..base import Scorer
+from ..errors import ConfigError
 from ..fields import references_field, text_field
-from ..errors import ConfigError, MissingExtraError
 from ..registry import register
 from ..score import Score
 from ._ngrams import CachedSignature, TokenCache, clipped_ngram_matches
@@ -30,19 +44,85 @@ from ._ngrams import CachedSignature, TokenCache, clipped_ngram_matches
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["BLEU", "ChrF", "TER"]
+__all__ = ["BLEU", "ChrF", "TER", "sacrebleu_private"]
+
+T = TypeVar("T")
 
 #: sacrebleu tokenizers that fetch a SentencePiece model from the internet on first use.
 _DOWNLOADING_TOKENIZERS = ("spm", "flores101", "flores200", "spBLEU-1K")
 _MECAB_TOKENIZERS = {"ja-mecab": "ja", "ko-mecab": "ko"}
 
 
-def _sacrebleu(scorer: str) -> Any:
-    try:
-        import sacrebleu
-    except ImportError as exc:
-        raise MissingExtraError(scorer, "sacrebleu", "text") from exc
-    return sacrebleu
+def sacrebleu_private(owner: Any, name: str, fallback: T) -> T:
+    """``owner.<name>``, a private part of sacrebleu, while it exists; else ``fallback``, with a warning.
+
+    sacrebleu has no public function for a few things the batch paths need:
+    chrF's F-score from statistics (``_compute_f_score``), chrF++'s punctuation set
+    (``_PUNCTS``), TER's segment preprocessing (``_preprocess_segment``) and TER's
+    score from statistics (``_compute_score_from_stats``). The private part is used
+    while it exists, so that the numbers stay sacrebleu's own; each fallback is built
+    from sacrebleu's public API and a port of the formula, and the tests check that
+    it gives identical numbers. The warning says that a sacrebleu release moved the
+    private part (rerun the equality tests against it).
+
+    >>> class Metric: _SECRET = 1
+    >>> sacrebleu_private(Metric, "_SECRET", 2)
+    1
+    """
+    found = getattr(owner, name, None)
+    if found is not None and not getattr(found, "__isabstractmethod__", False):  # not the bare base-class hook
+        return found
+    version = optional_import("sacrebleu", scorer="sacrebleu", extra="text").__version__
+    owner_name = getattr(owner, "__name__", type(owner).__name__)
+    warnings.warn(f"sacrebleu {version} has no {owner_name}.{name}; scorers uses its public-API equivalent, which "
+                  "gives sacrebleu 2.6.0's numbers (check them against this release)", RuntimeWarning, stacklevel=2)
+    return fallback
+
+
+def _chrf_f_score(stats: Sequence[int], *, order: int, beta: int, eps_smoothing: bool) -> float:
+    """chrF (0-100) from [hypothesis, reference, match] counts per order: the fallback of ``CHRF._compute_f_score``.
+
+    Per order, precision and recall (a missing side counts as 1e-16) and their
+    F-beta; with ``eps_smoothing`` the mean F over all orders, else the F-beta of
+    precision and recall averaged over the orders where both sides have n-grams.
+    The floating-point operations are sacrebleu's, in its order, so the floats are equal.
+    """
+    eps, factor = 1e-16, beta ** 2
+    f_sum, precision_sum, recall_sum, effective = 0.0, 0.0, 0.0, 0
+    for at in range(0, 3 * order, 3):
+        n_hyp, n_ref, n_match = stats[at], stats[at + 1], stats[at + 2]
+        precision = n_match / n_hyp if n_hyp > 0 else eps
+        recall = n_match / n_ref if n_ref > 0 else eps
+        denominator = factor * precision + recall
+        f_sum += ((1 + factor) * precision * recall / denominator) if denominator > 0 else eps
+        if n_hyp > 0 and n_ref > 0:
+            precision_sum += precision
+            recall_sum += recall
+            effective += 1
+    if eps_smoothing:
+        return 100 * f_sum / order
+    if effective:
+        precision_sum /= effective
+        recall_sum /= effective
+    else:
+        precision_sum = recall_sum = 0.0
+    if not precision_sum + recall_sum:
+        return 0.0
+    f = (1 + factor) * precision_sum * recall_sum
+    f /= (factor * precision_sum) + recall_sum
+    return 100 * f
+
+
+def _ter_from_stats(stats: Sequence[float]) -> Any:
+    """sacrebleu's ``TERScore`` from [edits, reference length]: the fallback of ``TER._compute_score_from_stats``."""
+    from sacrebleu.metrics.ter import TERScore
+
+    edits, ref_length = stats[0], stats[1]
+    if ref_length > 0:
+        rate = edits / ref_length
+    else:  # an empty reference: any edit is a full error
+        rate = 1.0 if edits > 0 else 0.0
+    return TERScore(100 * rate, edits, ref_length)
 
 
 def _clamp_unit(value: float) -> float:
@@ -50,45 +130,17 @@ def _clamp_unit(value: float) -> float:
     return min(1.0, max(0.0, value))
 
 
-class _CorpusAggregator(Aggregator):
-    """The mean figures plus the corpus figure from the rows' summed sufficient statistics."""
-
-    def __init__(self, scorer: "_SacrebleuScorer") -> None:
-        self._mean = MeanAggregator()
-        self._scorer = scorer
-        self._totals: list[Any] | None = None
-        self._nrefs: set[int] = set()
-        self._rows = 0
-        self._without_stats = 0
-
-    def add(self, score: Score) -> None:
-        self._mean.add(score)
-        stats = score.metadata.get("stats")
-        if stats is None:  # e.g. rows resumed from results written without their metadata
-            self._without_stats += 1
-            return
-        if self._totals is None:
-            self._totals = list(stats)
-        else:  # summed in row order, like sacrebleu's sum_of_lists (TER sums floats)
-            for i, value in enumerate(stats):
-                self._totals[i] += value
-        self._nrefs.add(score.metadata["nrefs"])
-        self._rows += 1
-
-    def result(self) -> dict[str, Any]:
-        figures = self._mean.result()
-        figures["corpus_rows"] = self._rows
-        if self._without_stats:  # a corpus figure over part of the rows would be wrong: say so instead
-            figures.update(self._scorer._corpus_figures(None, self._nrefs))
-            figures["corpus_unavailable"] = (f"{self._without_stats} rows have no sufficient statistics (results "
-                                             "resumed from a file written without --metadata)")
-            return figures
-        figures.update(self._scorer._corpus_figures(self._totals, self._nrefs))
-        return figures
+def _with_nrefs(stats: Sequence[float], nrefs: int) -> tuple[float, ...]:
+    """A row's ``Score.stats``: sacrebleu's segment statistics, then the reference count and its square."""
+    return (*stats, nrefs, nrefs * nrefs)
 
 
 class _SacrebleuScorer(CachedSignature, Scorer):
-    """Shared parts of the sacrebleu scorers: fields, caches, signatures, corpus aggregation."""
+    """Shared parts of the sacrebleu scorers: fields, signatures, corpus aggregation.
+
+    State that is rebuilt rather than pickled (sacrebleu's metric object, token
+    caches, signature strings) sits behind ``@lazy``.
+    """
 
     kind = "text"
     fields = (text_field("output", description="hypothesis (system output)"), references_field())
@@ -97,37 +149,46 @@ class _SacrebleuScorer(CachedSignature, Scorer):
 
     def __init__(self, *, name: str | None = None) -> None:
         super().__init__(name=name)
-        self._sacrebleu = _sacrebleu(self.name)
-        self._signatures: dict[Any, str] = {}
+        self._sacrebleu_version: str = optional_import("sacrebleu", scorer=self.name, extra="text").__version__
 
-    def _sacrebleu_signature(self, nrefs: int | str) -> str:
-        found = self._signatures.get(nrefs)
+    @lazy
+    def _metric(self) -> Any:
+        """sacrebleu's metric object with this scorer's settings."""
+        return self._build_metric()
+
+    def _build_metric(self) -> Any:
+        raise NotImplementedError
+
+    def _corpus_metric_object(self) -> Any:
+        """The metric object whose signature the corpus figure carries."""
+        return self._metric
+
+    @lazy
+    def _signatures(self) -> dict[tuple[bool, int | str], str]:
+        return {}
+
+    def _sacrebleu_signature(self, nrefs: int | str, *, corpus: bool = False) -> str:
+        """sacrebleu's signature string for ``nrefs`` references per segment (``"var"``: a varying number)."""
+        found = self._signatures.get((corpus, nrefs))
         if found is None:
-            found = self._signature_type()({**vars(self._metric), "num_refs": -1 if nrefs == "var" else nrefs}).format()
-            self._signatures[nrefs] = found
+            probe = copy.copy(self._corpus_metric_object() if corpus else self._metric)
+            probe.num_refs = -1 if nrefs == "var" else nrefs  # what sacrebleu sets when it reads the references
+            found = self._signatures[(corpus, nrefs)] = probe.get_signature().format()
         return found
 
-    def _signature_type(self) -> Any:
-        return self._metric._SIGNATURE_TYPE
-
-    def _score(self, **fields: Any) -> Score:
-        return self._score_batch([fields])[0]
-
     def aggregator(self) -> Aggregator:
-        """Mean figures plus ``corpus_<metric>`` (sacrebleu's corpus figure), ``corpus_score`` and ``corpus_signature``."""
-        return _CorpusAggregator(self)
+        """Mean figures plus ``corpus_<metric>`` (sacrebleu's corpus figure), ``corpus_score``,
+        ``corpus_signature`` and ``corpus_details``, from the rows' summed ``Score.stats``; mergeable."""
+        return StatsAggregator(self._corpus_figures, (f"corpus_{self.native_key}", "corpus_score",
+                                                      "corpus_signature", "corpus_details"))
 
-    def _corpus_figures(self, totals: list[Any] | None, nrefs: set[int]) -> dict[str, Any]:
-        key = f"corpus_{self.native_key}"
-        if totals is None:
-            return {key: None, "corpus_score": None, "corpus_signature": None}
-        native, score, details = self._corpus_from_stats(totals)
-        return {key: native, "corpus_score": score,
-                "corpus_signature": self._corpus_signature(next(iter(nrefs)) if len(nrefs) == 1 else "var"),
-                "corpus_details": details}
-
-    def _corpus_signature(self, nrefs: int | str) -> str:
-        return self._sacrebleu_signature(nrefs)
+    def _corpus_figures(self, totals: Sequence[Any], rows: int) -> dict[str, Any]:
+        *metric_totals, nrefs_sum, nrefs_squares = totals
+        # The reference counts are all equal exactly when their variance is 0: rows * sum(k^2) == (sum k)^2.
+        nrefs: int | str = nrefs_sum // rows if rows * nrefs_squares == nrefs_sum * nrefs_sum else "var"
+        native, score, details = self._corpus_from_stats(metric_totals)
+        return {f"corpus_{self.native_key}": native, "corpus_score": score,
+                "corpus_signature": self._sacrebleu_signature(nrefs, corpus=True), "corpus_details": details}
 
     def _corpus_from_stats(self, totals: list[Any]) -> tuple[float, float, dict[str, Any]]:
         raise NotImplementedError
@@ -138,11 +199,12 @@ class BLEU(_SacrebleuScorer):
     """sacrebleu BLEU; sentence-level defaults of ``sacrebleu.sentence_bleu`` (exp smoothing, effective order).
 
     ``score`` is BLEU/100; ``metadata`` has sacrebleu's native ``bleu``, ``bp``,
-    ``precisions``, ``counts``, ``totals``, ``sys_len``, ``ref_len``, the row's
-    ``stats`` and ``sacrebleu_signature``. ``expected`` may be one reference or a
-    list. The run summary (``aggregator()``) adds ``corpus_bleu``, equal to
-    ``sacrebleu.corpus_bleu`` on the same rows with the same tokenizer, case and
-    smoothing; like ``corpus_bleu`` it does not use effective order.
+    ``precisions``, ``counts``, ``totals``, ``sys_len``, ``ref_len``, ``nrefs`` and
+    ``sacrebleu_signature``; ``stats`` holds ``[sys_len, ref_len, counts..., totals...,
+    nrefs, nrefs²]``. ``expected`` may be one reference or a list. The run summary
+    (``aggregator()``) adds ``corpus_bleu``, equal to ``sacrebleu.corpus_bleu`` on the
+    same rows with the same tokenizer, case and smoothing; like ``corpus_bleu`` it
+    does not use effective order.
 
     >>> BLEU()(output="hello world", expected=["hello world", "hi"]).score
     1.0
@@ -158,13 +220,12 @@ class BLEU(_SacrebleuScorer):
                  lowercase: bool = False, effective_order: bool = True, max_ngram_order: int = 4,
                  name: str | None = None) -> None:
         super().__init__(name=name)
-        from sacrebleu.metrics.bleu import BLEU as SacreBLEU
-
-        if smooth_method not in SacreBLEU.SMOOTH_DEFAULTS:
+        sacre_bleu = optional_import("sacrebleu.metrics.bleu", scorer=self.name, extra="text").BLEU
+        if smooth_method not in sacre_bleu.SMOOTH_DEFAULTS:
             raise ConfigError(f"{self.name}: unknown smooth_method {smooth_method!r}; choose one of "
-                              f"{', '.join(SacreBLEU.SMOOTH_DEFAULTS)}", scorer=self.name)
+                              f"{', '.join(sacre_bleu.SMOOTH_DEFAULTS)}", scorer=self.name)
         if smooth_value is not None:
-            if SacreBLEU.SMOOTH_DEFAULTS[smooth_method] is None:
+            if sacre_bleu.SMOOTH_DEFAULTS[smooth_method] is None:
                 raise ConfigError(f"{self.name}: smooth_method {smooth_method!r} takes no smooth_value", scorer=self.name)
             if isinstance(smooth_value, bool) or not isinstance(smooth_value, (int, float)) or not smooth_value >= 0:
                 raise ConfigError(f"{self.name}: smooth_value must be a non-negative number, got {smooth_value!r}",
@@ -172,33 +233,47 @@ class BLEU(_SacrebleuScorer):
         if isinstance(max_ngram_order, bool) or not isinstance(max_ngram_order, int) or max_ngram_order < 1:
             raise ConfigError(f"{self.name}: max_ngram_order must be a positive integer, got {max_ngram_order!r}",
                               scorer=self.name)
-        _check_tokenizer(self.name, tokenize, tuple(SacreBLEU.TOKENIZERS))
+        _check_tokenizer(self.name, tokenize, tuple(sacre_bleu.TOKENIZERS))
         self.tokenize = tokenize
         self.smooth_method = smooth_method
         self.smooth_value = smooth_value
         self.lowercase = bool(lowercase)
         self.effective_order = bool(effective_order)
         self.max_ngram_order = max_ngram_order
+        self._smooth_default = sacre_bleu.SMOOTH_DEFAULTS[smooth_method]
+        self._metric  # noqa: B018  (built now: a tokenizer that cannot load fails here, not on the first row)
+
+    def _build_metric(self, effective_order: bool | None = None) -> Any:
+        from sacrebleu.metrics.bleu import BLEU as SacreBLEU
+
         try:
-            self._metric = SacreBLEU(tokenize=tokenize, smooth_method=smooth_method, smooth_value=smooth_value,
-                                     lowercase=self.lowercase, effective_order=self.effective_order,
-                                     max_ngram_order=max_ngram_order)
+            return SacreBLEU(tokenize=self.tokenize, smooth_method=self.smooth_method, smooth_value=self.smooth_value,
+                             lowercase=self.lowercase,
+                             effective_order=self.effective_order if effective_order is None else effective_order,
+                             max_ngram_order=self.max_ngram_order)
         except (ImportError, RuntimeError) as exc:
-            raise ConfigError(f"{self.name}: tokenizer {tokenize!r} is not available: {exc}".strip(),
+            raise ConfigError(f"{self.name}: tokenizer {self.tokenize!r} is not available: {exc}".strip(),
                               scorer=self.name) from exc
-        self._corpus_metric = SacreBLEU(tokenize=tokenize, smooth_method=smooth_method, smooth_value=smooth_value,
-                                        lowercase=self.lowercase, effective_order=False,
-                                        max_ngram_order=max_ngram_order)
-        self._cache = self._new_cache()
+
+    @lazy
+    def _corpus_metric(self) -> Any:
+        """Like ``corpus_bleu``: no effective order."""
+        return self._build_metric(effective_order=False)
+
+    def _corpus_metric_object(self) -> Any:
+        return self._corpus_metric
 
     def params(self) -> dict[str, Any]:
-        default = self._metric.SMOOTH_DEFAULTS[self.smooth_method]
         return {"tokenize": self.tokenize, "smooth_method": self.smooth_method,
-                "smooth_value": self.smooth_value if self.smooth_value is not None else default,
+                "smooth_value": self.smooth_value if self.smooth_value is not None else self._smooth_default,
                 "lowercase": self.lowercase, "effective_order": self.effective_order,
-                "max_ngram_order": self.max_ngram_order, "sacrebleu_version": self._sacrebleu.__version__}
+                "max_ngram_order": self.max_ngram_order, "sacrebleu_version": self._sacrebleu_version}
 
     # -------------------------------------------------------------- tokens
+    @lazy
+    def _cache(self) -> TokenCache:
+        return self._new_cache()
+
     def _new_cache(self) -> TokenCache:
         if self.tokenize == "13a":
             # 13a's regexes only look at a character and its neighbours, and whitespace acts like
@@ -234,32 +309,29 @@ class BLEU(_SacrebleuScorer):
         owner = np.repeat(np.arange(len(rows)), sizes)
         matches = clipped_ngram_matches(hyp_ids, hyp_lens, ref_ids, ref_lens, owner, self.max_ngram_order).tolist()
         order = self.max_ngram_order
+        compute_bleu = self._metric.compute_bleu  # public: BLEU from its sufficient statistics
         out, at, all_ref_lens = [], 0, ref_lens.tolist()
         for sys_len, size, correct in zip(hyp_lens.tolist(), sizes, matches):
             ref_len = _closest_ref_len(sys_len, all_ref_lens[at:at + size]) if size > 1 else all_ref_lens[at]
             at += size
             total = [max(0, sys_len - n) for n in range(order)]
-            stats = [sys_len, ref_len, *correct, *total]
-            result = self._metric.compute_bleu(list(correct), list(total), sys_len, ref_len, self.smooth_method,
-                                               self.smooth_value, self.effective_order, order)
+            result = compute_bleu(list(correct), list(total), sys_len, ref_len, self.smooth_method,
+                                  self.smooth_value, self.effective_order, order)
             out.append(self.make_score(
-                _clamp_unit(result.score / 100), bleu=result.score, bp=result.bp, precisions=result.precisions,
-                counts=correct, totals=total, sys_len=sys_len, ref_len=ref_len, nrefs=size, stats=stats,
-                sacrebleu_signature=self._sacrebleu_signature(size)))
+                _clamp_unit(result.score / 100), stats=_with_nrefs([sys_len, ref_len, *correct, *total], size),
+                bleu=result.score, bp=result.bp, precisions=result.precisions, counts=correct, totals=total,
+                sys_len=sys_len, ref_len=ref_len, nrefs=size, sacrebleu_signature=self._sacrebleu_signature(size)))
         return out
 
     # -------------------------------------------------------------- corpus
     def _corpus_from_stats(self, totals: list[Any]) -> tuple[float, float, dict[str, Any]]:
-        result = self._corpus_metric._compute_score_from_stats(totals)
+        order = self.max_ngram_order
+        correct, total = totals[2:2 + order], totals[2 + order:]
+        result = self._corpus_metric.compute_bleu(correct, total, int(totals[0]), int(totals[1]), self.smooth_method,
+                                                  self.smooth_value, False, order)
         details = {"bp": result.bp, "precisions": result.precisions, "sys_len": result.sys_len,
-                   "ref_len": result.ref_len, "counts": totals[2:2 + self.max_ngram_order],
-                   "totals": totals[2 + self.max_ngram_order:]}
+                   "ref_len": result.ref_len, "counts": correct, "totals": total}
         return result.score, _clamp_unit(result.score / 100), details
-
-    def _corpus_signature(self, nrefs: int | str) -> str:
-        from sacrebleu.metrics.bleu import BLEUSignature
-
-        return BLEUSignature({**vars(self._corpus_metric), "num_refs": -1 if nrefs == "var" else nrefs}).format()
 
 
 def _closest_ref_len(hyp_len: int, ref_lens: Sequence[int]) -> int:
@@ -307,8 +379,9 @@ class ChrF(_SacrebleuScorer):
     Defaults are ``sacrebleu.sentence_chrf``'s: ``char_order=6``, ``word_order=0``,
     ``beta=2``, whitespace ignored, effective-order averaging (``eps_smoothing=False``).
     ``score`` is chrF/100; ``metadata["chrf"]`` is sacrebleu's figure. With several
-    references the one with the best F is used, as sacrebleu does. Summaries add
-    ``corpus_chrf`` (= ``sacrebleu.corpus_chrf``).
+    references the one with the best F is used, as sacrebleu does. ``stats`` holds the
+    best reference's [hypothesis, reference, match] counts per order, then ``nrefs``
+    and ``nrefs²``. Summaries add ``corpus_chrf`` (= ``sacrebleu.corpus_chrf``).
 
     >>> ChrF()(output="the cat", expected="the cat").score
     1.0
@@ -323,8 +396,6 @@ class ChrF(_SacrebleuScorer):
     def __init__(self, *, char_order: int = 6, word_order: int = 0, beta: int = 2, lowercase: bool = False,
                  whitespace: bool = False, eps_smoothing: bool = False, name: str | None = None) -> None:
         super().__init__(name=name)
-        from sacrebleu.metrics.chrf import CHRF
-
         for label, value, least in (("char_order", char_order, 0), ("word_order", word_order, 0), ("beta", beta, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ConfigError(f"{self.name}: {label} must be a non-negative integer, got {value!r}",
@@ -333,17 +404,31 @@ class ChrF(_SacrebleuScorer):
             raise ConfigError(f"{self.name}: char_order and word_order cannot both be 0", scorer=self.name)
         self.char_order, self.word_order, self.beta = char_order, word_order, beta
         self.lowercase, self.whitespace, self.eps_smoothing = bool(lowercase), bool(whitespace), bool(eps_smoothing)
-        self._metric = CHRF(char_order=char_order, word_order=word_order, beta=beta, lowercase=self.lowercase,
-                            whitespace=self.whitespace, eps_smoothing=self.eps_smoothing)
-        self._words = self._new_cache()
+
+    def _build_metric(self) -> Any:
+        from sacrebleu.metrics.chrf import CHRF
+
+        return CHRF(char_order=self.char_order, word_order=self.word_order, beta=self.beta, lowercase=self.lowercase,
+                    whitespace=self.whitespace, eps_smoothing=self.eps_smoothing)
+
+    @lazy
+    def _f_score(self) -> Callable[[Sequence[int]], float]:
+        """chrF (0-100) from one segment's or the corpus' summed statistics."""
+        return sacrebleu_private(self._metric, "_compute_f_score",
+                                 partial(_chrf_f_score, order=self.char_order + self.word_order, beta=self.beta,
+                                         eps_smoothing=self.eps_smoothing))
 
     def params(self) -> dict[str, Any]:
         return {"char_order": self.char_order, "word_order": self.word_order, "beta": self.beta,
                 "lowercase": self.lowercase, "whitespace": self.whitespace, "eps_smoothing": self.eps_smoothing,
-                "sacrebleu_version": self._sacrebleu.__version__}
+                "sacrebleu_version": self._sacrebleu_version}
+
+    @lazy
+    def _words(self) -> TokenCache:
+        return self._new_cache()
 
     def _new_cache(self) -> TokenCache:
-        puncts = self._metric._PUNCTS
+        puncts = sacrebleu_private(self._metric, "_PUNCTS", frozenset(string.punctuation))
 
         def split_word(word: str) -> list[str]:  # chrF++'s punctuation splitting, one word at a time
             if len(word) > 1 and word[-1] in puncts:
@@ -355,7 +440,7 @@ class ChrF(_SacrebleuScorer):
         return TokenCache(split_word)
 
     def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
-        if self._words.full():
+        if self.word_order and self._words.full():
             self._words = self._new_cache()
         prep = (lambda t: t.lower()) if self.lowercase else (lambda t: t)
         hyps = [prep(row["output"]) for row in rows]
@@ -363,16 +448,17 @@ class ChrF(_SacrebleuScorer):
         pair_hyp = [i for i, group in enumerate(groups) for _ in group]
         pair_ref = [ref for group in groups for ref in group]
         stats = self._pair_stats([hyps[i] for i in pair_hyp], pair_ref)
+        f_score = self._f_score
         out, at = [], 0
         for group in groups:
             best_stats, best_f = stats[at], -1.0
-            for candidate in stats[at:at + len(group)]:
-                f = self._metric._compute_f_score(candidate)
+            for candidate in stats[at:at + len(group)]:  # the first reference with the best F, as sacrebleu picks
+                f = f_score(candidate)
                 if f > best_f:
                     best_f, best_stats = f, candidate
             at += len(group)
-            chrf = self._metric._compute_score_from_stats(best_stats).score
-            out.append(self.make_score(_clamp_unit(chrf / 100), chrf=chrf, nrefs=len(group), stats=best_stats,
+            out.append(self.make_score(_clamp_unit(best_f / 100), stats=_with_nrefs(best_stats, len(group)),
+                                       chrf=best_f, nrefs=len(group),
                                        sacrebleu_signature=self._sacrebleu_signature(len(group))))
         return out
 
@@ -408,8 +494,8 @@ class ChrF(_SacrebleuScorer):
                 for n in range(1, max_order + 1)]
 
     def _corpus_from_stats(self, totals: list[Any]) -> tuple[float, float, dict[str, Any]]:
-        chrf = self._metric._compute_score_from_stats(totals).score
-        return chrf, _clamp_unit(chrf / 100), {"stats": totals}
+        chrf = self._f_score(totals)
+        return chrf, _clamp_unit(chrf / 100), {"stats": list(totals)}
 
 
 def _code_points(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -422,8 +508,6 @@ def _code_points(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 #: Distinct (hypothesis, reference) pairs from which TER's edit search is spread over processes.
 TER_PARALLEL_MIN_PAIRS = 256
-_POOL: Any = None
-_POOL_LOCK = threading.Lock()
 
 
 def _ter_chunk(pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> list[tuple[int, int]]:
@@ -437,28 +521,28 @@ def _cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def _process_pool() -> Any:
-    """The process pool shared by TER scorers, or None where one cannot be started safely.
+@memoize
+def _fork_pool() -> Any:
+    """The process pool shared by TER scorers, or None where one cannot be started safely; decided once.
 
     Workers are forked, which needs no ``if __name__ == "__main__"`` guard in the
     caller's script; forking is only safe while this process runs a single thread,
-    so a pool is started only then (its workers are all forked at once) and reused after.
+    so a pool is started only if it does at the first big batch (the workers are all
+    forked at once, on the first task) and reused after. A pool that breaks is
+    forgotten (``_fork_pool.cache_clear()``), and the next big batch decides again.
     """
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None and threading.active_count() == 1 and hasattr(os, "fork"):
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
+    if threading.active_count() != 1 or not hasattr(os, "fork"):
+        return None
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
-            _POOL = ProcessPoolExecutor(max_workers=_cpus(), mp_context=multiprocessing.get_context("fork"))
-        return _POOL
+    return ProcessPoolExecutor(max_workers=_cpus(), mp_context=multiprocessing.get_context("fork"))
 
 
 def _edit_counts(pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> dict[Any, tuple[int, int]]:
     """(edits, reference length) for each distinct pair; big batches use every CPU (same numbers)."""
-    global _POOL
     workers = _cpus()
-    pool = _process_pool() if len(pairs) >= TER_PARALLEL_MIN_PAIRS and workers > 1 else None
+    pool = _fork_pool() if len(pairs) >= TER_PARALLEL_MIN_PAIRS and workers > 1 else None
     if pool is None:
         return dict(zip(pairs, _ter_chunk(pairs)))
     size = -(-len(pairs) // (4 * workers))
@@ -466,11 +550,8 @@ def _edit_counts(pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> dict[A
     try:
         results = [r for chunk in pool.map(_ter_chunk, chunks) for r in chunk]
     except (OSError, RuntimeError) as exc:  # includes BrokenProcessPool: drop the pool, compute here
-        import warnings
-
         warnings.warn(f"TER: process pool failed ({exc!r}); scoring in this process", RuntimeWarning, stacklevel=3)
-        with _POOL_LOCK:
-            _POOL = None
+        _fork_pool.cache_clear()  # type: ignore[attr-defined]
         results = _ter_chunk(pairs)
     return dict(zip(pairs, results))
 
@@ -482,13 +563,15 @@ class TER(_SacrebleuScorer):
     TER counts edits (with shifts) per reference word, so lower is better and it
     can exceed 100; the score is ``1 - TER/100`` floored at 0 (TER 0 → 1.0, TER ≥ 100
     → 0.0). ``metadata["ter"]`` is sacrebleu's native TER, with ``num_edits`` and
-    ``ref_length``. Defaults are ``sacrebleu.sentence_ter``'s (case-insensitive, no
+    ``ref_length``; ``stats`` holds ``[edits, average reference length, nrefs, nrefs²]``.
+    Defaults are ``sacrebleu.sentence_ter``'s (case-insensitive, no
     normalisation). As in sacrebleu, references pass through the tokenizer twice,
     which matters only with ``normalized=True``. TER's edit search is costly
     (about 1.5 ms a pair); batches of at least ``TER_PARALLEL_MIN_PAIRS`` distinct
     pairs run it in a pool of forked worker processes, one per CPU, when this
-    process is single-threaded at the time (the numbers are the same either way). Summaries add ``corpus_ter`` (= ``sacrebleu.corpus_ter``; lower
-    is better) and ``corpus_score`` on the same mapping.
+    process is single-threaded at the time (the numbers are the same either way).
+    Summaries add ``corpus_ter`` (= ``sacrebleu.corpus_ter``; lower is better) and
+    ``corpus_score`` on the same mapping.
 
     >>> TER()(output="the cat sat", expected="the cat sat down").metadata["ter"]
     25.0
@@ -503,19 +586,32 @@ class TER(_SacrebleuScorer):
     def __init__(self, *, normalized: bool = False, no_punct: bool = False, asian_support: bool = False,
                  case_sensitive: bool = False, name: str | None = None) -> None:
         super().__init__(name=name)
-        from sacrebleu.metrics.ter import TER as SacreTER
-
         self.normalized, self.no_punct = bool(normalized), bool(no_punct)
         self.asian_support, self.case_sensitive = bool(asian_support), bool(case_sensitive)
-        self._metric = SacreTER(normalized=self.normalized, no_punct=self.no_punct,
-                                asian_support=self.asian_support, case_sensitive=self.case_sensitive)
+
+    def _build_metric(self) -> Any:
+        from sacrebleu.metrics.ter import TER as SacreTER
+
+        return SacreTER(normalized=self.normalized, no_punct=self.no_punct, asian_support=self.asian_support,
+                        case_sensitive=self.case_sensitive)
+
+    @lazy
+    def _preprocess(self) -> Callable[[str], str]:
+        """sacrebleu's segment preprocessing: its TER tokenizer on the right-stripped text."""
+        tokenizer = self._metric.tokenizer
+        return sacrebleu_private(self._metric, "_preprocess_segment", lambda text: tokenizer(text.rstrip()))
+
+    @lazy
+    def _from_stats(self) -> Callable[[Sequence[float]], Any]:
+        """sacrebleu's ``TERScore`` (score, num_edits, ref_length) from [edits, reference length]."""
+        return sacrebleu_private(self._metric, "_compute_score_from_stats", _ter_from_stats)
 
     def params(self) -> dict[str, Any]:
         return {"normalized": self.normalized, "no_punct": self.no_punct, "asian_support": self.asian_support,
-                "case_sensitive": self.case_sensitive, "sacrebleu_version": self._sacrebleu.__version__}
+                "case_sensitive": self.case_sensitive, "sacrebleu_version": self._sacrebleu_version}
 
     def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
-        preprocess = self._metric._preprocess_segment
+        preprocess = self._preprocess
         words: dict[tuple[str, bool], tuple[str, ...]] = {}
 
         def tokens(text: str, is_ref: bool) -> tuple[str, ...]:
@@ -529,18 +625,26 @@ class TER(_SacrebleuScorer):
 
         pairs = [[(tokens(row["output"], False), tokens(ref, True)) for ref in row["expected"]] for row in rows]
         edits = _edit_counts(list(dict.fromkeys(pair for group in pairs for pair in group)))
+        from_stats = self._from_stats
         out = []
-        for row, group in zip(rows, pairs):
+        for group in pairs:
             best, ref_lengths = None, 0
             for pair in group:
                 num_edits, ref_len = edits[pair]
                 ref_lengths += ref_len
                 best = num_edits if best is None or num_edits < best else best
-            stats = [best, ref_lengths / len(row["expected"])]
-            result = self._metric._compute_score_from_stats(stats)
-            out.append(self.make_score(self._unit(result.score), ter=result.score, num_edits=result.num_edits,
-                                       ref_length=result.ref_length, nrefs=len(row["expected"]), stats=stats,
-                                       sacrebleu_signature=self._sacrebleu_signature(len(row["expected"]))))
+            nrefs = len(group)
+            result = from_stats([best, ref_lengths / nrefs])  # sacrebleu's segment statistics
+            # The corpus sums these statistics. sacrebleu adds the rows' average reference lengths as
+            # floats in row order, which rounds at every step when an average is not exact (e.g. 3
+            # references of 10 words in all); the aggregator sums exactly, so shards merge into the
+            # figure of one pass. The two agree whenever sacrebleu's float sum is exact: averages that
+            # are integers (kept as int here: one reference, or lengths divisible by their count) or
+            # halves and quarters (2 or 4 references), as long as the sums stay below 2**50.
+            average = ref_lengths // nrefs if ref_lengths % nrefs == 0 else ref_lengths / nrefs
+            out.append(self.make_score(self._unit(result.score), stats=_with_nrefs([best, average], nrefs),
+                                       ter=result.score, num_edits=result.num_edits, ref_length=result.ref_length,
+                                       nrefs=nrefs, sacrebleu_signature=self._sacrebleu_signature(nrefs)))
         return out
 
     @staticmethod
@@ -548,7 +652,7 @@ class TER(_SacrebleuScorer):
         return max(0.0, 1.0 - ter / 100)
 
     def _corpus_from_stats(self, totals: list[Any]) -> tuple[float, float, dict[str, Any]]:
-        result = self._metric._compute_score_from_stats(totals)
+        result = self._from_stats(totals)
         return result.score, self._unit(result.score), {"num_edits": result.num_edits,
                                                         "ref_length": result.ref_length}
 

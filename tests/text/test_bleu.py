@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import string
 import sys
 import types
 from pathlib import Path
@@ -24,7 +25,8 @@ _PIECES = ["the", "cat", "sat", "on", "a", "mat", "Dog", "didn't", "U.S.", "3.5%
            "-", "—", "«", "»", ",", ".", "?", "\t", "\n", "-\n", "\xa0", "  ", "'s", "A.", "x,y", "5.", ".5"]
 
 
-def generated_rows(n: int, seed: int) -> list[tuple[str, list[str]]]:
+def generated_rows(n: int, seed: int, lengths: tuple[int, ...] = (6, 30, 120),
+                   nrefs: tuple[int, ...] = (1, 1, 2, 4)) -> list[tuple[str, list[str]]]:
     """Seeded (output, references) rows: Unicode, punctuation-only, empty, multi-reference and long texts."""
     rng = random.Random(seed)
 
@@ -34,8 +36,8 @@ def generated_rows(n: int, seed: int) -> list[tuple[str, list[str]]]:
     rows = [("", [""]), ("", ["a b"]), ("a b", [""]), ("... !!", ["?"]), ("hello world", ["hello world"]),
             ("我们今天去公园散步了。", ["我们今天在公园里散步。"]), ("the cat", ["the cat", "a cat", ""])]
     while len(rows) < n:
-        hyp = text(rng.choice((6, 30, 120)))
-        refs = [text(rng.choice((6, 30, 120))) for _ in range(rng.choice((1, 1, 2, 4)))]
+        hyp = text(rng.choice(lengths))
+        refs = [text(rng.choice(lengths)) for _ in range(rng.choice(nrefs))]
         if rng.random() < 0.4:  # an edited copy, so higher n-grams match too
             words = hyp.split(" ")
             refs[0] = " ".join(w for w in words if rng.random() > 0.2)
@@ -46,6 +48,11 @@ def generated_rows(n: int, seed: int) -> list[tuple[str, list[str]]]:
 ROWS = generated_rows(300, seed=7)
 OUTPUTS = [r[0] for r in ROWS]
 EXPECTEDS = [r[1] for r in ROWS]
+
+
+def batch(scorer, outputs, expecteds):
+    """``scorer.score_batch`` over rows built from two columns."""
+    return scorer.score_batch([{"output": o, "expected": e} for o, e in zip(outputs, expecteds)])
 
 
 # ------------------------------------------------------------------ upstream vectors
@@ -61,7 +68,7 @@ def test_sentence_bleu_upstream_vectors(smooth_method, smooth_value, lowercase, 
 
 def _corpus(scorer, outputs, expecteds):
     aggregator = scorer.aggregator()
-    for score in scorer.score_batch(outputs, expecteds):
+    for score in batch(scorer, outputs, expecteds):
         aggregator.add(score)
     return aggregator.result()
 
@@ -87,7 +94,7 @@ def test_corpus_bleu_max_ngram_order_vectors(order, expected):
 @pytest.mark.parametrize("hypotheses, references, expected", VECTORS["raw_corpus_bleu_floor_0.01"])
 def test_raw_bleu_vectors(hypotheses, references, expected):
     scorer = BLEU(tokenize="none", smooth_method="floor", smooth_value=0.01)
-    scores = scorer.score_batch(hypotheses, [[ref] for ref in references[0]])
+    scores = batch(scorer, hypotheses, [[ref] for ref in references[0]])
     if len(scores) == 1:  # one segment: raw_corpus_bleu (effective order on) is the sentence score
         assert scores[0].score == pytest.approx(expected, abs=1e-8)
     else:
@@ -125,7 +132,7 @@ BLEU_SETTINGS = [{}, {"tokenize": "intl"}, {"tokenize": "zh"}, {"tokenize": "cha
 @pytest.mark.parametrize("settings", BLEU_SETTINGS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default")
 def test_bleu_equals_sacrebleu_on_generated_rows(settings):
     reference = sacrebleu.BLEU(**{"effective_order": True, **settings})
-    scores = BLEU(**settings).score_batch(OUTPUTS, EXPECTEDS)
+    scores = batch(BLEU(**settings), OUTPUTS, EXPECTEDS)
     for (hyp, refs), score in zip(ROWS, scores):
         native = reference.sentence_score(hyp, refs)
         assert (score.metadata["bleu"], score.metadata["bp"], score.metadata["precisions"]) == \
@@ -137,14 +144,14 @@ def test_bleu_equals_sacrebleu_on_generated_rows(settings):
 def test_bleu_single_call_equals_batch():
     scorer = BLEU()
     assert [scorer(output=o, expected=e).to_dict() for o, e in ROWS[:40]] == \
-        [s.to_dict() for s in scorer.score_batch(OUTPUTS[:40], EXPECTEDS[:40])]
+        [s.to_dict() for s in batch(scorer, OUTPUTS[:40], EXPECTEDS[:40])]
 
 
 @pytest.mark.parametrize("settings", [{}, {"word_order": 2}, {"lowercase": True, "whitespace": True},
                                       {"eps_smoothing": True, "beta": 3}, {"char_order": 4, "word_order": 1}])
 def test_chrf_equals_sacrebleu_on_generated_rows(settings):
     reference = sacrebleu.CHRF(**settings)
-    scores = ChrF(**settings).score_batch(OUTPUTS, EXPECTEDS)
+    scores = batch(ChrF(**settings), OUTPUTS, EXPECTEDS)
     for (hyp, refs), score in zip(ROWS, scores):
         assert score.metadata["chrf"] == reference.sentence_score(hyp, refs).score, (hyp, refs)
 
@@ -154,7 +161,7 @@ def test_chrf_equals_sacrebleu_on_generated_rows(settings):
 def test_ter_equals_sacrebleu_on_generated_rows(settings):
     rows = [row for row in ROWS if len(" ".join([row[0], *row[1]])) < 400][:150]  # TER's search is slow on long texts
     reference = sacrebleu.TER(**settings)
-    scores = TER(**settings).score_batch([r[0] for r in rows], [r[1] for r in rows])
+    scores = batch(TER(**settings), [r[0] for r in rows], [r[1] for r in rows])
     for (hyp, refs), score in zip(rows, scores):
         native = reference.sentence_score(hyp, refs)
         assert score.metadata["ter"] == native.score, (hyp, refs)
@@ -178,7 +185,7 @@ def test_aggregator_corpus_bleu_equals_sacrebleu_corpus_bleu(settings):
     assert result["corpus_signature"] == metric.get_signature().format()
     assert result["corpus_signature"].startswith("nrefs:var|") and "|eff:no|" in result["corpus_signature"]
     assert result["n"] == len(OUTPUTS) and result["corpus_rows"] == len(OUTPUTS)
-    assert result["mean"] == pytest.approx(sum(s.score for s in BLEU(**settings).score_batch(OUTPUTS, EXPECTEDS))
+    assert result["mean"] == pytest.approx(sum(s.score for s in batch(BLEU(**settings), OUTPUTS, EXPECTEDS))
                                            / len(OUTPUTS))
 
 
@@ -203,6 +210,142 @@ def test_corpus_chrf_and_ter_equal_sacrebleu():
 def test_empty_aggregator_reports_no_corpus_figure():
     result = BLEU().aggregator().result()
     assert result["corpus_bleu"] is None and result["n"] == 0
+
+
+# ------------------------------------------------------- row statistics, shards, merging
+#: Short rows, so that TER's edit search stays quick on a few hundred of them, with 1, 2 or 4 references:
+#: sacrebleu sums TER's average reference lengths as floats in row order, which is exact (and so equal to our
+#: exact sum) when every average is a multiple of 1/4; see test_corpus_ter_with_three_references_is_the_exact_sum.
+SHORT_ROWS = [row for row in generated_rows(320, seed=23, lengths=(4, 12, 25)) if len(row[1]) in (1, 2, 4)]
+
+
+def _aggregate(scorer, scores):
+    aggregator = scorer.aggregator()
+    for score in scores:
+        aggregator.add(score)
+    return aggregator
+
+
+@pytest.mark.parametrize("name, key, native", [
+    ("BLEU", "corpus_bleu", lambda o, r: sacrebleu.corpus_bleu(o, r)),
+    ("chrF", "corpus_chrf", lambda o, r: sacrebleu.corpus_chrf(o, r)),
+    ("chrF++", "corpus_chrf", lambda o, r: sacrebleu.corpus_chrf(o, r, word_order=2)),
+    ("TER", "corpus_ter", lambda o, r: sacrebleu.corpus_ter(o, r)),
+])
+def test_merged_shards_give_sacrebleus_corpus_figure_exactly(name, key, native):
+    rows = SHORT_ROWS if name == "TER" else ROWS
+    outputs, expecteds = [r[0] for r in rows], [r[1] for r in rows]
+    scorer = scorers.get(name)
+    scores = batch(scorer, outputs, expecteds)
+    one_pass = _aggregate(scorer, scores).result()
+    thirds = [scores[: len(scores) // 3], scores[len(scores) // 3: 2 * len(scores) // 3], scores[2 * len(scores) // 3:]]
+    shards = [_aggregate(scorers.get(name), shard) for shard in thirds]
+    merged = shards[0].merge(shards[1]).merge(shards[2]).result()
+    reversed_merge = [_aggregate(scorers.get(name), shard) for shard in reversed(thirds)]
+    merged_backwards = reversed_merge[0].merge(reversed_merge[1]).merge(reversed_merge[2]).result()
+    reference = native(outputs, _reference_streams(expecteds))
+    assert merged[key] == one_pass[key] == merged_backwards[key] == reference.score
+    assert merged == one_pass == merged_backwards  # every figure: mean, stdev, corpus details, signature
+    assert merged["corpus_rows"] == len(rows) and merged["n"] == len(rows)
+    assert merged["corpus_signature"].startswith("nrefs:var|")
+
+
+def test_row_statistics_are_in_score_stats_not_in_metadata():
+    for name in ("BLEU", "chrF", "chrF++", "TER"):
+        score = scorers.get(name)(output="the cat sat", expected=["the cat sat down", "a cat"])
+        assert "stats" not in score.metadata and score.stats is not None
+        assert score.stats[-2:] == (2, 4)  # the reference count and its square
+    bleu = BLEU()(output="the cat sat on the mat", expected="the cat sat on a mat")
+    assert bleu.stats == (6, 6, 5, 3, 2, 1, 6, 5, 4, 3, 1, 1)
+    ter = TER()(output="the cat sat", expected="the cat sat down")
+    assert ter.stats == (1, 4, 1, 1) and all(type(v) is int for v in ter.stats)  # integers where exact
+    assert TER()(output="a", expected=["a b", "a b c d"]).stats == (1, 3, 2, 4)
+    assert TER()(output="a", expected=["a b", "a b c d", "a"]).stats[1] == 7 / 3
+
+
+def test_corpus_figure_survives_results_files():
+    """Scores written as JSON and read back (a resumed run) give the same corpus figure."""
+    scores = batch(BLEU(), OUTPUTS, EXPECTEDS)
+    reread = [scorers.Score.from_dict(json.loads(s.to_json())) for s in scores]
+    assert _aggregate(BLEU(), reread).result() == _aggregate(BLEU(), scores).result()
+
+
+def test_corpus_signature_counts_references_exactly():
+    outputs = ["a b", "c d", "e f"]
+    same = _aggregate(BLEU(), batch(BLEU(), outputs, [["a b", "x"]] * 3)).result()
+    assert same["corpus_signature"].startswith("nrefs:2|")
+    mixed = _aggregate(BLEU(), batch(BLEU(), outputs, [["a"], ["a", "b", "c"], ["a", "b"]])).result()
+    assert mixed["corpus_signature"].startswith("nrefs:var|")  # mean 2 references, but not all rows have 2
+
+
+def test_corpus_ter_with_three_references_is_the_exact_sum():
+    """sacrebleu rounds its float sum of average reference lengths; ours is exact (within a few ulps of it)."""
+    rows = generated_rows(200, seed=5, lengths=(4, 12, 25), nrefs=(3,))
+    outputs, expecteds = [r[0] for r in rows], [r[1] for r in rows]
+    scores = batch(TER(), outputs, expecteds)
+    ours = _aggregate(TER(), scores).result()
+    from fractions import Fraction
+
+    exact_length = sum(Fraction(s.stats[1]) for s in scores)
+    assert ours["corpus_details"]["ref_length"] == float(exact_length)
+    native = sacrebleu.corpus_ter(outputs, _reference_streams(expecteds))
+    assert ours["corpus_ter"] == pytest.approx(native.score, rel=1e-12)
+
+
+# ------------------------------------------------------------- sacrebleu's private parts
+def test_fallbacks_of_sacrebleus_private_parts_give_identical_numbers():
+    from sacrebleu.metrics.chrf import CHRF
+
+    from scorers.text.bleu import _chrf_f_score, _ter_from_stats
+
+    assert frozenset(string.punctuation) == frozenset(CHRF._PUNCTS)
+    for settings in ({}, {"word_order": 2}, {"eps_smoothing": True, "beta": 3}, {"char_order": 4, "word_order": 1}):
+        scorer = ChrF(**settings)
+        metric = sacrebleu.CHRF(**settings)
+        stats = [s.stats[:-2] for s in batch(scorer, OUTPUTS, EXPECTEDS)]
+        totals = [sum(column) for column in zip(*stats)]
+        order = scorer.char_order + scorer.word_order
+        for row in [*stats, totals, [0] * (3 * order)]:
+            assert _chrf_f_score(row, order=order, beta=scorer.beta, eps_smoothing=scorer.eps_smoothing) == \
+                metric._compute_f_score(row)
+    metric = sacrebleu.TER()
+    ter_stats = [[0, 0], [3, 0], [0, 5], [2, 3.5], [7, 10 / 3], [12345, 678.25]]
+    for stats in ter_stats:
+        ours, theirs = _ter_from_stats(stats), metric._compute_score_from_stats(stats)
+        assert (ours.score, ours.num_edits, ours.ref_length) == (theirs.score, theirs.num_edits, theirs.ref_length)
+    for settings in ({}, {"normalized": True, "case_sensitive": True}, {"no_punct": True, "asian_support": True}):
+        metric = sacrebleu.TER(**settings)
+        for text in OUTPUTS + [ref for refs in EXPECTEDS for ref in refs]:
+            assert metric.tokenizer(text.rstrip()) == metric._preprocess_segment(text)
+
+
+@pytest.mark.parametrize("owner, private", [("chrf", "_compute_f_score"), ("chrf", "_PUNCTS"),
+                                            ("ter", "_preprocess_segment"), ("ter", "_compute_score_from_stats")])
+def test_scorers_warn_and_keep_the_numbers_when_a_private_part_is_gone(owner, private, monkeypatch):
+    import warnings
+
+    from sacrebleu.metrics.chrf import CHRF
+    from sacrebleu.metrics.ter import TER as SacreTER
+
+    if owner == "chrf":
+        build, rows, key = (lambda: ChrF(word_order=2)), ROWS[:120], "chrf"
+        reference = [sacrebleu.sentence_chrf(h, refs, word_order=2).score for h, refs in rows]
+        corpus = sacrebleu.corpus_chrf([r[0] for r in rows], _reference_streams([r[1] for r in rows]), word_order=2)
+        owner_class = CHRF
+    else:
+        build, rows, key = (lambda: TER(normalized=True)), SHORT_ROWS[:80], "ter"
+        reference = [sacrebleu.sentence_ter(h, refs, normalized=True).score for h, refs in rows]
+        corpus = sacrebleu.corpus_ter([r[0] for r in rows], _reference_streams([r[1] for r in rows]), normalized=True)
+        owner_class = SacreTER
+    monkeypatch.delattr(owner_class, private)  # as if a sacrebleu release had renamed it
+    with pytest.warns(RuntimeWarning, match=f"no {owner_class.__name__}.{private}"):
+        scorer = build()
+        scores = batch(scorer, [r[0] for r in rows], [r[1] for r in rows])
+    assert [s.metadata[key] for s in scores] == reference
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the fallback is chosen once per scorer
+        assert _aggregate(scorer, scores).result()[f"corpus_{key}"] == corpus.score
+
 
 
 # -------------------------------------------------------- behaviour, signature, registry
@@ -290,7 +433,7 @@ def test_bad_input_raises_scorer_input_error(scorer, kwargs, field):
 
 def test_text_holding_the_batch_separator_word_is_scored_like_sacrebleu():
     rows = [("a \x00 b", ["a \x00 b c"]), ("x", ["x y"]), ("\x00", ["\x00"])]
-    scores = BLEU().score_batch([r[0] for r in rows], [r[1] for r in rows])
+    scores = batch(BLEU(), [r[0] for r in rows], [r[1] for r in rows])
     assert [s.metadata["bleu"] for s in scores] == [sacrebleu.sentence_bleu(h, refs).score for h, refs in rows]
 
 
@@ -329,8 +472,9 @@ def test_ter_process_pool_gives_the_serial_numbers():
         bleu.TER_PARALLEL_MIN_PAIRS = 8
         outputs = [f"w{i % 7} the cat sat on mat number {i}" for i in range(40)]
         expecteds = [f"the cat w{i % 5} sat on the mat {i + 1}" for i in range(40)]
-        ours = [s.metadata["ter"] for s in bleu.TER().score_batch(outputs, expecteds)]
-        assert bleu._POOL is not None, "the pool was not used"
+        rows = [{"output": o, "expected": e} for o, e in zip(outputs, expecteds)]
+        ours = [s.metadata["ter"] for s in bleu.TER().score_batch(rows)]
+        assert bleu._fork_pool() is not None, "the pool was not used"
         assert ours == [sacrebleu.sentence_ter(h, [r]).score for h, r in zip(outputs, expecteds)]
         print("ok")
     """)
@@ -345,6 +489,6 @@ def test_one_scorer_shared_by_threads_gives_the_serial_numbers():
     shared = BLEU()
     chunks = [(OUTPUTS[i::4], EXPECTEDS[i::4]) for i in range(4)]
     with ThreadPoolExecutor(4) as pool:
-        threaded = list(pool.map(lambda c: [s.metadata["bleu"] for s in shared.score_batch(*c)], chunks * 3))
-    serial = [[s.metadata["bleu"] for s in BLEU().score_batch(*c)] for c in chunks * 3]
+        threaded = list(pool.map(lambda c: [s.metadata["bleu"] for s in batch(shared, *c)], chunks * 3))
+    serial = [[s.metadata["bleu"] for s in batch(BLEU(), *c)] for c in chunks * 3]
     assert threaded == serial

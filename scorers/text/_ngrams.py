@@ -1,5 +1,5 @@
-"""Shared machinery of the n-gram text scorers: token interning
-and batched clipped n-gram matching.
+"""Shared machinery of the text scorers: token interning, batched clipped n-gram
+matching, and nltk's Porter stemmer (one per process).
 
 The batch paths of BLEU, chrF and ROUGE turn every text into a sequence of
 integer ids (one id per distinct token in the batch) and count, for every
@@ -18,14 +18,32 @@ import threading
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
+from .._util import memoize, optional_import
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["CachedSignature", "TokenCache", "concat_ids", "split_flat", "clipped_ngram_matches"]
+__all__ = ["CachedSignature", "TokenCache", "concat_ids", "split_flat", "clipped_ngram_matches", "porter_stem"]
 
 #: Largest product of key sizes kept as packed integers before ids are made dense again.
 _PACK_LIMIT = 2**62
+
+
+def porter_stem(scorer: str) -> Callable[[str], str]:
+    """nltk's Porter stemmer (its default ``NLTK_EXTENSIONS`` mode, as rouge-score and nltk's METEOR use it).
+
+    One stemmer serves the whole process (it keeps no state between calls);
+    without nltk this raises :class:`~scorers.errors.MissingExtraError` naming ``scorer``.
+    """
+    optional_import("nltk.stem.porter", scorer=scorer, extra="text")
+    return _porter_stemmer().stem
+
+
+@memoize
+def _porter_stemmer() -> Any:
+    from nltk.stem.porter import PorterStemmer
+
+    return PorterStemmer()
 
 
 class CachedSignature:

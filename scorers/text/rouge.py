@@ -26,17 +26,17 @@ characters, as rouge-score does (with ``"unicode"``: to ASCII tokens only).
 from __future__ import annotations
 
 import re
-import threading
 import unicodedata
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable
 
+from .._util import lazy, optional_import
 from ..base import Scorer
+from ..errors import ConfigError
 from ..fields import references_field, text_field
-from ..errors import ConfigError, MissingExtraError
 from ..registry import register
 from ..score import Score
-from ._ngrams import CachedSignature, TokenCache, clipped_ngram_matches, split_flat
+from ._ngrams import CachedSignature, TokenCache, clipped_ngram_matches, porter_stem, split_flat
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,22 +54,6 @@ _UNICODE_WORD = re.compile(r"[^\W_]+")
 _ONE_CHAR_SCRIPTS = re.compile(
     "[\u3040-\u30ff\u3100-\u312f\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
     "\U00020000-\U0002fa1f]")
-
-_PORTER: Any = None
-_PORTER_LOCK = threading.Lock()
-
-
-def _porter(scorer: str) -> Any:
-    global _PORTER
-    with _PORTER_LOCK:
-        if _PORTER is None:
-            try:
-                from nltk.stem import porter
-            except ImportError as exc:
-                raise MissingExtraError(scorer, "nltk", "text") from exc
-            _PORTER = porter.PorterStemmer()
-    return _PORTER
-
 
 def _default_word_splitter(stem: Callable[[str], str] | None) -> Callable[[str], list[str]]:
     """rouge-score's tokenizer applied to one whitespace-separated word.
@@ -134,19 +118,24 @@ class ROUGE(CachedSignature, Scorer):
         self.order = int(match.group(1)) if match else 0
         self.use_stemmer = bool(use_stemmer)
         self.tokenizer = tokenizer
-        self._stem: Callable[[str], str] | None = _porter(self.name).stem if self.use_stemmer else None
-        self._cache = self._new_cache()
+        self._stem  # noqa: B018  (loaded now, so that a missing nltk fails here)
+
+    @lazy
+    def _stem(self) -> Callable[[str], str] | None:
+        return porter_stem(self.name) if self.use_stemmer else None
 
     def params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"rouge_type": self.rouge_type, "use_stemmer": self.use_stemmer,
                                   "tokenizer": self.tokenizer, "reference": REFERENCE}
         if self.use_stemmer:
-            import nltk
-
-            params["nltk_version"] = nltk.__version__
+            params["nltk_version"] = optional_import("nltk", scorer=self.name, extra="text").__version__
         return params
 
     # -------------------------------------------------------------- tokens
+    @lazy
+    def _cache(self) -> TokenCache:
+        return self._new_cache()
+
     def _new_cache(self) -> TokenCache:
         splitter = _default_word_splitter if self.tokenizer == "default" else _unicode_word_splitter
         return TokenCache(splitter(self._stem))
@@ -160,9 +149,6 @@ class ROUGE(CachedSignature, Scorer):
         return [cache.ids_of_words(self._prepared(line).split()) for line in text.split("\n") if line]
 
     # --------------------------------------------------------------- batch
-    def _score(self, **fields: Any) -> Score:
-        return self._score_batch([fields])[0]
-
     def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
         if self._cache.full():
             self._cache = self._new_cache()

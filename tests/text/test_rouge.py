@@ -47,6 +47,11 @@ OUTPUTS = [r[0] for r in ROWS]
 EXPECTEDS = [r[1] for r in ROWS]
 
 
+def batch(scorer, outputs, expecteds):
+    """``scorer.score_batch`` over rows built from two columns."""
+    return scorer.score_batch([{"output": o, "expected": e} for o, e in zip(outputs, expecteds)])
+
+
 @pytest.mark.parametrize("rouge_type, use_stemmer, target, prediction, prf", VECTORS["single"])
 def test_upstream_vectors(rouge_type, use_stemmer, target, prediction, prf):
     score = ROUGE(rouge_type=rouge_type, use_stemmer=use_stemmer)(output=prediction, expected=target)
@@ -75,7 +80,7 @@ def test_stemmed_tokens_vector(text, tokens):
 @pytest.mark.parametrize("rouge_type", ["rouge1", "rouge2", "rouge3", "rougeL", "rougeLsum"])
 def test_equals_rouge_score_on_generated_rows(rouge_type, use_stemmer):
     reference = rouge_scorer.RougeScorer([rouge_type], use_stemmer=use_stemmer)
-    scores = ROUGE(rouge_type=rouge_type, use_stemmer=use_stemmer).score_batch(OUTPUTS, EXPECTEDS)
+    scores = batch(ROUGE(rouge_type=rouge_type, use_stemmer=use_stemmer), OUTPUTS, EXPECTEDS)
     for (output, refs), score in zip(ROWS, scores):
         native = reference.score_multi(refs, output)[rouge_type]
         got = (score.metadata["precision"], score.metadata["recall"], score.metadata["fmeasure"])
@@ -86,7 +91,7 @@ def test_equals_rouge_score_on_generated_rows(rouge_type, use_stemmer):
 def test_single_call_equals_batch_and_best_reference_is_reported():
     scorer = ROUGE(rouge_type="rouge1")
     assert [scorer(output=o, expected=e).to_dict() for o, e in ROWS[:40]] == \
-        [s.to_dict() for s in scorer.score_batch(OUTPUTS[:40], EXPECTEDS[:40])]
+        [s.to_dict() for s in batch(scorer, OUTPUTS[:40], EXPECTEDS[:40])]
     score = scorer(output="the cat sat", expected=["a dog", "the cat sat", "the cat sat"])
     assert score.metadata["best_reference"] == 1 and score.score == 1.0 and score.metadata["nrefs"] == 3
 
@@ -147,7 +152,7 @@ def test_one_scorer_shared_by_threads_gives_the_serial_numbers():
     shared = ROUGE(rouge_type="rouge2", use_stemmer=True)
     chunks = [(OUTPUTS[i::4], EXPECTEDS[i::4]) for i in range(4)]
     with ThreadPoolExecutor(4) as pool:
-        threaded = list(pool.map(lambda c: [s.metadata["fmeasure"] for s in shared.score_batch(*c)], chunks * 3))
-    serial = [[s.metadata["fmeasure"] for s in ROUGE(rouge_type="rouge2", use_stemmer=True).score_batch(*c)]
+        threaded = list(pool.map(lambda c: [s.metadata["fmeasure"] for s in batch(shared, *c)], chunks * 3))
+    serial = [[s.metadata["fmeasure"] for s in batch(ROUGE(rouge_type="rouge2", use_stemmer=True), *c)]
               for c in chunks * 3]
     assert threaded == serial

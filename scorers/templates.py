@@ -39,12 +39,12 @@ import math
 import os
 import re
 import string
-import threading
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from ._util import lazy, lazy_names, memoize
 from .errors import TemplateError
 
 if TYPE_CHECKING:
@@ -125,28 +125,21 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot render a {type(value).__name__} in a judge prompt; pass text or JSON-like data")
 
 
-_env_lock = threading.Lock()
-_env: Any = None
-
-
+@memoize
 def _environment() -> Any:
-    """The shared sandboxed Jinja2 environment (created on first use: jinja2 is imported lazily)."""
-    global _env
-    with _env_lock:
-        if _env is None:
-            from jinja2 import StrictUndefined
-            from jinja2.sandbox import SandboxedEnvironment
+    """The process-wide sandboxed Jinja2 environment, built on first use (jinja2 is imported lazily)."""
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
 
-            class JudgeEnvironment(SandboxedEnvironment):
-                # ``{{a.b}}`` on a mapping reads the key ``b`` first (``{{d.items}}`` is the item, not the method).
-                def getattr(self, obj: Any, attribute: str) -> Any:
-                    if isinstance(obj, Mapping) and attribute in obj:
-                        return obj[attribute]
-                    return super().getattr(obj, attribute)
+    class JudgeEnvironment(SandboxedEnvironment):
+        # ``{{a.b}}`` on a mapping reads the key ``b`` first (``{{d.items}}`` is the item, not the method).
+        def getattr(self, obj: Any, attribute: str) -> Any:
+            if isinstance(obj, Mapping) and attribute in obj:
+                return obj[attribute]
+            return super().getattr(obj, attribute)
 
-            _env = JudgeEnvironment(autoescape=False, undefined=StrictUndefined, finalize=_render_value,
-                                    keep_trailing_newline=False)
-        return _env
+    return JudgeEnvironment(autoescape=False, undefined=StrictUndefined, finalize=_render_value,
+                            keep_trailing_newline=False)
 
 
 _TRIPLE = re.compile(r"\{\{\{\s*(.+?)\s*\}\}\}")
@@ -199,6 +192,8 @@ class JudgeTemplate:
     ``messages`` holds ``(role, content)`` pairs; a plain ``prompt`` is one user
     message. ``choice_scores`` keeps the file's order, which is the enum order.
     Optional settings left as ``None`` fall back to the judge's defaults.
+    A template pickles without its compiled Jinja code, which the receiving
+    process compiles again on first use.
     """
 
     name: str
@@ -216,7 +211,6 @@ class JudgeTemplate:
     file: str | None = None
     #: ``"autoevals"`` (our DSL, autoevals-compatible) or ``"openai-evals"``.
     format: str = "autoevals"
-    _compiled: tuple[Any, ...] = field(default=(), repr=False, compare=False)
     _variables: tuple[str, ...] = field(default=(), repr=False, compare=False)
     #: Per message: literal text and variable names, when the message is plain ``{{ name }}`` substitution.
     _plain: tuple[Any, ...] = field(default=(), repr=False, compare=False)
@@ -240,10 +234,23 @@ class JudgeTemplate:
         names.discard("__choices")
         if not self.choices:
             object.__setattr__(self, "choices", tuple(self.choice_scores or ()))
-        object.__setattr__(self, "_compiled", tuple(compiled))
+        object.__setattr__(self, "_compiled", tuple(compiled))  # what the lazy attribute would build
         object.__setattr__(self, "_plain", tuple(_plain_parts(content) for _, content in self.messages))
         object.__setattr__(self, "_variables",
                            tuple(_variables_in_order("\n".join(c for _, c in self.messages), names)))
+
+    @lazy
+    def _compiled(self) -> tuple[Any, ...]:
+        """One compiled Jinja template per message (rebuilt after unpickling; syntax was checked when built)."""
+        env = _environment()
+        return tuple(env.from_string(content) for _, content in self.messages)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the compiled Jinja templates, which belong to this process's environment."""
+        state = self.__dict__.copy()
+        for name in lazy_names(type(self)):
+            state.pop(name, None)
+        return state
 
     # ---------------------------------------------------------------- facts
     @property
@@ -292,12 +299,12 @@ class JudgeTemplate:
                                 f"({self.where()})", scorer=self.name)
         context["__choices"] = list(self.choices)
         out = []
-        for (role, _), compiled, plain in zip(self.messages, self._compiled, self._plain):
+        for index, ((role, _), plain) in enumerate(zip(self.messages, self._plain)):
             try:
                 if plain is not None:  # same text as Jinja gives, without building a Jinja context
                     content = "".join(part if kind else _render_value(context[part]) for kind, part in plain)
                 else:
-                    content = compiled.render(context)
+                    content = self._compiled[index].render(context)
                 out.append({"role": role, "content": content})
             except SecurityError as exc:
                 raise TemplateError(f"{self.name}: the template tried to reach Python internals, which is not "
@@ -654,13 +661,16 @@ def builtin_template_dir() -> Path:
     return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / "templates"
 
 
-_extra_dirs: list[Path] = []
+@memoize
+def _extra_dirs() -> list[Path]:
+    """Directories added by :func:`add_template_dir` in this process (one list, built on first use)."""
+    return []
 
 
 def template_dirs() -> list[Path]:
     """Built-in directory, then ``SCORERS_TEMPLATES`` directories, then those added by :func:`add_template_dir`."""
     env = [Path(p) for p in os.environ.get(TEMPLATES_ENV, "").split(os.pathsep) if p.strip()]
-    return [builtin_template_dir(), *env, *_extra_dirs]
+    return [builtin_template_dir(), *env, *_extra_dirs()]
 
 
 def template_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -752,7 +762,7 @@ def add_template_dir(path: str | os.PathLike[str]) -> None:
     directory = Path(path)
     if not directory.is_dir():
         raise TemplateError(f"--templates: {directory} is not a directory")
-    _extra_dirs.append(directory)
+    _extra_dirs().append(directory)
     from .registry import registry
 
     registry.add_loader(lambda reg: _register_files(reg, template_files([directory]), "user"))

@@ -30,12 +30,15 @@ import base64
 import hashlib
 import json
 import re
+import socket
 import struct
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Union
+
+from ._util import memoize, optional_import
 
 __all__ = ["LoopbackLLM", "Reply", "RecordedRequest", "Rule"]
 
@@ -135,6 +138,8 @@ class RecordedRequest:
     received_at: float
     #: HTTP status the server answered with (``0`` for a dropped connection or a hang).
     status: int = 0
+    #: The query string's parameters (the last value of a repeated one).
+    query: dict[str, str] = field(default_factory=dict)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -252,6 +257,7 @@ class LoopbackLLM:
     def start(self) -> "LoopbackLLM":
         if self._thread is not None:
             return self
+        optional_import("aiohttp.web", scorer="LoopbackLLM", extra="aiohttp", package="aiohttp")
         ready = threading.Event()
         failure: list[BaseException] = []
 
@@ -307,7 +313,7 @@ class LoopbackLLM:
         app.router.add_get("/v1/models", self._models)
         runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
+        site = web.SockSite(runner, _unused_port_socket(), backlog=1024)
         await site.start()
         self._runner = runner
         self.port = runner.addresses[0][1]
@@ -321,7 +327,7 @@ class LoopbackLLM:
             body = raw.decode("utf-8", "replace")
         recorded = RecordedRequest(method=request.method, path=request.path,
                                    headers={k.lower(): v for k, v in request.headers.items()},
-                                   body=body, received_at=time.time())
+                                   body=body, received_at=time.time(), query=dict(request.query))
         with self._lock:
             self.requests.append(recorded)
         return recorded
@@ -450,6 +456,36 @@ class LoopbackLLM:
             "object": "list",
             "data": [{"id": m, "object": "model", "created": 0, "owned_by": "loopback"} for m in self.models],
         }))
+
+
+@memoize
+def _ports_taken() -> set[int]:
+    """The ports of every :class:`LoopbackLLM` started in this process."""
+    return set()
+
+
+def _unused_port_socket() -> socket.socket:
+    """A socket bound to a 127.0.0.1 port that no earlier :class:`LoopbackLLM` of this process had.
+
+    HTTP clients keep connections alive per endpoint, and the judge engine keeps its clients for
+    the process's life. Had a new server the port of a stopped one, a pooled connection to the old
+    server could be picked for a request to the new one: a connection error and one more attempt
+    than the test expects. Ports the kernel offers again are held open until a fresh one comes.
+    """
+    taken = _ports_taken()
+    refused: list[socket.socket] = []
+    try:
+        while True:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+            if port not in taken:
+                taken.add(port)
+                return sock
+            refused.append(sock)
+    finally:
+        for sock in refused:
+            sock.close()
 
 
 def fake_embedding(text: str, dim: int = 16) -> list[float]:

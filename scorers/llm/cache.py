@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from .._util import lazy, memoize
 from ..errors import ConfigError
 
 __all__ = ["LLMCache", "cache_key", "cache_keys", "open_cache"]
@@ -107,14 +108,27 @@ def _encode_messages(messages: Any, encode: Callable[[Any], str]) -> str:
 
 
 class LLMCache:
-    """A key → JSON reply store in one SQLite file (created with its folder on first use)."""
+    """A key → JSON reply store in one SQLite file (created with its folder on first use).
+
+    It pickles as its path and settings: the receiving process opens its own connection.
+    """
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout_s: float = 30.0) -> None:
         self.path = Path(path)
         self.busy_timeout_s = busy_timeout_s
-        self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
+
+    @lazy
+    def _lock(self) -> threading.Lock:
+        """Serialises this instance's use of its connection (built on first use, never pickled)."""
+        return threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path, "busy_timeout_s": self.busy_timeout_s}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["path"], busy_timeout_s=state["busy_timeout_s"])  # type: ignore[misc]
 
     def _connection(self) -> sqlite3.Connection:
         # A connection must not cross fork(): reopen in a child process.
@@ -183,17 +197,14 @@ class LLMCache:
         return f"LLMCache({str(self.path)!r})"
 
 
-_open: dict[Path, LLMCache] = {}
-_open_lock = threading.Lock()
-
-
 def open_cache(target: LLMCache | str | os.PathLike[str]) -> LLMCache:
     """The process-wide :class:`LLMCache` for a path (one connection per file), or ``target`` itself."""
     if isinstance(target, LLMCache):
         return target
-    path = Path(target).expanduser().absolute()
-    with _open_lock:
-        cache = _open.get(path)
-        if cache is None:
-            cache = _open[path] = LLMCache(path)
-        return cache
+    return _cache_for(Path(target).expanduser().absolute())
+
+
+@memoize
+def _cache_for(path: Path) -> LLMCache:
+    """One :class:`LLMCache` per absolute path in this process."""
+    return LLMCache(path)

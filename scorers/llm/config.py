@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from .._util import memoize
 from ..errors import ConfigError
 
 __all__ = ["DEFAULT_MODEL", "DEFAULT_BASE_URL", "LLMSettings", "configure", "resolve", "configured_prices", "default_model",
@@ -53,10 +54,22 @@ _TRANSPORTS = ("auto", "aiohttp", "httpx")
 _OFF = {"0", "off", "false", "no", "none", ""}
 
 _UNSET: Any = object()
-_lock = threading.Lock()
-_configured: dict[str, Any] = {}
-#: Bumped by every :func:`configure` call, so that memoised settings know when they are stale.
-_version = 0
+
+
+class _Configured:
+    """What :func:`configure` set in this process, under a lock; ``version`` is bumped by every call,
+    so that memoised settings know when they are stale."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.values: dict[str, Any] = {}
+        self.version = 0
+
+
+@memoize
+def _configured() -> _Configured:
+    """The process-wide :func:`configure` state (created on first use)."""
+    return _Configured()
 
 #: Environment variables that :func:`resolve` reads (``HOME`` locates the default cache folder).
 _ENV_NAMES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SCORERS_MODEL", "SCORERS_CACHE", "SCORERS_CACHE_DIR",
@@ -163,16 +176,16 @@ def configure(*, client: Any = _UNSET, model: Any = _UNSET, base_url: Any = _UNS
     if "client" in checked and checked["client"] is not None and ({"api_key", "base_url"} & {
             k for k, v in checked.items() if v is not None}):
         raise ConfigError("configure(): pass either client= or api_key=/base_url=, not both")
-    global _version
-    with _lock:
-        _version += 1
+    state = _configured()
+    with state.lock:
+        state.version += 1
         if reset:
-            _configured.clear()
+            state.values.clear()
         for name, value in checked.items():
             if value is None:
-                _configured.pop(name, None)
+                state.values.pop(name, None)
             else:
-                _configured[name] = value
+                state.values[name] = value
 
 
 def settings_state() -> tuple[Any, ...]:
@@ -185,19 +198,21 @@ def settings_state() -> tuple[Any, ...]:
     except OSError:  # the working folder was deleted
         folder = None
     environ = os.environ
-    return (_version, folder, *[environ.get(name) for name in _ENV_NAMES])
+    return (_configured().version, folder, *[environ.get(name) for name in _ENV_NAMES])
 
 
 def configured_prices() -> dict[str, tuple[float, float]]:
     """Prices set with ``configure(prices=...)`` (empty when none)."""
-    with _lock:
-        return dict(_configured.get("prices", {}))
+    state = _configured()
+    with state.lock:
+        return dict(state.values.get("prices", {}))
 
 
 def default_model(override: str | None = None) -> str:
     """``override``, else the configured model, else ``SCORERS_MODEL``, else :data:`DEFAULT_MODEL`."""
-    with _lock:
-        configured = _configured.get("model")
+    state = _configured()
+    with state.lock:
+        configured = state.values.get("model")
     return override or configured or _env("SCORERS_MODEL") or DEFAULT_MODEL
 
 
@@ -233,8 +248,9 @@ def _cache_target(value: Any) -> Any:
 
 def resolve(**overrides: Any) -> LLMSettings:
     """Merge per-engine ``overrides`` (already checked; ``None`` = unset), :func:`configure` and the environment."""
-    with _lock:
-        configured = dict(_configured)
+    state = _configured()
+    with state.lock:
+        configured = dict(state.values)
     chosen = {**_DEFAULTS, **{k: v for k, v in configured.items() if k != "prices"},
               **{k: v for k, v in overrides.items() if v is not None}}
     explicit_client = overrides.get("client")

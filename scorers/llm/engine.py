@@ -69,7 +69,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .. import _aio
 from .._aio import run_sync
-from ..errors import ConfigError, JudgeError
+from .._util import memoize, optional_import
+from ..errors import ConfigError, JudgeError, MissingExtraError
 from .cache import LLMCache, cache_key, cache_keys, open_cache
 from .config import LLMSettings, check_options, default_model, resolve, settings_state
 
@@ -536,24 +537,46 @@ class _Slot:
         self.limiter.release()
 
 
-_limiters: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Limiter]]" = weakref.WeakKeyDictionary()
-_clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]]" = (
-    weakref.WeakKeyDictionary())
-_closers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]" = weakref.WeakKeyDictionary()
+class _LoopState:
+    """What the engine keeps per event loop: a limiter per endpoint, the HTTP clients, and the generator
+    that closes those clients when the loop shuts down. Used only from the loop's own thread."""
+
+    __slots__ = ("limiters", "clients", "closer", "__weakref__")
+
+    def __init__(self) -> None:
+        self.limiters: dict[str, _Limiter] = {}
+        self.clients: dict[tuple[Any, ...], Any] = {}
+        self.closer: Any = None
+
+
+@memoize
+def _loop_states() -> "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState]":
+    """Per event loop state; a loop's entry goes when the loop is garbage collected."""
+    return weakref.WeakKeyDictionary()
+
+
+def _loop_state(loop: asyncio.AbstractEventLoop) -> _LoopState:
+    states = _loop_states()
+    state = states.get(loop)
+    if state is None:
+        state = states[loop] = _LoopState()
+    return state
 
 
 def _limiter_for(base_url: str) -> _Limiter:
-    per_loop = _limiters.setdefault(asyncio.get_running_loop(), {})
-    limiter = per_loop.get(base_url)
+    limiters = _loop_state(asyncio.get_running_loop()).limiters
+    limiter = limiters.get(base_url)
     if limiter is None:
-        limiter = per_loop[base_url] = _Limiter()
+        limiter = limiters[base_url] = _Limiter()
     return limiter
 
 
 async def _client_for(settings: LLMSettings) -> Any:
     """The ``AsyncOpenAI`` client for these settings on the running loop (created once per loop)."""
-    if settings.client is None:  # the common case, without building the key: this loop's client for the endpoint
-        client = _clients.get(asyncio.get_running_loop(), {}).get(_client_key(settings))
+    state = _loop_state(asyncio.get_running_loop())
+    if settings.client is None:  # the common case: this loop's client for the endpoint
+        key: tuple[Any, ...] = _client_key(settings)
+        client = state.clients.get(key)
         if client is not None:
             return client
     import openai
@@ -562,29 +585,70 @@ async def _client_for(settings: LLMSettings) -> Any:
     if isinstance(user_client, openai.AsyncOpenAI) or (user_client is not None and not isinstance(user_client,
                                                                                                  openai.OpenAI)):
         return user_client
-    loop = asyncio.get_running_loop()
-    per_loop = _clients.get(loop)
-    if per_loop is None:
-        per_loop = _clients[loop] = {}
+    if state.closer is None:
         closer = _close_at_loop_shutdown()
         await closer.asend(None)
-        _closers[loop] = closer
+        state.closer = closer
     if user_client is not None:  # a sync client: an async twin with the same settings, per loop
-        key: tuple[Any, ...] = ("copy", id(user_client))
-        client = per_loop.get(key)
-        if client is None:
-            client = per_loop[key] = openai.AsyncOpenAI(
-                api_key=user_client.api_key, base_url=user_client.base_url, organization=user_client.organization,
-                project=user_client.project, default_headers=dict(user_client._custom_headers),
-                default_query=dict(user_client._custom_query), max_retries=0,
-                http_client=_http_client(settings.transport))
-        return client
-    key = _client_key(settings)
-    client = per_loop.get(key)
-    if client is None:
-        client = per_loop[key] = openai.AsyncOpenAI(api_key=settings.api_key, base_url=settings.base_url,
-                                                     max_retries=0, http_client=_http_client(settings.transport))
+        key = ("twin", id(user_client))
+        entry = state.clients.get(key)
+        if entry is None or entry[0] is not user_client:  # the entry keeps its client alive: ids are not reused
+            entry = state.clients[key] = (user_client, _async_twin(user_client, settings.transport))
+        return entry[1]
+    client = state.clients[key] = openai.AsyncOpenAI(api_key=settings.api_key, base_url=settings.base_url,
+                                                      max_retries=0, http_client=_http_client(settings.transport))
     return client
+
+
+def _async_twin(client: Any, transport: str) -> Any:
+    """An ``openai.AsyncOpenAI`` client with the settings of the sync ``openai.OpenAI`` ``client``.
+
+    Key, endpoint, organization and project are public attributes; the headers and query parameters
+    the user added are read through the public API (:func:`_custom_defaults`). The SDK's retries
+    are off, as for every client the engine makes.
+    """
+    import openai
+
+    headers, query = _custom_defaults(client)
+    return openai.AsyncOpenAI(api_key=client.api_key, base_url=client.base_url, organization=client.organization,
+                              project=client.project, default_headers=headers, default_query=query, max_retries=0,
+                              http_client=_http_client(transport))
+
+
+def _custom_defaults(client: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The headers and query parameters given to ``client`` (``default_headers=``/``default_query=``).
+
+    They are the client's public ``default_headers``/``default_query`` less those of a copy made
+    without them (``client.copy(set_default_headers={}, set_default_query={})``, which shares the
+    client's connection pool and opens nothing). Should a future ``openai`` drop that API, the
+    twin sends no custom headers, and a warning says so.
+    """
+    import openai
+
+    try:
+        plain = client.copy(set_default_headers={}, set_default_query={})
+        headers = _added(client.default_headers, plain.default_headers)
+        query = _added(client.default_query, plain.default_query)
+    except (AttributeError, TypeError, ValueError) as exc:
+        warnings.warn(f"cannot read the custom headers and query parameters of the openai.OpenAI client "
+                      f"through openai {getattr(openai, '__version__', '?')}'s public API ({type(exc).__name__}: "
+                      f"{exc}); the judges' async copy of it sends none. Pass an openai.AsyncOpenAI client "
+                      "(client=) to keep them", RuntimeWarning, stacklevel=4)
+        return {}, {}
+    return headers, query
+
+
+def _added(given: Mapping[str, Any], plain: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``given`` that ``plain`` lacks or has with another value."""
+    import openai
+
+    omit = getattr(openai, "Omit", None)
+
+    def same(a: Any, b: Any) -> bool:  # ``Omit`` markers (an unset header) compare by type, not identity
+        return a is b or (omit is not None and isinstance(a, omit) and isinstance(b, omit)) or a == b
+
+    missing = object()
+    return {name: value for name, value in given.items() if not same(value, plain.get(name, missing))}
 
 
 def _client_key(settings: LLMSettings) -> tuple[Any, ...]:
@@ -626,60 +690,63 @@ def _http_client(transport: str) -> Any:
 
     if transport in ("auto", "aiohttp"):
         try:
+            optional_import("aiohttp", scorer="The LLM engine's aiohttp transport", extra="aiohttp")
             return openai.DefaultAioHttpClient()
-        except (AttributeError, RuntimeError, ImportError) as exc:
+        except MissingExtraError:
             if transport == "aiohttp":
-                raise ConfigError("transport='aiohttp' needs the aiohttp package: "
-                                  "pip install 'scorers[aiohttp]'") from exc
+                raise
+        except (AttributeError, RuntimeError) as exc:  # an openai without the aiohttp client
+            if transport == "aiohttp":
+                raise ConfigError(f"transport='aiohttp' needs openai's aiohttp support: pip install "
+                                  f"'scorers[aiohttp]' ({exc})") from exc
     return openai.DefaultAsyncHttpxClient()
 
 
-_response_class: Any = None
-
-
+@memoize
 def _httpx_response_class() -> Any:
     """The ``Response`` class of the httpx flavour this ``openai`` uses (httpx or httpx2): ``cast_to`` it for raw bytes."""
-    global _response_class
-    if _response_class is None:
-        import openai
+    import openai
 
-        for base in openai.DefaultAsyncHttpxClient.__mro__:
-            if base.__name__ == "AsyncClient" and base.__module__.split(".")[0] in ("httpx", "httpx2"):
-                _response_class = sys.modules[base.__module__.split(".")[0]].Response
-                break
-        else:  # pragma: no cover - an unknown openai layout
-            raise ConfigError("unsupported openai package layout: cannot find its httpx Response class")
-    return _response_class
+    for base in openai.DefaultAsyncHttpxClient.__mro__:
+        if base.__name__ == "AsyncClient" and base.__module__.split(".")[0] in ("httpx", "httpx2"):
+            return sys.modules[base.__module__.split(".")[0]].Response
+    raise ConfigError("unsupported openai package layout: cannot find its httpx Response class")  # pragma: no cover
 
 
 # --------------------------------------------------------------------------- module-level helpers
-_default_engine = LLMEngine()
+@memoize
+def _default_engine() -> LLMEngine:
+    """The engine of :func:`complete`: no options of its own, so every setting comes from :func:`configure`."""
+    return LLMEngine()
 
 
 async def complete(request: ChatRequest, *, validate: Callable[[ChatResult], Any] | None = None,
                    scorer: str | None = None) -> ChatResult:
     """:meth:`LLMEngine.complete` with the process-wide settings (:func:`scorers.llm.configure`)."""
-    return await _default_engine.complete(request, validate=validate, scorer=scorer)
+    return await _default_engine().complete(request, validate=validate, scorer=scorer)
 
 
 def complete_sync(request: ChatRequest, *, validate: Callable[[ChatResult], Any] | None = None,
                   scorer: str | None = None) -> ChatResult:
     """:func:`complete` from synchronous code."""
-    return _default_engine.complete_sync(request, validate=validate, scorer=scorer)
+    return _default_engine().complete_sync(request, validate=validate, scorer=scorer)
 
 
 async def aclose() -> None:
     """Close the HTTP clients the engine opened on the running loop (call before closing your own loop)."""
-    loop = asyncio.get_running_loop()
-    clients = _clients.pop(loop, {})
-    _closers.pop(loop, None)
-    await asyncio.gather(*(client.close() for client in clients.values()), return_exceptions=True)
+    state = _loop_states().get(asyncio.get_running_loop())
+    if state is None:
+        return
+    clients, state.clients, state.closer = state.clients, {}, None
+    opened = [entry[1] if isinstance(entry, tuple) else entry for entry in clients.values()]
+    await asyncio.gather(*(client.close() for client in opened), return_exceptions=True)
 
 
 def _close_background_clients() -> None:
     """At exit, close the clients of the sync path's background loop (no "unclosed session" noise)."""
-    loop = _aio._loop  # only if the sync path ever started it
-    if loop is not None and loop in _clients and loop.is_running():
+    loop = _aio.started_background_loop()  # only if the sync path ever started it
+    state = _loop_states().get(loop) if loop is not None else None
+    if loop is not None and state is not None and state.clients and loop.is_running():
         try:
             asyncio.run_coroutine_threadsafe(aclose(), loop).result(timeout=2)
         except Exception:  # the interpreter is exiting; nothing useful to report

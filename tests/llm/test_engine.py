@@ -20,7 +20,10 @@ from scorers.testing import LoopbackLLM, Reply
 TOOL = {"type": "function", "function": {"name": "select_choice", "description": "Pick one.", "parameters": {
     "type": "object", "properties": {"choice": {"type": "string", "enum": ["A", "B"]}}, "required": ["choice"]}}}
 FORCED = {"type": "function", "function": {"name": "select_choice"}}
-FAST = dict(timeout=0.3, backoff_base=0.001, backoff_max=0.01, retry_after_max=0.5)
+#: Short backoffs; a timeout no reply of the loopback server comes near, so that only scripted hangs time out.
+FAST = dict(timeout=30.0, backoff_base=0.001, backoff_max=0.01, retry_after_max=0.5)
+#: For tests of hangs: the hang lasts until the server stops; a reply still has 1 s, some 300 times its usual time.
+HANGS = dict(FAST, timeout=1.0)
 
 
 def req(text: str = "Judge this", **fields) -> ChatRequest:
@@ -90,13 +93,15 @@ def test_model_precedence(llm_server, fake_api_key, monkeypatch):
     Reply.rate_limited(retry_after=None),
     Reply.error(500),
     Reply.error(503),
-    Reply.hang(5),
+    Reply.hang(60),
     Reply.drop(),
     Reply.raw("<html>bad gateway</html>"),
 ], ids=["429", "429-no-retry-after", "500", "503", "hang", "drop", "not-json"])
-def test_transient_fault_then_success(engine, llm_server, fault):
+def test_transient_fault_then_success(llm_server, fake_api_key, tmp_path, fault):
     llm_server.script(fault, times=2)
     llm_server.default = Reply.choice("A")
+    engine = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, cache=tmp_path / "cache.sqlite",
+                       **(HANGS if fault.kind == "hang" else FAST))
     result = engine.complete_sync(req(), validate=choice_of)
     assert (result.parsed, result.attempts) == ("A", 3)
     assert len(llm_server.chat_requests) == 3
@@ -105,12 +110,13 @@ def test_transient_fault_then_success(engine, llm_server, fault):
 @pytest.mark.parametrize("fault, cause", [
     (Reply.error(500, "overloaded"), "HTTP 500: overloaded"),
     (Reply.rate_limited(retry_after=0), "HTTP 429"),
-    (Reply.hang(5), "timeout"),
+    (Reply.hang(60), "timeout"),
     (Reply.drop(), "connection failed"),
 ], ids=["500", "429", "hang", "drop"])
 def test_persistent_fault_raises_judge_error_after_bounded_attempts(llm_server, fake_api_key, tmp_path, fault, cause):
     llm_server.default = fault
-    engine = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, max_retries=2, **FAST)
+    engine = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, max_retries=2,
+                       **(HANGS if fault.kind == "hang" else FAST))
     with pytest.raises(JudgeError) as info:
         engine.complete_sync(req(), scorer="Factuality")
     assert cause in str(info.value) and str(info.value).startswith("Factuality: ")
@@ -335,7 +341,7 @@ def test_cache_can_be_disabled(llm_server, fake_api_key, monkeypatch, setting):
 
 # ------------------------------------------------------------------------- concurrency
 def test_concurrency_cap_is_honoured():
-    with LoopbackLLM(latency=0.05) as server:
+    with LoopbackLLM(latency=0.2) as server:  # long enough that the first four are in flight together
         engine = LLMEngine(base_url=server.base_url, api_key="k", max_concurrency=4, cache=False)
 
         async def run():
@@ -347,7 +353,7 @@ def test_concurrency_cap_is_honoured():
 
 
 def test_cap_is_shared_by_engines_on_one_endpoint():
-    with LoopbackLLM(latency=0.05) as server:
+    with LoopbackLLM(latency=0.2) as server:
         engines = [LLMEngine(base_url=server.base_url, api_key=f"key-{i}", max_concurrency=3, cache=False)
                    for i in range(3)]
 
@@ -418,6 +424,60 @@ def test_user_clients_are_used(llm_server, fake_api_key):
     assert llm_server.chat_requests[-1].headers["authorization"] == "Bearer sync-key"
 
 
+SYNC_OPTIONS = dict(api_key="sync-key", organization="org-1", project="proj-1",
+                    default_headers={"X-Team": "evals", "User-Agent": "my-app/1.0"},
+                    default_query={"api-version": "2026-01-01"})
+
+
+def test_a_sync_client_is_copied_through_the_public_api(llm_server, recwarn):
+    """The engine's async copy of a sync client sends exactly what an AsyncOpenAI built by hand with the
+    same options sends, and the user's headers, query, key, organization and project as the client itself."""
+    sync_client = openai.OpenAI(base_url=llm_server.base_url, **SYNC_OPTIONS)
+    by_hand = openai.AsyncOpenAI(base_url=llm_server.base_url, **SYNC_OPTIONS, max_retries=0,
+                                 http_client=openai.DefaultAsyncHttpxClient())
+    LLMEngine(client=sync_client, cache=False, transport="httpx").complete_sync(req())
+    LLMEngine(client=by_hand, cache=False).complete_sync(req())
+    sync_client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "Judge this"}])
+    twin, hand, direct = llm_server.chat_requests
+    assert twin.headers == hand.headers and twin.query == hand.query == direct.query == SYNC_OPTIONS["default_query"]
+    given = {"authorization": "Bearer sync-key", "openai-organization": "org-1", "openai-project": "proj-1",
+             "x-team": "evals", "user-agent": "my-app/1.0"}
+    assert {k: twin.headers.get(k) for k in given} == {k: direct.headers.get(k) for k in given} == given
+    assert not [w for w in recwarn if "custom headers" in str(w.message)]
+
+
+def test_a_sync_client_without_custom_options_gets_none(llm_server):
+    sync_client = openai.OpenAI(base_url=llm_server.base_url, api_key="plain-key")
+    by_hand = openai.AsyncOpenAI(base_url=llm_server.base_url, api_key="plain-key", max_retries=0,
+                                 http_client=openai.DefaultAsyncHttpxClient())
+    LLMEngine(client=sync_client, cache=False, transport="httpx").complete_sync(req())
+    LLMEngine(client=by_hand, cache=False).complete_sync(req())
+    twin, hand = llm_server.chat_requests
+    assert twin.headers == hand.headers and twin.query == hand.query == {}
+
+
+def test_without_the_public_api_the_copy_warns_and_sends_no_custom_headers(llm_server, monkeypatch):
+    def copy(self, **options):  # an openai release without set_default_headers=
+        raise TypeError("copy() got an unexpected keyword argument 'set_default_headers'")
+
+    monkeypatch.setattr(openai.OpenAI, "copy", copy)
+    sync_client = openai.OpenAI(base_url=llm_server.base_url, **SYNC_OPTIONS)
+    with pytest.warns(RuntimeWarning, match="custom headers and query parameters .* sends none"):
+        assert LLMEngine(client=sync_client, cache=False).complete_sync(req()).content == "OK"
+    (sent,) = llm_server.chat_requests
+    assert (sent.headers["authorization"], sent.headers["openai-organization"], sent.headers["openai-project"]) == (
+        "Bearer sync-key", "org-1", "proj-1")
+    assert "x-team" not in sent.headers and sent.query == {}
+
+
+def test_a_new_sync_client_at_a_reused_address_gets_its_own_copy(llm_server):
+    for i in range(3):  # each client is garbage once used: CPython may give the next one the same id
+        client = openai.OpenAI(base_url=llm_server.base_url, api_key=f"key-{i}")
+        LLMEngine(client=client, cache=False).complete_sync(req())
+        del client
+    assert [r.headers["authorization"] for r in llm_server.chat_requests] == [f"Bearer key-{i}" for i in range(3)]
+
+
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
 def test_transports(llm_server, transport):
     engine = LLMEngine(base_url=llm_server.base_url, api_key="k", transport=transport, cache=False, **FAST)
@@ -453,10 +513,10 @@ def test_api_key_appears_nowhere(llm_server, fake_api_key, tmp_path, caplog):
     caplog.set_level(logging.DEBUG)
     cache_file = tmp_path / "leak.sqlite"
     engine = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, cache=cache_file, max_retries=1,
-                       max_reasks=1, **FAST)
+                       max_reasks=1, **HANGS)
     # A server that echoes the key in its error messages must not get it into ours.
     echo = lambda r: Reply.error(500, f"bad key {r.headers['authorization']}")
-    faults = [echo, Reply.error(401, f"Incorrect API key provided: {fake_api_key}"), Reply.drop(), Reply.hang(5),
+    faults = [echo, Reply.error(401, f"Incorrect API key provided: {fake_api_key}"), Reply.drop(), Reply.hang(60),
               Reply.choice("Z")]
     seen: list[str] = []
     for i, fault in enumerate(faults):

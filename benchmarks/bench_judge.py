@@ -96,12 +96,12 @@ def _rows(n: int) -> list[dict[str, str]]:
 
 
 def run_ours(judge: Any, rows: list[dict[str, str]], concurrency: int) -> tuple[float, float, list[Any]]:
-    """Wall seconds, process CPU seconds and the results of one batch through ``ascore_rows``."""
+    """Wall seconds, process CPU seconds and the results of one batch through ``ascore_batch``."""
     from scorers.llm import aclose
 
     async def go() -> list[Any]:
         try:
-            return await judge.ascore_rows(rows, concurrency=concurrency)
+            return await judge.ascore_batch(rows, concurrency=concurrency)
         finally:
             await aclose()
 

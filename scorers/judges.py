@@ -21,7 +21,21 @@ Response modes (``response_mode``), always recorded in the score's metadata:
 >>> judge = LLMClassifier("Polite", "Is this reply polite?\\n{{output}}", {"Yes": 1, "No": 0})
 >>> [f.name for f in judge.fields], judge.choices
 (['output'], ('Yes', 'No'))
->>> # judge(output="Thanks a lot!").score -> 1.0 once a model is configured
+
+Against an OpenAI-compatible server (here :class:`~scorers.testing.LoopbackLLM`, which
+answers every request with the scripted reply):
+
+>>> from scorers.llm import LLMEngine
+>>> from scorers.testing import LoopbackLLM, Reply
+>>> with LoopbackLLM(default=Reply.choice("Yes", reasons="It thanks the reader.")) as server:
+...     engine = LLMEngine(base_url=server.base_url, api_key="placeholder", cache=False)
+...     polite = LLMClassifier("Polite", "Is this reply polite?\\n{{output}}", {"Yes": 1, "No": 0}, engine=engine)
+...     score = polite(output="Thanks a lot!")
+...     batch = polite.score_batch([{"output": "Thanks!"}, {"output": "Go away."}])
+>>> score.score, score.metadata["choice"], score.metadata["rationale"]
+(1.0, 'Yes', 'It thanks the reader.')
+>>> [s.score for s in batch], server.chat_requests[0].body["tool_choice"]["function"]["name"]
+([1.0, 1.0], 'select_choice')
 """
 from __future__ import annotations
 
@@ -35,6 +49,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from ._util import lazy
 from .aggregate import Aggregator, MeanAggregator
 from .base import Scorer
 from .fields import Field
@@ -205,11 +220,27 @@ class LLMClassifier(Scorer):
         if engine is not None and (client is not None or max_reasks is not None):
             raise ConfigError(f"{name}: pass engine= or client=/max_reasks=, not both", scorer=name)
         self.client = client
-        self.engine = engine if engine is not None else LLMEngine(client=client, max_reasks=max_reasks)
+        self._engine = engine
+        self.engine = engine if engine is not None else LLMEngine(client=client, max_reasks=max_reasks)  # checks them
         self.description = " ".join((description or self.template.description or type(self).description).split())
         self.fields = tuple(Field(v, (object,), required=True, description=f"template variable {{{{{v}}}}}",
                                   convert=_text_or_data) for v in self.template.variables)
         self.example = f"scorers.get({name!r})({', '.join(f'{v}=...' for v in self.template.variables)})"
+
+    @lazy
+    def engine(self) -> LLMEngine:
+        """The engine that sends this judge's requests: the one given, or one built from ``client``/``max_reasks``
+        on first use (and again, lazily, in a process that unpickled the judge)."""
+        if self._engine is not None:
+            return self._engine
+        return LLMEngine(client=self.client, max_reasks=self.max_reasks)
+
+    def __getstate__(self) -> dict[str, Any]:
+        if self.client is not None:
+            raise TypeError(f"{self.name}: a judge built with client= cannot be pickled (an openai client holds "
+                            "connections and locks); give it engine=LLMEngine(base_url=..., api_key=...) or use "
+                            "scorers.configure()/OPENAI_* in the receiving process instead")
+        return super().__getstate__()
 
     # ---------------------------------------------------------- construction
     @classmethod
@@ -512,6 +543,13 @@ class JudgeAggregator(MeanAggregator):
             entry.cached += int(usage.get("cached", 0))
             entry.prompt_tokens += int(usage.get("prompt_tokens", 0))
             entry.completion_tokens += int(usage.get("completion_tokens", 0))
+
+    def merge(self, other: Aggregator) -> "JudgeAggregator":
+        """Fold in another shard's figures and token usage."""
+        super().merge(other)
+        assert isinstance(other, JudgeAggregator)
+        self.usage.merge(other.usage)
+        return self
 
     def result(self) -> dict[str, Any]:
         return {**super().result(), "usage": self.usage.to_dict()}

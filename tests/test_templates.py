@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import os
+import pickle
 import textwrap
 import warnings
 from pathlib import Path
+from typing import Any
 
+import cloudpickle
 import pytest
 
 import autoevals
@@ -106,6 +109,28 @@ def test_render(prompt: str, variables: dict, expected: str) -> None:
     assert template.render(variables) == [{"role": "user", "content": expected}]
     # the plain-substitution fast path gives exactly what Jinja gives
     assert template._compiled[0].render({**variables, "__choices": ["Y", "N"]}) == expected
+
+
+@pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps], ids=["pickle", "cloudpickle"])
+def test_templates_pickle_without_compiled_code_and_render_the_same(dumps: Any) -> None:
+    from scorers.templates import _environment
+
+    variables = {"output": {"a": 1}, "items": ["x", "y"], "user": {"name": "Ann"}}
+    template = parse_template({"messages": [
+        {"role": "system", "content": "Plain {{output}}"},
+        {"role": "user", "content": "{% for i in items %}{{ i|upper }}{% endfor %} {{user.name}} {{__choices}}"},
+    ], "choice_scores": {"Y": 1, "N": 0}}, name="Both", file="/somewhere/both.yaml")
+    expected = template.render(variables)
+    copy = pickle.loads(dumps(template))
+    assert "_compiled" not in vars(copy) and copy == template
+    assert copy.render(variables) == expected and "_compiled" in vars(copy)  # compiled again on first use
+    assert copy._compiled[1].environment is _environment() and copy.content_hash() == template.content_hash()
+
+
+def test_one_jinja_environment_per_process() -> None:
+    from scorers.templates import _environment
+
+    assert simple("{{ x|upper }}")._compiled[0].environment is _environment() is _environment()
 
 
 @pytest.mark.parametrize("prompt, plain", [

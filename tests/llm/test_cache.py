@@ -140,3 +140,27 @@ def test_default_location_is_under_the_home_cache(monkeypatch):
 def test_cache_argument_wins_over_environment(monkeypatch, option, expected):
     monkeypatch.setenv("SCORERS_CACHE", "/env/file.db")
     assert resolve(api_key="k", cache=option).cache == expected
+
+
+def test_a_cache_pickles_as_its_path_and_opens_its_own_connection(tmp_path):
+    import pickle
+
+    import cloudpickle
+
+    cache = LLMCache(tmp_path / "c.sqlite", busy_timeout_s=5.0)
+    cache.put("k", {"v": 1}, model="m")
+    for dumps in (pickle.dumps, cloudpickle.dumps):
+        copy = pickle.loads(dumps(cache))
+        assert (copy.path, copy.busy_timeout_s, copy.get("k")) == (cache.path, 5.0, {"v": 1})
+        assert copy._conn is not cache._conn and copy._lock is not cache._lock
+        copy.put("k2", {"v": 2}, model="m")
+    assert cache.get("k2") == {"v": 2}
+
+
+def test_open_cache_is_one_instance_per_file(tmp_path, monkeypatch):
+    from scorers.llm.cache import open_cache
+
+    monkeypatch.chdir(tmp_path)
+    assert open_cache("a.sqlite") is open_cache(tmp_path / "a.sqlite") is not open_cache("b.sqlite")
+    own = LLMCache(tmp_path / "a.sqlite")
+    assert open_cache(own) is own

@@ -6,6 +6,7 @@ import json
 import logging
 import pickle
 
+import cloudpickle
 import openai
 import pytest
 
@@ -321,11 +322,16 @@ def test_memoised_settings_follow_configure_and_the_environment(llm_server, fake
     assert relative._resolved()[1].path == tmp_path / "elsewhere" / "rel.sqlite"
 
 
-def test_pickled_engine_leaves_its_memo_behind(llm_server, fake_api_key, tmp_path):
-    engine = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, cache=tmp_path / "c.sqlite")
-    engine.settings()
-    clone = pickle.loads(pickle.dumps(engine))
-    assert clone._memo is None and clone.settings().cache == tmp_path / "c.sqlite"
+@pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps], ids=["pickle", "cloudpickle"])
+@pytest.mark.parametrize("own_cache", [False, True], ids=["path", "LLMCache"])
+def test_pickled_engine_leaves_its_memo_behind(llm_server, fake_api_key, tmp_path, dumps, own_cache):
+    path = tmp_path / "c.sqlite"
+    engine = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, cache=LLMCache(path) if own_cache else path)
+    first = engine.complete_sync(req())  # opens the cache and this loop's client
+    clone = pickle.loads(dumps(engine))
+    assert clone._memo is None and clone.settings().cache == (clone._options["cache"] if own_cache else path)
+    again = clone.complete_sync(req())
+    assert (again.cached, again.content) == (True, first.content) and len(llm_server.chat_requests) == 1
 
 
 @pytest.mark.parametrize("setting", ["argument", "env"])

@@ -54,7 +54,7 @@ from .aggregate import Aggregator, MeanAggregator
 from .base import Scorer
 from .fields import Field
 from .errors import ConfigError, ScorerError, ScorerInputError, TemplateError, UnknownArgumentError
-from .llm.engine import ChatRequest, ChatResult, InvalidReply, LLMEngine
+from .llm.engine import ChatRequest, ChatResult, InvalidReply, LLMEngine, NotPicklable
 from .llm.usage import ModelUsage, Usage
 from .score import Score
 from .templates import RESPONSE_MODES, JudgeTemplate, Problem, _parse_choice_scores, _Problems, mustache_to_jinja
@@ -236,11 +236,16 @@ class LLMClassifier(Scorer):
         return LLMEngine(client=self.client, max_reasks=self.max_reasks)
 
     def __getstate__(self) -> dict[str, Any]:
-        if self.client is not None:
-            raise TypeError(f"{self.name}: a judge built with client= cannot be pickled (an openai client holds "
-                            "connections and locks); give it engine=LLMEngine(base_url=..., api_key=...) or use "
-                            "scorers.configure()/OPENAI_* in the receiving process instead")
-        return super().__getstate__()
+        state = super().__getstate__()
+        if self.client is not None:  # copy.copy (partial) shares it; pickle raises a TypeError that says why
+            state["client"] = NotPicklable(self.client, (
+                f"{self.name}: a judge built with client= cannot be pickled (an openai client holds connections "
+                "and locks); give it engine=LLMEngine(base_url=..., api_key=...), or rely on scorers.configure() "
+                "or OPENAI_API_KEY/OPENAI_BASE_URL in the receiving process"))
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(NotPicklable.unwrap_values(state))
 
     # ---------------------------------------------------------- construction
     @classmethod

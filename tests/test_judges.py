@@ -553,11 +553,19 @@ def test_a_judge_with_its_own_engine_travels_with_its_settings(llm_server: Loopb
     assert len(llm_server.chat_requests) == 1
 
 
-def test_a_judge_with_an_openai_client_refuses_to_pickle_clearly(llm_server: LoopbackLLM) -> None:
-    judge = _hand_built(client=openai.OpenAI(base_url=llm_server.base_url, api_key="k"))
+@pytest.mark.parametrize("via", ["client", "engine"])
+def test_a_judge_with_an_openai_client_refuses_to_pickle_clearly_but_copies(llm_server: LoopbackLLM,
+                                                                            via: str) -> None:
+    llm_server.default = _last_choice
+    client = openai.OpenAI(base_url=llm_server.base_url, api_key="k")
+    judge = _hand_built(client=client) if via == "client" else _hand_built(engine=LLMEngine(client=client,
+                                                                                            cache=False))
     for dumps in (pickle.dumps, cloudpickle.dumps):
         with pytest.raises(TypeError, match="client= cannot be pickled"):
             dumps(judge)
+    bound = judge.partial(context="the context")  # a shallow copy shares the client
+    assert (bound.client or bound.engine._options["client"]) is client
+    assert bound(output="x").metadata["choice"] == "No" and len(llm_server.chat_requests) == 1
 
 
 def _score_in_child(payload: bytes, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

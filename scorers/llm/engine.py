@@ -180,6 +180,26 @@ class ChatResult:
         return hit
 
 
+class NotPicklable:
+    """Holds a value that must not be pickled: pickling raises ``TypeError(reason)``; ``copy.copy`` keeps it.
+
+    An object's ``__getstate__`` wraps such a value and its ``__setstate__`` unwraps it, so a shallow copy
+    (``scorer.partial()``) shares the value while ``pickle`` fails with a message saying why.
+    """
+
+    __slots__ = ("value", "reason")
+
+    def __init__(self, value: Any, reason: str) -> None:
+        self.value, self.reason = value, reason
+
+    def __reduce__(self) -> Any:
+        raise TypeError(self.reason)
+
+    @staticmethod
+    def unwrap_values(state: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: v.value if isinstance(v, NotPicklable) else v for k, v in state.items()}
+
+
 # --------------------------------------------------------------------------- engine
 class LLMEngine:
     """Sends chat requests with caching, retries, re-asks and a shared concurrency cap.
@@ -231,9 +251,16 @@ class LLMEngine:
         return f"LLMEngine({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     def __getstate__(self) -> dict[str, Any]:
-        if "client" in self._options:
-            raise TypeError("an LLMEngine with a client= cannot be pickled; pass base_url/api_key instead")
-        return {**self.__dict__, "_memo": None}  # the memo holds the key and an open cache
+        state = {**self.__dict__, "_memo": None}  # the memo holds the key and an open cache
+        if "client" in self._options:  # copy.copy works; pickling raises a TypeError that says why
+            state["_options"] = {**self._options, "client": NotPicklable(
+                self._options["client"], "an LLMEngine with a client= cannot be pickled (an openai client holds "
+                "connections and locks); pass base_url=/api_key= instead")}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(NotPicklable.unwrap_values(state))
+        self._options = NotPicklable.unwrap_values(self._options)
 
     def complete_sync(self, request: ChatRequest, *, validate: Callable[[ChatResult], Any] | None = None,
                       scorer: str | None = None) -> ChatResult:

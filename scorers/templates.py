@@ -288,33 +288,48 @@ class JudgeTemplate:
 
         ``None`` counts as missing. The list of choices is available as ``{{__choices}}``.
         """
+        context = {k: v for k, v in variables.items() if v is not None}
+        for name in self._variables:
+            if name not in context:
+                missing = [v for v in self._variables if v not in context]
+                names = ", ".join(repr(m) for m in missing)
+                raise TemplateError(f"{self.name}: missing template variable{'s' if len(missing) > 1 else ''} "
+                                    f"{names} ({self.where()})", scorer=self.name)
+        context["__choices"] = list(self.choices)
+        out = []
+        for index, plain in enumerate(self._plain):
+            if plain is None:
+                content = self._render_jinja(index, context)
+            else:  # the text Jinja gives, without building a Jinja context
+                pieces = []
+                try:
+                    for literal, part in plain:
+                        if literal:
+                            pieces.append(part)
+                        else:
+                            value = context[part]
+                            pieces.append(value if type(value) is str else _render_value(value))
+                except (TypeError, ValueError) as exc:
+                    raise TemplateError(f"{self.name}: rendering failed: {exc} ({self.where()})",
+                                        scorer=self.name) from exc
+                content = "".join(pieces)
+            out.append({"role": self.messages[index][0], "content": content})
+        return out
+
+    def _render_jinja(self, index: int, context: dict[str, Any]) -> str:
         from jinja2 import TemplateError as JinjaTemplateError
         from jinja2.exceptions import SecurityError, UndefinedError
 
-        context = {k: v for k, v in variables.items() if v is not None}
-        missing = [v for v in self._variables if v not in context]
-        if missing:
-            names = ", ".join(repr(m) for m in missing)
-            raise TemplateError(f"{self.name}: missing template variable{'s' if len(missing) > 1 else ''} {names} "
-                                f"({self.where()})", scorer=self.name)
-        context["__choices"] = list(self.choices)
-        out = []
-        for index, ((role, _), plain) in enumerate(zip(self.messages, self._plain)):
-            try:
-                if plain is not None:  # same text as Jinja gives, without building a Jinja context
-                    content = "".join(part if kind else _render_value(context[part]) for kind, part in plain)
-                else:
-                    content = self._compiled[index].render(context)
-                out.append({"role": role, "content": content})
-            except SecurityError as exc:
-                raise TemplateError(f"{self.name}: the template tried to reach Python internals, which is not "
-                                    f"allowed: {exc} ({self.where()})", scorer=self.name) from exc
-            except UndefinedError as exc:
-                raise TemplateError(f"{self.name}: undefined value while rendering: {exc} ({self.where()})",
-                                    scorer=self.name) from exc
-            except (JinjaTemplateError, TypeError, ValueError) as exc:
-                raise TemplateError(f"{self.name}: rendering failed: {exc} ({self.where()})", scorer=self.name) from exc
-        return out
+        try:
+            return self._compiled[index].render(context)
+        except SecurityError as exc:
+            raise TemplateError(f"{self.name}: the template tried to reach Python internals, which is not "
+                                f"allowed: {exc} ({self.where()})", scorer=self.name) from exc
+        except UndefinedError as exc:
+            raise TemplateError(f"{self.name}: undefined value while rendering: {exc} ({self.where()})",
+                                scorer=self.name) from exc
+        except (JinjaTemplateError, TypeError, ValueError) as exc:
+            raise TemplateError(f"{self.name}: rendering failed: {exc} ({self.where()})", scorer=self.name) from exc
 
     def to_classifier(self, **overrides: Any) -> "LLMClassifier":
         """Build the judge; keyword arguments override the template's settings."""

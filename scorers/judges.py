@@ -57,7 +57,8 @@ from .errors import ConfigError, ScorerError, ScorerInputError, TemplateError, U
 from .llm.engine import ChatRequest, ChatResult, InvalidReply, LLMEngine, NotPicklable
 from .llm.usage import ModelUsage, Usage
 from .score import Score
-from .templates import RESPONSE_MODES, JudgeTemplate, Problem, _parse_choice_scores, _Problems, mustache_to_jinja
+from .templates import (RESPONSE_MODES, JudgeTemplate, Problem, _parse_choice_scores, _Problems, _render_value,
+                        mustache_to_jinja)
 
 __all__ = ["LLMClassifier", "JudgeAggregator", "Verdict", "parse_text_choice", "read_reply", "TOOL_NAME",
            "AGGREGATES"]
@@ -515,9 +516,19 @@ def _problem_text(problem: Problem) -> str:
 
 
 def _text_or_data(value: Any) -> Any:
-    """Template variables may be text or JSON-like data (rendered as JSON); floats must be finite."""
+    """Template variables may be text or JSON-like data (rendered as JSON); floats must be finite.
+
+    A value the prompt cannot show is refused here, as bad input naming its field (a
+    :class:`~scorers.errors.ScorerInputError` for its row), not later as a template error.
+    """
+    if type(value) is str:
+        return value
     if isinstance(value, float) and value != value:
         raise ValueError("is NaN")
+    try:
+        _render_value(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"cannot be shown in a judge prompt: {exc}") from None
     return value
 
 

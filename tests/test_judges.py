@@ -271,6 +271,22 @@ def test_non_string_values_render_as_json(llm_env: LoopbackLLM) -> None:
     assert 'Data: {"city": "Paris", "ok": true, "n": null}' in body(llm_env)["messages"][0]["content"]
 
 
+@pytest.mark.parametrize("value, problem", [(object(), "cannot be shown in a judge prompt: cannot render a object"),
+                                            ({"a": {1, 2}, "b": object()}, "cannot render a object"),
+                                            (float("nan"), "is NaN")])
+def test_a_value_the_prompt_cannot_show_is_bad_input_of_its_row(llm_env: LoopbackLLM, value: Any,
+                                                                problem: str) -> None:
+    from scorers.errors import ScorerInputError
+
+    llm_env.default = Reply.choice("Y")
+    judge = LLMClassifier("Valid", "Data: {{output}}", {"Y": 1, "N": 0}, model=MODEL)
+    with pytest.raises(ScorerInputError, match=problem) as info:
+        judge(output=value)
+    assert info.value.field == "output" and not isinstance(info.value, ConfigError)
+    good, bad = judge.score_batch([{"output": "fine"}, {"output": value}])
+    assert good.score == 1.0 and isinstance(bad, ScorerInputError) and len(llm_env.chat_requests) == 1
+
+
 # ----------------------------------------------------------- foreign formats
 def test_autoevals_template_file_works_unchanged(llm_env: LoopbackLLM) -> None:
     (template,) = load_template_file(Path(autoevals.__file__).parent / "templates" / "factuality.yaml")

@@ -416,7 +416,9 @@ class LLMClassifier(Scorer):
         (:meth:`LLMEngine.lookup`): rows it answers are scored on the spot, without
         a task or a slot of ``limit``. Only the misses are sent, concurrently, each
         holding a slot of ``limit``. A row's Score is the one :meth:`__call__`
-        gives, apart from ``cached``/``latency_s``.
+        gives, apart from ``cached``/``latency_s``. Once a row meets a
+        :class:`~scorers.errors.ConfigError` (no API key, a key or model the
+        endpoint refuses), the rows not yet sent get the same error without a request.
         """
         started = time.perf_counter()
         results: list[Score | ScorerError | None] = [None] * len(rows)
@@ -442,13 +444,15 @@ class LLMClassifier(Scorer):
             else:
                 results[index] = self._score_from(hits, lookup_latency)  # type: ignore[arg-type]
         if misses:
-            semaphore = limit
+            refused: list[ConfigError] = []  # once the endpoint refuses the configuration, the rest are not sent
 
             async def ask(request: ChatRequest, hit: ChatResult | None) -> ChatResult:
                 return hit if hit is not None else await self._judge(request, read_cache=False)
 
             async def one(requests: list[ChatRequest], hits: list[ChatResult | None]) -> Score | ScorerError:
-                async with semaphore:
+                async with limit:
+                    if refused:
+                        return refused[0]
                     try:
                         asked = time.perf_counter()
                         if len(requests) == 1:
@@ -456,6 +460,9 @@ class LLMClassifier(Scorer):
                         else:
                             judgments = list(await asyncio.gather(*map(ask, requests, hits)))
                         return self._score_from(judgments, time.perf_counter() - asked)
+                    except ConfigError as exc:
+                        refused.append(exc)
+                        return exc
                     except ScorerError as exc:
                         return exc
 

@@ -450,6 +450,20 @@ def test_batch_without_an_api_key_fails_each_row_before_any_request(llm_server: 
     assert [type(r) for r in results] == [ConfigError] * 3 and llm_server.chat_requests == []
 
 
+def test_a_refused_key_fails_the_batch_without_more_requests_and_stops_a_run() -> None:
+    from scorers.llm import EndpointConfigError
+    from scorers.runner import evaluate
+
+    with LoopbackLLM(api_key="the-right-key") as server:
+        judge = factuality(engine=LLMEngine(base_url=server.base_url, api_key="a-wrong-key", cache=False))
+        rows = [_row(i) for i in range(40)]
+        results = _batch(judge, rows, concurrency=4)
+        assert all(isinstance(r, EndpointConfigError) for r in results)
+        assert len(server.chat_requests) <= 4  # only those in flight when the first refusal came back
+        with pytest.raises(ConfigError, match="authentication failed"):
+            evaluate(rows, [judge], concurrency=4).collect()
+
+
 def test_batch_misses_stay_within_the_limit(llm_env: LoopbackLLM) -> None:
     import asyncio
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from .cache import LLMCache, cache_key
 from .config import DEFAULT_MODEL, LLMSettings, configure, default_cache_path
-from .engine import (ChatRequest, ChatResult, InvalidReply, LLMEngine, ToolCall, aclose, complete,
-                     complete_sync)
+from .engine import (ChatRequest, ChatResult, EndpointConfigError, InvalidReply, LLMEngine, ToolCall, aclose,
+                     complete, complete_sync)
 from .usage import ModelUsage, Usage
 
 __all__ = [
-    "ChatRequest", "ChatResult", "ToolCall", "InvalidReply", "LLMEngine", "complete", "complete_sync", "aclose",
+    "ChatRequest", "ChatResult", "ToolCall", "InvalidReply", "EndpointConfigError", "LLMEngine", "complete", "complete_sync", "aclose",
     "configure", "LLMSettings", "DEFAULT_MODEL", "default_cache_path", "LLMCache", "cache_key", "Usage",
     "ModelUsage",
 ]

@@ -15,6 +15,9 @@ OpenAI-compatible endpoint through ``openai.AsyncOpenAI`` and returns a
   sent again (bypassing the cache) up to ``max_reasks`` times;
 * :class:`~scorers.errors.JudgeError` for every final failure, with the cause
   and (for unusable replies) the raw reply; the API key is never in a message.
+  When the endpoint refuses the configuration itself (HTTP 401/403: the key;
+  404: the model or base URL) it is an :class:`EndpointConfigError`, also a
+  :class:`~scorers.errors.ConfigError`, on which a run stops.
 
 The sync form (:meth:`LLMEngine.complete_sync`) runs the coroutine on the
 process-wide background loop of :mod:`scorers._aio`, so it also works inside a
@@ -74,12 +77,19 @@ from ..errors import ConfigError, JudgeError, MissingExtraError
 from .cache import LLMCache, cache_key, cache_keys, open_cache
 from .config import LLMSettings, check_options, default_model, resolve, settings_state
 
-__all__ = ["ChatRequest", "ChatResult", "ToolCall", "InvalidReply", "LLMEngine", "complete", "complete_sync",
-           "aclose"]
+__all__ = ["ChatRequest", "ChatResult", "ToolCall", "InvalidReply", "EndpointConfigError", "LLMEngine", "complete",
+           "complete_sync", "aclose"]
 
 log = logging.getLogger("scorers.llm")
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
+
+
+class EndpointConfigError(JudgeError, ConfigError):
+    """The endpoint refuses the judge's configuration, not one row: a wrong or unauthorised API key
+    (HTTP 401/403), an unknown model or base URL (HTTP 404). A :class:`~scorers.errors.ConfigError`, so a
+    run stops on it rather than failing every row the same way; a :class:`~scorers.errors.JudgeError`
+    with the attempts made."""
 
 
 class InvalidReply(Exception):
@@ -375,10 +385,14 @@ async def _send(body: dict[str, Any], settings: LLMSettings, scorer: str | None)
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 if status in (401, 403):
-                    raise JudgeError(f"{label}authentication failed (HTTP {status}) at {settings.base_url}; "
-                                     f"check the API key (OPENAI_API_KEY or api_key=)",
-                                     scorer=scorer, attempts=attempt) from None
+                    raise EndpointConfigError(f"{label}authentication failed (HTTP {status}) at {settings.base_url}; "
+                                              f"check the API key (OPENAI_API_KEY or api_key=)",
+                                              scorer=scorer, attempts=attempt) from None
                 detail = _redact(_error_detail(exc), settings.api_key)
+                if status == 404:
+                    raise EndpointConfigError(f"{label}the endpoint rejected the request (HTTP 404): {detail}; check "
+                                              f"the base URL ({settings.base_url}) and the model ({body['model']})",
+                                              scorer=scorer, attempts=attempt) from None
                 if status not in _RETRY_STATUSES and status < 500:
                     raise JudgeError(f"{label}the endpoint rejected the request (HTTP {status}): {detail}",
                                      scorer=scorer, attempts=attempt) from None

@@ -11,8 +11,8 @@ import openai
 import pytest
 
 from scorers.errors import ConfigError, JudgeError
-from scorers.llm import (ChatRequest, ChatResult, InvalidReply, LLMCache, LLMEngine, ToolCall, Usage, aclose,
-                         configure)
+from scorers.llm import (ChatRequest, ChatResult, EndpointConfigError, InvalidReply, LLMCache, LLMEngine, ToolCall,
+                         Usage, aclose, configure)
 from scorers._aio import run_sync
 from scorers.llm.engine import _backoff, _retry_after
 from scorers.llm.config import resolve
@@ -145,6 +145,8 @@ def test_non_retryable_errors_fail_at_once(engine, llm_server, status, words):
         engine.complete_sync(req())
     assert words in str(info.value)
     assert info.value.attempts == 1 and len(llm_server.chat_requests) == 1
+    # a refused key, model or endpoint is the run's configuration (a run stops on it); a 400 is the row's
+    assert isinstance(info.value, EndpointConfigError) == isinstance(info.value, ConfigError) == (status != 400)
 
 
 def test_wrong_key_is_an_authentication_error(llm_server, fake_api_key):

@@ -522,27 +522,38 @@ def _cpus() -> int:
 
 
 @memoize
-def _fork_pool() -> Any:
-    """The process pool shared by TER scorers, or None where one cannot be started safely; decided once.
-
-    Workers are forked, which needs no ``if __name__ == "__main__"`` guard in the
-    caller's script; forking is only safe while this process runs a single thread,
-    so a pool is started only if it does at the first big batch (the workers are all
-    forked at once, on the first task) and reused after. A pool that breaks is
-    forgotten (``_fork_pool.cache_clear()``), and the next big batch decides again.
-    """
-    if threading.active_count() != 1 or not hasattr(os, "fork"):
-        return None
+def _fork_pool(pid: int) -> Any:
+    """The process pool shared by this process' TER scorers (``pid``: a forked child gets its own)."""
+    import atexit
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    return ProcessPoolExecutor(max_workers=_cpus(), mp_context=multiprocessing.get_context("fork"))
+    pool = ProcessPoolExecutor(max_workers=_cpus(), mp_context=multiprocessing.get_context("fork"))
+    # Shut down before the interpreter tears its modules down, or collecting the pool then prints an error.
+    atexit.register(pool.shutdown, wait=True, cancel_futures=True)
+    return pool
+
+
+def _process_pool() -> Any:
+    """The process pool shared by TER scorers, or None where one cannot be started safely.
+
+    Workers are forked, which needs no ``if __name__ == "__main__"`` guard in the
+    caller's script; forking is only safe while this process runs a single thread,
+    so a pool is started only then (its workers are all forked at once, on its
+    first task) and reused after, when its own threads are running. A pool that
+    breaks is forgotten (``_fork_pool.cache_clear()``) and started again when it can be.
+    """
+    pid = os.getpid()
+    pool = _fork_pool.cached(pid)  # type: ignore[attr-defined]
+    if pool is None and threading.active_count() == 1 and hasattr(os, "fork"):
+        pool = _fork_pool(pid)
+    return pool
 
 
 def _edit_counts(pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> dict[Any, tuple[int, int]]:
     """(edits, reference length) for each distinct pair; big batches use every CPU (same numbers)."""
     workers = _cpus()
-    pool = _fork_pool() if len(pairs) >= TER_PARALLEL_MIN_PAIRS and workers > 1 else None
+    pool = _process_pool() if len(pairs) >= TER_PARALLEL_MIN_PAIRS and workers > 1 else None
     if pool is None:
         return dict(zip(pairs, _ter_chunk(pairs)))
     size = -(-len(pairs) // (4 * workers))

@@ -13,7 +13,10 @@ side, or no match at all, scores 0.0 as in nltk.
 We reproduce that algorithm rather than calling it so that stems, WordNet
 synonym sets and tokenisations are computed once per distinct word or text
 instead of once per pair; the numbers are identical (the tests compare with
-nltk itself). WordNet comes from :mod:`scorers.text.wordnet` (no download).
+nltk itself). WordNet comes from :mod:`scorers.text.wordnet` (no download), and
+its synonym sets from a compact index built once from the same files
+(:func:`~scorers.text.wordnet.synonym_index`), not from nltk's corpus reader,
+whose load costs seconds and ~190 MB.
 
 Texts are split into words by nltk's ``NLTKWordTokenizer`` (the same as
 ``nltk.word_tokenize(text, preserve_line=True)``; it needs no punkt data), or
@@ -26,15 +29,17 @@ on whitespace with ``tokenizer="whitespace"``.
 from __future__ import annotations
 
 import re
-import threading
+import warnings
 import zlib
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
+from .._util import memoize, optional_import
 from ..base import Scorer
-from ..fields import Field, text_field
-from ..errors import ConfigError, MissingExtraError
+from ..errors import ConfigError
+from ..fields import references_field, text_field
 from ..registry import register
 from ..score import Score
+from ._ngrams import porter_stem
 
 __all__ = ["METEOR", "clear_caches"]
 
@@ -45,23 +50,6 @@ SYNONYMS = ("wordnet", "none")
 
 #: Distinct words kept per word cache before it is emptied (bounds memory in long runs).
 _WORD_CACHE_LIMIT = 500_000
-
-
-def _references(value: Any) -> tuple[str, ...]:
-    """``expected`` as a non-empty tuple of reference texts."""
-    if isinstance(value, bool):
-        raise TypeError("expects text or a list of texts, got bool")
-    if isinstance(value, (int, float)):
-        return (str(value),)
-    if isinstance(value, str):
-        return (value,)
-    refs = tuple(value)
-    if not refs:
-        raise ValueError("is an empty list; give at least one reference text")
-    for i, ref in enumerate(refs):
-        if not isinstance(ref, str):
-            raise TypeError(f"must hold only texts, but item {i} is {type(ref).__name__}")
-    return refs
 
 
 # ---------------------------------------------------------------- tokenising
@@ -164,25 +152,19 @@ def _replacement(template: str) -> str | Callable[[Any], str]:
     return substitute
 
 
-_tokenizer_lock = threading.Lock()
-_word_tokenizer: _WordTokenizer | None = None
-
-
+@memoize
 def _nltk_word_tokenizer() -> _WordTokenizer:
-    global _word_tokenizer
-    with _tokenizer_lock:
-        if _word_tokenizer is None:
-            _word_tokenizer = _WordTokenizer()
-        return _word_tokenizer
+    """The tokenizer, built once per process."""
+    return _WordTokenizer()
 
 
 # ---------------------------------------------------------------- word facts
 class _Lexicon:
     """Stems and WordNet synonym sets, computed once per distinct word."""
 
-    def __init__(self, stem: Callable[[str], str] | None, wordnet: Any | None) -> None:
+    def __init__(self, stem: Callable[[str], str] | None, synonyms_of: Callable[[str], Iterable[str]] | None) -> None:
         self._stem = stem
-        self._wordnet = wordnet
+        self._synonyms_of = synonyms_of
         self._stems: dict[str, str] = {}
         self._synonyms: dict[str, frozenset[str]] = {}
 
@@ -201,39 +183,54 @@ class _Lexicon:
             if len(self._synonyms) >= _WORD_CACHE_LIMIT:
                 self._synonyms.clear()
             names = {word}
-            if self._wordnet is not None:
-                for synset in self._wordnet.synsets(word):
-                    names.update(name for name in (lemma.name() for lemma in synset.lemmas()) if "_" not in name)
+            if self._synonyms_of is not None:
+                names.update(self._synonyms_of(word))
             synonyms = self._synonyms[word] = frozenset(names)
         return synonyms
 
 
-_lexicon_lock = threading.Lock()
-_lexicons: dict[tuple[str, str], _Lexicon] = {}
+#: Where WordNet synonym sets come from: the compact index (default) or nltk's corpus reader (the reference).
+SYNONYM_SOURCES = ("index", "nltk")
 
 
-def _lexicon(stemmer: str, synonyms: str) -> _Lexicon:
-    with _lexicon_lock:
-        lexicon = _lexicons.get((stemmer, synonyms))
-        if lexicon is None:
-            stem = None
-            if stemmer == "porter":
-                from nltk.stem.porter import PorterStemmer
+@memoize
+def _lexicon(stemmer: str, synonyms: str, source: str = "index") -> _Lexicon:
+    """The process-wide stems and synonym sets for these settings (``clear_caches`` forgets them)."""
+    stem = porter_stem("METEOR") if stemmer == "porter" else None
+    synonyms_of = None
+    if synonyms == "wordnet":
+        synonyms_of = _index_synonyms() if source == "index" else _nltk_wordnet_synonyms()
+    return _Lexicon(stem, synonyms_of)
 
-                stem = PorterStemmer().stem
-            wordnet = None
-            if synonyms == "wordnet":
-                from nltk.corpus import wordnet
 
-                wordnet = wordnet
-            lexicon = _lexicons[(stemmer, synonyms)] = _Lexicon(stem, wordnet)
-        return lexicon
+def _index_synonyms() -> Callable[[str], Iterable[str]]:
+    from .wordnet import synonym_index
+
+    try:
+        return synonym_index().synonyms
+    except (ValueError, KeyError, IndexError) as exc:  # WordNet files nltk reads differently: use nltk itself
+        warnings.warn(f"METEOR: cannot index WordNet's synonyms ({exc}); using nltk's WordNet reader, which takes "
+                      "seconds to load", RuntimeWarning, stacklevel=3)
+        return _nltk_wordnet_synonyms()
+
+
+def _nltk_wordnet_synonyms() -> Callable[[str], Iterable[str]]:
+    """Synonym sets read through nltk's own WordNet reader: the reference the index is tested against."""
+    from .wordnet import ensure_wordnet
+
+    ensure_wordnet()  # also in a process that unpickled the scorer: put a built copy on nltk's path
+    from nltk.corpus import wordnet
+
+    def synonyms_of(word: str) -> set[str]:
+        return {name for synset in wordnet.synsets(word) for name in (lemma.name() for lemma in synset.lemmas())
+                if "_" not in name}
+
+    return synonyms_of
 
 
 def clear_caches() -> None:
     """Forget the stems and WordNet synonym sets cached so far (to free memory, or to time a cold start)."""
-    with _lexicon_lock:
-        _lexicons.clear()
+    _lexicon.cache_clear()  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------- alignment
@@ -333,8 +330,7 @@ class METEOR(Scorer):
     description = "METEOR (nltk meteor_score): exact, stem and WordNet-synonym unigram alignment with a fragmentation penalty"
     fields = (
         text_field("output", description="the hypothesis text"),
-        Field("expected", (str, int, float, list, tuple), convert=_references,
-              description="the reference text, or a list of references (the best score counts)"),
+        references_field(description="the reference text, or a list of references (the best score counts)"),
     )
     example = 'METEOR()(output="the cat is glad", expected="the cat is happy")'
     algorithm_version = "1"
@@ -350,11 +346,9 @@ class METEOR(Scorer):
         self.stemmer = _choice("stemmer", stemmer, STEMMERS, self.name)
         self.synonyms = _choice("synonyms", synonyms, SYNONYMS, self.name)
         self.tokenizer = _choice("tokenizer", tokenizer, TOKENIZERS, self.name)
-        try:
-            import nltk
-        except ImportError as exc:
-            raise MissingExtraError(self.name, "nltk", "text") from exc
-        self._nltk_version = nltk.__version__
+        self._nltk_version = optional_import("nltk", scorer=self.name, extra="text").__version__
+        #: Where synonym sets come from (numbers are equal either way; "nltk" is the slow reference path).
+        self._synonym_source = "index"
         self._wordnet_version: str | None = None
         if self.synonyms == "wordnet":
             from .wordnet import ensure_wordnet, wordnet_version
@@ -379,12 +373,9 @@ class METEOR(Scorer):
             return lambda text: [token.lower() for token in split(text)]
         return split
 
-    def _score(self, **fields: Any) -> Score:
-        return self._score_batch([fields])[0]
-
     def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
         tokenize = self._tokenize_function()
-        lexicon = _lexicon(self.stemmer, self.synonyms)
+        lexicon = _lexicon(self.stemmer, self.synonyms, self._synonym_source)
         use_synonyms = self.synonyms != "none"
         words: dict[str, list[str]] = {}  # each distinct text is tokenised once per batch
 

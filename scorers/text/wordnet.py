@@ -15,31 +15,48 @@ It then makes sure the folder holding ``corpora/wordnet`` is on
 ``nltk.data.path``. Nothing is ever downloaded; when no source exists a
 :class:`~scorers.errors.ConfigError` says how to get one.
 
+METEOR needs only WordNet's synonym sets, and loading nltk's corpus reader for
+them costs seconds and ~190 MB. :func:`synonym_index` instead reads a compact
+table (:class:`SynonymIndex`, a few MB of sorted text) built once from the same
+corpus files nltk reads and stored next to the built copy, keyed by the files'
+SHA-256 and the nltk version; its synonym sets equal nltk's (the tests compare).
+
 >>> from scorers.text.wordnet import ensure_wordnet
 >>> ensure_wordnet().name  # doctest: +SKIP
 'wordnet'
 
-Setup scripts can build the copy eagerly with
-``python -m scorers.text.wordnet`` (prints the corpus folder).
+Setup scripts can build the copy and the index eagerly with
+``python -m scorers.text.wordnet`` (prints the corpus folder and the index file).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import re
 import shutil
 import tempfile
-import threading
+import warnings
+from bisect import bisect_left
 from pathlib import Path
+from typing import Any, Callable
 
-from ..errors import ConfigError, MissingExtraError
+from .._util import memoize, optional_import
+from ..errors import ConfigError
 
 __all__ = [
     "DEBIAN_WORDNET_DIR",
+    "INDEX_FORMAT",
+    "INDEX_SOURCE_FILES",
     "LEXICOGRAPHER_FILES",
     "SOURCE_FILES",
+    "SynonymIndex",
+    "build_synonym_index",
     "build_wordnet",
     "data_dir",
     "ensure_wordnet",
     "lexnames_table",
+    "synonym_index",
     "wordnet_version",
 ]
 
@@ -78,8 +95,6 @@ _INSTALL_HINT = (
     "(then `python -m scorers.text.wordnet` builds the nltk copy), or, where the internet is reachable, "
     "run `python -c \"import nltk; nltk.download('wordnet')\"`."
 )
-
-_lock = threading.Lock()
 
 
 def lexnames_table() -> str:
@@ -160,14 +175,23 @@ def _on_nltk_path(folder: Path) -> None:
         nltk.data.path.append(str(folder))
 
 
-def _nltk_finds_wordnet() -> Path | None:
+def _wordnet_pointer() -> Any:
+    """Where nltk's ``nltk.corpus.wordnet`` loads from, found as its lazy loader finds it (folder or zip), or None."""
     import nltk
+    from nltk.corpus import util
 
-    try:
-        pointer = nltk.data.find("corpora/wordnet")
-    except LookupError:
-        return None
-    return Path(str(pointer))
+    names = ["corpora/wordnet", "corpora/wordnet.zip/wordnet/"]
+    for name in reversed(names) if getattr(util, "TRY_ZIPFILE_FIRST", False) else names:
+        try:
+            return nltk.data.find(name)
+        except LookupError:
+            pass
+    return None
+
+
+def _nltk_finds_wordnet() -> Path | None:
+    pointer = _wordnet_pointer()
+    return None if pointer is None else Path(str(pointer))
 
 
 def ensure_wordnet(*, target: Path | str | None = None, source: Path | str = DEBIAN_WORDNET_DIR) -> Path:
@@ -178,18 +202,16 @@ def ensure_wordnet(*, target: Path | str | None = None, source: Path | str = DEB
     Raises :class:`~scorers.errors.ConfigError` with install instructions when
     there is no copy and no source.
     """
-    try:
-        import nltk  # noqa: F401
-    except ImportError as exc:
-        raise MissingExtraError("METEOR", "nltk", "text") from exc
-    with _lock:
-        if target is None:
-            found = _nltk_finds_wordnet()
-            if found is not None:
-                return found
-        root = Path(target if target is not None else data_dir())
-        corpus = build_wordnet(root, source=source)
-        _on_nltk_path(root)
+    optional_import("nltk", scorer="METEOR", extra="text")
+    # No lock: building is safe across threads and processes (see build_wordnet), and at worst
+    # two threads both add the folder to nltk.data.path.
+    if target is None:
+        found = _nltk_finds_wordnet()
+        if found is not None:
+            return found
+    root = Path(target if target is not None else data_dir())
+    corpus = build_wordnet(root, source=source)
+    _on_nltk_path(root)
     return corpus
 
 
@@ -213,5 +235,250 @@ def wordnet_version() -> str:
     raise ConfigError("nltk's corpora/wordnet/data.adj does not declare its WordNet version; is it WordNet?")
 
 
+# ------------------------------------------------------------------ the synonym index
+#: Version of the index's layout and lookup rules (part of its file name; bump when either changes).
+INDEX_FORMAT = 1
+#: Parts of speech in the order nltk's ``wordnet.synsets`` visits them, with their file suffixes.
+_PARTS_OF_SPEECH = (("n", "noun"), ("v", "verb"), ("a", "adj"), ("r", "adv"))
+#: The corpus files whose content the index is built from (their SHA-256 keys it).
+INDEX_SOURCE_FILES = (tuple(f"{kind}.{suffix}" for kind in ("index", "data") for _, suffix in _PARTS_OF_SPEECH)
+                      + tuple(f"{suffix}.exc" for _, suffix in _PARTS_OF_SPEECH))
+#: A lemma's syntactic marker in the data files, e.g. ``(a)`` in ``galore(ip)``, which nltk strips from its name.
+_MARKER = re.compile(r"(.*?)(\([^()]*\))?$")
+_HEADER = "# scorers WordNet synonym index"
+
+
+class SynonymIndex:
+    """WordNet's synonym sets as nltk's METEOR sees them, from a compact sorted table.
+
+    ``synonyms(word)`` is the set of one-word lemma names (no ``_``) of all the
+    synsets ``nltk.corpus.wordnet.synsets(word)`` returns, WordNet's morphology
+    included: per part of speech, the word's exception-list base forms if it has
+    any, else its forms under the suffix rules, each kept where WordNet lists it.
+    The table has one line per word form, ``form``, its synsets' names for each
+    part of speech and its exception-list base forms for each, tab-separated and
+    sorted, so a lookup is a binary search and nothing is parsed at load.
+    """
+
+    def __init__(self, text: str, *, path: Path | None = None) -> None:
+        first, _, rest = text.partition("\n")
+        label, _, header = first.partition("\t")
+        if label != _HEADER:
+            raise ValueError("not a scorers WordNet synonym index")
+        self.header: dict[str, Any] = json.loads(header)
+        if self.header.get("format") != INDEX_FORMAT:
+            raise ValueError(f"synonym index format {self.header.get('format')!r}, expected {INDEX_FORMAT}")
+        self._rules = [tuple((old, new) for old, new in self.header["substitutions"][pos]) for pos, _ in
+                       _PARTS_OF_SPEECH]
+        self._lines = rest.split("\n")
+        if len(self._lines) != self.header["entries"]:
+            raise ValueError(f"synonym index with {len(self._lines)} entries, its header says {self.header['entries']}")
+        self.path = path
+
+    def _entry(self, form: str) -> list[str] | None:
+        probe = form + "\t"
+        lines = self._lines
+        at = bisect_left(lines, probe)
+        if at < len(lines) and lines[at].startswith(probe):
+            return lines[at].split("\t")
+        return None
+
+    def synonyms(self, word: str) -> set[str]:
+        """One-word lemma names of the synsets nltk's ``wordnet.synsets(word)`` returns (not ``word`` itself)."""
+        form = word.lower()
+        names: set[str] = set()
+        if not form or "\t" in form or "\n" in form:  # no WordNet form is empty or holds whitespace
+            return names
+        own = self._entry(form)
+        for p, rules in enumerate(self._rules):
+            exceptions = own[5 + p] if own is not None else ""
+            if exceptions:  # "+" then the base forms: the form is on this part of speech's exception list
+                candidates = [form, *exceptions[1:].split()]
+            else:
+                candidates = [form, *(form[:-len(old)] + new for old, new in rules if form.endswith(old))]
+            for candidate in candidates:
+                entry = own if candidate == form else self._entry(candidate)
+                if entry is not None and entry[1 + p]:
+                    names.update(entry[1 + p].split(" "))
+        return names
+
+
+def build_synonym_index(read: Callable[[str], bytes], *, checksum: str = "") -> str:
+    """The text of a :class:`SynonymIndex` built from WordNet's files (``read(name)`` returns one's bytes).
+
+    Reads the files as nltk's ``WordNetCorpusReader`` does: ``index.*`` for each
+    lemma's synsets per part of speech (a later line for the same lemma wins),
+    ``data.*`` for each synset's lemma names (markers stripped), ``*.exc`` for the
+    exception lists (a later line wins). Raises ``ValueError`` on data nltk could not read either.
+    """
+    substitutions = _morphological_substitutions()
+    names: dict[tuple[str, int], list[str]] = {}  # (part of speech, offset) -> one-word lemma names
+    for pos, suffix in _PARTS_OF_SPEECH:
+        content = read(f"data.{suffix}")
+        # nltk seeks to a synset's byte offset; in ASCII text (WordNet 3.0's is) characters are bytes.
+        text = content.decode("ascii") if content.isascii() else None
+        start = 0
+        for line in text.split("\n") if text is not None else content.split(b"\n"):
+            at, start = start, start + len(line) + 1
+            if not line or line[0] in (" ", 32):  # the licence header's lines start with spaces
+                continue
+            if text is None:
+                line = line.split(b"|", 1)[0].decode("utf-8")
+            offset, _, _, count, rest = line.split(None, 4)  # lex_filenum, ss_type, w_cnt, then the words
+            if int(offset) != at:
+                raise ValueError(f"data.{suffix}: the line at byte {at} gives offset {offset}")
+            words = rest.split(None, 2 * int(count, 16))[:2 * int(count, 16):2]  # each word is followed by its lex_id
+            names[(pos, at)] = [name for name in (_MARKER.match(word).group(1) if word[-1] == ")" else word
+                                                  for word in words) if "_" not in name]
+    table: dict[str, list[Any]] = {}  # form -> [names per part of speech (None: not listed), exceptions per part]
+
+    def row(form: str) -> list[Any]:
+        found = table.get(form)
+        if found is None:
+            found = table[form] = [None] * 8
+        return found
+
+    positions = {pos: p for p, (pos, _) in enumerate(_PARTS_OF_SPEECH)}
+    for pos, suffix in _PARTS_OF_SPEECH:
+        for line in read(f"index.{suffix}").decode("utf-8").split("\n"):
+            if not line or line.startswith(" "):
+                continue
+            fields = line.split()
+            lemma, listed_pos, synsets, pointers = fields[0], fields[1], int(fields[2]), int(fields[3])
+            offsets = [int(offset) for offset in fields[6 + pointers:6 + pointers + synsets]]
+            if listed_pos not in positions or len(offsets) != synsets or synsets < 1:
+                raise ValueError(f"index.{suffix}: unreadable line {line[:60]!r}")
+            try:  # nltk looks a lemma's synsets up in the data file of the part of speech it was listed under
+                lemma_names = {name for offset in offsets for name in names[(listed_pos, offset)]}
+            except KeyError as exc:
+                raise ValueError(f"index.{suffix}: {lemma!r} points to no synset at {exc}") from None
+            row(lemma)[positions[listed_pos]] = lemma_names
+        for line in read(f"{suffix}.exc").decode("utf-8").split("\n"):
+            terms = line.split()
+            if terms:
+                row(terms[0])[4 + positions[pos]] = terms[1:]
+    lines = []
+    for form in sorted(table):
+        if not form or any(c in form for c in "\t\n"):
+            continue  # split() never makes such a form
+        fields = table[form]
+        lines.append("\t".join([form, *(" ".join(sorted(n)) if n else "" for n in fields[:4]),
+                                 *("" if e is None else "+" + " ".join(e) for e in fields[4:])]))
+    header = {"format": INDEX_FORMAT, "nltk": _nltk_version(), "source_sha256": checksum,
+              "substitutions": {pos: [list(rule) for rule in substitutions[pos]] for pos, _ in _PARTS_OF_SPEECH},
+              "entries": len(lines)}
+    return "\n".join([f"{_HEADER}\t{json.dumps(header, sort_keys=True)}", *lines])
+
+
+def _morphological_substitutions() -> dict[str, Any]:
+    """nltk's suffix rules per part of speech (a public class attribute of its WordNet reader; no corpus is loaded)."""
+    reader = optional_import("nltk.corpus.reader.wordnet", scorer="METEOR", extra="text")
+    return reader.WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS
+
+
+def _nltk_version() -> str:
+    return optional_import("nltk", scorer="METEOR", extra="text").__version__
+
+
+class _Source:
+    """The WordNet files nltk reads: a folder, or an entry of a zip file (nltk's downloaded ``wordnet.zip``)."""
+
+    def __init__(self) -> None:
+        self.pointer = _wordnet_pointer()
+        if self.pointer is None:
+            raise ConfigError(f"METEOR needs WordNet 3.0, which nltk cannot find. {_INSTALL_HINT}")
+        path = getattr(self.pointer, "path", None)
+        self.folder = Path(path) if path and os.path.isdir(path) else None
+        self.location = str(self.folder) if self.folder else repr(self.pointer)
+
+    def read(self, name: str) -> bytes:
+        if self.folder is not None:
+            return (self.folder / name).read_bytes()
+        with self.pointer.join(name).open() as stream:
+            return stream.read()
+
+    def stamp(self) -> str:
+        """Sizes and modification times of the files: when unchanged, the recorded checksum still holds."""
+        files = [self.folder / name for name in INDEX_SOURCE_FILES] if self.folder else [
+            Path(self.pointer.zipfile.filename)]
+        return json.dumps([(str(f), st.st_size, st.st_mtime_ns) for f in files for st in [f.stat()]])
+
+    def checksum(self) -> str:
+        digest = hashlib.sha256()
+        for name in INDEX_SOURCE_FILES:
+            content = self.read(name)
+            digest.update(f"{name}\0{len(content)}\0".encode())
+            digest.update(content)
+        return digest.hexdigest()
+
+
+def synonym_index() -> SynonymIndex:
+    """The :class:`SynonymIndex` of the WordNet nltk reads (see :func:`ensure_wordnet`), built once per machine.
+
+    The index lives in :func:`data_dir` as ``wordnet-synonyms-<sha256>-nltk<version>-v<format>.tsv``,
+    written atomically; a small ``wordnet-synonyms.json`` remembers each corpus' checksum
+    with its files' sizes and times, so that a cold start does not hash ~30 MB. Where the
+    folder is not writable the index is built in memory (with a warning).
+    """
+    ensure_wordnet()
+    return _load_synonym_index(_Source().location, str(data_dir()), _nltk_version())
+
+
+@memoize
+def _load_synonym_index(location: str, cache_dir: str, nltk_version: str) -> SynonymIndex:
+    source = _Source()
+    cache = Path(cache_dir)
+    stamps_file = cache / "wordnet-synonyms.json"
+    stamp = source.stamp()
+    try:
+        stamps = json.loads(stamps_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        stamps = {}
+    recorded = stamps.get(location) if isinstance(stamps, dict) else None
+    if isinstance(recorded, dict) and recorded.get("stamp") == stamp:
+        checksum = recorded["sha256"]
+    else:
+        checksum = source.checksum()
+    path = cache / f"wordnet-synonyms-{checksum[:20]}-nltk{nltk_version}-v{INDEX_FORMAT}.tsv"
+    try:
+        index = SynonymIndex(path.read_text(encoding="utf-8"), path=path)
+        if index.header["source_sha256"] == checksum and index.header["nltk"] == nltk_version:
+            return index
+    except (OSError, ValueError, KeyError):
+        pass  # absent or damaged: (re)build it
+    text = build_synonym_index(source.read, checksum=checksum)
+    try:
+        _write_atomically(path, text)
+        stamps = stamps if isinstance(stamps, dict) else {}
+        stamps[location] = {"stamp": stamp, "sha256": checksum}
+        _write_atomically(stamps_file, json.dumps(stamps, indent=1, sort_keys=True))
+    except OSError as exc:
+        warnings.warn(f"METEOR: could not save the WordNet synonym index to {path} ({exc}); it is rebuilt in every "
+                      "process (about a second). Set SCORERS_NLTK_DATA to a writable folder.", RuntimeWarning,
+                      stacklevel=3)
+        return SynonymIndex(text)
+    return SynonymIndex(text, path=path)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file next to ``path`` and rename it into place (readers see all or nothing)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
 if __name__ == "__main__":
     print(ensure_wordnet())
+    print(synonym_index().path)

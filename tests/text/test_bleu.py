@@ -474,7 +474,9 @@ def test_ter_process_pool_gives_the_serial_numbers():
         expecteds = [f"the cat w{i % 5} sat on the mat {i + 1}" for i in range(40)]
         rows = [{"output": o, "expected": e} for o, e in zip(outputs, expecteds)]
         ours = [s.metadata["ter"] for s in bleu.TER().score_batch(rows)]
-        assert bleu._fork_pool() is not None, "the pool was not used"
+        import os
+        assert bleu._fork_pool.cached(os.getpid()) is not None, "the pool was not used"
+        assert bleu.TER().score_batch(rows) and bleu._process_pool() is not None, "the pool was not reused"
         assert ours == [sacrebleu.sentence_ter(h, [r]).score for h, r in zip(outputs, expecteds)]
         print("ok")
     """)

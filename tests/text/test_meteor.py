@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -13,26 +13,9 @@ import scorers.text.meteor as meteor  # noqa: E402
 from scorers.errors import ConfigError, ScorerInputError  # noqa: E402
 from scorers.registry import get  # noqa: E402
 from scorers.text.meteor import METEOR  # noqa: E402
-from scorers.text.wordnet import ensure_wordnet  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
-def offline_wordnet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """nltk's WordNet if it has one, else a copy built for this test run (never the user's cache)."""
-    import nltk
-
-    patch = pytest.MonkeyPatch()
-    try:
-        nltk.data.find("corpora/wordnet")
-    except LookupError:
-        patch.setenv("SCORERS_NLTK_DATA", str(tmp_path_factory.mktemp("nltk_data")))
-    try:
-        ensure_wordnet()
-    except ConfigError as exc:
-        patch.undo()
-        pytest.skip(f"no WordNet available: {exc}")
-    yield
-    patch.undo()
+pytestmark = pytest.mark.usefixtures("offline_wordnet")
 
 
 # ------------------------------------------------------------------ nltk's reference values
@@ -187,14 +170,14 @@ SETTINGS = [
 def test_identical_to_nltk_with_other_settings(settings: dict[str, Any]) -> None:
     scorer = METEOR(**settings)
     cases = GENERATED[::5]
-    scores = [s.score for s in scorer.score_batch([c[0] for c in cases], [c[1] for c in cases])]
+    scores = [s.score for s in scorer.score_batch([{"output": o, "expected": e} for o, e in cases])]
     assert scores == [nltk_meteor(output, expected, **settings) for output, expected in cases]
 
 
 def test_batch_equals_single_calls() -> None:
     scorer = METEOR()
     cases = GENERATED[:60] + GENERATED[:10]  # repeated texts share the batch's tokenisation
-    batch = scorer.score_batch([c[0] for c in cases], [c[1] for c in cases])
+    batch = scorer.score_batch([{"output": o, "expected": e} for o, e in cases])
     assert [s.score for s in batch] == [scorer(output=o, expected=e).score for o, e in cases]
 
 
@@ -291,7 +274,7 @@ def test_bad_settings_raise_config_error(settings: dict[str, Any]) -> None:
         ({"output": "a"}, "expected", "missing"),
         ({"output": None, "expected": "a"}, "output", "None"),
         ({"output": "a", "expected": []}, "expected", "empty list"),
-        ({"output": "a", "expected": ["a", 3]}, "expected", "item 1"),
+        ({"output": "a", "expected": ["a", None]}, "expected", "reference 1"),
         ({"output": "a", "expected": True}, "expected", "bool"),
         ({"output": "a", "expected": {"a": 1}}, "expected", "must be"),
     ],
@@ -323,3 +306,50 @@ def test_synonyms_none_needs_no_wordnet(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(scorers.text.wordnet, "ensure_wordnet", no_wordnet)
     score = METEOR(synonyms="none")(output="the cat is glad", expected="the cat is happy").score
     assert score == nltk_meteor("the cat is glad", "the cat is happy", synonyms="none")
+
+
+# ------------------------------------------------------------------ the synonym index
+def _with_nltk_reader(**settings: Any) -> METEOR:
+    scorer = METEOR(**settings)
+    scorer._synonym_source = "nltk"  # nltk's WordNetCorpusReader, the slow reference path
+    return scorer
+
+
+def test_index_path_gives_the_nltk_wordnet_paths_numbers() -> None:
+    cases = [(o, e) for o, e, *_ in NLTK_VECTORS] + GENERATED
+    rows = [{"output": o, "expected": e} for o, e in cases]
+    for settings in ({}, {"tokenizer": "whitespace"}, {"stemmer": "none"}, {"preprocess": "none"}):
+        indexed = [s.score for s in METEOR(**settings).score_batch(rows)]
+        assert indexed == [s.score for s in _with_nltk_reader(**settings).score_batch(rows)], settings
+
+
+def test_index_synonym_sets_equal_nltks_over_a_sweep_of_wordnet() -> None:
+    """Every 40th WordNet lemma, inflected forms of every 200th, exception-list forms, odd spellings."""
+    from nltk.corpus import wordnet
+
+    from scorers.text.wordnet import synonym_index
+
+    index = synonym_index()
+    reference = meteor._nltk_wordnet_synonyms()
+    lemmas = sorted(wordnet.all_lemma_names())
+    words = lemmas[::40]
+    for lemma in lemmas[::200]:
+        words += [lemma + suffix for suffix in ("s", "es", "ies", "ed", "ing", "er", "est", "men")]
+        words += [lemma.upper(), lemma.title(), lemma[:-1], lemma[:-2] + "ies"]
+    words += ["geese", "mice", "went", "was", "were", "better", "best", "children", "oxen", "feet", "ran", "Geese",
+              "the", "a", "of", "", "_", "-", "'s", "3", "café", "İstanbul", "a\tb", "don't", "hot_dog", "s", "es"]
+    different = [w for w in words if index.synonyms(w) != reference(w)]
+    assert not different and len(words) > 4000
+
+
+def test_cold_meteor_does_not_load_nltks_wordnet_reader() -> None:
+    import os
+    import subprocess
+    import sys
+
+    script = ("import nltk, scorers\n"
+              "s = scorers.get('METEOR')(output='the cat is glad', expected='the cat is happy')\n"
+              "print(round(s.score, 4), type(nltk.corpus.wordnet).__name__)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ), check=True)
+    assert done.stdout.split() == ["0.7361", "LazyCorpusLoader"], done.stdout + done.stderr

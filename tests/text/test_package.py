@@ -35,3 +35,55 @@ def test_importing_scorers_loads_no_reference_library():
               "print(sorted({m.split('.')[0] for m in sys.modules} & {'sacrebleu', 'nltk', 'rouge_score'}))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+# ------------------------------------------------------------------------- pickling
+TEXT_SCORERS = ["BLEU", "chrF", "chrF++", "TER", "ROUGE-1", "ROUGE-2", "ROUGE-L", "ROUGE-Lsum", "ROUGE", "METEOR"]
+ROWS = [{"output": "The cats sat on the mat.", "expected": "A cat was sitting on the mat."},
+        {"output": "the cat is glad\nit purrs", "expected": ["the cat is happy\nit purrs", "a dog"]},
+        {"output": "", "expected": "nothing here"},
+        {"output": "Straße café 我们", "expected": "Strasse cafe 我们"}]
+
+
+def _numbers(scorer):
+    return [(s.score, s.stats, s.metadata) for s in scorer.score_batch(ROWS)]
+
+
+@pytest.fixture
+def needs_wordnet(request):
+    if request.node.callspec.params.get("name") == "METEOR":
+        request.getfixturevalue("offline_wordnet")
+
+
+@pytest.mark.parametrize("dumps, loads", [(pickle.dumps, pickle.loads),
+                                          (pytest.importorskip("cloudpickle").dumps, pickle.loads)],
+                         ids=["pickle", "cloudpickle"])
+@pytest.mark.parametrize("name", TEXT_SCORERS)
+def test_text_scorers_round_trip_through_pickle_before_and_after_use(name, dumps, loads, needs_wordnet):
+    pytest.importorskip("sacrebleu")
+    fresh = scorers.get(name)
+    before = loads(dumps(fresh))  # never used
+    expected = _numbers(fresh)
+    after = loads(dumps(fresh))  # used: caches, metric objects, stemmers are rebuilt, not pickled
+    assert _numbers(before) == expected
+    assert _numbers(after) == expected
+    assert _numbers(loads(dumps(after))) == expected
+    assert type(after) is type(fresh) and after.name == fresh.name and after.params() == fresh.params()
+
+
+def test_pickled_scorers_score_identically_in_a_fresh_process(offline_wordnet, tmp_path):
+    import json
+    import os
+
+    pytest.importorskip("sacrebleu")
+    used = [scorers.get(name) for name in TEXT_SCORERS]
+    expected = [[s.to_dict() for s in scorer.score_batch(ROWS)] for scorer in used]
+    payload = tmp_path / "scorers.pickle"
+    payload.write_bytes(pickle.dumps((used, ROWS)))
+    script = ("import json, pickle, sys\n"
+              "scorers, rows = pickle.loads(open(sys.argv[1], 'rb').read())\n"
+              "print(json.dumps([[s.to_dict() for s in scorer.score_batch(rows)] for scorer in scorers]))")
+    done = subprocess.run([sys.executable, "-c", script, str(payload)], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == json.loads(json.dumps(expected))

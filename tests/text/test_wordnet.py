@@ -152,3 +152,136 @@ def test_data_dir_follows_the_environment(env: dict[str, str], expected: Path,
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert wordnet.data_dir() == expected
+
+
+# ------------------------------------------------------------------ the synonym index
+@pytest.fixture
+def nltk_reads(built: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """nltk finds only the built copy; returns the folder holding ``corpora``."""
+    import nltk
+
+    root = built.parent.parent
+    monkeypatch.setattr(nltk.data, "path", [str(root)])
+    return root
+
+
+def _load(cache: Path) -> wordnet.SynonymIndex:
+    """The index for the corpus nltk finds, bypassing the process-wide memo."""
+    import nltk
+
+    return wordnet._load_synonym_index.__wrapped__(wordnet._Source().location, str(cache), nltk.__version__)
+
+
+@pytest.fixture(scope="module")
+def built_index(built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache folder holding the index of the built copy (built once for this module)."""
+    import nltk
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(nltk.data, "path", [str(built.parent.parent)])
+    try:
+        cache = tmp_path_factory.mktemp("index_cache")
+        _load(cache)
+    finally:
+        patch.undo()
+    return cache
+
+
+@pytest.fixture
+def cache(built_index: Path, tmp_path: Path) -> Path:
+    """A fresh copy of the module's index cache."""
+    import shutil
+
+    return Path(shutil.copytree(built_index, tmp_path / "cache"))
+
+
+@needs_debian_wordnet
+def test_index_file_is_keyed_by_checksum_and_nltk_version_and_written_atomically(nltk_reads: Path,
+                                                                                 cache: Path) -> None:
+    import hashlib
+
+    import nltk
+
+    index = _load(cache)
+    digest = hashlib.sha256()
+    for name in wordnet.INDEX_SOURCE_FILES:
+        content = (nltk_reads / "corpora" / "wordnet" / name).read_bytes()
+        digest.update(f"{name}\0{len(content)}\0".encode() + content)
+    checksum = digest.hexdigest()
+    assert index.path == cache / f"wordnet-synonyms-{checksum[:20]}-nltk{nltk.__version__}-v{wordnet.INDEX_FORMAT}.tsv"
+    assert index.header["source_sha256"] == checksum and index.header["nltk"] == nltk.__version__
+    assert sorted(p.name for p in cache.iterdir()) == sorted([index.path.name, "wordnet-synonyms.json"])
+    assert 2_000_000 < index.path.stat().st_size < 10_000_000  # compact: a few MB
+    assert index.synonyms("glad") >= {"happy", "glad"} and "goose" in index.synonyms("geese")
+    lines = index.path.read_text(encoding="utf-8").split("\n")[1:]
+    assert lines == sorted(lines) and len(lines) == index.header["entries"]
+
+
+@needs_debian_wordnet
+def test_index_is_reused_without_hashing_or_building_again(nltk_reads: Path, cache: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*_: object, **__: object) -> None:
+        raise AssertionError("rebuilt or re-hashed")
+
+    monkeypatch.setattr(wordnet, "build_synonym_index", fail)
+    monkeypatch.setattr(wordnet._Source, "checksum", fail)  # the recorded sizes and times still match
+    assert "happy" in _load(cache).synonyms("glad")
+
+
+@needs_debian_wordnet
+def test_damaged_index_is_rebuilt(nltk_reads: Path, cache: Path) -> None:
+    path = _load(cache).path
+    expected = path.read_text(encoding="utf-8")
+    path.write_text(expected[: len(expected) // 2], encoding="utf-8")
+    assert "happy" in _load(cache).synonyms("glad")
+    assert path.read_text(encoding="utf-8") == expected
+
+
+@needs_debian_wordnet
+def test_changed_wordnet_files_get_a_new_index(nltk_reads: Path, cache: Path) -> None:
+    first = _load(cache)
+    exceptions = nltk_reads / "corpora" / "wordnet" / "noun.exc"
+    original = exceptions.read_bytes()
+    try:
+        exceptions.write_bytes(original + b"gleese glad\n")
+        second = _load(cache)
+    finally:
+        exceptions.write_bytes(original)
+    assert second.path != first.path and second.header["source_sha256"] != first.header["source_sha256"]
+    assert "gladiolus" in second.synonyms("gleese") and not first.synonyms("gleese")  # the noun glad
+
+
+@needs_debian_wordnet
+def test_unwritable_cache_gives_an_index_in_memory_with_a_warning(nltk_reads: Path, cache: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    text = next(cache.glob("wordnet-synonyms-*.tsv")).read_text(encoding="utf-8")
+    monkeypatch.setattr(wordnet, "build_synonym_index", lambda read, checksum: text)
+    blocker = cache / "not-a-folder"
+    blocker.write_text("")
+    with pytest.warns(RuntimeWarning, match="could not save the WordNet synonym index"):
+        index = _load(blocker / "cache")
+    assert index.path is None and "happy" in index.synonyms("glad")
+
+
+@needs_debian_wordnet
+def test_index_built_from_a_zipped_corpus_equals_the_folders(nltk_reads: Path, cache: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    import nltk
+
+    from_folder = _load(cache)
+    zipped = tmp_path / "zipped"
+    (zipped / "corpora").mkdir(parents=True)
+    shutil.make_archive(str(zipped / "corpora" / "wordnet"), "zip", str(nltk_reads / "corpora"), "wordnet")
+    monkeypatch.setattr(nltk.data, "path", [str(zipped)])
+    assert wordnet._Source().folder is None
+    assert wordnet.ensure_wordnet() == Path(str(wordnet._wordnet_pointer()))  # nltk's zip is used, nothing built
+    from_zip = _load(tmp_path / "other")
+    assert from_zip.header["source_sha256"] == from_folder.header["source_sha256"]
+    assert from_zip.path.read_text(encoding="utf-8") == from_folder.path.read_text(encoding="utf-8")
+
+
+def test_synonym_index_rejects_other_files() -> None:
+    with pytest.raises(ValueError):
+        wordnet.SynonymIndex("hello\nworld")

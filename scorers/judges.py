@@ -53,7 +53,7 @@ from ._util import lazy
 from .aggregate import Aggregator, MeanAggregator
 from .base import Scorer
 from .fields import Field
-from .errors import ConfigError, ScorerError, ScorerInputError, TemplateError, UnknownArgumentError
+from .errors import ConfigError, ScorerError, ScorerInputError, UnknownArgumentError
 from .llm.engine import ChatRequest, ChatResult, InvalidReply, LLMEngine, NotPicklable
 from .llm.usage import ModelUsage, Usage
 from .score import Score
@@ -387,14 +387,18 @@ class LLMClassifier(Scorer):
 
     # ---------------------------------------------------------------- scoring
     def _bind(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """As :meth:`Scorer._bind`; a row without a template variable's value is that row's bad input
+        (a :class:`~scorers.errors.ScorerInputError` naming the variable, the template and its file):
+        a run goes on with the other rows. (A column no row has is caught by the runner's first-row
+        check, a configuration error that stops the run.)"""
         try:
             return super()._bind(kwargs)
         except UnknownArgumentError:
             raise
         except ScorerInputError as exc:
             if exc.field in self.template.variables and exc.problem.startswith("is required"):
-                raise TemplateError(f"{self.name}: missing template variable {exc.field!r} "
-                                    f"({self.template.where()})", scorer=self.name) from exc
+                raise ScorerInputError(self.name, exc.field, f"{exc.problem}: it is a template variable of "
+                                                             f"{self.template.where()}") from exc
             raise
 
     async def _ascore(self, **fields: Any) -> Score:

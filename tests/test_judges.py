@@ -14,7 +14,7 @@ import pytest
 import autoevals
 import scorers
 import scorers.templates  # noqa: F401  (registers the built-in judges)
-from scorers.errors import ConfigError, JudgeError, TemplateError, UnknownArgumentError
+from scorers.errors import ConfigError, JudgeError, ScorerInputError, UnknownArgumentError
 from scorers.judges import LLMClassifier, parse_text_choice, read_reply
 from scorers.llm.engine import ChatResult, InvalidReply, LLMEngine, ToolCall
 from scorers.templates import load_template_file
@@ -245,12 +245,14 @@ def test_fields_come_from_the_template() -> None:
     assert described["choice_scores"] == {"Y": 1.0, "N": 0.0} and described["description"]
 
 
-def test_missing_variable_is_a_template_error_naming_the_file(llm_env: LoopbackLLM) -> None:
+def test_a_missing_variable_is_bad_input_naming_the_variable_and_the_file(llm_env: LoopbackLLM) -> None:
     judge = scorers.get("Translation", model=MODEL)
-    with pytest.raises(TemplateError) as info:
+    with pytest.raises(ScorerInputError) as info:
         judge(input="Bonjour", expected="Hello", output="Hi")
     message = str(info.value)
     assert "'language'" in message and "Translation" in message and "translation.yaml" in message
+    assert "template variable" in message and info.value.field == "language"
+    assert not isinstance(info.value, ConfigError)  # the row's data: a run records it and goes on
     assert llm_env.chat_requests == []
 
 
@@ -276,8 +278,6 @@ def test_non_string_values_render_as_json(llm_env: LoopbackLLM) -> None:
                                             (float("nan"), "is NaN")])
 def test_a_value_the_prompt_cannot_show_is_bad_input_of_its_row(llm_env: LoopbackLLM, value: Any,
                                                                 problem: str) -> None:
-    from scorers.errors import ScorerInputError
-
     llm_env.default = Reply.choice("Y")
     judge = LLMClassifier("Valid", "Data: {{output}}", {"Y": 1, "N": 0}, model=MODEL)
     with pytest.raises(ScorerInputError, match=problem) as info:
@@ -338,14 +338,16 @@ def test_batch_run_every_fault_ends_scored_or_typed(llm_env: LoopbackLLM) -> Non
             llm_env.script(rule["reply"], match=f"{name}\n", times=rule.get("times"))
     llm_env.default = Reply.choice("C", reasons="same", usage=(100, 10))
     rows = [{"input": "q", "expected": "e", "output": f"{name}\n"} for name in faults]
+    rows.append({"input": "q", "output": "row-missing-expected"})  # a later row without a value: its own error
     # a timeout well above any reply's time, so only the scripted hangs time out
     engine = LLMEngine(timeout=1.0, max_retries=1, max_reasks=1, backoff_base=0.01)
     run = evaluate(rows, [factuality(engine=engine)], concurrency=4)
     outcomes = {r.row["output"].strip(): (r.scores["Factuality"], r.errors.get("Factuality", {}).get("type"))
                 for r in run}
-    assert outcomes == {name: outcome for name, (_rule, outcome) in faults.items()}
+    assert outcomes == {**{name: outcome for name, (_rule, outcome) in faults.items()},
+                        "row-missing-expected": (None, "ScorerInputError")}
     summary = run.summary.scorers["Factuality"]
-    assert summary["n"] == 7 and summary["errors"] == 5
+    assert summary["n"] == 7 and summary["errors"] == 6
     usage = summary["usage"]
     assert usage["by_model"][MODEL]["requests"] == 7 and usage["prompt_tokens"] >= 600
 
@@ -438,9 +440,9 @@ def test_batch_returns_errors_per_row(llm_env: LoopbackLLM) -> None:
     rows = [_row(i) for i in range(5)]
     rows[1] = {"input": "q", "output": "reply 1"}  # no expected
     results = _batch(judge, rows)
-    assert [type(r).__name__ for r in results] == ["Score", "TemplateError", "Score", "JudgeError", "Score"]
+    assert [type(r).__name__ for r in results] == ["Score", "ScorerInputError", "Score", "JudgeError", "Score"]
     assert [r.metadata["choice"] for r in results if isinstance(r, scorers.Score)] == ["A", "C", "E"]
-    assert isinstance(results[1], ConfigError)  # a configuration problem: the runner stops on it
+    assert not isinstance(results[1], ConfigError)  # this row's data: a run records it and goes on
     assert [type(r).__name__ for r in judge.score_batch(rows)] == [type(r).__name__ for r in results]
 
 

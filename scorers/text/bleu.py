@@ -56,10 +56,10 @@ _MECAB_TOKENIZERS = {"ja-mecab": "ja", "ko-mecab": "ko"}
 def sacrebleu_private(owner: Any, name: str, fallback: T) -> T:
     """``owner.<name>``, a private part of sacrebleu, while it exists; else ``fallback``, with a warning.
 
-    sacrebleu has no public function for a few things the batch paths need:
-    chrF's F-score from statistics (``_compute_f_score``), chrF++'s punctuation set
-    (``_PUNCTS``), TER's segment preprocessing (``_preprocess_segment``) and TER's
-    score from statistics (``_compute_score_from_stats``). The private part is used
+    sacrebleu has no public function for a few things the batch paths and the
+    corpus figures need: chrF's F-score from statistics (``_compute_f_score``),
+    chrF++'s punctuation set (``_PUNCTS``) and TER's score from statistics
+    (``_compute_score_from_stats``). The private part is used
     while it exists, so that the numbers stay sacrebleu's own; each fallback is built
     from sacrebleu's public API and a port of the formula, and the tests check that
     it gives identical numbers. The warning says that a sacrebleu release moved the
@@ -506,15 +506,36 @@ def _code_points(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return flat, lens
 
 
-#: Distinct (hypothesis, reference) pairs from which TER's edit search is spread over processes.
-TER_PARALLEL_MIN_PAIRS = 256
+#: Rows from which TER's sentence scores are spread over processes.
+TER_PARALLEL_MIN_ROWS = 256
+
+#: TER's settings, in the order of sacrebleu's ``TER`` constructor arguments.
+_TERSettings = tuple[bool, bool, bool, bool]
 
 
-def _ter_chunk(pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> list[tuple[int, int]]:
-    """sacrebleu's TER edit search (shifts + beam edit distance) on each pair; runs in pool workers too."""
-    from sacrebleu.metrics.lib_ter import translation_edit_rate
+@memoize
+def _sacrebleu_ter(settings: _TERSettings) -> Any:
+    """sacrebleu's TER metric with these settings (normalized, no_punct, asian_support, case_sensitive), per process."""
+    from sacrebleu.metrics.ter import TER as SacreTER
 
-    return [translation_edit_rate(list(hyp), list(ref)) for hyp, ref in pairs]
+    normalized, no_punct, asian_support, case_sensitive = settings
+    return SacreTER(normalized=normalized, no_punct=no_punct, asian_support=asian_support,
+                    case_sensitive=case_sensitive)
+
+
+def _ter_chunk(settings: _TERSettings, rows: list[tuple[str, tuple[str, ...]]]) -> list[tuple[float, int, float]]:
+    """sacrebleu's public ``sentence_score`` on each (hypothesis, references): TER, edits, average reference length.
+
+    Runs in pool workers too. sacrebleu's own segment path (tokenising each text
+    once, then its edit search) is used as is: doing it ourselves per distinct text
+    bought under 10 % (benchmarks/bench_text.py), not worth a private API.
+    """
+    metric = _sacrebleu_ter(settings)
+    out = []
+    for hypothesis, references in rows:
+        result = metric.sentence_score(hypothesis, list(references))
+        out.append((result.score, result.num_edits, result.ref_length))
+    return out
 
 
 def _cpus() -> int:
@@ -550,21 +571,20 @@ def _process_pool() -> Any:
     return pool
 
 
-def _edit_counts(pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> dict[Any, tuple[int, int]]:
-    """(edits, reference length) for each distinct pair; big batches use every CPU (same numbers)."""
+def _ter_rows(settings: _TERSettings, rows: list[tuple[str, tuple[str, ...]]]) -> list[tuple[float, int, float]]:
+    """:func:`_ter_chunk` on every row; big batches use every CPU (same numbers)."""
     workers = _cpus()
-    pool = _process_pool() if len(pairs) >= TER_PARALLEL_MIN_PAIRS and workers > 1 else None
+    pool = _process_pool() if len(rows) >= TER_PARALLEL_MIN_ROWS and workers > 1 else None
     if pool is None:
-        return dict(zip(pairs, _ter_chunk(pairs)))
-    size = -(-len(pairs) // (4 * workers))
-    chunks = [pairs[i:i + size] for i in range(0, len(pairs), size)]
+        return _ter_chunk(settings, rows)
+    size = -(-len(rows) // (4 * workers))
+    chunks = [rows[i:i + size] for i in range(0, len(rows), size)]
     try:
-        results = [r for chunk in pool.map(_ter_chunk, chunks) for r in chunk]
+        return [r for chunk in pool.map(partial(_ter_chunk, settings), chunks) for r in chunk]
     except (OSError, RuntimeError) as exc:  # includes BrokenProcessPool: drop the pool, compute here
         warnings.warn(f"TER: process pool failed ({exc!r}); scoring in this process", RuntimeWarning, stacklevel=3)
         _fork_pool.cache_clear()  # type: ignore[attr-defined]
-        results = _ter_chunk(pairs)
-    return dict(zip(pairs, results))
+        return _ter_chunk(settings, rows)
 
 
 @register(aliases=("ter", "sacrebleu-ter"))
@@ -576,11 +596,11 @@ class TER(_SacrebleuScorer):
     → 0.0). ``metadata["ter"]`` is sacrebleu's native TER, with ``num_edits`` and
     ``ref_length``; ``stats`` holds ``[edits, average reference length, nrefs, nrefs²]``.
     Defaults are ``sacrebleu.sentence_ter``'s (case-insensitive, no
-    normalisation). As in sacrebleu, references pass through the tokenizer twice,
-    which matters only with ``normalized=True``. TER's edit search is costly
-    (about 1.5 ms a pair); batches of at least ``TER_PARALLEL_MIN_PAIRS`` distinct
-    pairs run it in a pool of forked worker processes, one per CPU, when this
-    process is single-threaded at the time (the numbers are the same either way).
+    normalisation); each row is scored by sacrebleu's own ``sentence_score``. TER's
+    edit search is costly (about 1.5 ms a pair); batches of at least
+    ``TER_PARALLEL_MIN_ROWS`` rows run it in a pool of forked worker processes, one
+    per CPU, when this process is single-threaded at the time (the numbers are the
+    same either way).
     Summaries add ``corpus_ter`` (= ``sacrebleu.corpus_ter``; lower is better) and
     ``corpus_score`` on the same mapping.
 
@@ -601,20 +621,14 @@ class TER(_SacrebleuScorer):
         self.asian_support, self.case_sensitive = bool(asian_support), bool(case_sensitive)
 
     def _build_metric(self) -> Any:
-        from sacrebleu.metrics.ter import TER as SacreTER
+        return _sacrebleu_ter(self._settings())
 
-        return SacreTER(normalized=self.normalized, no_punct=self.no_punct, asian_support=self.asian_support,
-                        case_sensitive=self.case_sensitive)
-
-    @lazy
-    def _preprocess(self) -> Callable[[str], str]:
-        """sacrebleu's segment preprocessing: its TER tokenizer on the right-stripped text."""
-        tokenizer = self._metric.tokenizer
-        return sacrebleu_private(self._metric, "_preprocess_segment", lambda text: tokenizer(text.rstrip()))
+    def _settings(self) -> _TERSettings:
+        return (self.normalized, self.no_punct, self.asian_support, self.case_sensitive)
 
     @lazy
     def _from_stats(self) -> Callable[[Sequence[float]], Any]:
-        """sacrebleu's ``TERScore`` (score, num_edits, ref_length) from [edits, reference length]."""
+        """sacrebleu's ``TERScore`` (score, num_edits, ref_length) from summed [edits, reference length]."""
         return sacrebleu_private(self._metric, "_compute_score_from_stats", _ter_from_stats)
 
     def params(self) -> dict[str, Any]:
@@ -622,40 +636,20 @@ class TER(_SacrebleuScorer):
                 "case_sensitive": self.case_sensitive, "sacrebleu_version": self._sacrebleu_version}
 
     def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
-        preprocess = self._preprocess
-        words: dict[tuple[str, bool], tuple[str, ...]] = {}
-
-        def tokens(text: str, is_ref: bool) -> tuple[str, ...]:
-            found = words.get((text, is_ref))
-            if found is None:
-                # sacrebleu tokenizes references twice (once when caching them, once when
-                # extracting their words); with normalized=True that changes them, so do the same.
-                line = preprocess(preprocess(text)) if is_ref else preprocess(text)
-                found = words[(text, is_ref)] = tuple(line.split())
-            return found
-
-        pairs = [[(tokens(row["output"], False), tokens(ref, True)) for ref in row["expected"]] for row in rows]
-        edits = _edit_counts(list(dict.fromkeys(pair for group in pairs for pair in group)))
-        from_stats = self._from_stats
+        results = _ter_rows(self._settings(), [(row["output"], row["expected"]) for row in rows])
         out = []
-        for group in pairs:
-            best, ref_lengths = None, 0
-            for pair in group:
-                num_edits, ref_len = edits[pair]
-                ref_lengths += ref_len
-                best = num_edits if best is None or num_edits < best else best
-            nrefs = len(group)
-            result = from_stats([best, ref_lengths / nrefs])  # sacrebleu's segment statistics
-            # The corpus sums these statistics. sacrebleu adds the rows' average reference lengths as
-            # floats in row order, which rounds at every step when an average is not exact (e.g. 3
-            # references of 10 words in all); the aggregator sums exactly, so shards merge into the
-            # figure of one pass. The two agree whenever sacrebleu's float sum is exact: averages that
-            # are integers (kept as int here: one reference, or lengths divisible by their count) or
-            # halves and quarters (2 or 4 references), as long as the sums stay below 2**50.
-            average = ref_lengths // nrefs if ref_lengths % nrefs == 0 else ref_lengths / nrefs
-            out.append(self.make_score(self._unit(result.score), stats=_with_nrefs([best, average], nrefs),
-                                       ter=result.score, num_edits=result.num_edits, ref_length=result.ref_length,
-                                       nrefs=nrefs, sacrebleu_signature=self._sacrebleu_signature(nrefs)))
+        for row, (ter, num_edits, ref_length) in zip(rows, results):
+            nrefs = len(row["expected"])
+            # The corpus figure sums these statistics. sacrebleu adds the rows' average reference
+            # lengths as floats in row order, which rounds at every step when an average is not exact
+            # (e.g. 3 references of 10 words in all); the aggregator sums exactly, so that shards merge
+            # into the figure of one pass. The two agree whenever sacrebleu's float sum is exact: when
+            # the averages are integers (kept as int here: one reference, or lengths divisible by their
+            # count) or halves and quarters (2 or 4 references), as long as the sums stay below 2**50.
+            average = int(ref_length) if float(ref_length).is_integer() else ref_length
+            out.append(self.make_score(self._unit(ter), stats=_with_nrefs([num_edits, average], nrefs), ter=ter,
+                                       num_edits=num_edits, ref_length=ref_length, nrefs=nrefs,
+                                       sacrebleu_signature=self._sacrebleu_signature(nrefs)))
         return out
 
     @staticmethod

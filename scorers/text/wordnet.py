@@ -220,11 +220,10 @@ def wordnet_version() -> str:
 
     Call after :func:`ensure_wordnet`; reads a few lines, not the whole corpus.
     """
-    import re
-
-    import nltk
-
-    stream = nltk.data.find("corpora/wordnet/data.adj").open()
+    pointer = _wordnet_pointer()
+    if pointer is None:
+        raise ConfigError(f"METEOR needs WordNet 3.0, which nltk cannot find. {_INSTALL_HINT}")
+    stream = pointer.join("data.adj").open()
     try:
         for _ in range(64):
             match = re.search(rb"Word[nN]et (\d+\+?|\d+\.\d+) Copyright", stream.readline())

@@ -526,6 +526,7 @@ def test_openai_provider_scores_rescaled_cosine(fake: FakeEmbeddings, expected_m
                                                 expected: str) -> None:
     scorer = EmbeddingSimilarity(provider="openai", model="m1", client=fake, expected_min=expected_min)
     assert isinstance(scorer, OpenAIEmbeddingSimilarity) and scorer.is_async
+    assert scorer.signature()["scorer"] == "EmbeddingSimilarity" and scorer.params()["provider"] == "openai"
     cos = _cos(fake.vector("m1", output), fake.vector("m1", expected))
     score = scorer(output=output, expected=expected)
     assert score.metadata["cosine"] == pytest.approx(cos, abs=F64_TOL)
@@ -619,41 +620,74 @@ def test_openai_over_http_sync_and_batch(loopback: tuple[LoopbackLLM, dict[str, 
     assert embedding_requests[-1].headers["authorization"] == f"Bearer {options['api_key']}"
 
 
-def test_openai_over_http_does_not_block_the_event_loop(loopback: tuple[LoopbackLLM, dict[str, Any]]) -> None:
-    _, options = loopback
-    scorer = EmbeddingSimilarity(**options)
+class SlowEmbeddingsLoopback(LoopbackLLM):
+    """LoopbackLLM whose ``/v1/embeddings`` answers after ``LATENCY`` seconds.
 
-    async def main() -> tuple[int, list[float]]:
-        ticks = 0
-        done = asyncio.Event()
+    (LoopbackLLM's ``latency`` delays chat completions only; this overrides its embeddings handler.)
+    """
 
-        async def ticker() -> None:
-            nonlocal ticks
+    LATENCY = 0.4
+
+    async def _embeddings(self, request: Any) -> Any:
+        await asyncio.sleep(self.LATENCY)
+        return await super()._embeddings(request)
+
+
+def test_openai_over_http_does_not_block_the_event_loop(fake_api_key: str) -> None:
+    """Four calls awaited together overlap: a call that blocked the loop would make them take >= 4 x latency."""
+    embedding.EMBEDDING_CACHE.clear()
+    latency = SlowEmbeddingsLoopback.LATENCY
+
+    async def main(scorer: EmbeddingSimilarity) -> tuple[float, float, list[float]]:
+        loop = asyncio.get_running_loop()
+        gaps, done = [0.0], asyncio.Event()
+
+        async def ticker() -> None:  # the longest stretch during which the loop ran nothing else
+            last = loop.time()
             while not done.is_set():
-                ticks += 1
-                await asyncio.sleep(0)
+                await asyncio.sleep(0.01)
+                now = loop.time()
+                gaps.append(now - last)
+                last = now
 
         task = asyncio.create_task(ticker())
-        await asyncio.sleep(0)
-        start = ticks
-        scores = [await scorer.acall(output=f"text {i}", expected="other") for i in range(5)]
-        scores += await scorer.ascore_batch(rows_of([(f"row {i}", "ref") for i in range(20)]), concurrency=4)
+        start = loop.time()
+        scores = await asyncio.gather(*(scorer.acall(output=f"text {i}", expected=f"other {i}") for i in range(4)))
+        elapsed = loop.time() - start
         done.set()
         await task
-        return ticks - start, [s.score for s in scores]
+        return elapsed, max(gaps), [s.score for s in scores]
 
-    ticks, values = asyncio.run(main())
-    assert ticks > 0  # the loop ran other work while requests were in flight (a blocking call gives 0)
-    assert len(values) == 25 and all(0.0 <= v <= 1.0 for v in values)
+    with SlowEmbeddingsLoopback() as server:
+        scorer = EmbeddingSimilarity(provider="openai", api_key=fake_api_key, base_url=server.base_url)
+        elapsed, longest_gap, values = asyncio.run(main(scorer))
+    assert len(values) == 4 and all(0.0 <= v <= 1.0 for v in values)
+    assert latency <= elapsed < 3 * latency  # overlapped (serial, blocking calls take at least 4 x latency)
+    assert longest_gap < latency  # and the loop kept running while they were in flight
 
 
 def test_openai_over_http_errors_fail_the_rows_not_the_batch(loopback: tuple[LoopbackLLM, dict[str, Any]]) -> None:
-    _, options = loopback
-    scorer = EmbeddingSimilarity(**{**options, "api_key": "sk-wrong"})
+    server, options = loopback
+    server_key, wrong = options["api_key"], "sk-wrong-LEAKCANARY-key"
+    scorer = EmbeddingSimilarity(**{**options, "api_key": wrong})
     results = scorer.score_batch(rows_of([("a", "b"), ("c", "d")]))
     assert all(isinstance(r, ScorerError) and "AuthenticationError" in str(r) for r in results)
+    assert not any(wrong in str(r) or server_key in str(r) for r in results)
     with pytest.raises(ScorerError, match="embeddings request failed"):
         scorer(output="a", expected="b")
+
+
+def test_openai_errors_never_show_the_api_key(fake: FakeEmbeddings, fake_api_key: str) -> None:
+    import openai
+
+    def fail(**_: Any) -> Any:
+        raise openai.OpenAIError(f"Incorrect API key provided: {fake_api_key}")
+
+    fake.create = fail  # type: ignore[method-assign]
+    scorer = EmbeddingSimilarity(provider="openai", api_key=fake_api_key)
+    scorer._client = fake  # what a client built from that key would say
+    [error] = scorer.score_batch(rows_of([("a", "b")]))
+    assert isinstance(error, ScorerError) and "<redacted>" in str(error) and fake_api_key not in str(error)
 
 
 def test_openai_with_an_async_or_sync_sdk_client(loopback: tuple[LoopbackLLM, dict[str, Any]]) -> None:

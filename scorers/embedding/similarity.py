@@ -9,6 +9,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from typing import Any, Hashable, Sequence
+from urllib.parse import urlsplit, urlunsplit
 
 from .._aio import run_sync
 from .._util import lazy
@@ -230,6 +231,14 @@ class EmbeddingSimilarity(Scorer):
         return [self._row_score(row, vectors) for row in rows]
 
 
+def _public_url(url: str) -> str:
+    """``url`` without credentials, query or fragment, and without a trailing slash (signatures, cache keys)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", "")) if parts.scheme else url.rstrip("/")
+
+
 class OpenAIEmbeddingSimilarity(EmbeddingSimilarity):
     """:class:`EmbeddingSimilarity` over the OpenAI embeddings endpoint, asynchronously.
 
@@ -254,12 +263,13 @@ class OpenAIEmbeddingSimilarity(EmbeddingSimilarity):
         self.model = self.model or DEFAULT_OPENAI_MODEL
         self._client = client
         self._api_key = api_key
-        self._base_url = base_url
         if client is None:
             self._resolved_key()  # no key: ConfigError now, before any request
-            self._endpoint = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL).rstrip("/")
+            # resolved once: a pickled copy sends to the same endpoint, whatever its environment says
+            self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
         else:
-            self._endpoint = str(getattr(client, "base_url", "") or "").rstrip("/")
+            self._base_url = str(getattr(client, "base_url", "") or "")
+        self._endpoint = _public_url(self._base_url)
 
     def _resolved_key(self) -> str:
         key = self._api_key or os.environ.get("OPENAI_API_KEY")
@@ -270,7 +280,7 @@ class OpenAIEmbeddingSimilarity(EmbeddingSimilarity):
 
     @lazy
     def _identity(self) -> dict[str, Any]:
-        return {"provider": "openai", "model": self.model}
+        return {"provider": "openai", "endpoint": self._endpoint, "model": self.model}
 
     def signature(self) -> dict[str, Any]:
         """As :class:`EmbeddingSimilarity`'s (``provider`` says which): this class is how it runs, not what it is."""

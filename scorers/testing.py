@@ -424,6 +424,20 @@ class LoopbackLLM:
         from aiohttp import web
 
         recorded = await self._record(request)
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if self.latency > 0:
+                await asyncio.sleep(self.latency)
+            return self._embed(recorded)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _embed(self, recorded: RecordedRequest) -> Any:
+        from aiohttp import web
+
         if not self._authorised(recorded):
             return self._respond(recorded, _error_response(401, "Incorrect API key provided (loopback)",
                                                            "invalid_api_key"))

@@ -13,11 +13,11 @@ pickles to its settings and reloads them where it is unpickled.
 - :mod:`.similarity`: :class:`EmbeddingSimilarity` (local) and
   :class:`OpenAIEmbeddingSimilarity` (``provider="openai"``, async).
 
->>> from scorers.embedding import BERTScore, EmbeddingSimilarity   # doctest: +SKIP
->>> BERTScore()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.").score   # doctest: +SKIP
-0.5837...
->>> EmbeddingSimilarity()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.").score  # doctest: +SKIP
-0.5819...
+>>> from scorers.embedding import BERTScore, EmbeddingSimilarity
+>>> round(BERTScore()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.").score, 3)
+0.584
+>>> round(EmbeddingSimilarity()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.").score, 3)
+0.582
 """
 from __future__ import annotations
 

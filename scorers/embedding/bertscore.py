@@ -63,9 +63,9 @@ class BERTScore(Scorer):
     model, tokenizer and idf table are ``@lazy``: a pickled scorer carries its
     settings only and reloads them in the receiving process.
 
-    >>> s = BERTScore()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")  # doctest: +SKIP
-    >>> round(s.metadata["f1"], 6)  # doctest: +SKIP
-    0.583789
+    >>> s = BERTScore()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")
+    >>> round(s.metadata["f1"], 4)   # float32 arithmetic: agree to about 1e-6 across CPUs
+    0.5838
     """
 
     name = "BERTScore"

@@ -23,7 +23,7 @@ Texts are split into words by nltk's ``NLTKWordTokenizer`` (the same as
 on whitespace with ``tokenizer="whitespace"``.
 
 >>> from scorers.text.meteor import METEOR
->>> round(METEOR()(output="the cat is glad", expected="the cat is happy").score, 4)  # doctest: +SKIP
+>>> round(METEOR()(output="the cat is glad", expected="the cat is happy").score, 4)
 0.7361
 """
 from __future__ import annotations
@@ -320,8 +320,8 @@ class METEOR(Scorer):
 
     >>> from scorers.text.meteor import METEOR
     >>> score = METEOR()(output="The cats are sitting on the mat.",
-    ...                  expected=["A cat sat on the mat.", "The cat is sitting on the mat."])  # doctest: +SKIP
-    >>> round(score.score, 4), score.metadata["best_reference"]  # doctest: +SKIP
+    ...                  expected=["A cat sat on the mat.", "The cat is sitting on the mat."])
+    >>> round(score.score, 4), score.metadata["best_reference"]
     (0.8648, 1)
     """
 

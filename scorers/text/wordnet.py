@@ -22,7 +22,7 @@ corpus files nltk reads and stored next to the built copy, keyed by the files'
 SHA-256 and the nltk version; its synonym sets equal nltk's (the tests compare).
 
 >>> from scorers.text.wordnet import ensure_wordnet
->>> ensure_wordnet().name  # doctest: +SKIP
+>>> ensure_wordnet().name
 'wordnet'
 
 Setup scripts can build the copy and the index eagerly with
@@ -130,8 +130,10 @@ def build_wordnet(target: Path | str | None = None, *, source: Path | str = DEBI
     processes building at once both end up with the same complete copy.
     An existing complete copy is kept as it is.
 
-    >>> build_wordnet("/tmp/nltk_data")  # doctest: +SKIP
-    PosixPath('/tmp/nltk_data/corpora/wordnet')
+    >>> import tempfile
+    >>> target = tempfile.mkdtemp()
+    >>> build_wordnet(target).relative_to(target).as_posix()
+    'corpora/wordnet'
     """
     source = Path(source)
     corpora = Path(target if target is not None else data_dir()) / "corpora"

@@ -1,4 +1,4 @@
-"""Shared fixtures: a hermetic environment for LLM settings and a loopback OpenAI-compatible server."""
+"""Shared fixtures for tests/ and the doctests in scorers/: a hermetic environment for LLM settings and a loopback server."""
 from __future__ import annotations
 
 import os

@@ -315,6 +315,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         with ResultWriter(args.output, append=bool(previous)) as writer:
             for result in run:
                 writer.write(result.to_record(with_metadata=args.metadata))
+                if not run.waiting:  # the next row is still being scored: hand what is written to the OS
+                    writer.flush()
                 failed_rows += bool(result.errors)
                 if progress is not None:
                     progress.update(1)

@@ -140,10 +140,12 @@ def read_completed(path: str) -> list[dict[str, Any]]:
 class ResultWriter:
     """Appends one JSON line per row.
 
-    Each line is flushed to the OS as soon as it is written (a killed process
-    loses nothing written); a regular file is also fsynced at least every
-    ``sync_interval_s`` seconds and on close (a machine crash loses at most that
-    window). Pipes, terminals and devices such as ``/dev/null`` are flushed only.
+    :meth:`flush` hands the lines written so far to the OS (a killed process
+    loses none of them; the runner flushes whenever no further scored row is
+    waiting); a regular file is also fsynced at least every ``sync_interval_s``
+    seconds and on close (a machine crash loses at most that window). Pipes,
+    terminals and devices such as ``/dev/null`` are flushed only. A line cut by a
+    kill is found and dropped by :func:`read_completed`.
     """
 
     def __init__(self, path: str | None, *, append: bool = False, sync_interval_s: float = 1.0) -> None:
@@ -155,6 +157,8 @@ class ResultWriter:
 
     def write(self, record: dict[str, Any]) -> None:
         self._fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+
+    def flush(self) -> None:
         self._fh.flush()
         if time.monotonic() - self._last_sync >= self._sync_interval_s:
             self.sync()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import concurrent.futures.process
 import multiprocessing
 import pickle
 import time
@@ -277,11 +278,15 @@ class _Pipeline:
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self._cpu_turns: dict[int, asyncio.Lock] = {}
+        self._paths: dict[int, list[tuple[str, str]]] = {}
 
     def _args(self, scorer: Scorer, row: Mapping[str, Any]) -> dict[str, Any]:
+        paths = self._paths.get(id(scorer))
+        if paths is None:  # (field, column or path) pairs, once per scorer
+            paths = self._paths[id(scorer)] = [(name, self.mapping.get(name, name)) for name in scorer.accepted_fields()]
         kwargs = {}
-        for name in scorer.accepted_fields():
-            value = lookup(row, self.mapping.get(name, name))
+        for name, path in paths:
+            value = row[path] if path in row else lookup(row, path)
             if value is not _ABSENT:
                 kwargs[name] = value
         return kwargs
@@ -318,6 +323,16 @@ class _Pipeline:
         async with self._cpu_turns.setdefault(id(scorer), asyncio.Lock()):
             return await asyncio.to_thread(_score_sync, scorer, args)
 
+    async def _score_in_pool(self, pool: concurrent.futures.ProcessPoolExecutor,
+                             args: list[list[dict[str, Any]]]) -> list[list[Score | BaseException]]:
+        try:
+            return await asyncio.get_running_loop().run_in_executor(pool, _score_in_worker, args)
+        except concurrent.futures.process.BrokenProcessPool as exc:
+            raise ConfigError(
+                f"workers={self.workers}: a worker process ended abruptly ({exc}). It was killed (e.g. out of "
+                "memory: try fewer workers) or could not start: a script that calls evaluate(..., workers=N) "
+                "must guard its entry point with `if __name__ == '__main__':`, since workers import it") from exc
+
     async def _score_chunk(self, start: int, rows: list[dict[str, Any]]) -> list[RowResult]:
         outcomes: dict[int, list[Score | BaseException]] = {}
         jobs: list[Any] = []
@@ -330,9 +345,7 @@ class _Pipeline:
                 jobs.append(self._score_sync_in_thread(scorer, [self._args(scorer, r) for r in rows]))
                 keys.append(i)
         if self._pool is not None and self._sync:
-            loop = asyncio.get_running_loop()
-            args = [[self._args(s, r) for r in rows] for s in self._sync]
-            jobs.append(loop.run_in_executor(self._pool, _score_in_worker, args))
+            jobs.append(self._score_in_pool(self._pool, [[self._args(s, r) for r in rows] for s in self._sync]))
         done = await asyncio.gather(*jobs)
         for key, result in zip(keys, done):
             outcomes[key] = result
@@ -387,7 +400,9 @@ class Evaluation:
 
     ``summary`` fills in as rows come. A :class:`~scorers.errors.ConfigError`
     stops the iteration; an interrupted iteration (Ctrl-C) cancels the work in
-    flight and leaves the rows already consumed valid.
+    flight and leaves the rows already consumed valid. ``waiting`` is the number
+    of scored rows not yet taken: when it is 0, the next row has to be scored
+    first (a writer flushes then).
     """
 
     def __init__(self, rows: Iterable[Mapping[str, Any]], scorers: list[Scorer], *, mapping: Mapping[str, str] | None,
@@ -405,6 +420,7 @@ class Evaluation:
             prefetch = max(4, 2 * workers, -(-2 * concurrency // chunk_size) if has_async else 0)
         self._pipeline = _Pipeline(rows, scorers, mapping or {}, concurrency, chunk_size, prefetch, start, workers)
         self._consumed = False
+        self.waiting = 0
 
     def _claim(self) -> None:
         if self._consumed:
@@ -424,8 +440,10 @@ class Evaluation:
                     raise
                 if chunk is None:
                     return
+                self.waiting = len(chunk)
                 for result in chunk:
                     self.summary.add(result)
+                    self.waiting -= 1
                     yield result
         finally:
             asyncio.run_coroutine_threadsafe(self._pipeline.close(), loop).result()
@@ -434,8 +452,10 @@ class Evaluation:
         self._claim()
         try:
             while (chunk := await self._pipeline.next_chunk()) is not None:
+                self.waiting = len(chunk)
                 for result in chunk:
                     self.summary.add(result)
+                    self.waiting -= 1
                     yield result
         finally:
             await self._pipeline.close()

@@ -274,3 +274,20 @@ def test_a_config_error_in_a_worker_process_stops_the_run():
 def test_counts_below_one_are_refused(option):
     with pytest.raises(ConfigError, match=f"{option} must be at least 1"):
         evaluate([], ["ExactMatch"], **{option: 0})
+
+
+def test_a_worker_process_that_dies_is_a_clear_error(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"  # no `if __name__ == "__main__":`: the workers cannot start
+    script.write_text("import os, scorers\n"
+                      "if os.environ.get('SCORERS_TEST_CHILD') is None:\n"
+                      "    os.environ['SCORERS_TEST_CHILD'] = '1'\n"
+                      "else:\n"
+                      "    raise SystemExit(1)  # what re-running an unguarded script does, made quick\n"
+                      "list(scorers.evaluate([{'output': 'a', 'expected': 'a'}] * 10, ['ExactMatch'], workers=2))\n")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "ConfigError: workers=2: a worker process ended abruptly" in result.stderr
+    assert "if __name__ == '__main__':" in result.stderr

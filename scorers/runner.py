@@ -427,6 +427,14 @@ class Evaluation:
             raise RuntimeError("an Evaluation can be iterated only once (its rows are streamed)")
         self._consumed = True
 
+    def _take(self, chunk: list[RowResult]) -> Iterator[RowResult]:
+        """A scored chunk's rows, each counted in the summary as it is taken."""
+        self.waiting = len(chunk)
+        for result in chunk:
+            self.summary.add(result)
+            self.waiting -= 1
+            yield result
+
     def __iter__(self) -> Iterator[RowResult]:
         self._claim()
         loop = background_loop()
@@ -440,11 +448,7 @@ class Evaluation:
                     raise
                 if chunk is None:
                     return
-                self.waiting = len(chunk)
-                for result in chunk:
-                    self.summary.add(result)
-                    self.waiting -= 1
-                    yield result
+                yield from self._take(chunk)
         finally:
             asyncio.run_coroutine_threadsafe(self._pipeline.close(), loop).result()
 
@@ -452,10 +456,7 @@ class Evaluation:
         self._claim()
         try:
             while (chunk := await self._pipeline.next_chunk()) is not None:
-                self.waiting = len(chunk)
-                for result in chunk:
-                    self.summary.add(result)
-                    self.waiting -= 1
+                for result in self._take(chunk):
                     yield result
         finally:
             await self._pipeline.close()

@@ -118,22 +118,28 @@ class Case:
     result: dict[str, Any] = field(default_factory=dict)
 
 
-def best_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    """Median wall time of ``repeats`` runs, and the last result."""
-    times, out = [], None
+def median_times(fns: Sequence[Callable[[], Any]], repeats: int) -> list[tuple[float, Any]]:
+    """Median wall time of ``repeats`` runs of each function, and its last result.
+
+    The functions take turns (ours, reference, ours, ...), so a slow spell of a
+    shared machine hits both sides alike instead of one.
+    """
+    times: list[list[float]] = [[] for _ in fns]
+    outs: list[Any] = [None] * len(fns)
     for _ in range(repeats):
-        gc.collect()
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
+        for i, fn in enumerate(fns):
+            gc.collect()
+            t0 = time.perf_counter()
+            outs[i] = fn()
+            times[i].append(time.perf_counter() - t0)
+    return [(statistics.median(t), out) for t, out in zip(times, outs)]
 
 
 def run_case(case: Case, outputs: Sequence[str], expecteds: Sequence[str], repeats: int = 3) -> dict[str, Any]:
     n = case.n or len(outputs)
     outs, exps = list(outputs[:n]), list(expecteds[:n])
-    ours_t, ours = best_time(lambda: case.ours(outs, exps), repeats)
-    ref_t, ref = best_time(lambda: case.reference(outs, exps), repeats)
+    (ours_t, ours), (ref_t, ref) = median_times([lambda: case.ours(outs, exps), lambda: case.reference(outs, exps)],
+                                                repeats)
     max_diff = max((abs(a - b) for a, b in zip(ours, ref)), default=0.0)
     if len(ours) != len(ref) or max_diff > case.tolerance:
         raise AssertionError(f"{case.name}: numbers differ from {case.reference_name} (max diff {max_diff})")

@@ -153,10 +153,10 @@ class Scorer:
                 if p.kind is p.KEYWORD_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "self")]
 
     @lazy
-    def _plan(self) -> tuple[frozenset[str], tuple[tuple[Field, bool, bool], ...], tuple[str, ...]]:
-        """Accepted names; per field (field, takes a plain str as is, converts a str); standard fields passed on."""
+    def _plan(self) -> tuple[frozenset[str], tuple[tuple[str, Field, bool, bool], ...], tuple[str, ...]]:
+        """Accepted names; per field (name, field, takes a plain str as is, converts a str); standard fields passed on."""
         declared = {f.name for f in self.fields}
-        per_field = tuple((f, str in f.types or object in f.types, f.convert not in (None, to_text))
+        per_field = tuple((f.name, f, str in f.types or object in f.types, f.convert not in (None, to_text))
                           for f in self.fields)
         passed = tuple(s for s in self._asked if s not in declared)
         return frozenset(declared) | frozenset(STANDARD_FIELDS), per_field, passed
@@ -179,12 +179,13 @@ class Scorer:
         if not merged.keys() <= accepted:
             raise self._unknown(next(key for key in merged if key not in accepted))
         out: dict[str, Any] = {}
-        for f, takes_str, converts in per_field:
-            value = merged.get(f.name, _MISSING)
+        get = merged.get
+        for name, f, takes_str, converts in per_field:
+            value = get(name, _MISSING)
             if takes_str and type(value) is str:
-                out[f.name] = self._convert(f, value) if converts else value
+                out[name] = self._convert(f, value) if converts else value
             else:
-                out[f.name] = self._check(f, value)
+                out[name] = self._check(f, value)
         if passed:
             for key in passed:
                 if key in merged:

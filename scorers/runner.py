@@ -334,24 +334,21 @@ class _Pipeline:
                 "must guard its entry point with `if __name__ == '__main__':`, since workers import it") from exc
 
     async def _score_chunk(self, start: int, rows: list[dict[str, Any]]) -> list[RowResult]:
-        outcomes: dict[int, list[Score | BaseException]] = {}
-        jobs: list[Any] = []
-        keys: list[int] = []
-        for i, scorer in enumerate(self.scorers):
-            if scorer.is_async:
-                jobs.append(self._score_async(scorer, [self._args(scorer, r) for r in rows]))
-                keys.append(i)
-            elif self._pool is None:
-                jobs.append(self._score_sync_in_thread(scorer, [self._args(scorer, r) for r in rows]))
-                keys.append(i)
-        if self._pool is not None and self._sync:
-            jobs.append(self._score_in_pool(self._pool, [[self._args(s, r) for r in rows] for s in self._sync]))
+        # the sync scorers go to the worker processes together (in the order of self._sync), when there are any
+        pooled = [i for i, s in enumerate(self.scorers) if not s.is_async] if self._pool is not None else []
+        here = [i for i in range(len(self.scorers)) if i not in pooled]
+        jobs = []
+        for i in here:
+            scorer = self.scorers[i]
+            args = [self._args(scorer, r) for r in rows]
+            jobs.append(self._score_async(scorer, args) if scorer.is_async else self._score_sync_in_thread(scorer, args))
+        if pooled:
+            assert self._pool is not None
+            jobs.append(self._score_in_pool(self._pool, [[self._args(self.scorers[i], r) for r in rows] for i in pooled]))
         done = await asyncio.gather(*jobs)
-        for key, result in zip(keys, done):
-            outcomes[key] = result
-        if self._pool is not None and self._sync:
-            sync_keys = [i for i, s in enumerate(self.scorers) if not s.is_async]
-            outcomes.update(zip(sync_keys, done[-1]))
+        outcomes = dict(zip(here, done))
+        if pooled:
+            outcomes.update(zip(pooled, done[-1]))
         out = []
         for offset, row in enumerate(rows):
             result = RowResult(start + offset, row)

@@ -1,0 +1,118 @@
+"""Our scorers and judges inside a real ``braintrust.Eval``, run locally (``no_send_logs=True``), offline."""
+from __future__ import annotations
+
+import pytest
+
+import scorers
+from scorers import Scorer, UnknownArgumentError, text_field
+from scorers.adapters.braintrust import DROPPED, scorer, scorers as bt_scorers
+from scorers.testing import LoopbackLLM, Reply
+
+braintrust = pytest.importorskip("braintrust")
+
+ROWS = [
+    {"input": "Capital of France?", "expected": "Paris"},
+    {"input": "Capital of Italy?", "expected": "Rome"},
+    {"input": "Largest planet?", "expected": "Jupiter"},
+    {"input": "Author of Hamlet?", "expected": "William Shakespeare"},
+]
+ANSWERS = {"Capital of France?": "Paris", "Capital of Italy?": "Milan", "Largest planet?": "jupiter",
+           "Author of Hamlet?": "Shakespeare"}
+
+
+def task(input: str) -> str:
+    return ANSWERS[input]
+
+
+def run_eval(scores: list, data: list[dict] | None = None) -> "braintrust.framework.EvalResultWithSummary":
+    return braintrust.Eval("scorers-adapter-test", data=lambda: list(data or ROWS), task=task, scores=scores,
+                           no_send_logs=True)
+
+
+def test_braintrust_passes_exactly_these_extra_keywords() -> None:
+    """What the wrapper drops is what Eval adds: the keywords it passes, recorded by a scorer that takes them all."""
+    seen: list[set[str]] = []
+
+    def record(**kwargs):
+        seen.append(set(kwargs))
+        return 1.0
+
+    run_eval([record], ROWS[:1])
+    assert seen == [{"input", "output", "expected", "metadata"} | DROPPED]
+
+
+def test_summary_equals_ours(llm_env: LoopbackLLM) -> None:
+    llm_env.script(Reply.choice("D", reasons="Milan is not Rome."), match="Milan")
+    llm_env.script(Reply.choice("A", reasons="Leaves out the first name."), match="William")
+    llm_env.default = Reply.choice("C", reasons="Same facts.")
+
+    result = run_eval(bt_scorers("ExactMatch", "Levenshtein", "Factuality"))
+
+    assert [r.error for r in result.results] == [None] * len(ROWS)
+    assert [r.metadata.get("scorer_errors") for r in result.results] == [None] * len(ROWS)
+    run = scorers.evaluate([{**row, "output": task(row["input"])} for row in ROWS],
+                           ["ExactMatch", "Levenshtein", "Factuality"])
+    ours = run.collect()
+    for bt_row, our_row in zip(result.results, ours):
+        assert bt_row.scores == our_row.scores
+    assert [r.scores["Factuality"] for r in result.results] == [1.0, 0.0, 1.0, 0.4]
+    summary = {name: s.score for name, s in result.summary.scores.items()}
+    figures = run.summary.to_dict()["scorers"]
+    assert summary == pytest.approx({name: figures[name]["mean"] for name in summary})
+    assert set(summary) == {"ExactMatch", "Levenshtein", "Factuality"}
+    assert summary["ExactMatch"] == 0.25 and summary["Factuality"] == pytest.approx(0.6)
+    # the judge went over real HTTP to the loopback server, once per row
+    assert len(llm_env.chat_requests) == len(ROWS)  # ours came from the judge cache
+
+
+def test_metadata_and_partial_fields_reach_the_scorer() -> None:
+    class Echo(Scorer):
+        """1 if the row's metadata names the output; reads a judge-style extra field bound with partial."""
+        fields = (text_field("output"), text_field("topic"))
+
+        def _score(self, *, output, topic, metadata):
+            return self.make_score(float(metadata.get("answer") == output), topic=topic)
+
+    data = [{"input": "Capital of France?", "expected": "Paris", "metadata": {"answer": "Paris"}},
+            {"input": "Capital of Italy?", "expected": "Rome", "metadata": {"answer": "Rome"}}]
+    result = run_eval([scorer(Echo().partial(topic="geography"))], data)
+    assert [r.scores for r in result.results] == [{"Echo": 1.0}, {"Echo": 0.0}]
+
+
+def test_skipped_score_stays_none_and_is_left_out_of_the_average() -> None:
+    class OnlyCapitals(Scorer):
+        fields = (text_field("output"), text_field("input"))
+
+        def _score(self, *, output, input):
+            if not input.startswith("Capital"):
+                return self.make_score(None, reason="not a capital question")
+            return self.make_score(1.0)
+
+    result = run_eval([scorer(OnlyCapitals())])
+    assert [r.scores["OnlyCapitals"] for r in result.results] == [1.0, 1.0, None, None]
+    assert result.summary.scores["OnlyCapitals"].score == 1.0
+
+
+def test_a_scorer_error_is_recorded_on_its_row_and_the_run_goes_on() -> None:
+    data = [ROWS[0], ROWS[3], {"input": "Capital of France?", "expected": None}]
+    result = run_eval(bt_scorers("Levenshtein"), data)
+    good = [scorers.get("Levenshtein")(output=task(row["input"]), expected=row["expected"]).score for row in data[:2]]
+    assert [r.scores.get("Levenshtein") for r in result.results] == [*good, None]
+    errors = result.results[2].metadata["scorer_errors"]
+    assert list(errors) == ["Levenshtein"] and "ScorerInputError" in errors["Levenshtein"]
+    assert result.summary.scores["Levenshtein"].score == pytest.approx(sum(good) / 2)
+
+
+def test_only_the_listed_keywords_are_dropped() -> None:
+    wrapped = scorer("ExactMatch")
+    assert wrapped(output="a", expected="a", input="q", metadata={}, trace=object(), id="1", tags=["t"])["score"] == 1.0
+    with pytest.raises(UnknownArgumentError, match="'span'"):
+        wrapped(output="a", expected="a", span=object())
+
+
+def test_wrapping_checks_its_argument() -> None:
+    with pytest.raises(scorers.ConfigError, match="not a scorer"):
+        scorer(len)  # type: ignore[arg-type]
+    with pytest.raises(scorers.ConfigError, match="parameters"):
+        scorer(scorers.get("ExactMatch"), ignore_case=True)
+    assert scorer("ExactMatch", ignore_case=True)(output="PARIS", expected="paris")["score"] == 1.0

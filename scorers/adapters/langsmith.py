@@ -1,0 +1,191 @@
+"""LangSmith adapter: our scorers and judges as evaluators of ``langsmith.evaluate``.
+
+LangSmith binds an evaluator's arguments *by name*: a function of
+``(inputs, outputs, reference_outputs)`` receives the example's inputs, the
+target's outputs and the example's reference outputs, three dicts. A scorer
+passed as it is would be called with no arguments at all (its parameters have
+none of those names), and LangSmith would refuse the :class:`~scorers.score.Score`
+it returns. :func:`evaluator` builds the function LangSmith wants; it maps keys
+of those dicts to our fields and returns LangSmith's result dict::
+
+    {"key": scorer name, "score": float or None, "comment": str or None, "metadata": {...}}
+
+- ``inputs`` / ``outputs`` / ``reference`` name the key (or dotted path) of
+  LangSmith's ``inputs`` / ``outputs`` / ``reference_outputs`` that holds our
+  ``input`` / ``output`` / ``expected``. Left out, a dict with a single key
+  gives its value, and any other dict gives nothing (a scorer that requires the
+  field then refuses to build the evaluator: name the key).
+- ``fields={"criteria": "inputs.rubric"}`` maps any other field the scorer reads
+  (a judge's template variables) to a path that starts with ``inputs.``,
+  ``outputs.`` or ``reference_outputs.``.
+- A skipped score stays ``None`` (LangSmith stores it as it is), with a comment
+  saying it was skipped; never a made-up number.
+- A :class:`~scorers.errors.ScorerError` for one example (bad input, a judge that
+  gave up) becomes that example's result: score ``None``, the error in
+  ``comment`` and ``metadata["error"]``, and ``extra={"error": True}`` as
+  LangSmith marks its own evaluator errors. The experiment goes on.
+- A :class:`~scorers.errors.ConfigError` (no API key, a bad template...) is
+  raised. Note that ``langsmith.evaluate`` catches whatever an evaluator raises:
+  it logs the error with its traceback and records ``comment=repr(error)``,
+  ``extra={"error": True}`` for that example, and goes on.
+
+Building and calling the evaluator needs nothing from LangSmith:
+
+>>> from scorers.adapters.langsmith import evaluator
+>>> lev = evaluator("Levenshtein", outputs="answer", reference="answer")
+>>> lev.__name__
+'Levenshtein'
+>>> result = lev({"question": "Who?"}, {"answer": "kitten"}, {"answer": "sitting"})
+>>> result["key"], result["score"], result["comment"]
+('Levenshtein', 0.5714285714285714, None)
+>>> bad = lev({}, {"answer": None}, {"answer": "sitting"})
+>>> bad["score"], bad["comment"], bad["extra"]
+(None, "ScorerInputError: Levenshtein: field 'output' is required but was None", {'error': True})
+
+In an experiment (``upload_results=False`` keeps it local)::
+
+    from langsmith import evaluate
+    from scorers.adapters.langsmith import evaluator
+
+    results = evaluate(
+        target,                       # inputs -> {"answer": ...}
+        data=examples,                # a dataset name, or langsmith.schemas.Example objects
+        evaluators=[
+            evaluator("ExactMatch", outputs="answer", reference="answer"),
+            evaluator("Factuality", inputs="question", outputs="answer", reference="answer"),
+        ],
+    )
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from ..base import Scorer
+from ..errors import ConfigError, ScorerError, ScorerInputError
+from ..registry import get
+from ..score import Score
+
+__all__ = ["evaluator", "SOURCES"]
+
+#: The dicts LangSmith gives an evaluator, in the order of its parameters.
+SOURCES = ("inputs", "outputs", "reference_outputs")
+
+_ABSENT = object()
+
+
+def evaluator(scorer: Scorer | str, *, inputs: str | None = None, outputs: str | None = None,
+              reference: str | None = None, fields: Mapping[str, str] | None = None,
+              **params: Any) -> Callable[[dict, dict, dict], dict[str, Any]]:
+    """A LangSmith evaluator ``(inputs, outputs, reference_outputs) -> dict`` scoring with ``scorer``.
+
+    ``scorer`` is an instance or a registered name (built with ``params``).
+    ``inputs``, ``outputs`` and ``reference`` name the keys that hold our
+    ``input``, ``output`` and ``expected``; ``fields`` maps other fields to
+    ``"inputs.key"``, ``"outputs.key"`` or ``"reference_outputs.key"``. The
+    evaluator's ``__name__`` is the scorer's name, the key of its results.
+
+    A judge's template variable from the example's inputs:
+
+    >>> from scorers import LLMClassifier
+    >>> polite = LLMClassifier("Polite", "Is this {{tone}} reply polite?\\n{{output}}", {"Yes": 1, "No": 0})
+    >>> evaluator(polite, outputs="answer", fields={"tone": "inputs.tone"}).paths
+    {'output': ('outputs', 'answer'), 'tone': ('inputs', 'tone')}
+
+    Mistakes in the mapping are found when the evaluator is built:
+
+    >>> evaluator("ExactMatch", fields={"tone": "inputs.tone"})
+    Traceback (most recent call last):
+    ...
+    scorers.errors.ConfigError: ExactMatch does not read a field 'tone' (it reads: output, expected, input, metadata)
+    """
+    if isinstance(scorer, str):
+        scorer = get(scorer, **params)
+    elif not isinstance(scorer, Scorer):
+        raise ConfigError(f"not a scorer: {scorer!r}")
+    elif params:
+        raise ConfigError(f"parameters {sorted(params)} go with a scorer's name, not with an instance: "
+                          f"set them when building {scorer.name}")
+    accepted = scorer.accepted_fields()
+
+    # field -> (source dict, key or dotted path); a None key means "the single key of that dict"
+    paths: dict[str, tuple[str, str | None]] = {}
+    for name, source, key in (("input", "inputs", inputs), ("output", "outputs", outputs),
+                              ("expected", "reference_outputs", reference)):
+        if key is not None:
+            paths[name] = (source, key)
+    for name, spec in (fields or {}).items():
+        if name not in accepted:
+            raise ConfigError(f"{scorer.name} does not read a field {name!r} (it reads: {', '.join(accepted)})")
+        if name in paths:
+            raise ConfigError(f"{scorer.name}: field {name!r} is mapped twice, by fields= and by its own argument")
+        source, _, key = str(spec).partition(".")
+        if source not in SOURCES or not key:
+            raise ConfigError(f"{scorer.name}: fields[{name!r}] = {spec!r} must start with one of "
+                              f"{', '.join(s + '.' for s in SOURCES)} and name a key")
+        paths[name] = (source, key)
+    defaults = {name: (source, None) for name, source in (("input", "inputs"), ("output", "outputs"),
+                                                           ("expected", "reference_outputs"))
+                if name not in paths and name in accepted}
+    required = set(scorer.required_fields())
+
+    # LangSmith keys the results it makes up for an evaluator that raised after the def's name in the source
+    def scorers_evaluator(inputs: dict, outputs: dict, reference_outputs: dict) -> dict[str, Any]:
+        dicts = {"inputs": inputs or {}, "outputs": outputs or {}, "reference_outputs": reference_outputs or {}}
+        try:
+            args = {}
+            for name, (source, key) in paths.items():
+                value = _lookup(dicts[source], key)
+                if value is _ABSENT:
+                    raise ScorerInputError(scorer.name, name, f"is mapped to {source}.{key}, which this example "
+                                                             f"lacks ({source} has: {_keys(dicts[source])})")
+                args[name] = value
+            for name, (source, _) in defaults.items():
+                given = dicts[source]
+                if len(given) == 1:
+                    args[name] = next(iter(given.values()))
+                elif len(given) > 1 and name in required:
+                    argument = {"input": "inputs", "output": "outputs", "expected": "reference"}[name]
+                    raise ConfigError(f"{scorer.name} reads {name!r}: say which key of {source} holds it with "
+                                      f"{argument}=... ({source} has: {_keys(given)})", scorer=scorer.name)
+            result = scorer(**args)
+        except ConfigError:
+            raise
+        except ScorerError as exc:
+            return {"key": scorer.name, "score": None, "comment": f"{type(exc).__name__}: {exc}",
+                    "metadata": {"error": exc.to_dict()}, "extra": {"error": True}}
+        return _as_langsmith(result)
+
+    scorers_evaluator.__name__ = scorers_evaluator.__qualname__ = scorer.name
+    scorers_evaluator.__doc__ = f"LangSmith evaluator scoring with {scorer!r}."
+    scorers_evaluator.scorer = scorer  # type: ignore[attr-defined]
+    scorers_evaluator.paths = dict(paths)  # type: ignore[attr-defined]
+    return scorers_evaluator
+
+
+def _lookup(data: Mapping[str, Any], path: str) -> Any:
+    """The value at a key or a dotted path (``answer.text``, ``choices.0``), or ``_ABSENT``."""
+    if path in data:
+        return data[path]
+    value: Any = data
+    for part in path.split("."):
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
+        elif isinstance(value, (list, tuple)) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return _ABSENT
+    return value
+
+
+def _keys(d: Mapping[str, Any]) -> str:
+    return ", ".join(map(str, d)) or "no keys"
+
+
+def _as_langsmith(score: Score) -> dict[str, Any]:
+    if score.score is None:
+        reason = score.metadata.get("reason")
+        comment = f"skipped: {score.name} does not apply to this example" + (f" ({reason})" if reason else "")
+    else:
+        rationale = score.metadata.get("rationale")
+        comment = rationale if isinstance(rationale, str) else None
+    return {"key": score.name, "score": score.score, "comment": comment, "metadata": score.metadata}

@@ -22,4 +22,4 @@ fi
 
 # editable_mode=compat puts the checkout on sys.path (a .pth line): `python -m scorers` then finds the real
 # package even when run from a folder holding a clone named scorers/ (setuptools' default import hook loses to it)
-python -m pip install -q --disable-pip-version-check "torch==2.13.0" -e ".[all,dev]" --config-settings editable_mode=compat
+python -m pip install -q --disable-pip-version-check "torch==2.13.0" -e ".[all,dev,braintrust,langsmith]" --config-settings editable_mode=compat

@@ -13,8 +13,9 @@ of those dicts to our fields and returns LangSmith's result dict::
 - ``inputs`` / ``outputs`` / ``reference`` name the key (or dotted path) of
   LangSmith's ``inputs`` / ``outputs`` / ``reference_outputs`` that holds our
   ``input`` / ``output`` / ``expected``. Left out, a dict with a single key
-  gives its value, and any other dict gives nothing (a scorer that requires the
-  field then refuses to build the evaluator: name the key).
+  gives its value and an empty one gives nothing; a dict with several keys is
+  a :class:`~scorers.errors.ConfigError` when the scorer requires the field
+  (name the key) and gives nothing otherwise.
 - ``fields={"criteria": "inputs.rubric"}`` maps any other field the scorer reads
   (a judge's template variables) to a path that starts with ``inputs.``,
   ``outputs.`` or ``reference_outputs.``.
@@ -27,7 +28,8 @@ of those dicts to our fields and returns LangSmith's result dict::
 - A :class:`~scorers.errors.ConfigError` (no API key, a bad template...) is
   raised. Note that ``langsmith.evaluate`` catches whatever an evaluator raises:
   it logs the error with its traceback and records ``comment=repr(error)``,
-  ``extra={"error": True}`` for that example, and goes on.
+  ``extra={"error": True}`` for that example under the key
+  ``"scorers_evaluator"`` (the name it reads from our source), and goes on.
 
 Building and calling the evaluator needs nothing from LangSmith:
 
@@ -42,7 +44,8 @@ Building and calling the evaluator needs nothing from LangSmith:
 >>> bad["score"], bad["comment"], bad["extra"]
 (None, "ScorerInputError: Levenshtein: field 'output' is required but was None", {'error': True})
 
-In an experiment (``upload_results=False`` keeps it local)::
+In an experiment (add ``upload_results=False`` to keep the results local; the
+tests run it offline over ``langsmith.schemas.Example`` objects)::
 
     from langsmith import evaluate
     from scorers.adapters.langsmith import evaluator

@@ -311,6 +311,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     total = count_rows(args.data, args.format) if args.data != "-" else None
     progress = _progress(total, len(previous), args.progress)
     failed_rows = sum(1 for r in previous if r.get("errors"))
+    received: list[int] = []
+
+    def stop(signum: int, frame: Any) -> None:  # Ctrl-C or SIGTERM: stop at the next row, files intact
+        if received:  # a second signal: stop now
+            raise KeyboardInterrupt
+        received.append(signum)
+        run.interrupt()
+
+    handlers = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         with ResultWriter(args.output, append=bool(previous)) as writer:
             for result in run:
@@ -320,7 +329,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                 failed_rows += bool(result.errors)
                 if progress is not None:
                     progress.update(1)
+    except KeyboardInterrupt:
+        name, code = ("terminated", 143) if received[:1] == [signal.SIGTERM] else ("interrupted", 130)
+        print(f"{name}; the rows written so far are complete (continue with --resume)", file=sys.stderr)
+        return code
     finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
         if progress is not None:
             progress.close()
     _print_summary(run.summary, sys.stderr)
@@ -369,17 +384,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 COMMANDS = {"list": cmd_list, "show": cmd_show, "run": cmd_run, "check": cmd_check}
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised in the main thread so that the run unwinds like Ctrl-C (files closed, work cancelled)."""
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise Terminated()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         for directory in getattr(args, "templates", []):
             from .templates import add_template_dir
@@ -389,13 +395,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ScorerError as exc:  # DataError, ConfigError, ... all derive from it
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted; the rows written so far are complete (continue with --resume)", file=sys.stderr)
+    except KeyboardInterrupt:  # before or after the run: nothing half-written
+        print("interrupted", file=sys.stderr)
         return 130
-    except Terminated:
-        print("terminated; the rows written so far are complete (continue with --resume)", file=sys.stderr)
-        return 143
     except BrokenPipeError:
         return 0
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -417,6 +417,7 @@ class Evaluation:
             prefetch = max(4, 2 * workers, -(-2 * concurrency // chunk_size) if has_async else 0)
         self._pipeline = _Pipeline(rows, scorers, mapping or {}, concurrency, chunk_size, prefetch, start, workers)
         self._consumed = False
+        self._interrupted = False
         self.waiting = 0
 
     def _claim(self) -> None:
@@ -432,20 +433,40 @@ class Evaluation:
             self.waiting -= 1
             yield result
 
+    def interrupt(self) -> None:
+        """Ask a ``for`` iteration to stop: it raises ``KeyboardInterrupt`` at its next step, within 0.1 s.
+
+        Safe to call from a signal handler: it only sets a flag, so the interrupt
+        never lands inside a lock operation of the waiting thread.
+        """
+        self._interrupted = True
+
+    def _check_interrupted(self) -> None:
+        if self._interrupted:
+            raise KeyboardInterrupt("the run was interrupted")
+
     def __iter__(self) -> Iterator[RowResult]:
         self._claim()
         loop = background_loop()
         try:
             while True:
+                self._check_interrupted()
                 future = asyncio.run_coroutine_threadsafe(self._pipeline.next_chunk(), loop)
                 try:
-                    chunk = future.result()
+                    while True:
+                        try:
+                            chunk = future.result(timeout=0.1)
+                            break
+                        except concurrent.futures.TimeoutError:
+                            self._check_interrupted()
                 except BaseException:
                     future.cancel()
                     raise
                 if chunk is None:
                     return
-                yield from self._take(chunk)
+                for result in self._take(chunk):
+                    self._check_interrupted()
+                    yield result
         finally:
             asyncio.run_coroutine_threadsafe(self._pipeline.close(), loop).result()
 

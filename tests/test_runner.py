@@ -2,6 +2,7 @@
 import asyncio
 import itertools
 import threading
+import time
 
 import pytest
 
@@ -291,3 +292,35 @@ def test_a_worker_process_that_dies_is_a_clear_error(tmp_path):
     assert result.returncode != 0
     assert "ConfigError: workers=2: a worker process ended abruptly" in result.stderr
     assert "if __name__ == '__main__':" in result.stderr
+
+
+def test_interrupt_stops_a_for_loop_at_its_next_step_and_cancels_the_work_in_flight():
+    class Counting(Scorer):
+        fields = (text_field("output"),)
+
+        def __init__(self):
+            super().__init__()
+            self.started = self.running = 0
+
+        async def _ascore(self, *, output):
+            self.started += 1
+            self.running += 1
+            try:
+                await asyncio.sleep(0.05)
+            finally:
+                self.running -= 1
+            return self.make_score(1.0)
+
+    scorer = Counting()
+    run = evaluate(({"output": str(i)} for i in itertools.count()), [scorer], chunk_size=2, prefetch=2)
+    taken = []
+    with pytest.raises(KeyboardInterrupt):
+        for result in run:
+            taken.append(result.index)
+            if len(taken) == 3:
+                run.interrupt()  # e.g. from a signal handler: only sets a flag
+    assert taken == [0, 1, 2]
+    assert scorer.running == 0  # the calls in flight were cancelled, on the background loop
+    started = scorer.started
+    time.sleep(0.2)
+    assert scorer.started == started  # and no new ones began

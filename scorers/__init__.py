@@ -10,6 +10,7 @@ One registry of scorers sharing one keyword interface,
 from __future__ import annotations
 
 from ._version import __version__
+from ._util import lazy
 from .aggregate import Aggregator, MeanAggregator, StatsAggregator
 from .base import Scorer
 from .fields import Field, references_field, text_field
@@ -48,6 +49,7 @@ __all__ = [
     "MeanAggregator",
     "StatsAggregator",
     "Evaluation",
+    "lazy",
     "get",
     "names",
     "entries",

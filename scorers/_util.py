@@ -3,6 +3,7 @@
 - :func:`optional_import`: import a package from an extra, or raise :class:`MissingExtraError`.
 - :func:`memoize`: a process-wide, thread-safe cache of a function's results (computed once per arguments).
 - :class:`lazy`: per-instance state built on first use, thread-safe, and left out when the owner is pickled.
+- :func:`lookup`: the value at a key or dotted path of a row (``meta.answer``, ``choices.0``), or :data:`ABSENT`.
 
 >>> class Model:
 ...     @lazy
@@ -20,11 +21,11 @@ import functools
 import importlib
 import threading
 from types import ModuleType
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, Mapping, TypeVar
 
 from .errors import MissingExtraError
 
-__all__ = ["optional_import", "memoize", "lazy", "lazy_names"]
+__all__ = ["optional_import", "memoize", "lazy", "lazy_names", "ABSENT", "lookup"]
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -124,3 +125,27 @@ class lazy(Generic[T]):
 def lazy_names(cls: type) -> frozenset[str]:
     """Names of the :class:`lazy` attributes of ``cls`` and its bases."""
     return frozenset(name for klass in cls.__mro__ for name, value in vars(klass).items() if isinstance(value, lazy))
+
+
+#: What :func:`lookup` returns for a path the data does not hold (``None`` is a value).
+ABSENT: Any = object()
+
+
+def lookup(data: Mapping[str, Any], path: str) -> Any:
+    """The value at a key or a dotted path (``meta.answer``, ``choices.0``), or :data:`ABSENT`.
+
+    >>> row = {"meta": {"answer": "Paris"}, "choices": ["a", "b"], "a.b": 1}
+    >>> lookup(row, "meta.answer"), lookup(row, "choices.1"), lookup(row, "a.b"), lookup(row, "nope") is ABSENT
+    ('Paris', 'b', 1, True)
+    """
+    if path in data:
+        return data[path]
+    value: Any = data
+    for part in path.split("."):
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
+        elif isinstance(value, (list, tuple)) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return ABSENT
+    return value

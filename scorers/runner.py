@@ -34,13 +34,14 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 
 from ._aio import background_loop
+from ._util import ABSENT, lookup
 from .aggregate import Aggregator
 from .base import Scorer
 from .errors import ConfigError, ScorerError
 from .registry import get
 from .score import Score
 
-__all__ = ["RowResult", "Summary", "Evaluation", "evaluate", "aevaluate", "resolve_scorers", "lookup"]
+__all__ = ["RowResult", "Summary", "Evaluation", "evaluate", "aevaluate", "resolve_scorers"]
 
 
 @dataclass
@@ -174,24 +175,6 @@ def resolve_scorers(scorers: Iterable[Scorer | str] | Mapping[str, Scorer]) -> l
     return resolved
 
 
-_ABSENT = object()
-
-
-def lookup(row: Mapping[str, Any], path: str) -> Any:
-    """The value at a column name or dotted path (``meta.answer``), or a sentinel when absent."""
-    if path in row:
-        return row[path]
-    value: Any = row
-    for part in path.split("."):
-        if isinstance(value, Mapping) and part in value:
-            value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return _ABSENT
-    return value
-
-
 def _check_first_row(mapping: Mapping[str, str], row: Mapping[str, Any], scorers: Sequence[Scorer]) -> None:
     """Usage errors found before scoring: a mapping must name a field some scorer reads and a column the
     first row has, and the first row must hold every required field (a column absent there is a typo or a
@@ -202,12 +185,12 @@ def _check_first_row(mapping: Mapping[str, str], row: Mapping[str, Any], scorers
         if target not in accepted:
             raise ConfigError(f"mapping {target}={column}: no scorer of this run reads a field {target!r} "
                               f"(fields: {', '.join(sorted(accepted))})")
-        if lookup(row, column) is _ABSENT:
+        if lookup(row, column) is ABSENT:
             raise ConfigError(f"mapping {target}={column}: the first row has no column or path {column!r} "
                               f"(columns: {columns})")
     for scorer in scorers:
         for name in scorer.required_fields():
-            if name not in scorer._bound and name not in mapping and lookup(row, name) is _ABSENT:
+            if name not in scorer._bound and name not in mapping and lookup(row, name) is ABSENT:
                 raise ConfigError(f"{scorer.name} needs the field {name!r}, and the first row has no column "
                                   f"{name!r} (columns: {columns}); map one to it (--map {name}=COLUMN, or "
                                   f"evaluate(..., mapping={{{name!r}: 'COLUMN'}}))", scorer=scorer.name)
@@ -287,7 +270,7 @@ class _Pipeline:
         kwargs = {}
         for name, path in paths:
             value = row[path] if path in row else lookup(row, path)
-            if value is not _ABSENT:
+            if value is not ABSENT:
                 kwargs[name] = value
         return kwargs
 

@@ -63,6 +63,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
+from .._util import ABSENT, lookup
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError, ScorerInputError
 from ..registry import get
@@ -72,8 +73,6 @@ __all__ = ["evaluator", "SOURCES"]
 
 #: The dicts LangSmith gives an evaluator, in the order of its parameters.
 SOURCES = ("inputs", "outputs", "reference_outputs")
-
-_ABSENT = object()
 
 
 def evaluator(scorer: Scorer | str, *, inputs: str | None = None, outputs: str | None = None,
@@ -137,8 +136,8 @@ def evaluator(scorer: Scorer | str, *, inputs: str | None = None, outputs: str |
         try:
             args = {}
             for name, (source, key) in paths.items():
-                value = _lookup(dicts[source], key)
-                if value is _ABSENT:
+                value = lookup(dicts[source], key)
+                if value is ABSENT:
                     raise ScorerInputError(scorer.name, name, f"is mapped to {source}.{key}, which this example "
                                                              f"lacks ({source} has: {_keys(dicts[source])})")
                 args[name] = value
@@ -163,21 +162,6 @@ def evaluator(scorer: Scorer | str, *, inputs: str | None = None, outputs: str |
     scorers_evaluator.scorer = scorer  # type: ignore[attr-defined]
     scorers_evaluator.paths = dict(paths)  # type: ignore[attr-defined]
     return scorers_evaluator
-
-
-def _lookup(data: Mapping[str, Any], path: str) -> Any:
-    """The value at a key or a dotted path (``answer.text``, ``choices.0``), or ``_ABSENT``."""
-    if path in data:
-        return data[path]
-    value: Any = data
-    for part in path.split("."):
-        if isinstance(value, Mapping) and part in value:
-            value = value[part]
-        elif isinstance(value, (list, tuple)) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return _ABSENT
-    return value
 
 
 def _keys(d: Mapping[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""Command line: ``python -m scorers list|show|run``.
+"""Command line: ``python -m scorers list|show|run|check|promptfoo``.
 
 A thin layer over the library: ``run`` is :func:`scorers.evaluate` plus file
 reading, durable JSONL output, resume, thresholds and a summary table.
@@ -15,6 +15,7 @@ import inspect
 import json
 import signal
 import sys
+from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import yaml
@@ -49,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="scorers", description="Score the outputs of LLM applications.", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"scorers {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,show,run,check}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,show,run,check,promptfoo}")
     templates = argparse.ArgumentParser(add_help=False)
     templates.add_argument("--templates", action="append", default=[], metavar="DIR",
                            help="also register the judge templates in DIR (repeatable; like SCORERS_TEMPLATES)")
@@ -64,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_check = sub.add_parser("check", help="validate judge templates (YAML); report every problem with file and key")
     p_check.add_argument("paths", nargs="*", metavar="PATH",
                          help="template files or directories (default: built-in, SCORERS_TEMPLATES)")
+
+    p_promptfoo = sub.add_parser("promptfoo", help="promptfoo: `init [PATH]` writes the assertion file for "
+                                                   "`type: python`, `value: file://PATH`")
+    p_promptfoo.add_argument("action", choices=["init"])
+    p_promptfoo.add_argument("path", nargs="?", metavar="PATH",
+                             help="file to write (default: scorers_assert.py); an existing different file is kept")
 
     p_run = sub.add_parser(
         "run", help="score a JSONL / JSON / CSV file", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -381,7 +388,23 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-COMMANDS = {"list": cmd_list, "show": cmd_show, "run": cmd_run, "check": cmd_check}
+def cmd_promptfoo(args: argparse.Namespace) -> int:
+    from .adapters.promptfoo import DEFAULT_FILE, assertion_file
+
+    path = Path(args.path or DEFAULT_FILE)
+    text = assertion_file()
+    if path.is_dir():
+        path = path / DEFAULT_FILE
+    if path.exists() and path.read_text(encoding="utf-8") != text:
+        raise ConfigError(f"{path} exists and is not the scorers assertion file: remove it or give another PATH")
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path}; in promptfooconfig.yaml:\n"
+          f"  assert:\n    - type: python\n      value: file://{path}\n"
+          f"      config: {{scorers: [ExactMatch, Levenshtein], threshold: 0.8}}", file=sys.stderr)
+    return 0
+
+
+COMMANDS = {"list": cmd_list, "show": cmd_show, "run": cmd_run, "check": cmd_check, "promptfoo": cmd_promptfoo}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,3 +23,26 @@ fi
 # editable_mode=compat puts the checkout on sys.path (a .pth line): `python -m scorers` then finds the real
 # package even when run from a folder holding a clone named scorers/ (setuptools' default import hook loses to it)
 python -m pip install -q --disable-pip-version-check "torch==2.13.0" -e ".[all,dev,braintrust,langsmith]" --config-settings editable_mode=compat
+
+# The promptfoo CLI for tests/adapters/test_promptfoo.py, into .cache/promptfoo (git-ignored). 0.121.20 is the last
+# promptfoo that runs on Node 20 (0.122.0 needs Node >= 22.22.0). --omit=optional leaves out ~1 GB of agent SDK
+# binaries but also libsql's native binding, so that is installed by name, at the version libsql pins.
+PROMPTFOO_VERSION=0.121.20
+LIBSQL_BINDING_VERSION=0.5.29   # require('libsql/package.json').optionalDependencies['@libsql/linux-x64-gnu']
+PROMPTFOO_DIR=.cache/promptfoo
+if ! command -v npm >/dev/null 2>&1; then
+    echo "setup: npm not found; the promptfoo adapter's tests need the promptfoo CLI (install Node.js 20+ and rerun)" >&2
+elif [ "$(node -p "try { require('./$PROMPTFOO_DIR/node_modules/promptfoo/package.json').version } catch (e) { '' }")" != "$PROMPTFOO_VERSION" ] \
+     || [ ! -x "$PROMPTFOO_DIR/node_modules/.bin/promptfoo" ]; then
+    mkdir -p "$PROMPTFOO_DIR"
+    ( cd "$PROMPTFOO_DIR" \
+      && { [ -f package.json ] || npm init -y >/dev/null; } \
+      && npm install --omit=optional --no-audit --no-fund --loglevel=error \
+             "promptfoo@$PROMPTFOO_VERSION" "@libsql/linux-x64-gnu@$LIBSQL_BINDING_VERSION" >/dev/null )
+    pinned="$(node -p "require('./$PROMPTFOO_DIR/node_modules/libsql/package.json').optionalDependencies['@libsql/linux-x64-gnu']")"
+    if [ "$pinned" != "$LIBSQL_BINDING_VERSION" ]; then
+        echo "setup: libsql pins @libsql/linux-x64-gnu@$pinned, not $LIBSQL_BINDING_VERSION: installing that one" >&2
+        ( cd "$PROMPTFOO_DIR" && npm install --omit=optional --no-audit --no-fund --loglevel=error \
+              "@libsql/linux-x64-gnu@$pinned" >/dev/null )
+    fi
+fi

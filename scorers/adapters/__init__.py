@@ -4,7 +4,8 @@
   assertion on a scorer's verdict, recorded and summarised by the ``scorers``
   pytest plugin;
 - Braintrust: :mod:`scorers.adapters.braintrust`;
-- LangSmith: :mod:`scorers.adapters.langsmith`.
+- LangSmith: :mod:`scorers.adapters.langsmith`;
+- promptfoo: :mod:`scorers.adapters.promptfoo` (``get_assert`` for a ``type: python`` assertion).
 
 Importing this package imports neither pytest nor any harness.
 

@@ -561,12 +561,17 @@ def _process_pool() -> Any:
     Workers are forked, which needs no ``if __name__ == "__main__"`` guard in the
     caller's script; forking is only safe while this process runs a single thread,
     so a pool is started only then (its workers are all forked at once, on its
-    first task) and reused after, when its own threads are running. A pool that
-    breaks is forgotten (``_fork_pool.cache_clear()``) and started again when it can be.
+    first task) and reused after, when its own threads are running. A process that
+    is itself a worker (``--workers``, a multiprocessing pool) does not fan out again:
+    its parent already spread the work over the CPUs. A pool that breaks is
+    forgotten (``_fork_pool.cache_clear()``) and started again when it can be.
     """
+    import multiprocessing
+
     pid = os.getpid()
     pool = _fork_pool.cached(pid)  # type: ignore[attr-defined]
-    if pool is None and threading.active_count() == 1 and hasattr(os, "fork"):
+    if (pool is None and threading.active_count() == 1 and hasattr(os, "fork")
+            and multiprocessing.parent_process() is None):
         pool = _fork_pool(pid)
     return pool
 

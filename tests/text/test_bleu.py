@@ -477,6 +477,13 @@ def test_ter_process_pool_gives_the_serial_numbers():
         assert bleu._fork_pool.cached(os.getpid()) is not None, "the pool was not used"
         assert bleu.TER().score_batch(rows) and bleu._process_pool() is not None, "the pool was not reused"
         assert ours == [sacrebleu.sentence_ter(h, [r]).score for h, r in zip(outputs, expecteds)]
+
+        import multiprocessing
+        def in_a_worker(_):  # a worker process (e.g. of --workers) does not start a pool of its own
+            bleu.TER().score_batch(rows)
+            return bleu._fork_pool.cached(os.getpid()) is None
+        with multiprocessing.get_context("fork").Pool(1) as workers:
+            assert workers.map(in_a_worker, [0]) == [True], "a worker started a nested pool"
         print("ok")
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,

@@ -8,6 +8,8 @@ from scorers import Scorer, UnknownArgumentError, text_field
 from scorers.adapters.braintrust import DROPPED, scorer, scorers as bt_scorers
 from scorers.testing import LoopbackLLM, Reply
 
+from . import OnlyCapitals
+
 braintrust = pytest.importorskip("braintrust")
 
 ROWS = [
@@ -80,14 +82,6 @@ def test_metadata_and_partial_fields_reach_the_scorer() -> None:
 
 
 def test_skipped_score_stays_none_and_is_left_out_of_the_average() -> None:
-    class OnlyCapitals(Scorer):
-        fields = (text_field("output"), text_field("input"))
-
-        def _score(self, *, output, input):
-            if not input.startswith("Capital"):
-                return self.make_score(None, reason="not a capital question")
-            return self.make_score(1.0)
-
     result = run_eval([scorer(OnlyCapitals())])
     assert [r.scores["OnlyCapitals"] for r in result.results] == [1.0, 1.0, None, None]
     assert result.summary.scores["OnlyCapitals"].score == 1.0

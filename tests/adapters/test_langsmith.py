@@ -16,6 +16,8 @@ from scorers import ConfigError, Scorer, text_field
 from scorers.adapters.langsmith import evaluator
 from scorers.testing import LoopbackLLM, Reply
 
+from . import OnlyCapitals
+
 langsmith = pytest.importorskip("langsmith")
 pytestmark = pytest.mark.filterwarnings("ignore:'upload_runs' parameter is in beta")
 from langsmith import Client  # noqa: E402
@@ -89,14 +91,6 @@ def test_fields_map_other_variables() -> None:
 
 
 def test_skipped_is_none_with_a_comment_never_a_number() -> None:
-    class OnlyCapitals(Scorer):
-        fields = (text_field("output"), text_field("input"))
-
-        def _score(self, *, output, input):
-            if not input.startswith("Capital"):
-                return self.make_score(None, reason="not a capital question")
-            return self.make_score(1.0)
-
     rows = run([evaluator(OnlyCapitals(), inputs="question", outputs="answer")])
     assert [row["OnlyCapitals"][0] for row in rows] == [1.0, 1.0, None, None]
     assert rows[2]["OnlyCapitals"][1] == ("skipped: OnlyCapitals does not apply to this example "

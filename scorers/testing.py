@@ -421,8 +421,6 @@ class LoopbackLLM:
         }
 
     async def _embeddings(self, request: Any) -> Any:
-        from aiohttp import web
-
         recorded = await self._record(request)
         with self._lock:
             self.in_flight += 1

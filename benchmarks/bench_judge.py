@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     import openai  # noqa: F401  (the engine imports it lazily, on its first request)
 
     import scorers
-    import scorers.templates  # noqa: F401  (registers the built-in judges)
+    import scorers.judges.template  # noqa: F401  (registers the built-in judges)
     from scorers.llm import LLMEngine
 
     rows = _rows(args.rows)

@@ -376,7 +376,7 @@ def _progress(total: int | None, done: int, wanted: bool | None) -> Any:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .templates import check_templates, template_dirs, template_files
+    from .judges.template import check_templates, template_dirs, template_files
 
     paths = args.paths or [d for d in template_dirs() if d.is_dir()]
     problems = check_templates(paths)
@@ -411,7 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         for directory in getattr(args, "templates", []):
-            from .templates import add_template_dir
+            from .judges.template import add_template_dir
 
             add_template_dir(directory)
         return COMMANDS[args.command](args)

@@ -14,7 +14,7 @@ import pytest
 import autoevals
 from scorers.errors import TemplateError
 from scorers.registry import Registry
-from scorers.templates import (
+from scorers.judges.template import (
     JudgeTemplate,
     _load_default_dirs,
     _register_files,
@@ -113,7 +113,7 @@ def test_render(prompt: str, variables: dict, expected: str) -> None:
 
 @pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps], ids=["pickle", "cloudpickle"])
 def test_templates_pickle_without_compiled_code_and_render_the_same(dumps: Any) -> None:
-    from scorers.templates import _environment
+    from scorers.judges.template import _environment
 
     variables = {"output": {"a": 1}, "items": ["x", "y"], "user": {"name": "Ann"}}
     template = parse_template({"messages": [
@@ -128,7 +128,7 @@ def test_templates_pickle_without_compiled_code_and_render_the_same(dumps: Any) 
 
 
 def test_one_jinja_environment_per_process() -> None:
-    from scorers.templates import _environment
+    from scorers.judges.template import _environment
 
     assert simple("{{ x|upper }}")._compiled[0].environment is _environment() is _environment()
 
@@ -361,7 +361,7 @@ def test_name_taken_is_warned_not_silently_replaced(tmp_path: Path) -> None:
 
 def test_global_registry_has_builtin_judges() -> None:
     import scorers
-    import scorers.templates  # noqa: F401  (installs the loader)
+    import scorers.judges.template  # noqa: F401  (installs the loader)
 
     for name in BUILTINS:
         assert name in scorers.registry

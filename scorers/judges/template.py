@@ -44,12 +44,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ._util import lazy, lazy_names, memoize
-from .errors import TemplateError
+from .._util import lazy, lazy_names, memoize
+from ..errors import TemplateError
 
 if TYPE_CHECKING:
-    from .judges import LLMClassifier
-    from .registry import Registry
+    from .classifier import LLMClassifier
+    from ..registry import Registry
 
 __all__ = [
     "JudgeTemplate",
@@ -333,7 +333,7 @@ class JudgeTemplate:
 
     def to_classifier(self, **overrides: Any) -> "LLMClassifier":
         """Build the judge; keyword arguments override the template's settings."""
-        from .judges import LLMClassifier
+        from .classifier import LLMClassifier
 
         return LLMClassifier.from_template(self, **overrides)
 
@@ -672,8 +672,11 @@ def load_template_file(path: str | os.PathLike[str]) -> list[JudgeTemplate]:
 # ------------------------------------------------------------------ discovery
 def builtin_template_dir() -> Path:
     """The built-in templates: ``scorers/judge_templates`` in a wheel, ``templates/`` in a checkout."""
-    packaged = Path(__file__).with_name("judge_templates")
-    return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / "templates"
+    package = Path(__file__).resolve().parent.parent
+    packaged = package / "judge_templates"
+    return packaged if packaged.is_dir() else package.parent / "templates"
+
+
 
 
 @memoize
@@ -721,8 +724,8 @@ def check_templates(paths: Iterable[str | os.PathLike[str]] | None = None) -> li
 
 # ---------------------------------------------------------------- registration
 def _register_files(registry: "Registry", files: Iterable[Path], source: str) -> None:
-    from .errors import ConfigError
-    from .registry import Entry
+    from ..errors import ConfigError
+    from ..registry import Entry
 
     for path in files:
         problems = _Problems(str(path))
@@ -778,13 +781,13 @@ def add_template_dir(path: str | os.PathLike[str]) -> None:
     if not directory.is_dir():
         raise TemplateError(f"--templates: {directory} is not a directory")
     _extra_dirs().append(directory)
-    from .registry import registry
+    from ..registry import registry
 
     registry.add_loader(lambda reg: _register_files(reg, template_files([directory]), "user"))
 
 
 def _install() -> None:
-    from .registry import registry
+    from ..registry import registry
 
     registry.add_loader(_load_default_dirs)
 

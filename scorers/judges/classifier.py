@@ -49,15 +49,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ._util import lazy
-from .aggregate import Aggregator, MeanAggregator
-from .base import Scorer
-from .fields import Field
-from .errors import ConfigError, ScorerError, ScorerInputError, UnknownArgumentError
-from .llm.engine import ChatRequest, ChatResult, InvalidReply, LLMEngine, NotPicklable
-from .llm.usage import ModelUsage, Usage
-from .score import Score
-from .templates import (RESPONSE_MODES, JudgeTemplate, Problem, _parse_choice_scores, _Problems, _render_value,
+from .._util import lazy
+from ..aggregate import Aggregator, MeanAggregator
+from ..base import Scorer
+from ..fields import Field
+from ..errors import ConfigError, ScorerError, ScorerInputError, UnknownArgumentError
+from ..llm.engine import ChatRequest, ChatResult, InvalidReply, LLMEngine, NotPicklable
+from ..llm.usage import ModelUsage, Usage
+from ..score import Score
+from .template import (RESPONSE_MODES, JudgeTemplate, Problem, _parse_choice_scores, _Problems, _render_value,
                         mustache_to_jinja)
 
 __all__ = ["LLMClassifier", "JudgeAggregator", "Verdict", "parse_text_choice", "read_reply", "TOOL_NAME",
@@ -272,7 +272,7 @@ class LLMClassifier(Scorer):
             parts = (("user", mustache_to_jinja(prompt.strip())),)
         else:
             problems = _Problems("<messages>")
-            from .templates import _parse_messages
+            from .template import _parse_messages
 
             parsed = _parse_messages(list(messages or []), problems)
             if parsed is None:

@@ -13,11 +13,11 @@ import pytest
 
 import autoevals
 import scorers
-import scorers.templates  # noqa: F401  (registers the built-in judges)
+import scorers.judges.template  # noqa: F401  (registers the built-in judges)
 from scorers.errors import ConfigError, JudgeError, ScorerInputError, UnknownArgumentError
 from scorers.judges import LLMClassifier, parse_text_choice, read_reply
 from scorers.llm.engine import ChatResult, InvalidReply, LLMEngine, ToolCall
-from scorers.templates import load_template_file
+from scorers.judges.template import load_template_file
 from scorers.testing import LoopbackLLM, RecordedRequest, Reply
 
 MODEL = "gpt-4o-mini"

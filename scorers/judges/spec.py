@@ -1,0 +1,312 @@
+"""One validated model of a judge's YAML spec (pydantic), for every judge kind.
+
+A template file's mapping, and the keyword arguments of a judge built in code,
+are validated by the same models: :func:`validate_spec` returns the model or
+every problem, each located by its key. The models export a JSON Schema
+(``python -m scorers schema > templates.schema.json``) so that editors validate
+``templates/*.yaml`` while they are typed.
+
+>>> spec, problems = validate_spec({"kind": "rating", "prompt": "Rate {{output}}", "scale": {"min": 1, "max": 10}})
+>>> spec.kind, spec.scale.max, problems
+('rating', 10, [])
+>>> _, problems = validate_spec({"prompt": "Is {{output}} polite?", "choice_scores": {"Y": 2}})
+>>> problems
+[('choice_scores.Y', 'must be a number in [0, 1], got 2')]
+"""
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal, Mapping, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+
+__all__ = ["RESPONSE_MODES", "APIS", "KINDS", "Message", "Scale", "Criterion", "ClassifierSpec", "RubricSpec",
+           "RatingSpec", "GEvalSpec", "PairwiseSpec", "JudgeSpec", "validate_spec", "json_schema", "COMMON_SETTINGS"]
+
+#: How a judge asks for its verdict: a forced tool call, a JSON-schema ``response_format``, a plain
+#: ``json_object`` ``response_format`` (the schema in the prompt; for servers without ``json_schema``), or text.
+RESPONSE_MODES = ("tools", "json", "json_object", "text")
+#: The OpenAI APIs a judge can call.
+APIS = ("chat", "responses")
+#: Judge kinds of the template DSL (``kind:``; default ``classifier``).
+KINDS = ("classifier", "rubric", "rating", "geval", "pairwise")
+#: Settings every kind takes, passed to the judge's constructor when given.
+COMMON_SETTINGS = ("use_cot", "model", "temperature", "max_tokens", "response_mode", "reasoning_effort", "api",
+                   "extra_args")
+
+_NAME_PATTERN = r"^[A-Za-z][\w\-.]*$"
+_IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+#: What a key must hold, said the same way in every problem about it.
+_EXPECTED = {
+    "name": "a name (letters, digits, _ - .)",
+    "description": "text",
+    "use_cot": "true or false",
+    "model": "a model name",
+    "temperature": "a number in [0, 2] or null",
+    "max_tokens": "a positive integer or null",
+    "response_mode": " | ".join(RESPONSE_MODES),
+    "reasoning_effort": "an effort level such as low, medium or high",
+    "api": " | ".join(APIS),
+    "extra_args": "a mapping of further request parameters",
+    "prompt": "non-empty text",
+    "threshold": "a number on the rubric's scale",
+    "score_mode": "logprobs | top_token",
+    "top_logprobs": "an integer in [1, 20]",
+    "min_prob": "a probability in (0, 1)",
+    "swap": "true or false",
+    "allow_tie": "true or false",
+    "other": "the name of the field holding the second output",
+}
+
+_Text = Annotated[str, Field(min_length=1, pattern=r"\S")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class Message(_Strict):
+    """One chat message of a template: ``role`` and ``content`` (mustache/Jinja text)."""
+
+    role: Literal["system", "user", "assistant"]
+    content: _Text
+
+
+class Scale(_Strict):
+    """An integer scale from ``min`` to ``max`` (``min < max``)."""
+
+    min: int = 1
+    max: int = 5
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Scale":
+        if self.min >= self.max:
+            raise ValueError(f"min ({self.min}) must be below max ({self.max})")
+        return self
+
+    def normalise(self, value: float) -> float:
+        """``(value - min) / (max - min)``: the scale mapped onto [0, 1]."""
+        return (value - self.min) / (self.max - self.min)
+
+
+class Criterion(_Strict):
+    """A rubric criterion: a name (a JSON property), what it judges, optional anchors per value, a weight."""
+
+    name: Annotated[str, Field(pattern=_IDENTIFIER)]
+    description: _Text
+    anchors: dict[int, _Text] | None = None
+    weight: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
+
+    @field_validator("anchors", mode="before")
+    @classmethod
+    def _anchor_keys(cls, value: Any) -> Any:  # YAML keys 1: "..." arrive as ints; "1" as text is accepted too
+        if isinstance(value, Mapping):
+            return {int(k) if isinstance(k, str) and k.strip().lstrip("-").isdigit() else k: v
+                    for k, v in value.items()}
+        return value
+
+
+class _Common(_Strict):
+    name: Annotated[str, Field(pattern=_NAME_PATTERN)] | None = None
+    description: str = ""
+    prompt: _Text | None = None
+    messages: Annotated[list[Message], Field(min_length=1)] | None = None
+    use_cot: bool | None = None
+    model: _Text | None = None
+    temperature: Annotated[float, Field(ge=0, le=2, allow_inf_nan=False)] | None = None
+    max_tokens: Annotated[int, Field(gt=0)] | None = None
+    response_mode: Literal["tools", "json", "json_object", "text"] | None = None
+    reasoning_effort: _Text | None = None
+    api: Literal["chat", "responses"] | None = None
+    extra_args: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _one_prompt(self) -> "_Common":
+        if (self.prompt is None) == (self.messages is None):
+            raise _KeyError("prompt", "give exactly one of prompt or messages")
+        if self.messages is not None and self.messages[-1].role != "user":
+            raise _KeyError("messages", "the last message must have role user (the judge instruction is appended "
+                                        "to it)")
+        return self
+
+    def settings(self) -> dict[str, Any]:
+        """The judge constructor's keyword arguments this spec sets (beyond the prompt), as given."""
+        skip = {"name", "description", "prompt", "messages", "kind"}
+        return {key: getattr(self, key) for key in self.model_fields_set if key not in skip}
+
+    def message_pairs(self) -> tuple[tuple[str, str], ...]:
+        """The prompt as ``(role, content)`` pairs: a plain ``prompt`` is one user message."""
+        if self.prompt is not None:
+            return (("user", self.prompt.strip()),)
+        return tuple((m.role, m.content.strip()) for m in self.messages or ())
+
+
+class _KeyError(ValueError):
+    """A model-level problem that belongs to one key."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key, self.message = key, message
+
+
+def _choice_key(key: Any) -> str:
+    if isinstance(key, bool):
+        raise ValueError(f"choice key {key!r} is a boolean, not a string: YAML 1.1 reads bare Yes/No/On/Off/"
+                         f"True/False as booleans. Quote the key, e.g. \"Yes\": 1")
+    if not isinstance(key, str):
+        raise ValueError(f"choice key {key!r} is a {type(key).__name__}, not a string; quote it, e.g. \"{key}\"")
+    if not key.strip() or key != key.strip():
+        raise ValueError(f"choice key {key!r} must be non-empty without surrounding spaces")
+    return key
+
+
+class ClassifierSpec(_Common):
+    """``kind: classifier`` — the model picks one of ``choice_scores``; the score is its value."""
+
+    kind: Literal["classifier"] = "classifier"
+    choice_scores: dict[str, float]
+
+    @field_validator("choice_scores", mode="before")
+    @classmethod
+    def _scores(cls, value: Any) -> Any:
+        if not isinstance(value, Mapping) or not value:
+            raise _KeyError("choice_scores", "must be a non-empty mapping of choice → score")
+        for key, score in value.items():
+            _choice_key(key)
+            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score) \
+                    or not 0 <= score <= 1:
+                raise _KeyError(f"choice_scores.{key}", f"must be a number in [0, 1], got {score!r}")
+        return {key: float(score) for key, score in value.items()}
+
+
+class RubricSpec(_Common):
+    """``kind: rubric`` — named criteria on one integer scale, all graded in one call.
+
+    Score: the weighted mean of ``(v - min) / (max - min)``; ``threshold`` (on the scale)
+    gives ``passed``: the weighted mean of the raw values is at least the threshold.
+    """
+
+    kind: Literal["rubric"]
+    criteria: Annotated[list[Criterion], Field(min_length=1)]
+    scale: Scale = Scale()
+    threshold: Annotated[float, Field(allow_inf_nan=False)] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> "RubricSpec":
+        names = [c.name for c in self.criteria]
+        if len(set(names)) != len(names):
+            raise _KeyError("criteria", f"criterion names must be distinct, got {names}")
+        for index, criterion in enumerate(self.criteria):
+            outside = [v for v in criterion.anchors or () if not self.scale.min <= v <= self.scale.max]
+            if outside:
+                raise _KeyError(f"criteria.{index}.anchors", f"anchors {outside} are outside the scale "
+                                                             f"[{self.scale.min}, {self.scale.max}]")
+        if self.threshold is not None and not self.scale.min <= self.threshold <= self.scale.max:
+            raise _KeyError("threshold", f"must be on the scale [{self.scale.min}, {self.scale.max}], "
+                                         f"got {self.threshold!r}")
+        if self.response_mode == "text":
+            raise _KeyError("response_mode", "a rubric needs a structured reply: tools, json or json_object")
+        return self
+
+
+class RatingSpec(_Common):
+    """``kind: rating`` — one integer from ``scale.min`` to ``scale.max``; score ``(r - min) / (max - min)``."""
+
+    kind: Literal["rating"]
+    scale: Scale
+
+
+class GEvalSpec(_Common):
+    """``kind: geval`` — criteria, evaluation steps (given or generated once), then a score on a scale.
+
+    ``score_mode: logprobs`` scores ``Σ s·p(s) / Σ p(s)`` over the score token's alternatives that are
+    integers on the scale with ``p >= min_prob``; ``top_token`` takes the integer the model wrote.
+    """
+
+    kind: Literal["geval"]
+    criteria: _Text
+    steps: Annotated[list[_Text], Field(min_length=1)] | None = None
+    scale: Scale = Scale()
+    score_mode: Literal["logprobs", "top_token"] = "logprobs"
+    top_logprobs: Annotated[int, Field(ge=1, le=20)] = 20
+    min_prob: Annotated[float, Field(gt=0, lt=1)] = 0.01
+    prompt: _Text | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> "GEvalSpec":
+        if self.response_mode == "tools" and self.score_mode == "logprobs":
+            raise _KeyError("response_mode", "score_mode logprobs reads the score token of the reply's text: use "
+                                             "response_mode text, json or json_object")
+        if self.scale.max - self.scale.min > 20:
+            raise _KeyError("scale", "logprobs see at most 20 alternatives: use a scale of at most 21 values")
+        return self
+
+
+class PairwiseSpec(_Common):
+    """``kind: pairwise`` — which of two outputs is better (``output`` vs ``other``, default ``expected``).
+
+    Score: 1 when ``output`` wins, 0 when the other does, 0.5 for a tie; ``swap`` asks in both orders
+    and scores the mean.
+    """
+
+    kind: Literal["pairwise"]
+    other: Annotated[str, Field(pattern=_IDENTIFIER)] = "expected"
+    swap: bool = False
+    allow_tie: bool = True
+
+
+JudgeSpec = Annotated[Union[ClassifierSpec, RubricSpec, RatingSpec, GEvalSpec, PairwiseSpec], Field(discriminator="kind")]
+_ADAPTER: TypeAdapter[Any] = TypeAdapter(JudgeSpec)
+
+
+def validate_spec(data: Mapping[str, Any]) -> tuple[Any, list[tuple[str, str]]]:
+    """``(spec, [])`` for a valid mapping, else ``(None, [(key, message), ...])`` naming every problem.
+
+    A mapping without ``kind`` is a classifier (the autoevals format).
+    """
+    if not isinstance(data, Mapping):
+        return None, [("", "a judge spec must be a mapping")]
+    data = dict(data)
+    kind = data.setdefault("kind", "classifier")
+    if kind not in KINDS:
+        return None, [("kind", f"must be one of {' | '.join(KINDS)}, got {kind!r}")]
+    try:
+        return _ADAPTER.validate_python(data), []
+    except ValidationError as exc:
+        return None, _problems(exc, kind)
+
+
+def _problems(exc: ValidationError, kind: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    model = {cls.model_fields["kind"].default if cls is ClassifierSpec else
+             cls.model_fields["kind"].annotation.__args__[0]: cls  # type: ignore[union-attr]
+             for cls in (ClassifierSpec, RubricSpec, RatingSpec, GEvalSpec, PairwiseSpec)}[kind]
+    allowed = ", ".join(sorted(model.model_fields))
+    for error in exc.errors(include_url=False):
+        loc = [str(part) for part in error["loc"]]
+        if loc and loc[0] == kind:  # the discriminated union's tag
+            loc = loc[1:]
+        key = ".".join(loc)
+        cause = (error.get("ctx") or {}).get("error")
+        if isinstance(cause, _KeyError):
+            out.append((cause.key, cause.message))
+        elif error["type"] == "extra_forbidden":
+            out.append((key, f"unknown key (allowed: {allowed})"))
+        elif error["type"] == "missing":
+            out.append((key, "is required"))
+        elif isinstance(cause, ValueError):
+            out.append((key, str(cause)))
+        elif len(loc) == 1 and loc[0] in _EXPECTED:
+            out.append((key, f"must be {_EXPECTED[loc[0]]}, got {error['input']!r}"))
+        else:
+            out.append((key, f"{error['msg'][:1].lower()}{error['msg'][1:]}, got {error['input']!r}"))
+    return out
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a judge template file (every kind), for editors and ``python -m scorers schema``."""
+    schema = _ADAPTER.json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "scorers judge template"
+    return schema

@@ -37,9 +37,10 @@ __all__ = [
 JSON_TYPES = (dict, list, str, int, float, bool)
 
 
-def _canonical_json(value: Any, *, sort_keys: bool) -> str:
+def _canonical_json(value: Any, *, sort_keys: bool, ensure_ascii: bool = False) -> str:
     try:
-        return json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=ensure_ascii,
+                          allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"is not JSON-serialisable: {exc}") from exc
 
@@ -205,7 +206,8 @@ class JSONDiff(Scorer):
     ``{}`` is 1). Arrays: sum over aligned positions divided by the longer
     length. Strings: ``string_scorer`` (Levenshtein); numbers: ``number_scorer``
     (NumericDiff); ``null`` vs ``null`` is 1, ``null`` vs anything else 0; other
-    type mixes compare their canonical JSON text with ``string_scorer``. Strings
+    type mixes compare their canonical JSON text (sorted keys, compact, non-ASCII
+    ``\\u``-escaped as autoevals writes it) with ``string_scorer``. Strings
     holding a JSON object/array are parsed unless ``preserve_strings``.
     Equals autoevals' ``JSONDiff``; unlike autoevals, the constructor options
     are honoured and can name registered scorers (``string_scorer="ExactMatch"``).
@@ -215,6 +217,8 @@ class JSONDiff(Scorer):
     description = "recursive JSON similarity: key-union average, strings by Levenshtein, numbers by NumericDiff"
     fields = (Field("output", JSON_TYPES, nullable=True), Field("expected", JSON_TYPES, nullable=True))
     example = 'JSONDiff()(output={"a": 1, "b": "x"}, expected={"a": 1, "b": "y"})  # 0.5'
+    #: 2: mixed-type values with non-ASCII text are compared as \u-escaped JSON (as autoevals), not raw UTF-8
+    algorithm_version = "2"
 
     def __init__(self, *, string_scorer: Scorer | str | None = None, number_scorer: Scorer | str | None = None,
                  preserve_strings: bool = False, name: str | None = None) -> None:
@@ -248,7 +252,9 @@ class JSONDiff(Scorer):
             return _inner_score(self.string_scorer, o, e)
         if _is_number(o) and _is_number(e):  # bools count as 0/1, as in autoevals
             return _inner_score(self.number_scorer, _unbool(o), _unbool(e))
-        return _inner_score(self.string_scorer, _canonical_json(o, sort_keys=True), _canonical_json(e, sort_keys=True))
+        # as autoevals: non-ASCII characters are \u-escaped, so "é" counts as the six characters \u00e9
+        return _inner_score(self.string_scorer, _canonical_json(o, sort_keys=True, ensure_ascii=True),
+                            _canonical_json(e, sort_keys=True, ensure_ascii=True))
 
     def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:
         try:

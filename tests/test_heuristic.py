@@ -65,6 +65,9 @@ JSON_DIFF = [
     ({"a": None}, {"a": 1}, 0.0),
     ({"a": 1}, {"a": "1"}, 1 / 3),                       # mixed types: Levenshtein of JSON texts 1 and "1"
     ("kitten", "sitting", 1 - 3 / 7),
+    # mixed types hold non-ASCII text: compared as \u-escaped JSON, as autoevals writes it ('["caf\u00e9"]', 14 chars)
+    (["café"], {"a": "café"}, 1 - 6 / 17),
+    ({"名": 1}, ["名"], 1 - 4 / 12),
 ]
 
 LIST_CONTAINS = [

@@ -1,10 +1,12 @@
 """A loopback OpenAI-compatible server for offline tests of LLM judges.
 
-:class:`LoopbackLLM` serves ``POST /v1/chat/completions``, ``POST /v1/embeddings``
-and ``GET /v1/models`` on ``127.0.0.1`` (a free port) from a background thread,
-so the real ``openai`` client can talk to it over real HTTP. Replies are scripted
-by matching on the request; faults (429 with ``Retry-After``, 5xx, hangs,
-dropped connections) and latency can be injected; every request is recorded.
+:class:`LoopbackLLM` serves ``POST /v1/chat/completions``, ``POST /v1/responses``
+(OpenAI's Responses API), ``POST /v1/embeddings`` and ``GET /v1/models`` on
+``127.0.0.1`` (a free port) from a background thread, so the real ``openai``
+client can talk to it over real HTTP. Replies are scripted by matching on the
+request, the same way for both APIs; faults (429 with ``Retry-After``, 5xx, a
+llama.cpp-style validation error, hangs, dropped connections) and latency can be
+injected; every request is recorded (``RecordedRequest.api`` says which API).
 
 >>> from openai import OpenAI
 >>> with LoopbackLLM(default=Reply.choice("C", reasons="same facts")) as server:
@@ -22,6 +24,22 @@ expression searched in it, or a callable taking the :class:`RecordedRequest`.
 Rules are tried in the order they were added; a rule with ``times=N`` applies to
 the first N matching requests, then the next matching rule (or the default) answers.
 A reply may also be a callable ``(RecordedRequest) -> Reply`` to compute answers.
+
+Log-probabilities: a request asking for them (chat ``logprobs: true``; Responses
+``include: ["message.output_text.logprobs"]``) gets the reply's scripted
+``top_logprobs``, cut to the request's ``top_logprobs`` alternatives per token;
+a reply without scripted ones is served as one token of log-probability 0.
+``LoopbackLLM(logprobs=False)`` answers like an endpoint without logprobs support
+(``logprobs`` null / absent).
+
+>>> with LoopbackLLM(default=Reply.text("4", top_logprobs=[{"4": -0.1, "3": -2.5, "5": -3.0}])) as server:
+...     client = OpenAI(base_url=server.base_url, api_key="test-key")
+...     reply = client.responses.create(model="gpt-4o-mini", input="2+2?", top_logprobs=2,
+...                                     include=["message.output_text.logprobs"])
+...     [(alt.token, alt.logprob) for alt in reply.output[0].content[0].logprobs[0].top_logprobs]
+...     server.requests[0].api, server.requests[0].last_user_message
+[('4', -0.1), ('3', -2.5)]
+('responses', '2+2?')
 """
 from __future__ import annotations
 
@@ -40,7 +58,11 @@ from typing import Any, Callable, Mapping, Union
 
 from ._util import memoize, optional_import
 
-__all__ = ["LoopbackLLM", "Reply", "RecordedRequest", "Rule"]
+__all__ = ["LoopbackLLM", "Reply", "RecordedRequest", "Rule", "LLAMA_CPP_JSON_SCHEMA_REJECTION"]
+
+#: The error message llama-cpp-python's server (0.3.36) sends, with HTTP 500, for ``response_format``
+#: type ``json_schema`` (its request schema allows only ``text`` and ``json_object``).
+LLAMA_CPP_JSON_SCHEMA_REJECTION = "PLACEHOLDER"
 
 
 @dataclass(frozen=True)
@@ -48,9 +70,12 @@ class Reply:
     """One scripted answer of the server: a chat completion or a fault.
 
     Build replies with the class methods (:meth:`choice`, :meth:`tool_call`,
-    :meth:`text`, :meth:`json`, :meth:`rate_limited`, :meth:`error`, :meth:`hang`,
-    :meth:`drop`). ``latency`` (seconds) overrides the server's global latency.
-    ``usage`` is ``(prompt_tokens, completion_tokens)``; by default both are word counts.
+    :meth:`text`, :meth:`json`, :meth:`rate_limited`, :meth:`error`,
+    :meth:`validation_error`, :meth:`hang`, :meth:`drop`). ``latency`` (seconds)
+    overrides the server's global latency. ``usage`` is ``(prompt_tokens,
+    completion_tokens)``; by default both are word counts. ``top_logprobs`` scripts
+    the log-probabilities served when a request asks for them: one ``{token:
+    logprob}`` mapping per content token, the first entry being the token chosen.
     """
 
     kind: str = "text"  # "text" | "tool" | "error" | "hang" | "drop" | "raw"
@@ -63,6 +88,17 @@ class Reply:
     latency: float | None = None
     usage: tuple[int, int] | None = None
     finish_reason: str | None = None
+    #: Per content token, its alternatives ``{token: logprob}``; the first entry is the token chosen.
+    top_logprobs: tuple[Mapping[str, float], ...] | None = None
+    #: The ``error.type`` of an error body (default: ``rate_limit_exceeded`` for 429, else ``server_error``).
+    error_type: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.top_logprobs is not None:
+            tokens = tuple(dict(alternatives) for alternatives in self.top_logprobs)
+            if not all(tokens):
+                raise ValueError("Reply top_logprobs: every token needs at least one {token: logprob} entry")
+            object.__setattr__(self, "top_logprobs", tokens)
 
     # ---------------------------------------------------------------- builders
     @classmethod
@@ -101,6 +137,12 @@ class Reply:
               **options: Any) -> "Reply":
         """An HTTP error with an OpenAI-shaped error body (and ``Retry-After`` when given)."""
         return cls(kind="error", status=status, error_message=message, retry_after=retry_after, **options)
+
+    @classmethod
+    def validation_error(cls, message: str = LLAMA_CPP_JSON_SCHEMA_REJECTION, **options: Any) -> "Reply":
+        """HTTP 500 with a request-validation message, as llama-cpp-python's server answers a request its
+        schema refuses (by default its exact reply to ``response_format`` type ``json_schema``)."""
+        return cls(kind="error", status=500, error_message=message, error_type="internal_server_error", **options)
 
     @classmethod
     def rate_limited(cls, retry_after: float | None = 1.0, **options: Any) -> "Reply":
@@ -142,9 +184,19 @@ class RecordedRequest:
     query: dict[str, str] = field(default_factory=dict)
 
     @property
+    def api(self) -> str | None:
+        """``"chat"`` or ``"responses"`` by the path hit; ``None`` for other paths."""
+        if self.path.endswith("/chat/completions"):
+            return "chat"
+        return "responses" if self.path.endswith("/responses") else None
+
+    @property
     def messages(self) -> list[dict[str, Any]]:
+        """The chat ``messages``, or the Responses ``input`` (a string input as one user message)."""
         body = self.body if isinstance(self.body, dict) else {}
-        messages = body.get("messages")
+        messages = body.get("messages" if self.api != "responses" else "input")
+        if isinstance(messages, str):
+            return [{"role": "user", "content": messages}]
         return messages if isinstance(messages, list) else []
 
     @property
@@ -200,13 +252,16 @@ class LoopbackLLM:
     ``base_url`` ends in ``/v1``. ``latency`` delays every reply (seconds) unless
     the reply sets its own. With ``api_key`` set, requests bearing another key
     get a 401. ``embedding_dim`` is the length of the fake embedding vectors.
+    ``logprobs=False`` serves no log-probabilities even when asked, like an
+    endpoint or model without logprobs support.
     """
 
     def __init__(self, *, default: ReplySource | None = None, latency: float = 0.0, api_key: str | None = None,
                  models: tuple[str, ...] = ("gpt-4o-mini", "gpt-4o", "text-embedding-3-small"),
-                 embedding_dim: int = 16) -> None:
+                 embedding_dim: int = 16, logprobs: bool = True) -> None:
         self.default: ReplySource = default if default is not None else Reply.text("OK")
         self.latency = latency
+        self.logprobs = logprobs
         self.api_key = api_key
         self.models = models
         self.embedding_dim = embedding_dim
@@ -246,7 +301,13 @@ class LoopbackLLM:
     def chat_requests(self) -> list[RecordedRequest]:
         """The recorded requests to ``/v1/chat/completions``."""
         with self._lock:
-            return [r for r in self.requests if r.path.endswith("/chat/completions")]
+            return [r for r in self.requests if r.api == "chat"]
+
+    @property
+    def responses_requests(self) -> list[RecordedRequest]:
+        """The recorded requests to ``/v1/responses``."""
+        with self._lock:
+            return [r for r in self.requests if r.api == "responses"]
 
     @property
     def request_count(self) -> int:
@@ -309,6 +370,7 @@ class LoopbackLLM:
         self._stopping = asyncio.Event()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/responses", self._responses)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
         runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
@@ -346,6 +408,13 @@ class LoopbackLLM:
         return chosen(recorded) if callable(chosen) else chosen
 
     async def _chat(self, request: Any) -> Any:
+        return await self._generate(request, self._completion)
+
+    async def _responses(self, request: Any) -> Any:
+        return await self._generate(request, self._response)
+
+    async def _generate(self, request: Any, shape: Callable[[RecordedRequest, Reply], dict[str, Any]]) -> Any:
+        """Answer a chat-completions or Responses request with the scripted reply in that API's ``shape``."""
         from aiohttp import web
 
         recorded = await self._record(request)
@@ -356,8 +425,10 @@ class LoopbackLLM:
             if not self._authorised(recorded):
                 return self._respond(recorded, _error_response(401, "Incorrect API key provided (loopback)",
                                                                "invalid_api_key"))
-            if not isinstance(recorded.body, dict) or not isinstance(recorded.body.get("messages"), list):
-                return self._respond(recorded, _error_response(400, "body must be JSON with a 'messages' list",
+            field_name = "messages" if recorded.api == "chat" else "input"
+            if not isinstance(recorded.body, dict) or not isinstance(recorded.body.get(field_name),
+                                                                     (list, str) if field_name == "input" else list):
+                return self._respond(recorded, _error_response(400, f"body must be JSON with a {field_name!r} list",
                                                                "invalid_request_error"))
             reply = self._pick(recorded)
             delay = reply.latency if reply.latency is not None else self.latency
@@ -374,15 +445,15 @@ class LoopbackLLM:
                     request.transport.abort()
                 raise web.HTTPInternalServerError()  # never reaches the client: the socket is gone
             if reply.kind in ("error", "hang"):
-                response = _error_response(reply.status, reply.error_message,
-                                           "rate_limit_exceeded" if reply.status == 429 else "server_error")
+                response = _error_response(reply.status, reply.error_message, reply.error_type or (
+                    "rate_limit_exceeded" if reply.status == 429 else "server_error"))
                 if reply.retry_after is not None:
                     response.headers["Retry-After"] = _format_seconds(reply.retry_after)
                 return self._respond(recorded, response)
             if reply.kind == "raw":
                 return self._respond(recorded, web.Response(text=reply.content or "", status=reply.status,
                                                             content_type="application/json"))
-            return self._respond(recorded, web.json_response(self._completion(recorded, reply)))
+            return self._respond(recorded, web.json_response(shape(recorded, reply)))
         finally:
             with self._lock:
                 self.in_flight -= 1
@@ -393,32 +464,73 @@ class LoopbackLLM:
         return response
 
     def _completion(self, recorded: RecordedRequest, reply: Reply) -> dict[str, Any]:
+        """A chat completion; tool-call replies carry logprobs of the arguments, as llama.cpp's do."""
         body = recorded.body
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-        completion_text = reply.content or ""
         if reply.kind == "tool":
             message["content"] = None
             message["tool_calls"] = [{"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
                                       "function": {"name": reply.tool_name, "arguments": reply.arguments}}]
-            completion_text = reply.arguments
         finish = reply.finish_reason or ("tool_calls" if reply.kind == "tool" else "stop")
         n = body.get("n") if isinstance(body.get("n"), int) and body.get("n", 0) > 0 else 1
-        if reply.usage is not None:
-            prompt_tokens, completion_tokens = reply.usage
-        else:
-            prompt_tokens = sum(_word_count(_content_text(m.get("content"))) for m in recorded.messages
-                                if isinstance(m, dict))
-            completion_tokens = _word_count(completion_text) * n
+        logprobs = None
+        if self.logprobs and body.get("logprobs") is True:
+            logprobs = {"content": _served_logprobs(reply, body.get("top_logprobs")), "refusal": None}
+        prompt_tokens, completion_tokens = self._usage(recorded, reply, n)
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model") or "loopback",
-            "choices": [{"index": i, "message": message, "finish_reason": finish, "logprobs": None}
+            "choices": [{"index": i, "message": message, "finish_reason": finish, "logprobs": logprobs}
                         for i in range(n)],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
         }
+
+    def _response(self, recorded: RecordedRequest, reply: Reply) -> dict[str, Any]:
+        """A Responses API reply: a ``function_call`` item, or a ``message`` item with one ``output_text``
+        part (with ``logprobs`` when asked); ``finish_reason`` ``"length"``/``"content_filter"`` make it
+        ``incomplete``."""
+        body = recorded.body
+        if reply.kind == "tool":
+            item: dict[str, Any] = {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:16]}",
+                                    "call_id": f"call_{uuid.uuid4().hex[:12]}", "name": reply.tool_name,
+                                    "arguments": reply.arguments, "status": "completed"}
+        else:
+            part: dict[str, Any] = {"type": "output_text", "text": reply.content or "", "annotations": []}
+            include = body.get("include")
+            if self.logprobs and isinstance(include, list) and "message.output_text.logprobs" in include:
+                part["logprobs"] = _served_logprobs(reply, body.get("top_logprobs"))
+            item = {"type": "message", "id": f"msg_{uuid.uuid4().hex[:16]}", "status": "completed",
+                    "role": "assistant", "content": [part]}
+        incomplete = {"length": "max_output_tokens", "content_filter": "content_filter"}.get(reply.finish_reason or "")
+        prompt_tokens, completion_tokens = self._usage(recorded, reply, 1)
+        return {
+            "id": f"resp_{uuid.uuid4().hex[:16]}",
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "incomplete" if incomplete else "completed",
+            "incomplete_details": {"reason": incomplete} if incomplete else None,
+            "error": None,
+            "model": body.get("model") or "loopback",
+            "output": [item],
+            "parallel_tool_calls": True,
+            "tool_choice": body.get("tool_choice", "auto"),
+            "tools": body.get("tools", []),
+            "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens,
+                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}},
+        }
+
+    @staticmethod
+    def _usage(recorded: RecordedRequest, reply: Reply, choices: int) -> tuple[int, int]:
+        """``reply.usage``, else word counts of the messages and of the reply (times the ``choices``)."""
+        if reply.usage is not None:
+            return reply.usage
+        prompt_tokens = sum(_word_count(_content_text(m.get("content"))) for m in recorded.messages
+                            if isinstance(m, dict))
+        return prompt_tokens, _word_count(reply.arguments if reply.kind == "tool" else reply.content or "") * choices
 
     async def _embeddings(self, request: Any) -> Any:
         recorded = await self._record(request)
@@ -515,6 +627,22 @@ def fake_embedding(text: str, dim: int = 16) -> list[float]:
     values = values[:dim]
     norm = sum(v * v for v in values) ** 0.5 or 1.0
     return [v / norm for v in values]
+
+
+def _served_logprobs(reply: Reply, top: Any) -> list[dict[str, Any]]:
+    """The reply's tokens in the shape both APIs use, each with its ``top`` most likely alternatives."""
+    count = top if isinstance(top, int) and not isinstance(top, bool) and top > 0 else 0
+    tokens = reply.top_logprobs or ({(reply.arguments if reply.kind == "tool" else reply.content) or "": 0.0},)
+
+    def entry(token: str, logprob: float) -> dict[str, Any]:
+        return {"token": token, "logprob": logprob, "bytes": list(token.encode("utf-8"))}
+
+    served = []
+    for alternatives in tokens:
+        chosen = next(iter(alternatives))
+        ranked = sorted(alternatives.items(), key=lambda pair: -pair[1])[:count]
+        served.append({**entry(chosen, alternatives[chosen]), "top_logprobs": [entry(t, lp) for t, lp in ranked]})
+    return served
 
 
 def _error_response(status: int, message: str, code: str) -> Any:

@@ -16,14 +16,36 @@ Environment variables (read when a request is made, not at import):
 ``SCORERS_HTTP_TRANSPORT``
     ``auto`` (default: aiohttp when installed, else httpx), ``aiohttp`` or ``httpx``.
 
+Settings without an environment variable (``configure()``, ``LLMEngine(...)``):
+
+``api``
+    ``"chat"`` (default: ``POST /chat/completions``) or ``"responses"`` (``POST /responses``, OpenAI's
+    Responses API). A :class:`~scorers.llm.engine.ChatRequest` may name its own (``api=``).
+``reasoning``
+    ``None`` (default): derived from the model name by :func:`is_reasoning_model` (OpenAI's o-series and
+    the gpt-5 family and later). ``True``/``False`` overrides it for every model. A reasoning model is sent
+    no ``temperature`` or ``top_p`` and ``max_completion_tokens`` instead of ``max_tokens``.
+``deadline``
+    Seconds one ``complete()`` call may take over all its retries and re-asks (default
+    :data:`DEFAULT_DEADLINE`, 600); past it the call raises :class:`~scorers.errors.JudgeError`. The clock
+    starts when the first attempt gets its concurrency slot, so queueing behind other rows does not count.
+
 >>> configure(model="gpt-4o", max_concurrency=8)
 >>> resolve(api_key="sk-example").model
 'gpt-4o'
 >>> configure(reset=True)
+>>> configure(api="responses", reasoning=True, deadline=120)
+>>> settings = resolve(api_key="sk-example")
+>>> settings.api, settings.reasoning, settings.deadline
+('responses', True, 120.0)
+>>> configure(reset=True)
+>>> is_reasoning_model("o4-mini"), is_reasoning_model("gpt-5.1"), is_reasoning_model("gpt-4o")
+(True, True, False)
 """
 from __future__ import annotations
 
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,11 +55,32 @@ from .._util import memoize
 from ..errors import ConfigError
 
 __all__ = ["DEFAULT_MODEL", "DEFAULT_BASE_URL", "LLMSettings", "configure", "resolve", "configured_prices", "default_model",
-           "default_cache_path", "settings_state"]
+           "default_cache_path", "settings_state", "is_reasoning_model", "DEFAULT_DEADLINE", "APIS"]
 
 #: The judge model used when neither an argument, :func:`configure` nor ``SCORERS_MODEL`` names one.
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: Seconds one ``complete()`` call may take, retries and re-asks included, unless ``deadline=`` says otherwise.
+DEFAULT_DEADLINE = 600.0
+#: The request shapes the engine speaks: chat completions and OpenAI's Responses API.
+APIS = ("chat", "responses")
+
+#: Reasoning model names: ``o`` + a digit (o1, o3-mini, o4-mini) or ``gpt-`` + a major version >= 5 (gpt-5,
+#: gpt-5.1, gpt-5-mini, gpt-6), optionally after a provider prefix (``openai/o3``).
+_REASONING_MODEL = re.compile(r"(?:^|/)(?:o[1-9]\d*|gpt-(?:[5-9]|[1-9]\d+))(?:[-.:]|$)", re.IGNORECASE)
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Whether ``model`` names a reasoning model (no ``temperature``; ``max_completion_tokens``).
+
+    >>> [is_reasoning_model(m) for m in ("o1", "o3-mini", "openai/o3", "gpt-5", "gpt-5-mini", "gpt-10")]
+    [True, True, True, True, True, True]
+    >>> [is_reasoning_model(m) for m in ("gpt-4o-mini", "gpt-4.1", "omni-judge", "gemma", "gpt-50x")]
+    [False, False, False, False, False]
+
+    Override it with ``configure(reasoning=True/False)`` or ``LLMEngine(reasoning=...)``.
+    """
+    return _REASONING_MODEL.search(model) is not None
 
 _DEFAULTS: dict[str, Any] = {
     "max_concurrency": 32,   # requests in flight per endpoint and event loop
@@ -49,6 +92,8 @@ _DEFAULTS: dict[str, Any] = {
     "retry_after_max": 60.0,  # cap of a server's Retry-After
     "transport": "auto",
     "cache": True,
+    "api": "chat",
+    "deadline": DEFAULT_DEADLINE,
 }
 _TRANSPORTS = ("auto", "aiohttp", "httpx")
 _OFF = {"0", "off", "false", "no", "none", ""}
@@ -92,6 +137,10 @@ class LLMSettings:
     backoff_max: float = 20.0
     retry_after_max: float = 60.0
     transport: str = "auto"
+    api: str = "chat"
+    #: ``None``: derived per request from the model name (:func:`is_reasoning_model`).
+    reasoning: bool | None = None
+    deadline: float = DEFAULT_DEADLINE
     #: ``None`` (no cache), or the path of the SQLite cache file, or an ``LLMCache`` instance.
     cache: Any = None
 
@@ -112,15 +161,24 @@ def _check(name: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 50:
             raise ConfigError(f"LLM setting {name!r} must be an integer in [0, 50], got {value!r}")
         return value
-    if name in ("timeout", "backoff_base", "backoff_max", "retry_after_max"):
+    if name in ("timeout", "backoff_base", "backoff_max", "retry_after_max", "deadline"):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or value == float("inf"):
             raise ConfigError(f"LLM setting {name!r} must be a finite number of seconds >= 0, got {value!r}")
-        if name == "timeout" and value == 0:
-            raise ConfigError("LLM setting 'timeout' must be > 0")
+        if name in ("timeout", "deadline") and value == 0:
+            raise ConfigError(f"LLM setting {name!r} must be > 0")
         return float(value)
     if name == "transport":
         if value not in _TRANSPORTS:
             raise ConfigError(f"LLM setting 'transport' must be one of {', '.join(_TRANSPORTS)}, got {value!r}")
+        return value
+    if name == "api":
+        if value not in APIS:
+            raise ConfigError(f"LLM setting 'api' must be one of {', '.join(APIS)}, got {value!r}")
+        return value
+    if name == "reasoning":
+        if not isinstance(value, bool):
+            raise ConfigError(f"LLM setting 'reasoning' must be True, False or None (derive from the model), "
+                              f"got {value!r}")
         return value
     if name == "cache":
         from .cache import LLMCache
@@ -162,14 +220,15 @@ def configure(*, client: Any = _UNSET, model: Any = _UNSET, base_url: Any = _UNS
               max_concurrency: Any = _UNSET, timeout: Any = _UNSET, max_retries: Any = _UNSET,
               max_reasks: Any = _UNSET, cache: Any = _UNSET, transport: Any = _UNSET, prices: Any = _UNSET,
               backoff_base: Any = _UNSET, backoff_max: Any = _UNSET, retry_after_max: Any = _UNSET,
-              reset: bool = False) -> None:
+              api: Any = _UNSET, reasoning: Any = _UNSET, deadline: Any = _UNSET, reset: bool = False) -> None:
     """Set process-wide defaults of every LLM judge (arguments given to a scorer still win).
 
     Passing ``None`` clears one setting; ``reset=True`` clears all first. ``cache``
     is ``True``/``False``, a file path or an :class:`~scorers.llm.cache.LLMCache`;
     ``prices`` maps model names to ``(input, output)`` USD per 1M tokens for cost estimates.
     Retries wait ``backoff_base * 2**k`` seconds (jittered, at most ``backoff_max``), or the
-    server's ``Retry-After`` (at most ``retry_after_max``).
+    server's ``Retry-After`` (at most ``retry_after_max``). ``api``, ``reasoning`` and ``deadline`` are
+    described in the module docstring.
     """
     given = {k: v for k, v in locals().items() if k != "reset" and v is not _UNSET}
     checked = {name: _check(name, value) for name, value in given.items()}
@@ -273,6 +332,7 @@ def resolve(**overrides: Any) -> LLMSettings:
         max_concurrency=chosen["max_concurrency"], timeout=chosen["timeout"], max_retries=chosen["max_retries"],
         max_reasks=chosen["max_reasks"], backoff_base=chosen["backoff_base"], backoff_max=chosen["backoff_max"],
         retry_after_max=chosen["retry_after_max"], transport=_env_transport(chosen), cache=_cache_target(chosen["cache"]),
+        api=chosen["api"], reasoning=chosen.get("reasoning"), deadline=chosen["deadline"],
     )
 
 

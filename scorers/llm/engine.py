@@ -1,4 +1,4 @@
-"""The async chat-completions engine under every LLM judge.
+"""The async engine under every LLM judge: chat completions or OpenAI's Responses API.
 
 One coroutine, :meth:`LLMEngine.complete`, sends a :class:`ChatRequest` to an
 OpenAI-compatible endpoint through ``openai.AsyncOpenAI`` and returns a
@@ -13,11 +13,14 @@ OpenAI-compatible endpoint through ``openai.AsyncOpenAI`` and returns a
   the SDK's own retries are switched off so that ours are the only ones;
 * re-asks: when ``validate(result)`` raises :class:`InvalidReply`, the request is
   sent again (bypassing the cache) up to ``max_reasks`` times;
+* a ``deadline`` (seconds, default 600) on the whole call, retries and re-asks
+  included; its clock starts when the first attempt gets its concurrency slot;
 * :class:`~scorers.errors.JudgeError` for every final failure, with the cause
   and (for unusable replies) the raw reply; the API key is never in a message.
   When the endpoint refuses the configuration itself (HTTP 401/403: the key;
   404: the model or base URL) it is an :class:`EndpointConfigError`, also a
-  :class:`~scorers.errors.ConfigError`, on which a run stops.
+  :class:`~scorers.errors.ConfigError`, on which a run stops. A request the
+  endpoint rejects as invalid is a :class:`RequestRejected` at once, never retried.
 
 The sync form (:meth:`LLMEngine.complete_sync`) runs the coroutine on the
 process-wide background loop of :mod:`scorers._aio`, so it also works inside a
@@ -28,29 +31,49 @@ the user is used as is (a sync ``openai.OpenAI`` one is copied into an async one
 Types the judges code against
 -----------------------------
 ``ChatRequest(messages, model=None, tools=None, tool_choice=None, temperature=None,
-max_tokens=None, response_format=None, seed=None, extra={}, cache_tag=None)``
-    ``None`` fields are not sent. ``model=None`` uses the engine's model.
-    ``extra`` holds further body parameters sent verbatim (e.g. ``{"top_p": 1}``);
-    ``cache_tag`` is part of the cache key but not sent (e.g. ``"sample-3"`` to get
-    independent cached samples of the same prompt).
+max_tokens=None, response_format=None, seed=None, extra={}, cache_tag=None,
+reasoning_effort=None, logprobs=False, top_logprobs=None, api=None)``
+    ``None`` fields are not sent. ``model=None`` uses the engine's model and
+    ``api=None`` the engine's ``api`` setting (``"chat"`` or ``"responses"``).
+    ``tools``, ``tool_choice`` and ``response_format`` are given in the chat shape;
+    the Responses API gets them converted (:meth:`ChatRequest.body`). ``extra``
+    holds further body parameters sent verbatim (e.g. ``{"top_p": 1}``) and is part
+    of the cache key; ``cache_tag`` is part of the cache key but not sent (e.g.
+    ``"sample-3"`` to get independent cached samples of the same prompt).
+    ``logprobs=True`` asks for the content tokens' log-probabilities (with
+    ``top_logprobs`` alternatives each); a reply without them raises
+    :class:`EndpointConfigError`, since that endpoint or model cannot give them.
 ``ChatResult``
     ``content`` (str or None), ``tool_calls`` (tuple of :class:`ToolCall`: ``name``,
     ``arguments`` as the raw string, ``id``), ``finish_reason``, ``model`` (requested),
     ``response_model`` (reported by the server), ``prompt_tokens``,
     ``completion_tokens`` (summed over re-asks), ``latency_s`` (wall time of the
     call, retries included), ``attempts`` (HTTP requests made; 0 when cached),
-    ``reasks``, ``cached``, ``parsed`` (what ``validate`` returned). ``to_dict()``
-    gives a JSON-able form (this is ``JudgeError.raw`` for unusable replies).
+    ``reasks``, ``cached``, ``parsed`` (what ``validate`` returned), ``sent`` (the
+    generation settings actually sent, with the ``api``), ``logprobs`` (a tuple of
+    :class:`TokenLogprob`, or ``None`` when not asked for). ``to_dict()`` gives a
+    JSON-able form (this is ``JudgeError.raw`` for unusable replies).
 ``validate(result) -> Any``
     Raise :class:`InvalidReply` (with a reason) when the reply is unusable; the
     return value is stored in ``result.parsed``.
+
+Reasoning models (:func:`~scorers.llm.config.is_reasoning_model`, or the
+``reasoning`` setting) are sent no ``temperature`` or ``top_p`` (not even from
+``extra``) and ``max_completion_tokens`` instead of ``max_tokens``.
+``reasoning_effort`` is sent whenever it is given, to any model: the caller asked
+for it, and an endpoint that does not know it says so (:class:`RequestRejected`).
+``ChatResult.sent`` shows what went out.
 
 >>> from scorers.testing import LoopbackLLM, Reply
 >>> with LoopbackLLM(default=Reply.choice("A")) as server:
 ...     engine = LLMEngine(base_url=server.base_url, api_key="placeholder", cache=False)
 ...     result = engine.complete_sync(ChatRequest(messages=[{"role": "user", "content": "Pick one"}]))
+...     thought = engine.complete_sync(ChatRequest(messages=[{"role": "user", "content": "Pick one"}],
+...         model="o4-mini", temperature=0, max_tokens=400, reasoning_effort="low", api="responses"))
 >>> result.tool_calls[0].name, result.tool_calls[0].arguments, result.attempts
 ('select_choice', '{"choice": "A"}', 1)
+>>> thought.sent
+{'api': 'responses', 'max_output_tokens': 400, 'reasoning': {'effort': 'low'}}
 """
 from __future__ import annotations
 
@@ -62,6 +85,7 @@ import hashlib
 import json
 import logging
 import random
+import re
 import sqlite3
 import sys
 import time
@@ -75,21 +99,46 @@ from .._aio import run_sync
 from .._util import memoize, optional_import
 from ..errors import ConfigError, JudgeError, MissingExtraError
 from .cache import LLMCache, cache_key, cache_keys, open_cache
-from .config import LLMSettings, check_options, default_model, resolve, settings_state
+from .config import APIS, LLMSettings, check_options, default_model, is_reasoning_model, resolve, settings_state
 
-__all__ = ["ChatRequest", "ChatResult", "ToolCall", "InvalidReply", "EndpointConfigError", "LLMEngine", "complete",
-           "complete_sync", "aclose"]
+__all__ = ["ChatRequest", "ChatResult", "ToolCall", "TokenLogprob", "InvalidReply", "EndpointConfigError",
+           "RequestRejected", "LLMEngine", "complete", "complete_sync", "aclose"]
 
 log = logging.getLogger("scorers.llm")
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
 
+#: The path each API posts to (under ``base_url``).
+_PATHS = {"chat": "/chat/completions", "responses": "/responses"}
+
+#: Body keys that are the request's content, not its generation settings (left out of ``ChatResult.sent``).
+_CONTENT_KEYS = frozenset({"model", "messages", "input", "tools", "tool_choice", "response_format"})
+
+#: What the Responses API is asked to include for output-text log-probabilities.
+_RESPONSES_LOGPROBS = "message.output_text.logprobs"
+
 
 class EndpointConfigError(JudgeError, ConfigError):
     """The endpoint refuses the judge's configuration, not one row: a wrong or unauthorised API key
-    (HTTP 401/403), an unknown model or base URL (HTTP 404). A :class:`~scorers.errors.ConfigError`, so a
-    run stops on it rather than failing every row the same way; a :class:`~scorers.errors.JudgeError`
-    with the attempts made."""
+    (HTTP 401/403), an unknown model or base URL (HTTP 404), or no log-probabilities from an endpoint
+    asked for them. A :class:`~scorers.errors.ConfigError`, so a run stops on it rather than failing
+    every row the same way; a :class:`~scorers.errors.JudgeError` with the attempts made."""
+
+
+class RequestRejected(JudgeError):
+    """The endpoint rejected the request as invalid; it was not retried.
+
+    That is an HTTP 4xx other than 401/403/404 (:class:`EndpointConfigError`) and 408/409/429
+    (retried), or a 5xx whose body is a request-validation error: llama-cpp-python answers a request
+    its schema refuses (e.g. ``response_format`` type ``json_schema``) with HTTP 500 and pydantic's
+    message, which no retry can change. ``status`` is the HTTP status, ``detail`` the server's message.
+    """
+
+    def __init__(self, message: str, *, status: int, detail: str, scorer: str | None = None,
+                 attempts: int | None = None) -> None:
+        super().__init__(message, scorer=scorer, attempts=attempts)
+        self.status = status
+        self.detail = detail
 
 
 class InvalidReply(Exception):
@@ -102,7 +151,7 @@ class InvalidReply(Exception):
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """One chat-completions request, independent of credentials and endpoint."""
+    """One request, independent of credentials, endpoint and API (see the module docstring)."""
 
     messages: Sequence[Mapping[str, Any]]
     model: str | None = None
@@ -114,16 +163,108 @@ class ChatRequest:
     seed: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     cache_tag: str | None = None
+    reasoning_effort: str | None = None
+    logprobs: bool = False
+    top_logprobs: int | None = None
+    api: str | None = None
 
-    def body(self, model: str) -> dict[str, Any]:
-        """The JSON body sent (and hashed for the cache)."""
-        body: dict[str, Any] = {"model": self.model or model, "messages": [dict(m) for m in self.messages]}
-        for name in ("tools", "tool_choice", "temperature", "max_tokens", "response_format", "seed"):
-            value = getattr(self, name)
-            if value is not None:
-                body[name] = list(value) if name == "tools" else value
-        body.update(self.extra)
+    def __post_init__(self) -> None:
+        if self.api is not None and self.api not in APIS:
+            raise ConfigError(f"ChatRequest api must be one of {', '.join(APIS)} or None, got {self.api!r}")
+        if self.top_logprobs is not None and not self.logprobs:
+            raise ConfigError("ChatRequest top_logprobs needs logprobs=True")
+
+    def body(self, model: str, *, api: str = "chat", reasoning: bool | None = None) -> dict[str, Any]:
+        """The JSON body sent (and hashed for the cache).
+
+        ``model`` and ``api`` apply when the request names none; ``reasoning=None``
+        derives it from the model name (:func:`~scorers.llm.config.is_reasoning_model`).
+
+        >>> request = ChatRequest(messages=[{"role": "user", "content": "Hi"}], temperature=0, max_tokens=9)
+        >>> request.body("gpt-4o-mini")
+        {'model': 'gpt-4o-mini', 'messages': [{'role': 'user', 'content': 'Hi'}], 'temperature': 0, 'max_tokens': 9}
+        >>> request.body("o3", api="responses")
+        {'model': 'o3', 'input': [{'role': 'user', 'content': 'Hi'}], 'max_output_tokens': 9}
+        """
+        name = self.model or model
+        thinks = is_reasoning_model(name) if reasoning is None else reasoning
+        messages = [dict(m) for m in self.messages]
+        extra = {k: v for k, v in self.extra.items() if not (thinks and k in ("temperature", "top_p"))}
+        temperature = None if thinks else self.temperature
+        if (self.api or api) == "chat":
+            body: dict[str, Any] = {"model": name, "messages": messages}
+            _put(body, "tools", None if self.tools is None else list(self.tools))
+            _put(body, "tool_choice", self.tool_choice)
+            _put(body, "temperature", temperature)
+            _put(body, "max_completion_tokens" if thinks else "max_tokens", self.max_tokens)
+            _put(body, "response_format", self.response_format)
+            _put(body, "seed", self.seed)
+            _put(body, "reasoning_effort", self.reasoning_effort)
+            if self.logprobs:
+                body["logprobs"] = True
+                _put(body, "top_logprobs", self.top_logprobs)
+        else:
+            body = {"model": name, "input": messages}
+            _put(body, "tools", None if self.tools is None else [_responses_tool(t) for t in self.tools])
+            _put(body, "tool_choice", _responses_tool_choice(self.tool_choice))
+            _put(body, "temperature", temperature)
+            _put(body, "max_output_tokens", self.max_tokens)
+            _put(body, "text", None if self.response_format is None else {"format": _responses_format(
+                self.response_format)})
+            _put(body, "seed", self.seed)
+            _put(body, "reasoning", None if self.reasoning_effort is None else {"effort": self.reasoning_effort})
+            if self.logprobs:
+                body["include"] = [_RESPONSES_LOGPROBS]
+                _put(body, "top_logprobs", self.top_logprobs)
+        body.update(extra)
         return body
+
+
+def _put(body: dict[str, Any], name: str, value: Any) -> None:
+    if value is not None:
+        body[name] = value
+
+
+def _responses_tool(tool: Mapping[str, Any]) -> Any:
+    """A chat-shaped function tool in the Responses shape; ``strict`` is ``False`` unless the tool says
+    otherwise (the Responses API's own default is ``True``, which many judge schemas do not satisfy).
+    Other tools (already in the Responses shape, built-in tools) are sent as given."""
+    function = tool.get("function")
+    if tool.get("type") != "function" or not isinstance(function, Mapping):
+        return tool
+    converted: dict[str, Any] = {"type": "function", "name": function.get("name")}
+    _put(converted, "description", function.get("description"))
+    converted["parameters"] = function.get("parameters", {"type": "object", "properties": {}})
+    converted["strict"] = function.get("strict", False)
+    return converted
+
+
+def _responses_tool_choice(choice: str | Mapping[str, Any] | None) -> Any:
+    """``{"type": "function", "function": {"name": N}}`` becomes ``{"type": "function", "name": N}``."""
+    if isinstance(choice, Mapping) and isinstance(choice.get("function"), Mapping):
+        return {"type": "function", "name": choice["function"].get("name")}
+    return choice
+
+
+def _responses_format(response_format: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat ``response_format`` as the Responses API's ``text.format``."""
+    schema = response_format.get("json_schema")
+    if response_format.get("type") == "json_schema" and isinstance(schema, Mapping):
+        return {"type": "json_schema", **schema}
+    return dict(response_format)
+
+
+def _sent(body: Mapping[str, Any], api: str) -> dict[str, Any]:
+    """The generation settings of ``body`` (``ChatResult.sent``): all but the content keys and ``text.format``."""
+    sent: dict[str, Any] = {"api": api}
+    for name, value in body.items():
+        if name == "text" and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if k != "format"}
+            if not value:
+                continue
+        if name not in _CONTENT_KEYS:
+            sent[name] = value
+    return sent
 
 
 @dataclass(frozen=True)
@@ -143,6 +284,26 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class TokenLogprob:
+    """One content token of the reply: its ``logprob`` and the ``top`` alternatives ``(token, logprob)``.
+
+    >>> TokenLogprob("4", -0.1, (("4", -0.1), ("3", -2.5))).to_dict()
+    {'token': '4', 'logprob': -0.1, 'top': [['4', -0.1], ['3', -2.5]]}
+    """
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"token": self.token, "logprob": self.logprob, "top": [list(pair) for pair in self.top]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "TokenLogprob":
+        return cls(data["token"], float(data["logprob"]), tuple((str(t), float(lp)) for t, lp in data["top"]))
+
+
+@dataclass(frozen=True)
 class ChatResult:
     """The assistant's reply and what it cost (see the module docstring)."""
 
@@ -158,6 +319,8 @@ class ChatResult:
     reasks: int = 0
     cached: bool = False
     parsed: Any = None
+    sent: Mapping[str, Any] = field(default_factory=dict)
+    logprobs: tuple[TokenLogprob, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able form (``parsed`` is left out: it may not be JSON)."""
@@ -165,21 +328,27 @@ class ChatResult:
                 "tool_calls": [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in self.tool_calls],
                 "finish_reason": self.finish_reason, "model": self.model, "response_model": self.response_model,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "latency_s": self.latency_s, "attempts": self.attempts, "reasks": self.reasks, "cached": self.cached}
+                "latency_s": self.latency_s, "attempts": self.attempts, "reasks": self.reasks, "cached": self.cached,
+                "sent": dict(self.sent),
+                "logprobs": None if self.logprobs is None else [t.to_dict() for t in self.logprobs]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ChatResult":
+        """The inverse of :meth:`to_dict`."""
         values = dict(data)
         values["tool_calls"] = tuple(ToolCall(**call) for call in values.get("tool_calls") or ())
+        if values.get("logprobs") is not None:
+            values["logprobs"] = tuple(TokenLogprob.from_dict(t) for t in values["logprobs"])
         return cls(**values)
 
     @classmethod
-    def _from_cache(cls, stored: Mapping[str, Any], latency_s: float,
-                    validate: Callable[["ChatResult"], Any] | None) -> "ChatResult | None":
-        """A stored reply as a cache hit (``cached``, no attempts), or ``None`` when it no longer passes ``validate``."""
-        values = {**stored, "tool_calls": tuple(ToolCall(**call) for call in stored.get("tool_calls") or ()),
-                  "cached": True, "attempts": 0, "latency_s": latency_s}
-        hit = cls(**values)
+    def _from_cache(cls, stored: Mapping[str, Any], latency_s: float, validate: Callable[["ChatResult"], Any] | None,
+                    sent: Mapping[str, Any]) -> "ChatResult | None":
+        """A stored reply as a cache hit (``cached``, no attempts), or ``None`` when it no longer passes ``validate``.
+
+        ``sent`` comes from the request's body (the cache key), so replies stored before ``ChatResult``
+        had the field get it too."""
+        hit = cls.from_dict({**stored, "cached": True, "attempts": 0, "latency_s": latency_s, "sent": sent})
         if validate is not None:
             try:
                 parsed = validate(hit)
@@ -225,11 +394,13 @@ class LLMEngine:
                  max_retries: int | None = None, max_reasks: int | None = None,
                  cache: bool | str | LLMCache | None = None, transport: str | None = None,
                  backoff_base: float | None = None, backoff_max: float | None = None,
-                 retry_after_max: float | None = None) -> None:
+                 retry_after_max: float | None = None, api: str | None = None, reasoning: bool | None = None,
+                 deadline: float | None = None) -> None:
         options = check_options(dict(
             client=client, model=model, base_url=base_url, api_key=api_key, max_concurrency=max_concurrency,
             timeout=timeout, max_retries=max_retries, max_reasks=max_reasks, cache=cache, transport=transport,
-            backoff_base=backoff_base, backoff_max=backoff_max, retry_after_max=retry_after_max))
+            backoff_base=backoff_base, backoff_max=backoff_max, retry_after_max=retry_after_max, api=api,
+            reasoning=reasoning, deadline=deadline))
         if "client" in options and ("api_key" in options or "base_url" in options):
             raise ConfigError("pass either client= or api_key=/base_url=, not both")
         self._options = options
@@ -291,13 +462,13 @@ class LLMEngine:
         settings, cache = self._resolved()
         if cache is None or not requests:
             return [None] * len(requests)
-        model = settings.model
-        keys = cache_keys([r.body(model) for r in requests], base_url=settings.base_url,
-                          tags=[r.cache_tag for r in requests])
+        bodies = [_body(r, settings) for r in requests]
+        keys = cache_keys([body for body, _ in bodies], base_url=settings.base_url, tags=[r.cache_tag for r in requests])
         stored = _cache_call(cache.get_many, keys) or {}
         latency = time.perf_counter() - started
-        return [None if (entry := stored.get(key)) is None else ChatResult._from_cache(entry, latency, validate)
-                for key in keys]
+        return [None if (entry := stored.get(key)) is None else
+                ChatResult._from_cache(entry, latency, validate, _sent(body, api))
+                for key, (body, api) in zip(keys, bodies)]
 
     async def complete(self, request: ChatRequest, *, validate: Callable[[ChatResult], Any] | None = None,
                        scorer: str | None = None, read_cache: bool = True) -> ChatResult:
@@ -309,33 +480,39 @@ class LLMEngine:
         """
         started = time.perf_counter()
         settings, cache = self._resolved()
-        body = request.body(settings.model)
+        body, api = _body(request, settings)
+        sent = _sent(body, api)
         label = f"{scorer}: " if scorer else ""
         key = cache_key(body, base_url=settings.base_url, tag=request.cache_tag) if cache is not None else ""
         if cache is not None and read_cache:
             stored = _cache_call(cache.get, key)
             if stored is not None:
-                hit = ChatResult._from_cache(stored, time.perf_counter() - started, validate)
+                hit = ChatResult._from_cache(stored, time.perf_counter() - started, validate, sent)
                 if hit is not None:
                     return hit
 
-        prompt_tokens = completion_tokens = attempts = 0
+        budget = _Budget(settings.deadline)
+        prompt_tokens = completion_tokens = 0
         last_reply: ChatResult | None = None
         last_reason = ""
         for reask in range(settings.max_reasks + 1):
-            data, tries = await _send(body, settings, scorer)
-            attempts += tries
+            data = await _send(body, api, settings, scorer, budget)
             try:
-                reply = _parse_completion(data, model=body["model"])
+                reply = _PARSERS[api](data, model=body["model"])
             except InvalidReply as exc:
                 last_reply, last_reason = None, exc.reason
                 log.info("%sunusable completion (ask %d of %d): %s", label, reask + 1, settings.max_reasks + 1,
                          exc.reason)
                 continue
+            if request.logprobs and reply.logprobs is None:
+                raise EndpointConfigError(
+                    f"{label}the endpoint returned no logprobs for model {body['model']!r} at {settings.base_url} "
+                    f"({api} API); this endpoint or model does not support logprobs=True",
+                    scorer=scorer, raw=reply.to_dict(), attempts=budget.attempts)
             prompt_tokens += reply.prompt_tokens
             completion_tokens += reply.completion_tokens
             reply = replace(reply, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                            attempts=attempts, reasks=reask)
+                            attempts=budget.attempts, reasks=reask, sent=sent)
             try:
                 parsed = validate(reply) if validate is not None else None
             except InvalidReply as exc:
@@ -351,7 +528,40 @@ class LLMEngine:
         raise JudgeError(
             _redact(f"{label}the judge's reply was unusable after {asks} ask{'s' if asks > 1 else ''}: {last_reason}",
                     settings.api_key),
-            scorer=scorer, raw=None if last_reply is None else last_reply.to_dict(), attempts=attempts)
+            scorer=scorer, raw=None if last_reply is None else last_reply.to_dict(), attempts=budget.attempts)
+
+
+def _body(request: ChatRequest, settings: LLMSettings) -> tuple[dict[str, Any], str]:
+    """The body of ``request`` under ``settings`` and the API it is for."""
+    api = request.api or settings.api
+    return request.body(settings.model, api=api, reasoning=settings.reasoning), api
+
+
+class _Budget:
+    """The ``deadline`` of one ``complete()`` call and the HTTP attempts it made.
+
+    The clock starts with the first attempt (:meth:`start`, once its concurrency slot is held), so
+    that rows queued behind others are not charged for the wait.
+    """
+
+    __slots__ = ("seconds", "ends", "attempts")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.ends: float | None = None
+        self.attempts = 0
+
+    def start(self) -> None:
+        if self.ends is None:
+            self.ends = time.monotonic() + self.seconds
+
+    def left(self) -> float:
+        return self.seconds if self.ends is None else self.ends - time.monotonic()
+
+    def exceeded(self, label: str, scorer: str | None, cause: str) -> JudgeError:
+        return JudgeError(f"{label}no usable reply within the deadline of {self.seconds:g} s (deadline=) after "
+                          f"{self.attempts} attempt{'s' if self.attempts != 1 else ''}; last: {cause}",
+                          scorer=scorer, attempts=self.attempts)
 
 
 def _cache_call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -365,8 +575,9 @@ def _cache_call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 # --------------------------------------------------------------------------- HTTP with retries
-async def _send(body: dict[str, Any], settings: LLMSettings, scorer: str | None) -> tuple[Any, int]:
-    """POST ``body``; return the decoded JSON and the number of HTTP attempts. Raises :class:`JudgeError`."""
+async def _send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: str | None, budget: _Budget) -> Any:
+    """POST ``body`` to ``api``'s path; return the decoded JSON. Counts attempts in ``budget``; raises
+    :class:`JudgeError` (:class:`RequestRejected`, :class:`EndpointConfigError`)."""
     import openai
 
     label = f"{scorer}: " if scorer else ""
@@ -374,32 +585,41 @@ async def _send(body: dict[str, Any], settings: LLMSettings, scorer: str | None)
     limiter = _limiter_for(settings.base_url)
     response_class = _httpx_response_class()
     attempts_allowed = settings.max_retries + 1
+    cause = "the deadline passed before the first attempt"
     for attempt in range(1, attempts_allowed + 1):
         retry_after: float | None = None
         async with limiter.slot(settings.max_concurrency):
+            budget.start()
+            limit = min(settings.timeout, budget.left())
+            if limit <= 0:
+                raise budget.exceeded(label, scorer, cause)
+            budget.attempts += 1
             try:
-                async with _deadline(settings.timeout):
-                    response = await client.post("/chat/completions", body=body, cast_to=response_class,
+                async with _deadline(limit):
+                    response = await client.post(_PATHS[api], body=body, cast_to=response_class,
                                                  options={"max_retries": 0, "timeout": settings.timeout})
-                return json.loads(response.content), attempt
+                return json.loads(response.content)
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 if status in (401, 403):
                     raise EndpointConfigError(f"{label}authentication failed (HTTP {status}) at {settings.base_url}; "
                                               f"check the API key (OPENAI_API_KEY or api_key=)",
-                                              scorer=scorer, attempts=attempt) from None
+                                              scorer=scorer, attempts=budget.attempts) from None
                 detail = _redact(_error_detail(exc), settings.api_key)
                 if status == 404:
                     raise EndpointConfigError(f"{label}the endpoint rejected the request (HTTP 404): {detail}; check "
                                               f"the base URL ({settings.base_url}) and the model ({body['model']})",
-                                              scorer=scorer, attempts=attempt) from None
-                if status not in _RETRY_STATUSES and status < 500:
-                    raise JudgeError(f"{label}the endpoint rejected the request (HTTP {status}): {detail}",
-                                     scorer=scorer, attempts=attempt) from None
+                                              scorer=scorer, attempts=budget.attempts) from None
+                if (status not in _RETRY_STATUSES and status < 500) or (status >= 500 and _is_validation_error(detail)):
+                    raise RequestRejected(f"{label}the endpoint rejected the request (HTTP {status}): {detail}",
+                                          status=status, detail=detail, scorer=scorer,
+                                          attempts=budget.attempts) from None
                 cause = f"HTTP {status}: {detail}"
                 retry_after = _retry_after(exc.response.headers)
             except asyncio.TimeoutError:
-                cause = f"no reply within the {settings.timeout:g} s timeout"
+                cause = f"no reply within the {limit:g} s timeout"
+                if limit < settings.timeout:
+                    raise budget.exceeded(label, scorer, cause) from None
             except openai.APIConnectionError as exc:  # APITimeoutError included
                 root = _root_cause(exc)
                 if isinstance(root, TimeoutError) or "Timeout" in type(root).__name__:
@@ -411,10 +631,22 @@ async def _send(body: dict[str, Any], settings: LLMSettings, scorer: str | None)
         if attempt == attempts_allowed:
             break
         delay = _backoff(attempt, retry_after, settings)
+        if delay >= budget.left():
+            raise budget.exceeded(label, scorer, cause)
         log.info("%s%s; retrying in %.2f s (attempt %d of %d)", label, cause, delay, attempt + 1, attempts_allowed)
         await asyncio.sleep(delay)
     raise JudgeError(f"{label}the request to {settings.base_url} failed after {attempts_allowed} "
-                     f"attempt{'s' if attempts_allowed > 1 else ''}: {cause}", scorer=scorer, attempts=attempts_allowed)
+                     f"attempt{'s' if attempts_allowed > 1 else ''}: {cause}", scorer=scorer, attempts=budget.attempts)
+
+
+#: Messages of a server-side request-validation error (pydantic, as llama-cpp-python and other FastAPI servers
+#: send it with HTTP 500): a request that no retry can fix.
+_VALIDATION_ERROR = re.compile(r"\bvalidation errors? for\b|\bInput should be\b|\bField required\b")
+
+
+def _is_validation_error(detail: str) -> bool:
+    """Whether a 5xx's message says the request itself was invalid (see :class:`RequestRejected`)."""
+    return _VALIDATION_ERROR.search(detail) is not None
 
 
 def _backoff(attempt: int, retry_after: float | None, settings: LLMSettings) -> float:
@@ -488,7 +720,7 @@ else:  # pragma: no cover - Python 3.10
 
 
 # --------------------------------------------------------------------------- parsing
-def _parse_completion(data: Any, *, model: str) -> ChatResult:
+def _parse_chat(data: Any, *, model: str) -> ChatResult:
     """Read the first choice of a chat-completion body; raise :class:`InvalidReply` on an odd shape."""
     if not isinstance(data, Mapping):
         raise InvalidReply(f"the completion is not a JSON object: {str(data)[:200]!r}")
@@ -503,12 +735,12 @@ def _parse_completion(data: Any, *, model: str) -> ChatResult:
         function = call.get("function") if isinstance(call, Mapping) else None
         if not isinstance(function, Mapping):
             raise InvalidReply(f"a tool call has no function: {str(call)[:200]!r}")
-        arguments = function.get("arguments")
-        if not isinstance(arguments, str):  # some servers send an object; keep the JSON text
-            arguments = json.dumps(arguments)
-        calls.append(ToolCall(name=str(function.get("name") or ""), arguments=arguments, id=call.get("id")))
+        calls.append(ToolCall(name=str(function.get("name") or ""), arguments=_arguments(function.get("arguments")),
+                              id=call.get("id")))
     usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
     content = message.get("content")
+    logprobs = choices[0].get("logprobs")
+    tokens = logprobs.get("content") if isinstance(logprobs, Mapping) else None
     return ChatResult(
         content=content if isinstance(content, str) else None,
         tool_calls=tuple(calls),
@@ -517,7 +749,76 @@ def _parse_completion(data: Any, *, model: str) -> ChatResult:
         response_model=data.get("model"),
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
+        logprobs=None if tokens is None else _token_logprobs(tokens),
     )
+
+
+#: ``finish_reason`` of an ``incomplete`` Responses reply, by ``incomplete_details.reason``.
+_INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
+
+
+def _parse_responses(data: Any, *, model: str) -> ChatResult:
+    """Read a Responses API body: ``function_call`` output items are the tool calls, the ``output_text``
+    parts of ``message`` items the content (joined) and their logprobs. ``finish_reason`` is given in the
+    chat vocabulary: ``"tool_calls"`` or ``"stop"`` when completed, ``"length"`` when cut at
+    ``max_output_tokens``. Raises :class:`InvalidReply` on an odd shape or a failed response."""
+    if not isinstance(data, Mapping):
+        raise InvalidReply(f"the response is not a JSON object: {str(data)[:200]!r}")
+    output = data.get("output")
+    if not isinstance(output, list):
+        raise InvalidReply("the response has no output list")
+    if data.get("status") == "failed":
+        raise InvalidReply(f"the response failed: {str(data.get('error'))[:300]}")
+    calls: list[ToolCall] = []
+    texts: list[str] = []
+    tokens: list[Any] | None = None
+    for item in output:
+        kind = item.get("type") if isinstance(item, Mapping) else None
+        if kind == "function_call":
+            calls.append(ToolCall(name=str(item.get("name") or ""), arguments=_arguments(item.get("arguments")),
+                                  id=item.get("call_id")))
+        elif kind == "message":
+            for part in item.get("content") or ():
+                if isinstance(part, Mapping) and part.get("type") == "output_text":
+                    texts.append(str(part.get("text") or ""))
+                    if isinstance(part.get("logprobs"), list):
+                        tokens = [*(tokens or ()), *part["logprobs"]]
+    if data.get("status") == "incomplete":
+        details = data.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, Mapping) else None
+        finish = _INCOMPLETE_REASONS.get(str(reason), str(reason))
+    else:
+        finish = "tool_calls" if calls else "stop"
+    usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
+    return ChatResult(
+        content="".join(texts) if texts else None,
+        tool_calls=tuple(calls),
+        finish_reason=finish,
+        model=model,
+        response_model=data.get("model"),
+        prompt_tokens=int(usage.get("input_tokens") or 0),
+        completion_tokens=int(usage.get("output_tokens") or 0),
+        logprobs=None if tokens is None else _token_logprobs(tokens),
+    )
+
+
+_PARSERS: dict[str, Callable[..., ChatResult]] = {"chat": _parse_chat, "responses": _parse_responses}
+
+
+def _arguments(arguments: Any) -> str:
+    """A tool call's arguments as JSON text (some servers send an object; keep its JSON text)."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def _token_logprobs(tokens: Any) -> tuple[TokenLogprob, ...]:
+    """``[{token, logprob, top_logprobs: [{token, logprob}]}]`` (both APIs' shape) as :class:`TokenLogprob`s."""
+    try:
+        return tuple(TokenLogprob(str(t["token"]), float(t["logprob"]),
+                                  tuple((str(a["token"]), float(a["logprob"])) for a in t.get("top_logprobs") or ()))
+                     for t in tokens)
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
+        raise InvalidReply(f"the reply's logprobs are malformed ({type(exc).__name__}: {exc}): "
+                           f"{str(tokens)[:200]!r}") from None
 
 
 # --------------------------------------------------------------------------- per-loop state

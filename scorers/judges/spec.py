@@ -16,6 +16,7 @@ every problem, each located by its key. The models export a JSON Schema
 from __future__ import annotations
 
 import math
+import string
 from typing import Annotated, Any, Literal, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
@@ -56,9 +57,12 @@ _EXPECTED = {
     "min_prob": "a probability in (0, 1)",
     "swap": "true or false",
     "allow_tie": "true or false",
+    "samples": "an integer >= 1",
+    "aggregate": "mean | majority",
     "other": "the name of the field holding the second output",
 }
 
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _Text = Annotated[str, Field(min_length=1, pattern=r"\S")]
 
 
@@ -166,6 +170,20 @@ class ClassifierSpec(_Common):
 
     kind: Literal["classifier"] = "classifier"
     choice_scores: dict[str, float]
+    samples: Annotated[int, Field(ge=1)] = 1
+    aggregate: Literal["mean", "majority"] = "mean"
+
+    @model_validator(mode="after")
+    def _check(self) -> "ClassifierSpec":
+        if self.samples > 1 and not self.temperature:
+            raise _KeyError("samples", f"samples={self.samples} needs temperature > 0: at temperature 0 the "
+                                       "samples are the same judgment repeated")
+        if self.response_mode == "text":
+            bad = [c for c in self.choice_scores if c != c.translate(_PUNCTUATION) or c != " ".join(c.split())]
+            if bad:
+                raise _KeyError("response_mode", f"response_mode text cannot read choices with punctuation or "
+                                                 f"extra spaces: {bad}")
+        return self
 
     @field_validator("choice_scores", mode="before")
     @classmethod
@@ -287,7 +305,8 @@ def _problems(exc: ValidationError, kind: str) -> list[tuple[str, str]]:
         loc = [str(part) for part in error["loc"]]
         if loc and loc[0] == kind:  # the discriminated union's tag
             loc = loc[1:]
-        key = ".".join(loc)
+        key = "".join(f"[{part}]" if part.isdigit() and index else f"{'.' if index else ''}{part}"
+                      for index, part in enumerate(loc))
         cause = (error.get("ctx") or {}).get("error")
         if isinstance(cause, _KeyError):
             out.append((cause.key, cause.message))
@@ -295,6 +314,8 @@ def _problems(exc: ValidationError, kind: str) -> list[tuple[str, str]]:
             out.append((key, f"unknown key (allowed: {allowed})"))
         elif error["type"] == "missing":
             out.append((key, "is required"))
+        elif error["type"] == "literal_error":
+            out.append((key, f"must be one of {(error.get('ctx') or {}).get('expected')}, got {error['input']!r}"))
         elif isinstance(cause, ValueError):
             out.append((key, str(cause)))
         elif len(loc) == 1 and loc[0] in _EXPECTED:

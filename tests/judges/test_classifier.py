@@ -296,7 +296,7 @@ def test_autoevals_template_file_works_unchanged(llm_env: LoopbackLLM) -> None:
 
 
 def test_openai_evals_spec_file_works(llm_env: LoopbackLLM, tmp_path: Path) -> None:
-    from tests.test_templates import EVALS_SPEC_FILE
+    from tests.judges.test_template import EVALS_SPEC_FILE
 
     path = tmp_path / "modelgraded.yaml"
     path.write_text(EVALS_SPEC_FILE)

@@ -1,0 +1,470 @@
+"""What every LLM judge shares: settings validated by the spec model, the engine, batch judging, metadata.
+
+A judge kind subclasses :class:`LLMJudge` and defines two things:
+
+``_requests(variables) -> list[ChatRequest]``
+    the requests of one row (one, or several independent ones: samples, both orders);
+``_score_from(results, latency) -> Score``
+    the score from the validated replies (``result.parsed`` holds what ``_validate`` returned).
+
+Batches read the cache once for every row and send only the misses, concurrently.
+:class:`ReplyFormat` turns a JSON schema into the request parts of each response
+mode (a forced tool call, a ``json_schema`` or ``json_object`` response format)
+and reads the reply back as a mapping.
+
+>>> fmt = ReplyFormat("record_rating", "Record the rating.", {"type": "object", "properties": {
+...     "rating": {"type": "integer", "minimum": 1, "maximum": 5}}, "required": ["rating"]})
+>>> tools, tool_choice, response_format = fmt.request_parts("tools")
+>>> tools[0]["function"]["name"], tool_choice, response_format
+('record_rating', {'type': 'function', 'function': {'name': 'record_rating'}}, None)
+>>> fmt.request_parts("json_object")[2]["type"]
+'json_object'
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping, Sequence
+
+from .._util import lazy
+from ..aggregate import Aggregator, MeanAggregator
+from ..base import Scorer
+from ..errors import ConfigError, JudgeError, ScorerError, ScorerInputError, UnknownArgumentError
+from ..fields import Field
+from ..llm.engine import ChatRequest, ChatResult, InvalidReply, LLMEngine, NotPicklable
+from ..llm.usage import ModelUsage, Usage
+from ..score import Score
+from .spec import validate_spec
+from .template import JudgeTemplate, _render_value, mustache_to_jinja
+
+__all__ = ["LLMJudge", "ReplyFormat", "JudgeAggregator", "REASONS_DESCRIPTION", "judge_error", "reasons_text",
+           "sum_usage"]
+
+REASONS_DESCRIPTION = ("Your reasoning, step by step, written before you decide: weigh the evidence first "
+                       "and only then give your answer.")
+
+
+@dataclass(frozen=True)
+class ReplyFormat:
+    """The JSON object a judge asks for, as a forced tool call or a response format, and how to read it back."""
+
+    tool: str
+    description: str
+    schema: Mapping[str, Any]
+
+    def request_parts(self, mode: str) -> tuple[Any, Any, Any]:
+        """``(tools, tool_choice, response_format)`` for ``mode`` (``text``: all ``None``)."""
+        if mode == "tools":
+            return ([{"type": "function", "function": {"name": self.tool, "description": self.description,
+                                                       "parameters": dict(self.schema)}}],
+                    {"type": "function", "function": {"name": self.tool}}, None)
+        if mode == "json":
+            return None, None, {"type": "json_schema", "json_schema": {"name": self.tool, "strict": True,
+                                                                       "schema": dict(self.schema)}}
+        if mode == "json_object":  # servers that know only json_object take the schema here (llama.cpp, vLLM)
+            return None, None, {"type": "json_object", "schema": dict(self.schema)}
+        return None, None, None
+
+    def schema_text(self) -> str:
+        """The schema as compact JSON, for the prompt of the ``json_object`` mode."""
+        return json.dumps(self.schema, ensure_ascii=False, separators=(",", ":"))
+
+    def read(self, result: ChatResult, mode: str) -> dict[str, Any]:
+        """The reply's JSON object; raises :class:`InvalidReply` (the engine re-asks) when there is none."""
+        if mode == "tools":
+            if not result.tool_calls:
+                raise InvalidReply(f"no tool call in the reply (content: {(result.content or '')[:200]!r})")
+            call = result.tool_calls[0]
+            if call.name != self.tool:
+                raise InvalidReply(f"called tool {call.name!r} instead of {self.tool!r}")
+            text = call.arguments
+        elif not result.content or not result.content.strip():
+            raise InvalidReply("the reply has no text content")
+        else:
+            text = _strip_code_fence(result.content)
+        try:
+            parsed = json.loads(text)
+        except ValueError as exc:
+            raise InvalidReply(f"malformed JSON ({exc})") from None
+        if not isinstance(parsed, dict):
+            raise InvalidReply("the JSON is not an object")
+        return parsed
+
+
+def _strip_code_fence(text: str) -> str:
+    match = re.fullmatch(r"\s*```(?:json)?\s*(.*?)\s*```\s*", text, re.S)
+    return match.group(1) if match else text
+
+
+def reasons_text(value: Any) -> str | None:
+    """The ``reasons`` of a reply as text (a list of steps is joined by lines), or ``None``."""
+    if isinstance(value, list):
+        value = "\n".join(map(str, value))
+    return value if isinstance(value, str) else None
+
+
+_UNSET: Any = object()
+
+
+class LLMJudge(Scorer):
+    """Base of every LLM judge kind: settings, engine, batch judging and shared metadata.
+
+    Subclasses set ``judge_kind`` (the spec's ``kind``) and ``max_tokens_default``
+    ``(without CoT, with CoT)``: every call is bounded, as a judge that does not
+    stop would otherwise generate to the context limit.
+    """
+
+    kind = "llm"
+    algorithm_version = "1"
+    judge_kind: ClassVar[str] = ""
+    max_tokens_default: ClassVar[tuple[int, int]] = (256, 1024)
+    #: Response modes the kind supports (the spec may narrow them).
+    response_modes: ClassVar[tuple[str, ...]] = ("tools", "json", "json_object", "text")
+
+    def _setup(self, name: str, *, prompt_template: str | None, messages: Sequence[Mapping[str, str]] | None,
+               template: JudgeTemplate | None, description: str | None, engine: LLMEngine | None,
+               client: Any, max_reasks: int | None, spec_fields: Mapping[str, Any]) -> Any:
+        """Validate every setting with the spec model (one :class:`ConfigError` listing every problem),
+        build the template and the engine; returns the validated spec."""
+        Scorer.__init__(self, name=name)
+        given = [x is not None for x in (prompt_template, messages, template)]
+        if sum(given) != 1:
+            raise ConfigError(f"{name}: give exactly one of prompt_template, messages or template", scorer=name)
+        data: dict[str, Any] = {"kind": self.judge_kind,
+                                **{k: v for k, v in spec_fields.items() if v is not _UNSET}}
+        if template is not None:
+            data["messages"] = [{"role": role, "content": content} for role, content in template.messages]
+        elif prompt_template is not None:
+            data["prompt"] = prompt_template
+        else:
+            data["messages"] = list(messages or [])
+        spec, problems = validate_spec(data)
+        if problems:
+            raise ConfigError(f"{name}: invalid settings: " + "; ".join(f"{k or '<spec>'}: {m}" for k, m in problems),
+                              scorer=name)
+        if template is None:
+            template = JudgeTemplate(name=name, messages=tuple((role, mustache_to_jinja(content))
+                                                               for role, content in spec.message_pairs()),
+                                     choice_scores=getattr(spec, "choice_scores", None), description=description or "")
+        self.template = template
+        self.spec = spec
+        self.use_cot: bool = True if spec.use_cot is None else spec.use_cot
+        self.model: str | None = spec.model
+        self.temperature: float | None = spec.temperature if "temperature" in spec.model_fields_set else 0
+        self.max_tokens: int | None = spec.max_tokens
+        self.response_mode: str = spec.response_mode or "tools"
+        self.reasoning_effort: str | None = spec.reasoning_effort
+        self.api: str | None = spec.api
+        self.extra_args: dict[str, Any] = dict(spec.extra_args or {})
+        if self.response_mode not in self.response_modes:
+            raise ConfigError(f"{name}: response_mode {self.response_mode!r} is not available for a "
+                              f"{self.judge_kind} judge; use one of {', '.join(self.response_modes)}", scorer=name)
+        if max_reasks is not None and (isinstance(max_reasks, bool) or not isinstance(max_reasks, int)
+                                       or not 0 <= max_reasks <= 10):
+            raise ConfigError(f"{name}: max_reasks must be an integer in [0, 10] or None (the engine's setting), "
+                              f"got {max_reasks!r}", scorer=name)
+        if engine is not None and (client is not None or max_reasks is not None):
+            raise ConfigError(f"{name}: pass engine= or client=/max_reasks=, not both", scorer=name)
+        self.max_reasks = max_reasks
+        self.client = client
+        self._engine = engine
+        self.engine = engine if engine is not None else LLMEngine(client=client, max_reasks=max_reasks)
+        self.description = " ".join((description or template.description or type(self).description).split())
+        self.fields = tuple(Field(v, (object,), required=True, description=f"template variable {{{{{v}}}}}",
+                                  convert=_text_or_data) for v in self.variables())
+        self.example = f"scorers.get({name!r})({', '.join(f'{v}=...' for v in self.variables())})"
+        return spec
+
+    def variables(self) -> tuple[str, ...]:
+        """The fields of a row this judge reads: the template's variables."""
+        return self.template.variables
+
+    @lazy
+    def engine(self) -> LLMEngine:
+        """The engine that sends this judge's requests: the one given, or one built from ``client``/``max_reasks``
+        on first use (and again, lazily, in a process that unpickled the judge)."""
+        if self._engine is not None:
+            return self._engine
+        return LLMEngine(client=self.client, max_reasks=self.max_reasks)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        if self.client is not None:  # copy.copy (partial) shares it; pickle raises a TypeError that says why
+            state["client"] = NotPicklable(self.client, (
+                f"{self.name}: a judge built with client= cannot be pickled (an openai client holds connections "
+                "and locks); give it engine=LLMEngine(base_url=..., api_key=...), or rely on scorers.configure() "
+                "or OPENAI_API_KEY/OPENAI_BASE_URL in the receiving process"))
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(NotPicklable.unwrap_values(state))
+
+    @classmethod
+    def from_definition(cls, template: JudgeTemplate, settings: Mapping[str, Any], **overrides: Any) -> "LLMJudge":
+        """Build from a template file's definition; keyword arguments win over its settings."""
+        arguments = {**settings, **overrides}
+        return cls(arguments.pop("name", template.name), template=template, **arguments)
+
+    # ------------------------------------------------------------- describing
+    def params(self) -> dict[str, Any]:
+        """The settings that decide the verdict (the signature): model, template, kind settings, request settings."""
+        return {
+            "model": self._model_name(),
+            # the file's base name only: an absolute path would make signatures differ between machines
+            "template": {"name": self.template.name, "hash": self.template.content_hash(),
+                         "file": os.path.basename(self.template.file) if self.template.file else None},
+            **self.kind_params(),
+            "use_cot": self.use_cot,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "response_mode": self.response_mode,
+            "reasoning_effort": self.reasoning_effort,
+            "api": self.api,
+            "extra_args": self.extra_args,
+        }
+
+    def kind_params(self) -> dict[str, Any]:
+        """The kind's own settings (criteria, scale, choices, ...)."""
+        return {}
+
+    def describe(self) -> dict[str, Any]:
+        """What ``python -m scorers show`` prints for a judge: kind, variables and settings."""
+        return {"name": self.name, "kind": self.judge_kind, "description": self.description,
+                "variables": list(self.variables()), "template_file": self.template.file, **self.params()}
+
+    def _model_name(self) -> str:
+        return self.model if self.model is not None else self.engine.model
+
+    def signature(self) -> dict[str, Any]:
+        """As :meth:`Scorer.signature`, computed once per judge (and model): every Score gets a shallow copy."""
+        key = (self._model_name(), json.dumps(self.params(), sort_keys=True, default=str))
+        memo = self.__dict__.get("_signature_memo")
+        if memo is None or memo[0] != key:
+            memo = self._signature_memo = (key, super().signature())
+        return dict(memo[1])
+
+    # --------------------------------------------------------------- requests
+    def output_budget(self) -> int:
+        """The ``max_tokens`` sent: the judge's setting, else the kind's default for its CoT setting."""
+        return self.max_tokens if self.max_tokens is not None else self.max_tokens_default[self.use_cot]
+
+    def request(self, messages: list[dict[str, Any]], *, tools: Any = None, tool_choice: Any = None,
+                response_format: Any = None, sample: int | None = None, max_tokens: int | None = None,
+                logprobs: bool = False, top_logprobs: int | None = None, temperature: Any = _UNSET,
+                cache_tag: str | None = None) -> ChatRequest:
+        """A request carrying this judge's model and request settings."""
+        return ChatRequest(messages=messages, model=self.model, tools=tools, tool_choice=tool_choice,
+                           temperature=self.temperature if temperature is _UNSET else temperature,
+                           max_tokens=max_tokens or self.output_budget(), response_format=response_format,
+                           seed=sample, extra=self.extra_args, reasoning_effort=self.reasoning_effort,
+                           api=self.api, logprobs=logprobs, top_logprobs=top_logprobs, cache_tag=cache_tag)
+
+    def render(self, variables: Mapping[str, Any], instruction: str) -> list[dict[str, Any]]:
+        """The template's messages with ``instruction`` appended to the last (user) message."""
+        messages = self.template.render(variables)
+        messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{instruction}"}
+        return messages
+
+    def _requests(self, variables: Mapping[str, Any]) -> list[ChatRequest]:
+        raise NotImplementedError
+
+    def _validate(self, result: ChatResult) -> Any:
+        raise NotImplementedError
+
+    def _score_from(self, results: list[ChatResult], latency: float) -> Score:
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- scoring
+    def _bind(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """As :meth:`Scorer._bind`; a row without a template variable's value is that row's bad input
+        (a :class:`~scorers.errors.ScorerInputError` naming the variable, the template and its file):
+        a run goes on with the other rows. (A column no row has is caught by the runner's first-row
+        check, a configuration error that stops the run.)"""
+        try:
+            return super()._bind(kwargs)
+        except UnknownArgumentError:
+            raise
+        except ScorerInputError as exc:
+            if exc.field in self.template.variables and exc.problem.startswith("is required"):
+                raise ScorerInputError(self.name, exc.field, f"{exc.problem}: it is a template variable of "
+                                                             f"{self.template.where()}") from exc
+            raise
+
+    def _row_requests(self, fields: Mapping[str, Any]) -> list[ChatRequest]:
+        names = set(self.variables())
+        return self._requests({k: v for k, v in fields.items() if k in names})
+
+    async def _prepare(self) -> None:
+        """Work done once before the first row (e.g. G-Eval's generated steps); nothing by default."""
+
+    async def _ascore(self, **fields: Any) -> Score:
+        await self._prepare()
+        started = time.perf_counter()
+        requests = self._row_requests(fields)
+        if len(requests) == 1:
+            results = [await self._judge(requests[0])]
+        else:
+            results = list(await asyncio.gather(*(self._judge(request) for request in requests)))
+        return self._score_from(results, time.perf_counter() - started)
+
+    async def _judge(self, request: ChatRequest, *, read_cache: bool = True, validate: Any = None) -> ChatResult:
+        return await self.engine.complete(request, validate=validate or self._validate, scorer=self.name,
+                                          read_cache=read_cache)
+
+    async def _ascore_batch(self, rows: list[dict[str, Any]], limit: asyncio.Semaphore) -> list[Score | ScorerError]:
+        """Judge many rows: one Score or ScorerError per row, in order.
+
+        Every row is rendered first and the cache is read once for the whole batch
+        (:meth:`LLMEngine.lookup`): rows it answers are scored on the spot, without
+        a task or a slot of ``limit``. Only the misses are sent, concurrently, each
+        holding a slot of ``limit``. A row's Score is the one :meth:`__call__`
+        gives, apart from ``cached``/``latency_s``. Once a row meets a
+        :class:`~scorers.errors.ConfigError` (no API key, a key or model the
+        endpoint refuses), the rows not yet sent get the same error without a request.
+        """
+        try:
+            await self._prepare()
+        except ScorerError as exc:
+            return [exc] * len(rows)
+        started = time.perf_counter()
+        results: list[Score | ScorerError | None] = [None] * len(rows)
+        prepared: list[tuple[int, list[ChatRequest]]] = []
+        misses: list[tuple[int, list[ChatRequest], list[ChatResult | None]]] = []
+        for index, row in enumerate(rows):
+            try:
+                prepared.append((index, self._row_requests(row)))
+            except ScorerError as exc:
+                results[index] = exc
+        flat = [request for _, requests in prepared for request in requests]
+        try:
+            found = self.engine.lookup(flat, validate=self._validate)
+        except ConfigError:  # e.g. no API key: each row raises it again below, as a per-row call would
+            found = [None] * len(flat)
+        lookup_latency = time.perf_counter() - started
+        position = 0
+        for index, requests in prepared:
+            hits = found[position:position + len(requests)]
+            position += len(requests)
+            if None in hits:
+                misses.append((index, requests, hits))
+            else:
+                results[index] = self._scored(hits, lookup_latency)  # type: ignore[arg-type]
+        if misses:
+            refused: list[ConfigError] = []  # once the endpoint refuses the configuration, the rest are not sent
+
+            async def ask(request: ChatRequest, hit: ChatResult | None) -> ChatResult:
+                return hit if hit is not None else await self._judge(request, read_cache=False)
+
+            async def one(requests: list[ChatRequest], hits: list[ChatResult | None]) -> Score | ScorerError:
+                async with limit:
+                    if refused:
+                        return refused[0]
+                    try:
+                        asked = time.perf_counter()
+                        if len(requests) == 1:
+                            replies = [await self._judge(requests[0], read_cache=False)]
+                        else:
+                            replies = list(await asyncio.gather(*map(ask, requests, hits)))
+                        return self._scored(replies, time.perf_counter() - asked)
+                    except ConfigError as exc:
+                        refused.append(exc)
+                        return exc
+                    except ScorerError as exc:
+                        return exc
+
+            outcomes = await asyncio.gather(*(one(requests, hits) for _, requests, hits in misses))
+            for (index, _, _), outcome in zip(misses, outcomes):
+                results[index] = outcome
+        return results  # type: ignore[return-value]
+
+    def _scored(self, results: list[ChatResult], latency: float) -> Score | ScorerError:
+        try:
+            return self._score_from(results, latency)
+        except ScorerError as exc:
+            return exc
+
+    def call_metadata(self, results: Sequence[ChatResult], latency: float) -> dict[str, Any]:
+        """What every judge's Score records about its calls: mode, model, what was sent, usage, timing, cache."""
+        first = results[0]
+        return {
+            "response_mode": self.response_mode,
+            "model": first.model,
+            "sent": dict(getattr(first, "sent", None) or {}),
+            "usage": sum_usage(results),
+            "latency_s": latency,
+            "attempts": sum(r.attempts for r in results),
+            "reasks": sum(r.reasks for r in results),
+            "cached": all(r.cached for r in results),
+        }
+
+    def aggregator(self) -> Aggregator:
+        """Run summary: the usual figures plus token usage (and a cost estimate when prices are configured)."""
+        return JudgeAggregator()
+
+
+# -------------------------------------------------------------------- helpers
+def judge_error(judge: LLMJudge, message: str, result: ChatResult | None = None) -> JudgeError:
+    """A :class:`JudgeError` of ``judge`` carrying the raw reply."""
+    return JudgeError(f"{judge.name}: {message}", scorer=judge.name,
+                      raw=None if result is None else result.to_dict())
+
+
+def _text_or_data(value: Any) -> Any:
+    """Template variables may be text or JSON-like data (rendered as JSON); floats must be finite.
+
+    A value the prompt cannot show is refused here, as bad input naming its field (a
+    :class:`~scorers.errors.ScorerInputError` for its row), not later as a template error.
+    """
+    if type(value) is str:
+        return value
+    if isinstance(value, float) and value != value:
+        raise ValueError("is NaN")
+    try:
+        _render_value(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"cannot be shown in a judge prompt: {exc}") from None
+    return value
+
+
+def sum_usage(results: Sequence[ChatResult]) -> dict[str, int]:
+    """Billed tokens (a cached reply costs nothing) and how many calls the endpoint / the cache answered."""
+    if len(results) == 1 and results[0].cached:
+        return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "requests": 0, "cached": 1}
+    billed = [r for r in results if not r.cached]
+    prompt = sum(r.prompt_tokens for r in billed)
+    completion = sum(r.completion_tokens for r in billed)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            "requests": len(billed), "cached": len(results) - len(billed)}
+
+
+class JudgeAggregator(MeanAggregator):
+    """:class:`MeanAggregator` plus ``usage``: tokens per model, cached calls and the cost estimate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.usage = Usage()
+
+    def add(self, score: Score) -> None:
+        super().add(score)
+        usage, model = score.metadata.get("usage"), score.metadata.get("model")
+        if isinstance(usage, Mapping) and isinstance(model, str):
+            entry = self.usage.by_model.setdefault(model, ModelUsage())
+            entry.requests += int(usage.get("requests", 0))
+            entry.cached += int(usage.get("cached", 0))
+            entry.prompt_tokens += int(usage.get("prompt_tokens", 0))
+            entry.completion_tokens += int(usage.get("completion_tokens", 0))
+
+    def merge(self, other: Aggregator) -> "JudgeAggregator":
+        """Fold in another shard's figures and token usage."""
+        super().merge(other)
+        assert isinstance(other, JudgeAggregator)
+        self.usage.merge(other.usage)
+        return self
+
+    def result(self) -> dict[str, Any]:
+        return {**super().result(), "usage": self.usage.to_dict()}
+

@@ -41,8 +41,8 @@ from ..score import Score
 from .spec import validate_spec
 from .template import JudgeTemplate, _render_value, mustache_to_jinja
 
-__all__ = ["LLMJudge", "ReplyFormat", "JudgeAggregator", "REASONS_DESCRIPTION", "judge_error", "reasons_text",
-           "sum_usage"]
+__all__ = ["LLMJudge", "ReplyFormat", "JudgeAggregator", "REASONS_DESCRIPTION", "given", "judge_error",
+           "reasons_text", "sum_usage"]
 
 REASONS_DESCRIPTION = ("Your reasoning, step by step, written before you decide: weigh the evidence first "
                        "and only then give your answer.")
@@ -108,6 +108,11 @@ def reasons_text(value: Any) -> str | None:
 
 
 _UNSET: Any = object()
+
+
+def given(value: Any) -> Any:
+    """``value``, or the marker of a setting left to the spec's default when it is ``None``."""
+    return _UNSET if value is None else value
 
 
 class LLMJudge(Scorer):
@@ -269,8 +274,31 @@ class LLMJudge(Scorer):
         messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{instruction}"}
         return messages
 
-    def _requests(self, variables: Mapping[str, Any]) -> list[ChatRequest]:
+    def _format(self) -> ReplyFormat:
+        """The JSON object the judge asks for in the structured modes."""
         raise NotImplementedError
+
+    def _instruction(self) -> str:
+        """What the last user message ends with: how to answer, in the judge's response mode."""
+        raise NotImplementedError
+
+    def _request_parts(self) -> tuple[str, Any, Any, Any]:
+        """The instruction, tools, tool_choice and response_format: the same for every row, built once."""
+        key = (self.response_mode, self.use_cot)
+        memo = self.__dict__.get("_parts_memo")
+        if memo is None or memo[0] != key:
+            memo = self._parts_memo = (key, (self._instruction(), *self._format().request_parts(self.response_mode)))
+        return memo[1]
+
+    def build_request(self, variables: Mapping[str, Any], sample: int | None = None) -> ChatRequest:
+        """The request of one judgment; ``sample`` (the seed) makes repeated samples independent."""
+        instruction, tools, tool_choice, response_format = self._request_parts()
+        return self.request(self.render(variables, instruction), tools=tools, tool_choice=tool_choice,
+                            response_format=response_format, sample=sample)
+
+    def _requests(self, variables: Mapping[str, Any]) -> list[ChatRequest]:
+        """The requests of one row: one judgment by default."""
+        return [self.build_request(variables)]
 
     def _validate(self, result: ChatResult) -> Any:
         raise NotImplementedError

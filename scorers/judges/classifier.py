@@ -217,20 +217,6 @@ class LLMClassifier(LLMJudge):
     def _format(self) -> ReplyFormat:
         return reply_format(self.choices, self.use_cot)
 
-    def _request_parts(self) -> tuple[str, Any, Any, Any]:
-        """The instruction, tools, tool_choice and response_format: the same for every row, built once."""
-        key = (self.response_mode, self.use_cot, self.choices)
-        memo = self.__dict__.get("_parts_memo")
-        if memo is None or memo[0] != key:
-            memo = self._parts_memo = (key, (self._instruction(), *self._format().request_parts(self.response_mode)))
-        return memo[1]
-
-    def build_request(self, variables: Mapping[str, Any], sample: int | None = None) -> ChatRequest:
-        """The request for one judgment; ``sample`` (the seed) makes self-consistency samples independent."""
-        instruction, tools, tool_choice, response_format = self._request_parts()
-        return self.request(self.render(variables, instruction), tools=tools, tool_choice=tool_choice,
-                            response_format=response_format, sample=sample)
-
     def _requests(self, variables: Mapping[str, Any]) -> list[ChatRequest]:
         """The requests of one row: one, or one per self-consistency sample."""
         if self.samples == 1:

@@ -1,0 +1,193 @@
+"""G-Eval judges: criteria → evaluation steps → a score on a scale, weighted by the score token's probabilities.
+
+``steps`` are given, or generated once per judge (template and model) by one call
+whose reply the cache pins: later runs with the same template and model reuse them,
+and every Score carries them in its metadata. Then each row is one form-filling call.
+
+``score_mode`` (explicit; never a silent fallback from one to the other):
+
+``logprobs``
+    asks for ``top_logprobs`` alternatives of every token; at the score token (the first
+    token that is a whole number on the scale) the score is ``Σ s·p(s) / Σ p(s)`` over the
+    alternatives that are whole numbers on the scale with ``p >= min_prob``, then mapped
+    onto [0, 1] as ``(s - min) / (max - min)``. An endpoint or model that returns no
+    logprobs is an :class:`~scorers.llm.EndpointConfigError` (the run stops).
+``top_token``
+    the number the model wrote, mapped onto [0, 1].
+
+Response modes: ``text`` (the reply is the number) and ``json``/``json_object`` (``{"score": n}``);
+``tools`` too with ``top_token``.
+
+>>> from scorers.llm import LLMEngine
+>>> from scorers.testing import LoopbackLLM, Reply
+>>> reply = Reply.text("4", top_logprobs=[{"4": -0.2231, "3": -1.6094, "x": -2.0}])  # p(4) = 0.8, p(3) = 0.2
+>>> with LoopbackLLM(default=reply) as server:
+...     engine = LLMEngine(base_url=server.base_url, api_key="placeholder", cache=False)
+...     judge = GEvalJudge("Coherence", "Summary: {{output}}", criteria="Is the summary well organised?",
+...                        steps=["Read the summary.", "Check that each sentence follows from the last."],
+...                        scale={"min": 1, "max": 5}, response_mode="text", engine=engine)
+...     score = judge(output="First this. Then that.")
+>>> round(score.metadata["expected_score"], 3), round(score.score, 3)
+(3.8, 0.7)
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Mapping, Sequence
+
+from ..llm.engine import ChatRequest, ChatResult, InvalidReply, LLMEngine
+from ..score import Score
+from .base import LLMJudge, ReplyFormat, given
+from .rating import parse_text_rating
+from .spec import Scale
+from .template import JudgeTemplate
+
+__all__ = ["GEvalJudge", "STEPS_TOOL"]
+
+TOOL_NAME = "record_score"
+STEPS_TOOL = "record_steps"
+
+
+class GEvalJudge(LLMJudge):
+    """G-Eval: evaluation steps for ``criteria`` (given or generated once), then a probability-weighted score."""
+
+    description = "LLM judge (G-Eval): evaluation steps, then a score on a scale weighted by its token probabilities."
+    judge_kind = "geval"
+    max_tokens_default = (16, 16)
+    response_modes = ("text", "json", "json_object", "tools")
+
+    def __init__(self, name: str, prompt_template: str | None = None, *, criteria: str,
+                 steps: Sequence[str] | None = None, scale: Mapping[str, int] | Scale | None = None,
+                 score_mode: str = "logprobs", top_logprobs: int = 20, min_prob: float = 0.01,
+                 model: str | None = None, temperature: float | None = 0, max_tokens: int | None = None,
+                 response_mode: str = "text", reasoning_effort: str | None = None, api: str | None = None,
+                 extra_args: Mapping[str, Any] | None = None, messages: Sequence[Mapping[str, str]] | None = None,
+                 template: JudgeTemplate | None = None, engine: LLMEngine | None = None, client: Any = None,
+                 max_reasks: int | None = None, description: str | None = None) -> None:
+        spec = self._setup(name, prompt_template=prompt_template, messages=messages, template=template,
+                           description=description, engine=engine, client=client, max_reasks=max_reasks,
+                           spec_fields={"criteria": criteria, "steps": None if steps is None else list(steps),
+                                        "scale": given(scale), "score_mode": score_mode,
+                                        "top_logprobs": top_logprobs, "min_prob": min_prob, "use_cot": False,
+                                        "model": model, "temperature": temperature, "max_tokens": max_tokens,
+                                        "response_mode": response_mode, "reasoning_effort": reasoning_effort,
+                                        "api": api, "extra_args": None if extra_args is None else dict(extra_args)})
+        self.criteria: str = spec.criteria
+        self.steps: tuple[str, ...] | None = None if spec.steps is None else tuple(spec.steps)
+        self.scale: Scale = spec.scale
+        self.score_mode: str = spec.score_mode
+        self.top_logprobs: int = spec.top_logprobs
+        self.min_prob: float = spec.min_prob
+
+    def kind_params(self) -> dict[str, Any]:
+        return {"criteria": self.criteria, "steps": None if self.steps is None else list(self.steps),
+                "scale": self.scale.model_dump(), "score_mode": self.score_mode,
+                "top_logprobs": self.top_logprobs if self.score_mode == "logprobs" else None,
+                "min_prob": self.min_prob if self.score_mode == "logprobs" else None}
+
+    # ------------------------------------------------------------------ steps
+    def _steps_request(self) -> ChatRequest:
+        fmt = ReplyFormat(STEPS_TOOL, "Record the evaluation steps.", {
+            "type": "object", "properties": {"steps": {"type": "array", "items": {"type": "string"}, "minItems": 1}},
+            "required": ["steps"], "additionalProperties": False})
+        mode = "json_object" if self.response_mode == "text" else self.response_mode
+        tools, tool_choice, response_format = fmt.request_parts(mode)
+        ask = (f"You will grade texts on this criterion, from {self.scale.min} to {self.scale.max}:\n"
+               f"{self.criteria}\n\nWrite the evaluation steps a careful grader follows, as a short list of "
+               "imperative sentences.")
+        ask += (f" Answer by calling the {STEPS_TOOL} function." if mode == "tools" else
+                f" Reply with a JSON object only, matching this JSON schema: {fmt.schema_text()}")
+        return self.request([{"role": "user", "content": ask}], tools=tools, tool_choice=tool_choice,
+                            response_format=response_format, max_tokens=600, cache_tag="geval-steps")
+
+    def _read_steps(self, result: ChatResult) -> tuple[str, ...]:
+        mode = "json_object" if self.response_mode == "text" else self.response_mode
+        parsed = ReplyFormat(STEPS_TOOL, "", {}).read(result, mode)
+        steps = parsed.get("steps")
+        if not isinstance(steps, list) or not steps or not all(isinstance(s, str) and s.strip() for s in steps):
+            raise InvalidReply("no non-empty list of step texts under 'steps'")
+        return tuple(s.strip() for s in steps)
+
+    async def _prepare(self) -> None:
+        """Generate the evaluation steps once (cached per template and model) unless they were given."""
+        if self.steps is None and "_generated_steps" not in self.__dict__:
+            result = await self._judge(self._steps_request(), validate=self._read_steps)
+            self._generated_steps: tuple[str, ...] = result.parsed
+
+    def evaluation_steps(self) -> tuple[str, ...]:
+        """The steps in use: given, or generated (after the first row)."""
+        return self.steps if self.steps is not None else self.__dict__.get("_generated_steps", ())
+
+    # ------------------------------------------------------------ form-filling
+    def _format(self) -> ReplyFormat:
+        return ReplyFormat(TOOL_NAME, "Record the score.", {
+            "type": "object", "properties": {"score": {"type": "integer", "minimum": self.scale.min,
+                                                       "maximum": self.scale.max}},
+            "required": ["score"], "additionalProperties": False})
+
+    def _instruction(self) -> str:
+        steps = "\n".join(f"{i}. {step}" for i, step in enumerate(self.evaluation_steps(), 1))
+        span = f"a whole number from {self.scale.min} to {self.scale.max}"
+        head = f"Evaluation criteria:\n{self.criteria}\n\nEvaluation steps:\n{steps}\n\n"
+        if self.response_mode == "text":
+            return head + f"Reply with the score only: {span}, nothing else."
+        if self.response_mode == "tools":
+            return head + f"Answer by calling the {TOOL_NAME} function with `score` set to {span}."
+        schema = f" It must match this JSON schema: {self._format().schema_text()}" \
+            if self.response_mode == "json_object" else ""
+        return head + f"Reply with a JSON object only, holding the key \"score\" set to {span}.{schema}"
+
+    def _requests(self, variables: Mapping[str, Any]) -> list[ChatRequest]:
+        tools, tool_choice, response_format = self._format().request_parts(self.response_mode)
+        logprobs = self.score_mode == "logprobs"
+        return [self.request(self.render(variables, self._instruction()), tools=tools, tool_choice=tool_choice,
+                             response_format=response_format, logprobs=logprobs,
+                             top_logprobs=self.top_logprobs if logprobs else None)]
+
+    def _validate(self, result: ChatResult) -> tuple[int, float, dict[str, float] | None]:
+        if self.response_mode == "text":
+            written = parse_text_rating(result.content or "")
+        else:
+            written = self._format().read(result, self.response_mode).get("score")
+        if isinstance(written, bool) or not isinstance(written, int) or not \
+                self.scale.min <= written <= self.scale.max:
+            raise InvalidReply(f"no whole-number score on the scale [{self.scale.min}, {self.scale.max}] in the "
+                               f"reply (got {written!r})")
+        if self.score_mode == "top_token":
+            return written, float(written), None
+        expected, distribution = self._weighted(result)
+        return written, expected, distribution
+
+    def _weighted(self, result: ChatResult) -> tuple[float, dict[str, float]]:
+        for token in result.logprobs or ():
+            if _on_scale(token.token, self.scale) is None:
+                continue
+            weights = {}
+            for alternative, logprob in token.top or ((token.token, token.logprob),):
+                value = _on_scale(alternative, self.scale)
+                p = math.exp(logprob)
+                if value is not None and p >= self.min_prob:
+                    weights[value] = weights.get(value, 0.0) + p
+            total = sum(weights.values())
+            expected = sum(value * p for value, p in weights.items()) / total
+            return expected, {str(value): p / total for value, p in sorted(weights.items())}
+        raise InvalidReply("no token of the reply is a whole number on the scale, so its logprobs cannot be read")
+
+    def _score_from(self, results: list[ChatResult], latency: float) -> Score:
+        written, expected, distribution = results[0].parsed
+        metadata: dict[str, Any] = {"score_mode": self.score_mode, "written_score": written,
+                                    "expected_score": expected, "steps": list(self.evaluation_steps()),
+                                    "steps_generated": self.steps is None}
+        if distribution is not None:
+            metadata["probabilities"] = distribution
+        value = min(1.0, max(0.0, self.scale.normalise(expected)))
+        return self.make_score(value, **metadata, **self.call_metadata(results, latency))
+
+
+def _on_scale(token: str, scale: Scale) -> int | None:
+    text = token.strip().strip('"')
+    if not re.fullmatch(r"-?\d+", text):
+        return None
+    value = int(text)
+    return value if scale.min <= value <= scale.max else None

@@ -1,0 +1,116 @@
+"""Rating judges: "rate from min to max"; the score is ``(r - min) / (max - min)``.
+
+In ``tools``/``json``/``json_object`` modes the reply is a ``rating`` integer (with
+chain of thought, ``reasons`` first); in ``text`` mode the rating is the last whole
+number of the reply's last non-empty line.
+
+>>> from scorers.llm import LLMEngine
+>>> from scorers.testing import LoopbackLLM, Reply
+>>> with LoopbackLLM(default=Reply.tool_call({"reasons": "clear but long", "rating": 7}, name="record_rating")) as server:
+...     engine = LLMEngine(base_url=server.base_url, api_key="placeholder", cache=False)
+...     judge = RatingJudge("Clarity", "How clear is this answer?\\n{{output}}", scale={"min": 1, "max": 10},
+...                         engine=engine)
+...     score = judge(output="It is what it is.")
+>>> round(score.score, 4), score.metadata["rating"]
+(0.6667, 7)
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping, Sequence
+
+from ..llm.engine import ChatResult, InvalidReply, LLMEngine
+from ..score import Score
+from .base import REASONS_DESCRIPTION, LLMJudge, ReplyFormat, reasons_text
+from .spec import Scale
+from .template import JudgeTemplate
+
+__all__ = ["RatingJudge", "parse_text_rating"]
+
+TOOL_NAME = "record_rating"
+
+
+def parse_text_rating(text: str) -> int | None:
+    """The last whole number on the last non-empty line of ``text`` (``"Rating: 7/10"`` reads 7), or ``None``.
+
+    >>> parse_text_rating("Mostly right.\\n**Rating: 8**"), parse_text_rating("Rating: 7/10"), parse_text_rating("n/a")
+    (8, 7, None)
+    """
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return None
+    line = re.sub(r"/\s*\d+\s*\W*$", "", lines[-1])  # "7/10" → "7"
+    numbers = re.findall(r"(?<![\d.])-?\d+(?![\d.])", line)
+    return int(numbers[-1]) if numbers else None
+
+
+class RatingJudge(LLMJudge):
+    """Rate on an integer ``scale`` (``{"min": lo, "max": hi}``); score ``(r - lo) / (hi - lo)``."""
+
+    description = "LLM judge: rates on an integer scale; the score is the rating mapped onto [0, 1]."
+    judge_kind = "rating"
+    max_tokens_default = (32, 1024)
+
+    def __init__(self, name: str, prompt_template: str | None = None, *, scale: Mapping[str, int] | Scale,
+                 use_cot: bool = True, model: str | None = None, temperature: float | None = 0,
+                 max_tokens: int | None = None, response_mode: str = "tools", reasoning_effort: str | None = None,
+                 api: str | None = None, extra_args: Mapping[str, Any] | None = None,
+                 messages: Sequence[Mapping[str, str]] | None = None, template: JudgeTemplate | None = None,
+                 engine: LLMEngine | None = None, client: Any = None, max_reasks: int | None = None,
+                 description: str | None = None) -> None:
+        spec = self._setup(name, prompt_template=prompt_template, messages=messages, template=template,
+                           description=description, engine=engine, client=client, max_reasks=max_reasks,
+                           spec_fields={"scale": scale, "use_cot": use_cot, "model": model,
+                                        "temperature": temperature, "max_tokens": max_tokens,
+                                        "response_mode": response_mode, "reasoning_effort": reasoning_effort,
+                                        "api": api, "extra_args": None if extra_args is None else dict(extra_args)})
+        self.scale: Scale = spec.scale
+
+    def kind_params(self) -> dict[str, Any]:
+        return {"scale": self.scale.model_dump()}
+
+    def _format(self) -> ReplyFormat:
+        properties: dict[str, Any] = {}
+        if self.use_cot:
+            properties["reasons"] = {"type": "string", "description": REASONS_DESCRIPTION}
+        properties["rating"] = {"type": "integer", "minimum": self.scale.min, "maximum": self.scale.max,
+                                "description": "The rating."}
+        return ReplyFormat(TOOL_NAME, "Record the rating.", {
+            "type": "object", "properties": properties, "required": list(properties), "additionalProperties": False})
+
+    def _instruction(self) -> str:
+        span = f"a whole number from {self.scale.min} (worst) to {self.scale.max} (best)"
+        if self.response_mode == "tools":
+            first = "your step-by-step reasoning in `reasons` first, then " if self.use_cot else ""
+            return f"Answer by calling the {TOOL_NAME} function with {first}`rating` set to {span}."
+        if self.response_mode in ("json", "json_object"):
+            first = "the key \"reasons\" with your step-by-step reasoning first, then " if self.use_cot else ""
+            schema = (f" It must match this JSON schema: {self._format().schema_text()}"
+                      if self.response_mode == "json_object" else "")
+            return f"Reply with a JSON object only, holding {first}the key \"rating\" set to {span}.{schema}"
+        if self.use_cot:
+            return f"Reason step by step first. Then write your rating, {span}, alone on the last line."
+        return f"Reply with your rating only: {span}."
+
+    def _validate(self, result: ChatResult) -> tuple[int, str | None]:
+        if self.response_mode == "text":
+            text = (result.content or "").strip()
+            rating = parse_text_rating(text)
+            rationale = text.rsplit("\n", 1)[0].strip() if "\n" in text else None
+        else:
+            parsed = self._format().read(result, self.response_mode)
+            rating, rationale = parsed.get("rating"), reasons_text(parsed.get("reasons"))
+            if isinstance(rating, float) and rating.is_integer():
+                rating = int(rating)
+        if isinstance(rating, bool) or not isinstance(rating, int):
+            raise InvalidReply(f"no integer rating in the reply (got {rating!r})")
+        if not self.scale.min <= rating <= self.scale.max:
+            raise InvalidReply(f"rating {rating} is outside the scale [{self.scale.min}, {self.scale.max}]")
+        return rating, rationale
+
+    def _score_from(self, results: list[ChatResult], latency: float) -> Score:
+        rating, rationale = results[0].parsed
+        metadata: dict[str, Any] = {"rating": rating}
+        if self.use_cot:
+            metadata["rationale"] = rationale
+        return self.make_score(self.scale.normalise(rating), **metadata, **self.call_metadata(results, latency))

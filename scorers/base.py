@@ -67,6 +67,8 @@ class Scorer:
     algorithm_version: ClassVar[str] = "1"
     #: An example call shown by ``python -m scorers show``.
     example: ClassVar[str] = ""
+    #: False for a metric where lower is better (Hallucination, Bias, Toxicity); in ``list --json``.
+    higher_is_better: ClassVar[bool] = True
     #: Derived: True when the class overrides ``_ascore`` or ``_ascore_batch``.
     is_async: ClassVar[bool] = False
     #: Derived: standard fields a hook names in its signature (passed even when not declared).

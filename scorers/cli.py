@@ -155,7 +155,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         else:
             entry_error = None
         row = {"name": entry.name, "kind": entry.kind, "description": entry.description,
-               "required": required, "aliases": list(entry.aliases), "source": entry.source}
+               "required": required, "aliases": list(entry.aliases), "source": entry.source,
+               "higher_is_better": entry.higher_is_better}
         if entry_error:
             row["error"] = entry_error
         rows.append(row)

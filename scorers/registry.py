@@ -43,6 +43,8 @@ class Entry:
     source: str = "builtin"
     #: The Scorer class, when the entry was registered from one (lets listings skip construction).
     scorer_class: type[Scorer] | None = None
+    #: False when lower scores are better (the class's ``higher_is_better``).
+    higher_is_better: bool = True
 
     def required_fields(self) -> list[str]:
         """The fields a call must give; read off the class when possible, so heavy scorers are not built."""
@@ -103,7 +105,8 @@ class Registry:
             doc = (cls.__doc__ or "").strip().splitlines()
             self.add(Entry(name=entry_name, factory=_factory(cls, entry_name), kind=kind or cls.kind,
                            description=description or cls.description or (doc[0] if doc else ""),
-                           aliases=tuple(aliases), defaults=dict(defaults), scorer_class=cls), replace=replace)
+                           aliases=tuple(aliases), defaults=dict(defaults), scorer_class=cls,
+                           higher_is_better=cls.higher_is_better), replace=replace)
             return cls
 
         if isinstance(cls_or_name, type):

@@ -32,7 +32,9 @@ from .score import Score
 from . import heuristic as _heuristic  # noqa: E402,F401
 from . import text as _text  # noqa: E402,F401
 from . import embedding as _embedding  # noqa: E402,F401
-from .judges import template as _templates  # noqa: E402,F401  (lazy loader for templates/*.yaml)
+from .judges import discovery as _discovery  # noqa: E402
+
+_discovery.install()  # templates/*.yaml register lazily, on the registry's first lookup
 from .heuristic import JSONDiff, ExactMatch, Levenshtein, ListContains, NumericDiff, ValidJSON  # noqa: E402
 from .judges import LLMClassifier  # noqa: E402
 from .llm import configure  # noqa: E402

@@ -377,7 +377,7 @@ def _progress(total: int | None, done: int, wanted: bool | None) -> Any:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .judges.template import check_templates, template_dirs, template_files
+    from .judges.discovery import check_templates, template_dirs, template_files
 
     paths = args.paths or [d for d in template_dirs() if d.is_dir()]
     problems = check_templates(paths)
@@ -412,7 +412,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         for directory in getattr(args, "templates", []):
-            from .judges.template import add_template_dir
+            from .judges.discovery import add_template_dir
 
             add_template_dir(directory)
         return COMMANDS[args.command](args)

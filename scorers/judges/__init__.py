@@ -1,11 +1,18 @@
 """LLM judges: each kind a scorer whose settings are data (``templates/*.yaml``) or code.
 
-Kinds: :class:`LLMClassifier` (pick a choice), and the kinds of the template DSL's ``kind:``.
-The template (:mod:`.template`: prompt data and rendering), the spec model (:mod:`.spec`) and the
-file formats (:mod:`.formats`) never import a judge; :mod:`.discovery` registers template files.
+Kinds (the template DSL's ``kind:``): :class:`LLMClassifier` (``classifier``: pick a choice),
+:class:`RubricJudge` (``rubric``), :class:`RatingJudge` (``rating``), :class:`GEvalJudge`
+(``geval``) and :class:`PairwiseJudge` (``pairwise``). The prompt data (:mod:`.template`), the
+spec model (:mod:`.spec`) and the file formats (:mod:`.formats`) never import a judge;
+:mod:`.discovery` builds judges from files and registers them.
 """
 from .base import JudgeAggregator, LLMJudge, ReplyFormat
 from .classifier import LLMClassifier, Verdict, parse_text_choice, read_reply
+from .geval import GEvalJudge
+from .pairwise import PairwiseJudge
+from .rating import RatingJudge
+from .rubric import RubricJudge
+from . import rag, selfcheck  # noqa: E402,F401  (registers the RAG and SelfCheck metrics)
 
-__all__ = ["LLMJudge", "LLMClassifier", "JudgeAggregator", "ReplyFormat", "Verdict", "parse_text_choice",
-           "read_reply"]
+__all__ = ["LLMJudge", "LLMClassifier", "RubricJudge", "RatingJudge", "GEvalJudge", "PairwiseJudge",
+           "JudgeAggregator", "ReplyFormat", "Verdict", "parse_text_choice", "read_reply"]

@@ -13,11 +13,11 @@ import pytest
 
 import autoevals
 import scorers
-import scorers.judges.template  # noqa: F401  (registers the built-in judges)
+
 from scorers.errors import ConfigError, JudgeError, ScorerInputError, UnknownArgumentError
 from scorers.judges import LLMClassifier, parse_text_choice, read_reply
 from scorers.llm.engine import ChatResult, InvalidReply, LLMEngine, ToolCall
-from scorers.judges.template import load_template_file
+from scorers.judges.discovery import build_judge, load_template_file
 from scorers.testing import LoopbackLLM, RecordedRequest, Reply
 
 MODEL = "gpt-4o-mini"
@@ -289,9 +289,9 @@ def test_a_value_the_prompt_cannot_show_is_bad_input_of_its_row(llm_env: Loopbac
 
 # ----------------------------------------------------------- foreign formats
 def test_autoevals_template_file_works_unchanged(llm_env: LoopbackLLM) -> None:
-    (template,) = load_template_file(Path(autoevals.__file__).parent / "templates" / "factuality.yaml")
+    (definition,) = load_template_file(Path(autoevals.__file__).parent / "templates" / "factuality.yaml")
     llm_env.default = Reply.choice("A", reasons="subset")
-    score = template.to_classifier(model=MODEL)(**FACTS)
+    score = build_judge(definition, model=MODEL)(**FACTS)
     assert score.score == 0.4 and score.name == "Factuality"
 
 
@@ -304,11 +304,11 @@ def test_openai_evals_spec_file_works(llm_env: LoopbackLLM, tmp_path: Path) -> N
     llm_env.script(Reply.choice("B", reasons="adds"), match="Candidate: Paris")
     llm_env.script(Reply.choice("4", reasons="good pun"), match="Rate this joke")
     llm_env.script(Reply.choice("A"), match="Is flying possible")
-    assert letter.to_classifier(model=MODEL)(input="q", expected="e", output="Paris").score == 0.6
-    assert likert.to_classifier(model=MODEL)(output="a pun").score == 0.75
+    assert build_judge(letter, model=MODEL)(input="q", expected="e", output="Paris").score == 0.6
+    assert build_judge(likert, model=MODEL)(output="a pun").score == 0.75
     with pytest.raises(ConfigError, match="no choice_scores"):
-        unscored.to_classifier(model=MODEL)
-    judge = unscored.to_classifier(model=MODEL, choice_scores={"A": 0, "B": 1})
+        build_judge(unscored, model=MODEL)
+    judge = build_judge(unscored, model=MODEL, choice_scores={"A": 0, "B": 1})
     assert judge(output="flying").score == 0.0 and judge.use_cot is True
     sent = [r.body for r in llm_env.chat_requests]
     assert sent[0]["tools"][0]["function"]["parameters"]["properties"]["choice"]["enum"] == list("ABCDE")

@@ -14,18 +14,17 @@ import pytest
 import autoevals
 from scorers.errors import TemplateError
 from scorers.registry import Registry
-from scorers.judges.template import (
-    JudgeTemplate,
+from scorers.judges.discovery import (
     _load_default_dirs,
     _register_files,
     builtin_template_dir,
-    camel_case,
     check_templates,
-    format_to_jinja,
     load_template_file,
     parse_template,
     template_files,
 )
+from scorers.judges.formats import camel_case
+from scorers.judges.template import JudgeTemplate, format_to_jinja
 
 AUTOEVALS_TEMPLATES = Path(autoevals.__file__).parent / "templates"
 
@@ -77,6 +76,10 @@ unscored:
 """
 
 
+def templates_in(path: Path) -> list[JudgeTemplate]:
+    return [definition.template for definition in load_template_file(path)]
+
+
 def write(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(textwrap.dedent(text))
@@ -84,7 +87,7 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def simple(prompt: str, **extra: object) -> JudgeTemplate:
-    return parse_template({"prompt": prompt, "choice_scores": {"Y": 1, "N": 0}, **extra}, name="T")
+    return parse_template({"prompt": prompt, "choice_scores": {"Y": 1, "N": 0}, **extra}, name="T").template
 
 
 # ---------------------------------------------------------------- rendering
@@ -119,7 +122,7 @@ def test_templates_pickle_without_compiled_code_and_render_the_same(dumps: Any) 
     template = parse_template({"messages": [
         {"role": "system", "content": "Plain {{output}}"},
         {"role": "user", "content": "{% for i in items %}{{ i|upper }}{% endfor %} {{user.name}} {{__choices}}"},
-    ], "choice_scores": {"Y": 1, "N": 0}}, name="Both", file="/somewhere/both.yaml")
+    ], "choice_scores": {"Y": 1, "N": 0}}, name="Both", file="/somewhere/both.yaml").template
     expected = template.render(variables)
     copy = pickle.loads(dumps(template))
     assert "_compiled" not in vars(copy) and copy == template
@@ -155,7 +158,7 @@ def test_missing_variable_names_variable_template_and_file(tmp_path: Path) -> No
         prompt: "Q {{input}} A {{output}} C {{criteria}}"
         choice_scores: {"Y": 1, "N": 0}
     """)
-    (template,) = load_template_file(path)
+    (template,) = templates_in(path)
     with pytest.raises(TemplateError) as info:
         template.render({"input": "q", "output": "a", "criteria": None})
     message = str(info.value)
@@ -268,7 +271,7 @@ def test_builtin_templates_are_valid() -> None:
 
 @pytest.mark.parametrize("name", sorted(BUILTINS))
 def test_builtin_choices_and_variables(name: str) -> None:
-    templates = {t.name: t for f in template_files([builtin_template_dir()]) for t in load_template_file(f)}
+    templates = {t.name: t for f in template_files([builtin_template_dir()]) for t in templates_in(f)}
     scores, variables = BUILTINS[name]
     template = templates[name]
     assert dict(template.choice_scores) == scores and list(template.choice_scores) == list(scores)
@@ -278,7 +281,7 @@ def test_builtin_choices_and_variables(name: str) -> None:
 
 @pytest.mark.parametrize("path", sorted(AUTOEVALS_TEMPLATES.glob("*.yaml")), ids=lambda p: p.name)
 def test_autoevals_template_files_load_unchanged(path: Path) -> None:
-    (template,) = load_template_file(path)
+    (template,) = templates_in(path)
     ours = BUILTINS[template.name]
     assert dict(template.choice_scores) == ours[0]
     assert set(template.variables) == ours[1]
@@ -296,7 +299,7 @@ def test_autoevals_prompts_are_not_ours() -> None:
 # ------------------------------------------------------------- OpenAI evals
 def test_openai_evals_spec_file(tmp_path: Path) -> None:
     path = write(tmp_path, "modelgraded.yaml", EVALS_SPEC_FILE)
-    letter, likert, unscored = load_template_file(path)
+    letter, likert, unscored = templates_in(path)
     assert [t.name for t in (letter, likert, unscored)] == ["grade-letter", "likert", "unscored"]
     assert letter.format == "openai-evals" and letter.file == str(path)
     assert letter.choices == ("A", "B", "C", "D", "E")
@@ -309,14 +312,14 @@ def test_openai_evals_spec_file(tmp_path: Path) -> None:
     assert dict(likert.choice_scores) == {"1": 0.0, "2": 0.25, "3": 0.5, "4": 0.75, "5": 1.0}
     assert "rescaled" in likert.description
     assert [m["role"] for m in likert.render({"output": "joke"})] == ["system", "user"]
-    assert unscored.choice_scores is None and unscored.choices == ("A", "B") and unscored.use_cot is True
+    assert unscored.choice_scores is None and unscored.choices == ("A", "B") and load_template_file(path)[2].settings == {"use_cot": True}
 
 
 def test_single_top_level_evals_spec(tmp_path: Path) -> None:
     path = write(tmp_path, "yes_no.yaml", 'prompt: "Is {completion} ok?"\nchoice_strings: [Yes, "No"]\n'
                                           'choice_scores: {"Yes": 1, "No": 0}\ninput_outputs: {input: completion}\n')
     problems = check_templates([path])
-    assert [p.key for p in problems] == ["yes_no.choice_strings"] and "boolean" in problems[0].message
+    assert [p.key for p in problems] == ["yes_no.choice_strings"] and "bool" in problems[0].message
 
 
 # ------------------------------------------------------------- registration
@@ -361,7 +364,7 @@ def test_name_taken_is_warned_not_silently_replaced(tmp_path: Path) -> None:
 
 def test_global_registry_has_builtin_judges() -> None:
     import scorers
-    import scorers.judges.template  # noqa: F401  (installs the loader)
+    import scorers.judges.discovery  # noqa: F401  (installs the loader)
 
     for name in BUILTINS:
         assert name in scorers.registry

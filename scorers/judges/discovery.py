@@ -1,0 +1,196 @@
+"""Template files → registered judges: the built-in ``templates/``, ``SCORERS_TEMPLATES``, ``--templates DIR``.
+
+Every file in the built-in directory, in the directories listed in ``SCORERS_TEMPLATES``
+(``os.pathsep``-separated) and in directories given to :func:`add_template_dir` registers
+as a scorer, built by its kind's judge class. An invalid file registers a scorer that
+raises the file's problems when used; ``python -m scorers check`` lists them.
+
+>>> judge = build_judge(parse_template({"kind": "rating", "prompt": "Rate {{output}}", "scale": {"min": 1, "max": 3}},
+...                                    name="Tiny"))
+>>> type(judge).__name__, judge.scale.max
+('RatingJudge', 3)
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from .._util import memoize
+from ..errors import ConfigError, TemplateError
+from .base import LLMJudge
+from .classifier import LLMClassifier
+from .formats import Definition, Problem, camel_case, parse_document, read_file
+from .geval import GEvalJudge
+from .pairwise import PairwiseJudge
+from .rating import RatingJudge
+from .rubric import RubricJudge
+
+if TYPE_CHECKING:
+    from ..registry import Registry
+
+__all__ = ["KIND_CLASSES", "build_judge", "parse_template", "load_template_file", "check_templates",
+           "template_files", "template_dirs", "builtin_template_dir", "add_template_dir", "TEMPLATES_ENV"]
+
+#: Environment variable naming extra template directories (``os.pathsep``-separated).
+TEMPLATES_ENV = "SCORERS_TEMPLATES"
+TEMPLATE_SUFFIXES = (".yaml", ".yml")
+#: The judge class of each ``kind:``.
+KIND_CLASSES: dict[str, type[LLMJudge]] = {"classifier": LLMClassifier, "rubric": RubricJudge,
+                                           "rating": RatingJudge, "geval": GEvalJudge, "pairwise": PairwiseJudge}
+
+
+def build_judge(definition: Definition, **overrides: Any) -> LLMJudge:
+    """The judge a definition describes; keyword arguments override its settings."""
+    return KIND_CLASSES[definition.kind].from_definition(definition.template, definition.settings, **overrides)
+
+
+def parse_template(data: Mapping[str, Any], *, name: str = "Judge", file: str | None = None) -> Definition:
+    """Parse one template given as a mapping (our DSL); raises :class:`TemplateError` listing every problem."""
+    definitions, problems = parse_document(data, Path(file) if file else None)
+    if problems or not definitions:
+        raise TemplateError("invalid judge template:\n  " + "\n  ".join(map(str, problems)), scorer=name)
+    (definition,) = definitions
+    if file is None and "name" not in data:
+        from dataclasses import replace
+
+        definition = replace(definition, template=replace(definition.template, name=name))
+    return definition
+
+
+def load_template_file(path: str | os.PathLike[str]) -> list[Definition]:
+    """Every definition in one YAML file; raises :class:`TemplateError` listing every problem with file and key."""
+    definitions, problems = read_file(path)
+    if problems:
+        raise TemplateError(f"invalid judge template file {path}:\n  " + "\n  ".join(map(str, problems)))
+    return definitions
+
+
+def builtin_template_dir() -> Path:
+    """The built-in templates: ``scorers/judge_templates`` in a wheel, ``templates/`` in a checkout."""
+    package = Path(__file__).resolve().parent.parent
+    packaged = package / "judge_templates"
+    return packaged if packaged.is_dir() else package.parent / "templates"
+
+
+@memoize
+def _extra_dirs() -> list[Path]:
+    """Directories added by :func:`add_template_dir` in this process (one list, built on first use)."""
+    return []
+
+
+def template_dirs() -> list[Path]:
+    """Built-in directory, then ``SCORERS_TEMPLATES`` directories, then those added by :func:`add_template_dir`."""
+    env = [Path(p) for p in os.environ.get(TEMPLATES_ENV, "").split(os.pathsep) if p.strip()]
+    return [builtin_template_dir(), *env, *_extra_dirs()]
+
+
+def template_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Template files named by ``paths`` (a directory stands for its ``*.yaml``/``*.yml`` files, sorted)."""
+    files = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files += sorted(f for f in p.iterdir() if f.suffix in TEMPLATE_SUFFIXES and f.is_file())
+        else:
+            files.append(p)
+    return files
+
+
+def check_templates(paths: Iterable[str | os.PathLike[str]] | None = None) -> list[Problem]:
+    """Validate template files (default: every template directory); returns every problem found.
+
+    Checks YAML syntax, keys, types (by the spec model), choice keys, template syntax, that the kind's
+    judge accepts the settings, and names taken twice.
+    """
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    for path in template_files(template_dirs() if paths is None else paths):
+        if not path.exists():
+            problems.append(Problem(str(path), "", "no such file or directory"))
+            continue
+        definitions, file_problems = read_file(path)
+        problems += file_problems
+        for definition in definitions:
+            name = definition.template.name
+            other = seen.setdefault(name.lower(), str(path))
+            if other != str(path):
+                problems.append(Problem(str(path), "name", f"{name!r} is already defined in {other}"))
+            if definition.template.choice_scores is not None or definition.kind != "classifier":
+                try:  # what only the judge checks (e.g. a pairwise template that shows one output)
+                    build_judge(definition)
+                except ConfigError as exc:
+                    problems.append(Problem(str(path), "", str(exc).split(": ", 1)[-1]))
+    return problems
+
+
+# ---------------------------------------------------------------- registration
+def _register_files(registry: "Registry", files: Iterable[Path], source: str) -> None:
+    from ..registry import Entry
+
+    for path in files:
+        definitions, problems = read_file(path)
+        if problems:
+            error = TemplateError(f"invalid judge template file {path}:\n  " + "\n  ".join(map(str, problems)))
+            try:  # `get(name)` then explains what is wrong with the file
+                registry.add(Entry(name=camel_case(path.stem), factory=_raiser(error), kind="llm",
+                                   description=f"INVALID template ({path}); run `python -m scorers check`",
+                                   source=str(path)))
+            except ConfigError:
+                warnings.warn(str(error), stacklevel=2)
+            continue
+        for definition in definitions:
+            template = definition.template
+            try:
+                registry.add(Entry(name=template.name, factory=_factory(definition), kind="llm",
+                                   description=_one_line(template.description) or f"LLM judge from {path.name}",
+                                   source=source if source == "builtin" else str(path)))
+            except ConfigError as exc:
+                warnings.warn(f"judge template {template.name!r} in {path} is not registered: {exc}", stacklevel=2)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _raiser(error: TemplateError) -> Any:
+    def invalid(**_params: Any) -> Any:
+        raise error
+
+    return invalid
+
+
+def _factory(definition: Definition) -> Any:
+    template = definition.template
+
+    def build(**overrides: Any) -> LLMJudge:
+        return build_judge(definition, **overrides)
+
+    build.__name__ = template.name
+    build.__doc__ = template.description
+    build.template = template  # type: ignore[attr-defined]  # read by `show`
+    return build
+
+
+def _load_default_dirs(registry: "Registry") -> None:
+    _register_files(registry, template_files([builtin_template_dir()]), "builtin")
+    env_dirs = [Path(p) for p in os.environ.get(TEMPLATES_ENV, "").split(os.pathsep) if p.strip()]
+    _register_files(registry, template_files([d for d in env_dirs if d.is_dir()]), "env")
+
+
+def add_template_dir(path: str | os.PathLike[str]) -> None:
+    """Register every template in ``path`` (the CLI's ``--templates DIR``); loaded lazily on the next lookup."""
+    directory = Path(path)
+    if not directory.is_dir():
+        raise TemplateError(f"--templates: {directory} is not a directory")
+    _extra_dirs().append(directory)
+    from ..registry import registry
+
+    registry.add_loader(lambda reg: _register_files(reg, template_files([directory]), "user"))
+
+
+def install() -> None:
+    """Register the built-in and ``SCORERS_TEMPLATES`` templates lazily (before the registry's first lookup)."""
+    from ..registry import registry
+
+    registry.add_loader(_load_default_dirs)

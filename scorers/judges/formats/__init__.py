@@ -1,0 +1,167 @@
+"""Judge template files → definitions (kind, template, settings), with every problem located.
+
+Formats: ours (:mod:`.ours`: the template DSL with ``kind:``; autoevals' files, a
+``prompt`` and ``choice_scores``, are its classifier case and load unchanged) and
+OpenAI evals' model-graded spec files (:mod:`.openai_evals`). Each returns
+definitions plus problems (file, key, line); nothing here imports a judge.
+
+>>> (definition,), problems = parse_document({"prompt": "Is {{output}} polite?", "choice_scores": {"Y": 1, "N": 0},
+...                                          "use_cot": False}, None)
+>>> definition.kind, definition.template.variables, dict(definition.settings), problems
+('classifier', ('output',), {'use_cot': False}, [])
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..template import JudgeTemplate
+
+__all__ = ["Definition", "Problem", "read_file", "parse_document", "camel_case"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a template file, located by file, key and (when known) line."""
+
+    file: str
+    key: str
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.key or '<file>'}: {self.message}"
+
+
+class Problems(list):
+    """Collects the :class:`Problem` items of one file; a key's line comes from the file's key map."""
+
+    def __init__(self, file: str, lines: Mapping[str, int] | None = None) -> None:
+        super().__init__()
+        self.file = file
+        self.lines = lines or {}
+
+    def add(self, key: str, message: str, line: int | None = None) -> None:
+        if line is None:
+            probe = key
+            while probe and probe not in self.lines:  # the closest enclosing key the file has
+                probe = re.sub(r"(\.[^.\[]*|\[\d+\])$", "", probe) if re.search(r"[.\[]", probe) else ""
+            line = self.lines.get(probe)
+        self.append(Problem(self.file, key, message, line))
+
+
+@dataclass(frozen=True)
+class Definition:
+    """What a template file defines: the judge ``kind``, its ``template`` and the judge's other ``settings``."""
+
+    kind: str
+    template: JudgeTemplate
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+def camel_case(stem: str) -> str:
+    """File name → scorer name: ``closed_q_a`` → ``ClosedQA``, ``my-judge`` → ``MyJudge``.
+
+    >>> camel_case("closed_q_a"), camel_case("factuality")
+    ('ClosedQA', 'Factuality')
+    """
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[_\-\s.]+", stem) if part)
+
+
+def parse_document(data: Any, path: Path | None, lines: Mapping[str, int] | None = None
+                   ) -> tuple[list[Definition], list[Problem]]:
+    """The definitions in one parsed YAML document, and every problem found."""
+    from . import openai_evals, ours
+
+    problems = Problems(str(path) if path else "<template>", lines or {})
+    file = str(path) if path else None
+    if not isinstance(data, Mapping):
+        problems.add("", "a template file must be a YAML mapping")
+        return [], list(problems)
+    if "choice_strings" not in data and ({"prompt", "messages", "kind"} & set(data) or "choice_scores" in data):
+        definition = ours.parse(data, camel_case(path.stem) if path else "Judge", file, problems)
+        return ([definition] if definition else []), list(problems)
+    if "choice_strings" in data:  # one OpenAI evals spec at the top level
+        definition = openai_evals.parse(path.stem if path else "spec", data, file, problems)
+        return ([definition] if definition else []), list(problems)
+    if data and all(isinstance(v, Mapping) for v in data.values()):
+        out = []
+        for spec_name, spec in data.items():
+            spec_problems = Problems(problems.file, lines or {})
+            definition = openai_evals.parse(str(spec_name), spec, file, spec_problems)
+            problems.extend(spec_problems)
+            if definition:
+                out.append(definition)
+        return out, list(problems)
+    problems.add("", "not a judge template: expected prompt (or messages) and the kind's settings, "
+                     "or OpenAI evals model-graded specs")
+    return [], list(problems)
+
+
+def read_file(path: str | os.PathLike[str]) -> tuple[list[Definition], list[Problem]]:
+    """Every definition in one YAML file (one for our DSL, several for an OpenAI evals spec file) and its problems."""
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return [], [Problem(str(path), "", f"cannot read the file: {exc}")]
+    try:
+        loader = _yaml_loader()(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return [], [Problem(str(path), "", f"invalid YAML: {getattr(exc, 'problem', None) or exc}",
+                            mark.line + 1 if mark else None)]
+    return parse_document(data, path, _key_lines(node) if node is not None else {})
+
+
+def _key_lines(node: Any, prefix: str = "", out: dict[str, int] | None = None) -> dict[str, int]:
+    """The line of every key of a YAML node tree, by the dotted path problems use (``messages[0].role``)."""
+    import yaml
+
+    out = {} if out is None else out
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            path = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
+            out.setdefault(path, key_node.start_mark.line + 1)
+            _key_lines(value_node, path, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            path = f"{prefix}[{index}]"
+            out.setdefault(path, item.start_mark.line + 1)
+            _key_lines(item, path, out)
+    return out
+
+
+def _yaml_loader() -> Any:
+    import yaml
+
+    class StrictSafeLoader(yaml.SafeLoader):
+        """``yaml.SafeLoader`` that refuses duplicate keys instead of keeping the last one."""
+
+    def construct_mapping(loader: Any, node: Any, deep: bool = False) -> dict:
+        loader.flatten_mapping(node)
+        seen: set = set()
+        for key_node, _value in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:
+                continue
+            if duplicate:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        return dict(loader.construct_pairs(node, deep=deep))
+
+    StrictSafeLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    return StrictSafeLoader

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import inspect
 import pickle
+import re
 
 import cloudpickle
 import pytest
 
 import scorers
+from scorers.judges.rag import MultiStepJudge, step_prompt
 from scorers.registry import registry
 from scorers.testing import LoopbackLLM, Reply
 
@@ -48,7 +50,9 @@ OTHER_VALUE = {
     "samples": 3, "aggregate": "majority", "num_layers": 3, "idf": True, "idf_sents": ["a b c", "a d"],
     "rescale_with_baseline": True, "baseline_path": "BASELINE", "use_fast_tokenizer": True,
     "model_type": "another/model", "provider": "openai", "prefix": "query: ", "expected_min": 0.5,
-    "base_url": "http://127.0.0.1:9/v1",
+    "base_url": "http://127.0.0.1:9/v1", "reasoning_effort": "high", "api": "responses",
+    "extra_args": {"top_p": 0.5}, "idk_is_unfaithful": True, "questions": 3, "sample_temperature": 0.5,
+    "prompts": None,  # per multi-step judge, in OTHER_VALUE_FOR
 }
 #: Settings both scorers get, where the parameter only makes sense with them.
 CONTEXT = {"smooth_value": {"smooth_method": "floor"}, "aggregate": {"samples": 3, "temperature": 0.7},
@@ -60,7 +64,13 @@ COUPLED = {"idf": {"idf_sents": ["a b c", "a d"]}, "rescale_with_baseline": {"ba
 #: Per scorer, other values where the shared one is not valid for it.
 OTHER_VALUE_FOR = {"METEOR": {"tokenizer": "whitespace", "beta": 2.0}, "ROUGE": {"rouge_type": "rouge1"},
                    "ROUGE-1": {"rouge_type": "rouge2"},
-                   "ROUGE-2": {"rouge_type": "rouge1"}, "EmbeddingSimilarity": {"model": "another-model"}}
+                   "ROUGE-2": {"rouge_type": "rouge1"}, "EmbeddingSimilarity": {"model": "another-model"},
+                   "SelfCheck": {"samples": 2}}
+#: A multi-step judge's ``prompts``: its last step's built-in prompt, reworded.
+for _name in NAMES:
+    _cls = registry.entry(_name).scorer_class
+    if _cls is not None and issubclass(_cls, MultiStepJudge):
+        OTHER_VALUE_FOR.setdefault(_name, {})["prompts"] = {_cls.steps[-1]: step_prompt(_cls.steps[-1]) + "\nBe strict."}
 
 
 def _scorer_class(name: str) -> type:
@@ -106,9 +116,20 @@ def _row(name: str) -> dict:
 
 
 def _first_choice(request) -> Reply:
-    """Any judge's first choice, read from the enum of the request's select_choice tool."""
-    enum = request.body["tools"][0]["function"]["parameters"]["properties"]["choice"]["enum"]
-    return Reply.choice(enum[0], reasons="the first choice")
+    """Any judge's first choice, read from the enum of the request's select_choice tool. A multi-step
+    judge's step gets an empty extraction, or the first verdict for each numbered item; a sample gets text."""
+    tools = request.body.get("tools")
+    if not tools:
+        return Reply.text("the cat sat on the mat")
+    function = tools[0]["function"]
+    properties = function["parameters"]["properties"]
+    if "choice" in properties:
+        return Reply.choice(properties["choice"]["enum"][0], reasons="the first choice")
+    items = len(re.findall(r"(?m)^\d+\. ", request.last_user_message))
+    verdicts = properties.get("verdicts")
+    reply = {"verdicts": [{"verdict": verdicts["items"]["properties"]["verdict"]["enum"][0]}] * items} \
+        if verdicts else {key: [] for key in properties}
+    return Reply.tool_call(reply, name=function["name"])
 
 
 @pytest.fixture(scope="module")

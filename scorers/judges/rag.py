@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import time
 from dataclasses import dataclass
 from importlib import resources
@@ -232,7 +233,8 @@ class MultiStepJudge(LLMJudge):
         }
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.judge_kind, "description": self.description,
+        """What ``python -m scorers show`` prints: the docstring (the formula), variables and settings."""
+        return {"name": self.name, "kind": self.judge_kind, "description": inspect.cleandoc(type(self).__doc__ or ""),
                 "variables": list(self.variables()), "higher_is_better": self.higher_is_better, **self.params()}
 
     # --------------------------------------------------------------- requests
@@ -285,9 +287,6 @@ class MultiStepJudge(LLMJudge):
         request = self.step_request(step, {"items": numbered(items), **variables}, fmt)
         return await self.step(request, read, calls)
 
-    def _validate(self, result: ChatResult) -> Any:  # every step passes its own reader
-        raise NotImplementedError
-
     # ---------------------------------------------------------------- scoring
     async def _evaluate(self, row: Mapping[str, Any], calls: list[ChatResult]) -> tuple[float, dict[str, Any]]:
         raise NotImplementedError
@@ -296,10 +295,8 @@ class MultiStepJudge(LLMJudge):
         started = time.perf_counter()
         calls: list[ChatResult] = []
         value, details = await self._evaluate(fields, calls)
-        metadata: dict[str, Any] = {"higher_is_better": self.higher_is_better, **details}
-        if calls:
-            metadata.update(self.call_metadata(calls, time.perf_counter() - started))
-        return self.make_score(value, **metadata)
+        return self.make_score(value, higher_is_better=self.higher_is_better, **details,
+                               **self.call_metadata(calls, time.perf_counter() - started))
 
     async def _ascore_batch(self, rows: list[dict[str, Any]], limit: asyncio.Semaphore) -> list[Score | ScorerError]:
         """Score rows concurrently, at most ``limit`` rows in flight (each row's calls run in its slot).

@@ -1,0 +1,81 @@
+"""Runs ``deepeval.evaluate`` with our metrics inside DeepEval's venv; driven by tests/adapters/test_deepeval.py.
+
+Usage: ``python deepeval_run.py SCENARIO OUT.json``. Writes what DeepEval returned
+(each test result: name, success and its metrics' data), or, when ``evaluate``
+raised, the error's type names and message.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from deepeval import evaluate
+from deepeval.evaluate.configs import AsyncConfig, DisplayConfig, ErrorConfig
+from deepeval.test_case import LLMTestCase
+
+from scorers.adapters.deepeval import metric
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.adapters import OnlyCapitals  # noqa: E402  (the skipping scorer the adapter tests share)
+
+QUIET = DisplayConfig(show_indicator=False, print_results=False)
+CASES = [LLMTestCase(input="Capital of France?", actual_output="Paris", expected_output="Paris"),
+         LLMTestCase(input="Capital of Italy?", actual_output="Roma", expected_output="Rome"),
+         LLMTestCase(input="Largest planet?", actual_output="Saturn", expected_output="Jupiter")]
+NO_EXPECTED = [LLMTestCase(input="Capital of Italy?", actual_output="Roma")]
+
+
+def run(cases: list[LLMTestCase], metrics: list, **config: Any) -> list[dict[str, Any]]:
+    result = evaluate(cases, metrics, display_config=QUIET, **config)
+    return [{"name": t.name, "success": t.success, "input": t.input,
+             "metrics": [{"name": m.name, "score": m.score, "success": m.success, "reason": m.reason,
+                          "error": m.error, "threshold": m.threshold, "strict_mode": m.strict_mode,
+                          "evaluation_model": m.evaluation_model} for m in t.metrics_data or []]}
+            for t in result.test_results]
+
+
+def scenario(name: str) -> Any:
+    if name == "scores":  # run_async (DeepEval's default) calls a_measure
+        return run(CASES, [metric("ExactMatch"), metric("Levenshtein", threshold=0.7), metric(OnlyCapitals())])
+    if name == "scores_sync":  # AsyncConfig(run_async=False) calls measure
+        return run(CASES, [metric("ExactMatch"), metric("Levenshtein", threshold=0.7), metric(OnlyCapitals())],
+                   async_config=AsyncConfig(run_async=False))
+    if name == "strict":
+        return run(CASES, [metric("Levenshtein", strict_mode=True, verbose_mode=True),
+                           metric("ExactMatch", ignore_case=True)])
+    if name == "fields":  # the reference from the metadata, the input from another attribute
+        case = LLMTestCase(input="q", actual_output="Rome", metadata={"gold": {"answer": "Rome"}})
+        return run([case], [metric("ExactMatch", fields={"expected": "metadata.gold.answer"})])
+    if name == "missing_ignored":
+        return run(NO_EXPECTED, [metric("ExactMatch")], error_config=ErrorConfig(ignore_errors=True))
+    if name == "missing_skipped":
+        return run(NO_EXPECTED, [metric("ExactMatch"), metric(OnlyCapitals())],
+                   error_config=ErrorConfig(skip_on_missing_params=True))
+    if name == "missing_raised":
+        return run(NO_EXPECTED, [metric("ExactMatch")])
+    if name == "config_errors":  # mistakes in metric()'s arguments, found before anything runs
+        found = []
+        for kwargs in ({"fields": {"criteria": "input"}}, {"fields": {"expected": "answer"}}, {"threshold": 2}):
+            try:
+                metric("ExactMatch", **kwargs)
+            except Exception as exc:
+                found.append([type(exc).__name__, str(exc)])
+        return found
+    if name == "judge":
+        return run(CASES[:2], [metric("Factuality")])
+    raise SystemExit(f"unknown scenario {name!r}")
+
+
+def main() -> None:
+    name, out = sys.argv[1], Path(sys.argv[2])
+    try:
+        result: Any = {"results": scenario(name)}
+    except Exception as exc:  # what evaluate raised: the test checks its types and message
+        result = {"raised": [c.__module__ + "." + c.__qualname__ for c in type(exc).__mro__], "message": str(exc)}
+    out.write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -420,7 +420,7 @@ def test_judges_travel_before_and_after_first_use(llm_env: LoopbackLLM, name: st
     answer(llm_env, "record_questions", {"questions": [{"question": "q?", "answer": "yes"}]})
     judge = scorers.get(name, prompts={"claims" if name != "SelfCheck" else "sentences": "Split: {{text}}"})
     row = {"input": "question", "output": "answer", "context": CHUNKS}
-    row = {k: v for k, v in row.items() if k in judge.accepted_fields() and k in [f.name for f in judge.fields]}
+    row = {k: v for k, v in row.items() if k in judge.variables()}
     fresh = pickle.loads(dumps(judge))
     first = judge(**row)
     used = pickle.loads(dumps(judge))

@@ -172,7 +172,7 @@ def test_run_with_a_judge_against_the_loopback_server(tmp_path, llm_server, fake
     assert first.returncode == 0, first.stderr
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [line["scores"]["Factuality"] for line in lines] == [1.0, 0.0, None, None]
-    assert lines[2]["errors"]["Factuality"]["type"] == "JudgeError"
+    assert lines[2]["errors"]["Factuality"]["type"] == "RequestRejected"  # a JudgeError: this row, not the run
     assert lines[3]["errors"]["Factuality"]["type"] == "ScorerInputError"  # this row's data, not the template
     assert "template variable" in lines[3]["errors"]["Factuality"]["message"]
     assert lines[0]["metadata_scores"]["Factuality"]["rationale"] == "same facts"

@@ -169,14 +169,19 @@ def readme_example() -> str:
     return block
 
 
-def test_the_readme_example_runs(tmp_path: Path) -> None:
+def test_the_readme_example_runs(tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str) -> None:
+    """The README's DeepEval block (fenced ``py``: tests/test_readme.py runs ``python`` blocks in our venv)."""
+    llm_server.default = Reply.choice("A", reasons="Roma is Rome in Italian.")
     example = tmp_path / "example.py"
     example.write_text(readme_example())
-    done = subprocess.run([str(python()), str(example)], cwd=tmp_path, env=harness_env(tmp_path),
+    env = {"OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": fake_api_key,
+           "SCORERS_CACHE_DIR": str(tmp_path / "judge-cache")}
+    done = subprocess.run([str(python()), str(example)], cwd=tmp_path, env=harness_env(tmp_path, env),
                           capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"  # assert_test passed
     printed = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    assert printed[-1] == "{'ExactMatch': False, 'Levenshtein': True}"
+    assert printed[-1] == "{'ExactMatch': False, 'Levenshtein': True, 'Factuality': False}"  # A scores 0.4
+    assert len(llm_server.chat_requests) == 1
 
 
 # ------------------------------------------------------------ the main venv

@@ -5,7 +5,9 @@
   pytest plugin;
 - Braintrust: :mod:`scorers.adapters.braintrust`;
 - LangSmith: :mod:`scorers.adapters.langsmith`;
-- promptfoo: :mod:`scorers.adapters.promptfoo` (``get_assert`` for a ``type: python`` assertion).
+- promptfoo: :mod:`scorers.adapters.promptfoo` (``get_assert`` for a ``type: python`` assertion);
+- promptflow: :mod:`scorers.adapters.promptflow` (a flex-flow entry, or a DAG's line tool and aggregation);
+- DeepEval: :mod:`scorers.adapters.deepeval` (``metric`` for ``evaluate`` and ``assert_test``).
 
 Importing this package imports neither pytest nor any harness.
 

@@ -60,9 +60,15 @@ from ._util import memoize, optional_import
 
 __all__ = ["LoopbackLLM", "Reply", "RecordedRequest", "Rule", "LLAMA_CPP_JSON_SCHEMA_REJECTION"]
 
-#: The error message llama-cpp-python's server (0.3.36) sends, with HTTP 500, for ``response_format``
-#: type ``json_schema`` (its request schema allows only ``text`` and ``json_object``).
-LLAMA_CPP_JSON_SCHEMA_REJECTION = "PLACEHOLDER"
+#: The error message llama-cpp-python's server (0.3.36) sends, with HTTP 500 and ``"type":
+#: "internal_server_error"``, for ``response_format`` type ``json_schema`` (its request schema allows only
+#: ``text`` and ``json_object``): FastAPI's validation error, then where it was raised (the path is the venv's).
+LLAMA_CPP_JSON_SCHEMA_REJECTION = (
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n"
+    "  File \"/venv/lib/python3.11/site-packages/llama_cpp/server/app.py\", line 376, in create_chat_completion\n"
+    "    POST /v1/chat/completions")
 
 
 @dataclass(frozen=True)
@@ -90,7 +96,8 @@ class Reply:
     finish_reason: str | None = None
     #: Per content token, its alternatives ``{token: logprob}``; the first entry is the token chosen.
     top_logprobs: tuple[Mapping[str, float], ...] | None = None
-    #: The ``error.type`` of an error body (default: ``rate_limit_exceeded`` for 429, else ``server_error``).
+    #: The ``error.type`` of an error body, whose ``code`` is then ``null`` as llama.cpp sends it (default:
+    #: ``rate_limit_exceeded`` for 429, else ``server_error``, the ``code`` too).
     error_type: str | None = None
 
     def __post_init__(self) -> None:
@@ -445,8 +452,9 @@ class LoopbackLLM:
                     request.transport.abort()
                 raise web.HTTPInternalServerError()  # never reaches the client: the socket is gone
             if reply.kind in ("error", "hang"):
-                response = _error_response(reply.status, reply.error_message, reply.error_type or (
-                    "rate_limit_exceeded" if reply.status == 429 else "server_error"))
+                error_type = reply.error_type or ("rate_limit_exceeded" if reply.status == 429 else "server_error")
+                response = _error_response(reply.status, reply.error_message, error_type,
+                                           code=None if reply.error_type else error_type)
                 if reply.retry_after is not None:
                     response.headers["Retry-After"] = _format_seconds(reply.retry_after)
                 return self._respond(recorded, response)
@@ -582,6 +590,9 @@ class LoopbackLLM:
         }))
 
 
+_SAME: Any = object()
+
+
 @memoize
 def _ports_taken() -> set[int]:
     """The ports of every :class:`LoopbackLLM` started in this process."""
@@ -645,11 +656,12 @@ def _served_logprobs(reply: Reply, top: Any) -> list[dict[str, Any]]:
     return served
 
 
-def _error_response(status: int, message: str, code: str) -> Any:
+def _error_response(status: int, message: str, error_type: str, *, code: Any = _SAME) -> Any:
+    """An OpenAI-shaped error body; ``code`` is ``error_type`` unless given (llama.cpp sends ``null``)."""
     from aiohttp import web
 
-    return web.json_response({"error": {"message": message, "type": code, "param": None, "code": code}},
-                             status=status)
+    return web.json_response({"error": {"message": message, "type": error_type, "param": None,
+                                         "code": error_type if code is _SAME else code}}, status=status)
 
 
 def _format_seconds(seconds: float) -> str:

@@ -11,7 +11,7 @@ import time
 import openai
 import pytest
 
-from scorers.testing import LoopbackLLM, RecordedRequest, Reply, fake_embedding
+from scorers.testing import LLAMA_CPP_JSON_SCHEMA_REJECTION, LoopbackLLM, RecordedRequest, Reply, fake_embedding
 
 TOOL = {"type": "function", "function": {"name": "select_choice", "parameters": {
     "type": "object", "properties": {"choice": {"type": "string", "enum": ["A", "B"]}}, "required": ["choice"]}}}
@@ -193,3 +193,79 @@ def test_records_the_query_string(llm_server):
                   default_query={"api-version": "2026-01-01"}).chat.completions.create(
         model="m", messages=[{"role": "user", "content": "x"}])
     assert llm_server.chat_requests[0].query == {"api-version": "2026-01-01"}
+
+
+# ------------------------------------------------------------------------- the Responses API and logprobs
+def respond(server: LoopbackLLM, text: str, **options):
+    return client(server).responses.create(model="gpt-4o-mini", input=[{"role": "user", "content": text}], **options)
+
+
+def test_responses_are_scripted_and_recorded_like_chat(llm_server):
+    llm_server.script(Reply.choice("A"), match="tool")
+    llm_server.default = Reply.text("plain words", usage=(5, 2))
+    tool = respond(llm_server, "tool please", tools=[{"type": "function", "name": "select_choice",
+                                                       "parameters": TOOL["function"]["parameters"]}])
+    (call,) = tool.output
+    assert (call.type, call.name, json.loads(call.arguments)) == ("function_call", "select_choice", {"choice": "A"})
+    assert call.call_id.startswith("call_") and tool.status == "completed"
+    text = respond(llm_server, "text please")
+    assert (text.output_text, text.usage.input_tokens, text.usage.output_tokens) == ("plain words", 5, 2)
+    ask(llm_server, "chat")
+    assert [r.api for r in llm_server.requests] == ["responses", "responses", "chat"]
+    assert [r.last_user_message for r in llm_server.responses_requests] == ["tool please", "text please"]
+    assert [r.path for r in llm_server.chat_requests] == ["/v1/chat/completions"]
+
+
+def test_responses_string_input_and_faults(llm_server):
+    llm_server.script(Reply.error(503, "busy"), times=1)
+    with pytest.raises(openai.InternalServerError):
+        client(llm_server).responses.create(model="m", input="just a string")
+    reply = client(llm_server).responses.create(model="m", input="just a string")
+    assert reply.output_text == "OK" and llm_server.responses_requests[1].messages == [
+        {"role": "user", "content": "just a string"}]
+    assert [r.status for r in llm_server.requests] == [503, 200]
+
+
+def test_responses_cut_at_max_output_tokens_are_incomplete(llm_server):
+    llm_server.default = Reply.text("cut", finish_reason="length")
+    reply = respond(llm_server, "x", max_output_tokens=16)
+    assert (reply.status, reply.incomplete_details.reason) == ("incomplete", "max_output_tokens")
+
+
+def test_logprobs_are_served_only_when_asked_and_cut_to_top_logprobs(llm_server):
+    llm_server.default = Reply.text("4", top_logprobs=[{"4": -0.1, "3": -2.5, "5": -3.0}])
+    assert ask(llm_server, "2+2?").choices[0].logprobs is None
+    (token,) = ask(llm_server, "2+2?", logprobs=True, top_logprobs=2).choices[0].logprobs.content
+    assert (token.token, token.logprob, [(t.token, t.logprob) for t in token.top_logprobs]) == (
+        "4", -0.1, [("4", -0.1), ("3", -2.5)])
+    assert ask(llm_server, "2+2?", logprobs=True).choices[0].logprobs.content[0].top_logprobs == []
+    assert respond(llm_server, "2+2?").output[0].content[0].logprobs is None
+    (token,) = respond(llm_server, "2+2?", include=["message.output_text.logprobs"],
+                       top_logprobs=3).output[0].content[0].logprobs
+    assert [(t.token, t.logprob) for t in token.top_logprobs] == [("4", -0.1), ("3", -2.5), ("5", -3.0)]
+
+
+def test_unscripted_logprobs_are_one_certain_token(llm_server):
+    llm_server.default = Reply.text("two words")
+    (token,) = ask(llm_server, "x", logprobs=True, top_logprobs=1).choices[0].logprobs.content
+    assert (token.token, token.logprob, len(token.top_logprobs)) == ("two words", 0.0, 1)
+
+
+def test_a_server_without_logprobs_support():
+    with LoopbackLLM(default=Reply.text("4", top_logprobs=[{"4": -0.1}]), logprobs=False) as server:
+        assert ask(server, "x", logprobs=True, top_logprobs=1).choices[0].logprobs is None
+        assert respond(server, "x", include=["message.output_text.logprobs"]).output[0].content[0].logprobs is None
+
+
+def test_scripted_logprobs_need_a_token_per_entry():
+    with pytest.raises(ValueError, match="top_logprobs"):
+        Reply.text("4", top_logprobs=[{}])
+
+
+def test_a_llama_cpp_validation_error(llm_server):
+    llm_server.default = Reply.validation_error()
+    with pytest.raises(openai.InternalServerError) as info:
+        ask(llm_server, "x", response_format={"type": "json_schema", "json_schema": {"name": "n", "schema": {}}})
+    assert info.value.status_code == 500
+    assert info.value.body == {"message": LLAMA_CPP_JSON_SCHEMA_REJECTION, "type": "internal_server_error",
+                               "param": None, "code": None}

@@ -507,7 +507,8 @@ class LLMEngine:
             if request.logprobs and reply.logprobs is None:
                 raise EndpointConfigError(
                     f"{label}the endpoint returned no logprobs for model {body['model']!r} at {settings.base_url} "
-                    f"({api} API); this endpoint or model does not support logprobs=True",
+                    f"({api} API) although logprobs=True asked for them: the endpoint or model does not support "
+                    f"them, or not for this kind of reply (OpenAI gives none for tool calls)",
                     scorer=scorer, raw=reply.to_dict(), attempts=budget.attempts)
             prompt_tokens += reply.prompt_tokens
             completion_tokens += reply.completion_tokens
@@ -639,9 +640,10 @@ async def _send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: s
                      f"attempt{'s' if attempts_allowed > 1 else ''}: {cause}", scorer=scorer, attempts=budget.attempts)
 
 
-#: Messages of a server-side request-validation error (pydantic, as llama-cpp-python and other FastAPI servers
-#: send it with HTTP 500): a request that no retry can fix.
-_VALIDATION_ERROR = re.compile(r"\bvalidation errors? for\b|\bInput should be\b|\bField required\b")
+#: A request-validation error in a 5xx's message: FastAPI's ("1 validation error:\n  {'type': 'literal_error', ...,
+#: 'msg': "Input should be 'text' or 'json_object'", ...}", what llama-cpp-python's server sends with HTTP 500)
+#: or pydantic's ("2 validation errors for Request ... Field required").
+_VALIDATION_ERROR = re.compile(r"^\s*\d+ validation errors?\b|\bInput should be\b|\bField required\b")
 
 
 def _is_validation_error(detail: str) -> bool:

@@ -11,8 +11,8 @@ import openai
 import pytest
 
 from scorers.errors import ConfigError, JudgeError
-from scorers.llm import (ChatRequest, ChatResult, EndpointConfigError, InvalidReply, LLMCache, LLMEngine, ToolCall,
-                         Usage, aclose, configure)
+from scorers.llm import (ChatRequest, ChatResult, EndpointConfigError, InvalidReply, LLMCache, LLMEngine,
+                         RequestRejected, ToolCall, Usage, aclose, configure)
 from scorers._aio import run_sync
 from scorers.llm.engine import _backoff, _retry_after
 from scorers.llm.config import resolve
@@ -135,6 +135,7 @@ def test_retry_after_is_honoured(engine, llm_server):
 
 @pytest.mark.parametrize("status, words", [
     (400, "rejected the request (HTTP 400): nope"),
+    (422, "rejected the request (HTTP 422): nope"),
     (404, "rejected the request (HTTP 404): nope"),
     (401, "authentication failed (HTTP 401)"),
     (403, "authentication failed (HTTP 403)"),
@@ -146,7 +147,11 @@ def test_non_retryable_errors_fail_at_once(engine, llm_server, status, words):
     assert words in str(info.value)
     assert info.value.attempts == 1 and len(llm_server.chat_requests) == 1
     # a refused key, model or endpoint is the run's configuration (a run stops on it); a 400 is the row's
-    assert isinstance(info.value, EndpointConfigError) == isinstance(info.value, ConfigError) == (status != 400)
+    rejected = status in (400, 422)
+    assert isinstance(info.value, EndpointConfigError) == isinstance(info.value, ConfigError) == (not rejected)
+    assert isinstance(info.value, RequestRejected) == rejected
+    if rejected:
+        assert (info.value.status, info.value.detail) == (status, "nope")
 
 
 def test_wrong_key_is_an_authentication_error(llm_server, fake_api_key):
@@ -240,12 +245,13 @@ def test_cached_rerun_makes_zero_requests(llm_server, fake_api_key, tmp_path):
 @pytest.mark.parametrize("change", [
     dict(temperature=0.5), dict(model="other"), dict(seed=1), dict(max_tokens=9), dict(cache_tag="sample-2"),
     dict(tools=[TOOL]), dict(response_format={"type": "json_object"}), dict(extra={"top_p": 0.5}),
+    dict(reasoning_effort="low"), dict(logprobs=True), dict(logprobs=True, top_logprobs=2), dict(api="responses"),
 ])
 def test_changed_request_misses_the_cache(engine, llm_server, change):
     engine.complete_sync(req())
     engine.complete_sync(req(**change))
     engine.complete_sync(req())
-    assert len(llm_server.chat_requests) == 2
+    assert llm_server.request_count == 2
 
 
 def test_cache_stores_only_valid_replies(engine, llm_server, tmp_path):

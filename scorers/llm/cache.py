@@ -1,8 +1,10 @@
 """On-disk cache of valid judge replies: one SQLite file, safe to share between processes.
 
-Keys are the SHA-256 of the canonical JSON of everything that shapes a reply
-(endpoint, model, messages, tools, tool_choice, temperature, response format,
-seed, max_tokens, extra parameters and an optional tag) — never the API key.
+Keys are the SHA-256 of the canonical JSON of everything that shapes a reply:
+the endpoint, the request body as sent (model, messages, tools, tool_choice,
+temperature, response format, seed, token limit, reasoning effort, logprobs, extra
+parameters; a Responses API body has ``input`` where a chat body has ``messages``,
+so the API is part of the key) and an optional tag — never the API key.
 The file runs in WAL mode with a busy timeout, and every write is one short
 transaction, so several processes can read and write it at once.
 

@@ -46,6 +46,12 @@ KEY_VECTORS = [
     {"model": "m", "messages": [{"role": "user", "content": "same tools"}], "tools": list(SHARED_TOOLS)},
     {"model": "m", "top_p": 0.5, "temperature": 1e-7, "max_tokens": 9, "extra": {"z": [1.5, True, None]}},
     {"model": "m", "stop": ["\n"], "logit_bias": {"50256": -100}, "when": Path("/not/json")},
+    {"model": "o3", "input": [{"role": "user", "content": "responses"}], "max_output_tokens": 9,
+     "tools": [{"type": "function", "name": "select_choice", "parameters": {}, "strict": False}],
+     "text": {"format": {"type": "json_object"}}, "reasoning": {"effort": "low"},
+     "include": ["message.output_text.logprobs"], "top_logprobs": 2},
+    {"model": "o3", "messages": [{"role": "user", "content": "responses"}], "max_completion_tokens": 9,
+     "reasoning_effort": "low", "logprobs": True, "top_logprobs": 2},
 ]
 
 

@@ -62,7 +62,8 @@ Reasoning models (:func:`~scorers.llm.config.is_reasoning_model`, or the
 ``extra``) and ``max_completion_tokens`` instead of ``max_tokens``.
 ``reasoning_effort`` is sent whenever it is given, to any model: the caller asked
 for it, and an endpoint that does not know it says so (:class:`RequestRejected`).
-``ChatResult.sent`` shows what went out.
+``ChatResult.sent`` shows what went out. Likewise ``seed`` is sent as given to
+both APIs, though OpenAI's Responses API has no such parameter and rejects it.
 
 >>> from scorers.testing import LoopbackLLM, Reply
 >>> with LoopbackLLM(default=Reply.choice("A")) as server:
@@ -463,7 +464,8 @@ class LLMEngine:
         if cache is None or not requests:
             return [None] * len(requests)
         bodies = [_body(r, settings) for r in requests]
-        keys = cache_keys([body for body, _ in bodies], base_url=settings.base_url, tags=[r.cache_tag for r in requests])
+        keys = cache_keys([body for body, _ in bodies], base_url=settings.base_url,
+                          tags=[r.cache_tag for r in requests])
         stored = _cache_call(cache.get_many, keys) or {}
         latency = time.perf_counter() - started
         return [None if (entry := stored.get(key)) is None else

@@ -46,3 +46,6 @@ elif [ "$(node -p "try { require('./$PROMPTFOO_DIR/node_modules/promptfoo/packag
               "@libsql/linux-x64-gnu@$pinned" >/dev/null )
     fi
 fi
+bash scripts/setup_llm_server.sh   # the real OpenAI-compatible server of tests/llm/test_real_server.py (llama-cpp-python + Gemma 3 270M)
+bash scripts/setup_autoevals.sh   # autoevals 0.4.1 + its test tools in .cache/autoevals-venv, for tests/compat/test_autoevals_suite.py
+bash scripts/setup_harnesses.sh   # promptflow 1.18.5 and deepeval 4.3.1, each in its own venv under .cache/harness

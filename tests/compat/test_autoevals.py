@@ -258,6 +258,11 @@ def test_reasoning_and_extra_args(server):
     assert (body["temperature"], body["reasoning_effort"]) == (0.5, "low")
     assert (body["reasoning_enabled"], body["reasoning_budget"]) == (True, 512)
     assert autoevals.LLMClassifier("t", "{{output}}", {"Y": 1}, model="o3-mini").extra_args == {}
+    seeded = autoevals.Humor(model="gpt-4o-mini", client=loopback_client(server), extra_args={"seed": 7})
+    assert seeded.extra_args == {"seed": 7}
+    server.script(Reply.choice("Yes"))
+    seeded("a pun")
+    assert server.chat_requests[-1].body["seed"] == 7
 
 
 @pytest.mark.parametrize("cls", [autoevals.Battle, autoevals.ClosedQA, autoevals.Factuality, autoevals.Humor,

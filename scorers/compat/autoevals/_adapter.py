@@ -29,7 +29,7 @@ class Adapter(Scorer):
     def _fields(self, output: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         """Our scorer's keyword fields from autoevals' arguments (``expected`` is absent when it is ``None``,
         unless our scorer takes a ``None`` there)."""
-        if kwargs.get("expected", 0) is None and not _takes_none(self.scorer, "expected"):
+        if "expected" in kwargs and kwargs["expected"] is None and not _takes_none(self.scorer, "expected"):
             del kwargs["expected"]
         return {"output": output, **kwargs}
 

@@ -43,10 +43,10 @@ def _template_value(value: Any) -> Any:
 def _judge_settings(*, model: str | None, max_tokens: int | None, temperature: float | None,
                     reasoning_effort: str | None, reasoning_enabled: bool | None, reasoning_budget: int | None,
                     use_responses_api: bool | None, engine: Any, api_key: str | None, base_url: str | None,
-                    client: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+                    client: Any, extra_args: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Our judge's keyword arguments for autoevals' options, and autoevals' ``extra_args`` (the request options set)."""
     model = model or get_default_model()
-    extra = {"reasoning_enabled": reasoning_enabled, "reasoning_budget": reasoning_budget}
+    extra = {**(extra_args or {}), "reasoning_enabled": reasoning_enabled, "reasoning_budget": reasoning_budget}
     extra = {key: value for key, value in extra.items() if value is not None}
     settings: dict[str, Any] = {
         "model": model, "temperature": temperature, "max_tokens": max_tokens, "reasoning_effort": reasoning_effort,
@@ -98,11 +98,12 @@ class OpenAILLMClassifier(_Judge):
                  temperature: float | None = None, reasoning_effort: str | None = None,
                  reasoning_enabled: bool | None = None, reasoning_budget: int | None = None,
                  use_responses_api: bool | None = None, engine: Any = None, api_key: str | None = None,
-                 base_url: str | None = None, client: Any = None) -> None:
+                 base_url: str | None = None, client: Any = None, extra_args: Mapping[str, Any] | None = None) -> None:
         settings, self.extra_args = _judge_settings(
             model=model, max_tokens=max_tokens, temperature=temperature, reasoning_effort=reasoning_effort,
             reasoning_enabled=reasoning_enabled, reasoning_budget=reasoning_budget,
-            use_responses_api=use_responses_api, engine=engine, api_key=api_key, base_url=base_url, client=client)
+            use_responses_api=use_responses_api, engine=engine, api_key=api_key, base_url=base_url, client=client,
+            extra_args=extra_args)
         kept = [dict(m) for m in messages if not (isinstance(m.get("content"), str) and not m["content"].strip())]
         self.scorer = _OurClassifier(name, messages=kept, choice_scores=choice_scores,
                                      use_cot=_uses_cot(classification_tools), **settings)
@@ -121,8 +122,8 @@ class LLMClassifier(_Judge):
     """autoevals' ``LLMClassifier(name, prompt_template, choice_scores, ...)``; extra keywords are template variables.
 
     ``api_key``/``base_url`` build an ``LLMEngine(api_key=..., base_url=...)``; ``client`` is an
-    ``openai`` client; ``engine`` may be a :class:`scorers.llm.LLMEngine`. ``reasoning_enabled``
-    and ``reasoning_budget`` are sent as request parameters (``extra_args``).
+    ``openai`` client; ``engine`` may be a :class:`scorers.llm.LLMEngine`. ``extra_args`` (further
+    request parameters), ``reasoning_enabled`` and ``reasoning_budget`` are sent verbatim.
     """
 
     def __init__(self, name: str, prompt_template: str, choice_scores: Mapping[str, float],
@@ -130,11 +131,13 @@ class LLMClassifier(_Judge):
                  temperature: float | None = None, reasoning_effort: str | None = None,
                  reasoning_enabled: bool | None = None, reasoning_budget: int | None = None,
                  use_responses_api: bool | None = None, engine: Any = None, api_key: str | None = None,
-                 base_url: str | None = None, client: Any = None, **extra_render_args: Any) -> None:
+                 base_url: str | None = None, client: Any = None, extra_args: Mapping[str, Any] | None = None,
+                 **extra_render_args: Any) -> None:
         settings, self.extra_args = _judge_settings(
             model=model, max_tokens=max_tokens, temperature=temperature, reasoning_effort=reasoning_effort,
             reasoning_enabled=reasoning_enabled, reasoning_budget=reasoning_budget,
-            use_responses_api=use_responses_api, engine=engine, api_key=api_key, base_url=base_url, client=client)
+            use_responses_api=use_responses_api, engine=engine, api_key=api_key, base_url=base_url, client=client,
+            extra_args=extra_args)
         self.scorer = _OurClassifier(name, prompt_template, choice_scores, use_cot=use_cot, **settings)
         self._bind_render_args(extra_render_args)
 
@@ -147,11 +150,12 @@ class SpecFileClassifier(_Judge):
     def __init__(self, model: str | None = None, engine: Any = None, use_cot: bool | None = None,
                  max_tokens: int | None = None, temperature: float | None = None,
                  use_responses_api: bool | None = None, api_key: str | None = None, base_url: str | None = None,
-                 client: Any = None, reasoning_effort: str | None = None) -> None:
+                 client: Any = None, reasoning_effort: str | None = None,
+                 extra_args: Mapping[str, Any] | None = None) -> None:
         settings, self.extra_args = _judge_settings(
             model=model, max_tokens=max_tokens, temperature=temperature, reasoning_effort=reasoning_effort,
             reasoning_enabled=None, reasoning_budget=None, use_responses_api=use_responses_api, engine=engine,
-            api_key=api_key, base_url=base_url, client=client)
+            api_key=api_key, base_url=base_url, client=client, extra_args=extra_args)
         if use_cot is not None:
             settings["use_cot"] = use_cot
         self.scorer = get(self.template_name, **settings)

@@ -327,3 +327,18 @@ def test_embedding_similarity_is_ours_and_sends_lists_and_dicts_as_json_text(ser
     assert any('q: {"water": "wet"}' in (text if isinstance(text, list) else [text]) for text in sent)
     assert compat.scorer.params()["model"] == "text-embedding-3-small"
     assert compat.scorer.expected_min == 0.7
+
+
+def test_from_spec_file_reads_an_autoevals_spec_file(server, tmp_path):
+    spec = tmp_path / "tone.yaml"
+    spec.write_text('prompt: |-\n  Is this reply kind? {{output}}\nchoice_scores:\n  "Yes": 1\n  "No": 0\n'
+                    "model: gpt-4o-mini\ntemperature: 0.2\n", encoding="utf-8")
+    judge = autoevals.LLMClassifier.from_spec_file("Tone", spec, client=loopback_client(server), use_cot=False)
+    server.script(Reply.choice("Yes"))
+    assert judge("Thanks!").score == 1.0
+    request = server.chat_requests[-1]
+    assert request.model == "gpt-4o-mini" and request.body["temperature"] == 0.2
+    assert "Is this reply kind? Thanks!" in request.last_user_message
+    spec.write_text("prompt: x\nchoice_scores: {A: 1}\nkind: other\n", encoding="utf-8")
+    with pytest.raises(ConfigError):
+        autoevals.LLMClassifier.from_spec_file("Tone", spec)

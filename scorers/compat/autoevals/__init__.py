@@ -21,8 +21,8 @@ from ._adapter import NotSupportedError
 from .json import JSONDiff, ValidJSON
 from .list import ListContains
 from .litellm import AsyncLiteLLMClient, LiteLLMClient
-from .llm import (DEFAULT_MODEL, Battle, ClosedQA, Factuality, Humor, LLMClassifier, OpenAILLMClassifier,
-                  OpenAILLMScorer, OpenAIScorer, Possible, Security, SpecFileClassifier, Sql, Summary, Translation,
+from .llm import (DEFAULT_MODEL, Battle, ClosedQA, Factuality, Humor, LLMClassifier, ModelGradedSpec,
+                  OpenAILLMClassifier, OpenAILLMScorer, OpenAIScorer, Possible, Security, SpecFileClassifier, Sql, Summary, Translation,
                   build_classification_tools)
 from .moderation import Moderation
 from .number import NumericDiff
@@ -38,7 +38,7 @@ from .value import ExactMatch
 __all__ = [
     "Score", "Scorer", "SerializableDataClass", "NotSupportedError", "init", "get_default_model",
     "get_default_embedding_model", "ExactMatch", "Levenshtein", "LevenshteinScorer", "NumericDiff", "JSONDiff",
-    "ValidJSON", "ListContains", "EmbeddingSimilarity", "DEFAULT_MODEL", "LLMClassifier", "OpenAILLMClassifier",
+    "ValidJSON", "ListContains", "EmbeddingSimilarity", "DEFAULT_MODEL", "ModelGradedSpec", "LLMClassifier", "OpenAILLMClassifier",
     "OpenAIScorer", "OpenAILLMScorer", "SpecFileClassifier", "build_classification_tools", "Battle", "ClosedQA",
     "Factuality", "Humor", "Possible", "Security", "Sql", "Summary", "Translation", "Moderation",
     "ContextEntityRecall", "ContextRelevancy", "ContextRecall", "ContextPrecision", "Faithfulness",

@@ -18,6 +18,8 @@ errors (:class:`~scorers.errors.JudgeError`, never ``KeyError``) are ours.
 """
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
 from ...errors import ConfigError
@@ -27,7 +29,7 @@ from ...registry import get
 from ._adapter import Adapter, NotSupportedError, Unsupported
 from .oai import DEFAULT_COMPLETION_MODEL, get_default_model
 
-__all__ = ["DEFAULT_MODEL", "LLMClassifier", "OpenAILLMClassifier", "OpenAIScorer", "OpenAILLMScorer",
+__all__ = ["DEFAULT_MODEL", "ModelGradedSpec", "LLMClassifier", "OpenAILLMClassifier", "OpenAIScorer", "OpenAILLMScorer",
            "SpecFileClassifier", "build_classification_tools", "Battle", "ClosedQA", "Factuality", "Humor",
            "Possible", "Security", "Sql", "Summary", "Translation"]
 
@@ -118,6 +120,19 @@ def _uses_cot(tools: Sequence[Mapping[str, Any]]) -> bool:
     return any("reasons" in tool["function"].get("parameters", {}).get("properties", {}) for tool in tools)
 
 
+@dataclasses.dataclass
+class ModelGradedSpec:
+    """An autoevals spec file's content: ``prompt`` and ``choice_scores``, and optional judge settings."""
+
+    prompt: str
+    choice_scores: dict[str, float]
+    model: str | None = None
+    engine: str | None = None
+    use_cot: bool | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
 class LLMClassifier(_Judge):
     """autoevals' ``LLMClassifier(name, prompt_template, choice_scores, ...)``; extra keywords are template variables.
 
@@ -140,6 +155,35 @@ class LLMClassifier(_Judge):
             extra_args=extra_args)
         self.scorer = _OurClassifier(name, prompt_template, choice_scores, use_cot=use_cot, **settings)
         self._bind_render_args(extra_render_args)
+
+    @classmethod
+    def from_spec(cls, name: str, spec: ModelGradedSpec, client: Any = None, **kwargs: Any) -> "LLMClassifier":
+        """A judge from a :class:`ModelGradedSpec`; keyword arguments win over the spec's settings."""
+        settings = {key: getattr(spec, key) for key in ("model", "engine", "use_cot", "temperature", "max_tokens")
+                    if getattr(spec, key) is not None}
+        return cls(name, spec.prompt, spec.choice_scores, client=client, **{**settings, **kwargs})
+
+    @classmethod
+    def from_spec_file(cls, name: str, path: str | Path, client: Any = None, **kwargs: Any) -> "LLMClassifier":
+        """A judge from an autoevals YAML spec file (``prompt``, ``choice_scores`` and optional settings).
+
+        >>> import tempfile
+        >>> with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as spec:
+        ...     _ = spec.write('prompt: Is {{output}} polite?\\nchoice_scores: {"Y": 1, "N": 0}\\nuse_cot: false\\n')
+        >>> judge = LLMClassifier.from_spec_file("Polite", spec.name, model="gpt-4o-mini")
+        >>> judge.scorer.choice_scores, judge.scorer.use_cot
+        ({'Y': 1.0, 'N': 0.0}, False)
+        """
+        import yaml
+
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: an autoevals spec file is a mapping with prompt and choice_scores")
+        try:
+            spec = ModelGradedSpec(**data)
+        except TypeError as exc:
+            raise ConfigError(f"{path}: {exc}") from exc
+        return cls.from_spec(name, spec, client=client, **kwargs)
 
 
 class SpecFileClassifier(_Judge):

@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="scorers", description="Score the outputs of LLM applications.", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"scorers {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,show,run,check,promptfoo}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,show,run,check,schema,promptfoo}")
     templates = argparse.ArgumentParser(add_help=False)
     templates.add_argument("--templates", action="append", default=[], metavar="DIR",
                            help="also register the judge templates in DIR (repeatable; like SCORERS_TEMPLATES)")
@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_check = sub.add_parser("check", help="validate judge templates (YAML); report every problem with file and key")
     p_check.add_argument("paths", nargs="*", metavar="PATH",
                          help="template files or directories (default: built-in, SCORERS_TEMPLATES)")
+
+    sub.add_parser("schema", help="print the JSON Schema of judge template files (for editors: "
+                                  "python -m scorers schema > templates.schema.json)")
 
     p_promptfoo = sub.add_parser("promptfoo", help="promptfoo: `init [PATH]` writes the assertion file for "
                                                    "`type: python`, `value: file://PATH`")
@@ -187,9 +190,13 @@ def describe(scorer: Scorer, aliases: Sequence[str] = ()) -> str:
                 lines.append(f"  [{role}]")
                 lines += [f"    {line}" for line in content.rstrip("\n").splitlines()]
             lines.append("")
-        lines.append("choice_scores:")
-        lines += [f"  {choice}: {value}" for choice, value in details.get("choice_scores", {}).items()]
-        lines.append("")
+        lines += [f"kind: {details.get('kind', 'classifier')}", "",
+                  inspect.cleandoc(type(scorer).__doc__ or "").split("\n\n")[0], ""]
+        if "choice_scores" in details:
+            lines.append("choice_scores:")
+            lines += [f"  {choice}: {value}" for choice, value in details["choice_scores"].items()]
+            lines.append("")
+
     else:
         lines += [inspect.cleandoc(type(scorer).__doc__ or scorer.description), ""]
     if aliases:
@@ -405,7 +412,15 @@ def cmd_promptfoo(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"list": cmd_list, "show": cmd_show, "run": cmd_run, "check": cmd_check, "promptfoo": cmd_promptfoo}
+def cmd_schema(args: argparse.Namespace) -> int:
+    from .judges.spec import json_schema
+
+    print(json.dumps(json_schema(), indent=2, ensure_ascii=False))
+    return 0
+
+
+COMMANDS = {"list": cmd_list, "show": cmd_show, "run": cmd_run, "check": cmd_check, "schema": cmd_schema,
+            "promptfoo": cmd_promptfoo}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -50,7 +50,8 @@ OTHER_VALUE = {
     "samples": 3, "aggregate": "majority", "num_layers": 3, "idf": True, "idf_sents": ["a b c", "a d"],
     "rescale_with_baseline": True, "baseline_path": "BASELINE", "use_fast_tokenizer": True,
     "model_type": "another/model", "provider": "openai", "prefix": "query: ", "expected_min": 0.5,
-    "base_url": "http://127.0.0.1:9/v1", "reasoning_effort": "high", "api": "responses",
+    "base_url": "http://127.0.0.1:9/v1", "threshold": 3.0, "scale": {"min": 0, "max": 10},
+    "criteria": [{"name": "tone", "description": "Neutral tone."}], "reasoning_effort": "high", "api": "responses",
     "extra_args": {"top_p": 0.5}, "idk_is_unfaithful": True, "questions": 3, "sample_temperature": 0.5,
     "prompts": None,  # per multi-step judge, in OTHER_VALUE_FOR
 }
@@ -125,6 +126,9 @@ def _first_choice(request) -> Reply:
     properties = function["parameters"]["properties"]
     if "choice" in properties:
         return Reply.choice(properties["choice"]["enum"][0], reasons="the first choice")
+    if any(p.get("type") == "integer" for p in properties.values()):  # a rubric's or rating's grades: the lowest
+        return Reply.tool_call({key: p.get("minimum", "reasons") for key, p in properties.items()},
+                               name=function["name"])
     items = len(re.findall(r"(?m)^\d+\. ", request.last_user_message))
     verdicts = properties.get("verdicts")
     reply = {"verdicts": [{"verdict": verdicts["items"]["properties"]["verdict"]["enum"][0]}] * items} \

@@ -218,7 +218,7 @@ class RubricSpec(_Common):
         for index, criterion in enumerate(self.criteria):
             outside = [v for v in criterion.anchors or () if not self.scale.min <= v <= self.scale.max]
             if outside:
-                raise _KeyError(f"criteria.{index}.anchors", f"anchors {outside} are outside the scale "
+                raise _KeyError(f"criteria[{index}].anchors", f"anchors {outside} are outside the scale "
                                                              f"[{self.scale.min}, {self.scale.max}]")
         if self.threshold is not None and not self.scale.min <= self.threshold <= self.scale.max:
             raise _KeyError("threshold", f"must be on the scale [{self.scale.min}, {self.scale.max}], "
@@ -328,6 +328,7 @@ def _problems(exc: ValidationError, kind: str) -> list[tuple[str, str]]:
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of a judge template file (every kind), for editors and ``python -m scorers schema``."""
     schema = _ADAPTER.json_schema()
+    schema.pop("discriminator", None)  # OpenAPI's keyword; oneOf alone holds (only a classifier may omit kind)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "scorers judge template"
     return schema

@@ -90,8 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("-o", "--output", metavar="OUT.jsonl", help="results file (default: stdout)")
     p_run.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
                        help="take a scorer field from another column or dotted path (e.g. --map output=response)")
-    p_run.add_argument("--threshold", action="append", default=[], metavar="NAME=MIN",
-                       help="fail (exit 1) when NAME's mean score is below MIN")
+    p_run.add_argument("--threshold", action="append", default=[], metavar="NAME=LIMIT",
+                       help="fail (exit 1) when NAME's mean score is below LIMIT (above it for a lower-is-better "
+                            "scorer such as Hallucination; see list --json)")
     p_run.add_argument("--resume", action="store_true", help="continue an interrupted run: skip rows already in OUT")
     p_run.add_argument("--format", choices=["jsonl", "json", "csv"], help="input format (default: from the extension)")
     p_run.add_argument("--concurrency", type=int, default=16, help="in-flight async (LLM) calls (default: 16)")
@@ -286,7 +287,7 @@ def _thresholds(items: Sequence[str], scorers: Sequence[Scorer]) -> dict[str, fl
         except ValueError:
             raise ConfigError(f"--threshold {name}={value}: not a number") from None
         if not 0.0 <= minimum <= 1.0:  # also refuses nan
-            raise ConfigError(f"--threshold {name}={value}: scores lie in [0, 1], so the minimum mean must too")
+            raise ConfigError(f"--threshold {name}={value}: scores lie in [0, 1], so the limit must too")
         thresholds[known[name.lower()]] = minimum
     return thresholds
 
@@ -358,14 +359,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         with open(args.summary_json, "w") as fh:
             json.dump(run.summary.to_dict(), fh, indent=2, default=str)
     status = 0
-    for name, minimum in thresholds.items():
+    higher = {scorer.name: scorer.higher_is_better for scorer in scorers}
+    for name, limit in thresholds.items():
         mean = run.summary.scorers[name]["mean"]
+        bound = "at least" if higher[name] else "at most"
         if mean is None:
             print(f"threshold not met: {name} has no scores to average (every row failed or was skipped); "
-                  f"needed a mean of at least {minimum}", file=sys.stderr)
+                  f"needed a mean of {bound} {limit}", file=sys.stderr)
             status = 1
-        elif mean < minimum:
-            print(f"threshold not met: {name} mean {mean:.4f} < {minimum}", file=sys.stderr)
+        elif (mean < limit) if higher[name] else (mean > limit):
+            print(f"threshold not met: {name} mean {mean:.4f} {'<' if higher[name] else '>'} {limit} "
+                  f"({'higher' if higher[name] else 'lower'} is better)", file=sys.stderr)
             status = 1
     if args.fail_on_error and failed_rows:
         print(f"{failed_rows} row(s) had scorer errors", file=sys.stderr)

@@ -81,7 +81,7 @@ def test_map_param_threshold_and_errors(tmp_path):
     (["run", str(EXAMPLE), "-s", "Levenshtein", "-p", "Levenshtein.normalize=XX"], "normalize must be"),
     (["run", str(EXAMPLE), "-s", "Levenshtein", "--threshold", "BLEU=0.3"], "not one of the scorers"),
     (["run", str(EXAMPLE), "-s", "Levenshtein", "--resume"], "--resume needs -o"),
-    (["run", str(EXAMPLE), "-s", "ExactMatch", "--threshold", "ExactMatch=1.5"], "minimum mean must too"),
+    (["run", str(EXAMPLE), "-s", "ExactMatch", "--threshold", "ExactMatch=1.5"], "the limit must too"),
     (["run", str(EXAMPLE), "-s", "ExactMatch", "--map", "output=answr"], "no column or path 'answr'"),
     (["run", str(EXAMPLE), "-s", "ExactMatch", "--workers", "0"], "--workers must be at least 1"),
     (["list", "--kind", "nope"], "no scorer is of that kind"),

@@ -499,3 +499,19 @@ def test_cli_runs_the_rag_example_against_the_loopback_server(tmp_path: Path, ll
     assert lines[3]["metadata_scores"]["ContextPrecision"]["verdicts"][0]["chunk"].startswith("Mercury")
     assert "Faithfulness" in result.stderr and "usage" in result.stderr and fake_api_key not in result.stderr
     assert len(llm_server.chat_requests) == 4 * 2 + 4
+
+
+@pytest.mark.parametrize("limit, code", [("0.6", 0), ("0.4", 1)])
+def test_cli_threshold_of_a_lower_is_better_metric_is_a_maximum(tmp_path: Path, llm_server: LoopbackLLM,
+                                                                 fake_api_key: str, limit: str, code: int) -> None:
+    llm_server.default = Reply.tool_call({"verdicts": [{"reason": "r", "verdict": "yes"},
+                                                       {"reason": "r", "verdict": "no"}]}, name="record_verdicts")
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"output": "Paris.", "context": ["Paris is in France.", "Lyon is in France."]}) + "\n")
+    env = {**os.environ, "OPENAI_API_KEY": fake_api_key, "OPENAI_BASE_URL": llm_server.base_url,
+           "SCORERS_CACHE_DIR": str(tmp_path / "cache")}
+    result = subprocess.run([sys.executable, "-m", "scorers", "run", str(data), "-s", "Hallucination", "-o",
+                             str(tmp_path / "out.jsonl"), "--threshold", f"Hallucination={limit}"],
+                            capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert result.returncode == code, result.stderr
+    assert ("mean 0.5000 > 0.4 (lower is better)" in result.stderr) == (code == 1)

@@ -102,10 +102,26 @@ def test_the_claimed_features_are_tested(outcomes: dict[str, str]) -> None:
     assert len(passed) >= 31
 
 
-def test_every_difference_has_its_row_in_the_readme() -> None:
+def _readme_section() -> str:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Coming from autoevals"):]
-    section = section[:section.find("\n## ", 3) if "\n## " in section[3:] else len(section)]
-    rows = {line.split("|")[1].strip() for line in section.splitlines() if line.startswith("| ")}
+    end = section.find("\n## ", 3)
+    return section if end < 0 else section[:end]
+
+
+def test_every_difference_has_its_row_in_the_readme() -> None:
+    rows = {line.split("|")[1].strip() for line in _readme_section().splitlines() if line.startswith("| ")}
     for test, entry in json.loads(LISTS.read_text())["differences"].items():
         assert entry["readme_row"] in rows, f"{test}: README has no row {entry['readme_row']!r}"
+
+
+def test_the_readme_states_the_figures(outcomes: dict[str, str]) -> None:
+    tests = _tests(outcomes)
+    skips = json.loads(LISTS.read_text())["skipped"]
+    network = sum(1 for k, v in tests.items() if v == "skipped" and listed(skips, k).startswith("network"))
+    count = {o: sum(v == o for v in tests.values()) for o in ("passed", "xfailed", "skipped")}
+    text = " ".join(_readme_section().split())
+    assert (f"of its {len(tests)} tests, {count['passed']} pass, {count['xfailed']} fail on the differences below"
+            in text), "update the figures in README's 'Coming from autoevals'"
+    assert (f"{count['skipped']} are skipped: {network} need a live OpenAI endpoint, "
+            f"{count['skipped'] - network} test what we do not provide") in text

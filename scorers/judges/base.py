@@ -35,7 +35,7 @@ from ..aggregate import Aggregator, MeanAggregator
 from ..base import Scorer
 from ..errors import ConfigError, JudgeError, ScorerError, ScorerInputError, UnknownArgumentError
 from ..fields import Field
-from ..llm.engine import ChatRequest, ChatResult, InvalidReply, LLMEngine, NotPicklable
+from ..llm.engine import ChatRequest, ChatResult, InvalidReply, LLMEngine, NotPicklable, RequestRejected
 from ..llm.usage import ModelUsage, Usage
 from ..score import Score
 from .spec import validate_spec
@@ -108,6 +108,15 @@ def reasons_text(value: Any) -> str | None:
 
 
 _UNSET: Any = object()
+
+#: Per response mode: what a server's rejection mentions when it does not support the mode, and what to use.
+_MODE_HINTS = {
+    "json": ("json_schema", "response_mode='json' sends a json_schema response format, which this server "
+                            "rejected: use response_mode='json_object' (or 'tools')"),
+    "json_object": ("json_object", "this server rejected the json_object response format: use "
+                                   "response_mode='tools' or 'text'"),
+    "tools": ("tool", "this server rejected the forced tool call: use response_mode='json_object' or 'text'"),
+}
 
 
 def given(value: Any) -> Any:
@@ -340,8 +349,15 @@ class LLMJudge(Scorer):
         return self._score_from(results, time.perf_counter() - started)
 
     async def _judge(self, request: ChatRequest, *, read_cache: bool = True, validate: Any = None) -> ChatResult:
-        return await self.engine.complete(request, validate=validate or self._validate, scorer=self.name,
-                                          read_cache=read_cache)
+        try:
+            return await self.engine.complete(request, validate=validate or self._validate, scorer=self.name,
+                                              read_cache=read_cache)
+        except RequestRejected as exc:
+            hint = _MODE_HINTS.get(self.response_mode)
+            if hint is None or hint[0] not in exc.detail:
+                raise
+            raise RequestRejected(f"{exc} ({hint[1]})", status=exc.status, detail=exc.detail, scorer=self.name,
+                                  attempts=exc.attempts) from exc
 
     async def _ascore_batch(self, rows: list[dict[str, Any]], limit: asyncio.Semaphore) -> list[Score | ScorerError]:
         """Judge many rows: one Score or ScorerError per row, in order.

@@ -289,3 +289,13 @@ def test_schema_command_validates_every_builtin_template() -> None:
         assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == [], path.name
     assert list(validator.iter_errors({"kind": "rating", "prompt": "x"}))  # no scale
     assert list(validator.iter_errors({"prompt": "x", "choice_scores": {"Y": 1}, "tempreature": 0}))
+
+
+def test_a_server_that_rejects_json_schema_gets_a_hint_naming_the_mode_to_use(llm_server: LoopbackLLM) -> None:
+    from scorers.llm import RequestRejected
+
+    llm_server.default = Reply.validation_error()  # llama-cpp-python's HTTP 500 for response_format json_schema
+    judge = LLMClassifier("C", "{{output}}", {"Y": 1, "N": 0}, response_mode="json", engine=engine(llm_server))
+    with pytest.raises(RequestRejected, match="use response_mode='json_object'") as info:
+        judge(output="x")
+    assert info.value.status == 500 and len(llm_server.chat_requests) == 1  # not retried

@@ -98,7 +98,8 @@ def test_the_claimed_features_are_tested(outcomes: dict[str, str]) -> None:
             "test_llm.py::test_llm_classifier_uses_configured_default_model",
             "test_init_models.py::test_object_form_can_set_both_models",
             "test_reasoning_effort.py::test_all_reasoning_parameters",
-            "test_serializable_data_class.py::TestSerializableDataClass::test_from_dict_deep_with_none_values"} <= passed
+            "test_serializable_data_class.py::TestSerializableDataClass::test_from_dict_deep_with_none_values",
+            } <= passed
     assert len(passed) >= 31
 
 

@@ -22,8 +22,8 @@ from .json import JSONDiff, ValidJSON
 from .list import ListContains
 from .litellm import AsyncLiteLLMClient, LiteLLMClient
 from .llm import (DEFAULT_MODEL, Battle, ClosedQA, Factuality, Humor, LLMClassifier, ModelGradedSpec,
-                  OpenAILLMClassifier, OpenAILLMScorer, OpenAIScorer, Possible, Security, SpecFileClassifier, Sql, Summary, Translation,
-                  build_classification_tools)
+                  OpenAILLMClassifier, OpenAILLMScorer, OpenAIScorer, Possible, Security, SpecFileClassifier, Sql,
+                  Summary, Translation, build_classification_tools)
 from .moderation import Moderation
 from .number import NumericDiff
 from .oai import get_default_embedding_model, get_default_model, init
@@ -38,10 +38,10 @@ from .value import ExactMatch
 __all__ = [
     "Score", "Scorer", "SerializableDataClass", "NotSupportedError", "init", "get_default_model",
     "get_default_embedding_model", "ExactMatch", "Levenshtein", "LevenshteinScorer", "NumericDiff", "JSONDiff",
-    "ValidJSON", "ListContains", "EmbeddingSimilarity", "DEFAULT_MODEL", "ModelGradedSpec", "LLMClassifier", "OpenAILLMClassifier",
-    "OpenAIScorer", "OpenAILLMScorer", "SpecFileClassifier", "build_classification_tools", "Battle", "ClosedQA",
-    "Factuality", "Humor", "Possible", "Security", "Sql", "Summary", "Translation", "Moderation",
-    "ContextEntityRecall", "ContextRelevancy", "ContextRecall", "ContextPrecision", "Faithfulness",
+    "ValidJSON", "ListContains", "EmbeddingSimilarity", "DEFAULT_MODEL", "ModelGradedSpec", "LLMClassifier",
+    "OpenAILLMClassifier", "OpenAIScorer", "OpenAILLMScorer", "SpecFileClassifier", "build_classification_tools",
+    "Battle", "ClosedQA", "Factuality", "Humor", "Possible", "Security", "Sql", "Summary", "Translation",
+    "Moderation", "ContextEntityRecall", "ContextRelevancy", "ContextRecall", "ContextPrecision", "Faithfulness",
     "AnswerRelevancy", "AnswerSimilarity", "AnswerCorrectness", "LiteLLMClient", "AsyncLiteLLMClient",
     "compute_thread_template_vars", "template_uses_thread_variables",
 ]

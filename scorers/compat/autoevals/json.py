@@ -17,7 +17,7 @@ __all__ = ["JSONDiff", "ValidJSON"]
 
 
 class JSONDiff(Adapter):
-    """Recursive JSON similarity; ``string_scorer``/``number_scorer`` may be autoevals scorers (instances or classes)."""
+    """Recursive JSON similarity; ``string_scorer``/``number_scorer`` may be autoevals scorers (instances, classes)."""
 
     def __init__(self, string_scorer: Any = None, number_scorer: Any = None, preserve_strings: bool = False) -> None:
         self.scorer = get("JSONDiff", string_scorer=our_scorer(string_scorer, "string_scorer"),

@@ -29,9 +29,9 @@ from ...registry import get
 from ._adapter import Adapter, NotSupportedError, Unsupported
 from .oai import DEFAULT_COMPLETION_MODEL, get_default_model
 
-__all__ = ["DEFAULT_MODEL", "ModelGradedSpec", "LLMClassifier", "OpenAILLMClassifier", "OpenAIScorer", "OpenAILLMScorer",
-           "SpecFileClassifier", "build_classification_tools", "Battle", "ClosedQA", "Factuality", "Humor",
-           "Possible", "Security", "Sql", "Summary", "Translation"]
+__all__ = ["DEFAULT_MODEL", "ModelGradedSpec", "LLMClassifier", "OpenAILLMClassifier", "OpenAIScorer",
+           "OpenAILLMScorer", "SpecFileClassifier", "build_classification_tools", "Battle", "ClosedQA", "Factuality",
+           "Humor", "Possible", "Security", "Sql", "Summary", "Translation"]
 
 #: The judge model used when neither ``model=`` nor ``init(default_model=...)`` names one.
 DEFAULT_MODEL = DEFAULT_COMPLETION_MODEL
@@ -46,7 +46,7 @@ def _judge_settings(*, model: str | None, max_tokens: int | None, temperature: f
                     reasoning_effort: str | None, reasoning_enabled: bool | None, reasoning_budget: int | None,
                     use_responses_api: bool | None, engine: Any, api_key: str | None, base_url: str | None,
                     client: Any, extra_args: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Our judge's keyword arguments for autoevals' options, and autoevals' ``extra_args`` (the request options set)."""
+    """Our judge's keyword arguments for autoevals' options, and autoevals' ``extra_args`` (request options set)."""
     model = model or get_default_model()
     extra = {**(extra_args or {}), "reasoning_enabled": reasoning_enabled, "reasoning_budget": reasoning_budget}
     extra = {key: value for key, value in extra.items() if value is not None}
@@ -271,6 +271,6 @@ class Summary(SpecFileClassifier):
 
 
 class Translation(SpecFileClassifier):
-    """Is ``output`` as good a translation of ``input`` (in ``language``) as ``expected``? (our ``Translation`` template)"""
+    """Does ``output`` translate ``input`` (from ``language``) as well as ``expected``? (our ``Translation``)"""
 
     template_name = "Translation"

@@ -1,4 +1,4 @@
-"""autoevals' ``Score`` and ``Scorer``: the call forms ``eval(output, expected, **kw)``, ``eval_async`` and ``__call__``.
+"""autoevals' ``Score`` and ``Scorer``: the call forms ``eval(output, expected, **kw)``, ``eval_async``, ``__call__``.
 
 >>> Score(name="Mine", score=0.5).as_dict()
 {'name': 'Mine', 'score': 0.5, 'metadata': {}}

@@ -112,6 +112,10 @@ class Criterion(_Strict):
 
 
 class _Common(_Strict):
+    # exactly one of prompt and messages, for editors too (the validator below says it in words)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra={
+        "oneOf": [{"required": ["prompt"]}, {"required": ["messages"]}]})
+
     name: Annotated[str, Field(pattern=_NAME_PATTERN)] | None = None
     description: str = ""
     prompt: _Text | None = None

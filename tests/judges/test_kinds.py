@@ -288,6 +288,8 @@ def test_schema_command_validates_every_builtin_template() -> None:
     for path in template_files([builtin_template_dir()]):
         assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == [], path.name
     assert list(validator.iter_errors({"kind": "rating", "prompt": "x"}))  # no scale
+    assert list(validator.iter_errors({"kind": "rating", "scale": {"min": 1, "max": 3}}))  # no prompt
+    assert not list(validator.iter_errors({"kind": "rating", "prompt": "x", "scale": {"min": 1, "max": 3}}))
     assert list(validator.iter_errors({"prompt": "x", "choice_scores": {"Y": 1}, "tempreature": 0}))
 
 

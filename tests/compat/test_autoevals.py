@@ -41,6 +41,7 @@ def loopback_client(server: LoopbackLLM) -> openai.OpenAI:
 HEURISTIC_CASES = [
     (autoevals.Levenshtein, "Levenshtein", {}, ("kitten", "sitting")),
     (autoevals.LevenshteinScorer, "Levenshtein", {}, ("", "")),
+    (autoevals.Levenshtein, "Levenshtein", {}, (12, "12.0")),
     (autoevals.ExactMatch, "ExactMatch", {}, ({"a": 1, "b": 2}, '{"a": 1, "b": 2}')),
     (autoevals.ExactMatch, "ExactMatch", {}, (123, "123")),
     (autoevals.NumericDiff, "NumericDiff", {}, (1.0, 2.0)),
@@ -66,6 +67,16 @@ def test_each_heuristic_equals_our_scorer_and_autoevals(cls, name, options, args
     else:
         assert got.score == ours(output=output, expected=expected).score
     assert got.score == pytest.approx(getattr(real, cls.__name__)(**options)(output, expected).score, abs=1e-12)
+
+
+def test_levenshtein_compares_values_that_are_not_text_as_their_str():
+    real = pytest.importorskip("autoevals")
+    for output, expected in [({"a": "é"}, "{'a': 'é'}"), (["x", 1], "['x', 2]"), (True, "true")]:
+        got = autoevals.Levenshtein()(output, expected).score
+        assert got == scorers.get("Levenshtein")(output=str(output), expected=expected).score
+        assert got == pytest.approx(real.Levenshtein()(output, expected).score, abs=1e-12)
+    with pytest.raises(ScorerInputError):
+        autoevals.Levenshtein()(None, "None")
 
 
 def test_valid_json_takes_the_schema_second_and_honours_the_constructor_schema():
@@ -319,8 +330,8 @@ def test_embedding_similarity_is_ours_and_sends_lists_and_dicts_as_json_text(ser
     ours = scorers.get("EmbeddingSimilarity", provider="openai", model="text-embedding-3-small", prefix="q: ",
                        expected_min=0.7, client=loopback_client(server))
     for output, expected in [("water", "wind"), (["cold", "water"], ["cold", "wind"]),
-                             ({"water": "wet"}, {"wind": "dry"})]:
-        as_text = [v if isinstance(v, str) else json.dumps(v) for v in (output, expected)]
+                             ({"water": "wet"}, {"wind": "dry"}), (True, 1.5)]:
+        as_text = [json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in (output, expected)]
         assert compat(output, expected).score == ours(output=as_text[0], expected=as_text[1]).score
         assert asyncio.run(compat.eval_async(output, expected)).score == compat(output, expected).score
     sent = [r.body["input"] for r in server.requests if r.path.endswith("/embeddings")]

@@ -18,10 +18,15 @@ __all__ = ["Levenshtein", "LevenshteinScorer", "EmbeddingSimilarity"]
 
 
 class Levenshtein(Adapter):
-    """``1 - distance / max(len)`` on code points; numbers are compared as their ``str``."""
+    """``1 - distance / max(len)`` on code points; values that are not text are compared as their ``str()``
+    (as autoevals does: ``[1, 2]`` is the text ``"[1, 2]"``); ``None`` is refused."""
 
     def __init__(self) -> None:
         self.scorer = get("Levenshtein")
+
+    def _fields(self, output: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {name: value if value is None or isinstance(value, str) or name not in ("output", "expected")
+                else str(value) for name, value in super()._fields(output, kwargs).items()}
 
 
 LevenshteinScorer = Levenshtein
@@ -34,7 +39,8 @@ class EmbeddingSimilarity(Adapter):
     ``model``, else :func:`~scorers.compat.autoevals.oai.init`'s embedding model, else
     ``text-embedding-ada-002``; the client is ``client``, else ``api_key``/``base_url``, else
     ``init``'s client, else ``OPENAI_API_KEY``/``OPENAI_BASE_URL``. Lists and dicts are sent as
-    their JSON text (as autoevals does; our scorer reads a list of ``expected`` as several references).
+    their JSON text, other values as their ``str()`` (as autoevals does; our scorer reads a list of
+    ``expected`` as several references).
     """
 
     def __init__(self, prefix: str = "", model: str | None = None, expected_min: float = 0.7,
@@ -47,6 +53,9 @@ class EmbeddingSimilarity(Adapter):
     def _fields(self, output: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         fields = super()._fields(output, kwargs)
         for name in ("output", "expected"):
-            if isinstance(fields.get(name), (dict, list)):
-                fields[name] = json.dumps(fields[name])
+            value = fields.get(name)
+            if isinstance(value, (dict, list)):
+                fields[name] = json.dumps(value)
+            elif value is not None and not isinstance(value, str):
+                fields[name] = str(value)
         return fields

@@ -17,9 +17,10 @@ DeepEval's own virtual environment.)
 Fields come from the test case: our ``input``, ``output`` and ``expected`` from
 ``input``, ``actual_output`` and ``expected_output``, and a scorer that reads
 ``context`` (the RAG judges) gets ``retrieval_context``, the chunks your
-retriever returned. ``fields={"criteria": "metadata.rubric", "context":
-"context"}`` maps any other field, or overrides those, to a test case attribute
-or a dotted path into one (``metadata.rubric``).
+retriever returned (a ``RetrievedContextData`` chunk as its ``context``
+text). ``fields={"criteria": "metadata.rubric", "context": "context"}`` maps
+any other field, or overrides those, to a test case attribute or a dotted path
+into one (``metadata.rubric``).
 
 What DeepEval shows, per metric of a test case (``metrics_data`` in
 ``evaluate``'s results, the message of ``assert_test``):
@@ -62,7 +63,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from .._util import ABSENT, lookup
 from ..base import Scorer
-from ..errors import ConfigError, MissingExtraError, ScorerInputError
+from ..errors import ConfigError, MissingExtraError, ScorerInputError, _rebuild
 from ..registry import get
 from ..score import Score
 
@@ -96,14 +97,15 @@ def metric(scorer: Scorer | str, threshold: float = 0.5, *, fields: Mapping[str,
                           async_mode=async_mode, verbose_mode=verbose_mode)
 
 
-def _deepeval() -> tuple[type, type, type]:
+def _deepeval() -> tuple[type, type, type, type]:
     try:
         from deepeval.errors import MissingTestCaseParamsError
         from deepeval.metrics import BaseMetric
         from deepeval.test_case import LLMTestCase
+        from deepeval.test_case.llm_test_case import RetrievedContextData
     except ImportError as exc:
         raise MissingExtraError("the DeepEval adapter", "deepeval", "deepeval") from exc
-    return BaseMetric, MissingTestCaseParamsError, LLMTestCase
+    return BaseMetric, MissingTestCaseParamsError, LLMTestCase, RetrievedContextData
 
 
 class MissingTestCaseFieldError(ScorerInputError):
@@ -117,14 +119,22 @@ class MissingTestCaseFieldError(ScorerInputError):
         self.attribute = attribute
 
 
-@lru_cache(maxsize=None)
 def metric_class() -> type:
     """The ``BaseMetric`` subclass :func:`metric` builds (DeepEval is imported here, on first use)."""
-    base_metric, missing_params, test_case_type = _deepeval()
+    return _classes()[0]
+
+
+@lru_cache(maxsize=None)
+def _classes() -> tuple[type, type]:
+    """The metric class and the missing-field error that is also DeepEval's, built once DeepEval is imported."""
+    base_metric, missing_params, test_case_type, retrieved_type = _deepeval()
     test_case_fields = set(test_case_type.model_fields)
 
     class MissingField(MissingTestCaseFieldError, missing_params):  # type: ignore[misc, valid-type]
         __doc__ = MissingTestCaseFieldError.__doc__
+
+        def __reduce__(self) -> tuple[Any, ...]:  # a class made at run time: pickled through the function that makes it
+            return _rebuild_missing_field, (self.args, self.__dict__)
 
     MissingField.__name__ = MissingField.__qualname__ = "MissingTestCaseFieldError"
 
@@ -161,7 +171,7 @@ def metric_class() -> type:
             return self.scorer.name
 
         def _arguments(self, test_case: LLMTestCase) -> dict[str, Any]:
-            values = {name: _read(test_case, path) for name, path in self._paths.items()}
+            values = {name: _read(test_case, path, retrieved_type) for name, path in self._paths.items()}
             for f in self.scorer.fields:
                 value = values.get(f.name)
                 if f.required and not f.nullable and f.name in self._paths and (value is None or value is ABSENT):
@@ -209,12 +219,19 @@ def metric_class() -> type:
         def __repr__(self) -> str:
             return f"DeepEval metric for {self.scorer!r} (threshold={self.threshold:g})"
 
-    return ScorerMetric
+    return ScorerMetric, MissingField
 
 
-def _read(test_case: Any, path: str) -> Any:
+def _rebuild_missing_field(args: tuple[Any, ...], state: dict[str, Any]) -> MissingTestCaseFieldError:
+    return _rebuild(_classes()[1], args, state)
+
+
+def _read(test_case: Any, path: str, retrieved_type: type) -> Any:
+    """The value at an attribute of the test case or a dotted path into one; retrieved chunks as their text."""
     root, _, rest = path.partition(".")
     value = getattr(test_case, root, None)
+    if isinstance(value, list):  # retrieval_context may hold RetrievedContextData(context=text, source=...)
+        value = [item.context if isinstance(item, retrieved_type) else item for item in value]
     if not rest or value is None:
         return value
     if hasattr(value, "model_dump"):

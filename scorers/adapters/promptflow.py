@@ -83,8 +83,8 @@ def build_scorers(scorers: str | Scorer | Sequence[str | Scorer],
     """
     if isinstance(scorers, (str, Scorer)):
         scorers = [scorers]
-    items = [name.strip() for item in scorers
-             for name in (item.split(",") if isinstance(item, str) else [item])]
+    items = [part for item in scorers
+             for part in ([name.strip() for name in item.split(",")] if isinstance(item, str) else [item])]
     if not items or any(item == "" for item in items):
         raise ConfigError(f"promptflow adapter: name the scorers, a list or comma-separated names "
                           f"(python -m scorers list), got {scorers!r}")
@@ -120,8 +120,7 @@ def score_line(scorers: str | Scorer | Sequence[str | Scorer], *, output: Any, e
     ...
     scorers.errors.ScorerInputError: ExactMatch: field 'expected' is required but this line has no value for it (map a data column to it, e.g. --column-mapping expected='${data.answer}')
     """
-    built = scorers if isinstance(scorers, list) and all(isinstance(s, Scorer) for s in scorers) \
-        else build_scorers(scorers)
+    built = build_scorers(scorers)
     given = {"output": output, "expected": expected, "input": input, **dict(fields or {})}
     unread = [name for name in fields or {} if not any(name in s.accepted_fields() for s in built)]
     if unread:

@@ -14,8 +14,10 @@ from typing import Any
 from deepeval import evaluate
 from deepeval.evaluate.configs import AsyncConfig, DisplayConfig, ErrorConfig
 from deepeval.test_case import LLMTestCase
+from deepeval.test_case.llm_test_case import RetrievedContextData
 
-from scorers.adapters.deepeval import metric
+from scorers import Scorer, references_field, text_field
+from scorers.adapters.deepeval import MissingTestCaseFieldError, metric
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.adapters import OnlyCapitals  # noqa: E402  (the skipping scorer the adapter tests share)
@@ -25,6 +27,15 @@ CASES = [LLMTestCase(input="Capital of France?", actual_output="Paris", expected
          LLMTestCase(input="Capital of Italy?", actual_output="Roma", expected_output="Rome"),
          LLMTestCase(input="Largest planet?", actual_output="Saturn", expected_output="Jupiter")]
 NO_EXPECTED = [LLMTestCase(input="Capital of Italy?", actual_output="Roma")]
+
+
+class Grounded(Scorer):
+    """1 when the output appears in one of the retrieved chunks (a scorer that reads ``context``, as RAG judges do)."""
+
+    fields = (text_field("output"), references_field("context"))
+
+    def _score(self, *, output, context):
+        return self.make_score(float(any(output in chunk for chunk in context)), chunks=list(context))
 
 
 def run(cases: list[LLMTestCase], metrics: list, **config: Any) -> list[dict[str, Any]]:
@@ -55,6 +66,20 @@ def scenario(name: str) -> Any:
                    error_config=ErrorConfig(skip_on_missing_params=True))
     if name == "missing_raised":
         return run(NO_EXPECTED, [metric("ExactMatch")])
+    if name == "context":  # retrieval_context by default, as text or RetrievedContextData; context on request
+        case = LLMTestCase(input="q", actual_output="Paris", context=["Rome is in Italy."],
+                           retrieval_context=["Lyon is in France.",
+                                              RetrievedContextData(context="Paris is in France.", source="atlas")])
+        return run([case], [metric(Grounded()), metric(Grounded(name="GroundedInContext"), fields={"context": "context"})])
+    if name == "pickle":  # the missing-field error crosses process boundaries intact
+        import pickle
+        try:
+            metric("ExactMatch").measure(NO_EXPECTED[0])
+        except MissingTestCaseFieldError as exc:
+            back = pickle.loads(pickle.dumps(exc))
+            return [type(back).__name__, str(back), back.field, back.attribute, back.scorer,
+                    [c.__name__ for c in type(back).__mro__]]
+        raise AssertionError("no error")
     if name == "config_errors":  # mistakes in metric()'s arguments, found before anything runs
         found = []
         for kwargs in ({"fields": {"criteria": "input"}}, {"fields": {"expected": "answer"}}, {"threshold": 2}):

@@ -95,6 +95,17 @@ def test_fields_map_a_dotted_path(tmp_path: Path) -> None:
     assert [(m["name"], m["score"]) for m in result["metrics"]] == [("ExactMatch", 1.0)]
 
 
+def test_context_is_the_retrieval_context(tmp_path: Path) -> None:
+    [result] = scenario(tmp_path, "context")["results"]
+    assert [(m["name"], m["score"]) for m in result["metrics"]] == [("Grounded", 1.0), ("GroundedInContext", 0.0)]
+
+
+def test_the_missing_field_error_pickles(tmp_path: Path) -> None:
+    name, message, field, attribute, scorer, mro = scenario(tmp_path, "pickle")["results"]
+    assert (name, field, attribute, scorer) == ("MissingTestCaseFieldError", "expected", "expected_output", "ExactMatch")
+    assert message.startswith("ExactMatch: field 'expected' is required") and "MissingTestCaseParamsError" in mro
+
+
 def test_a_judge_gives_its_rationale_as_the_reason(tmp_path: Path, llm_server: LoopbackLLM,
                                                     fake_api_key: str) -> None:
     llm_server.script(Reply.choice("D", reasons="Roma is not the English name asked for."), match="Roma")

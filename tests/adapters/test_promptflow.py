@@ -171,6 +171,34 @@ def test_an_unknown_scorer_fails_the_flow(pf: Pf) -> None:
     assert run["status"] == "Failed" and "no scorer named 'Levenstein'" in run["error"]["message"]
 
 
+SKIPPING_NODE = """from promptflow.core import tool
+
+from scorers import Scorer, text_field
+from scorers.adapters.promptflow import LineScores, score_line
+
+
+class OnlyCapitals(Scorer):
+    fields = (text_field("output"), text_field("input"))
+
+    def _score(self, *, output, input):
+        return self.make_score(1.0 if input.startswith("Capital") else None, reason="not a capital question")
+
+
+@tool
+def score(scorers: str, output: str, expected: str, input: str = "") -> LineScores:
+    return score_line([*scorers.split(","), OnlyCapitals()], output=output, expected=expected, input=input)
+"""
+
+
+def test_a_skipped_score_is_none_and_left_out_of_the_mean(pf: Pf) -> None:
+    (pf.flows / "dag" / "score.py").write_text(SKIPPING_NODE)  # a scorer of the user's own, next to ours
+    run = pf.run("skip_run", "dag", pf.flows / "data.jsonl", DAG_COLUMNS)
+    assert run["status"] == "Completed" and "error" not in run
+    outputs = pf.outputs("skip_run")
+    assert [outputs[i]["scores"]["OnlyCapitals"] for i in range(3)] == [1.0, 1.0, None]
+    assert pf.metrics("skip_run")["OnlyCapitals"] == 1.0
+
+
 # ---------------------------------------------------------------------- judge
 def test_a_judge_in_a_batch_run(pf: Pf, llm_server: LoopbackLLM, fake_api_key: str) -> None:
     llm_server.script(Reply.choice("D", reasons="Roma is not the English name asked for."), match="Roma")

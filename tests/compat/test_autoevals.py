@@ -79,6 +79,15 @@ def test_levenshtein_compares_values_that_are_not_text_as_their_str():
         autoevals.Levenshtein()(None, "None")
 
 
+def test_list_contains_compares_elements_that_are_not_text_as_their_str():
+    real = pytest.importorskip("autoevals")
+    output, expected = ["a", {"k": 1}, 2.5, True], [{"k": 1}, "b", "2.5"]
+    got = autoevals.ListContains()(output, expected).score
+    as_text = {"output": [str(e) for e in output], "expected": [str(e) for e in expected]}
+    assert got == scorers.get("ListContains")(**as_text).score
+    assert got == pytest.approx(real.ListContains()(output, expected).score, abs=1e-12)
+
+
 def test_valid_json_takes_the_schema_second_and_honours_the_constructor_schema():
     schema = {"type": "object", "required": ["a"]}
     assert autoevals.ValidJSON()('{"b": 1}', schema).score == 0.0

@@ -118,7 +118,7 @@ def score_line(scorers: str | Scorer | Sequence[str | Scorer], *, output: Any, e
     >>> score_line("ExactMatch", output="Paris")
     Traceback (most recent call last):
     ...
-    scorers.errors.ScorerInputError: ExactMatch: field 'expected' is required but this line has no value for it (map a data column to it, e.g. --column-mapping expected='${data.answer}')
+    scorers.errors.ScorerInputError: ExactMatch: field 'expected' is required but this line has no value for it (map a data column to it, e.g. --column-mapping expected='${data.<column>}')
     """
     built = build_scorers(scorers)
     given = {"output": output, "expected": expected, "input": input, **dict(fields or {})}
@@ -132,7 +132,7 @@ def score_line(scorers: str | Scorer | Sequence[str | Scorer], *, output: Any, e
             if f.required and not f.nullable and given.get(f.name) is None:
                 raise ScorerInputError(scorer.name, f.name, f"is required but this line has no value for it (map a "
                                                             f"data column to it, e.g. --column-mapping "
-                                                            f"{f.name}='${{data.answer}}')")
+                                                            f"{f.name}='${{data.<column>}}')")
         accepted = scorer.accepted_fields()
         score = scorer(**{name: value for name, value in given.items() if name in accepted})
         result["scores"][score.name] = score.score

@@ -1,4 +1,5 @@
-"""Our scorers in real promptflow flows (the shipped examples/promptflow/flex and dag), run offline with the `pf` CLI.
+"""Our scorers in real promptflow flows (the shipped examples/promptflow/flex and dag), run offline with the `pf` CLI
+(and once through ``PFClient().run``, ``promptflow_client.py``).
 
 promptflow lives in its own virtual environment, ``.cache/harness/promptflow``
 (``bash scripts/setup_harnesses.sh``), with this checkout installed editable.
@@ -15,6 +16,7 @@ same rows.
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import json
 import os
 import shutil
@@ -26,8 +28,8 @@ from typing import Any, Iterator
 import pytest
 
 import scorers
-from scorers.adapters.promptflow import ScorerFlow, aggregate_scores, build_scorers, score_line
-from scorers.errors import ConfigError, ScorerInputError, UnknownScorerError
+from scorers.adapters.promptflow import ScorerFlow, aggregate, aggregate_scores, build_scorers, score_line
+from scorers.errors import ConfigError, MissingExtraError, ScorerInputError, UnknownScorerError
 from scorers.testing import LoopbackLLM, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,6 +126,16 @@ def test_flex_flow_batch_run(pf: Pf) -> None:
     assert pf.metrics("flex_run") == means == {"ExactMatch": 2 / 3, "Levenshtein": pytest.approx(11 / 12)}
 
 
+def test_flex_flow_through_the_python_api(pf: Pf) -> None:
+    out = pf.work / "client.json"
+    done = subprocess.run([str(VENV / "bin" / "python"), str(ROOT / "tests" / "adapters" / "promptflow_client.py"),
+                           str(pf.flows / "flex"), str(pf.flows / "data.jsonl"), str(out)], cwd=pf.work, env=pf.env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    _, means = ours(pf.flows / "data.jsonl", ["ExactMatch", "Levenshtein"])
+    assert json.loads(out.read_text()) == {"status": "Completed", "metrics": means}
+
+
 # ------------------------------------------------------------------- DAG flow
 def test_dag_flow_test_runs_the_line_and_the_aggregation(pf: Pf) -> None:
     done = pf("flow", "test", "--flow", str(pf.flows / "dag"), "--inputs", "answer=Roma", "reference=Rome")
@@ -217,6 +229,14 @@ def test_a_judge_in_a_batch_run(pf: Pf, llm_server: LoopbackLLM, fake_api_key: s
 
 
 # ------------------------------------------------------- the adapter, in process
+def test_without_promptflow_the_aggregation_names_the_install() -> None:
+    assert importlib.util.find_spec("promptflow") is None, "promptflow leaked into the main environment"
+    line = score_line("ExactMatch", output="a", expected="a")  # scoring needs no promptflow
+    with pytest.raises(MissingExtraError, match=r"pip install 'scorers\[promptflow\]'"):
+        aggregate([line])
+
+
+
 def test_skipped_scores_are_left_out_of_the_means() -> None:
     lines = [{"scores": {"A": 1.0, "B": None}}, {"scores": {"A": 0.0, "B": None}}]
     assert aggregate_scores(lines) == {"A": 0.5}  # B skipped every line: no metric, never a made-up number

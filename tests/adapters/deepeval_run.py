@@ -2,7 +2,8 @@
 
 Usage: ``python deepeval_run.py SCENARIO OUT.json``. Writes what DeepEval returned
 (each test result: name, success and its metrics' data), or, when ``evaluate``
-raised, the error's type names and message.
+raised, the error's type names and message. DeepEval is imported inside the functions: our own suite collects this
+file for doctests (``--doctest-modules``) in the main environment, which has no DeepEval.
 """
 from __future__ import annotations
 
@@ -11,22 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from deepeval import evaluate
-from deepeval.evaluate.configs import AsyncConfig, DisplayConfig, ErrorConfig
-from deepeval.test_case import LLMTestCase
-from deepeval.test_case.llm_test_case import RetrievedContextData
-
 from scorers import Scorer, references_field, text_field
 from scorers.adapters.deepeval import MissingTestCaseFieldError, metric
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.adapters import OnlyCapitals  # noqa: E402  (the skipping scorer the adapter tests share)
-
-QUIET = DisplayConfig(show_indicator=False, print_results=False)
-CASES = [LLMTestCase(input="Capital of France?", actual_output="Paris", expected_output="Paris"),
-         LLMTestCase(input="Capital of Italy?", actual_output="Roma", expected_output="Rome"),
-         LLMTestCase(input="Largest planet?", actual_output="Saturn", expected_output="Jupiter")]
-NO_EXPECTED = [LLMTestCase(input="Capital of Italy?", actual_output="Roma")]
+QUESTIONS = [("Capital of France?", "Paris", "Paris"), ("Capital of Italy?", "Roma", "Rome"),
+             ("Largest planet?", "Saturn", "Jupiter")]
 
 
 class Grounded(Scorer):
@@ -38,8 +28,11 @@ class Grounded(Scorer):
         return self.make_score(float(any(output in chunk for chunk in context)), chunks=list(context))
 
 
-def run(cases: list[LLMTestCase], metrics: list, **config: Any) -> list[dict[str, Any]]:
-    result = evaluate(cases, metrics, display_config=QUIET, **config)
+def run(cases: list, metrics: list, **config: Any) -> list[dict[str, Any]]:
+    from deepeval import evaluate
+    from deepeval.evaluate.configs import DisplayConfig
+
+    result = evaluate(cases, metrics, display_config=DisplayConfig(show_indicator=False, print_results=False), **config)
     return [{"name": t.name, "success": t.success, "input": t.input,
              "metrics": [{"name": m.name, "score": m.score, "success": m.success, "reason": m.reason,
                           "error": m.error, "threshold": m.threshold, "strict_mode": m.strict_mode,
@@ -48,6 +41,15 @@ def run(cases: list[LLMTestCase], metrics: list, **config: Any) -> list[dict[str
 
 
 def scenario(name: str) -> Any:
+    from deepeval.evaluate.configs import AsyncConfig, ErrorConfig
+    from deepeval.test_case import LLMTestCase
+    from deepeval.test_case.llm_test_case import RetrievedContextData
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.adapters import OnlyCapitals  # the skipping scorer the adapter tests share
+
+    CASES = [LLMTestCase(input=q, actual_output=o, expected_output=e) for q, o, e in QUESTIONS]
+    NO_EXPECTED = [LLMTestCase(input="Capital of Italy?", actual_output="Roma")]
     if name == "scores":  # run_async (DeepEval's default) calls a_measure
         return run(CASES, [metric("ExactMatch"), metric("Levenshtein", threshold=0.7), metric(OnlyCapitals())])
     if name == "scores_sync":  # AsyncConfig(run_async=False) calls measure

@@ -66,3 +66,72 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
     outcome = yield
     _fail_skips_in_ci(outcome.get_result())  # type: ignore[attr-defined]
+
+
+# ----------------------------------------------------------------------------- a real OpenAI-compatible server
+import dataclasses  # noqa: E402  (this section's own imports)
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+import urllib.request  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+_LLM_SERVER_DIR = Path(__file__).resolve().parent / ".cache" / "llm-server"
+
+
+@dataclasses.dataclass(frozen=True)
+class RealLLMServer:
+    """A running llama-cpp-python server: its ``base_url`` (ends in ``/v1``) and the ``model`` name it serves."""
+
+    base_url: str
+    model: str
+
+
+@pytest.fixture(scope="session")
+def real_llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealLLMServer]:
+    """llama-cpp-python's OpenAI-compatible server with Gemma 3 270M, built by ``scripts/setup_llm_server.sh``.
+
+    The model is a base model that cannot judge: tests assert the protocol (shapes, JSON, logprobs), never a
+    verdict. One thread (two starve each other on a shared 2-core machine); ``--chat_format gemma`` drops
+    system messages, so prompts go in user messages. Skipped, naming the setup command, when not built.
+    """
+    python = _LLM_SERVER_DIR / "venv" / "bin" / "python"
+    model = _LLM_SERVER_DIR / "gemma-3-270m-q4_k_m.gguf"
+    if not (_LLM_SERVER_DIR / "build.txt").exists():  # the setup script's last step
+        pytest.skip("the real LLM server is not built: run bash scripts/setup_llm_server.sh")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log_path = tmp_path_factory.mktemp("llm-server") / "server.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [str(python), "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+             "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "2048", "--chat_format", "gemma",
+             "--model_alias", "gemma"], stdout=log, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        _wait_for_models(base_url, process, log_path)
+        yield RealLLMServer(base_url=base_url, model="gemma")
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_for_models(base_url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    """Poll ``GET /v1/models`` until it answers (the model loads in about 1.5 s); fail if the server exits
+    or is not up within 120 s (a loaded machine)."""
+    for _ in range(1200):
+        if process.poll() is not None:
+            pytest.fail(f"the LLM server exited with {process.returncode}: {log_path.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{base_url}/models", timeout=5) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    pytest.fail(f"the LLM server did not answer /v1/models within 120 s: {log_path.read_text()[-2000:]}")

@@ -127,7 +127,7 @@ def _first_choice(request) -> Reply:
     if "choice" in properties:
         return Reply.choice(properties["choice"]["enum"][0], reasons="the first choice")
     if any(p.get("type") == "integer" for p in properties.values()):  # a rubric's or rating's grades: the lowest
-        return Reply.tool_call({key: p.get("minimum", "reasons") for key, p in properties.items()},
+        return Reply.tool_call({key: p["enum"][0] if "enum" in p else "reasons" for key, p in properties.items()},
                                name=function["name"])
     items = len(re.findall(r"(?m)^\d+\. ", request.last_user_message))
     verdicts = properties.get("verdicts")

@@ -122,8 +122,7 @@ class GEvalJudge(LLMJudge):
     # ------------------------------------------------------------ form-filling
     def _format(self) -> ReplyFormat:
         return ReplyFormat(TOOL_NAME, "Record the score.", {
-            "type": "object", "properties": {"score": {"type": "integer", "minimum": self.scale.min,
-                                                       "maximum": self.scale.max}},
+            "type": "object", "properties": {"score": self.scale.schema("The score.")},
             "required": ["score"], "additionalProperties": False})
 
     def _instruction(self) -> str:

@@ -73,8 +73,7 @@ class RatingJudge(LLMJudge):
         properties: dict[str, Any] = {}
         if self.use_cot:
             properties["reasons"] = {"type": "string", "description": REASONS_DESCRIPTION}
-        properties["rating"] = {"type": "integer", "minimum": self.scale.min, "maximum": self.scale.max,
-                                "description": "The rating."}
+        properties["rating"] = self.scale.schema("The rating.")
         return ReplyFormat(TOOL_NAME, "Record the rating.", {
             "type": "object", "properties": properties, "required": list(properties), "additionalProperties": False})
 

@@ -1,7 +1,7 @@
 """Rubric judges: several named criteria on one integer scale, graded in one structured call.
 
 The reply is one JSON object (a forced ``grade_rubric`` tool call, or a JSON response
-format) with one integer per criterion (``minimum``/``maximum`` in the schema) and,
+format) with one integer per criterion (an ``enum`` of the scale's values in the schema) and,
 with chain of thought, a ``reasons`` text before them. The score is the weighted mean
 of ``(v - min) / (max - min)``; with ``threshold`` (on the scale) ``passed`` says
 whether the weighted mean of the raw values reaches it.
@@ -75,8 +75,7 @@ class RubricJudge(LLMJudge):
         if self.use_cot:
             properties["reasons"] = {"type": "string", "description": REASONS_DESCRIPTION}
         for criterion in self.criteria:
-            properties[criterion.name] = {"type": "integer", "minimum": self.scale.min, "maximum": self.scale.max,
-                                          "description": criterion.description}
+            properties[criterion.name] = self.scale.schema(criterion.description)
         return ReplyFormat(TOOL_NAME, "Record one grade per criterion.", {
             "type": "object", "properties": properties, "required": list(properties), "additionalProperties": False})
 

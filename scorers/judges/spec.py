@@ -89,6 +89,12 @@ class Scale(_Strict):
             raise ValueError(f"min ({self.min}) must be below max ({self.max})")
         return self
 
+    def schema(self, description: str = "") -> dict[str, Any]:
+        """The JSON schema of one value on the scale: an integer ``enum``, which grammar-constrained servers
+        (llama.cpp) enforce where they ignore ``minimum``/``maximum``."""
+        schema: dict[str, Any] = {"type": "integer", "enum": list(range(self.min, self.max + 1))}
+        return {**schema, "description": description} if description else schema
+
     def normalise(self, value: float) -> float:
         """``(value - min) / (max - min)``: the scale mapped onto [0, 1]."""
         return (value - self.min) / (self.max - self.min)

@@ -49,7 +49,7 @@ def test_rubric_weighted_mean_and_threshold(llm_server: LoopbackLLM, grades: dic
     assert result.metadata["criteria"] == grades and result.metadata["rationale"] == "checked"
     parameters = llm_server.chat_requests[0].body["tools"][0]["function"]["parameters"]
     assert list(parameters["properties"]) == ["reasons", "concise", "accurate"]  # reasons first
-    assert parameters["properties"]["accurate"] == {"type": "integer", "minimum": 1, "maximum": 5,
+    assert parameters["properties"]["accurate"] == {"type": "integer", "enum": [1, 2, 3, 4, 5],
                                                     "description": "Agrees with the source."}
 
 

@@ -178,7 +178,9 @@ def _classes() -> tuple[type, type]:
                     raise MissingField(self.scorer.name, f.name, self._paths[f.name])
             return {name: value for name, value in values.items() if value is not ABSENT}
 
-        def measure(self, test_case: LLMTestCase, _show_indicator: bool = True, _in_component: bool = False) -> float | None:
+        # DeepEval passes _show_indicator and _in_component to every metric; ours shows no progress indicator
+        def measure(self, test_case: LLMTestCase, _show_indicator: bool = True,
+                    _in_component: bool = False) -> float | None:
             self._reset()
             return self._record(self.scorer(**self._arguments(test_case)))
 
@@ -236,4 +238,4 @@ def _read(test_case: Any, path: str, retrieved_type: type) -> Any:
         return value
     if hasattr(value, "model_dump"):
         value = value.model_dump()
-    return lookup(value, rest) if isinstance(value, Mapping) else ABSENT
+    return lookup(value, rest) if isinstance(value, (Mapping, list)) else ABSENT

@@ -115,10 +115,10 @@ def score_line(scorers: str | Scorer | Sequence[str | Scorer], *, output: Any, e
     A field that a scorer requires and the line lacks (None) raises
     :class:`~scorers.errors.ScorerInputError`, saying to map a column to it:
 
-    >>> score_line("ExactMatch", output="Paris")
+    >>> score_line("ExactMatch", output="Paris")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    scorers.errors.ScorerInputError: ExactMatch: field 'expected' is required but this line has no value for it (map a data column to it, e.g. --column-mapping expected='${data.<column>}')
+    scorers.errors.ScorerInputError: ExactMatch: field 'expected' is required but this line has no value for it (...)
     """
     built = build_scorers(scorers)
     given = {"output": output, "expected": expected, "input": input, **dict(fields or {})}

@@ -72,7 +72,8 @@ def scenario(name: str) -> Any:
         case = LLMTestCase(input="q", actual_output="Paris", context=["Rome is in Italy."],
                            retrieval_context=["Lyon is in France.",
                                               RetrievedContextData(context="Paris is in France.", source="atlas")])
-        return run([case], [metric(Grounded()), metric(Grounded(name="GroundedInContext"), fields={"context": "context"})])
+        return run([case], [metric(Grounded()),
+                            metric(Grounded(name="GroundedInContext"), fields={"context": "context"})])
     if name == "pickle":  # the missing-field error crosses process boundaries intact
         import pickle
         try:

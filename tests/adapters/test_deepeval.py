@@ -102,7 +102,8 @@ def test_context_is_the_retrieval_context(tmp_path: Path) -> None:
 
 def test_the_missing_field_error_pickles(tmp_path: Path) -> None:
     name, message, field, attribute, scorer, mro = scenario(tmp_path, "pickle")["results"]
-    assert (name, field, attribute, scorer) == ("MissingTestCaseFieldError", "expected", "expected_output", "ExactMatch")
+    assert (name, field, attribute, scorer) == (
+        "MissingTestCaseFieldError", "expected", "expected_output", "ExactMatch")
     assert message.startswith("ExactMatch: field 'expected' is required") and "MissingTestCaseParamsError" in mro
 
 

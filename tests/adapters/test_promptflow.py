@@ -59,7 +59,8 @@ class Pf:
              "current_version": PF_VERSION}))
         shutil.copytree(EXAMPLES, work / "flows")
         self.flows = work / "flows"
-        self.env = {**os.environ, "PF_HOME_DIRECTORY": str(self.home), "APPLICATIONINSIGHTS_CONTROLPLANE_DISABLED": "true",
+        self.env = {**os.environ, "PF_HOME_DIRECTORY": str(self.home),
+                    "APPLICATIONINSIGHTS_CONTROLPLANE_DISABLED": "true",
                     "TMPDIR": str(tmp), "PATH": f"{VENV / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
 
     def __call__(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -83,7 +84,8 @@ class Pf:
 
     def outputs(self, name: str) -> dict[int, dict[str, Any]]:
         """The line outputs of a run by line number (failed lines have none)."""
-        return {row.pop("line_number"): row for row in rows_of(self.home / ".runs" / name / "flow_outputs" / "output.jsonl")}
+        lines = rows_of(self.home / ".runs" / name / "flow_outputs" / "output.jsonl")
+        return {row.pop("line_number"): row for row in lines}
 
 
 @pytest.fixture

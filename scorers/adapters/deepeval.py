@@ -43,8 +43,9 @@ What DeepEval shows, per metric of a test case (``metrics_data`` in
   the metric out with ``ErrorConfig(skip_on_missing_params=True)``.
 - Any other :class:`~scorers.errors.ScorerError` (bad input, a judge that gave
   up) is raised the same way: it propagates by default, and with
-  ``ignore_errors=True`` DeepEval records ``"<type>: <message>"`` as the
-  metric's ``error``, with ``score=None`` and ``success=False``.
+  ``ignore_errors=True`` DeepEval records the error's message as the metric's
+  ``error`` (prefixed with its type on the ``run_async=False`` path), with
+  ``score=None`` and ``success=False``.
 - A :class:`~scorers.errors.ConfigError` such as an unknown scorer name is
   raised by :func:`metric` itself, before DeepEval runs anything.
 

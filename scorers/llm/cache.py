@@ -15,6 +15,9 @@ transaction, so several processes can read and write it at once.
 True
 >>> cache.put(key, {"content": "ok"}, model="m"); cache.get(key)
 {'content': 'ok'}
+
+For many machines, :class:`RedisCache` keeps the same keys and replies on a Redis server that every
+worker reaches (``SCORERS_CACHE_URL=redis://host:6379/0``), so work an engine retries elsewhere is free.
 """
 from __future__ import annotations
 
@@ -24,13 +27,14 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .._util import lazy, memoize
+from .._util import lazy, memoize, optional_import
 from ..errors import ConfigError
 
-__all__ = ["LLMCache", "cache_key", "cache_keys", "open_cache"]
+__all__ = ["LLMCache", "RedisCache", "CacheError", "ReplyCache", "cache_key", "cache_keys", "is_redis_url", "open_cache"]
 
 #: Bump when the stored reply format changes; old entries are then simply not found.
 CACHE_FORMAT = 1
@@ -199,11 +203,192 @@ class LLMCache:
         return f"LLMCache({str(self.path)!r})"
 
 
-def open_cache(target: LLMCache | str | os.PathLike[str]) -> LLMCache:
-    """The process-wide :class:`LLMCache` for a path (one connection per file), or ``target`` itself."""
-    if isinstance(target, LLMCache):
+class CacheError(Exception):
+    """A shared cache that was reached before failed during a run (:class:`RedisCache`); the engine warns and
+    goes on without the cache for that call, as it does when the SQLite file fails."""
+
+
+#: URL schemes of :class:`RedisCache` (``rediss://`` is Redis over TLS).
+REDIS_SCHEMES = ("redis", "rediss")
+
+#: Seconds a :class:`RedisCache` is bypassed after a failure before the server is tried again: each cache call
+#: runs on the engine's event loop, so an unreachable host must not cost a socket timeout on every request.
+REDIS_RETRY_AFTER_S = 10.0
+
+
+def is_redis_url(value: object) -> bool:
+    """Whether ``value`` is a ``redis://`` or ``rediss://`` URL (a :class:`RedisCache` target).
+
+    >>> is_redis_url("redis://cache.internal:6379/0"), is_redis_url("llm-cache.sqlite")
+    (True, False)
+    """
+    return isinstance(value, str) and urllib.parse.urlsplit(value.strip()).scheme.lower() in REDIS_SCHEMES
+
+
+class RedisCache:
+    """A key → JSON reply store on a Redis server (``redis://[:password@]host:port/db``), for many machines.
+
+    The keys (prefixed ``scorers:llm:``) and the stored replies are those of :class:`LLMCache`; a URL
+    parameter ``ttl=<seconds>`` makes entries expire, other parameters go to the ``redis`` client
+    (``socket_timeout=``). It connects on first use in each process: a server that cannot be reached
+    then is a :class:`~scorers.errors.ConfigError` naming the URL (its password masked); a failure after
+    that raises :class:`CacheError` and the server is left alone for :data:`REDIS_RETRY_AFTER_S`
+    seconds. It pickles as its URL: the receiving process opens its own connection.
+
+    >>> cache = RedisCache("redis://:s3cret@cache.internal:6379/2?ttl=86400")
+    >>> cache, cache.ttl_s
+    (RedisCache('redis://:***@cache.internal:6379/2?ttl=86400'), 86400)
+    """
+
+    #: Prefix of every key, so that the entries can share a database with other data.
+    prefix = "scorers:llm:"
+
+    def __init__(self, url: str) -> None:
+        if not is_redis_url(url):
+            raise ConfigError(f"not a Redis URL: {_masked(str(url))!r} (expected redis://host:port/db)")
+        self.url = url.strip()
+        parts = urllib.parse.urlsplit(self.url)
+        query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        self.ttl_s = _ttl_seconds(self.url, [value for name, value in query if name == "ttl"])
+        self._client_url = parts._replace(query=urllib.parse.urlencode([(n, v) for n, v in query if n != "ttl"]))\
+            .geturl()
+        self._client: Any = None
+        self._pid = -1
+        self._down_until = 0.0
+
+    @lazy
+    def _lock(self) -> threading.Lock:
+        """Serialises connecting (built on first use, never pickled)."""
+        return threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"url": self.url}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["url"])  # type: ignore[misc]
+
+    def _redis(self) -> Any:
+        """This process's client; the first one is pinged, so that a server that is down stops the run."""
+        with self._lock:
+            if self._client is not None and self._pid == os.getpid():
+                return self._client
+            redis = optional_import("redis", scorer="The Redis reply cache", extra="redis")
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+
+            try:  # one immediate retry: a pooled connection the server closed is reopened, a dead server is not waited on
+                client = redis.Redis.from_url(self._client_url, retry=Retry(NoBackoff(), 1))
+                client.ping()
+            except (redis.RedisError, ValueError) as exc:
+                raise ConfigError(f"cannot use the Redis reply cache {_masked(self.url)!r}: {type(exc).__name__}: "
+                                  f"{exc} (start the server or fix SCORERS_CACHE_URL / cache=, or disable the cache "
+                                  f"with cache=False / --no-cache)") from exc
+            self._client, self._pid, self._down_until = client, os.getpid(), 0.0
+            return client
+
+    def _call(self, command: Callable[[Any], Any]) -> Any:
+        """Run ``command(client)``; a Redis failure raises :class:`CacheError` (and pauses the cache)."""
+        client = self._redis()
+        if time.monotonic() < self._down_until:
+            raise CacheError(f"the Redis reply cache {_masked(self.url)!r} failed less than "
+                             f"{REDIS_RETRY_AFTER_S:g} s ago; not asking it yet")
+        import redis
+
+        try:
+            return command(client)
+        except redis.RedisError as exc:
+            self._down_until = time.monotonic() + REDIS_RETRY_AFTER_S
+            raise CacheError(f"the Redis reply cache {_masked(self.url)!r} failed: {type(exc).__name__}: "
+                             f"{exc}") from exc
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored reply for ``key``, or ``None``."""
+        text = self._call(lambda client: client.get(self.prefix + key))
+        return None if text is None else json.loads(text)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The stored replies of those ``keys`` that are present (``{key: reply}``), in one round trip."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+
+        def fetch(client: Any) -> list[Any]:
+            pipeline = client.pipeline(transaction=False)
+            for start in range(0, len(wanted), _KEYS_PER_QUERY):
+                pipeline.mget([self.prefix + key for key in wanted[start:start + _KEYS_PER_QUERY]])
+            return [text for chunk in pipeline.execute() for text in chunk]
+
+        return {key: json.loads(text) for key, text in zip(wanted, self._call(fetch)) if text is not None}
+
+    def put(self, key: str, reply: Mapping[str, Any], *, model: str) -> None:
+        """Store ``reply`` under ``key`` (expiring after ``ttl_s`` when set), replacing any older entry.
+
+        ``model`` is part of the interface of :class:`LLMCache`, which keeps it in a column; the reply holds it too.
+        """
+        text = json.dumps(reply, ensure_ascii=False, separators=(",", ":"))
+        self._call(lambda client: client.set(self.prefix + key, text, ex=self.ttl_s))
+
+    def _keys(self, client: Any) -> list[Any]:
+        return list(client.scan_iter(match=self.prefix + "*", count=1000))
+
+    def clear(self) -> int:
+        """Delete every entry under :attr:`prefix`; returns how many there were."""
+        def delete(client: Any) -> int:
+            keys = self._keys(client)
+            return sum(client.unlink(*keys[start:start + 1000]) for start in range(0, len(keys), 1000))
+
+        return self._call(delete)
+
+    def __len__(self) -> int:
+        return len(self._call(self._keys))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None and self._pid == os.getpid():
+                self._client.close()
+            self._client = None
+
+    def __repr__(self) -> str:
+        return f"RedisCache({_masked(self.url)!r})"
+
+
+def _ttl_seconds(url: str, values: list[str]) -> int | None:
+    """The ``ttl`` parameter of a Redis URL: whole seconds > 0, or ``None`` when absent."""
+    if not values:
+        return None
+    if len(values) == 1 and values[0].isdigit() and int(values[0]) > 0:
+        return int(values[0])
+    raise ConfigError(f"the Redis cache URL {_masked(url)!r} has ttl={'&ttl='.join(values)}; "
+                      f"give one ttl=<whole seconds > 0>, or none to keep entries until Redis evicts them")
+
+
+def _masked(url: str) -> str:
+    """``url`` with its password replaced by ``***``."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"{user}:***@{host}").geturl()
+
+
+#: A reply cache: the SQLite file of one machine or a Redis server shared by many.
+ReplyCache = LLMCache | RedisCache
+
+
+def open_cache(target: LLMCache | RedisCache | str | os.PathLike[str]) -> LLMCache | RedisCache:
+    """The process-wide cache of a path or Redis URL (one connection each), or ``target`` itself."""
+    if isinstance(target, (LLMCache, RedisCache)):
         return target
+    if is_redis_url(target):
+        return _redis_cache_for(str(target).strip())
     return _cache_for(Path(target).expanduser().absolute())
+
+
+@memoize
+def _redis_cache_for(url: str) -> RedisCache:
+    """One :class:`RedisCache` per URL in this process."""
+    return RedisCache(url)
 
 
 @memoize

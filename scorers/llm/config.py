@@ -13,6 +13,11 @@ Environment variables (read when a request is made, not at import):
     Path of the SQLite reply cache, or ``0``/``off``/``false`` to disable it.
 ``SCORERS_CACHE_DIR``
     Folder of the cache file (``llm-cache.sqlite``); default ``$XDG_CACHE_HOME/scorers`` or ``~/.cache/scorers``.
+``SCORERS_CACHE_URL``
+    A Redis server to cache replies on instead, shared by every machine of a run
+    (``redis://[:password@]host:port/db``, ``?ttl=<seconds>`` to expire entries; see
+    :class:`~scorers.llm.cache.RedisCache`). ``SCORERS_CACHE=off`` still disables the cache; a
+    ``SCORERS_CACHE`` path as well is a :class:`~scorers.errors.ConfigError`.
 ``SCORERS_HTTP_TRANSPORT``
     ``auto`` (default: aiohttp when installed, else httpx), ``aiohttp`` or ``httpx``.
 
@@ -118,7 +123,7 @@ def _configured() -> _Configured:
 
 #: Environment variables that :func:`resolve` reads (``HOME`` locates the default cache folder).
 _ENV_NAMES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SCORERS_MODEL", "SCORERS_CACHE", "SCORERS_CACHE_DIR",
-              "XDG_CACHE_HOME", "LOCALAPPDATA", "SCORERS_HTTP_TRANSPORT", "HOME")
+              "SCORERS_CACHE_URL", "XDG_CACHE_HOME", "LOCALAPPDATA", "SCORERS_HTTP_TRANSPORT", "HOME")
 
 
 @dataclass(frozen=True)
@@ -141,7 +146,7 @@ class LLMSettings:
     #: ``None``: derived per request from the model name (:func:`is_reasoning_model`).
     reasoning: bool | None = None
     deadline: float = DEFAULT_DEADLINE
-    #: ``None`` (no cache), or the path of the SQLite cache file, or an ``LLMCache`` instance.
+    #: ``None`` (no cache), the path of the SQLite cache file, a Redis URL, or an ``LLMCache``/``RedisCache``.
     cache: Any = None
 
 
@@ -181,11 +186,15 @@ def _check(name: str, value: Any) -> Any:
                               f"got {value!r}")
         return value
     if name == "cache":
-        from .cache import LLMCache
+        from .cache import LLMCache, RedisCache, is_redis_url
 
-        if isinstance(value, (bool, str, os.PathLike, LLMCache)):
+        if is_redis_url(value):
+            RedisCache(value)  # a ConfigError now for a malformed ttl=, not at the first request
+            return value.strip()
+        if isinstance(value, (bool, str, os.PathLike, LLMCache, RedisCache)):
             return value
-        raise ConfigError(f"LLM setting 'cache' must be True/False, a file path or an LLMCache, got {value!r}")
+        raise ConfigError(f"LLM setting 'cache' must be True/False, a file path, a redis:// URL, an LLMCache or "
+                          f"a RedisCache, got {value!r}")
     if name == "client":
         if not hasattr(value, "post") or not hasattr(value, "base_url"):
             raise ConfigError(f"LLM setting 'client' must be an openai.AsyncOpenAI or openai.OpenAI client, "
@@ -224,7 +233,8 @@ def configure(*, client: Any = _UNSET, model: Any = _UNSET, base_url: Any = _UNS
     """Set process-wide defaults of every LLM judge (arguments given to a scorer still win).
 
     Passing ``None`` clears one setting; ``reset=True`` clears all first. ``cache``
-    is ``True``/``False``, a file path or an :class:`~scorers.llm.cache.LLMCache`;
+    is ``True``/``False``, a file path, a ``redis://`` URL (:class:`~scorers.llm.cache.RedisCache`) or an
+    :class:`~scorers.llm.cache.LLMCache`;
     ``prices`` maps model names to ``(input, output)`` USD per 1M tokens for cost estimates.
     Retries wait ``backoff_base * 2**k`` seconds (jittered, at most ``backoff_max``), or the
     server's ``Retry-After`` (at most ``retry_after_max``). ``api``, ``reasoning`` and ``deadline`` are
@@ -290,16 +300,31 @@ def default_cache_path() -> Path:
 
 
 def _cache_target(value: Any) -> Any:
-    """Turn a cache option into ``None`` (off), a path, or an ``LLMCache``."""
+    """Turn a cache option into ``None`` (off), a path, a Redis URL, or an ``LLMCache``/``RedisCache``."""
+    from .cache import _masked, is_redis_url
+
     if value is False:
         return None
     if value is True:
         env = _env("SCORERS_CACHE")
+        url = _env("SCORERS_CACHE_URL")
         if env is not None:
-            return None if env.lower() in _OFF else Path(env).expanduser()
+            if env.lower() in _OFF:
+                return None
+            if url is not None:
+                raise ConfigError(f"SCORERS_CACHE={env!r} and SCORERS_CACHE_URL are both set: keep the file path "
+                                  f"(one machine) or the Redis URL (shared), not both")
+            return Path(env).expanduser()
         if os.environ.get("SCORERS_CACHE") is not None:  # set but empty: off
             return None
+        if url is not None:
+            if not is_redis_url(url):
+                raise ConfigError(f"SCORERS_CACHE_URL={_masked(url)!r} is not a redis:// or rediss:// URL "
+                                  f"(for a file, set SCORERS_CACHE to its path)")
+            return _check("cache", url)
         return default_cache_path()
+    if is_redis_url(value):
+        return value
     if isinstance(value, (str, os.PathLike)):
         return Path(value).expanduser()
     return value

@@ -99,7 +99,7 @@ from .. import _aio
 from .._aio import run_sync
 from .._util import memoize, optional_import
 from ..errors import ConfigError, JudgeError, MissingExtraError
-from .cache import LLMCache, cache_key, cache_keys, open_cache
+from .cache import CacheError, LLMCache, cache_key, cache_keys, open_cache
 from .config import APIS, LLMSettings, check_options, default_model, is_reasoning_model, resolve, settings_state
 
 __all__ = ["ChatRequest", "ChatResult", "ToolCall", "TokenLogprob", "InvalidReply", "EndpointConfigError",
@@ -568,10 +568,11 @@ class _Budget:
 
 
 def _cache_call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run a cache read/write inline (sub-millisecond in WAL mode); a failing cache warns and is bypassed."""
+    """Run a cache read/write inline (sub-millisecond in WAL mode); a failing cache (the SQLite file, or a Redis
+    server that was reached before: :class:`~scorers.llm.cache.CacheError`) warns and is bypassed."""
     try:
         return method(*args, **kwargs)
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, CacheError) as exc:
         warnings.warn(f"the LLM reply cache failed ({exc}); going on without it for this call", RuntimeWarning,
                       stacklevel=3)
         return None

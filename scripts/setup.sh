@@ -20,6 +20,21 @@ if [ ! -f /usr/share/wordnet/index.sense ] || [ ! -f /usr/share/wordnet/data.nou
     fi
 fi
 
+# Debian's redis-server for tests/llm/test_cache_redis.py (the tests start their own on a free port; no service is used).
+if ! command -v redis-server >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1; then
+        SUDO=""
+        [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+        export DEBIAN_FRONTEND=noninteractive
+        $SUDO apt-get install -y -q --no-install-recommends redis-server >/dev/null 2>&1 || {
+            $SUDO apt-get update -q >/dev/null
+            $SUDO apt-get install -y -q --no-install-recommends redis-server >/dev/null
+        }
+    else
+        echo "setup: redis-server not found and no apt-get; the Redis cache tests need it (install Redis and rerun)" >&2
+    fi
+fi
+
 # editable_mode=compat puts the checkout on sys.path (a .pth line): `python -m scorers` then finds the real
 # package even when run from a folder holding a clone named scorers/ (setuptools' default import hook loses to it)
 python -m pip install -q --disable-pip-version-check "torch==2.13.0" -e ".[all,dev,braintrust,langsmith]" --config-settings editable_mode=compat

@@ -30,64 +30,17 @@ import concurrent.futures.process
 import multiprocessing
 import pickle
 import time
-from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 
 from ._aio import background_loop
 from ._util import ABSENT, lookup
 from .aggregate import Aggregator
+from .batch import BatchScorer, RowResult, resolve_scorers, score_sync
 from .base import Scorer
-from .errors import ConfigError, ScorerError
-from .registry import get
+from .errors import ConfigError
 from .score import Score
 
 __all__ = ["RowResult", "Summary", "Evaluation", "evaluate", "aevaluate", "resolve_scorers"]
-
-
-@dataclass
-class RowResult:
-    """The outcome of one input row: a Score or a typed error per scorer."""
-
-    index: int
-    row: dict[str, Any]
-    results: dict[str, Score] = field(default_factory=dict)
-    errors: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    @property
-    def scores(self) -> dict[str, float | None]:
-        """``{scorer: value}``; None for skipped rows and for rows that failed."""
-        values: dict[str, float | None] = {name: s.score for name, s in self.results.items()}
-        values.update({name: None for name in self.errors})
-        return values
-
-    def to_record(self, *, with_metadata: bool = False) -> dict[str, Any]:
-        """The row's fields plus ``scores`` (and ``errors``, ``stats``, ``metadata_scores`` where present)."""
-        record = dict(self.row)
-        record["scores"] = self.scores
-        if self.errors:
-            record["errors"] = self.errors
-        stats = {name: list(s.stats) for name, s in self.results.items() if s.stats is not None}
-        if stats:
-            record["stats"] = stats
-        if with_metadata:
-            record["metadata_scores"] = {name: s.metadata for name, s in self.results.items()}
-        return record
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any], index: int = -1) -> "RowResult":
-        """A row of a results file (as :meth:`to_record` wrote it), e.g. for the summary of a resumed run."""
-        result = cls(index, {})
-        metadata = record.get("metadata_scores") or {}
-        stats = record.get("stats") or {}
-        errors = record.get("errors") or {}
-        for name, value in record["scores"].items():
-            if name in errors:
-                result.errors[name] = errors[name]
-            else:
-                row_stats = stats.get(name)
-                result.results[name] = Score(name, value, dict(metadata.get(name) or {}),
-                                             None if row_stats is None else tuple(row_stats))
-        return result
 
 
 class Summary:
@@ -159,22 +112,6 @@ class Summary:
                 "problems": self.problems}
 
 
-def resolve_scorers(scorers: Iterable[Scorer | str] | Mapping[str, Scorer]) -> list[Scorer]:
-    """Scorer instances from instances or registered names; names must be unique."""
-    items = list(scorers.values()) if isinstance(scorers, Mapping) else list(scorers)
-    resolved = [get(s) if isinstance(s, str) else s for s in items]
-    for s in resolved:
-        if not isinstance(s, Scorer):
-            raise ConfigError(f"not a scorer: {s!r}")
-    names = [s.name for s in resolved]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ConfigError(f"two scorers share the name {', '.join(duplicates)}; give one of them name=...")
-    if not resolved:
-        raise ConfigError("no scorers given")
-    return resolved
-
-
 def _check_first_row(mapping: Mapping[str, str], row: Mapping[str, Any], scorers: Sequence[Scorer]) -> None:
     """Usage errors found before scoring: a mapping must name a field some scorer reads and a column the
     first row has, and the first row must hold every required field (a column absent there is a typo or a
@@ -196,26 +133,6 @@ def _check_first_row(mapping: Mapping[str, str], row: Mapping[str, Any], scorers
                                   f"evaluate(..., mapping={{{name!r}: 'COLUMN'}}))", scorer=scorer.name)
 
 
-def _error_record(exc: BaseException) -> dict[str, Any]:
-    if isinstance(exc, ScorerError):
-        return exc.to_dict()
-    return {"type": type(exc).__name__, "message": str(exc) or repr(exc), "unexpected": True}
-
-
-def _score_sync(scorer: Scorer, args: list[dict[str, Any]]) -> list[Score | BaseException]:
-    """A sync scorer's batch; an unexpected failure of the batch is isolated to the row(s) at fault."""
-    try:
-        return list(scorer.score_batch(args))
-    except Exception:
-        outcomes: list[Score | BaseException] = []
-        for kwargs in args:
-            try:
-                outcomes.append(scorer.score_batch([kwargs])[0])
-            except Exception as exc:
-                outcomes.append(exc)
-        return outcomes
-
-
 # ------------------------------------------------------------- worker processes
 _worker_scorers: list[Scorer] = []
 
@@ -225,7 +142,7 @@ def _init_worker(payload: bytes) -> None:
 
 
 def _score_in_worker(args_per_scorer: list[list[dict[str, Any]]]) -> list[list[Score | BaseException]]:
-    return [_score_sync(scorer, args) for scorer, args in zip(_worker_scorers, args_per_scorer)]
+    return [score_sync(scorer, args) for scorer, args in zip(_worker_scorers, args_per_scorer)]
 
 
 def _process_pool(scorers: list[Scorer], workers: int) -> concurrent.futures.ProcessPoolExecutor:
@@ -258,21 +175,9 @@ class _Pipeline:
         self._checked = False
         self._pending: collections.deque[asyncio.Task[list[RowResult]]] = collections.deque()
         self._sync = [s for s in scorers if not s.is_async]
+        self._unit = BatchScorer(scorers, mapping=mapping, concurrency=concurrency)
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._semaphore: asyncio.Semaphore | None = None
-        self._cpu_turns: dict[int, asyncio.Lock] = {}
-        self._paths: dict[int, list[tuple[str, str]]] = {}
-
-    def _args(self, scorer: Scorer, row: Mapping[str, Any]) -> dict[str, Any]:
-        paths = self._paths.get(id(scorer))
-        if paths is None:  # (field, column or path) pairs, once per scorer
-            paths = self._paths[id(scorer)] = [(name, self.mapping.get(name, name)) for name in scorer.accepted_fields()]
-        kwargs = {}
-        for name, path in paths:
-            value = row[path] if path in row else lookup(row, path)
-            if value is not ABSENT:
-                kwargs[name] = value
-        return kwargs
 
     def _next_rows(self) -> list[dict[str, Any]]:
         chunk: list[dict[str, Any]] = []
@@ -287,25 +192,6 @@ class _Pipeline:
                 break
         return chunk
 
-    async def _score_async(self, scorer: Scorer, args: list[dict[str, Any]]) -> list[Score | BaseException]:
-        assert self._semaphore is not None
-        try:
-            return list(await scorer.ascore_batch(args, limit=self._semaphore))
-        except Exception:
-            outcomes: list[Score | BaseException] = []
-            for kwargs in args:
-                try:
-                    outcomes.append((await scorer.ascore_batch([kwargs], limit=self._semaphore))[0])
-                except Exception as exc:
-                    outcomes.append(exc)
-            return outcomes
-
-    async def _score_sync_in_thread(self, scorer: Scorer, args: list[dict[str, Any]]) -> list[Score | BaseException]:
-        # one chunk at a time per sync scorer: CPU-bound batch paths (a model's forward pass)
-        # must not run several times over on few cores, and need not be thread-safe across chunks
-        async with self._cpu_turns.setdefault(id(scorer), asyncio.Lock()):
-            return await asyncio.to_thread(_score_sync, scorer, args)
-
     async def _score_in_pool(self, pool: concurrent.futures.ProcessPoolExecutor,
                              args: list[list[dict[str, Any]]]) -> list[list[Score | BaseException]]:
         try:
@@ -317,34 +203,13 @@ class _Pipeline:
                 "must guard its entry point with `if __name__ == '__main__':`, since workers import it") from exc
 
     async def _score_chunk(self, start: int, rows: list[dict[str, Any]]) -> list[RowResult]:
-        # the sync scorers go to the worker processes together (in the order of self._sync), when there are any
-        pooled = [i for i, s in enumerate(self.scorers) if not s.is_async] if self._pool is not None else []
-        here = [i for i in range(len(self.scorers)) if i not in pooled]
-        jobs = []
-        for i in here:
-            scorer = self.scorers[i]
-            args = [self._args(scorer, r) for r in rows]
-            jobs.append(self._score_async(scorer, args) if scorer.is_async else self._score_sync_in_thread(scorer, args))
-        if pooled:
-            assert self._pool is not None
-            jobs.append(self._score_in_pool(self._pool, [[self._args(self.scorers[i], r) for r in rows] for i in pooled]))
-        done = await asyncio.gather(*jobs)
-        outcomes = dict(zip(here, done))
-        if pooled:
-            outcomes.update(zip(pooled, done[-1]))
-        out = []
-        for offset, row in enumerate(rows):
-            result = RowResult(start + offset, row)
-            for i, scorer in enumerate(self.scorers):
-                outcome = outcomes[i][offset]
-                if isinstance(outcome, ConfigError):  # the run is misconfigured: stop, loudly
-                    raise outcome
-                if isinstance(outcome, BaseException):
-                    result.errors[scorer.name] = _error_record(outcome)
-                else:
-                    result.results[scorer.name] = outcome
-            out.append(result)
-        return out
+        pool = self._pool
+
+        async def in_pool(args: list[list[dict[str, Any]]]) -> list[list[Score | BaseException]]:
+            assert pool is not None
+            return await self._score_in_pool(pool, args)
+
+        return await self._unit.score(rows, start, limit=self._semaphore, pool=in_pool if pool is not None else None)
 
     async def next_chunk(self) -> list[RowResult] | None:
         """The next scored chunk in input order, or None at the end."""

@@ -1,0 +1,86 @@
+"""The engine-neutral unit: every batch kind scores like the local run, bit for bit, also after pickling."""
+from __future__ import annotations
+
+import asyncio
+import json
+import pickle
+from typing import Any
+
+import cloudpickle
+import pytest
+
+import scorers
+from scorers.batch import RESULT_COLUMN, BatchScorer, result_record
+from scorers.errors import ConfigError
+from scorers.testing import LoopbackLLM, Reply
+
+ROWS = [
+    {"id": 1, "output": "The cat sat on the mat.", "expected": "A cat sat on the mat."},
+    {"id": 2, "output": "Paris", "expected": ["Paris", "Paris, France"]},
+    {"id": 3, "output": "", "expected": "something"},
+    {"id": 4, "output": "no reference"},
+]
+SCORERS = ["ExactMatch", "Levenshtein", "BLEU", "ROUGE-L"]
+
+
+def local_records(rows: list[dict[str, Any]], names: list[str], **options: Any) -> list[dict[str, Any]]:
+    return [r.to_record() for r in scorers.evaluate(rows, names, **options)]
+
+
+def columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    return {k: [row.get(k) for row in rows] for k in keys}
+
+
+def test_a_dict_of_columns_scores_like_the_local_run() -> None:
+    rows = ROWS[:3]  # a dict of columns has every column in every row
+    out = BatchScorer(SCORERS)(columns(rows))
+    records = [result_record(dict(zip(out, values))) for values in zip(*out.values())]
+    assert records == local_records(rows, SCORERS)
+    assert all(isinstance(v, str) for v in out[RESULT_COLUMN])
+
+
+@pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps], ids=["pickle", "cloudpickle"])
+def test_the_unit_travels_and_scores_the_same(dumps: Any) -> None:
+    unit = BatchScorer(SCORERS, mapping={"output": "answer"})
+    rows = [{"answer": r["output"], **{k: v for k, v in r.items() if k != "output"}} for r in ROWS]
+    before = asyncio.run(unit.score(rows))
+    copy = pickle.loads(dumps(unit))
+    after = asyncio.run(copy.score(rows))
+    assert [r.to_record() for r in after] == [r.to_record() for r in before]
+    assert [r.to_record() for r in before] == local_records(rows, SCORERS, mapping={"output": "answer"})
+
+
+def test_pyarrow_and_pandas_batches_score_like_the_local_run() -> None:
+    pa = pytest.importorskip("pyarrow")
+    pd = pytest.importorskip("pandas")
+    rows = ROWS[:3]
+    unit = BatchScorer(SCORERS)
+    table = pa.Table.from_pylist([{**r, "expected": json.dumps(r["expected"])} for r in rows])
+    expected = local_records([{**r, "expected": json.dumps(r["expected"])} for r in rows], SCORERS)
+    for batch in (table, table.to_batches()[0], table.to_pandas()):
+        out = unit(batch)
+        out_rows = out.to_pylist() if hasattr(out, "to_pylist") else out.to_dict("records")
+        assert [result_record(r) for r in out_rows] == expected
+    assert isinstance(unit(pd.DataFrame(rows[:1])), pd.DataFrame)
+
+
+def test_a_configuration_error_stops_the_batch() -> None:
+    unit = BatchScorer(["Factuality"])  # no API key in the test environment
+    with pytest.raises(ConfigError, match="API key|OPENAI_API_KEY"):
+        unit({"input": ["q"], "output": ["a"], "expected": ["b"]})
+    with pytest.raises(ConfigError, match="differ in length"):
+        BatchScorer(["ExactMatch"])({"output": ["a"], "expected": []})
+    with pytest.raises(ConfigError, match="concurrency"):
+        BatchScorer(["ExactMatch"], concurrency=0)
+
+
+def test_judges_run_on_the_workers_own_loop(llm_env: LoopbackLLM) -> None:
+    llm_env.default = Reply.choice("C", reasons="same")
+    unit = pickle.loads(pickle.dumps(BatchScorer(["Factuality", "ExactMatch"], concurrency=4)))
+    batch = {"input": ["q"] * 6, "output": [f"a{i}" for i in range(6)], "expected": ["a1"] * 6}
+    records = [result_record(dict(zip(batch | {RESULT_COLUMN: 0}, values)))
+               for values in zip(*unit(batch).values())]
+    assert [r["scores"]["Factuality"] for r in records] == [1.0] * 6
+    assert [r["scores"]["ExactMatch"] for r in records] == [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    assert len(llm_env.chat_requests) == 6

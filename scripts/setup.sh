@@ -35,6 +35,22 @@ if ! command -v redis-server >/dev/null 2>&1; then
     fi
 fi
 
+# Debian's Chromium for tests/report (driven by playwright from the dev extra; playwright's own browsers are never
+# installed). fonts-dejavu-core: text in the page and its screenshots.
+if [ ! -x /usr/bin/chromium ]; then
+    if command -v apt-get >/dev/null 2>&1; then
+        SUDO=""
+        [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+        export DEBIAN_FRONTEND=noninteractive
+        $SUDO apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core >/dev/null 2>&1 || {
+            $SUDO apt-get update -q >/dev/null
+            $SUDO apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core >/dev/null
+        }
+    else
+        echo "setup: /usr/bin/chromium not found and no apt-get; the report's browser tests need it" >&2
+    fi
+fi
+
 # editable_mode=compat puts the checkout on sys.path (a .pth line): `python -m scorers` then finds the real
 # package even when run from a folder holding a clone named scorers/ (setuptools' default import hook loses to it)
 python -m pip install -q --disable-pip-version-check "torch==2.13.0" -e ".[all,dev,braintrust,langsmith]" --config-settings editable_mode=compat

@@ -1,0 +1,161 @@
+"""One self-contained HTML page from results files: summary with CIs, histograms, comparison, judges, worst rows.
+
+The page loads nothing: its CSS and its charts (inline SVG) are in the file, it
+has no JavaScript, and its Content-Security-Policy forbids any request and any
+script. Row text is untrusted and is HTML-escaped (Jinja2 autoescaping).
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .._util import ABSENT, lookup
+from .._version import __version__
+from ..errors import ConfigError, DataError
+from ..llm.usage import Prices
+from . import charts
+from .results import ResultsFile
+
+__all__ = ["write_report"]
+
+#: Row fields shown next to a low score or an error, and the columns they are read from by default.
+SHOWN_FIELDS = ("input", "output", "expected")
+#: Characters of a shown field kept before it is cut (the page stays small for long rows).
+MAX_TEXT = 600
+CONFIDENCE = 0.95
+
+
+def _text(value: Any) -> str:
+    if value is ABSENT or value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"… ({len(text) - MAX_TEXT} more characters)"
+
+
+def _labels(paths: Sequence[str]) -> list[str]:
+    """File names, or the paths as given where two files share a name."""
+    names = [Path(p).name for p in paths]
+    return [name if names.count(name) == 1 else str(path) for name, path in zip(names, paths)]
+
+
+def _mean_ci(values: Sequence[float]) -> tuple[float, float] | None:
+    """95 % bootstrap CI of the mean (BCa, 2,000 resamples, fixed seed); None under two distinct values."""
+    import numpy as np
+    from scipy import stats
+
+    if len(set(values)) < 2:
+        return None
+    result = stats.bootstrap((np.asarray(values),), np.mean, confidence_level=CONFIDENCE, n_resamples=2000,
+                             method="BCa", random_state=0)
+    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return (low, high) if math.isfinite(low) and math.isfinite(high) else None
+
+
+class _Row:
+    """One row of a results file as the page shows it."""
+
+    def __init__(self, results: ResultsFile, index: int, mapping: Mapping[str, str], scorer: str | None) -> None:
+        record = results.records[index]
+        self.line = index + 1
+        self.id = _text(record.get("id", ""))
+        self.fields = [(name, _text(lookup(record, mapping.get(name, name)))) for name in SHOWN_FIELDS]
+        self.score = None if scorer is None else record["scores"].get(scorer)
+        metadata = results.metadata(record, scorer) if scorer else {}
+        rationale = metadata.get("rationale")
+        self.choice = _text(metadata.get("choice"))
+        self.rationale = _text(" | ".join(map(str, rationale)) if isinstance(rationale, list) else rationale)
+        self.errors = [(name, _text(e.get("type")), _text(e.get("message")))
+                       for name, e in (record.get("errors") or {}).items()]
+
+
+def _context(files: list[ResultsFile], labels: list[str], mapping: Mapping[str, str], prices: Prices | None,
+             lowest: int, max_errors: int) -> dict[str, Any]:
+    scorers = list(dict.fromkeys(name for f in files for name in f.scorers))
+    summaries = [f.summary(prices) for f in files]
+    summary_rows = []
+    for name in scorers:
+        cells = []
+        for results, summary in zip(files, summaries):
+            figures = summary.get(name)
+            if figures is None:
+                cells.append(None)
+                continue
+            ci = _mean_ci(results.values(name)) if figures["n"] else None
+            cells.append({**figures, "ci": ci})
+        summary_rows.append({"scorer": name, "cells": cells})
+
+    histograms = [{"scorer": name, "svg": charts.histogram(
+        {label: f.values(name) for f, label in zip(files, labels) if name in f.scorers}, title=name)}
+        for name in scorers]
+
+    judges = []
+    for name in scorers:
+        if not any(f.is_judge(name) for f in files):
+            continue
+        counts = {label: f.choices(name) for f, label in zip(files, labels) if f.choices(name)}
+        usage = [(label, summary[name]["usage"]) for label, summary in zip(labels, summaries)
+                 if "usage" in summary.get(name, {})]
+        judges.append({"scorer": name, "usage": usage,
+                       "svg": charts.choices(counts, title=f"{name}: choices") if counts else None})
+
+    per_file = []
+    for results, label in zip(files, labels):
+        low = []
+        for name in results.scorers:
+            scored = [(v, i) for i, v in enumerate(results.column(name)) if v is not None]
+            scored.sort()
+            low.append({"scorer": name, "rows": [_Row(results, i, mapping, name) for _, i in scored[:lowest]]})
+        failed = [i for i, r in enumerate(results.records) if r.get("errors")]
+        per_file.append({"label": label, "lowest": low, "errors_total": len(failed),
+                         "errors": [_Row(results, i, mapping, None) for i in failed[:max_errors]]})
+
+    return {"version": __version__, "files": [{"label": label, "path": f.path, "rows": len(f.records),
+                                               "metadata": f.has_metadata} for f, label in zip(files, labels)],
+            "confidence": CONFIDENCE, "summary": summary_rows, "histograms": histograms, "judges": judges,
+            "per_file": per_file, "lowest": lowest, "max_errors": max_errors,
+            "without_metadata": [label for f, label in zip(files, labels) if not f.has_metadata]}
+
+
+def _environment() -> Any:
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.PackageLoader("scorers.report", "templates"),
+                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                              lstrip_blocks=True)
+
+
+def write_report(paths: Sequence[str | Path], out: str | Path, *, mapping: Mapping[str, str] | None = None,
+                 prices: Prices | None = None, lowest: int = 10, max_errors: int = 50) -> Path:
+    """Write one self-contained HTML report of the results files ``paths`` to ``out``; returns ``out``.
+
+    The first file is the baseline of the comparison. ``mapping`` says which column
+    holds each shown field (``{"output": "response"}``), ``prices`` give judges'
+    cost estimates (USD per 1M input and output tokens per model), ``lowest`` is
+    how many lowest-scoring rows are listed per scorer and ``max_errors`` how many
+    failed rows per file.
+
+    >>> import json, os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "run.jsonl"), "w") as fh:
+    ...     for x in (0.2, 0.9):
+    ...         _ = fh.write(json.dumps({"output": "<b>hi</b>", "scores": {"Levenshtein": x}}) + "\\n")
+    >>> page = write_report([os.path.join(folder, "run.jsonl")], os.path.join(folder, "report.html")).read_text()
+    >>> "&lt;b&gt;hi&lt;/b&gt;" in page and "<b>hi</b>" not in page
+    True
+    """
+    if not paths:
+        raise ConfigError("write_report: give at least one results file")
+    if lowest < 0 or max_errors < 0:
+        raise ConfigError(f"write_report: lowest and max_errors must be at least 0, got {lowest}, {max_errors}")
+    files = [ResultsFile.read(p) for p in paths]
+    labels = _labels([str(p) for p in paths])
+    page = _environment().get_template("report.html.j2").render(
+        **_context(files, labels, dict(mapping or {}), prices, lowest, max_errors))
+    out = Path(out)
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise DataError(f"{out}: cannot write the report ({exc.strerror})") from None
+    return out

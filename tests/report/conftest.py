@@ -1,0 +1,69 @@
+"""Results files for the report tests, built as `python -m scorers run --metadata` writes them (seeded)."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHOICES = {"A": 0.4, "B": 0.6, "C": 1.0, "D": 0.0, "E": 1.0}
+#: Row text that must stay text: the browser test checks it never runs.
+HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+
+
+def results_records(rows: int, *, seed: int, judge: bool = True, hostile: bool = False,
+                    shift: float = 0.0) -> list[dict[str, Any]]:
+    """Records with Levenshtein, BLEU and (optionally) a Factuality judge; every 17th row fails, every 23rd skips."""
+    rng = random.Random(seed)
+    records = []
+    for i in range(rows):
+        base = min(1.0, max(0.0, rng.betavariate(2, 1.5) + shift))
+        record: dict[str, Any] = {"id": f"row-{i}", "input": f"Question {i}?", "output": f"answer {i} " * 3,
+                                  "expected": f"reference {i}"}
+        if hostile and i == 0:  # the lowest score of every scorer: listed with its text
+            record["output"], base = HOSTILE, 0.0
+        scores: dict[str, float | None] = {"Levenshtein": round(base, 6),
+                                           "BLEU": None if i % 23 == 5 else round(base * rng.random(), 6)}
+        metadata: dict[str, Any] = {"Levenshtein": {}, "BLEU": {}}
+        errors = {}
+        if judge:
+            if i % 17 == 3:
+                scores["Factuality"] = None
+                errors["Factuality"] = {"type": "JudgeError", "message": "Factuality: no valid choice after 2 re-asks"}
+            else:
+                choice = "D" if hostile and i == 0 else rng.choice(sorted(CHOICES))
+                scores["Factuality"] = CHOICES[choice]
+                rationale = HOSTILE if hostile and i == 0 else f"choice {choice} because of row {i}"
+                metadata["Factuality"] = {"choice": choice, "rationale": rationale, "model": "gpt-4o-mini",
+                                          "usage": {"prompt_tokens": 150 + i % 7, "completion_tokens": 12,
+                                                    "total_tokens": 162 + i % 7, "requests": 1, "cached": 0}}
+        record["scores"] = scores
+        if errors:
+            record["errors"] = errors
+        record["metadata_scores"] = {k: v for k, v in metadata.items() if k in scores and k not in errors}
+        records.append(record)
+    return records
+
+
+def write_results(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+#: (name, files as (rows, seed, judge, hostile, shift)): one file, a judge with hostile text, two files compared.
+CASES = {
+    "one file": [(40, 1, False, False, 0.0)],
+    "judge, hostile text": [(60, 2, True, True, 0.0)],
+    "two files": [(80, 3, True, False, 0.0), (80, 3, True, False, 0.1)],
+}
+
+
+@pytest.fixture(params=sorted(CASES))
+def case(request, tmp_path) -> tuple[str, list[Path]]:
+    """(case name, results files) for each of :data:`CASES`."""
+    paths = [write_results(tmp_path / f"run{i}.jsonl", results_records(rows, seed=seed, judge=judge, hostile=hostile,
+                                                                      shift=shift))
+             for i, (rows, seed, judge, hostile, shift) in enumerate(CASES[request.param])]
+    return request.param, paths

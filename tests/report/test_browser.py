@@ -1,0 +1,75 @@
+"""The report in a real headless browser (Debian's Chromium, driven by playwright): it renders every chart,
+logs no error, requests nothing but its own file, and runs none of the row text."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scorers.report import write_report
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip("Chromium is not installed: bash scripts/setup.sh (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM))
+        yield browser
+        browser.close()
+
+
+def open_report(browser, path: Path, screenshot: Path):
+    """Open ``path`` as a file:// URL; returns (page, console messages, page errors, requested URLs)."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    console, errors, requests = [], [], []
+    page.on("console", lambda message: console.append((message.type, message.text)))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    context.on("request", lambda request: requests.append(request.url))
+    page.goto(path.resolve().as_uri(), wait_until="load")
+    page.screenshot(path=str(screenshot), full_page=True)
+    return page, console, errors, requests
+
+
+CHART_ELEMENTS = """() => [...document.querySelectorAll('figure.chart')].map(figure => {
+    const svg = figure.querySelector('svg');
+    const box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+    return {chart: figure.dataset.chart, scorer: figure.dataset.scorer, width: box.width, height: box.height,
+            paths: svg ? [...svg.querySelectorAll('path')].filter(p => (p.getAttribute('d') || '').length > 8).length : 0,
+            texts: svg ? svg.querySelectorAll('text').length : 0};
+})"""
+
+
+def test_the_report_renders_offline_without_errors(browser, case, tmp_path):
+    name, paths = case
+    report = write_report(paths, tmp_path / "report.html")
+    page, console, errors, requests = open_report(browser, report, tmp_path / "report.png")
+    assert [m for m in console if m[0] in ("error", "warning")] == [] and errors == []
+    assert requests == [report.resolve().as_uri()]  # the file itself, nothing else
+    charts = page.evaluate(CHART_ELEMENTS)
+    scorers = ["Levenshtein", "BLEU"] + (["Factuality"] if name != "one file" else [])
+    assert [c["scorer"] for c in charts if c["chart"] == "histogram"] == scorers
+    assert ("choices" in [c["chart"] for c in charts]) == (name != "one file")
+    for chart in charts:  # drawn: laid out with a size, bars/lines as paths, axis labels as text
+        assert chart["width"] > 200 and chart["height"] > 100, chart
+        assert chart["paths"] >= 5 and chart["texts"] >= 4, chart
+    assert page.evaluate("document.querySelectorAll('table.summary tbody tr').length") == len(scorers)
+    assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+def test_row_text_is_inert(browser, case, tmp_path):
+    name, paths = case
+    report = write_report(paths, tmp_path / "report.html")
+    page, console, errors, requests = open_report(browser, report, tmp_path / "report.png")
+    assert page.evaluate("document.scripts.length") == 0
+    assert page.evaluate("window.__pwned === undefined")
+    assert page.evaluate("document.querySelectorAll('img, iframe, object, embed').length") == 0
+    if name == "judge, hostile text":
+        shown = page.inner_text("body")
+        assert shown.count("<script>window.__pwned = 1</script>") >= 2  # the output and the rationale, as text
+    assert requests == [report.resolve().as_uri()] and errors == []

@@ -1,0 +1,143 @@
+"""The report's content: the summary's figures, escaping, judges, errors, size; the CLI command; import cost."""
+from __future__ import annotations
+
+import html
+import re
+import subprocess
+import sys
+
+import markupsafe
+import pytest
+
+from scorers.cli import main
+from scorers.errors import ConfigError, DataError
+from scorers.report import write_report
+from scorers.report.results import ResultsFile
+from scorers.runner import RowResult
+
+from .conftest import HOSTILE, results_records, write_results
+
+
+def summary_cells(page: str) -> dict[str, list[str]]:
+    """{scorer: [cell texts]} of the summary table."""
+    table = re.search(r'<table class="summary">(.*?)</table>', page, flags=re.S).group(1)
+    rows = {}
+    for row in re.findall(r"<tr><th>(.*?)</th>(.*?)</tr>", table, flags=re.S):
+        rows[html.unescape(row[0])] = [html.unescape(re.sub(r"<[^>]+>", " ", c)).split()[0] if c.strip() else ""
+                                       for c in re.findall(r"<td[^>]*>(.*?)</td>", row[1], flags=re.S)]
+    return rows
+
+
+def test_the_summary_shows_the_run_summary_figures(case, tmp_path):
+    name, paths = case
+    page = write_report(paths, tmp_path / "report.html").read_text()
+    cells = summary_cells(page)
+    for i, path in enumerate(paths):
+        records = ResultsFile.read(path).records
+        for scorer, figures in ResultsFile.read(path).summary().items():
+            n, mean, stdev, skipped, errors = cells[scorer][5 * i: 5 * i + 5]
+            assert int(n) == figures["n"] == sum(r["scores"][scorer] is not None for r in records)
+            assert mean == f"{figures['mean']:.4f}" and stdev == f"{figures['stdev']:.4f}"
+            assert int(skipped) == figures["skipped"] and int(errors) == figures["errors"]
+            assert figures["errors"] == sum(scorer in r.get("errors", {}) for r in records)
+            assert figures["mean"] == pytest.approx(sum(ResultsFile.read(path).values(scorer)) / figures["n"])
+
+
+def test_the_summary_ci_contains_the_mean(case, tmp_path):
+    _, paths = case
+    page = write_report(paths, tmp_path / "report.html").read_text()
+    intervals = re.findall(r"(\d\.\d{4}) \[(\d\.\d{4}), (\d\.\d{4})\]", page)
+    assert len(intervals) >= 2
+    for mean, low, high in intervals:
+        assert float(low) < float(mean) < float(high)
+
+
+def test_row_text_is_escaped(tmp_path):
+    path = write_results(tmp_path / "run.jsonl", results_records(30, seed=4, hostile=True))
+    page = write_report([path], tmp_path / "report.html").read_text()
+    assert "<script" not in page and "<img" not in page
+    assert page.count(str(markupsafe.escape(HOSTILE))) >= 2  # the output, and the judge's rationale, as text
+
+
+def test_judges_show_choices_usage_and_rationale(tmp_path):
+    records = results_records(50, seed=5)
+    path = write_results(tmp_path / "run.jsonl", records)
+    page = write_report([path], tmp_path / "report.html", prices={"gpt-4o-mini": (0.15, 0.60)}).read_text()
+    judged = [r for r in records if "Factuality" not in r.get("errors", {})]
+    prompt = sum(r["metadata_scores"]["Factuality"]["usage"]["prompt_tokens"] for r in judged)
+    completion = 12 * len(judged)
+    assert f"<td class=\"num\">{prompt:,}</td>" in page and f"<td class=\"num\">{completion:,}</td>" in page
+    assert f"{(prompt * 0.15 + completion * 0.60) / 1e6:.4f}" in page
+    assert 'data-chart="choices"' in page
+    lowest = min(judged, key=lambda r: (r["scores"]["Factuality"], records.index(r)))
+    assert lowest["metadata_scores"]["Factuality"]["rationale"] in page
+
+
+def test_without_prices_or_metadata_the_page_says_what_to_pass(tmp_path):
+    records = results_records(20, seed=6)
+    with_metadata = write_results(tmp_path / "a.jsonl", records)
+    assert "pass --price MODEL=IN,OUT" in write_report([with_metadata], tmp_path / "a.html").read_text()
+    bare = write_results(tmp_path / "b.jsonl", [{k: v for k, v in r.items() if k != "metadata_scores"}
+                                                for r in records])
+    page = write_report([bare], tmp_path / "b.html").read_text()
+    assert "run with <code>--metadata</code>" in page and 'data-chart="choices"' not in page
+
+
+def test_rows_with_errors_are_listed_with_their_fields(tmp_path):
+    records = results_records(40, seed=8)
+    page = write_report([write_results(tmp_path / "run.jsonl", records)], tmp_path / "r.html",
+                        max_errors=2).read_text()
+    failed = [r for r in records if r.get("errors")]
+    assert len(failed) == 3
+    assert "The first 2 of 3 rows with errors." in page
+    for record in failed[:2]:
+        assert record["input"] in page and "no valid choice after 2 re-asks" in page
+    assert failed[2]["input"] not in page
+
+
+def test_the_records_round_trip_through_the_runner_format(tmp_path):
+    """The test files are what RowResult.to_record writes: from_record reads them back identically."""
+    for record in results_records(30, seed=9):
+        assert RowResult.from_record(record).to_record(with_metadata=True) == {
+            k: v for k, v in record.items() if k not in ("id", "input", "output", "expected")}
+
+
+def test_a_10000_row_report_is_under_1_mb(tmp_path):
+    paths = [write_results(tmp_path / f"run{i}.jsonl", results_records(10_000, seed=10, shift=0.1 * i))
+             for i in range(2)]
+    size = write_report(paths, tmp_path / "report.html").stat().st_size
+    assert size < 1_000_000
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"output": "a"}\n', 'has no "scores" object'),
+    ('{"scores": {"BLEU": "high"}}\n', "scores.BLEU is 'high'"),
+    ("", "the file is empty"),
+])
+def test_a_file_that_is_not_results_is_a_data_error(tmp_path, content, message):
+    path = tmp_path / "data.jsonl"
+    path.write_text(content)
+    with pytest.raises(DataError, match=re.escape(message)) as info:
+        write_report([path], tmp_path / "report.html")
+    assert str(path) in str(info.value)
+
+
+def test_no_files_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="at least one results file"):
+        write_report([], tmp_path / "report.html")
+
+
+def test_cli_report(tmp_path, capsys):
+    paths = [write_results(tmp_path / f"run{i}.jsonl", results_records(30, seed=11)) for i in range(2)]
+    out = tmp_path / "report.html"
+    assert main(["report", *map(str, paths), "-o", str(out), "--price", "gpt-4o-mini=0.15,0.6"]) == 0
+    assert "run0.jsonl" in out.read_text() and str(out) in capsys.readouterr().err
+    assert main(["report", str(tmp_path / "missing.jsonl"), "-o", str(out)]) == 2
+    assert "missing.jsonl: no such file" in capsys.readouterr().err
+
+
+def test_import_scorers_and_list_do_not_import_matplotlib():
+    code = ("import sys, scorers, scorers.report; from scorers.cli import main; "
+            "import contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()): main(['list'])\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'playwright')))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"

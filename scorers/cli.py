@@ -35,6 +35,12 @@ EXIT_CODES = """exit codes:
   130  interrupted (Ctrl-C); 143 terminated (SIGTERM): rows written stay valid, --resume continues
 """
 
+COMPARE_EXIT_CODES = """exit codes:
+  0    compared (nothing significantly worse, where --fail-if-worse asks)
+  1    a file is significantly worse than the baseline on a --fail-if-worse scorer
+  2    bad usage or files: different rows, a missing or duplicate --key, not results files
+"""
+
 EPILOG = EXIT_CODES + """
 examples:
   python -m scorers list
@@ -51,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"scorers {__version__}")
     sub = parser.add_subparsers(dest="command", required=True,
-                                metavar="{list,show,run,check,schema,promptfoo,report,meta-eval}")
+                                metavar="{list,show,run,check,schema,promptfoo,report,meta-eval,compare}")
     templates = argparse.ArgumentParser(add_help=False)
     templates.add_argument("--templates", action="append", default=[], metavar="DIR",
                            help="also register the judge templates in DIR (repeatable; like SCORERS_TEMPLATES)")
@@ -148,6 +154,37 @@ def build_parser() -> argparse.ArgumentParser:
     p_meta.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default: 2000)")
     p_meta.add_argument("--confidence", type=float, default=0.95, help="confidence level (default: 0.95)")
     p_meta.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+
+    p_compare = sub.add_parser(
+        "compare", help="compare results files of the same rows: intervals and paired significance tests",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=COMPARE_EXIT_CODES,
+        description="Compare results files of `run` on the same rows; the first is the baseline. For every scorer "
+                    "in all files: each file's mean with a 95 % bootstrap interval (scipy.stats.bootstrap, BCa) "
+                    "and, for BLEU, chrF and TER, the corpus figure with sacrebleu's bootstrap estimate (mean "
+                    "± half-width); for each other file the difference from the baseline and the p-value of a "
+                    "paired test (for corpus figures, sacrebleu's paired test, number for number except exact "
+                    "ties). A row a scorer failed on (error or null) in any file is left out of that scorer's "
+                    "figures in every file, and counted. A table goes to stderr.")
+    p_compare.add_argument("files", nargs="+", metavar="RESULTS.jsonl",
+                           help="results files of `run`; the first is the baseline")
+    p_compare.add_argument("--key", metavar="FIELD",
+                           help="match rows by this field (or dotted path) instead of by position")
+    p_compare.add_argument("--test", choices=["bs", "ar"], default="bs",
+                           help="paired bootstrap (bs, default) or approximate randomisation (ar)")
+    p_compare.add_argument("--resamples", type=int, metavar="N",
+                           help="bootstrap resamples or randomisation trials, also the resamples of every "
+                                "interval (default: 1000 for bs, 10000 for ar)")
+    p_compare.add_argument("--seed", type=int, default=12345, help="seed of every draw (default: 12345, sacrebleu's)")
+    p_compare.add_argument("--alpha", type=float, default=0.05,
+                           help="significance level of better/worse and --fail-if-worse (default: 0.05)")
+    p_compare.add_argument("-p", "--param", action="append", default=[], metavar="NAME.KEY=VALUE",
+                           help="scorer parameter for the corpus figures, as for run (e.g. -p BLEU.tokenize=intl); "
+                                "give the settings the run used")
+    p_compare.add_argument("--json", action="store_true", help="also print the comparison as JSON on stdout")
+    p_compare.add_argument("--fail-if-worse", action="append", default=[], metavar="SCORER",
+                           help="exit 1 when a file is significantly worse than the baseline on SCORER (its "
+                                "corpus figure if it has one, else its mean; lower is better for TER's corpus "
+                                "figure and for scorers such as Hallucination); repeatable")
     return parser
 
 
@@ -522,9 +559,25 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .stats import compare
+
+    names = [key.rpartition(".")[0] for key, _ in _parse_pairs(args.param, "--param")]
+    comparison = compare(args.files, key=args.key, test=args.test, resamples=args.resamples, seed=args.seed,
+                         alpha=args.alpha, params={k: v for k, v in _scorer_params(names, args.param).items() if v})
+    worse = {name: comparison.worse(name) for name in args.fail_if_worse}
+    print(comparison.table(), file=sys.stderr)
+    if args.json:
+        print(json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False))
+    for name, files in worse.items():
+        if files:
+            print(f"worse than {args.files[0]} on {name} (p < {args.alpha}): {', '.join(files)}", file=sys.stderr)
+    return 1 if any(worse.values()) else 0
+
+
 COMMANDS = {"list": cmd_list, "show": cmd_show, "run": cmd_run, "check": cmd_check, "schema": cmd_schema,
             "promptfoo": cmd_promptfoo, "report": cmd_report,
-            "meta-eval": cmd_meta_eval}
+            "meta-eval": cmd_meta_eval, "compare": cmd_compare}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -230,10 +230,11 @@ class RedisCache:
 
     The keys (prefixed ``scorers:llm:``) and the stored replies are those of :class:`LLMCache`; a URL
     parameter ``ttl=<seconds>`` makes entries expire, other parameters go to the ``redis`` client
-    (``socket_timeout=``). It connects on first use in each process: a server that cannot be reached
-    then is a :class:`~scorers.errors.ConfigError` naming the URL (its password masked); a failure after
-    that raises :class:`CacheError` and the server is left alone for :data:`REDIS_RETRY_AFTER_S`
-    seconds. It pickles as its URL: the receiving process opens its own connection.
+    (``socket_timeout=``). It connects once per process, when the engine opens it (:func:`open_cache`) or
+    on first use: a server that cannot be reached then is a :class:`~scorers.errors.ConfigError` naming
+    the URL (its password masked); a failure after that raises :class:`CacheError` and the server is left
+    alone for :data:`REDIS_RETRY_AFTER_S` seconds. It pickles as its URL: the receiving process opens its
+    own connection.
 
     >>> cache = RedisCache("redis://:s3cret@cache.internal:6379/2?ttl=86400")
     >>> cache, cache.ttl_s
@@ -267,8 +268,9 @@ class RedisCache:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["url"])  # type: ignore[misc]
 
-    def _redis(self) -> Any:
-        """This process's client; the first one is pinged, so that a server that is down stops the run."""
+    def connect(self) -> Any:
+        """This process's ``redis`` client, connected on first use and pinged: a server that cannot be reached
+        raises :class:`~scorers.errors.ConfigError` (naming the URL, password masked), which stops a run."""
         with self._lock:
             if self._client is not None and self._pid == os.getpid():
                 return self._client
@@ -288,7 +290,7 @@ class RedisCache:
 
     def _call(self, command: Callable[[Any], Any]) -> Any:
         """Run ``command(client)``; a Redis failure raises :class:`CacheError` (and pauses the cache)."""
-        client = self._redis()
+        client = self.connect()
         if time.monotonic() < self._down_until:
             raise CacheError(f"the Redis reply cache {_masked(self.url)!r} failed less than "
                              f"{REDIS_RETRY_AFTER_S:g} s ago; not asking it yet")
@@ -377,11 +379,16 @@ ReplyCache = LLMCache | RedisCache
 
 
 def open_cache(target: LLMCache | RedisCache | str | os.PathLike[str]) -> LLMCache | RedisCache:
-    """The process-wide cache of a path or Redis URL (one connection each), or ``target`` itself."""
-    if isinstance(target, (LLMCache, RedisCache)):
+    """The process-wide cache of a path or Redis URL (one connection each), or ``target`` itself.
+
+    A Redis cache is connected here, so that a server that is down stops a run before its first request.
+    """
+    if isinstance(target, LLMCache):
         return target
-    if is_redis_url(target):
-        return _redis_cache_for(str(target).strip())
+    if isinstance(target, RedisCache) or is_redis_url(target):
+        cache = target if isinstance(target, RedisCache) else _redis_cache_for(str(target).strip())
+        cache.connect()
+        return cache
     return _cache_for(Path(target).expanduser().absolute())
 
 

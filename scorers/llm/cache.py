@@ -34,7 +34,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from .._util import lazy, memoize, optional_import
 from ..errors import ConfigError
 
-__all__ = ["LLMCache", "RedisCache", "CacheError", "ReplyCache", "cache_key", "cache_keys", "is_redis_url", "open_cache"]
+__all__ = ["LLMCache", "RedisCache", "CacheError", "ReplyCache", "cache_key", "cache_keys", "is_redis_url",
+           "open_cache"]
 
 #: Bump when the stored reply format changes; old entries are then simply not found.
 CACHE_FORMAT = 1
@@ -278,7 +279,8 @@ class RedisCache:
             from redis.backoff import NoBackoff
             from redis.retry import Retry
 
-            try:  # one immediate retry: a pooled connection the server closed is reopened, a dead server is not waited on
+            # one immediate retry: a pooled connection the server closed is reopened, a dead server is not waited on
+            try:
                 client = redis.Redis.from_url(self._client_url, retry=Retry(NoBackoff(), 1))
                 client.ping()
             except (redis.RedisError, ValueError) as exc:

@@ -206,6 +206,7 @@ def test_redis_killed_mid_run_warns_and_the_run_completes(tmp_path, llm_server, 
         llm_server.default = answer
         with pytest.warns(RuntimeWarning, match="the Redis reply cache 'redis://127.0.0.1:\\d+/0' failed") as caught:
             scores = run(factuality(llm_server, fake_api_key, server.url))
+        assert server.process.poll() is not None  # it did go away during the run
     finally:
         server.stop()
     assert scores == [1.0] * len(ROWS) and llm_server.request_count == len(ROWS)

@@ -39,6 +39,7 @@ from .heuristic import JSONDiff, ExactMatch, Levenshtein, ListContains, NumericD
 from .judges import LLMClassifier  # noqa: E402
 from .llm import configure  # noqa: E402
 from .runner import Evaluation, RowResult, Summary, aevaluate, evaluate  # noqa: E402
+from .stats import compare, meta_evaluate  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -61,6 +62,8 @@ __all__ = [
     "configure",
     "LLMClassifier",
     "aevaluate",
+    "meta_evaluate",
+    "compare",
     "RowResult",
     "Summary",
     "ExactMatch",

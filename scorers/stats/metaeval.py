@@ -1,0 +1,432 @@
+"""Meta-evaluation: does a judge agree with people? Run a judge over rows that carry a human label.
+
+:func:`meta_evaluate` scores the rows with the judge through :func:`scorers.evaluate` and
+compares each row's verdict with its label (figures: :mod:`scorers.stats.agreement`).
+
+**Label scale.** When every label is one of the judge's choices (an
+:class:`~scorers.judges.LLMClassifier`'s ``choice_scores`` keys; a
+:class:`~scorers.judges.PairwiseJudge`'s ``A``, ``B``, ``tie``, where the judge's
+verdict is its ``winner``), the scale is ``"choices"``: verdicts are compared as
+nominal categories (unweighted kappa) and both sides score through ``label_scores``,
+or the judge's ``choice_scores`` (pairwise: A 1, B 0, tie 0.5). Otherwise the scale is
+``"scores"``: a label scores through ``label_scores`` (``{"Y": 1, "N": 0}``), else a
+number on the judge's ``scale`` (rating, rubric, G-Eval) as ``(v - min) / (max - min)``,
+else a number in [0, 1] as itself; the judge's verdict is its score, the categories
+are the label scale's distinct scores in ascending order and kappa is
+quadratic-weighted by their rank. Categorical figures (accuracy, kappa, confusion,
+precision/recall) need the judge's scores on that scale; when they are not, those
+figures are ``null`` with a ``reason``.
+
+**Samples.** ``samples=k`` judges each row k times, each time with its own ``seed`` in
+the request (so each is cached apart); the judge must not be at temperature 0. A row's
+verdict is then its most frequent one (a tie goes to the lowest score) and its score
+the mean of the k scores. **Swap.** A pairwise judge with ``swap=True`` asks each pair
+in both orders; the report gives how often the verdicts agree and how often the same
+position won both times.
+
+**Failures.** A row the judge failed on (any sample) is listed with its errors and left
+out of the figures; figures say their ``n``.
+
+JSON format (``MetaEvaluation.to_dict()``, ``python -m scorers meta-eval -o meta.json``)::
+
+    {"format": "scorers-meta-eval", "format_version": 1,
+     "judge": {"name": str, "signature": {...}},      # Scorer.signature(): model, template name + hash, settings
+     "label": str, "key": str | null,                 # the label field; the field naming rows, if given
+     "scale": {"type": "choices" | "scores", "labels": [str], "scores": [float],
+               "kappa_weights": null | "quadratic"},  # category order of every matrix and list below
+     "samples": int, "rows": int, "n": int,           # rows read; rows scored (every sample succeeded)
+     "failed": int, "failures": [{"index": int, "key"?: any, "errors": [{"sample": int, "type": str,
+                                                                          "message": str}]}],
+     "figures": {name: {"value": float | null, "ci": [low, high] | null, "n": int, "reason"?: str}}
+         # names: accuracy, mean_abs_diff, kappa, spearman, kendall
+     "bootstrap": {"method": "percentile", "resamples": int, "confidence": float, "seed": int,
+                   "paired_over": "rows"},
+     "confusion": {"labels": [str], "rows": "label", "columns": "judge", "matrix": [[int]]} | null,
+     "per_label": [{"label": str, "precision": float | null, "recall": float | null,
+                    "support": int, "predicted": int}] | null,
+     "stability": {"samples": int, "n": int, "unchanged": float, "pairwise_agreement": float} | null,
+     "swap": {"n": int, "consistency": float, "position_bias": float, "first": int, "second": int} | null,
+     "verdicts": [{"index": int, "key"?: any, "label": str, "label_score": float,
+                   "verdict": str | null, "judge_score": float, "sample_verdicts"?: [str | float]}]}
+
+>>> from scorers.judges import LLMClassifier
+>>> from scorers.llm import LLMEngine
+>>> from scorers.testing import LoopbackLLM, Reply
+>>> rows = [{"output": "Thanks!", "polite": "Y"}, {"output": "Go away.", "polite": "N"},
+...         {"output": "Fine.", "polite": "N"}]
+>>> with LoopbackLLM(default=Reply.choice("Y")) as server:
+...     rule = server.script(Reply.choice("N"), match="Go away")
+...     engine = LLMEngine(base_url=server.base_url, api_key="placeholder", cache=False)
+...     judge = LLMClassifier("Polite", "Is this polite?\\n{{output}}", {"Y": 1, "N": 0}, engine=engine)
+...     report = meta_evaluate(rows, judge, label="polite", resamples=200)
+>>> report.n, report.figures["accuracy"].value, report.confusion.tolist()
+(3, 0.6666666666666666, [[1, 0], [1, 1]])
+"""
+from __future__ import annotations
+
+import collections
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from .._util import ABSENT, lookup
+from ..base import Scorer
+from ..errors import ConfigError, DataError
+from ..runner import evaluate, resolve_scorers
+from . import agreement
+
+__all__ = ["meta_evaluate", "MetaEvaluation", "LabelScale", "FORMAT", "FORMAT_VERSION"]
+
+FORMAT = "scorers-meta-eval"
+FORMAT_VERSION = 1
+
+#: A pairwise judge's winner as a label, and what each is worth to ``output``.
+_PAIRWISE_VERDICT = {"output": "A", "other": "B", "tie": "tie"}
+_PAIRWISE_SCORES = {"A": 1.0, "B": 0.0, "tie": 0.5}
+
+
+@dataclass(frozen=True)
+class LabelScale:
+    """The categories labels and verdicts are compared in: names, normalised scores, kappa weighting."""
+
+    type: str  # "choices" | "scores"
+    labels: tuple[str, ...]
+    scores: tuple[float, ...]
+    weighted: bool
+
+    def category(self, score: float) -> int | None:
+        """The category whose score is ``score``, or ``None`` when it is off the scale."""
+        for index, value in enumerate(self.scores):
+            if math.isclose(value, score, abs_tol=1e-9):
+                return index
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "labels": list(self.labels), "scores": list(self.scores),
+                "kappa_weights": "quadratic" if self.weighted else None}
+
+
+@dataclass
+class MetaEvaluation:
+    """The agreement of a judge with human labels; :meth:`to_dict` is the JSON format of the module docstring."""
+
+    judge: str
+    signature: dict[str, Any]
+    label: str
+    key: str | None
+    scale: LabelScale
+    samples: int
+    rows: int
+    verdicts: list[dict[str, Any]]
+    failures: list[dict[str, Any]]
+    figures: dict[str, agreement.Estimate]
+    bootstrap: dict[str, Any]
+    confusion: np.ndarray | None = None
+    per_label: list[dict[str, Any]] | None = None
+    stability: dict[str, Any] | None = None
+    swap: dict[str, Any] | None = None
+
+    @property
+    def n(self) -> int:
+        """Rows scored (the figures' rows)."""
+        return len(self.verdicts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT, "format_version": FORMAT_VERSION,
+            "judge": {"name": self.judge, "signature": self.signature},
+            "label": self.label, "key": self.key, "scale": self.scale.to_dict(),
+            "samples": self.samples, "rows": self.rows, "n": self.n,
+            "failed": len(self.failures), "failures": self.failures,
+            "figures": {name: figure.to_dict() for name, figure in self.figures.items()},
+            "bootstrap": self.bootstrap,
+            "confusion": None if self.confusion is None else {
+                "labels": list(self.scale.labels), "rows": "label", "columns": "judge",
+                "matrix": self.confusion.tolist()},
+            "per_label": self.per_label, "stability": self.stability, "swap": self.swap,
+            "verdicts": self.verdicts,
+        }
+
+    def table(self) -> str:
+        """The human-readable summary the CLI prints on stderr."""
+        def fmt(value: float | None) -> str:
+            return "-" if value is None else f"{value:.4f}"
+
+        model = self.signature.get("model")
+        template = (self.signature.get("template") or {}).get("hash")
+        lines = [f"meta-eval: {self.judge}" + (f" (model {model}, template {template})" if model else "")
+                 + f" vs label {self.label!r}: {self.rows} rows, {self.n} scored, {len(self.failures)} failed"
+                 + (f", {self.samples} samples each" if self.samples > 1 else ""),
+                 "",
+                 f"{'figure':<14} {'value':>8}  {int(self.bootstrap['confidence'] * 100)}% CI{'':<14} {'n':>5}"]
+        for name, figure in self.figures.items():
+            ci = "-" if figure.low is None else f"[{fmt(figure.low)}, {fmt(figure.high)}]"
+            lines.append(f"{name:<14} {fmt(figure.value):>8}  {ci:<20} {figure.n:>5}"
+                         + (f"  ({figure.reason})" if figure.reason else ""))
+        if self.confusion is not None and self.per_label is not None:
+            width = max(7, *(len(name) for name in self.scale.labels))
+            lines += ["", "confusion (rows: label, columns: judge)",
+                      " " * width + "".join(f"{name:>{width}}" for name in self.scale.labels)]
+            lines += [f"{name:<{width}}" + "".join(f"{count:>{width}}" for count in row)
+                      for name, row in zip(self.scale.labels, self.confusion.tolist())]
+            lines += ["", f"{'label':<{width}} {'precision':>9} {'recall':>8} {'support':>8} {'judged':>7}"]
+            lines += [f"{entry['label']:<{width}} {fmt(entry['precision']):>9} {fmt(entry['recall']):>8} "
+                      f"{entry['support']:>8} {entry['predicted']:>7}" for entry in self.per_label]
+        if self.stability is not None:
+            lines += ["", f"stability over {self.stability['samples']} samples ({self.stability['n']} rows): "
+                          f"unchanged {fmt(self.stability['unchanged'])}, mean pairwise agreement "
+                          f"{fmt(self.stability['pairwise_agreement'])}"]
+        if self.swap is not None:
+            lines += ["", f"swap ({self.swap['n']} judgments in both orders): consistency {fmt(self.swap['consistency'])}, "
+                          f"position bias {fmt(self.swap['position_bias'])} (first {self.swap['first']}, "
+                          f"second {self.swap['second']})"]
+        if self.failures:
+            lines += ["", "failed rows:"]
+            for failure in self.failures:
+                where = f"row {failure['index']}" + (f" ({failure['key']})" if "key" in failure else "")
+                lines += [f"  {where}: " + "; ".join(
+                    (f"sample {e['sample']}: " if self.samples > 1 else "") + f"{e['type']}: {e['message']}"
+                    for e in failure["errors"])]
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ label scale
+def _choices(judge: Scorer) -> tuple[tuple[str, ...], dict[str, float]] | None:
+    """The judge's choices and their default scores, for a judge that picks a choice."""
+    from ..judges import LLMClassifier, PairwiseJudge
+
+    if isinstance(judge, LLMClassifier):
+        return judge.choices, dict(judge.choice_scores)
+    if isinstance(judge, PairwiseJudge):
+        return judge.choices, {c: _PAIRWISE_SCORES[c] for c in judge.choices}
+    return None
+
+
+def _check_label_scores(label_scores: Mapping[str, float]) -> dict[str, float]:
+    checked = {}
+    for name, value in label_scores.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise ConfigError(f"label_scores: the score of label {name!r} must be a number in [0, 1] (judge scores "
+                              f"lie there), got {value!r}")
+        checked[str(name)] = float(value)
+    if not checked:
+        raise ConfigError("label_scores is empty: give at least one label=score")
+    return checked
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    return None
+
+
+def _scale(judge: Scorer, labels: list[Any], label_scores: dict[str, float] | None,
+           label: str) -> tuple[LabelScale, list[float], list[int]]:
+    """The label scale, each row's label score and each row's category."""
+    choices = _choices(judge)
+    if choices is not None and all(str(v) in choices[0] for v in labels):
+        names, defaults = choices
+        scores = label_scores if label_scores is not None else defaults
+        missing = [c for c in names if c not in scores]
+        if missing:
+            raise ConfigError(f"label_scores must give a score to every choice of {judge.name} "
+                              f"({', '.join(names)}); missing: {', '.join(missing)}")
+        return (LabelScale("choices", tuple(names), tuple(scores[c] for c in names), False),
+                [scores[str(v)] for v in labels], [names.index(str(v)) for v in labels])
+    judge_scale = getattr(judge, "scale", None)
+    row_scores = []
+    for index, value in enumerate(labels):
+        number = _number(value)
+        if label_scores is not None:
+            if str(value) not in label_scores:
+                raise DataError(f"row {index}: label {value!r} (field {label!r}) has no score in label_scores "
+                                f"({', '.join(label_scores)}); add it, e.g. --label-scores {value}=1")
+            row_scores.append(label_scores[str(value)])
+        elif judge_scale is not None and number is not None and number.is_integer() \
+                and judge_scale.min <= number <= judge_scale.max:
+            row_scores.append(judge_scale.normalise(number))
+        elif number is not None and 0 <= number <= 1 and judge_scale is None:
+            row_scores.append(number)
+        else:
+            options = [f"one of {judge.name}'s choices ({', '.join(choices[0])})"] if choices else []
+            options.append(f"an integer on its scale {judge_scale.min}..{judge_scale.max}" if judge_scale is not None
+                           else "a number in [0, 1]")
+            raise DataError(f"row {index}: label {value!r} (field {label!r}) is not {' or '.join(options)}; map "
+                            f"labels to scores with --label-scores (label_scores=), e.g. Y=1,N=0")
+    if label_scores is not None:
+        values = sorted(set(label_scores.values()))
+        names = tuple("/".join(k for k, v in label_scores.items() if v == value) for value in values)
+    elif judge_scale is not None:
+        points = range(judge_scale.min, judge_scale.max + 1)
+        values, names = [judge_scale.normalise(p) for p in points], tuple(str(p) for p in points)
+    else:
+        values = sorted(set(row_scores))
+        names = tuple(f"{v:g}" for v in values)
+    scale = LabelScale("scores", names, tuple(values), True)
+    return scale, row_scores, [scale.category(v) for v in row_scores]  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------------- samples
+def _sample_judges(judge: Scorer, samples: int) -> list[Scorer]:
+    """The judge once, or k copies that differ only in the request's ``seed`` (each cached apart)."""
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise ConfigError(f"samples must be an integer of at least 1, got {samples!r}")
+    if samples == 1:
+        return [judge]
+    from ..judges.base import LLMJudge
+
+    if not isinstance(judge, LLMJudge):
+        raise ConfigError(f"samples={samples}: {judge.name} is not an LLM judge, so repeated runs give the same score")
+    if judge.temperature == 0:
+        raise ConfigError(f"samples={samples}: {samples} samples need temperature > 0, and {judge.name} is at "
+                          f"temperature 0 (its samples would repeat one answer); set it, e.g. "
+                          f"-p {judge.name}.temperature=0.7 or temperature=0.7")
+    if getattr(judge, "samples", 1) > 1:
+        raise ConfigError(f"samples={samples}: {judge.name} already draws samples={judge.samples} per row "  # type: ignore[attr-defined]
+                          "(self-consistency); use one or the other")
+    copies = []
+    for index in range(samples):
+        sample = copy.copy(judge)
+        sample.name = f"{judge.name}#{index + 1}"
+        sample.extra_args = {**judge.extra_args, "seed": index}
+        copies.append(sample)
+    return copies
+
+
+def _verdict(scale: LabelScale, metadata: Mapping[str, Any], value: float,
+             score_of: Mapping[str, float]) -> tuple[str | float, float, int | None]:
+    """One judgment as (verdict shown, normalised score, category)."""
+    if scale.type == "choices":
+        choice = metadata["choice"] if "choice" in metadata else _PAIRWISE_VERDICT[metadata["winner"]]
+        return choice, score_of[choice], scale.labels.index(choice)
+    category = scale.category(value)
+    return (value if category is None else scale.labels[category]), value, category
+
+
+# ------------------------------------------------------------------ the report
+def meta_evaluate(rows: Iterable[Mapping[str, Any]], judge: Scorer | str, *, label: str,
+                  label_scores: Mapping[str, float] | None = None, samples: int = 1, key: str | None = None,
+                  mapping: Mapping[str, str] | None = None, concurrency: int = 16, resamples: int = 2000,
+                  confidence: float = 0.95, seed: int = 0) -> MetaEvaluation:
+    """Judge ``rows`` and measure agreement with each row's human ``label`` (a field or dotted path).
+
+    ``label_scores`` maps labels to scores in [0, 1]; ``samples`` judges each row that many times
+    (stability); ``key`` names a field that identifies rows in the report; ``mapping`` and
+    ``concurrency`` go to :func:`scorers.evaluate`. Confidence intervals: percentile bootstrap
+    (``scipy.stats.bootstrap``) over rows resampled in pairs, ``resamples`` times, at level
+    ``confidence``, seeded with ``seed``. A row without a usable label is a
+    :class:`~scorers.errors.DataError` before any request. See the module docstring for the report.
+    """
+    (judge,) = resolve_scorers([judge])
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 100:
+        raise ConfigError(f"resamples must be an integer of at least 100, got {resamples!r}")
+    if not 0 < confidence < 1:
+        raise ConfigError(f"confidence must lie in (0, 1), got {confidence!r}")
+    judges = _sample_judges(judge, samples)
+    rows = [dict(row) for row in rows]
+    if not rows:
+        raise DataError("meta-eval needs at least one labelled row; the data has none")
+    labels, keys = [], []
+    for index, row in enumerate(rows):
+        value = lookup(row, label)
+        if value is ABSENT or value is None or value == "":
+            raise DataError(f"row {index}: no label in field {label!r} (columns: {', '.join(map(str, row))}); "
+                            "every row needs one (--label FIELD)")
+        labels.append(value)
+        if key is not None:
+            found = lookup(row, key)
+            if found is ABSENT:
+                raise DataError(f"row {index}: no field {key!r} to name the row by (--key)")
+            keys.append(found)
+    checked = None if label_scores is None else _check_label_scores(label_scores)
+    scale, label_values, label_categories = _scale(judge, labels, checked, label)
+    score_of = dict(zip(scale.labels, scale.scores)) if scale.type == "choices" else {}
+
+    verdicts: list[dict[str, Any]] = []
+    failures: list[dict[str, Any]] = []
+    codes: list[tuple[int, int | None]] = []  # (label category, verdict category) per scored row
+    sample_verdicts: list[list[str | float]] = []
+    judgments: list[Mapping[str, Any]] = []  # every scored judgment's metadata
+    for result in evaluate(rows, judges, mapping=mapping, concurrency=concurrency):
+        index = result.index
+        named = {"index": index, **({"key": keys[index]} if key is not None else {})}
+        errors = [{"sample": s + 1, **{k: result.errors[j.name][k] for k in ("type", "message")}}
+                  for s, j in enumerate(judges) if j.name in result.errors]
+        errors += [{"sample": s + 1, "type": "NoScore", "message": "the judge returned no score for this row"}
+                   for s, j in enumerate(judges) if j.name in result.results and result.results[j.name].score is None]
+        if errors:
+            failures.append({**named, "errors": errors})
+            continue
+        scores = [result.results[j.name] for j in judges]
+        outcomes = [_verdict(scale, s.metadata, s.score, score_of) for s in scores]  # type: ignore[arg-type]
+        categories = [c for _, _, c in outcomes]
+        category = None
+        if None not in categories:  # the most frequent verdict; a tie goes to the lowest score
+            counts = collections.Counter(categories)
+            top = max(counts.values())
+            category = min((c for c in counts if counts[c] == top), key=lambda c: (scale.scores[c], c))
+        entry = {**named, "label": str(labels[index]), "label_score": label_values[index],
+                 "verdict": None if category is None else scale.labels[category],
+                 "judge_score": float(np.mean([s for _, s, _ in outcomes]))}
+        if samples > 1:
+            entry["sample_verdicts"] = [v for v, _, _ in outcomes]
+        verdicts.append(entry)
+        codes.append((label_categories[index], category))
+        sample_verdicts.append([v for v, _, _ in outcomes])
+        judgments += [s.metadata for s in scores]
+
+    options = {"resamples": resamples, "confidence": confidence, "seed": seed}
+    label_scores_arr = np.array([v["label_score"] for v in verdicts], float)
+    judge_scores_arr = np.array([v["judge_score"] for v in verdicts], float)
+    off = [v["judge_score"] for v in verdicts if v["verdict"] is None]
+    label_codes = np.array([c for c, _ in codes], int)
+    judge_codes = np.array([c for _, c in codes], int) if not off else None
+    figures: dict[str, agreement.Estimate] = {}
+    if judge_codes is not None:
+        def kappa(x: np.ndarray, y: np.ndarray) -> float:
+            return agreement.cohen_kappa(x, y, categories=len(scale.labels), weighted=scale.weighted)
+
+        figures["accuracy"] = agreement.with_ci(agreement.accuracy, label_codes, judge_codes, vectorized=True,
+                                                **options)
+        figures["kappa"] = agreement.with_ci(kappa, label_codes, judge_codes, **options,
+                                             undefined="labels and verdicts all fall in one category")
+    else:
+        off_scale = (f"the judge's scores are not on the label scale ({off[0]:g} in {len(off)} row(s)), so its "
+                     "verdicts are not categories")
+        figures["accuracy"] = figures["kappa"] = agreement.Estimate(None, None, None, len(verdicts), off_scale)
+    figures["mean_abs_diff"] = agreement.with_ci(agreement.mean_abs_diff, label_scores_arr, judge_scores_arr,
+                                                 vectorized=True, **options)
+    constant = "the labels' or the judge's scores are constant"
+    for name, function in (("spearman", agreement.spearman), ("kendall", agreement.kendall)):
+        figures[name] = agreement.with_ci(function, label_scores_arr, judge_scores_arr, **options,
+                                          undefined=constant)
+    figures = {name: figures[name] for name in ("accuracy", "mean_abs_diff", "kappa", "spearman", "kendall")}
+
+    report = MetaEvaluation(
+        judge=judge.name, signature=judge.signature(), label=label, key=key, scale=scale, samples=samples,
+        rows=len(rows), verdicts=verdicts, failures=failures, figures=figures,
+        bootstrap={"method": agreement.BOOTSTRAP_METHOD, **options, "paired_over": "rows"})
+    if judge_codes is not None and verdicts:
+        count = len(scale.labels)
+        report.confusion = agreement.confusion(label_codes, judge_codes, categories=count)
+        report.per_label = [{"label": name, **figures_of} for name, figures_of in
+                            zip(scale.labels, agreement.per_label(label_codes, judge_codes, categories=count))]
+    if samples > 1 and verdicts:
+        report.stability = {"samples": samples, "n": len(verdicts), **agreement.stability(sample_verdicts)}
+    if getattr(judge, "swap", False) and judgments:
+        report.swap = {"n": len(judgments), "consistency": float(np.mean([m["agreement"] for m in judgments])),
+                       "position_bias": float(np.mean([m["position_bias"] is not None for m in judgments])),
+                       "first": sum(m["position_bias"] == "first" for m in judgments),
+                       "second": sum(m["position_bias"] == "second" for m in judgments)}
+    return report

@@ -28,9 +28,10 @@ import collections
 import concurrent.futures
 import concurrent.futures.process
 import multiprocessing
+import os
 import pickle
 import time
-from typing import Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 
 from ._aio import background_loop
 from ._util import ABSENT, lookup
@@ -39,6 +40,9 @@ from .batch import BatchScorer, RowResult, resolve_scorers, score_sync
 from .base import Scorer
 from .errors import ConfigError
 from .score import Score
+
+if TYPE_CHECKING:
+    from .engines import EngineRun
 
 __all__ = ["RowResult", "Summary", "Evaluation", "evaluate", "aevaluate", "resolve_scorers"]
 
@@ -333,7 +337,7 @@ class Evaluation:
 
 
 def evaluate(
-    rows: Iterable[Mapping[str, Any]],
+    rows: Iterable[Mapping[str, Any]] | str | os.PathLike[str],
     scorers: Iterable[Scorer | str] | Mapping[str, Scorer],
     *,
     mapping: Mapping[str, str] | None = None,
@@ -342,7 +346,11 @@ def evaluate(
     chunk_size: int | None = None,
     prefetch: int | None = None,
     start: int = 0,
-) -> Evaluation:
+    engine: str = "local",
+    address: str | None = None,
+    master: str | None = None,
+    ordered: bool = False,
+) -> "Evaluation | EngineRun":
     """Score ``rows`` (any iterable of mappings, streamed) with ``scorers``.
 
     ``mapping`` maps scorer fields to row columns or dotted paths
@@ -353,7 +361,14 @@ def evaluate(
     (``chunk_size``; by default 128, 1024 with workers, ``concurrency // 4``
     with judges), up to ``prefetch`` chunks in flight. Results come back in
     input order; ``start`` is the index given to the first row. Iterate with
-    ``for`` or ``async for``.
+    ``for`` or ``async for``. ``rows`` may also be the path of a JSONL, JSON,
+    CSV or Parquet file.
+
+    ``engine="ray"`` (``address``: a running cluster, else a local one) or
+    ``"spark"`` (``master``, default ``local[workers,3]``) scores on
+    ``workers`` workers of that engine (:mod:`scorers.engines`): the same
+    records and summary, each row exactly once, in input order when
+    ``ordered`` (else as they finish); iterate with ``for``.
 
     >>> import scorers
     >>> run = scorers.evaluate([{"response": "Paris", "answer": "Paris"}], ["Levenshtein"],
@@ -361,6 +376,17 @@ def evaluate(
     >>> [r.scores for r in run]
     [{'Levenshtein': 1.0}]
     """
+    if isinstance(rows, (str, os.PathLike)):
+        from .engines import read_input
+
+        rows = read_input(rows)
+    if engine != "local":
+        from .engines import evaluate_on
+
+        return evaluate_on(engine, rows, resolve_scorers(scorers), mapping=mapping, concurrency=concurrency,
+                           workers=workers, start=start, ordered=ordered, address=address, master=master)
+    if address is not None or master is not None:
+        raise ConfigError("address= and master= name a Ray or Spark cluster; pass engine='ray' or 'spark'")
     return Evaluation(rows, resolve_scorers(scorers), mapping=mapping, concurrency=concurrency,
                       chunk_size=chunk_size, prefetch=prefetch, start=start, workers=workers)
 

@@ -1,0 +1,288 @@
+"""Run :func:`scorers.evaluate` on a distributed engine: Ray Data (``engine="ray"``) or Spark (``engine="spark"``).
+
+The driver (this process) reads the rows, gives each its input index
+(:data:`INDEX_COLUMN`) and hands them to the engine as Arrow blocks; the
+engine's workers score them with the same :class:`~scorers.batch.BatchScorer`
+as the local run, each worker holding its scorers (and judges' HTTP clients) for
+the whole run; the driver receives each row's result, keeps it exactly once (by
+its index: a row that an engine re-ran after a lost worker is not counted
+twice, a missing row is an :class:`EngineError`), in input order when
+``ordered``, and sums the run's :class:`~scorers.runner.Summary` from the
+results, so records and summary equal the local run's.
+
+Judge settings travel with the work: the driver's :func:`scorers.configure`
+values, the LLM environment variables and the resolved judge cache (one SQLite
+path on one machine, or ``SCORERS_CACHE_URL``'s Redis for many) are applied in
+every worker, so a row an engine retries after a lost worker is answered from
+the cache instead of paying its judge calls again.
+
+>>> rows_table([{"output": "a"}, {"output": "b"}]).column(INDEX_COLUMN).to_pylist()
+[0, 1]
+"""
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from ..batch import RESULT_COLUMN, BatchScorer, RowResult
+from ..base import Scorer
+from ..errors import ConfigError, DataError, ScorerError
+from ..io import read_rows
+from ..runner import Summary, _check_first_row
+
+__all__ = ["ENGINES", "INDEX_COLUMN", "EngineError", "EngineRun", "ParquetResultWriter", "read_input",
+           "rows_table", "worker_settings", "apply_worker_settings", "result_json"]
+
+#: The engines :func:`scorers.evaluate` accepts besides ``"local"``.
+ENGINES = ("ray", "spark")
+#: The column holding each row's input index (0-based, counting from ``start``).
+INDEX_COLUMN = "_scorers_index"
+
+#: Environment variables the LLM judges read; a worker gets the driver's values (and loses those the driver lacks).
+_LLM_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SCORERS_MODEL", "SCORERS_CACHE", "SCORERS_CACHE_DIR",
+            "SCORERS_CACHE_URL", "SCORERS_HTTP_TRANSPORT")
+
+
+class EngineError(ScorerError):
+    """The engine did not return every row exactly once (a lost row is never silently skipped)."""
+
+
+# ------------------------------------------------------------------ input
+def read_input(path: str | os.PathLike[str], fmt: str | None = None) -> Iterator[dict[str, Any]]:
+    """Rows of a JSONL / JSON / CSV file (:func:`scorers.io.read_rows`) or of a Parquet file (``fmt="parquet"``
+    or a ``.parquet`` name; needs pyarrow)."""
+    path = str(path)
+    if fmt == "parquet" or (fmt is None and path.lower().endswith(".parquet")):
+        if not os.path.exists(path):
+            raise DataError(f"{path}: no such file")
+        parquet = _pyarrow("parquet input", "pyarrow.parquet")
+        return iter(parquet.read_table(path).to_pylist())
+    return read_rows(path, fmt)
+
+
+def rows_table(rows: Sequence[Mapping[str, Any]], start: int = 0) -> Any:
+    """The rows as one Arrow table with :data:`INDEX_COLUMN`; a row that Arrow would change is a DataError.
+
+    Arrow gives every row the columns of the whole table, so rows must share their fields and types: a row that
+    lacks a field, or whose value would come back different, is refused (naming the row), never altered.
+    """
+    pa = _pyarrow("an engine", "pyarrow")
+    try:
+        table = pa.Table.from_pylist(list(rows))
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise DataError(f"the rows cannot be carried as Arrow columns ({exc}); an engine needs every row to have "
+                        "the same fields, each of one type (use the local engine otherwise)") from None
+    for i, (row, back) in enumerate(zip(rows, table.to_pylist())):
+        if back != row:
+            differing = sorted(k for k in set(row) | set(back) if row.get(k, ...) != back.get(k, ...))
+            raise DataError(f"row {start + i}: the field(s) {', '.join(map(repr, differing))} would change as Arrow "
+                            "columns (a field some rows lack, or values of several types); an engine needs every "
+                            "row to have the same fields, each of one type (null where there is none), or use "
+                            "the local engine")
+    return table.append_column(INDEX_COLUMN, pa.array(range(start, start + len(rows)), pa.int64()))
+
+
+def _pyarrow(what: str, module: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ConfigError(f"{what} needs pyarrow, which is not installed; install it with: "
+                          "pip install 'scorers[ray]' (or 'scorers[spark]')") from None
+
+
+# ------------------------------------------------------------------ judge settings for the workers
+def worker_settings() -> dict[str, Any]:
+    """What a worker needs to judge like this process: :func:`scorers.configure` values, the LLM environment
+    variables, and the judge cache resolved here (an absolute SQLite path, a Redis URL or off)."""
+    from ..llm import config
+    from ..llm.cache import is_redis_url
+
+    values = dict(config._configured().values)
+    if "client" in values:
+        raise ConfigError("scorers.configure(client=...) cannot reach an engine's workers (a client holds "
+                          "connections); configure base_url=/api_key= (or OPENAI_BASE_URL/OPENAI_API_KEY) instead")
+    cache = config._cache_target(values.get("cache", True))
+    if cache is None:
+        values["cache"] = False
+    elif isinstance(cache, (str, os.PathLike)):
+        values["cache"] = cache if is_redis_url(cache) else str(Path(cache).expanduser().absolute())
+    else:  # an LLMCache / RedisCache: its path or URL
+        values["cache"] = getattr(cache, "url", None) or str(Path(cache.path).absolute())
+    return {"configured": values, "env": {name: os.environ.get(name) for name in _LLM_ENV}}
+
+
+def apply_worker_settings(settings: Mapping[str, Any]) -> None:
+    """In a worker: take the driver's :func:`worker_settings` (environment first, then ``configure``)."""
+    from ..llm import configure
+
+    for name, value in settings["env"].items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    configure(reset=True, **settings["configured"])
+
+
+def result_json(result: RowResult) -> str:
+    """What a worker sends back for a row: its scores, errors, statistics and score metadata, as JSON text."""
+    record = result.to_record(with_metadata=True)
+    return json.dumps({key: record[key] for key in ("scores", "errors", "stats", "metadata_scores") if key in record},
+                      ensure_ascii=False, allow_nan=False, default=str)
+
+
+# ------------------------------------------------------------------ the run
+#: An engine backend: (Arrow table with the index, the unit, its options) -> Arrow batches of index + result JSON.
+Backend = Callable[..., Iterator[Any]]
+
+
+class EngineRun:
+    """An :class:`~scorers.runner.Evaluation` run on an engine: iterate it for :class:`RowResult` s, read ``summary``.
+
+    Rows come back exactly once each; in input order with ``ordered``, else as the engine finishes them (their
+    ``index`` says where each belongs).
+    """
+
+    def __init__(self, rows: Iterable[Mapping[str, Any]], scorers: list[Scorer], *, engine: str,
+                 backend: Backend, options: Mapping[str, Any], mapping: Mapping[str, str] | None,
+                 concurrency: int, workers: int, start: int, ordered: bool) -> None:
+        if concurrency < 1:
+            raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
+        if workers < 1:
+            raise ConfigError(f"workers must be at least 1, got {workers}")
+        self.scorers = scorers
+        self.summary = Summary(scorers)
+        self.engine = engine
+        self.ordered = ordered
+        self.waiting = 0
+        self._rows = rows
+        self._backend = backend
+        self._options = dict(options)
+        self._unit = BatchScorer(scorers, mapping=mapping, concurrency=concurrency)
+        self._mapping = dict(mapping or {})
+        self._workers = workers
+        self._start = start
+        self._consumed = False
+        self._interrupted = False
+
+    def interrupt(self) -> None:
+        """Ask the iteration to stop at its next row (safe from a signal handler: it only sets a flag)."""
+        self._interrupted = True
+
+    def _input(self) -> list[dict[str, Any]]:
+        rows = []
+        for row in self._rows:
+            if not isinstance(row, Mapping):
+                raise ConfigError(f"row {self._start + len(rows)} is a {type(row).__name__}, not a mapping of fields")
+            if not rows:
+                _check_first_row(self._mapping, row, self.scorers)
+            rows.append(dict(row))
+        return rows
+
+    def __iter__(self) -> Iterator[RowResult]:
+        if self._consumed:
+            raise RuntimeError("an EngineRun can be iterated only once (its rows are streamed)")
+        self._consumed = True
+        rows = self._input()
+        if not rows:
+            return
+        table = rows_table(rows, self._start)
+        received = bytearray(len(rows))
+        pending: dict[int, RowResult] = {}  # ordered: rows that came before an earlier one
+        following = 0  # ordered: the offset of the next row to give out
+        batches = self._backend(table, self._unit, workers=self._workers, ordered=self.ordered, **self._options)
+        try:
+            for batch in batches:
+                indices = batch.column(INDEX_COLUMN).to_pylist()
+                texts = batch.column(RESULT_COLUMN).to_pylist()
+                for left, (index, text) in enumerate(zip(indices, texts), 1):
+                    offset = index - self._start
+                    if received[offset]:
+                        warnings.warn(f"the {self.engine} engine returned row {index} twice; it is kept once",
+                                      RuntimeWarning, stacklevel=2)
+                        continue
+                    received[offset] = 1
+                    result = RowResult.from_record(json.loads(text), index)
+                    result.row = rows[offset]
+                    if not self.ordered:
+                        yield from self._take(result, len(indices) - left)
+                        continue
+                    pending[offset] = result
+                    while following in pending:
+                        result = pending.pop(following)
+                        following += 1
+                        yield from self._take(result, len(pending) + len(indices) - left)
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
+        missing = [self._start + i for i, seen in enumerate(received) if not seen]
+        if missing:
+            raise EngineError(f"the {self.engine} engine returned {len(rows) - len(missing)} of {len(rows)} rows; "
+                              f"missing: rows {', '.join(map(str, missing[:10]))}{' ...' if len(missing) > 10 else ''}")
+
+    def _take(self, result: RowResult, waiting: int) -> Iterator[RowResult]:
+        if self._interrupted:
+            raise KeyboardInterrupt("the run was interrupted")
+        self.summary.add(result)
+        self.waiting = waiting
+        yield result
+
+    def collect(self) -> list[RowResult]:
+        """Run to the end and return every row's result."""
+        return list(self)
+
+
+def evaluate_on(engine: str, rows: Iterable[Mapping[str, Any]], scorers: list[Scorer], *,
+                mapping: Mapping[str, str] | None, concurrency: int, workers: int, start: int, ordered: bool,
+                address: str | None, master: str | None) -> EngineRun:
+    """:func:`scorers.evaluate` with ``engine="ray"`` (``address``) or ``"spark"`` (``master``)."""
+    if engine == "ray":
+        if master is not None:
+            raise ConfigError("master= is Spark's; a Ray cluster is named by address=")
+        from .ray import score_table as backend
+        options: dict[str, Any] = {"address": address}
+    elif engine == "spark":
+        if address is not None:
+            raise ConfigError("address= is Ray's; a Spark cluster is named by master=")
+        from .spark import score_table as backend
+        options = {"master": master}
+    else:
+        raise ConfigError(f"unknown engine {engine!r}; expected local, {', '.join(ENGINES)}")
+    return EngineRun(rows, scorers, engine=engine, backend=backend, options=options, mapping=mapping,
+                     concurrency=concurrency, workers=workers, start=start, ordered=ordered)
+
+
+# ------------------------------------------------------------------ Parquet results
+class ParquetResultWriter:
+    """The records of a run as one Parquet file, written on close: the row's fields, ``scores`` (a struct of
+    floats), and ``errors``, ``stats`` and ``metadata_scores`` as JSON text (null when absent)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._pq = _pyarrow("Parquet output", "pyarrow.parquet")
+        self._records: list[dict[str, Any]] = []
+
+    def write(self, record: dict[str, Any]) -> None:
+        row = dict(record)
+        for key in ("errors", "stats", "metadata_scores"):
+            row[key] = json.dumps(row[key], ensure_ascii=False, default=str) if key in row else None
+        self._records.append(row)
+
+    def flush(self) -> None:
+        """Nothing to do: the file is written whole on close."""
+
+    def close(self) -> None:
+        import pyarrow as pa
+
+        self._pq.write_table(pa.Table.from_pylist(self._records), self.path)
+
+    def __enter__(self) -> "ParquetResultWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

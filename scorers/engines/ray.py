@@ -1,0 +1,154 @@
+"""The Ray Data engine: ``scorers.evaluate(rows, scorers, engine="ray", address=None, workers=N)``.
+
+The rows go to Ray as Arrow blocks (a few per worker, so one input file never
+makes one block that a single actor scores alone), ``map_batches`` scores them on
+an actor pool of ``workers`` actors built from the :class:`~scorers.batch.BatchScorer`
+(an ``async __call__`` on the actor's event loop when a judge is among the
+scorers, else a sync one), and the driver streams the results back.
+
+Footguns handled here:
+
+- the actor pool never takes every CPU of the cluster (a pool that does hangs
+  Ray Data, ray-project/ray#44687): a local cluster gets ``workers + 1`` CPUs,
+  and on any cluster each actor asks for at most ``CPUs / (workers + 1)``;
+- a local cluster runs on 127.0.0.1 with its dashboard off, no usage statistics,
+  no auth token written to ``~/.ray`` and its session files in a temporary folder
+  removed at the end;
+- a lost actor is restarted by Ray and its batches re-run; the driver keeps each
+  row once, and the judge cache answers the re-run's calls.
+
+>>> batch_size(judges=True, concurrency=16), batch_size(judges=False, concurrency=16)
+(16, 512)
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+from typing import Any, Iterator, Mapping
+
+from .._aio import background_loop
+from ..batch import RESULT_COLUMN, BatchScorer
+from ..errors import MissingExtraError, ScorerError
+from . import INDEX_COLUMN, apply_worker_settings, result_json, worker_settings
+
+__all__ = ["score_table", "connect", "batch_size"]
+
+#: Rows per block at most: small enough that every worker gets several blocks of a one-file input.
+MAX_BLOCK_ROWS = 10_000
+
+
+def _ray() -> Any:
+    try:
+        import ray
+        import ray.data
+    except ImportError as exc:
+        raise MissingExtraError("engine='ray'", "ray[data]", "ray") from exc
+    return ray
+
+
+def batch_size(*, judges: bool, concurrency: int) -> int:
+    """Rows per ``map_batches`` call: ``concurrency`` with judges (Ray runs a few async calls per actor at once,
+    so every judge slot stays busy without a long tail), 512 for CPU-bound scorers (per-batch overhead amortised)."""
+    return max(1, concurrency) if judges else 512
+
+
+@contextlib.contextmanager
+def connect(address: str | None, workers: int) -> Iterator[Any]:
+    """Ray, connected: to ``address`` (``"auto"``, ``ray://...``), to the cluster this process already joined,
+    or to a local cluster started here with ``workers + 1`` CPUs and stopped on exit."""
+    ray = _ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    if address is not None:
+        ray.init(address=address, log_to_driver=False)
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
+        return
+    temp_dir = tempfile.mkdtemp(prefix="scorers-ray-")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # else Ray 2.60 writes ~/.ray/auth_token
+    ray.init(num_cpus=workers + 1, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir,
+             _node_ip_address="127.0.0.1", logging_level=logging.WARNING)
+    logging.getLogger("ray.data").setLevel(logging.WARNING)  # no per-dataset INFO lines on the run's stderr
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+class _Scorer:
+    """An actor of the pool: the unit, with the driver's judge settings applied once."""
+
+    def __init__(self, unit: BatchScorer, settings: Mapping[str, Any]) -> None:
+        apply_worker_settings(settings)
+        self.unit = unit
+        self._limit: asyncio.Semaphore | None = None
+
+    async def score(self, batch: Any) -> Any:
+        import pyarrow as pa
+
+        if self._limit is None:  # one bound on the actor's judge calls, over every batch it runs at once
+            self._limit = asyncio.Semaphore(self.unit.concurrency)
+        rows = batch.drop_columns([INDEX_COLUMN]).to_pylist()
+        results = await self.unit.score(rows, limit=self._limit)
+        return pa.table({INDEX_COLUMN: batch.column(INDEX_COLUMN),
+                         RESULT_COLUMN: pa.array([result_json(r) for r in results], pa.string())})
+
+
+class AsyncScorer(_Scorer):
+    """For judges: Ray runs several batches at once on the actor's event loop."""
+
+    async def __call__(self, batch: Any) -> Any:
+        return await self.score(batch)
+
+
+class SyncScorer(_Scorer):
+    """For CPU-bound scorers: one batch at a time, scored on this process's background loop."""
+
+    def __call__(self, batch: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(self.score(batch), background_loop()).result()
+
+
+def score_table(table: Any, unit: BatchScorer, *, workers: int, ordered: bool, address: str | None) -> Iterator[Any]:
+    """Arrow batches of :data:`~scorers.engines.INDEX_COLUMN` and the result JSON of every row of ``table``."""
+    with connect(address, workers) as ray:
+        judges = any(s.is_async for s in unit.scorers)
+        size = batch_size(judges=judges, concurrency=unit.concurrency)
+        rows = table.num_rows
+        block = max(size, min(MAX_BLOCK_ROWS, -(-rows // (4 * workers))))
+        cpus = float(ray.cluster_resources().get("CPU", 0))
+        context = ray.data.DataContext.get_current()
+        context.enable_progress_bars = False
+        context.execution_options.preserve_order = ordered
+        dataset = ray.data.from_arrow([table.slice(i, block) for i in range(0, rows, block)]).map_batches(
+            AsyncScorer if judges else SyncScorer,
+            fn_constructor_kwargs={"unit": unit, "settings": worker_settings()},
+            compute=ray.data.ActorPoolStrategy(size=workers),
+            num_cpus=min(1.0, cpus / (workers + 1)),
+            batch_size=size, batch_format="pyarrow")
+        try:
+            yield from dataset.iter_batches(batch_format="pyarrow", batch_size=None)
+        except Exception as exc:
+            cause = _scorer_error(exc)
+            if cause is not None:  # a ConfigError in a worker stops the run as it would locally
+                raise cause from None
+            raise
+
+
+def _scorer_error(exc: BaseException | None) -> ScorerError | None:
+    """The ScorerError (e.g. a ConfigError) a worker raised, under Ray's wrappers."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ScorerError):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None

@@ -380,7 +380,7 @@ def _masked(url: str) -> str:
 ReplyCache = LLMCache | RedisCache
 
 
-def open_cache(target: LLMCache | RedisCache | str | os.PathLike[str]) -> LLMCache | RedisCache:
+def open_cache(target: ReplyCache | str | os.PathLike[str]) -> ReplyCache:
     """The process-wide cache of a path or Redis URL (one connection each), or ``target`` itself.
 
     A Redis cache is connected here, so that a server that is down stops a run before its first request.

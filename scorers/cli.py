@@ -120,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
                                              "the baseline of the comparison)")
     p_report.add_argument("results", nargs="+", metavar="RESULTS.jsonl", help="results files of `run`")
     p_report.add_argument("-o", "--output", required=True, metavar="REPORT.html", help="HTML file to write")
+    p_report.add_argument("--key", metavar="FIELD",
+                          help="compare rows matched by this field (default: by position), as `compare --key`")
     p_report.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
                           help="column shown as input/output/expected (e.g. --map output=response)")
     p_report.add_argument("--price", action="append", default=[], metavar="MODEL=IN,OUT",
@@ -172,8 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_compare.add_argument("--test", choices=["bs", "ar"], default="bs",
                            help="paired bootstrap (bs, default) or approximate randomisation (ar)")
     p_compare.add_argument("--resamples", type=int, metavar="N",
-                           help="bootstrap resamples or randomisation trials, also the resamples of every "
-                                "interval (default: 1000 for bs, 10000 for ar)")
+                           help="bootstrap resamples (bs, default 1000) or randomisation trials (ar, default "
+                                "10000); intervals take N resamples under bs, 1000 under ar")
     p_compare.add_argument("--seed", type=int, default=12345, help="seed of every draw (default: 12345, sacrebleu's)")
     p_compare.add_argument("--alpha", type=float, default=0.05,
                            help="significance level of better/worse and --fail-if-worse (default: 0.05)")
@@ -503,7 +505,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
 
-    out = write_report(args.results, args.output, mapping=dict(_parse_pairs(args.map, "--map")),
+    out = write_report(args.results, args.output, key=args.key, mapping=dict(_parse_pairs(args.map, "--map")),
                        prices=_prices(args.price) if args.price else None, lowest=args.lowest)
     print(f"wrote {out}", file=sys.stderr)
     return 0
@@ -564,7 +566,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     names = [key.rpartition(".")[0] for key, _ in _parse_pairs(args.param, "--param")]
     comparison = compare(args.files, key=args.key, test=args.test, resamples=args.resamples, seed=args.seed,
-                         alpha=args.alpha, params={k: v for k, v in _scorer_params(names, args.param).items() if v})
+                         alpha=args.alpha, params=_scorer_params(names, args.param))
     worse = {name: comparison.worse(name) for name in args.fail_if_worse}
     print(comparison.table(), file=sys.stderr)
     if args.json:

@@ -94,7 +94,8 @@ def differences(series: Mapping[str, Sequence[float]], *, title: str) -> str:
     """
     import numpy as np
 
-    bins = np.linspace(-1.0, 1.0, 2 * _BINS + 1)
+    bins = np.linspace(-1.0, 1.0, 2 * _BINS + 1) - 1.0 / (2 * _BINS)  # a bin centred on 0: "no change"
+    bins = np.append(bins, 1.0 + 1.0 / (2 * _BINS))
 
     def draw(figure: Any) -> None:
         ax = figure.add_subplot()
@@ -102,7 +103,7 @@ def differences(series: Mapping[str, Sequence[float]], *, title: str) -> str:
             ax.hist(values, bins=bins, histtype="step", linewidth=1.6, color=_colour(i),
                     label=f"{label} (n={len(values)} pairs)")
         ax.axvline(0.0, color="0.4", linewidth=0.8, linestyle="--")
-        ax.set_xlim(-1, 1)
+        ax.set_xlim(bins[0], bins[-1])
         ax.set_xlabel("per-row difference of scores")
         ax.set_ylabel("rows")
         ax.set_title(title)

@@ -7,7 +7,6 @@ script. Row text is untrusted and is HTML-escaped (Jinja2 autoescaping).
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -41,16 +40,46 @@ def _labels(paths: Sequence[str]) -> list[str]:
 
 
 def _mean_ci(values: Sequence[float]) -> tuple[float, float] | None:
-    """95 % bootstrap CI of the mean (BCa, 2,000 resamples, fixed seed); None under two distinct values."""
+    """The 95 % interval of the mean that :func:`scorers.stats.compare` gives (scipy's BCa bootstrap, its
+    resamples and seed); None for fewer than two rows."""
     import numpy as np
-    from scipy import stats
 
-    if len(set(values)) < 2:
+    from ..stats.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, _mean_interval
+
+    low, high = _mean_interval(np.asarray(values, dtype=float), DEFAULT_RESAMPLES["bs"], DEFAULT_SEED)
+    return None if low is None or high is None else (low, high)
+
+
+def _comparison(files: list[ResultsFile], labels: list[str], key: str | None) -> dict[str, Any] | None:
+    """:func:`scorers.stats.compare` of the files (the first is the baseline), and per-row difference charts."""
+    if len(files) < 2:
         return None
-    result = stats.bootstrap((np.asarray(values),), np.mean, confidence_level=CONFIDENCE, n_resamples=2000,
-                             method="BCa", random_state=0)
-    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
-    return (low, high) if math.isfinite(low) and math.isfinite(high) else None
+    from ..stats.compare import _align, compare
+
+    result = compare([f.path for f in files], key=key)
+    names = dict(zip(result.files, labels))
+    figures = [{"scorer": f.scorer, "figure": f.figure, "rows": f.rows, "excluded": f.excluded, "note": f.note,
+                "direction": {True: "higher is better", False: "lower is better", None: "direction unknown"}[
+                    f.higher_is_better],
+                "systems": [{**vars(s), "label": names[s.file]} for s in f.systems]} for f in result.figures]
+    aligned = _align([f.path for f in files], [f.records for f in files], key)
+    charts_ = []
+    for name in dict.fromkeys(f.scorer for f in result.figures):
+        base = [_score(r, name) for r in aligned[0]]
+        series = {f"{label} − {labels[0]}": [b - a for a, b in zip(base, (_score(r, name) for r in records))
+                                              if a is not None and b is not None]
+                  for label, records in zip(labels[1:], aligned[1:])}
+        charts_.append({"scorer": name, "svg": charts.differences(series, title=f"{name}: per-row differences")})
+    return {"figures": figures, "charts": charts_, "not_compared": result.not_compared, "rows": result.rows,
+            "matched_by": f"the field {key}" if key else "position", "resamples": result.resamples,
+            "seed": result.seed, "alpha": result.alpha,
+            "test": {"bs": "paired bootstrap", "ar": "approximate randomisation"}[result.test]}
+
+
+def _score(record: Mapping[str, Any], name: str) -> float | None:
+    """A row's score of ``name``; None when it failed or gave none (as :func:`scorers.stats.compare` leaves it out)."""
+    value = record["scores"].get(name)
+    return None if value is None or name in (record.get("errors") or {}) else float(value)
 
 
 class _Row:
@@ -71,7 +100,7 @@ class _Row:
 
 
 def _context(files: list[ResultsFile], labels: list[str], mapping: Mapping[str, str], prices: Prices | None,
-             lowest: int, max_errors: int) -> dict[str, Any]:
+             lowest: int, max_errors: int, key: str | None) -> dict[str, Any]:
     scorers = list(dict.fromkeys(name for f in files for name in f.scorers))
     summaries = [f.summary(prices) for f in files]
     summary_rows = []
@@ -113,7 +142,8 @@ def _context(files: list[ResultsFile], labels: list[str], mapping: Mapping[str, 
 
     return {"version": __version__, "files": [{"label": label, "path": f.path, "rows": len(f.records),
                                                "metadata": f.has_metadata} for f, label in zip(files, labels)],
-            "confidence": CONFIDENCE, "summary": summary_rows, "histograms": histograms, "judges": judges,
+            "confidence": CONFIDENCE, "summary": summary_rows, "comparison": _comparison(files, labels, key),
+            "histograms": histograms, "judges": judges,
             "per_file": per_file, "lowest": lowest, "max_errors": max_errors,
             "without_metadata": [label for f, label in zip(files, labels) if not f.has_metadata]}
 
@@ -126,11 +156,13 @@ def _environment() -> Any:
                               lstrip_blocks=True)
 
 
-def write_report(paths: Sequence[str | Path], out: str | Path, *, mapping: Mapping[str, str] | None = None,
-                 prices: Prices | None = None, lowest: int = 10, max_errors: int = 50) -> Path:
+def write_report(paths: Sequence[str | Path], out: str | Path, *, key: str | None = None,
+                 mapping: Mapping[str, str] | None = None, prices: Prices | None = None, lowest: int = 10,
+                 max_errors: int = 50) -> Path:
     """Write one self-contained HTML report of the results files ``paths`` to ``out``; returns ``out``.
 
-    The first file is the baseline of the comparison. ``mapping`` says which column
+    The first file is the baseline of the comparison (:func:`scorers.stats.compare`;
+    rows matched by position, or by the field ``key``). ``mapping`` says which column
     holds each shown field (``{"output": "response"}``), ``prices`` give judges'
     cost estimates (USD per 1M input and output tokens per model), ``lowest`` is
     how many lowest-scoring rows are listed per scorer and ``max_errors`` how many
@@ -152,7 +184,7 @@ def write_report(paths: Sequence[str | Path], out: str | Path, *, mapping: Mappi
     files = [ResultsFile.read(p) for p in paths]
     labels = _labels([str(p) for p in paths])
     page = _environment().get_template("report.html.j2").render(
-        **_context(files, labels, dict(mapping or {}), prices, lowest, max_errors))
+        **_context(files, labels, dict(mapping or {}), prices, lowest, max_errors, key))
     out = Path(out)
     try:
         out.write_text(page, encoding="utf-8")

@@ -40,7 +40,8 @@ CHART_ELEMENTS = """() => [...document.querySelectorAll('figure.chart')].map(fig
     const svg = figure.querySelector('svg');
     const box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
     return {chart: figure.dataset.chart, scorer: figure.dataset.scorer, width: box.width, height: box.height,
-            paths: svg ? [...svg.querySelectorAll('path')].filter(p => (p.getAttribute('d') || '').length > 8).length : 0,
+            paths: svg ? [...svg.querySelectorAll('path')].filter(p => (p.getAttribute('d') || '').length > 8)
+                                                           .length : 0,
             texts: svg ? svg.querySelectorAll('text').length : 0};
 })"""
 
@@ -55,6 +56,7 @@ def test_the_report_renders_offline_without_errors(browser, case, tmp_path):
     scorers = ["Levenshtein", "BLEU"] + (["Factuality"] if name != "one file" else [])
     assert [c["scorer"] for c in charts if c["chart"] == "histogram"] == scorers
     assert ("choices" in [c["chart"] for c in charts]) == (name != "one file")
+    assert [c["scorer"] for c in charts if c["chart"] == "differences"] == (scorers if name == "two files" else [])
     for chart in charts:  # drawn: laid out with a size, bars/lines as paths, axis labels as text
         assert chart["width"] > 200 and chart["height"] > 100, chart
         assert chart["paths"] >= 5 and chart["texts"] >= 4, chart

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import markupsafe
+import numpy as np
 import pytest
 
 from scorers.cli import main
@@ -14,6 +15,8 @@ from scorers.errors import ConfigError, DataError
 from scorers.report import write_report
 from scorers.report.results import ResultsFile
 from scorers.runner import RowResult
+from scorers.stats import compare
+from scorers.stats.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, _mean_interval
 
 from .conftest import HOSTILE, results_records, write_results
 
@@ -141,3 +144,37 @@ def test_import_scorers_and_list_do_not_import_matplotlib():
             "import contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()): main(['list'])\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'playwright')))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
+
+
+def table_numbers(page: str, table: str) -> list[str]:
+    body = re.search(rf'<table class="{table}">(.*?)</table>', page, flags=re.S).group(1)
+    return re.findall(r"[+-]?\d+\.\d{4}", html.unescape(body))
+
+
+def test_the_comparison_table_is_compare_s(tmp_path):
+    paths = [write_results(tmp_path / f"run{i}.jsonl", results_records(60, seed=12, shift=0.05 * i))
+             for i in range(3)]
+    page = write_report(paths, tmp_path / "report.html").read_text()
+    expected = []
+    for figure in compare(paths).figures:
+        for system in figure.systems:
+            expected += [f"{system.value:.4f}", f"{system.low:.4f}", f"{system.high:.4f}"]
+            if system.difference is not None:
+                expected += [f"{system.difference:+.4f}", f"{system.p_value:.4f}"]
+    assert table_numbers(page, "comparison") == expected
+    assert page.count('data-chart="differences"') == 3 and "run2.jsonl − run0.jsonl" in page
+
+
+def test_the_summary_ci_is_compare_s_interval_of_the_mean(tmp_path):
+    records = results_records(50, seed=13)
+    page = write_report([write_results(tmp_path / "run.jsonl", records)], tmp_path / "report.html").read_text()
+    values = [r["scores"]["Levenshtein"] for r in records]
+    low, high = _mean_interval(np.asarray(values), DEFAULT_RESAMPLES["bs"], DEFAULT_SEED)
+    assert summary_cells(page)["Levenshtein"][1:2] == [f"{sum(values) / len(values):.4f}"]
+    assert f"[{low:.4f}, {high:.4f}]" in page
+
+
+def test_files_of_different_rows_are_not_compared(tmp_path):
+    paths = [write_results(tmp_path / f"run{i}.jsonl", results_records(20 + i, seed=14)) for i in range(2)]
+    with pytest.raises(DataError, match="not results of the same rows"):
+        write_report(paths, tmp_path / "report.html")

@@ -12,7 +12,7 @@ from scorers.testing import LoopbackLLM
 FAKE_API_KEY = "sk-test-LEAKCANARY-0123456789abcdef"
 
 _LLM_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SCORERS_MODEL", "SCORERS_CACHE", "SCORERS_CACHE_DIR",
-            "SCORERS_HTTP_TRANSPORT")
+            "SCORERS_CACHE_URL", "SCORERS_HTTP_TRANSPORT")
 
 
 @pytest.fixture(autouse=True)

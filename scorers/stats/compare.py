@@ -6,11 +6,14 @@ scorer present in all of them reports each system's figures and, for every other
 system, the difference from the baseline with the p-value of a paired test:
 
 - **mean** of the row scores, with a 95 % interval from ``scipy.stats.bootstrap``
-  (BCa, ``resamples`` resamples, ``numpy.random.default_rng(seed)``);
+  (BCa, ``numpy.random.default_rng(seed)``);
 - for scorers with a corpus figure (BLEU, chrF, TER: the rows' ``"stats"``), the
   **corpus figure**, sacrebleu's bootstrap mean ± half-width and the p-value,
   equal to ``sacrebleu.significance.PairedTest`` with the same seed and number of
   resamples (see :mod:`scorers.stats.resample` for the one difference: ties).
+
+Intervals take ``resamples`` bootstrap resamples under ``"bs"`` and 1000 under
+``"ar"`` (sacrebleu's default for the intervals of its ``ar`` test).
 
 Both tests resample the same way for both kinds of figure (:mod:`scorers.stats.resample`):
 ``"bs"`` paired bootstrap, ``"ar"`` approximate randomisation. A row where a
@@ -116,6 +119,11 @@ class Comparison:
     #: scorers not in every file, with the files that have them
     not_compared: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def interval_resamples(self) -> int:
+        """Bootstrap resamples of every interval: ``resamples`` under bs, 1000 under ar."""
+        return _interval_resamples(self.test, self.resamples)
+
     def headline(self, scorer: str) -> FigureComparison:
         """The figure that decides for ``scorer``: its corpus figure if it has one, else its mean."""
         found = [f for f in self.figures if f.scorer.lower() == scorer.lower()]
@@ -135,7 +143,7 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         return {"files": list(self.files), "baseline": self.files[0], "rows": self.rows,
                 "matched_by": {"key": self.key} if self.key else "position", "test": self.test,
-                "resamples": self.resamples, "seed": self.seed, "alpha": self.alpha, "confidence": CONFIDENCE,
+                "resamples": self.resamples, "interval_resamples": self.interval_resamples, "seed": self.seed, "alpha": self.alpha, "confidence": CONFIDENCE,
                 "intervals": INTERVALS, "not_compared": self.not_compared,
                 "figures": [asdict(f) for f in self.figures]}
 
@@ -147,7 +155,8 @@ class Comparison:
         lines = [f"{len(self.files)} files, {self.rows} rows matched by "
                  f"{'key ' + self.key if self.key else 'position'}; baseline {names[0]}; "
                  f"{_TEST_NAMES[self.test]}, {self.resamples} {'trials' if self.test == 'ar' else 'resamples'}, "
-                 f"seed {self.seed}; 95 % intervals; significant at p < {self.alpha}"]
+                 f"seed {self.seed}; 95 % intervals of {self.interval_resamples} resamples; "
+                 f"significant at p < {self.alpha}"]
         header = ("scorer", "figure", "system", "value", "95 % interval", "diff", "p", "")
         body = []
         for figure in self.figures:
@@ -192,8 +201,8 @@ def compare(files: Sequence[str | os.PathLike[str]], *, key: str | None = None, 
     ``key``: match rows by this field (a dotted path allowed) instead of by
     position. ``test``: ``"bs"`` (paired bootstrap) or ``"ar"`` (approximate
     randomisation); ``resamples``: bootstrap resamples or randomisation trials
-    (default 1000 / 10000, as sacrebleu), also the number of bootstrap resamples of
-    every interval; ``seed`` seeds every draw. ``params``: scorer parameters, as
+    (default 1000 / 10000, as sacrebleu), and the bootstrap resamples of every
+    interval under bs (1000 under ar); ``seed`` seeds every draw. ``params``: scorer parameters, as
     ``run -p``, for the corpus figures (e.g. ``{"BLEU": {"smooth_method": "floor"}}``);
     the defaults are the registry's, and the corpus figures are only right when these
     are the settings the run used. Raises :class:`DataError` when the files do not
@@ -346,12 +355,14 @@ def _compare_scorer(name: str, paths: list[str], aligned: list[list[dict[str, An
     means = [_mean(row_scores) for row_scores in scores]
     mean_figures = [resample.Figure.mean(np.array([s.score for s in row_scores])) for row_scores in scores]
     mean_systems = _systems(paths, means, mean_figures, test, resamples, seed, alpha, higher,
-                            lambda values: _mean_interval(values, resamples, seed))
+                            lambda values: _mean_interval(values, _interval_resamples(test, resamples), seed))
     with_stats = [sum(s.stats is not None for s in row_scores) for row_scores in scores]
     if min(with_stats) < len(kept):
         note = (f"no corpus figure: {len(kept) - min(with_stats)} compared rows carry no statistics in some file "
                 "(results of an older version?)") if any(with_stats) else None
         return [figure("mean", higher, mean_systems, note)]
+    if higher is None:
+        return [figure("mean", higher, mean_systems, "no corpus figure: not a registered scorer here")]
     aggregators = [registry.get(name, **dict(params or {})).aggregator() for _ in paths]
     if not isinstance(aggregators[0], StatsAggregator):
         return [figure("mean", higher, mean_systems)]
@@ -366,9 +377,13 @@ def _compare_scorer(name: str, paths: list[str], aligned: list[list[dict[str, An
     corpus_figures = [resample.Figure(np.array([s.stats for s in row_scores]),
                                       lambda totals: corpus(list(totals), rows)[key], np.float32)
                       for row_scores in scores]
-    direction = None if higher is None else higher != (key in LOWER_IS_BETTER_CORPUS)
+    direction = higher != (key in LOWER_IS_BETTER_CORPUS)
     return [figure("mean", higher, mean_systems),
             figure(key, direction, _systems(paths, observed, corpus_figures, test, resamples, seed, alpha, direction))]
+
+
+def _interval_resamples(test: str, resamples: int) -> int:
+    return resamples if test == "bs" else DEFAULT_RESAMPLES["bs"]
 
 
 def _mean(scores: list[Score]) -> float:
@@ -414,14 +429,14 @@ def _systems(paths: list[str], observed: list[float], figures: list[resample.Fig
                 result = resample.paired_bootstrap(base_figure, system_figure, difference, resamples, seed)
             else:
                 result = resample.approximate_randomisation(base_figure, system_figure, difference, resamples, seed,
-                                                            0 if mean_interval else resamples)
+                                                            0 if mean_interval else DEFAULT_RESAMPLES["bs"])
             significant = result.p_value < alpha and value != base
             gain = None if higher is None else (value > base) == higher
             extra = {"difference": value - base, "p_value": result.p_value,
                      "worse": significant and gain is False, "better": significant and gain is True}
             estimate = result.system
         elif mean_interval is None:
-            estimate = resample.baseline_interval(base_figure, resamples, seed)
+            estimate = resample.baseline_interval(base_figure, _interval_resamples(test, resamples), seed)
         if mean_interval is not None:
             extra["low"], extra["high"] = mean_interval(system_figure.stats[:, 0])
         else:

@@ -34,12 +34,14 @@ from ..io import read_rows
 from ..runner import Summary, _check_first_row
 
 __all__ = ["ENGINES", "INDEX_COLUMN", "EngineError", "EngineRun", "ParquetResultWriter", "read_input",
-           "rows_table", "worker_settings", "apply_worker_settings", "result_json"]
+           "rows_table", "split", "batch_size", "worker_settings", "apply_worker_settings", "result_json"]
 
 #: The engines :func:`scorers.evaluate` accepts besides ``"local"``.
 ENGINES = ("ray", "spark")
 #: The column holding each row's input index (0-based, counting from ``start``).
 INDEX_COLUMN = "_scorers_index"
+#: Rows per block at most: small enough that every worker gets several blocks of a one-file input.
+MAX_BLOCK_ROWS = 10_000
 
 #: Environment variables the LLM judges read; a worker gets the driver's values (and loses those the driver lacks).
 _LLM_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SCORERS_MODEL", "SCORERS_CACHE", "SCORERS_CACHE_DIR",
@@ -93,6 +95,27 @@ def _pyarrow(what: str, module: str) -> Any:
     except ImportError:
         raise ConfigError(f"{what} needs pyarrow, which is not installed; install it with: "
                           "pip install 'scorers[ray]' (or 'scorers[spark]')") from None
+
+
+def batch_size(*, judges: bool, concurrency: int) -> int:
+    """Rows per ``map_batches`` call: ``concurrency`` with judges (Ray runs a few async calls per actor at once,
+    so every judge slot stays busy without a long tail), 512 for CPU-bound scorers (per-batch overhead amortised).
+
+    >>> batch_size(judges=True, concurrency=16), batch_size(judges=False, concurrency=16)
+    (16, 512)
+    """
+    return max(1, concurrency) if judges else 512
+
+
+def split(table: Any, workers: int, size: int) -> list[Any]:
+    """``table`` in consecutive blocks of whole batches (of ``size`` rows), about four per worker and at most
+    :data:`MAX_BLOCK_ROWS` rows each, so every worker has work however few files the rows came from.
+
+    >>> [block.num_rows for block in split(rows_table([{"a": i} for i in range(10)]), workers=1, size=2)]
+    [4, 4, 2]
+    """
+    block = size * max(1, min(MAX_BLOCK_ROWS // size, -(-table.num_rows // (4 * workers * size))))
+    return [table.slice(i, block) for i in range(0, table.num_rows, block)]
 
 
 # ------------------------------------------------------------------ judge settings for the workers

@@ -17,8 +17,6 @@ Footguns handled here:
 - a lost actor is restarted by Ray and its batches re-run; the driver keeps each
   row once, and the judge cache answers the re-run's calls.
 
->>> batch_size(judges=True, concurrency=16), batch_size(judges=False, concurrency=16)
-(16, 512)
 """
 from __future__ import annotations
 
@@ -33,13 +31,9 @@ from typing import Any, Iterator, Mapping
 from .._aio import background_loop
 from ..batch import RESULT_COLUMN, BatchScorer
 from ..errors import MissingExtraError, ScorerError
-from . import INDEX_COLUMN, apply_worker_settings, result_json, worker_settings
+from . import INDEX_COLUMN, apply_worker_settings, batch_size, result_json, split, worker_settings
 
-__all__ = ["score_table", "connect", "batch_size"]
-
-#: Rows per block at most: small enough that every worker gets several blocks of a one-file input.
-MAX_BLOCK_ROWS = 10_000
-
+__all__ = ["score_table", "connect"]
 
 def _ray() -> Any:
     try:
@@ -48,12 +42,6 @@ def _ray() -> Any:
     except ImportError as exc:
         raise MissingExtraError("engine='ray'", "ray[data]", "ray") from exc
     return ray
-
-
-def batch_size(*, judges: bool, concurrency: int) -> int:
-    """Rows per ``map_batches`` call: ``concurrency`` with judges (Ray runs a few async calls per actor at once,
-    so every judge slot stays busy without a long tail), 512 for CPU-bound scorers (per-batch overhead amortised)."""
-    return max(1, concurrency) if judges else 512
 
 
 @contextlib.contextmanager
@@ -122,13 +110,11 @@ def score_table(table: Any, unit: BatchScorer, *, workers: int, ordered: bool, a
     with connect(address, workers) as ray:
         judges = any(s.is_async for s in unit.scorers)
         size = batch_size(judges=judges, concurrency=unit.concurrency)
-        rows = table.num_rows
-        block = max(size, min(MAX_BLOCK_ROWS, -(-rows // (4 * workers))))
         cpus = float(ray.cluster_resources().get("CPU", 0))
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False
         context.execution_options.preserve_order = ordered
-        dataset = ray.data.from_arrow([table.slice(i, block) for i in range(0, rows, block)]).map_batches(
+        dataset = ray.data.from_arrow(split(table, workers, size)).map_batches(
             AsyncScorer if judges else SyncScorer,
             fn_constructor_kwargs={"unit": unit, "settings": worker_settings()},
             compute=ray.data.ActorPoolStrategy(size=workers),

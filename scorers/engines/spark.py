@@ -1,0 +1,121 @@
+"""The Spark engine: ``scorers.evaluate(rows, scorers, engine="spark", master=None, workers=N)``.
+
+The rows become a DataFrame of a few partitions per worker, in input order;
+``mapInArrow`` scores each partition's Arrow batches with the
+:class:`~scorers.batch.BatchScorer` (output schema: the input's plus
+:data:`~scorers.batch.RESULT_COLUMN`), and the driver collects the index and
+result columns as Arrow. A Python worker keeps one unit (its scorers, models and
+judge clients) for every partition it scores in the run.
+
+Footguns handled here:
+
+- the workers run this interpreter (``PYSPARK_PYTHON``), so they import this ``scorers``;
+- the default master is ``local[workers,3]``: Spark's ``local[N]`` never retries a
+  failed task, so one lost Python worker would abort the run; here its task is
+  re-run (up to 3 tries) and the judge cache answers the calls already paid;
+- a session started here binds 127.0.0.1, has no web UI, keeps its scratch in a
+  temporary folder and is stopped at the end; a session already active is used as it is.
+
+>>> default_master(2)
+'local[2,3]'
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import pickle
+import shutil
+import sys
+import tempfile
+import warnings
+from typing import Any, Callable, Iterator, Mapping
+
+from .._aio import background_loop
+from ..batch import RESULT_COLUMN, BatchScorer
+from ..errors import MissingExtraError
+from . import INDEX_COLUMN, MAX_BLOCK_ROWS, apply_worker_settings, batch_size, result_json, split, worker_settings
+
+__all__ = ["score_table", "session", "default_master"]
+
+#: Tries of a task before the run fails, in the default local master.
+TASK_TRIES = 3
+
+
+def _spark() -> Any:
+    try:
+        import pyspark.sql
+    except ImportError as exc:
+        raise MissingExtraError("engine='spark'", "pyspark", "spark") from exc
+    return pyspark.sql
+
+
+def default_master(workers: int) -> str:
+    """``local[workers,TASK_TRIES]``: local mode with task retries."""
+    return f"local[{workers},{TASK_TRIES}]"
+
+
+@contextlib.contextmanager
+def session(master: str | None, workers: int) -> Iterator[Any]:
+    """The active SparkSession, or one started here on ``master`` (default :func:`default_master`) and stopped on exit."""
+    sql = _spark()
+    active = sql.SparkSession.getActiveSession()
+    if active is not None:
+        yield active
+        return
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    scratch = tempfile.mkdtemp(prefix="scorers-spark-")
+    spark = (sql.SparkSession.builder.master(master or default_master(workers)).appName("scorers")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.local.dir", scratch).config("spark.driver.host", "127.0.0.1")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        yield spark
+    finally:
+        spark.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@functools.lru_cache(maxsize=4)
+def _unit(payload: bytes) -> BatchScorer:
+    """One unit per Python worker and run (Spark reuses its workers across partitions)."""
+    return pickle.loads(payload)
+
+
+def _score_partitions(payload: bytes, settings: Mapping[str, Any]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def score(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        apply_worker_settings(settings)
+        unit = _unit(payload)
+        for batch in batches:
+            rows = batch.drop_columns([INDEX_COLUMN]).to_pylist()
+            results = asyncio.run_coroutine_threadsafe(unit.score(rows), background_loop()).result()
+            yield batch.append_column(RESULT_COLUMN, pa.array([result_json(r) for r in results], pa.string()))
+
+    return score
+
+
+def score_table(table: Any, unit: BatchScorer, *, workers: int, ordered: bool, master: str | None) -> Iterator[Any]:
+    """Arrow batches of :data:`~scorers.engines.INDEX_COLUMN` and the result JSON of every row of ``table``,
+    in input order (``ordered`` costs nothing: partitions keep the input's order)."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    import pyarrow as pa
+
+    with session(master, workers) as spark:
+        size = batch_size(judges=any(s.is_async for s in unit.scorers), concurrency=unit.concurrency)
+        # createDataFrame makes one partition per Arrow batch: blocks of the input, in order
+        blocks = pa.Table.from_batches([batch for block in split(table, workers, size) for batch in block.to_batches()])
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(MAX_BLOCK_ROWS))
+        with warnings.catch_warnings():  # mapInArrow uses no pandas, yet PySpark 4.3 warns about pandas 3
+            warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
+            frame = spark.createDataFrame(blocks)
+            spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(size))  # the batches mapInArrow scores
+            schema = StructType([*frame.schema.fields, StructField(RESULT_COLUMN, StringType(), False)])
+            scored = frame.mapInArrow(_score_partitions(pickle.dumps(unit), worker_settings()), schema)
+            collected = scored.select(INDEX_COLUMN, RESULT_COLUMN).toArrow()
+        yield from collected.to_batches()

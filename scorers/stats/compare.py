@@ -143,8 +143,9 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         return {"files": list(self.files), "baseline": self.files[0], "rows": self.rows,
                 "matched_by": {"key": self.key} if self.key else "position", "test": self.test,
-                "resamples": self.resamples, "interval_resamples": self.interval_resamples, "seed": self.seed, "alpha": self.alpha, "confidence": CONFIDENCE,
-                "intervals": INTERVALS, "not_compared": self.not_compared,
+                "resamples": self.resamples, "interval_resamples": self.interval_resamples, "seed": self.seed,
+                "alpha": self.alpha, "confidence": CONFIDENCE, "intervals": INTERVALS,
+                "not_compared": self.not_compared,
                 "figures": [asdict(f) for f in self.figures]}
 
     def table(self) -> str:

@@ -4,8 +4,10 @@
 >>> configure(model="gpt-4o-mini", max_concurrency=16)   # process-wide defaults
 >>> configure(reset=True)
 
-See :mod:`scorers.llm.engine` for the request/result types and
-:mod:`scorers.llm.config` for the settings and environment variables.
+Modules: :mod:`~scorers.llm.protocol` (requests and replies of the chat and Responses APIs),
+:mod:`~scorers.llm.transport` (HTTP clients, retries, typed HTTP errors), :mod:`~scorers.llm.engine`
+(cache, re-asks, deadline: :class:`LLMEngine`), :mod:`~scorers.llm.cache` (SQLite and Redis),
+:mod:`~scorers.llm.config` (settings and environment variables), :mod:`~scorers.llm.usage`.
 Importing this package does not import ``openai``.
 """
 from __future__ import annotations

@@ -14,7 +14,7 @@ from scorers.errors import ConfigError, JudgeError
 from scorers.llm import (ChatRequest, ChatResult, EndpointConfigError, InvalidReply, LLMCache, LLMEngine,
                          RequestRejected, ToolCall, Usage, aclose, configure)
 from scorers._aio import run_sync
-from scorers.llm.engine import _backoff, _retry_after
+from scorers.llm.transport import _backoff, _retry_after
 from scorers.llm.config import resolve
 from scorers.testing import LoopbackLLM, Reply
 

@@ -1,0 +1,356 @@
+"""What goes over the wire: a request in the chat shape, its body for either API, and the parsed reply.
+
+:class:`ChatRequest` is independent of credentials and endpoint; :meth:`ChatRequest.body` gives the JSON
+body for the chat-completions API or the Responses API (tools, tool choice, response format and logprobs
+converted, reasoning models sent no sampling settings). :func:`parse_reply` reads either API's reply into
+a :class:`ChatResult`. See :mod:`scorers.llm.engine` for how requests are sent.
+
+>>> body = ChatRequest(messages=[{"role": "user", "content": "Hi"}], max_tokens=50).body("o4-mini", api="responses")
+>>> body["input"], body["max_output_tokens"], "temperature" in body
+([{'role': 'user', 'content': 'Hi'}], 50, False)
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from ..errors import ConfigError
+from .config import APIS, is_reasoning_model
+
+log = logging.getLogger("scorers.llm")
+
+__all__ = ["ChatRequest", "ChatResult", "ToolCall", "TokenLogprob", "InvalidReply", "parse_reply"]
+
+
+#: Body keys that are the request's content, not its generation settings (left out of ``ChatResult.sent``).
+_CONTENT_KEYS = frozenset({"model", "messages", "input", "tools", "tool_choice", "response_format"})
+
+
+#: What the Responses API is asked to include for output-text log-probabilities.
+_RESPONSES_LOGPROBS = "message.output_text.logprobs"
+
+
+class InvalidReply(Exception):
+    """Raised by a ``validate`` callable when a reply cannot be used; the engine re-asks."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One request, independent of credentials, endpoint and API (see the module docstring)."""
+
+    messages: Sequence[Mapping[str, Any]]
+    model: str | None = None
+    tools: Sequence[Mapping[str, Any]] | None = None
+    tool_choice: str | Mapping[str, Any] | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    response_format: Mapping[str, Any] | None = None
+    seed: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    cache_tag: str | None = None
+    reasoning_effort: str | None = None
+    logprobs: bool = False
+    top_logprobs: int | None = None
+    api: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.api is not None and self.api not in APIS:
+            raise ConfigError(f"ChatRequest api must be one of {', '.join(APIS)} or None, got {self.api!r}")
+        if self.top_logprobs is not None and not self.logprobs:
+            raise ConfigError("ChatRequest top_logprobs needs logprobs=True")
+
+    def body(self, model: str, *, api: str = "chat", reasoning: bool | None = None) -> dict[str, Any]:
+        """The JSON body sent (and hashed for the cache).
+
+        ``model`` and ``api`` apply when the request names none; ``reasoning=None``
+        derives it from the model name (:func:`~scorers.llm.config.is_reasoning_model`).
+
+        >>> request = ChatRequest(messages=[{"role": "user", "content": "Hi"}], temperature=0, max_tokens=9)
+        >>> request.body("gpt-4o-mini")
+        {'model': 'gpt-4o-mini', 'messages': [{'role': 'user', 'content': 'Hi'}], 'temperature': 0, 'max_tokens': 9}
+        >>> request.body("o3", api="responses")
+        {'model': 'o3', 'input': [{'role': 'user', 'content': 'Hi'}], 'max_output_tokens': 9}
+        """
+        name = self.model or model
+        thinks = is_reasoning_model(name) if reasoning is None else reasoning
+        messages = [dict(m) for m in self.messages]
+        extra = {k: v for k, v in self.extra.items() if not (thinks and k in ("temperature", "top_p"))}
+        temperature = None if thinks else self.temperature
+        if (self.api or api) == "chat":
+            body: dict[str, Any] = {"model": name, "messages": messages}
+            _put(body, "tools", None if self.tools is None else list(self.tools))
+            _put(body, "tool_choice", self.tool_choice)
+            _put(body, "temperature", temperature)
+            _put(body, "max_completion_tokens" if thinks else "max_tokens", self.max_tokens)
+            _put(body, "response_format", self.response_format)
+            _put(body, "seed", self.seed)
+            _put(body, "reasoning_effort", self.reasoning_effort)
+            if self.logprobs:
+                body["logprobs"] = True
+                _put(body, "top_logprobs", self.top_logprobs)
+        else:
+            body = {"model": name, "input": messages}
+            _put(body, "tools", None if self.tools is None else [_responses_tool(t) for t in self.tools])
+            _put(body, "tool_choice", _responses_tool_choice(self.tool_choice))
+            _put(body, "temperature", temperature)
+            _put(body, "max_output_tokens", self.max_tokens)
+            _put(body, "text", None if self.response_format is None else {"format": _responses_format(
+                self.response_format)})
+            _put(body, "seed", self.seed)
+            _put(body, "reasoning", None if self.reasoning_effort is None else {"effort": self.reasoning_effort})
+            if self.logprobs:
+                body["include"] = [_RESPONSES_LOGPROBS]
+                _put(body, "top_logprobs", self.top_logprobs)
+        body.update(extra)
+        return body
+
+
+def _put(body: dict[str, Any], name: str, value: Any) -> None:
+    if value is not None:
+        body[name] = value
+
+
+def _responses_tool(tool: Mapping[str, Any]) -> Any:
+    """A chat-shaped function tool in the Responses shape; ``strict`` is ``False`` unless the tool says
+    otherwise (the Responses API's own default is ``True``, which many judge schemas do not satisfy).
+    Other tools (already in the Responses shape, built-in tools) are sent as given."""
+    function = tool.get("function")
+    if tool.get("type") != "function" or not isinstance(function, Mapping):
+        return tool
+    converted: dict[str, Any] = {"type": "function", "name": function.get("name")}
+    _put(converted, "description", function.get("description"))
+    converted["parameters"] = function.get("parameters", {"type": "object", "properties": {}})
+    converted["strict"] = function.get("strict", False)
+    return converted
+
+
+def _responses_tool_choice(choice: str | Mapping[str, Any] | None) -> Any:
+    """``{"type": "function", "function": {"name": N}}`` becomes ``{"type": "function", "name": N}``."""
+    if isinstance(choice, Mapping) and isinstance(choice.get("function"), Mapping):
+        return {"type": "function", "name": choice["function"].get("name")}
+    return choice
+
+
+def _responses_format(response_format: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat ``response_format`` as the Responses API's ``text.format``."""
+    schema = response_format.get("json_schema")
+    if response_format.get("type") == "json_schema" and isinstance(schema, Mapping):
+        return {"type": "json_schema", **schema}
+    return dict(response_format)
+
+
+def sent_settings(body: Mapping[str, Any], api: str) -> dict[str, Any]:
+    """The generation settings of ``body`` (``ChatResult.sent``): all but the content keys and ``text.format``."""
+    sent: dict[str, Any] = {"api": api}
+    for name, value in body.items():
+        if name == "text" and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if k != "format"}
+            if not value:
+                continue
+        if name not in _CONTENT_KEYS:
+            sent[name] = value
+    return sent
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call of the reply: the function ``name`` and its raw JSON ``arguments`` string."""
+
+    name: str
+    arguments: str
+    id: str | None = None
+
+    def parse_arguments(self) -> Any:
+        """The arguments as JSON; raises :class:`InvalidReply` when they are not valid JSON."""
+        try:
+            return json.loads(self.arguments)
+        except ValueError as exc:
+            raise InvalidReply(f"tool {self.name!r} was called with malformed JSON arguments: {exc}") from None
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One content token of the reply: its ``logprob`` and the ``top`` alternatives ``(token, logprob)``.
+
+    >>> TokenLogprob("4", -0.1, (("4", -0.1), ("3", -2.5))).to_dict()
+    {'token': '4', 'logprob': -0.1, 'top': [['4', -0.1], ['3', -2.5]]}
+    """
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"token": self.token, "logprob": self.logprob, "top": [list(pair) for pair in self.top]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "TokenLogprob":
+        return cls(data["token"], float(data["logprob"]), tuple((str(t), float(lp)) for t, lp in data["top"]))
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """The assistant's reply and what it cost (see the module docstring)."""
+
+    content: str | None
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: str | None
+    model: str
+    response_model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    attempts: int = 0
+    reasks: int = 0
+    cached: bool = False
+    parsed: Any = None
+    sent: Mapping[str, Any] = field(default_factory=dict)
+    logprobs: tuple[TokenLogprob, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able form (``parsed`` is left out: it may not be JSON)."""
+        return {"content": self.content,
+                "tool_calls": [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in self.tool_calls],
+                "finish_reason": self.finish_reason, "model": self.model, "response_model": self.response_model,
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "latency_s": self.latency_s, "attempts": self.attempts, "reasks": self.reasks, "cached": self.cached,
+                "sent": dict(self.sent),
+                "logprobs": None if self.logprobs is None else [t.to_dict() for t in self.logprobs]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ChatResult":
+        """The inverse of :meth:`to_dict`."""
+        values = dict(data)
+        values["tool_calls"] = tuple(ToolCall(**call) for call in values.get("tool_calls") or ())
+        if values.get("logprobs") is not None:
+            values["logprobs"] = tuple(TokenLogprob.from_dict(t) for t in values["logprobs"])
+        return cls(**values)
+
+    @classmethod
+    def _from_cache(cls, stored: Mapping[str, Any], latency_s: float, validate: Callable[["ChatResult"], Any] | None,
+                    sent: Mapping[str, Any]) -> "ChatResult | None":
+        """A stored reply as a cache hit (``cached``, no attempts), or ``None`` when it no longer passes ``validate``.
+
+        ``sent`` comes from the request's body (the cache key), so replies stored before ``ChatResult``
+        had the field get it too."""
+        hit = cls.from_dict({**stored, "cached": True, "attempts": 0, "latency_s": latency_s, "sent": sent})
+        if validate is not None:
+            try:
+                parsed = validate(hit)
+            except InvalidReply:
+                log.debug("cached reply no longer passes validation; asking again")
+                return None
+            object.__setattr__(hit, "parsed", parsed)  # still private to this call: set in place, not copied
+        return hit
+
+
+def _parse_chat(data: Any, *, model: str) -> ChatResult:
+    """Read the first choice of a chat-completion body; raise :class:`InvalidReply` on an odd shape."""
+    if not isinstance(data, Mapping):
+        raise InvalidReply(f"the completion is not a JSON object: {str(data)[:200]!r}")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        raise InvalidReply("the completion has no choices")
+    message = choices[0].get("message")
+    if not isinstance(message, Mapping):
+        raise InvalidReply("the completion's first choice has no message")
+    calls = []
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping):
+            raise InvalidReply(f"a tool call has no function: {str(call)[:200]!r}")
+        calls.append(ToolCall(name=str(function.get("name") or ""), arguments=_arguments(function.get("arguments")),
+                              id=call.get("id")))
+    usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
+    content = message.get("content")
+    logprobs = choices[0].get("logprobs")
+    tokens = logprobs.get("content") if isinstance(logprobs, Mapping) else None
+    return ChatResult(
+        content=content if isinstance(content, str) else None,
+        tool_calls=tuple(calls),
+        finish_reason=choices[0].get("finish_reason"),
+        model=model,
+        response_model=data.get("model"),
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        logprobs=None if tokens is None else _token_logprobs(tokens),
+    )
+
+
+#: ``finish_reason`` of an ``incomplete`` Responses reply, by ``incomplete_details.reason``.
+_INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
+
+
+def _parse_responses(data: Any, *, model: str) -> ChatResult:
+    """Read a Responses API body: ``function_call`` output items are the tool calls, the ``output_text``
+    parts of ``message`` items the content (joined) and their logprobs. ``finish_reason`` is given in the
+    chat vocabulary: ``"tool_calls"`` or ``"stop"`` when completed, ``"length"`` when cut at
+    ``max_output_tokens``. Raises :class:`InvalidReply` on an odd shape or a failed response."""
+    if not isinstance(data, Mapping):
+        raise InvalidReply(f"the response is not a JSON object: {str(data)[:200]!r}")
+    output = data.get("output")
+    if not isinstance(output, list):
+        raise InvalidReply("the response has no output list")
+    if data.get("status") == "failed":
+        raise InvalidReply(f"the response failed: {str(data.get('error'))[:300]}")
+    calls: list[ToolCall] = []
+    texts: list[str] = []
+    tokens: list[Any] | None = None
+    for item in output:
+        kind = item.get("type") if isinstance(item, Mapping) else None
+        if kind == "function_call":
+            calls.append(ToolCall(name=str(item.get("name") or ""), arguments=_arguments(item.get("arguments")),
+                                  id=item.get("call_id")))
+        elif kind == "message":
+            for part in item.get("content") or ():
+                if isinstance(part, Mapping) and part.get("type") == "output_text":
+                    texts.append(str(part.get("text") or ""))
+                    if isinstance(part.get("logprobs"), list):
+                        tokens = [*(tokens or ()), *part["logprobs"]]
+    if data.get("status") == "incomplete":
+        details = data.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, Mapping) else None
+        finish = _INCOMPLETE_REASONS.get(str(reason), str(reason))
+    else:
+        finish = "tool_calls" if calls else "stop"
+    usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
+    return ChatResult(
+        content="".join(texts) if texts else None,
+        tool_calls=tuple(calls),
+        finish_reason=finish,
+        model=model,
+        response_model=data.get("model"),
+        prompt_tokens=int(usage.get("input_tokens") or 0),
+        completion_tokens=int(usage.get("output_tokens") or 0),
+        logprobs=None if tokens is None else _token_logprobs(tokens),
+    )
+
+
+_PARSERS: dict[str, Callable[..., ChatResult]] = {"chat": _parse_chat, "responses": _parse_responses}
+
+
+def _arguments(arguments: Any) -> str:
+    """A tool call's arguments as JSON text (some servers send an object; keep its JSON text)."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def _token_logprobs(tokens: Any) -> tuple[TokenLogprob, ...]:
+    """``[{token, logprob, top_logprobs: [{token, logprob}]}]`` (both APIs' shape) as :class:`TokenLogprob`s."""
+    try:
+        return tuple(TokenLogprob(str(t["token"]), float(t["logprob"]),
+                                  tuple((str(a["token"]), float(a["logprob"])) for a in t.get("top_logprobs") or ()))
+                     for t in tokens)
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
+        raise InvalidReply(f"the reply's logprobs are malformed ({type(exc).__name__}: {exc}): "
+                           f"{str(tokens)[:200]!r}") from None
+
+
+def parse_reply(data: Any, api: str, *, model: str) -> ChatResult:
+    """Read a chat-completions or Responses body; raises :class:`InvalidReply` on an odd shape."""
+    return _PARSERS[api](data, model=model)

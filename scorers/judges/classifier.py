@@ -47,7 +47,7 @@ import string
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ..llm.engine import ChatRequest, ChatResult, InvalidReply, LLMEngine
+from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from ..score import Score
 from ..errors import ConfigError
 from .base import REASONS_DESCRIPTION, LLMJudge, ReplyFormat, reasons_text

@@ -36,7 +36,7 @@ import math
 import re
 from typing import Any, Mapping, Sequence
 
-from ..llm.engine import ChatRequest, ChatResult, InvalidReply, LLMEngine
+from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from ..score import Score
 from .base import LLMJudge, ReplyFormat, given
 from .rating import parse_text_rating

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError
-from ..llm.engine import ChatRequest, ChatResult, LLMEngine
+from ..llm import ChatRequest, ChatResult, LLMEngine
 from ..score import Score
 from .base import LLMJudge, ReplyFormat
 from .classifier import read_reply, reply_format

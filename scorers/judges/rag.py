@@ -65,7 +65,7 @@ from .._util import lazy, memoize
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError
 from ..fields import Field, references_field, text_field
-from ..llm.engine import ChatRequest, ChatResult, InvalidReply, LLMEngine
+from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from ..registry import register
 from ..score import Score
 from .base import REASONS_DESCRIPTION, LLMJudge, ReplyFormat

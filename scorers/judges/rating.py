@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Sequence
 
-from ..llm.engine import ChatResult, InvalidReply, LLMEngine
+from ..llm import ChatResult, InvalidReply, LLMEngine
 from ..score import Score
 from .base import REASONS_DESCRIPTION, LLMJudge, ReplyFormat, reasons_text
 from .spec import Scale

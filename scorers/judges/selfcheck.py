@@ -39,7 +39,7 @@ from typing import Any, Mapping
 
 from ..errors import ConfigError
 from ..fields import text_field
-from ..llm.engine import ChatResult, InvalidReply
+from ..llm import ChatResult, InvalidReply
 from ..registry import register
 from .rag import YES_NO, MultiStepJudge
 

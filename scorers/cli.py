@@ -555,10 +555,9 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     else:
         print(text)
     print(report.table(), file=sys.stderr)
-    if report.n == 0:
-        print(f"error: {report.judge} failed on every row", file=sys.stderr)
-        return 3
-    return 0
+    for problem in report.problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return 3 if report.problems else 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

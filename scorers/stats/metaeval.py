@@ -36,7 +36,7 @@ JSON format (``MetaEvaluation.to_dict()``, ``python -m scorers meta-eval -o meta
                "kappa_weights": null | "quadratic"},  # category order of every matrix and list below
      "samples": int, "rows": int, "n": int,           # rows read; rows scored (every sample succeeded)
      "failed": int, "failures": [{"index": int, "key"?: any, "errors": [{"sample": int, "type": str,
-                                                                          "message": str}]}],
+                                                      "message": str, "unexpected"?: true}]}],
      "figures": {name: {"value": float | null, "ci": [low, high] | null, "n": int, "reason"?: str}}
          # names: accuracy, mean_abs_diff, kappa, spearman, kendall
      "bootstrap": {"method": "percentile", "resamples": int, "confidence": float, "seed": int,
@@ -133,6 +133,17 @@ class MetaEvaluation:
     def n(self) -> int:
         """Rows scored (the figures' rows)."""
         return len(self.verdicts)
+
+    @property
+    def problems(self) -> list[str]:
+        """Why the figures cannot be trusted, as :attr:`scorers.Summary.problems` says for a run: the judge
+        failed on every row, or a row failed with an unexpected error (a bug, a broken environment)."""
+        found = [f"{self.judge}: failed on every row"] if self.rows and not self.verdicts else []
+        unexpected = [f["index"] for f in self.failures if any(e.get("unexpected") for e in f["errors"])]
+        if unexpected:
+            found.append(f"{self.judge}: {len(unexpected)} row(s) failed with an unexpected error (a bug or a "
+                         f"broken environment, not bad input): rows {', '.join(map(str, unexpected))}")
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -244,6 +255,11 @@ def _scale(judge: Scorer, labels: list[Any], label_scores: dict[str, float] | No
                               f"({', '.join(names)}); missing: {', '.join(missing)}")
         return (LabelScale("choices", tuple(names), tuple(scores[c] for c in names), False),
                 [scores[str(v)] for v in labels], [names.index(str(v)) for v in labels])
+    if choices is not None and label_scores is None and any(str(v) in choices[0] for v in labels):
+        index, value = next((i, v) for i, v in enumerate(labels) if str(v) not in choices[0])
+        raise DataError(f"row {index}: label {value!r} (field {label!r}) is not one of {judge.name}'s choices "
+                        f"({', '.join(choices[0])}), as the other labels are; correct it, or give every label a "
+                        "score with --label-scores (label_scores=)")
     judge_scale = getattr(judge, "scale", None)
     row_scores = []
     for index, value in enumerate(labels):
@@ -361,7 +377,8 @@ def meta_evaluate(rows: Iterable[Mapping[str, Any]], judge: Scorer | str, *, lab
     for result in evaluate(rows, judges, mapping=mapping, concurrency=concurrency):
         index = result.index
         named = {"index": index, **({"key": keys[index]} if key is not None else {})}
-        errors = [{"sample": s + 1, **{k: result.errors[j.name][k] for k in ("type", "message")}}
+        errors = [{"sample": s + 1, **{k: v for k, v in result.errors[j.name].items()
+                                       if k in ("type", "message", "unexpected")}}
                   for s, j in enumerate(judges) if j.name in result.errors]
         errors += [{"sample": s + 1, "type": "NoScore", "message": "the judge returned no score for this row"}
                    for s, j in enumerate(judges) if j.name in result.results and result.results[j.name].score is None]

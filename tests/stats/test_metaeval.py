@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 import scorers
+from scorers import Score, Scorer, text_field
 from scorers.cli import main
 from scorers.errors import ConfigError, DataError
 from scorers.judges import LLMClassifier, PairwiseJudge, RatingJudge
@@ -116,6 +117,9 @@ def test_failing_on_every_row_exits_3(llm_env: LoopbackLLM, tmp_path: Path,
     ([{"input": "q", "output": "a", "expected": "a", "label": "C"}, {"input": "q", "output": "b", "expected": "b"}],
      [], "row 1: no label in field 'label'"),
     ([{"input": "q", "output": "a", "expected": "a", "label": "Z"}], [], "label_scores"),
+    ([{"input": "q", "output": "a", "expected": "a", "label": "C"}, {"input": "q", "output": "b", "expected": "b",
+                                                                     "label": "c"}],
+     [], "row 1: label 'c' (field 'label') is not one of Factuality's choices (A, B, C, D, E), as the other"),
     ([{"input": "q", "output": "a", "expected": "a", "label": "Y"}], ["--label-scores", "Y=2"], "in [0, 1]"),
     ([{"input": "q", "output": "a", "expected": "a", "label": "C"}], ["--samples", "3"], "need temperature > 0"),
     ([{"input": "q", "output": "a", "expected": "a", "label": "C"}], ["--swap"], "not a pairwise judge"),
@@ -225,6 +229,29 @@ def test_swap_reports_position_bias_and_consistency() -> None:
     assert report.swap == {"n": 4, "consistency": 0.5, "position_bias": 0.5, "first": 1, "second": 1}
     assert report.figures["accuracy"].value == 0.75
     assert report.figures["mean_abs_diff"].value == pytest.approx(0.5 / 4)
+
+
+class Fragile(Scorer):
+    """1 when output equals expected; a bug on the output "boom"."""
+
+    name = "Fragile"
+    fields = (text_field("output"), text_field("expected"))
+
+    def _score(self, *, output: str, expected: str) -> Score:
+        if output == "boom":
+            raise RuntimeError("a bug")
+        return self.make_score(float(output == expected))
+
+
+def test_an_unexpected_error_is_listed_and_is_a_problem() -> None:
+    rows = [{"output": "a", "expected": "a", "label": 1}, {"output": "boom", "expected": "b", "label": 0},
+            {"output": "c", "expected": "d", "label": 0.0}]
+    report = meta_evaluate(rows, Fragile(), label="label", resamples=100)
+    assert report.to_dict()["failures"] == [{"index": 1, "errors": [
+        {"sample": 1, "type": "RuntimeError", "message": "a bug", "unexpected": True}]}]
+    assert report.n == 2 and report.figures["accuracy"].value == 1.0
+    assert report.problems == ["Fragile: 1 row(s) failed with an unexpected error (a bug or a broken environment, "
+                               "not bad input): rows 1"]
 
 
 def test_exported_from_scorers() -> None:

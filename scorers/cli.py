@@ -23,6 +23,7 @@ import yaml
 from . import __version__
 from .base import Scorer
 from .errors import ConfigError, DataError, ScorerError
+from .engines import ParquetResultWriter, read_input
 from .io import RESULT_KEYS, ResultWriter, count_rows, read_completed, read_rows
 from .registry import entries, registry
 from .runner import RowResult, Summary, evaluate, resolve_scorers
@@ -94,17 +95,28 @@ def build_parser() -> argparse.ArgumentParser:
                        help="scorer to run (repeatable); see `list`")
     p_run.add_argument("-p", "--param", action="append", default=[], metavar="NAME.KEY=VALUE",
                        help="scorer parameter, VALUE parsed as YAML (e.g. -p BLEU.tokenize=intl)")
-    p_run.add_argument("-o", "--output", metavar="OUT.jsonl", help="results file (default: stdout)")
+    p_run.add_argument("-o", "--output", metavar="OUT.jsonl",
+                       help="results file (default: stdout); a .parquet name writes Parquet")
     p_run.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
                        help="take a scorer field from another column or dotted path (e.g. --map output=response)")
     p_run.add_argument("--threshold", action="append", default=[], metavar="NAME=LIMIT",
                        help="fail (exit 1) when NAME's mean score is below LIMIT (above it for a lower-is-better "
                             "scorer such as Hallucination; see list --json)")
     p_run.add_argument("--resume", action="store_true", help="continue an interrupted run: skip rows already in OUT")
-    p_run.add_argument("--format", choices=["jsonl", "json", "csv"], help="input format (default: from the extension)")
+    p_run.add_argument("--format", choices=["jsonl", "json", "csv", "parquet"],
+                       help="input format (default: from the extension)")
     p_run.add_argument("--concurrency", type=int, default=16, help="in-flight async (LLM) calls (default: 16)")
     p_run.add_argument("--workers", type=int, default=1,
-                       help="processes for the CPU-bound scorers (default: 1, in this process); judges stay async")
+                       help="processes for the CPU-bound scorers (default: 1, in this process); judges stay async; "
+                            "with --engine, the engine's workers")
+    p_run.add_argument("--engine", choices=["local", "ray", "spark"], default="local",
+                       help="where to score: this machine (default), Ray Data or Spark (pip install 'scorers[ray]' "
+                            "/ 'scorers[spark]')")
+    p_run.add_argument("--address", help="--engine ray: the cluster to join (e.g. auto; default: start a local one)")
+    p_run.add_argument("--master", help="--engine spark: the master (default: local[WORKERS,3], retrying lost tasks)")
+    p_run.add_argument("--ordered", action="store_true",
+                       help="--engine ray/spark: write rows in input order (default: as they finish; local runs "
+                            "are always in order)")
     p_run.add_argument("--model", help="model of the LLM judges (default: SCORERS_MODEL, else the library default)")
     p_run.add_argument("--no-cache", action="store_true", help="do not read or write the LLM judge cache")
     p_run.add_argument("--price", action="append", default=[], metavar="MODEL=IN,OUT",
@@ -118,7 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_report = sub.add_parser("report", help="write one self-contained HTML report of results files (the first is "
                                              "the baseline of the comparison)")
-    p_report.add_argument("results", nargs="+", metavar="RESULTS.jsonl", help="results files of `run`")
+    p_report.add_argument("results", nargs="*", metavar="RESULTS.jsonl", help="results files of `run`")
+    p_report.add_argument("--meta-eval", action="append", default=[], dest="meta_evals", metavar="META.json",
+                          help="also show a meta-eval file (agreement figures, confusion heat map); repeatable")
     p_report.add_argument("-o", "--output", required=True, metavar="REPORT.html", help="HTML file to write")
     p_report.add_argument("--key", metavar="FIELD",
                           help="compare rows matched by this field (default: by position), as `compare --key`")
@@ -392,18 +406,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     mapping = dict(_parse_pairs(args.map, "--map"))
     thresholds = _thresholds(args.threshold, scorers)
 
-    rows = read_rows(args.data, args.format)
+    parquet_in = (args.format or Path(args.data).suffix.lower().lstrip(".")) == "parquet"
+    parquet_out = bool(args.output) and args.output.lower().endswith(".parquet")
+    rows = read_input(args.data, args.format)
     previous: list[dict[str, Any]] = []
     if args.resume:
-        if not args.output or args.output == "-":
+        if not args.output or args.output == "-" or parquet_out:
             raise ConfigError("--resume needs -o OUT.jsonl")
+        if args.engine != "local" and not args.ordered:
+            raise ConfigError(f"--resume with --engine {args.engine} needs --ordered (OUT must hold DATA's first "
+                              "rows in order, and the run continues it in order)")
         previous = _resume_from(args.output, rows, scorers)
 
     run = evaluate(rows, scorers, mapping=mapping, concurrency=args.concurrency, workers=args.workers,
-                   start=len(previous))
+                   start=len(previous), engine=args.engine, address=args.address, master=args.master,
+                   ordered=args.ordered)
     for record in previous:
         run.summary.add(RowResult.from_record(record))
-    total = count_rows(args.data, args.format) if args.data != "-" else None
+    total = count_rows(args.data, args.format) if args.data != "-" and not parquet_in else None
     progress = _progress(total, len(previous), args.progress)
     failed_rows = sum(1 for r in previous if r.get("errors"))
     received: list[int] = []
@@ -416,7 +436,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     handlers = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with ResultWriter(args.output, append=bool(previous)) as writer:
+        with ParquetResultWriter(args.output) if parquet_out else ResultWriter(args.output, append=bool(previous)) \
+                as writer:
             for result in run:
                 writer.write(result.to_record(with_metadata=args.metadata))
                 if not run.waiting:  # the next row is still being scored: hand what is written to the OS
@@ -505,7 +526,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
 
-    out = write_report(args.results, args.output, key=args.key, mapping=dict(_parse_pairs(args.map, "--map")),
+    out = write_report(args.results, args.output, meta_evals=args.meta_evals, key=args.key,
+                       mapping=dict(_parse_pairs(args.map, "--map")),
                        prices=_prices(args.price) if args.price else None, lowest=args.lowest)
     print(f"wrote {out}", file=sys.stderr)
     return 0

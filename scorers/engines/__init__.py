@@ -108,13 +108,15 @@ def batch_size(*, judges: bool, concurrency: int) -> int:
 
 
 def split(table: Any, workers: int, size: int) -> list[Any]:
-    """``table`` in consecutive blocks of whole batches (of ``size`` rows), about four per worker and at most
-    :data:`MAX_BLOCK_ROWS` rows each, so every worker has work however few files the rows came from.
+    """``table`` in consecutive blocks, about four per worker, of whole batches of ``size`` rows (or less than one
+    for a small table) and at most :data:`MAX_BLOCK_ROWS` rows, so every worker has work however few files the
+    rows came from.
 
     >>> [block.num_rows for block in split(rows_table([{"a": i} for i in range(10)]), workers=1, size=2)]
     [4, 4, 2]
     """
-    block = size * max(1, min(MAX_BLOCK_ROWS // size, -(-table.num_rows // (4 * workers * size))))
+    share = -(-table.num_rows // (4 * workers))
+    block = min(MAX_BLOCK_ROWS, share if share < size else size * -(-share // size))
     return [table.slice(i, block) for i in range(0, table.num_rows, block)]
 
 

@@ -51,9 +51,24 @@ if [ ! -x /usr/bin/chromium ]; then
     fi
 fi
 
+# Java for the Spark engine's tests (tests/engines/): Debian's default JRE (17) when no java is on PATH.
+if ! command -v java >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1; then
+        SUDO=""
+        [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+        export DEBIAN_FRONTEND=noninteractive
+        $SUDO apt-get install -y -q --no-install-recommends default-jre-headless >/dev/null 2>&1 || {
+            $SUDO apt-get update -q >/dev/null
+            $SUDO apt-get install -y -q --no-install-recommends default-jre-headless >/dev/null
+        }
+    else
+        echo "setup: java not found and no apt-get; the Spark engine needs Java 17+ (install it and rerun)" >&2
+    fi
+fi
+
 # editable_mode=compat puts the checkout on sys.path (a .pth line): `python -m scorers` then finds the real
 # package even when run from a folder holding a clone named scorers/ (setuptools' default import hook loses to it)
-python -m pip install -q --disable-pip-version-check "torch==2.13.0" -e ".[all,dev,braintrust,langsmith]" --config-settings editable_mode=compat
+python -m pip install -q --disable-pip-version-check "torch==2.13.0" -e ".[all,dev,braintrust,langsmith,ray,spark]" --config-settings editable_mode=compat
 
 # The promptfoo CLI for tests/adapters/test_promptfoo.py, into .cache/promptfoo (git-ignored). 0.121.20 is the last
 # promptfoo that runs on Node 20 (0.122.0 needs Node >= 22.22.0). --omit=optional leaves out ~1 GB of agent SDK

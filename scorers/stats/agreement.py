@@ -38,6 +38,8 @@ __all__ = ["Estimate", "accuracy", "mean_abs_diff", "cohen_kappa", "spearman", "
            "per_label", "stability", "BOOTSTRAP_METHOD"]
 
 #: The ``method`` given to ``scipy.stats.bootstrap``: the percentile interval of the resampled figures.
+#: Not BCa: its jackknife acceleration is undefined (NaN) for the discrete figures here whenever the
+#: leave-one-out values tie, e.g. an accuracy of 1 or a kappa over few categories.
 BOOTSTRAP_METHOD = "percentile"
 
 ArrayLike = Sequence[float] | np.ndarray
@@ -130,9 +132,9 @@ def with_ci(statistic: Callable[..., Any], x: ArrayLike, y: ArrayLike, *, resamp
 
     ``scipy.stats.bootstrap(..., paired=True, method="percentile", n_resamples=resamples,
     confidence_level=confidence, rng=numpy.random.default_rng(seed))``; ``vectorized``: ``statistic``
-    takes ``axis`` (as :func:`accuracy` and :func:`mean_abs_diff` do). A NaN figure is ``value=None`` with ``undefined`` as
-    the reason; an interval is ``None`` when the figure is undefined in some resamples (it says how many)
-    or when there are fewer than 2 rows.
+    takes ``axis`` (as :func:`accuracy` and :func:`mean_abs_diff` do). A NaN figure is ``value=None``
+    with ``undefined`` as the reason; an interval is ``None`` when the figure is undefined in some
+    resamples (the reason says in how many) or when there are fewer than 2 rows.
     """
     from scipy import stats
 
@@ -173,8 +175,11 @@ def per_label(labels: ArrayLike, verdicts: ArrayLike, *, categories: int) -> lis
     ``support`` (rows labelled it), ``predicted`` (verdicts of it); a precision or recall with nothing
     to divide is ``None``.
 
-    >>> per_label([0, 0, 1], [0, 1, 1], categories=3)[:2]
-    [{'precision': 1.0, 'recall': 0.5, 'support': 2, 'predicted': 1}, {'precision': 0.5, 'recall': 1.0, 'support': 1, 'predicted': 2}]
+    >>> first, second, third = per_label([0, 0, 1], [0, 1, 1], categories=3)
+    >>> first
+    {'precision': 1.0, 'recall': 0.5, 'support': 2, 'predicted': 1}
+    >>> second["precision"], third["precision"], third["recall"]
+    (0.5, None, None)
     """
     matrix = confusion(labels, verdicts, categories=categories)
     out = []

@@ -191,9 +191,9 @@ class MetaEvaluation:
                           f"unchanged {fmt(self.stability['unchanged'])}, mean pairwise agreement "
                           f"{fmt(self.stability['pairwise_agreement'])}"]
         if self.swap is not None:
-            lines += ["", f"swap ({self.swap['n']} judgments in both orders): consistency {fmt(self.swap['consistency'])}, "
-                          f"position bias {fmt(self.swap['position_bias'])} (first {self.swap['first']}, "
-                          f"second {self.swap['second']})"]
+            lines += ["", f"swap ({self.swap['n']} judgments in both orders): consistency "
+                          f"{fmt(self.swap['consistency'])}, position bias {fmt(self.swap['position_bias'])} "
+                          f"(first {self.swap['first']}, second {self.swap['second']})"]
         if self.failures:
             lines += ["", "failed rows:"]
             for failure in self.failures:
@@ -308,8 +308,9 @@ def _sample_judges(judge: Scorer, samples: int) -> list[Scorer]:
         raise ConfigError(f"samples={samples}: {samples} samples need temperature > 0, and {judge.name} is at "
                           f"temperature 0 (its samples would repeat one answer); set it, e.g. "
                           f"-p {judge.name}.temperature=0.7 or temperature=0.7")
-    if getattr(judge, "samples", 1) > 1:
-        raise ConfigError(f"samples={samples}: {judge.name} already draws samples={judge.samples} per row "  # type: ignore[attr-defined]
+    own = getattr(judge, "samples", 1)
+    if own > 1:
+        raise ConfigError(f"samples={samples}: {judge.name} already draws samples={own} per row "
                           "(self-consistency); use one or the other")
     copies = []
     for index in range(samples):

@@ -35,7 +35,8 @@ from ..aggregate import Aggregator, MeanAggregator
 from ..base import Scorer
 from ..errors import ConfigError, JudgeError, ScorerError, ScorerInputError, UnknownArgumentError
 from ..fields import Field
-from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine, NotPicklable, RequestRejected
+from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine, RequestRejected
+from ..llm.engine import NotPicklable
 from ..llm.usage import ModelUsage, Usage
 from ..score import Score
 from .spec import validate_spec

@@ -142,7 +142,7 @@ def choices(counts: Mapping[str, Mapping[str, int]], *, title: str) -> str:
 
 def confusion(matrix: Sequence[Sequence[int]], labels: Sequence[str], *, title: str,
               rows_label: str = "reference", columns_label: str = "judge") -> str:
-    """Confusion matrix as a heat map, each cell annotated with its count.
+    """Confusion matrix as a heat map (darker: more rows), each cell annotated with its count.
 
     >>> svg = confusion([[5, 1], [2, 7]], ["N", "Y"], title="agreement")
     >>> svg.count(">7<") + svg.count(">5<") >= 2
@@ -155,7 +155,7 @@ def confusion(matrix: Sequence[Sequence[int]], labels: Sequence[str], *, title: 
 
     def draw(figure: Any) -> None:
         ax = figure.add_subplot()
-        mesh = ax.pcolormesh(data, cmap="Blues", edgecolors="white", linewidth=1.0, vmin=0)
+        ax.pcolormesh(data, cmap="Blues", edgecolors="white", linewidth=1.0, vmin=0)
         peak = data.max() if data.size else 0.0
         for (i, j), value in np.ndenumerate(data):
             ax.text(j + 0.5, i + 0.5, f"{int(value)}", ha="center", va="center",
@@ -168,6 +168,5 @@ def confusion(matrix: Sequence[Sequence[int]], labels: Sequence[str], *, title: 
         ax.set_ylabel(rows_label)
         ax.set_title(title)
         ax.spines[:].set_visible(False)
-        figure.colorbar(mesh, ax=ax, shrink=0.8)
 
-    return _draw(draw, width=size + 1.0, height=size)
+    return _draw(draw, width=size + 0.4, height=size)

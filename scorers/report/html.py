@@ -76,6 +76,35 @@ def _comparison(files: list[ResultsFile], labels: list[str], key: str | None) ->
             "test": {"bs": "paired bootstrap", "ar": "approximate randomisation"}[result.test]}
 
 
+def _meta_eval(path: str) -> dict[str, Any]:
+    """A meta-eval JSON file (:mod:`scorers.stats.metaeval`'s format) as the page shows it: figures, confusion."""
+    from ..stats.metaeval import FORMAT, FORMAT_VERSION
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise DataError(f"{path}: not a meta-eval file (no \"format\": \"{FORMAT}\"); write one with "
+                        "python -m scorers meta-eval DATA -s JUDGE --label FIELD -o META.json")
+    if data.get("format_version") != FORMAT_VERSION:
+        raise DataError(f"{path}: meta-eval format_version {data.get('format_version')!r}; this scorers "
+                        f"reads version {FORMAT_VERSION}")
+    confusion = data.get("confusion")
+    svg = None
+    if confusion:
+        svg = charts.confusion(confusion["matrix"], confusion["labels"], title=f"{data['judge']['name']} vs "
+                               f"{data['label']}", rows_label=f"label ({confusion['rows']})",
+                               columns_label=confusion["columns"])
+    failures = [(f.get("key", f["index"]), "; ".join(f"{e['type']}: {_text(e['message'])}" for e in f["errors"]))
+                for f in data["failures"][:50]]
+    return {**data, "path": path, "label_field": data["label"], "svg": svg, "failure_rows": failures,
+            "model": (data["judge"].get("signature") or {}).get("model")}
+
+
 def _score(record: Mapping[str, Any], name: str) -> float | None:
     """A row's score of ``name``; None when it failed or gave none (as :func:`scorers.stats.compare` leaves it out)."""
     value = record["scores"].get(name)
@@ -156,10 +185,13 @@ def _environment() -> Any:
                               lstrip_blocks=True)
 
 
-def write_report(paths: Sequence[str | Path], out: str | Path, *, key: str | None = None,
-                 mapping: Mapping[str, str] | None = None, prices: Prices | None = None, lowest: int = 10,
-                 max_errors: int = 50) -> Path:
+def write_report(paths: Sequence[str | Path], out: str | Path, *, meta_evals: Sequence[str | Path] = (),
+                 key: str | None = None, mapping: Mapping[str, str] | None = None, prices: Prices | None = None,
+                 lowest: int = 10, max_errors: int = 50) -> Path:
     """Write one self-contained HTML report of the results files ``paths`` to ``out``; returns ``out``.
+
+    ``meta_evals``: meta-eval JSON files (``python -m scorers meta-eval -o``), shown
+    with their agreement figures and confusion matrix as a heat map.
 
     The first file is the baseline of the comparison (:func:`scorers.stats.compare`;
     rows matched by position, or by the field ``key``). ``mapping`` says which column
@@ -177,14 +209,15 @@ def write_report(paths: Sequence[str | Path], out: str | Path, *, key: str | Non
     >>> "&lt;b&gt;hi&lt;/b&gt;" in page and "<b>hi</b>" not in page
     True
     """
-    if not paths:
-        raise ConfigError("write_report: give at least one results file")
+    if not paths and not meta_evals:
+        raise ConfigError("write_report: give at least one results file or meta-eval file")
     if lowest < 0 or max_errors < 0:
         raise ConfigError(f"write_report: lowest and max_errors must be at least 0, got {lowest}, {max_errors}")
     files = [ResultsFile.read(p) for p in paths]
     labels = _labels([str(p) for p in paths])
     page = _environment().get_template("report.html.j2").render(
-        **_context(files, labels, dict(mapping or {}), prices, lowest, max_errors, key))
+        **_context(files, labels, dict(mapping or {}), prices, lowest, max_errors, key),
+        meta_evals=[_meta_eval(str(p)) for p in meta_evals])
     out = Path(out)
     try:
         out.write_text(page, encoding="utf-8")

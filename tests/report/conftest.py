@@ -52,18 +52,46 @@ def write_results(path: Path, records: list[dict[str, Any]]) -> Path:
     return path
 
 
-#: (name, files as (rows, seed, judge, hostile, shift)): one file, a judge with hostile text, two files compared.
+#: (name, files as (rows, seed, judge, hostile, shift)): one file, a judge with hostile text, two files compared,
+#: one file with a meta-eval.
 CASES = {
     "one file": [(40, 1, False, False, 0.0)],
     "judge, hostile text": [(60, 2, True, True, 0.0)],
     "two files": [(80, 3, True, False, 0.0), (80, 3, True, False, 0.1)],
+    "meta-eval": [(30, 4, True, False, 0.0)],
 }
+LABELS = Path(__file__).resolve().parents[2] / "examples" / "factuality_labels.jsonl"
+
+
+@pytest.fixture(scope="session")
+def meta_eval_file(tmp_path_factory) -> Path:
+    """``meta-eval`` of Factuality on examples/factuality_labels.jsonl, replies scripted: the judge answers the
+    row's label except on three rows, and fails on one (its reply is not a choice)."""
+    from scorers.judges import LLMClassifier  # noqa: F401  (registers the built-in judges)
+    from scorers.llm import LLMEngine
+    from scorers.registry import registry
+    from scorers.stats.metaeval import meta_evaluate
+    from scorers.testing import LoopbackLLM, Reply
+
+    rows = [json.loads(line) for line in LABELS.read_text().splitlines() if line.strip()]
+    with LoopbackLLM(default=Reply.choice("C", reasons="same facts")) as server:
+        for i, row in enumerate(rows):
+            reply = Reply.text("<b>no choice</b>") if i == 5 else Reply.choice(
+                {2: "C", 7: "A", 11: "D"}.get(i, row["label"]), reasons=f"row {row['id']}")
+            server.script(reply, match=row["output"])
+        engine = LLMEngine(base_url=server.base_url, api_key="placeholder", cache=False, max_reasks=0)
+        report = meta_evaluate(rows, registry.get("Factuality", engine=engine), label="label", key="id",
+                               resamples=200)
+    path = tmp_path_factory.mktemp("meta") / "meta.json"
+    path.write_text(json.dumps(report.to_dict()), encoding="utf-8")
+    return path
 
 
 @pytest.fixture(params=sorted(CASES))
-def case(request, tmp_path) -> tuple[str, list[Path]]:
-    """(case name, results files) for each of :data:`CASES`."""
+def case(request, tmp_path) -> tuple[str, list[Path], list[Path]]:
+    """(case name, results files, meta-eval files) for each of :data:`CASES`."""
     paths = [write_results(tmp_path / f"run{i}.jsonl", results_records(rows, seed=seed, judge=judge, hostile=hostile,
                                                                       shift=shift))
              for i, (rows, seed, judge, hostile, shift) in enumerate(CASES[request.param])]
-    return request.param, paths
+    meta = [request.getfixturevalue("meta_eval_file")] if request.param == "meta-eval" else []
+    return request.param, paths, meta

@@ -47,8 +47,8 @@ CHART_ELEMENTS = """() => [...document.querySelectorAll('figure.chart')].map(fig
 
 
 def test_the_report_renders_offline_without_errors(browser, case, tmp_path):
-    name, paths = case
-    report = write_report(paths, tmp_path / "report.html")
+    name, paths, meta = case
+    report = write_report(paths, tmp_path / "report.html", meta_evals=meta)
     page, console, errors, requests = open_report(browser, report, tmp_path / "report.png")
     assert [m for m in console if m[0] in ("error", "warning")] == [] and errors == []
     assert requests == [report.resolve().as_uri()]  # the file itself, nothing else
@@ -57,6 +57,7 @@ def test_the_report_renders_offline_without_errors(browser, case, tmp_path):
     assert [c["scorer"] for c in charts if c["chart"] == "histogram"] == scorers
     assert ("choices" in [c["chart"] for c in charts]) == (name != "one file")
     assert [c["scorer"] for c in charts if c["chart"] == "differences"] == (scorers if name == "two files" else [])
+    assert [c["chart"] for c in charts].count("confusion") == (name == "meta-eval")
     for chart in charts:  # drawn: laid out with a size, bars/lines as paths, axis labels as text
         assert chart["width"] > 200 and chart["height"] > 100, chart
         assert chart["paths"] >= 5 and chart["texts"] >= 4, chart
@@ -65,8 +66,8 @@ def test_the_report_renders_offline_without_errors(browser, case, tmp_path):
 
 
 def test_row_text_is_inert(browser, case, tmp_path):
-    name, paths = case
-    report = write_report(paths, tmp_path / "report.html")
+    name, paths, meta = case
+    report = write_report(paths, tmp_path / "report.html", meta_evals=meta)
     page, console, errors, requests = open_report(browser, report, tmp_path / "report.png")
     assert page.evaluate("document.scripts.length") == 0
     assert page.evaluate("window.__pwned === undefined")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 import subprocess
 import sys
@@ -32,8 +33,8 @@ def summary_cells(page: str) -> dict[str, list[str]]:
 
 
 def test_the_summary_shows_the_run_summary_figures(case, tmp_path):
-    name, paths = case
-    page = write_report(paths, tmp_path / "report.html").read_text()
+    name, paths, meta = case
+    page = write_report(paths, tmp_path / "report.html", meta_evals=meta).read_text()
     cells = summary_cells(page)
     for i, path in enumerate(paths):
         records = ResultsFile.read(path).records
@@ -47,8 +48,8 @@ def test_the_summary_shows_the_run_summary_figures(case, tmp_path):
 
 
 def test_the_summary_ci_contains_the_mean(case, tmp_path):
-    _, paths = case
-    page = write_report(paths, tmp_path / "report.html").read_text()
+    _, paths, meta = case
+    page = write_report(paths, tmp_path / "report.html", meta_evals=meta).read_text()
     intervals = re.findall(r"(\d\.\d{4}) \[(\d\.\d{4}), (\d\.\d{4})\]", page)
     assert len(intervals) >= 2
     for mean, low, high in intervals:
@@ -126,8 +127,15 @@ def test_a_file_that_is_not_results_is_a_data_error(tmp_path, content, message):
 
 
 def test_no_files_is_a_config_error(tmp_path):
-    with pytest.raises(ConfigError, match="at least one results file"):
+    with pytest.raises(ConfigError, match="at least one results file or meta-eval file"):
         write_report([], tmp_path / "report.html")
+
+
+def test_cli_report_of_a_meta_eval(meta_eval_file, tmp_path):
+    out = tmp_path / "report.html"
+    assert main(["report", "--meta-eval", str(meta_eval_file), "-o", str(out)]) == 0
+    assert 'data-chart="confusion"' in out.read_text()
+    assert main(["report", "-o", str(out)]) == 2
 
 
 def test_cli_report(tmp_path, capsys):
@@ -178,3 +186,29 @@ def test_files_of_different_rows_are_not_compared(tmp_path):
     paths = [write_results(tmp_path / f"run{i}.jsonl", results_records(20 + i, seed=14)) for i in range(2)]
     with pytest.raises(DataError, match="not results of the same rows"):
         write_report(paths, tmp_path / "report.html")
+
+
+def test_meta_eval_figures_and_confusion_matrix(meta_eval_file, tmp_path):
+    data = json.loads(meta_eval_file.read_text())
+    page = write_report([], tmp_path / "report.html", meta_evals=[meta_eval_file]).read_text()
+    expected = []
+    for figure in data["figures"].values():
+        expected += [] if figure["value"] is None else [f"{figure['value']:.4f}"]
+        expected += [f"{x:.4f}" for x in figure["ci"] or []]
+    assert table_numbers(page, "agreement") == expected
+    heat_map = re.search(r'data-chart="confusion".*?</figure>', page, flags=re.S).group(0)
+    cells = [int(t) for t in re.findall(r">(\d+)</text>", heat_map)]
+    assert cells == [x for row in data["confusion"]["matrix"] for x in row]  # row by row, every cell annotated
+    assert "f05" in page and "&lt;b&gt;no choice&lt;/b&gt;" in page  # the failed row, its reply escaped
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"format": "something-else"}', "not a meta-eval file"),
+    ('{"format": "scorers-meta-eval", "format_version": 99}', "format_version 99"),
+    ("{", "invalid JSON"),
+])
+def test_a_bad_meta_eval_file_is_a_data_error(tmp_path, content, message):
+    path = tmp_path / "meta.json"
+    path.write_text(content)
+    with pytest.raises(DataError, match=re.escape(message)):
+        write_report([], tmp_path / "report.html", meta_evals=[path])

@@ -535,7 +535,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _label_scores(text: str) -> dict[str, float]:
     """``--label-scores``: ``Y=1,N=0`` or a JSON object."""
-    if text.lstrip().startswith("{"):
+    if text.lstrip().startswith(("{", "[")):
         try:
             mapping = json.loads(text)
         except ValueError as exc:

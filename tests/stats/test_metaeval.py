@@ -121,6 +121,8 @@ def test_failing_on_every_row_exits_3(llm_env: LoopbackLLM, tmp_path: Path,
                                                                      "label": "c"}],
      [], "row 1: label 'c' (field 'label') is not one of Factuality's choices (A, B, C, D, E), as the other"),
     ([{"input": "q", "output": "a", "expected": "a", "label": "Y"}], ["--label-scores", "Y=2"], "in [0, 1]"),
+    ([{"input": "q", "output": "a", "expected": "a", "label": "Y"}], ["--label-scores", "[1, 0]"], "an object"),
+    ([{"input": "q", "output": "a", "expected": "a", "label": "Y"}], ["--label-scores", "Y=yes"], "not a number"),
     ([{"input": "q", "output": "a", "expected": "a", "label": "C"}], ["--samples", "3"], "need temperature > 0"),
     ([{"input": "q", "output": "a", "expected": "a", "label": "C"}], ["--swap"], "not a pairwise judge"),
 ])
@@ -149,6 +151,17 @@ def test_labels_mapped_to_scores_off_the_judges_scale(llm_env: LoopbackLLM) -> N
         assert report.figures[name].reason.startswith("the judge's scores are not on the label scale (0.4 in 1 row")
     assert report.confusion is None and report.per_label is None
     assert [v["verdict"] for v in report.verdicts] == [None, "N", "Y"]
+
+
+@pytest.mark.parametrize("label_scores", ["Y=1,N=0", '{"Y": 1, "N": 0}'])
+def test_label_scores_as_pairs_or_json(llm_env: LoopbackLLM, tmp_path: Path, label_scores: str) -> None:
+    data, out = tmp_path / "rows.jsonl", tmp_path / "meta.json"
+    data.write_text(json.dumps({"input": "q", "expected": "e", "output": "o", "label": "Y"}) + "\n")
+    llm_env.default = Reply.choice("C")
+    assert run_cli(str(data), "-s", "Factuality", "--label", "label", "--label-scores", label_scores,
+                   "-o", str(out)) == 0
+    report = json.loads(out.read_text())
+    assert report["scale"]["labels"] == ["N", "Y"] and report["figures"]["accuracy"]["value"] == 1.0
 
 
 def rating(request: RecordedRequest) -> Reply:

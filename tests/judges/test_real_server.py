@@ -68,9 +68,11 @@ def test_structured_modes_give_an_in_range_score_with_metadata(engine: LLMEngine
 
 @pytest.mark.parametrize("make", [
     lambda e: LLMClassifier("C", PROMPT, {"Y": 1, "N": 0}, use_cot=False, response_mode="text", engine=e),
+    lambda e: RatingJudge("Ra", PROMPT, scale={"min": 1, "max": 10}, use_cot=False, response_mode="text",
+                          engine=e),
     lambda e: GEvalJudge("G", PROMPT, criteria="Is the answer correct?", steps=["Check the answer."],
                          response_mode="text", engine=e),
-], ids=["classifier-text", "geval-logprobs-text"])
+], ids=["classifier-text", "rating-text", "geval-logprobs-text"])
 def test_text_mode_scores_in_range_or_fails_with_the_raw_reply(engine: LLMEngine, make: Any) -> None:
     judge = make(engine)
     try:

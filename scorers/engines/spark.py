@@ -35,7 +35,8 @@ from typing import Any, Callable, Iterator, Mapping
 from .._aio import background_loop
 from ..batch import RESULT_COLUMN, BatchScorer
 from ..errors import MissingExtraError
-from . import INDEX_COLUMN, MAX_BLOCK_ROWS, apply_worker_settings, batch_size, result_json, split, worker_settings
+from . import (INDEX_COLUMN, MAX_BLOCK_ROWS, apply_worker_settings, batch_size, score_rows, split,
+               worker_settings)
 
 __all__ = ["score_table", "session", "default_master"]
 
@@ -93,8 +94,8 @@ def _score_partitions(payload: bytes, settings: Mapping[str, Any]) -> Callable[[
         unit = _unit(payload)
         for batch in batches:
             rows = batch.drop_columns([INDEX_COLUMN]).to_pylist()
-            results = asyncio.run_coroutine_threadsafe(unit.score(rows), background_loop()).result()
-            yield batch.append_column(RESULT_COLUMN, pa.array([result_json(r) for r in results], pa.string()))
+            texts = asyncio.run_coroutine_threadsafe(score_rows(unit, rows), background_loop()).result()
+            yield batch.append_column(RESULT_COLUMN, pa.array(texts, pa.string()))
 
     return score
 
@@ -102,11 +103,11 @@ def _score_partitions(payload: bytes, settings: Mapping[str, Any]) -> Callable[[
 def score_table(table: Any, unit: BatchScorer, *, workers: int, ordered: bool, master: str | None) -> Iterator[Any]:
     """Arrow batches of :data:`~scorers.engines.INDEX_COLUMN` and the result JSON of every row of ``table``,
     in input order (``ordered`` costs nothing: partitions keep the input's order)."""
-    from pyspark.sql.types import StringType, StructField, StructType
-
     import pyarrow as pa
 
     with session(master, workers) as spark:
+        from pyspark.sql.types import StringType, StructField, StructType
+
         size = batch_size(judges=any(s.is_async for s in unit.scorers), concurrency=unit.concurrency)
         # createDataFrame makes one partition per Arrow batch: blocks of the input, in order
         blocks = pa.Table.from_batches([batch for block in split(table, workers, size) for batch in block.to_batches()])

@@ -77,6 +77,7 @@ def histogram(series: Mapping[str, Sequence[float]], *, title: str) -> str:
             ax.hist(values, bins=bins, histtype="step" if several else "bar", linewidth=1.6,
                     color=_colour(i), label=f"{label} (n={len(values)})", alpha=1.0 if several else 0.85)
         ax.set_xlim(0, 1)
+        ax.yaxis.get_major_locator().set_params(integer=True)  # counts of rows
         ax.set_xlabel("score")
         ax.set_ylabel("rows")
         ax.set_title(title)
@@ -104,6 +105,7 @@ def differences(series: Mapping[str, Sequence[float]], *, title: str) -> str:
                     label=f"{label} (n={len(values)} pairs)")
         ax.axvline(0.0, color="0.4", linewidth=0.8, linestyle="--")
         ax.set_xlim(bins[0], bins[-1])
+        ax.yaxis.get_major_locator().set_params(integer=True)
         ax.set_xlabel("per-row difference of scores")
         ax.set_ylabel("rows")
         ax.set_title(title)
@@ -132,6 +134,7 @@ def choices(counts: Mapping[str, Mapping[str, int]], *, title: str) -> str:
                     label=label)
         ax.set_yticks(positions + bar * (len(counts) - 1) / 2, labels)
         ax.invert_yaxis()
+        ax.xaxis.get_major_locator().set_params(integer=True)
         ax.set_xlabel("rows")
         ax.set_title(title)
         if len(counts) > 1:

@@ -108,16 +108,18 @@ def interval(resampled: np.ndarray) -> Interval:
 
 
 def p_value(null: np.ndarray, observed: float) -> float:
-    """``(1 + #{null >= observed}) / (1 + len(null))``: the share of trials at least as extreme, counting the real one.
+    """``(1 + #{null > observed}) / (1 + len(null))``, sacrebleu's count, so that p-values equal its ``PairedTest``.
 
-    sacrebleu counts ``null > observed`` instead; the two differ only when a
-    trial ties the observed statistic exactly, as every trial does for two
-    identical systems (here p = 1; sacrebleu reports 1 / (trials + 1)).
+    One defined case more: when the observed statistic and every trial are exactly 0 (two systems
+    identical on every row) there is no difference to test and p is 1, where sacrebleu's count
+    would give ``1 / (trials + 1)`` and call identical systems significantly different.
 
-    >>> p_value(np.zeros(9), 0.0), p_value(np.array([0.1, 0.3, 0.5]), 0.4)
-    (1.0, 0.5)
+    >>> p_value(np.zeros(9), 0.0), p_value(np.array([0.1, 0.3, 0.5]), 0.4), p_value(np.array([0.4, 0.5]), 0.4)
+    (1.0, 0.5, 0.6666666666666666)
     """
-    return (int(np.sum(null >= observed)) + 1) / (len(null) + 1)
+    if observed == 0 and not np.any(null):
+        return 1.0
+    return (int(np.sum(null > observed)) + 1) / (len(null) + 1)
 
 
 def baseline_interval(baseline: Figure, resamples: int, seed: int) -> Interval:

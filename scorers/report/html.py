@@ -14,6 +14,7 @@ from .._util import ABSENT, lookup
 from .._version import __version__
 from ..errors import ConfigError, DataError
 from ..llm.usage import Prices
+from ..stats.compare import CONFIDENCE
 from . import charts
 from .results import ResultsFile
 
@@ -23,7 +24,6 @@ __all__ = ["write_report"]
 SHOWN_FIELDS = ("input", "output", "expected")
 #: Characters of a shown field kept before it is cut (the page stays small for long rows).
 MAX_TEXT = 600
-CONFIDENCE = 0.95
 
 
 def _text(value: Any) -> str:

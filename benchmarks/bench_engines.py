@@ -1,0 +1,120 @@
+"""The same runs on the local runner, Ray Data and Spark: rows/s, ratio to the local runner with one worker.
+
+Two workloads through :func:`scorers.evaluate`:
+
+* ROUGE-L on ``--rows`` pairs (200,000 by default): CPU-bound;
+* the Factuality judge on ``--judge-rows`` rows (20,000 by default) against
+  :class:`scorers.testing.LoopbackLLM` with 50 ms latency, run in its own process
+  (so the server does not share the driver's interpreter), no reply cache (every
+  run pays its calls), ``--concurrency`` calls in flight per worker.
+
+Runners: local with ``workers=1`` and ``workers=2`` (judges stay on the event loop,
+so for them the local run is one process whatever ``workers`` says), Ray and Spark
+with ``--workers`` workers (2), each on a local cluster started for the runs. The
+job time counts reading the rows into the engine, scoring and receiving every
+row back, ordered; the cluster's start and stop are reported apart. Every run's
+records are checked against the local run's first. Requests are counted on the
+server.
+
+    python benchmarks/bench_engines.py [--rows 200000] [--judge-rows 20000] [--workers 2] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.bench_judge import API_KEY, MODEL, ServerProcess, _rows  # noqa: E402
+from benchmarks.common import make_pairs, write_json  # noqa: E402
+
+
+def timed(run: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    value = run()
+    return time.perf_counter() - started, value
+
+
+def score(rows: list[dict[str, Any]], scorer: Any, *, engine: str, workers: int, concurrency: int) -> list[Any]:
+    import scorers
+
+    return [r.scores for r in scorers.evaluate(rows, [scorer], engine=engine, workers=workers,
+                                               concurrency=concurrency, ordered=True)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=200_000, help="ROUGE-L rows (default: 200000)")
+    parser.add_argument("--judge-rows", type=int, default=20_000, help="judge rows (default: 20000)")
+    parser.add_argument("--latency", type=float, default=0.05, help="seconds per judge reply (default: 0.05)")
+    parser.add_argument("--concurrency", type=int, default=32, help="judge calls in flight per worker (default: 32)")
+    parser.add_argument("--workers", type=int, default=2, help="workers of Ray and Spark (default: 2)")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    args = parser.parse_args(argv)
+
+    import scorers
+    import scorers.judges.template  # noqa: F401  (registers the built-in judges)
+    from scorers.engines.ray import connect
+    from scorers.engines.spark import session
+    from scorers.llm import LLMEngine
+
+    text_rows = [{"output": o, "expected": e} for o, e in make_pairs(args.rows, seed=11)]
+    judge_rows = _rows(args.judge_rows)
+    server = ServerProcess(args.latency)
+    rouge = scorers.get("ROUGE-L")
+    judge = scorers.get("Factuality", model=MODEL, engine=LLMEngine(
+        base_url=server.base_url, api_key=API_KEY, max_concurrency=args.concurrency, cache=False))
+    workloads = [("ROUGE-L", text_rows, rouge), ("Factuality judge", judge_rows, judge)]
+    results: list[dict[str, Any]] = []
+    reference: dict[str, list[Any]] = {}
+
+    def measure(runner: str, engine: str, workers: int, startup: float | None) -> None:
+        for workload, rows, scorer in workloads:
+            before = server.count()
+            seconds, scores = timed(lambda: score(rows, scorer, engine=engine, workers=workers,
+                                                  concurrency=args.concurrency))
+            if reference.setdefault(workload, scores) != scores:
+                raise SystemExit(f"{runner}: {workload} scores differ from the local run's")
+            results.append({"workload": workload, "runner": runner, "workers": workers, "rows": len(rows),
+                            "job_s": round(seconds, 2), "rows_per_s": round(len(rows) / seconds),
+                            "startup_s": None if startup is None else round(startup, 2),
+                            "requests": server.count() - before})
+            print(f"  {runner} {workload}: {seconds:.1f} s", file=sys.stderr, flush=True)
+
+    try:
+        measure("local", "local", 1, None)
+        measure("local", "local", 2, None)
+        for runner, start in (("ray", connect), ("spark", session)):
+            context = start(None, args.workers)
+            startup, _ = timed(context.__enter__)
+            try:
+                measure(runner, runner, args.workers, startup)
+            finally:
+                stop, _ = timed(lambda: context.__exit__(None, None, None))
+            for row in results[-len(workloads):]:
+                row["stop_s"] = round(stop, 2)
+    finally:
+        server.stop()
+
+    base = {r["workload"]: r["rows_per_s"] for r in results if r["runner"] == "local" and r["workers"] == 1}
+    print(f"\n{'workload':<17} {'runner':<6} {'workers':>7} {'rows':>7} {'job s':>7} {'rows/s':>7} "
+          f"{'vs local 1':>10} {'start s':>7} {'stop s':>6} {'requests':>8}")
+    for r in results:
+        r["vs_local_1"] = round(r["rows_per_s"] / base[r["workload"]], 2)
+        print(f"{r['workload']:<17} {r['runner']:<6} {r['workers']:>7} {r['rows']:>7} {r['job_s']:>7.1f} "
+              f"{r['rows_per_s']:>7} {r['vs_local_1']:>9.2f}x {r['startup_s'] or '-':>7} {r.get('stop_s', '-'):>6} "
+              f"{r['requests']:>8}")
+    print(f"\n{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; judge: {args.latency * 1000:.0f} ms per "
+          f"reply, {args.concurrency} calls in flight per worker, no cache")
+    if args.json:
+        write_json(args.json, results, {"cpus": os.cpu_count(), "latency_s": args.latency,
+                                        "concurrency": args.concurrency})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -44,9 +44,9 @@ def _mean_ci(values: Sequence[float]) -> tuple[float, float] | None:
     resamples and seed); None for fewer than two rows."""
     import numpy as np
 
-    from ..stats.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, _mean_interval
+    from ..stats.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, mean_interval
 
-    low, high = _mean_interval(np.asarray(values, dtype=float), DEFAULT_RESAMPLES["bs"], DEFAULT_SEED)
+    low, high = mean_interval(np.asarray(values, dtype=float), DEFAULT_RESAMPLES["bs"], DEFAULT_SEED)
     return None if low is None or high is None else (low, high)
 
 
@@ -54,7 +54,7 @@ def _comparison(files: list[ResultsFile], labels: list[str], key: str | None) ->
     """:func:`scorers.stats.compare` of the files (the first is the baseline), and per-row difference charts."""
     if len(files) < 2:
         return None
-    from ..stats.compare import _align, compare
+    from ..stats.compare import align_rows, compare
 
     result = compare([f.path for f in files], key=key)
     names = dict(zip(result.files, labels))
@@ -62,7 +62,7 @@ def _comparison(files: list[ResultsFile], labels: list[str], key: str | None) ->
                 "direction": {True: "higher is better", False: "lower is better", None: "direction unknown"}[
                     f.higher_is_better],
                 "systems": [{**vars(s), "label": names[s.file]} for s in f.systems]} for f in result.figures]
-    aligned = _align([f.path for f in files], [f.records for f in files], key)
+    aligned = align_rows([f.path for f in files], [f.records for f in files], key)
     charts_ = []
     for name in dict.fromkeys(f.scorer for f in result.figures):
         base = [_score(r, name) for r in aligned[0]]

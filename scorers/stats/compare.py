@@ -48,7 +48,8 @@ from ..registry import registry
 from ..score import Score
 from . import resample
 
-__all__ = ["compare", "Comparison", "FigureComparison", "SystemFigure", "TESTS", "DEFAULT_RESAMPLES", "DEFAULT_SEED"]
+__all__ = ["compare", "Comparison", "FigureComparison", "SystemFigure", "TESTS", "DEFAULT_RESAMPLES", "DEFAULT_SEED",
+           "align_rows", "mean_interval"]
 
 #: ``bs``: paired bootstrap; ``ar``: approximate randomisation.
 TESTS = ("bs", "ar")
@@ -221,7 +222,7 @@ def compare(files: Sequence[str | os.PathLike[str]], *, key: str | None = None, 
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
     if not 0.0 < alpha < 1.0:  # also refuses nan
         raise ConfigError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
-    aligned = _align(paths, [_read(path) for path in paths], key)
+    aligned = align_rows(paths, [_read(path) for path in paths], key)
     names, not_compared = _scorer_names(paths, aligned)
     params = _check_params(params or {}, names, aligned)
     figures: list[FigureComparison] = []
@@ -243,7 +244,7 @@ def _read(path: str) -> list[dict[str, Any]]:
     return records
 
 
-def _align(paths: list[str], tables: list[list[dict[str, Any]]], key: str | None) -> list[list[dict[str, Any]]]:
+def align_rows(paths: list[str], tables: list[list[dict[str, Any]]], key: str | None) -> list[list[dict[str, Any]]]:
     """Each file's records in the baseline's row order; checks that matched rows are of the same task."""
     base = tables[0]
     if key is None:
@@ -356,7 +357,7 @@ def _compare_scorer(name: str, paths: list[str], aligned: list[list[dict[str, An
     means = [_mean(row_scores) for row_scores in scores]
     mean_figures = [resample.Figure.mean(np.array([s.score for s in row_scores])) for row_scores in scores]
     mean_systems = _systems(paths, means, mean_figures, test, resamples, seed, alpha, higher,
-                            lambda values: _mean_interval(values, _interval_resamples(test, resamples), seed))
+                            lambda values: mean_interval(values, _interval_resamples(test, resamples), seed))
     with_stats = [sum(s.stats is not None for s in row_scores) for row_scores in scores]
     if min(with_stats) < len(kept):
         note = (f"no corpus figure: {len(kept) - min(with_stats)} compared rows carry no statistics in some file "
@@ -394,7 +395,7 @@ def _mean(scores: list[Score]) -> float:
     return aggregator.result()["mean"]
 
 
-def _mean_interval(values: np.ndarray, resamples: int, seed: int) -> tuple[float | None, float | None]:
+def mean_interval(values: np.ndarray, resamples: int, seed: int) -> tuple[float | None, float | None]:
     """scipy's BCa bootstrap interval of the mean; a constant sample's mean has the interval [x, x]."""
     from scipy.stats import bootstrap
 

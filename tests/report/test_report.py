@@ -17,7 +17,7 @@ from scorers.report import write_report
 from scorers.report.results import ResultsFile
 from scorers.runner import RowResult
 from scorers.stats import compare
-from scorers.stats.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, _mean_interval
+from scorers.stats.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, mean_interval
 
 from .conftest import HOSTILE, results_records, write_results
 
@@ -177,7 +177,7 @@ def test_the_summary_ci_is_compare_s_interval_of_the_mean(tmp_path):
     records = results_records(50, seed=13)
     page = write_report([write_results(tmp_path / "run.jsonl", records)], tmp_path / "report.html").read_text()
     values = [r["scores"]["Levenshtein"] for r in records]
-    low, high = _mean_interval(np.asarray(values), DEFAULT_RESAMPLES["bs"], DEFAULT_SEED)
+    low, high = mean_interval(np.asarray(values), DEFAULT_RESAMPLES["bs"], DEFAULT_SEED)
     assert summary_cells(page)["Levenshtein"][1:2] == [f"{sum(values) / len(values):.4f}"]
     assert f"[{low:.4f}, {high:.4f}]" in page
 

@@ -21,11 +21,14 @@ the cache instead of paying its judge calls again.
 """
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
 import os
+import pickle
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 
 from ..batch import RESULT_COLUMN, BatchScorer, RowResult
 from ..base import Scorer
@@ -34,12 +37,14 @@ from ..io import read_rows
 from ..runner import Summary, _check_first_row
 
 __all__ = ["ENGINES", "INDEX_COLUMN", "EngineError", "EngineRun", "ParquetResultWriter", "read_input",
-           "rows_table", "split", "batch_size", "worker_settings", "apply_worker_settings", "result_json"]
+           "rows_table", "split", "batch_size", "worker_settings", "apply_worker_settings", "score_rows"]
 
 #: The engines :func:`scorers.evaluate` accepts besides ``"local"``.
 ENGINES = ("ray", "spark")
 #: The column holding each row's input index (0-based, counting from ``start``).
 INDEX_COLUMN = "_scorers_index"
+#: The key of a worker's result that carries a ConfigError instead of a row's scores.
+_RAISE = "_scorers_raise"
 #: Rows per block at most: small enough that every worker gets several blocks of a one-file input.
 MAX_BLOCK_ROWS = 10_000
 
@@ -153,16 +158,35 @@ def apply_worker_settings(settings: Mapping[str, Any]) -> None:
     configure(reset=True, **settings["configured"])
 
 
-def result_json(result: RowResult) -> str:
-    """What a worker sends back for a row: its scores, errors, statistics and score metadata, as JSON text."""
-    record = result.to_record(with_metadata=True)
-    return json.dumps({key: record[key] for key in ("scores", "errors", "stats", "metadata_scores") if key in record},
-                      ensure_ascii=False, allow_nan=False, default=str)
+async def score_rows(unit: BatchScorer, rows: list[dict[str, Any]],
+                     limit: asyncio.Semaphore | None = None) -> list[str]:
+    """In a worker: each row's scores, errors, statistics and score metadata as JSON text. A ConfigError (the run
+    is misconfigured) travels to the driver inside the results, which raises it there as it would locally."""
+    try:
+        results = await unit.score(rows, limit=limit)
+    except ConfigError as exc:
+        return [json.dumps({_RAISE: base64.b64encode(pickle.dumps(exc)).decode("ascii")})] * len(rows)
+    texts = []
+    for result in results:
+        record = result.to_record(with_metadata=True)
+        texts.append(json.dumps({key: record[key] for key in ("scores", "errors", "stats", "metadata_scores")
+                                 if key in record}, ensure_ascii=False, allow_nan=False, default=str))
+    return texts
+
+
+def _result(text: str, index: int, row: dict[str, Any]) -> RowResult:
+    """A worker's JSON text as the driver's :class:`RowResult` of ``row``; a worker's ConfigError is raised."""
+    record = json.loads(text)
+    if _RAISE in record:
+        raise pickle.loads(base64.b64decode(record[_RAISE]))
+    result = RowResult.from_record(record, index)
+    result.row = row
+    return result
 
 
 # ------------------------------------------------------------------ the run
 #: An engine backend: (Arrow table with the index, the unit, its options) -> Arrow batches of index + result JSON.
-Backend = Callable[..., Iterator[Any]]
+Backend = Callable[..., Generator[Any, None, None]]
 
 
 class EngineRun:
@@ -231,8 +255,7 @@ class EngineRun:
                                       RuntimeWarning, stacklevel=2)
                         continue
                     received[offset] = 1
-                    result = RowResult.from_record(json.loads(text), index)
-                    result.row = rows[offset]
+                    result = _result(text, index, rows[offset])
                     if not self.ordered:
                         yield from self._take(result, len(indices) - left)
                         continue
@@ -241,10 +264,8 @@ class EngineRun:
                         result = pending.pop(following)
                         following += 1
                         yield from self._take(result, len(pending) + len(indices) - left)
-        finally:
-            close = getattr(batches, "close", None)
-            if close is not None:
-                close()
+        finally:  # an interrupted or failed run stops the engine's work (and a cluster started for it)
+            batches.close()
         missing = [self._start + i for i, seen in enumerate(received) if not seen]
         if missing:
             raise EngineError(f"the {self.engine} engine returned {len(rows) - len(missing)} of {len(rows)} rows; "

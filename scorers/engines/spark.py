@@ -42,6 +42,8 @@ __all__ = ["score_table", "session", "default_master"]
 
 #: Tries of a task before the run fails, in the default local master.
 TASK_TRIES = 3
+#: PySpark 4.3 warns about pandas 3 even where no pandas is used (mapInArrow).
+_PANDAS_WARNING = "PySpark does not yet fully support pandas"
 
 
 def _spark() -> Any:
@@ -68,10 +70,12 @@ def session(master: str | None, workers: int) -> Iterator[Any]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     scratch = tempfile.mkdtemp(prefix="scorers-spark-")
-    spark = (sql.SparkSession.builder.master(master or default_master(workers)).appName("scorers")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.local.dir", scratch).config("spark.driver.host", "127.0.0.1")
-             .getOrCreate())
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", _PANDAS_WARNING, FutureWarning)
+        spark = (sql.SparkSession.builder.master(master or default_master(workers)).appName("scorers")
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.local.dir", scratch).config("spark.driver.host", "127.0.0.1")
+                 .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     try:
         yield spark
@@ -112,8 +116,8 @@ def score_table(table: Any, unit: BatchScorer, *, workers: int, ordered: bool, m
         # createDataFrame makes one partition per Arrow batch: blocks of the input, in order
         blocks = pa.Table.from_batches([batch for block in split(table, workers, size) for batch in block.to_batches()])
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(MAX_BLOCK_ROWS))
-        with warnings.catch_warnings():  # mapInArrow uses no pandas, yet PySpark 4.3 warns about pandas 3
-            warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", _PANDAS_WARNING, FutureWarning)
             frame = spark.createDataFrame(blocks)
             spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(size))  # the batches mapInArrow scores
             schema = StructType([*frame.schema.fields, StructField(RESULT_COLUMN, StringType(), False)])

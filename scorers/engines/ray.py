@@ -11,7 +11,7 @@ Footguns handled here:
 - the actor pool never takes every CPU of the cluster (a pool that does hangs
   Ray Data, ray-project/ray#44687): a local cluster gets ``workers + 1`` CPUs,
   and on any cluster each actor asks for at most ``CPUs / (workers + 1)``;
-- a local cluster runs on 127.0.0.1 with its dashboard off, no usage statistics,
+- a local cluster runs on 127.0.0.1 (when Ray is first imported here) with its dashboard off, no usage statistics,
   no auth token written to ``~/.ray`` and its session files in a temporary folder
   removed at the end;
 - a lost actor is restarted by Ray and its batches re-run; the driver keeps each
@@ -25,15 +25,19 @@ import contextlib
 import logging
 import os
 import shutil
+import sys
 import tempfile
 from typing import Any, Iterator, Mapping
 
 from .._aio import background_loop
 from ..batch import RESULT_COLUMN, BatchScorer
-from ..errors import MissingExtraError, ScorerError
-from . import INDEX_COLUMN, apply_worker_settings, batch_size, result_json, split, worker_settings
+from ..errors import MissingExtraError
+from . import INDEX_COLUMN, apply_worker_settings, batch_size, score_rows, split, worker_settings
 
 __all__ = ["score_table", "connect"]
+
+#: Off at Ray's import, Ray's node address is 127.0.0.1 (its default on Windows and macOS).
+_LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 def _ray() -> Any:
     try:
@@ -48,7 +52,14 @@ def _ray() -> Any:
 def connect(address: str | None, workers: int) -> Iterator[Any]:
     """Ray, connected: to ``address`` (``"auto"``, ``ray://...``), to the cluster this process already joined,
     or to a local cluster started here with ``workers + 1`` CPUs and stopped on exit."""
-    ray = _ray()
+    local = address is None and "ray" not in sys.modules and _LOOPBACK not in os.environ
+    if local:  # Ray reads it once, on import: a cluster on 127.0.0.1, not on the machine's other addresses
+        os.environ[_LOOPBACK] = "0"
+    try:
+        ray = _ray()
+    finally:
+        if local:
+            del os.environ[_LOOPBACK]
     if ray.is_initialized():
         yield ray
         return
@@ -63,7 +74,7 @@ def connect(address: str | None, workers: int) -> Iterator[Any]:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # else Ray 2.60 writes ~/.ray/auth_token
     ray.init(num_cpus=workers + 1, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir,
-             _node_ip_address="127.0.0.1", logging_level=logging.WARNING)
+             logging_level=logging.WARNING)
     logging.getLogger("ray.data").setLevel(logging.WARNING)  # no per-dataset INFO lines on the run's stderr
     try:
         yield ray
@@ -85,10 +96,8 @@ class _Scorer:
 
         if self._limit is None:  # one bound on the actor's judge calls, over every batch it runs at once
             self._limit = asyncio.Semaphore(self.unit.concurrency)
-        rows = batch.drop_columns([INDEX_COLUMN]).to_pylist()
-        results = await self.unit.score(rows, limit=self._limit)
-        return pa.table({INDEX_COLUMN: batch.column(INDEX_COLUMN),
-                         RESULT_COLUMN: pa.array([result_json(r) for r in results], pa.string())})
+        texts = await score_rows(self.unit, batch.drop_columns([INDEX_COLUMN]).to_pylist(), self._limit)
+        return pa.table({INDEX_COLUMN: batch.column(INDEX_COLUMN), RESULT_COLUMN: pa.array(texts, pa.string())})
 
 
 class AsyncScorer(_Scorer):
@@ -120,21 +129,5 @@ def score_table(table: Any, unit: BatchScorer, *, workers: int, ordered: bool, a
             compute=ray.data.ActorPoolStrategy(size=workers),
             num_cpus=min(1.0, cpus / (workers + 1)),
             batch_size=size, batch_format="pyarrow")
-        try:
-            yield from dataset.iter_batches(batch_format="pyarrow", batch_size=None)
-        except Exception as exc:
-            cause = _scorer_error(exc)
-            if cause is not None:  # a ConfigError in a worker stops the run as it would locally
-                raise cause from None
-            raise
+        yield from dataset.iter_batches(batch_format="pyarrow", batch_size=None)
 
-
-def _scorer_error(exc: BaseException | None) -> ScorerError | None:
-    """The ScorerError (e.g. a ConfigError) a worker raised, under Ray's wrappers."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, ScorerError):
-            return exc
-        exc = exc.__cause__ or exc.__context__
-    return None

@@ -61,7 +61,7 @@ def default_master(workers: int) -> str:
 
 @contextlib.contextmanager
 def session(master: str | None, workers: int) -> Iterator[Any]:
-    """The active SparkSession, or one started here on ``master`` (default :func:`default_master`) and stopped on exit."""
+    """The active SparkSession, or one started here on ``master`` (default :func:`default_master`), stopped on exit."""
     sql = _spark()
     active = sql.SparkSession.getActiveSession()
     if active is not None:

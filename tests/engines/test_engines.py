@@ -57,7 +57,8 @@ def summary_table(stderr: str) -> list[str]:
     return [line for line in lines[start:] if " rows in " not in line]
 
 
-def test_cli_writes_the_local_run_file_from_csv(engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_writes_the_local_run_file_from_csv(engine: str, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "rows.csv"
     data.write_text("id,output,expected\n" + "".join(f"{r['id']},{r['output'] or ''},{r['expected']}\n"
                                                      for r in ROWS[:60]), encoding="utf-8")
@@ -141,6 +142,10 @@ def test_a_killed_worker_loses_no_row_and_repays_no_judge_call(engine: str, llm_
     expected, _ = local(rows, [judge, "ExactMatch"])
     assert server.request_count == 0
     assert [r.to_record() for r in results] == expected
+
+
+def test_a_local_ray_cluster_stays_on_loopback(ray_cluster: Any) -> None:
+    assert {node["NodeManagerAddress"] for node in ray_cluster.nodes()} == {"127.0.0.1"}
 
 
 # ---------------------------------------------------------------- the driver, without an engine

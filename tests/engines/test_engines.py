@@ -71,6 +71,19 @@ def test_cli_writes_the_local_run_file_from_csv(engine: str, tmp_path: Path,
     assert (tmp_path / "engine.jsonl").read_bytes() == (tmp_path / "local.jsonl").read_bytes()
 
 
+def test_cli_resumes_a_local_run_on_an_engine(engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data, out = tmp_path / "rows.jsonl", tmp_path / "out.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in ROWS[:50]), encoding="utf-8")
+    base = ["run", str(data), *[f"-s{name}" for name in SCORERS], "--no-progress", "-o", str(out)]
+    assert main(base) == 0
+    whole = out.read_bytes()
+    out.write_bytes(b"".join(whole.splitlines(keepends=True)[:20]))  # a run stopped after 20 rows
+    assert main([*base, "--resume", "--engine", engine]) == 2  # an engine continues in order only when asked
+    assert "needs --ordered" in capsys.readouterr().err
+    assert main([*base, "--resume", "--engine", engine, "--workers", str(WORKERS), "--ordered"]) == 0
+    assert out.read_bytes() == whole
+
+
 def test_cli_parquet_in_and_out(engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import pyarrow.parquet as pq
 

@@ -368,7 +368,8 @@ def evaluate(
     ``"spark"`` (``master``, default ``local[workers,3]``) scores on
     ``workers`` workers of that engine (:mod:`scorers.engines`): the same
     records and summary, each row exactly once, in input order when
-    ``ordered`` (else as they finish); iterate with ``for``.
+    ``ordered`` (else as they finish); iterate with ``for``. There
+    ``concurrency`` bounds the judge calls of each worker.
 
     >>> import scorers
     >>> run = scorers.evaluate([{"response": "Paris", "answer": "Paris"}], ["Levenshtein"],

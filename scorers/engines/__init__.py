@@ -126,14 +126,15 @@ def split(table: Any, workers: int, size: int) -> list[Any]:
 
 
 # ------------------------------------------------------------------ judge settings for the workers
-def worker_settings() -> dict[str, Any]:
+def worker_settings(*, judges: bool = True) -> dict[str, Any]:
     """What a worker needs to judge like this process: :func:`scorers.configure` values, the LLM environment
-    variables, and the judge cache resolved here (an absolute SQLite path, a Redis URL or off)."""
+    variables, and the judge cache resolved here (an absolute SQLite path, a Redis URL or off). A configured
+    ``client`` cannot travel: with ``judges`` that is a ConfigError, without it is left here."""
     from ..llm import config
     from ..llm.cache import is_redis_url
 
     values = dict(config._configured().values)
-    if "client" in values:
+    if values.pop("client", None) is not None and judges:
         raise ConfigError("scorers.configure(client=...) cannot reach an engine's workers (a client holds "
                           "connections); configure base_url=/api_key= (or OPENAI_BASE_URL/OPENAI_API_KEY) instead")
     cache = config._cache_target(values.get("cache", True))

@@ -116,8 +116,9 @@ class SyncScorer(_Scorer):
 
 def score_table(table: Any, unit: BatchScorer, *, workers: int, ordered: bool, address: str | None) -> Iterator[Any]:
     """Arrow batches of :data:`~scorers.engines.INDEX_COLUMN` and the result JSON of every row of ``table``."""
+    judges = any(s.is_async for s in unit.scorers)
+    settings = worker_settings(judges=judges)  # before the cluster starts: a ConfigError costs nothing
     with connect(address, workers) as ray:
-        judges = any(s.is_async for s in unit.scorers)
         size = batch_size(judges=judges, concurrency=unit.concurrency)
         cpus = float(ray.cluster_resources().get("CPU", 0))
         context = ray.data.DataContext.get_current()
@@ -125,7 +126,7 @@ def score_table(table: Any, unit: BatchScorer, *, workers: int, ordered: bool, a
         context.execution_options.preserve_order = ordered
         dataset = ray.data.from_arrow(split(table, workers, size)).map_batches(
             AsyncScorer if judges else SyncScorer,
-            fn_constructor_kwargs={"unit": unit, "settings": worker_settings()},
+            fn_constructor_kwargs={"unit": unit, "settings": settings},
             compute=ray.data.ActorPoolStrategy(size=workers),
             num_cpus=min(1.0, cpus / (workers + 1)),
             batch_size=size, batch_format="pyarrow")

@@ -109,10 +109,12 @@ def score_table(table: Any, unit: BatchScorer, *, workers: int, ordered: bool, m
     in input order (``ordered`` costs nothing: partitions keep the input's order)."""
     import pyarrow as pa
 
+    judges = any(s.is_async for s in unit.scorers)
+    settings = worker_settings(judges=judges)  # before the session starts: a ConfigError costs nothing
     with session(master, workers) as spark:
         from pyspark.sql.types import StringType, StructField, StructType
 
-        size = batch_size(judges=any(s.is_async for s in unit.scorers), concurrency=unit.concurrency)
+        size = batch_size(judges=judges, concurrency=unit.concurrency)
         # createDataFrame makes one partition per Arrow batch: blocks of the input, in order
         blocks = pa.Table.from_batches([batch for block in split(table, workers, size) for batch in block.to_batches()])
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(MAX_BLOCK_ROWS))
@@ -121,6 +123,6 @@ def score_table(table: Any, unit: BatchScorer, *, workers: int, ordered: bool, m
             frame = spark.createDataFrame(blocks)
             spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(size))  # the batches mapInArrow scores
             schema = StructType([*frame.schema.fields, StructField(RESULT_COLUMN, StringType(), False)])
-            scored = frame.mapInArrow(_score_partitions(pickle.dumps(unit), worker_settings()), schema)
+            scored = frame.mapInArrow(_score_partitions(pickle.dumps(unit), settings), schema)
             collected = scored.select(INDEX_COLUMN, RESULT_COLUMN).toArrow()
         yield from collected.to_batches()

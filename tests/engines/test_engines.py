@@ -223,6 +223,13 @@ def test_workers_get_the_drivers_cache_path_and_settings(monkeypatch: pytest.Mon
     assert settings["env"]["SCORERS_CACHE"] == "judges.sqlite" and settings["env"]["OPENAI_API_KEY"] is None
     scorers.configure(cache=False)
     assert worker_settings()["configured"]["cache"] is False
+    import openai
+
+    scorers.configure(client=openai.AsyncOpenAI(api_key="sk-x", base_url="http://127.0.0.1:9/v1"))
+    # a live client cannot reach the workers: an error only where judges run
+    with pytest.raises(ConfigError, match="base_url=/api_key="):
+        worker_settings()
+    assert "client" not in worker_settings(judges=False)["configured"]
 
 
 @pytest.mark.parametrize(("engine", "module", "extra"), [("ray", "ray", "ray"), ("spark", "pyspark.sql", "spark")])

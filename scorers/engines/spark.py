@@ -27,8 +27,10 @@ import functools
 import os
 import pickle
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import warnings
 from typing import Any, Callable, Iterator, Mapping
 
@@ -70,6 +72,7 @@ def session(master: str | None, workers: int) -> Iterator[Any]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     scratch = tempfile.mkdtemp(prefix="scorers-spark-")
+    interrupt = signal.getsignal(signal.SIGINT)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", _PANDAS_WARNING, FutureWarning)
         spark = (sql.SparkSession.builder.master(master or default_master(workers)).appName("scorers")
@@ -77,6 +80,10 @@ def session(master: str | None, workers: int) -> Iterator[Any]:
                  .config("spark.local.dir", scratch).config("spark.driver.host", "127.0.0.1")
                  .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    if interrupt is not None and threading.current_thread() is threading.main_thread():
+        # PySpark's own Ctrl-C handler cancels the job and fails it with a Py4JJavaError; keep the caller's (the
+        # CLI stops at the next row; Python's raises KeyboardInterrupt), and stopping the session cancels the job
+        signal.signal(signal.SIGINT, interrupt)
     try:
         yield spark
     finally:

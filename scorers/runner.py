@@ -44,7 +44,7 @@ from .score import Score
 if TYPE_CHECKING:
     from .engines import EngineRun
 
-__all__ = ["RowResult", "Summary", "Evaluation", "evaluate", "aevaluate", "resolve_scorers"]
+__all__ = ["RowResult", "Summary", "Evaluation", "evaluate", "aevaluate", "resolve_scorers", "check_first_row"]
 
 
 class Summary:
@@ -116,7 +116,7 @@ class Summary:
                 "problems": self.problems}
 
 
-def _check_first_row(mapping: Mapping[str, str], row: Mapping[str, Any], scorers: Sequence[Scorer]) -> None:
+def check_first_row(mapping: Mapping[str, str], row: Mapping[str, Any], scorers: Sequence[Scorer]) -> None:
     """Usage errors found before scoring: a mapping must name a field some scorer reads and a column the
     first row has, and the first row must hold every required field (a column absent there is a typo or a
     missing ``mapping``, not bad data: every row would fail)."""
@@ -189,7 +189,7 @@ class _Pipeline:
             if not isinstance(row, Mapping):
                 raise ConfigError(f"row {self.index + len(chunk)} is a {type(row).__name__}, not a mapping of fields")
             if not self._checked:
-                _check_first_row(self.mapping, row, self.scorers)
+                check_first_row(self.mapping, row, self.scorers)
                 self._checked = True
             chunk.append(dict(row))
             if len(chunk) >= self.chunk_size:

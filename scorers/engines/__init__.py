@@ -34,7 +34,7 @@ from ..batch import RESULT_COLUMN, BatchScorer, RowResult
 from ..base import Scorer
 from ..errors import ConfigError, DataError, ScorerError
 from ..io import read_rows
-from ..runner import Summary, _check_first_row
+from ..runner import Summary, check_first_row
 
 __all__ = ["ENGINES", "INDEX_COLUMN", "EngineError", "EngineRun", "ParquetResultWriter", "read_input",
            "rows_table", "split", "batch_size", "worker_settings", "apply_worker_settings", "score_rows"]
@@ -133,11 +133,11 @@ def worker_settings(*, judges: bool = True) -> dict[str, Any]:
     from ..llm import config
     from ..llm.cache import is_redis_url
 
-    values = dict(config._configured().values)
+    values = config.configured_values()
     if values.pop("client", None) is not None and judges:
         raise ConfigError("scorers.configure(client=...) cannot reach an engine's workers (a client holds "
                           "connections); configure base_url=/api_key= (or OPENAI_BASE_URL/OPENAI_API_KEY) instead")
-    cache = config._cache_target(values.get("cache", True))
+    cache = config.cache_target(values.get("cache", True))
     if cache is None:
         values["cache"] = False
     elif isinstance(cache, (str, os.PathLike)):
@@ -229,7 +229,7 @@ class EngineRun:
             if not isinstance(row, Mapping):
                 raise ConfigError(f"row {self._start + len(rows)} is a {type(row).__name__}, not a mapping of fields")
             if not rows:
-                _check_first_row(self._mapping, row, self.scorers)
+                check_first_row(self._mapping, row, self.scorers)
             rows.append(dict(row))
         return rows
 

@@ -60,7 +60,8 @@ from .._util import memoize
 from ..errors import ConfigError
 
 __all__ = ["DEFAULT_MODEL", "DEFAULT_BASE_URL", "LLMSettings", "configure", "resolve", "configured_prices", "default_model",
-           "default_cache_path", "settings_state", "is_reasoning_model", "DEFAULT_DEADLINE", "APIS"]
+           "default_cache_path", "settings_state", "is_reasoning_model", "DEFAULT_DEADLINE", "APIS",
+           "configured_values", "cache_target"]
 
 #: The judge model used when neither an argument, :func:`configure` nor ``SCORERS_MODEL`` names one.
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -257,6 +258,13 @@ def configure(*, client: Any = _UNSET, model: Any = _UNSET, base_url: Any = _UNS
                 state.values[name] = value
 
 
+def configured_values() -> dict[str, Any]:
+    """A copy of what :func:`configure` set in this process (e.g. to hand to an engine's workers)."""
+    state = _configured()
+    with state.lock:
+        return dict(state.values)
+
+
 def settings_state() -> tuple[Any, ...]:
     """What :func:`resolve` depends on besides its arguments: the :func:`configure` version, the
     environment variables it reads and the working folder (relative cache paths). Equal states
@@ -299,7 +307,7 @@ def default_cache_path() -> Path:
     return Path(folder).expanduser() / "llm-cache.sqlite"
 
 
-def _cache_target(value: Any) -> Any:
+def cache_target(value: Any) -> Any:
     """Turn a cache option into ``None`` (off), a path, a Redis URL, or an ``LLMCache``/``RedisCache``."""
     from .cache import _masked, is_redis_url
 
@@ -356,7 +364,7 @@ def resolve(**overrides: Any) -> LLMSettings:
         model=model, base_url=base_url.rstrip("/"), api_key=api_key, client=client,
         max_concurrency=chosen["max_concurrency"], timeout=chosen["timeout"], max_retries=chosen["max_retries"],
         max_reasks=chosen["max_reasks"], backoff_base=chosen["backoff_base"], backoff_max=chosen["backoff_max"],
-        retry_after_max=chosen["retry_after_max"], transport=_env_transport(chosen), cache=_cache_target(chosen["cache"]),
+        retry_after_max=chosen["retry_after_max"], transport=_env_transport(chosen), cache=cache_target(chosen["cache"]),
         api=chosen["api"], reasoning=chosen.get("reasoning"), deadline=chosen["deadline"],
     )
 

@@ -39,7 +39,6 @@ from .heuristic import JSONDiff, ExactMatch, Levenshtein, ListContains, NumericD
 from .judges import LLMClassifier  # noqa: E402
 from .llm import configure  # noqa: E402
 from .runner import Evaluation, RowResult, Summary, aevaluate, evaluate  # noqa: E402
-from .stats import compare, meta_evaluate  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -82,3 +81,12 @@ __all__ = [
     "JudgeError",
     "DataError",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``compare`` and ``meta_evaluate`` load :mod:`scorers.stats` (numpy, scipy) on first use, not at import."""
+    if name in ("compare", "meta_evaluate"):
+        from . import stats
+
+        return getattr(stats, name)
+    raise AttributeError(f"module 'scorers' has no attribute {name!r}")

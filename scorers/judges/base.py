@@ -166,6 +166,16 @@ class LLMJudge(Scorer):
                                                                for role, content in spec.message_pairs()),
                                      choice_scores=getattr(spec, "choice_scores", None), description=description or "")
         self.template = template
+        self._configure(name, spec, engine=engine, client=client, max_reasks=max_reasks)
+        self.description = " ".join((description or template.description or type(self).description).split())
+        self.fields = tuple(Field(v, (object,), required=True, description=f"template variable {{{{{v}}}}}",
+                                  convert=_text_or_data) for v in self.variables())
+        self.example = f"scorers.get({name!r})({', '.join(f'{v}=...' for v in self.variables())})"
+        return spec
+
+    def _configure(self, name: str, spec: Any, *, engine: LLMEngine | None, client: Any,
+                   max_reasks: int | None) -> None:
+        """Take the validated request settings of ``spec`` and build the engine (every judge, templated or not)."""
         self.spec = spec
         self.use_cot: bool = True if spec.use_cot is None else spec.use_cot
         self.model: str | None = spec.model
@@ -188,11 +198,6 @@ class LLMJudge(Scorer):
         self.client = client
         self._engine = engine
         self.engine = engine if engine is not None else LLMEngine(client=client, max_reasks=max_reasks)
-        self.description = " ".join((description or template.description or type(self).description).split())
-        self.fields = tuple(Field(v, (object,), required=True, description=f"template variable {{{{{v}}}}}",
-                                  convert=_text_or_data) for v in self.variables())
-        self.example = f"scorers.get({name!r})({', '.join(f'{v}=...' for v in self.variables())})"
-        return spec
 
     def variables(self) -> tuple[str, ...]:
         """The fields of a row this judge reads: the template's variables."""

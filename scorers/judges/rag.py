@@ -57,9 +57,7 @@ import inspect
 import time
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Callable, ClassVar, Literal, Mapping, Sequence
-
-from pydantic import ValidationError, model_validator
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from .._util import lazy, memoize
 from ..base import Scorer
@@ -69,7 +67,7 @@ from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from ..registry import register
 from ..score import Score
 from .base import REASONS_DESCRIPTION, LLMJudge, ReplyFormat
-from .spec import _Common
+from .spec import RequestSettings, validate_model
 from .template import JudgeTemplate, mustache_to_jinja
 
 __all__ = ["MultiStepJudge", "ItemVerdict", "Faithfulness", "AnswerRelevancy", "ContextPrecision", "ContextRecall",
@@ -84,16 +82,6 @@ YES_NO_IDK = ("yes", "no", "idk")
 def step_prompt(step: str) -> str:
     """The built-in prompt (mustache text) of ``step``, read from the package's ``prompts/rag/<step>.md``."""
     return resources.files("scorers.judges").joinpath(PROMPT_DIR, f"{step}.md").read_text("utf-8").strip()
-
-
-class MultiStepSettings(_Common):
-    """The request settings of a multi-step judge, validated like a template's (its prompts are files)."""
-
-    kind: Literal["multistep"] = "multistep"
-
-    @model_validator(mode="after")
-    def _one_prompt(self) -> "MultiStepSettings":  # replaces the template rule: the prompts are the step files
-        return self
 
 
 @dataclass(frozen=True)
@@ -150,37 +138,13 @@ class MultiStepJudge(LLMJudge):
                  engine: LLMEngine | None = None, client: Any = None, name: str | None = None) -> None:
         Scorer.__init__(self, name=name)
         name = self.name
-        try:
-            spec = MultiStepSettings.model_validate({
-                "use_cot": use_cot, "model": model, "temperature": temperature, "max_tokens": max_tokens,
-                "response_mode": response_mode, "reasoning_effort": reasoning_effort, "api": api,
-                "extra_args": None if extra_args is None else dict(extra_args)})
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}, got {e['input']!r}"
-                                 for e in exc.errors(include_url=False))
-            raise ConfigError(f"{name}: invalid settings: {problems}", scorer=name) from None
-        if spec.response_mode not in self.response_modes:
-            raise ConfigError(f"{name}: response_mode {spec.response_mode!r} is not available for a multi-step "
-                              f"judge (its replies are lists); use one of {', '.join(self.response_modes)}",
-                              scorer=name)
-        if max_reasks is not None and (isinstance(max_reasks, bool) or not isinstance(max_reasks, int)
-                                       or not 0 <= max_reasks <= 10):
-            raise ConfigError(f"{name}: max_reasks must be an integer in [0, 10] or None (the engine's setting), "
-                              f"got {max_reasks!r}", scorer=name)
-        if engine is not None and (client is not None or max_reasks is not None):
-            raise ConfigError(f"{name}: pass engine= or client=/max_reasks=, not both", scorer=name)
-        self.spec = spec
-        self.use_cot: bool = spec.use_cot
-        self.model: str | None = spec.model
-        self.temperature: float | None = spec.temperature
-        self.max_tokens: int | None = spec.max_tokens
-        self.response_mode: str = spec.response_mode
-        self.reasoning_effort: str | None = spec.reasoning_effort
-        self.api: str | None = spec.api
-        self.extra_args: dict[str, Any] = dict(spec.extra_args or {})
-        self.max_reasks = max_reasks
-        self.client = client
-        self._engine = engine
+        spec, problems = validate_model(RequestSettings, {
+            "use_cot": use_cot, "model": model, "temperature": temperature, "max_tokens": max_tokens,
+            "response_mode": response_mode, "reasoning_effort": reasoning_effort, "api": api,
+            "extra_args": None if extra_args is None else dict(extra_args)})
+        if problems:
+            raise ConfigError(f"{name}: invalid settings: " + "; ".join(f"{k}: {m}" for k, m in problems), scorer=name)
+        self._configure(name, spec, engine=engine, client=client, max_reasks=max_reasks)
         self.prompts: dict[str, str] = self._prompts(prompts or {})
         self._templates  # compiles every step prompt now: a syntax error is a ConfigError of the constructor
 

@@ -21,8 +21,8 @@ from typing import Annotated, Any, Literal, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
-__all__ = ["RESPONSE_MODES", "APIS", "KINDS", "Message", "Scale", "Criterion", "ClassifierSpec", "RubricSpec",
-           "RatingSpec", "GEvalSpec", "PairwiseSpec", "JudgeSpec", "validate_spec", "json_schema", "COMMON_SETTINGS"]
+__all__ = ["RESPONSE_MODES", "APIS", "KINDS", "Message", "RequestSettings", "Scale", "Criterion", "ClassifierSpec", "RubricSpec",
+           "RatingSpec", "GEvalSpec", "PairwiseSpec", "JudgeSpec", "validate_spec", "validate_model", "json_schema", "COMMON_SETTINGS"]
 
 #: How a judge asks for its verdict: a forced tool call, a JSON-schema ``response_format``, a plain
 #: ``json_object`` ``response_format`` (the schema in the prompt; for servers without ``json_schema``), or text.
@@ -117,15 +117,9 @@ class Criterion(_Strict):
         return value
 
 
-class _Common(_Strict):
-    # exactly one of prompt and messages, for editors too (the validator below says it in words)
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra={
-        "oneOf": [{"required": ["prompt"]}, {"required": ["messages"]}]})
+class RequestSettings(_Strict):
+    """The settings of a judge's requests, shared by every kind (and by judges whose prompts are files)."""
 
-    name: Annotated[str, Field(pattern=_NAME_PATTERN)] | None = None
-    description: str = ""
-    prompt: _Text | None = None
-    messages: Annotated[list[Message], Field(min_length=1)] | None = None
     use_cot: bool | None = None
     model: _Text | None = None
     temperature: Annotated[float, Field(ge=0, le=2, allow_inf_nan=False)] | None = None
@@ -134,6 +128,17 @@ class _Common(_Strict):
     reasoning_effort: _Text | None = None
     api: Literal["chat", "responses"] | None = None
     extra_args: dict[str, Any] | None = None
+
+
+class _Common(RequestSettings):
+    # exactly one of prompt and messages, for editors too (the validator below says it in words)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra={
+        "oneOf": [{"required": ["prompt"]}, {"required": ["messages"]}]})
+
+    name: Annotated[str, Field(pattern=_NAME_PATTERN)] | None = None
+    description: str = ""
+    prompt: _Text | None = None
+    messages: Annotated[list[Message], Field(min_length=1)] | None = None
 
     @model_validator(mode="after")
     def _one_prompt(self) -> "_Common":
@@ -285,6 +290,8 @@ class PairwiseSpec(_Common):
 
 
 JudgeSpec = Annotated[Union[ClassifierSpec, RubricSpec, RatingSpec, GEvalSpec, PairwiseSpec], Field(discriminator="kind")]
+_MODELS: dict[str, type[_Common]] = {"classifier": ClassifierSpec, "rubric": RubricSpec, "rating": RatingSpec,
+                                     "geval": GEvalSpec, "pairwise": PairwiseSpec}
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(JudgeSpec)
 
 
@@ -299,22 +306,26 @@ def validate_spec(data: Mapping[str, Any]) -> tuple[Any, list[tuple[str, str]]]:
     kind = data.setdefault("kind", "classifier")
     if kind not in KINDS:
         return None, [("kind", f"must be one of {' | '.join(KINDS)}, got {kind!r}")]
+    return validate_model(_MODELS[kind], data)
+
+
+def validate_model(model: type[BaseModel], data: Mapping[str, Any]) -> tuple[Any, list[tuple[str, str]]]:
+    """``(model instance, [])``, or ``(None, problems)`` worded as :func:`validate_spec` words them.
+
+    >>> validate_model(RequestSettings, {"temperature": "hot"})
+    (None, [('temperature', "must be a number in [0, 2] or null, got 'hot'")])
+    """
     try:
-        return _ADAPTER.validate_python(data), []
+        return model.model_validate(dict(data)), []
     except ValidationError as exc:
-        return None, _problems(exc, kind)
+        return None, _problems(exc, model)
 
 
-def _problems(exc: ValidationError, kind: str) -> list[tuple[str, str]]:
+def _problems(exc: ValidationError, model: type[BaseModel]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
-    model = {cls.model_fields["kind"].default if cls is ClassifierSpec else
-             cls.model_fields["kind"].annotation.__args__[0]: cls  # type: ignore[union-attr]
-             for cls in (ClassifierSpec, RubricSpec, RatingSpec, GEvalSpec, PairwiseSpec)}[kind]
     allowed = ", ".join(sorted(model.model_fields))
     for error in exc.errors(include_url=False):
         loc = [str(part) for part in error["loc"]]
-        if loc and loc[0] == kind:  # the discriminated union's tag
-            loc = loc[1:]
         key = "".join(f"[{part}]" if part.isdigit() and index else f"{'.' if index else ''}{part}"
                       for index, part in enumerate(loc))
         cause = (error.get("ctx") or {}).get("error")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import sqlite3
 import threading
 import time
@@ -140,18 +141,40 @@ class LLMCache:
     def _connection(self) -> sqlite3.Connection:
         # A connection must not cross fork(): reopen in a child process.
         if self._conn is None or self._pid != os.getpid():
+            self._conn, self._pid = self._open(), os.getpid()
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        """Connect, switch the file to WAL and create the table. Processes that open a new file at the same
+        moment (a pool's workers) can get "database is locked" from the journal-mode switch, which SQLite
+        does not wait out: that is retried until ``busy_timeout_s``, and only a file already in WAL skips it."""
+        deadline = time.monotonic() + self.busy_timeout_s
+        while True:
+            conn = None
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None,
                                        check_same_thread=False)
-                conn.execute("PRAGMA journal_mode=WAL")
+                if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute(_SCHEMA)
+                return conn
+            except sqlite3.OperationalError as exc:
+                if conn is not None:
+                    conn.close()
+                if "locked" in str(exc) and time.monotonic() < deadline:
+                    time.sleep(random.uniform(0.01, 0.05))
+                    continue
+                raise self._unusable(exc) from exc
             except (sqlite3.Error, OSError) as exc:
-                raise ConfigError(f"cannot open the LLM reply cache {str(self.path)!r}: {exc} "
-                                  f"(set SCORERS_CACHE_DIR, or disable the cache with cache=False / --no-cache)") from exc
-            self._conn, self._pid = conn, os.getpid()
-        return self._conn
+                if conn is not None:
+                    conn.close()
+                raise self._unusable(exc) from exc
+
+    def _unusable(self, exc: BaseException) -> ConfigError:
+        return ConfigError(f"cannot open the LLM reply cache {str(self.path)!r}: {exc} "
+                           f"(set SCORERS_CACHE_DIR, or disable the cache with cache=False / --no-cache)")
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored reply for ``key``, or ``None``."""

@@ -170,3 +170,26 @@ def test_open_cache_is_one_instance_per_file(tmp_path, monkeypatch):
     assert open_cache("a.sqlite") is open_cache(tmp_path / "a.sqlite") is not open_cache("b.sqlite")
     own = LLMCache(tmp_path / "a.sqlite")
     assert open_cache(own) is own
+
+
+def _open_and_write(path: str, barrier: object, index: int) -> None:
+    from scorers.llm.cache import LLMCache
+
+    barrier.wait()  # type: ignore[attr-defined]  # every process opens the new file at the same moment
+    cache = LLMCache(path)
+    cache.put(f"key-{index}", {"content": str(index)}, model="m")
+
+
+def test_processes_opening_a_new_cache_file_at_once_all_succeed(tmp_path: Path) -> None:
+    import multiprocessing
+
+    path = str(tmp_path / "shared.sqlite")
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(6)
+    processes = [context.Process(target=_open_and_write, args=(path, barrier, i)) for i in range(6)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(60)
+    assert [p.exitcode for p in processes] == [0] * 6  # "database is locked" from the WAL switch is waited out
+    assert len(LLMCache(path).get_many([f"key-{i}" for i in range(6)])) == 6

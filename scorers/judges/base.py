@@ -238,6 +238,12 @@ class LLMJudge(Scorer):
             "template": {"name": self.template.name, "hash": self.template.content_hash(),
                          "file": os.path.basename(self.template.file) if self.template.file else None},
             **self.kind_params(),
+            **self.request_params(),
+        }
+
+    def request_params(self) -> dict[str, Any]:
+        """The request settings every judge shares, as they enter its signature."""
+        return {
             "use_cot": self.use_cot,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,

@@ -187,13 +187,7 @@ class MultiStepJudge(LLMJudge):
             "model": self._model_name(),
             "prompts": {step: hashlib.sha256(text.encode()).hexdigest()[:16] for step, text in self.prompts.items()},
             **self.kind_params(),
-            "use_cot": self.use_cot,
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "response_mode": self.response_mode,
-            "reasoning_effort": self.reasoning_effort,
-            "api": self.api,
-            "extra_args": self.extra_args,
+            **self.request_params(),
         }
 
     def describe(self) -> dict[str, Any]:

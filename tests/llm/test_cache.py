@@ -193,3 +193,40 @@ def test_processes_opening_a_new_cache_file_at_once_all_succeed(tmp_path: Path) 
         process.join(60)
     assert [p.exitcode for p in processes] == [0] * 6  # "database is locked" from the WAL switch is waited out
     assert len(LLMCache(path).get_many([f"key-{i}" for i in range(6)])) == 6
+
+
+def _damaged_caches(folder: Path) -> dict[str, Path]:
+    """Cache files a judge run may meet: not a database, a real one cut short, a real one with a page overwritten."""
+    real = folder / "real.sqlite"
+    cache = LLMCache(real)
+    for i in range(300):
+        cache.put(f"k{i}", {"content": "x" * 300}, model="m")
+    cache.close()  # the last connection checkpoints the WAL into the file
+    data = real.read_bytes()
+    garbage, truncated, overwritten = folder / "garbage.sqlite", folder / "truncated.sqlite", folder / "page.sqlite"
+    garbage.write_bytes(b"not a database, just bytes\n" * 200)
+    truncated.write_bytes(data[:len(data) // 2])
+    middle = (len(data) // 4096 // 2) * 4096  # the header and the schema stay intact
+    overwritten.write_bytes(data[:middle] + b"\xff" * 4096 + data[middle + 4096:])
+    return {"garbage": garbage, "truncated": truncated, "overwritten-page": overwritten}
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "overwritten-page"])
+def test_a_damaged_cache_stops_a_judge_run_before_any_request(tmp_path, fake_api_key, damage):
+    import scorers
+    from scorers import LLMClassifier
+    from scorers.llm import LLMEngine
+    from scorers.testing import LoopbackLLM, Reply
+
+    path = _damaged_caches(tmp_path)[damage]
+    with LoopbackLLM(default=Reply.choice("Y")) as server:
+        engine = LLMEngine(base_url=server.base_url, api_key=fake_api_key, cache=path)
+        judge = LLMClassifier("Polite", "Is {{output}} polite?", {"Y": 1.0, "N": 0.0}, engine=engine)
+        rows = [{"output": f"reply {i}"} for i in range(40)]
+        outcomes = judge.score_batch(rows)
+        with pytest.raises(ConfigError) as info:
+            list(scorers.evaluate(rows, [judge]))
+        assert server.request_count == 0
+    assert all(isinstance(outcome, ConfigError) for outcome in outcomes)
+    for message in (str(outcomes[0]), str(info.value)):
+        assert str(path) in message and "delete it" in message and "--no-cache" in message

@@ -1,32 +1,276 @@
-"""The README's Python blocks run, in order, in one namespace; judges answer from a LoopbackLLM."""
+"""Every code block of README.md runs as printed, each on its own, in a fresh interpreter.
+
+- A ```python block is written to a file, unchanged, and run with ``python FILE``; a block that defines
+  top-level ``test_*`` functions is a pytest file and runs with ``python -m pytest FILE``.
+- A ```bash block runs with ``bash -euo pipefail -c BLOCK``, unless the line just above its fence is
+  ``<!-- not-run: REASON -->`` (for what must not run in a test: apt-get, the test command itself, synopses
+  with placeholders, commands on the reader's own files).
+- A Python block runs in an empty folder (the user's project); a bash block in a folder laid out like the
+  clone's top folder (symbolic links to its entries), so ``examples/...`` works and what it writes stays out of
+  the clone.
+- A user who calls a judge has ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``: here the URL is a LoopbackLLM this
+  test starts, which answers every judge with a valid choice. Blocks that start their own server ignore it.
+- ``pip`` is a stand-in on ``PATH`` that installs nothing: it checks that each requirement is this clone (never
+  a package index's name), that each extra exists and is already installed here (the test
+  command installs every extra), and that each file an option names exists.
+
+A failure names the block by its line in README.md (the test id ``python-L123`` / ``bash-L123``).
+"""
 from __future__ import annotations
 
-import ast
-import asyncio
+import dataclasses
+import os
 import re
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
+from typing import Iterator
 
 import pytest
+import yaml
 
-from scorers.testing import LoopbackLLM, Reply
+from scorers.testing import LoopbackLLM, RecordedRequest, Reply
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+NOT_RUN = re.compile(r"^<!--\s*not-run:\s*(?P<reason>.*?)\s*-->$")
+FENCE = re.compile(r"^```(?P<lang>[\w+-]*)\s*$")
+TIMEOUT_S = 300
 
 
-def test_the_readme_has_python_examples():
-    assert len(BLOCKS) >= 4
+@dataclasses.dataclass(frozen=True)
+class Block:
+    line: int  #: the line of the opening fence, counted from 1
+    lang: str
+    text: str
+    not_run: str | None  #: the reason given in a ``<!-- not-run: ... -->`` line just above the fence
+
+    @property
+    def id(self) -> str:
+        return f"{self.lang}-L{self.line}"
+
+    @property
+    def is_pytest_file(self) -> bool:
+        return re.search(r"^def test_\w*\(", self.text, flags=re.M) is not None
 
 
-def test_every_python_block_runs(monkeypatch, fake_api_key):
-    namespace: dict = {"__name__": "readme"}
-    with LoopbackLLM(default=Reply.choice("Y")) as server:
-        server.script(Reply.choice("C", reasons="consistent"), match="Paris")
-        monkeypatch.setenv("OPENAI_API_KEY", fake_api_key)
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        for number, block in enumerate(BLOCKS, 1):
-            code = compile(block, f"README.md python block {number}", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-            result = eval(code, namespace)  # a coroutine when the block awaits at top level
-            if asyncio.iscoroutine(result):
-                asyncio.run(result)
-        assert server.chat_requests, "the judge examples reached the server"
+def readme_blocks(text: str) -> list[Block]:
+    """The fenced code blocks of a Markdown text, in order."""
+    lines = text.splitlines()
+    blocks: list[Block] = []
+    i = 0
+    while i < len(lines):
+        opening = FENCE.match(lines[i])
+        if not opening:
+            i += 1
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == "```"), None)
+        assert end is not None, f"README.md line {i + 1}: a code block that is never closed"
+        marker = NOT_RUN.match(lines[i - 1].strip()) if i else None
+        blocks.append(Block(line=i + 1, lang=opening["lang"], text="\n".join(lines[i + 1:end]) + "\n",
+                            not_run=marker["reason"] if marker else None))
+        i = end + 1
+    return blocks
+
+
+BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
+RUN = [b for b in BLOCKS if b.lang in ("python", "bash") and b.not_run is None]
+
+
+def test_the_readme_has_examples_and_every_not_run_block_says_why() -> None:
+    assert sum(b.lang == "python" for b in RUN) >= 8 and sum(b.lang == "bash" for b in RUN) >= 4
+    for block in BLOCKS:
+        if block.not_run is not None:
+            assert block.lang == "bash", f"README.md line {block.line}: only bash blocks may be marked not-run"
+            assert len(block.not_run) >= 10, f"README.md line {block.line}: say why the block does not run"
+    markers = [n + 1 for n, line in enumerate(README.read_text(encoding="utf-8").splitlines())
+               if NOT_RUN.match(line.strip())]
+    assert markers == [b.line - 1 for b in BLOCKS if b.not_run is not None], "a not-run marker not above a fence"
+
+
+def test_a_not_run_marker_applies_to_its_block_only() -> None:
+    text = "a\n<!-- not-run: installs packages -->\n```bash\napt-get install x\n```\n\n```bash\nls\n```\n"
+    first, second = readme_blocks(text)
+    assert (first.line, first.not_run, first.text) == (3, "installs packages", "apt-get install x\n")
+    assert (second.line, second.not_run, second.text) == (7, None, "ls\n")
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "yaml"], ids=lambda b: b.id)
+def test_yaml_block_parses(block: Block) -> None:
+    assert isinstance(yaml.safe_load(block.text), dict)
+
+
+# ----------------------------------------------------------------------------- what a user has around a block
+def _answer(request: RecordedRequest) -> Reply:
+    """A valid answer to any classifier or pairwise judge: a consistent, agreeing or first choice."""
+    body = request.body if isinstance(request.body, dict) else {}
+    for tool in body.get("tools") or []:
+        function = tool.get("function", tool)  # chat: {"function": {...}}; Responses: the function itself
+        properties = (function.get("parameters") or {}).get("properties") or {}
+        choices = (properties.get("choice") or {}).get("enum") or []
+        if choices:
+            choice = next((c for c in ("C", "Y", "A") if c in choices), choices[0])
+            return Reply.choice(choice, reasons="tests/test_readme.py's scripted verdict"
+                                if "reasons" in properties else None, name=function.get("name", "select_choice"))
+    return Reply.text("Y")
+
+
+@pytest.fixture(scope="module")
+def judge_server() -> Iterator[LoopbackLLM]:
+    with LoopbackLLM(default=_answer) as server:
+        yield server
+
+
+PIP_STAND_IN = '''
+"""tests/test_readme.py's pip: checks a README pip command against this clone and installs nothing."""
+import os, sys
+from importlib import metadata
+from packaging.requirements import Requirement
+
+ROOT = {root!r}
+EXTRAS = metadata.metadata("scorers").get_all("Provides-Extra") or []
+
+def fail(message):
+    sys.exit(f"pip (tests/test_readme.py's stand-in): {{message}}: {{' '.join(sys.argv[1:])}}")
+
+def installed(extra, seen):
+    """Every requirement of scorers[extra] is installed here, at a version it allows."""
+    if extra in seen:
+        return
+    seen.add(extra)
+    for line in metadata.requires("scorers") or []:
+        requirement = Requirement(line)
+        if requirement.marker is None or not requirement.marker.evaluate({{"extra": extra}}):
+            continue
+        if requirement.name == "scorers":
+            for inner in requirement.extras:
+                installed(inner, seen)
+            continue
+        try:
+            version = metadata.version(requirement.name)
+        except metadata.PackageNotFoundError:
+            fail(f"{{requirement}} (extra {{extra}}) is not installed here: does the test command install it?")
+        if not requirement.specifier.contains(version, prereleases=True):
+            fail(f"{{requirement}} (extra {{extra}}) is installed at {{version}}")
+
+command, *args = sys.argv[1:] or [""]
+if command not in ("install", "wheel"):
+    fail(f"only install and wheel are known")
+takes_value = {{"-c": "file", "--constraint": "file", "-w": "dir", "--wheel-dir": "dir", "--config-settings": "text"}}
+flags = {{"-e", "--editable", "-q", "--no-deps"}}
+i = 0
+while i < len(args):
+    arg = args[i]
+    if arg in takes_value:
+        if i + 1 == len(args):
+            fail(f"{{arg}} needs a value")
+        if takes_value[arg] == "file" and not os.path.isfile(args[i + 1]):
+            fail(f"{{arg}} {{args[i + 1]}}: no such file")
+        i += 2
+        continue
+    if arg.startswith("-"):
+        if arg not in flags:
+            fail(f"{{arg}} is not an option this stand-in knows (teach it, after checking it with the real pip)")
+        i += 1
+        continue
+    path, _, extras = arg.partition("[")
+    if not os.path.isfile(os.path.join(path or ".", "pyproject.toml")):
+        fail(f"{{arg}} is not this clone: scorers is not on a package index, a README install names the clone")
+    if not os.path.samefile(os.path.join(path, "pyproject.toml"), os.path.join(ROOT, "pyproject.toml")):
+        fail(f"{{arg}} is not this clone")
+    for extra in filter(None, (e.strip() for e in extras.rstrip("]").split(","))):
+        if extra not in EXTRAS:
+            fail(f"scorers has no extra {{extra!r}} (pyproject.toml has {{sorted(EXTRAS)}})")
+        installed(extra, set())
+    i += 1
+'''
+
+
+@pytest.fixture
+def clone_folder(tmp_path: Path) -> Path:
+    """Where bash blocks run: a folder laid out like the clone's top folder (links to its entries)."""
+    folder = tmp_path / "clone"
+    folder.mkdir()
+    for entry in ROOT.iterdir():
+        if entry.name not in (".git", ".cache", "build", "dist", ".pytest_cache", ".hypothesis"):
+            (folder / entry.name).symlink_to(entry)
+    return folder
+
+
+@pytest.fixture
+def project_folder(tmp_path: Path) -> Path:
+    """Where Python blocks run: an empty folder, the user's own project (not the clone, whose conftest.py would
+    make a test file there hermetic)."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def user_env(tmp_path: Path, judge_server: LoopbackLLM) -> dict[str, str]:
+    """The environment of a user with an API key and the ``pip`` stand-in first on ``PATH``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    pip = bin_dir / "pip"
+    pip.write_text(f"#!{sys.executable}\n" + PIP_STAND_IN.format(root=str(ROOT)), encoding="utf-8")
+    pip.chmod(0o755)
+    env = {**os.environ, "OPENAI_API_KEY": "sk-readme-0123456789", "OPENAI_BASE_URL": judge_server.base_url}
+    env["PATH"] = os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), env.get("PATH", "")])
+    for name in ("PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST"):
+        env.pop(name, None)
+    return env
+
+
+def _failure(block: Block, run: subprocess.CompletedProcess[str], what: str | None = None) -> str:
+    return (f"README.md line {block.line} ({block.lang} block) {what or f'exited {run.returncode}'}\n--- block\n"
+            f"{textwrap.indent(block.text, '    ')}--- stdout\n{run.stdout[-6000:]}\n--- stderr\n{run.stderr[-6000:]}")
+
+
+def _run(block: Block, command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as timeout:
+        def text(out: str | bytes | None) -> str:
+            return out.decode(errors="replace") if isinstance(out, bytes) else out or ""
+        pytest.fail(_failure(block, subprocess.CompletedProcess(command, -9, text(timeout.stdout),
+                                                                text(timeout.stderr)), f"ran past {TIMEOUT_S} s"))
+
+
+# ----------------------------------------------------------------------------- the blocks
+@pytest.mark.parametrize("block", [b for b in RUN if b.lang == "python"], ids=lambda b: b.id)
+def test_python_block_runs_on_its_own(block: Block, project_folder: Path, user_env: dict[str, str],
+                                      judge_server: LoopbackLLM) -> None:
+    if block.is_pytest_file:
+        path = project_folder / f"test_readme_line_{block.line}.py"
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path.name]
+    else:
+        path = project_folder / f"readme_line_{block.line}.py"
+        command = [sys.executable, path.name]
+    path.write_text(block.text, encoding="utf-8")
+    before = judge_server.request_count
+    run = _run(block, command, project_folder, user_env)
+    assert run.returncode == 0, _failure(block, run)
+    if block.is_pytest_file:
+        assert re.search(r"\b\d+ passed\b", run.stdout) and " failed" not in run.stdout, _failure(block, run)
+    if "Factuality" in block.text and "LoopbackLLM(" not in block.text:
+        assert judge_server.request_count > before, f"README.md line {block.line}: the judge never asked the server"
+
+
+@pytest.mark.parametrize("block", [b for b in RUN if b.lang == "bash"], ids=lambda b: b.id)
+def test_bash_block_runs(block: Block, clone_folder: Path, user_env: dict[str, str]) -> None:
+    run = _run(block, ["bash", "-euo", "pipefail", "-c", block.text], clone_folder, user_env)
+    assert run.returncode == 0, _failure(block, run)
+
+
+def test_the_pip_stand_in_refuses_what_pip_would_not_install(clone_folder: Path, user_env: dict[str, str]) -> None:
+    def pip(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["pip", *args], cwd=clone_folder, env=user_env, capture_output=True, text=True,
+                              timeout=60)
+
+    assert pip("install", "-e", ".[text]", "--config-settings", "editable_mode=compat").returncode == 0
+    assert "not this clone" in pip("install", "scorers").stderr
+    assert "no extra 'txt'" in pip("install", ".[txt]").stderr
+    assert "no such file" in pip("install", ".", "-c", "nowhere.txt").stderr
+    assert "not an option" in pip("install", "--pre", ".").stderr

@@ -1,74 +1,67 @@
 #!/usr/bin/env bash
-# Installs scorers with every extra and the test tools, offline data included:
-#   - Debian's WordNet 3.0 (wordnet-base, wordnet-sense-index) for METEOR, when not already there;
-#   - torch pinned to 2.13.0 (the CPU build; any other spec may pull a multi-GB CUDA build).
+# Installs scorers with every extra and the test tools, offline data included, into the Python that runs it (a
+# venv or not). Every step prints a line with the time since the start, then "... done"; a step that fails shows
+# its command's own message and stops the script. A second run skips what is already there.
+#   - Debian's packages, when missing: WordNet 3.0 for METEOR, redis-server (the Redis cache tests start their
+#     own), Chromium and fonts (the report's browser tests, driven by playwright; playwright's own browsers are
+#     never installed), Java (the Spark engine);
+#   - scorers, editable, with every extra and the test tools, at the versions of scripts/constraints.txt (torch
+#     2.13.0: the CPU build; any other spec may pull a multi-GB CUDA build);
+#   - the promptfoo CLI (npm), the local OpenAI-compatible server (llama-cpp-python, compiled here) and the
+#     harnesses' own venvs (autoevals' test suite, promptflow, DeepEval) under .cache/ (git-ignored).
 # Usage: bash scripts/setup.sh        (run from the repository root; root or sudo for apt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ ! -f /usr/share/wordnet/index.sense ] || [ ! -f /usr/share/wordnet/data.noun ]; then
-    if command -v apt-get >/dev/null 2>&1; then
-        SUDO=""
-        [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-        export DEBIAN_FRONTEND=noninteractive
-        $SUDO apt-get install -y -q --no-install-recommends wordnet-base wordnet-sense-index >/dev/null 2>&1 || {
-            $SUDO apt-get update -q >/dev/null
-            $SUDO apt-get install -y -q --no-install-recommends wordnet-base wordnet-sense-index >/dev/null
-        }
-    else
-        echo "setup: WordNet not found and no apt-get; METEOR will raise ConfigError until WordNet is installed" >&2
-    fi
-fi
+START=$SECONDS
+clock() { local t=$((SECONDS - START)); printf '%2d:%02d' $((t / 60)) $((t % 60)); }
+say() { printf 'setup [%s] %s\n' "$(clock)" "$*"; }
+STEP_START=0
+step() { STEP_START=$SECONDS; say "$*..."; }
+step_done() { local t=$((SECONDS - STEP_START)); say "... done ($((t / 60)):$(printf '%02d' $((t % 60))))"; }
 
-# Debian's redis-server for tests/llm/test_cache_redis.py (the tests start their own on a free port; no service is used).
-if ! command -v redis-server >/dev/null 2>&1; then
-    if command -v apt-get >/dev/null 2>&1; then
-        SUDO=""
-        [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-        export DEBIAN_FRONTEND=noninteractive
-        $SUDO apt-get install -y -q --no-install-recommends redis-server >/dev/null 2>&1 || {
-            $SUDO apt-get update -q >/dev/null
-            $SUDO apt-get install -y -q --no-install-recommends redis-server >/dev/null
-        }
-    else
-        echo "setup: redis-server not found and no apt-get; the Redis cache tests need it (install Redis and rerun)" >&2
+# apt_install PACKAGE...: install Debian packages. apt-get's output is kept out of the way unless it fails, when
+# it is shown and setup stops. A first failure may be missing or stale package lists: one update, one more try.
+apt_install() {
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "setup: no apt-get here: install $* yourself (the tests that need them fail without them)" >&2
+        return 0
     fi
-fi
+    local sudo="" log
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    log="$(mktemp)"
+    if ! $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >"$log" 2>&1 \
+       && ! { $sudo apt-get update -q && $sudo env DEBIAN_FRONTEND=noninteractive \
+                  apt-get install -y -q --no-install-recommends "$@"; } >"$log" 2>&1; then
+        cat "$log" >&2
+        rm -f "$log"
+        echo "setup: apt-get could not install $* (its output is above)" >&2
+        return 1
+    fi
+    rm -f "$log"
+}
 
-# Debian's Chromium for tests/report (driven by playwright from the dev extra; playwright's own browsers are never
-# installed). fonts-dejavu-core: text in the page and its screenshots.
-if [ ! -x /usr/bin/chromium ]; then
-    if command -v apt-get >/dev/null 2>&1; then
-        SUDO=""
-        [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-        export DEBIAN_FRONTEND=noninteractive
-        $SUDO apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core >/dev/null 2>&1 || {
-            $SUDO apt-get update -q >/dev/null
-            $SUDO apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core >/dev/null
-        }
-    else
-        echo "setup: /usr/bin/chromium not found and no apt-get; the report's browser tests need it" >&2
-    fi
-fi
+say "Python: $(command -v python) ($(python -c 'import sys; print(sys.version.split()[0], "in a venv" if sys.prefix != sys.base_prefix else "(no venv)")'))"
 
-# Java for the Spark engine's tests (tests/engines/): Debian's default JRE (17) when no java is on PATH.
-if ! command -v java >/dev/null 2>&1; then
-    if command -v apt-get >/dev/null 2>&1; then
-        SUDO=""
-        [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-        export DEBIAN_FRONTEND=noninteractive
-        $SUDO apt-get install -y -q --no-install-recommends default-jre-headless >/dev/null 2>&1 || {
-            $SUDO apt-get update -q >/dev/null
-            $SUDO apt-get install -y -q --no-install-recommends default-jre-headless >/dev/null
-        }
-    else
-        echo "setup: java not found and no apt-get; the Spark engine needs Java 17+ (install it and rerun)" >&2
-    fi
+missing=()
+[ -f /usr/share/wordnet/index.sense ] && [ -f /usr/share/wordnet/data.noun ] || missing+=(wordnet-base wordnet-sense-index)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+[ -x /usr/bin/chromium ] || missing+=(chromium fonts-dejavu-core)
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+if [ ${#missing[@]} -gt 0 ]; then
+    step "installing Debian packages: ${missing[*]}"
+    apt_install "${missing[@]}"
+    step_done
+else
+    say "Debian packages (WordNet, redis-server, Chromium, Java): present"
 fi
 
 # editable_mode=compat puts the checkout on sys.path (a .pth line): `python -m scorers` then finds the real
 # package even when run from a folder holding a clone named scorers/ (setuptools' default import hook loses to it)
-python -m pip install -q --disable-pip-version-check "torch==2.13.0" -e ".[all,dev,braintrust,langsmith,ray,spark]" --config-settings editable_mode=compat
+step "installing scorers with every extra and the test tools (torch CPU build; 5-10 min in a new venv)"
+python -m pip install -q --disable-pip-version-check -c scripts/constraints.txt \
+    -e ".[all,dev,braintrust,langsmith,ray,spark]" --config-settings editable_mode=compat
+step_done
 
 # The promptfoo CLI for tests/adapters/test_promptfoo.py, into .cache/promptfoo (git-ignored). 0.121.20 is the last
 # promptfoo that runs on Node 20 (0.122.0 needs Node >= 22.22.0). --omit=optional leaves out ~1 GB of agent SDK
@@ -80,6 +73,7 @@ if ! command -v npm >/dev/null 2>&1; then
     echo "setup: npm not found; the promptfoo adapter's tests need the promptfoo CLI (install Node.js 20+ and rerun)" >&2
 elif [ "$(node -p "try { require('./$PROMPTFOO_DIR/node_modules/promptfoo/package.json').version } catch (e) { '' }")" != "$PROMPTFOO_VERSION" ] \
      || [ ! -x "$PROMPTFOO_DIR/node_modules/.bin/promptfoo" ]; then
+    step "installing the promptfoo CLI $PROMPTFOO_VERSION (npm) into $PROMPTFOO_DIR"
     mkdir -p "$PROMPTFOO_DIR"
     ( cd "$PROMPTFOO_DIR" \
       && { [ -f package.json ] || npm init -y >/dev/null; } \
@@ -91,7 +85,19 @@ elif [ "$(node -p "try { require('./$PROMPTFOO_DIR/node_modules/promptfoo/packag
         ( cd "$PROMPTFOO_DIR" && npm install --omit=optional --no-audit --no-fund --loglevel=error \
               "@libsql/linux-x64-gnu@$pinned" >/dev/null )
     fi
+    step_done
+else
+    say "the promptfoo CLI $PROMPTFOO_VERSION: present"
 fi
-bash scripts/setup_llm_server.sh   # the real OpenAI-compatible server of tests/llm/test_real_server.py (llama-cpp-python + Gemma 3 270M)
-bash scripts/setup_autoevals.sh   # autoevals 0.4.1 + its test tools in .cache/autoevals-venv, for tests/compat/test_autoevals_suite.py
-bash scripts/setup_harnesses.sh   # promptflow 1.18.5 and deepeval 4.3.1, each in its own venv under .cache/harness
+
+# the real OpenAI-compatible server of tests/llm/test_real_server.py (llama-cpp-python + Gemma 3 270M)
+step "the local LLM server in .cache/llm-server (llama-cpp-python compiled here: 5-10 min the first time)"
+bash scripts/setup_llm_server.sh
+step_done
+step "autoevals 0.4.1 and its test tools in .cache/autoevals-venv (for tests/compat/test_autoevals_suite.py)"
+bash scripts/setup_autoevals.sh
+step_done
+step "promptflow 1.18.5 and DeepEval 4.3.1, each in its own venv under .cache/harness"
+bash scripts/setup_harnesses.sh
+step_done
+say "setup done"

@@ -1,21 +1,13 @@
 #!/usr/bin/env bash
 # Installs autoevals 0.4.1 and its test tools into .cache/autoevals-venv (git-ignored), for
 # tests/compat/test_autoevals_suite.py, which runs autoevals' own shipped test files against
-# scorers.compat.autoevals. The venv sees the main environment's packages (--system-site-packages:
-# scorers itself, openai, pytest), so the main environment is left unchanged. Idempotent: a stamp
-# naming the pins makes a second run return at once.
-# Usage: bash scripts/setup_autoevals.sh        (run from anywhere)
+# scorers.compat.autoevals. The venv is one of its own, holding the pins and this checkout (editable, with its
+# dependencies: scripts/venv_lib.sh), so it works the same whether setup runs from a bare interpreter or inside
+# a venv (a --system-site-packages venv made from inside a venv sees the base interpreter's packages, not the
+# venv's), and the main environment is left unchanged. Idempotent: a current venv returns at once.
+# Usage: bash scripts/setup_autoevals.sh        (run from anywhere; called by scripts/setup.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/venv_lib.sh
 
-VENV=.cache/autoevals-venv
-PINS="autoevals==0.4.1 respx==0.23.1 httpx==0.28.1 pytest-asyncio==1.5.0 pytest-mock==3.17.0"
-STAMP="$VENV/.installed"
-
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$PINS" ] && [ -x "$VENV/bin/python" ]; then
-    exit 0
-fi
-python -m venv --system-site-packages "$VENV"
-# shellcheck disable=SC2086
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check $PINS
-echo "$PINS" > "$STAMP"
+harness_venv .cache/autoevals-venv "autoevals==0.4.1 respx==0.23.1 httpx==0.28.1 pytest-asyncio==1.5.0 pytest-mock==3.17.0"

@@ -36,6 +36,7 @@ from ._aio import background_loop
 from ._util import ABSENT, lookup
 from .base import Scorer
 from .errors import ConfigError, ScorerError
+from .io import escape_input_keys, input_row
 from .registry import get
 from .score import Score
 
@@ -62,8 +63,11 @@ class RowResult:
         return values
 
     def to_record(self, *, with_metadata: bool = False) -> dict[str, Any]:
-        """The row's fields plus ``scores`` (and ``errors``, ``stats``, ``metadata_scores`` where present)."""
-        record = dict(self.row)
+        """The row's fields plus ``scores`` (and ``errors``, ``stats``, ``metadata_scores`` where present).
+
+        A field of the row named like one of those keys is renamed (:func:`scorers.io.escape_input_keys`).
+        """
+        record = escape_input_keys(self.row)
         record["scores"] = self.scores
         if self.errors:
             record["errors"] = self.errors
@@ -77,7 +81,7 @@ class RowResult:
     @classmethod
     def from_record(cls, record: Mapping[str, Any], index: int = -1) -> "RowResult":
         """A row of a results file (as :meth:`to_record` wrote it), e.g. for the summary of a resumed run."""
-        result = cls(index, {})
+        result = cls(index, input_row(record))
         metadata = record.get("metadata_scores") or {}
         stats = record.get("stats") or {}
         errors = record.get("errors") or {}
@@ -240,10 +244,10 @@ def _result_json(result: Any) -> dict[str, Any]:
 def result_record(row: Mapping[str, Any]) -> dict[str, Any]:
     """A row of an engine's output → the record the local run writes: the row's fields, scores, errors, stats.
 
-    >>> result_record({"output": "a", RESULT_COLUMN: '{"scores": {"ExactMatch": 1.0}}'})
-    {'output': 'a', 'scores': {'ExactMatch': 1.0}}
+    >>> result_record({"output": "a", "scores": 3, RESULT_COLUMN: '{"scores": {"ExactMatch": 1.0}}'})
+    {'output': 'a', 'input:scores': 3, 'scores': {'ExactMatch': 1.0}}
     """
-    record = {key: value for key, value in row.items() if key != RESULT_COLUMN}
+    record = escape_input_keys({key: value for key, value in row.items() if key != RESULT_COLUMN})
     record.update(json.loads(row[RESULT_COLUMN]))
     return record
 

@@ -1,29 +1,93 @@
 """Reading rows from JSONL, JSON or CSV files, and durable JSONL results with resume.
 
+Input files are UTF-8 (a byte-order mark is dropped); other bytes are a
+:class:`DataError` naming the file, line and byte offset.
+
+A results record is the input row's fields plus the keys the run adds,
+:data:`RESULT_KEYS`. An input key that would clash with them, any key matching
+``^(input:)*(scores|errors|stats|metadata_scores)$``, is written with one more
+``input:`` in front (``scores`` → ``input:scores``, ``input:scores`` →
+``input:input:scores``), and reading the record back strips exactly one: the
+renaming is lossless and reversible (:func:`escape_input_keys`, :func:`input_row`).
+
+Every value JSON can carry is written and read back as it was, lone surrogates
+(``"\\ud800"``) included: such a record is written with ``\\u`` escapes, so the
+file stays UTF-8.
+
 >>> import json, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "rows.jsonl")
 >>> _ = open(path, "w").write('{"output": "a"}\\n{"output": "b"}\\n')
 >>> [row["output"] for row in read_rows(path)]
 ['a', 'b']
+>>> record = {**escape_input_keys({"scores": 3, "output": "a"}), "scores": {"ExactMatch": 1.0}}
+>>> record
+{'input:scores': 3, 'output': 'a', 'scores': {'ExactMatch': 1.0}}
+>>> input_row(record)
+{'scores': 3, 'output': 'a'}
 """
 from __future__ import annotations
 
+import codecs
+import contextlib
 import csv
+import errno
+import io
 import json
 import os
+import re
 import stat
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Iterable, Iterator, Mapping
 
 from .errors import DataError
 
-__all__ = ["read_rows", "count_rows", "ResultWriter", "read_completed", "RESULT_KEYS"]
+__all__ = ["read_rows", "count_rows", "ResultWriter", "json_line", "read_completed", "RESULT_KEYS", "INPUT_PREFIX",
+           "escaped_key", "escape_input_keys", "input_row", "record_matches"]
 
 FORMATS = ("jsonl", "json", "csv")
 #: Keys the runner adds to a row in the results file.
 RESULT_KEYS = ("scores", "errors", "stats", "metadata_scores")
+#: What an input key that clashes with :data:`RESULT_KEYS` gets in front of it in a results record.
+INPUT_PREFIX = "input:"
+_CLASHING = re.compile(f"(?:{re.escape(INPUT_PREFIX)})*(?:{'|'.join(RESULT_KEYS)})")
+#: Python's JSON reader stops at about this depth of nesting.
+_DEPTH_HINT = "nested too deeply (Python's JSON reader allows about 1,000 levels)"
+
+
+def escaped_key(key: str) -> str:
+    """The name input key ``key`` has in a results record: one more ``input:`` if it matches
+    ``(input:)*(scores|errors|stats|metadata_scores)``, else ``key`` itself."""
+    return INPUT_PREFIX + key if _clashes(key) else key
+
+
+def escape_input_keys(row: Mapping[str, Any]) -> dict[str, Any]:
+    """An input row's fields as a results record holds them (keys through :func:`escaped_key`)."""
+    return {escaped_key(key): value for key, value in row.items()}
+
+
+def input_row(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The input row a results record was written for: the run's keys dropped, escaped keys named as in the input."""
+    return {key[len(INPUT_PREFIX):] if _clashes(key) else key: value
+            for key, value in record.items() if key not in RESULT_KEYS}
+
+
+def _clashes(key: Any) -> bool:
+    return isinstance(key, str) and _CLASHING.fullmatch(key) is not None
+
+
+def record_matches(record: Mapping[str, Any], row: Mapping[str, Any]) -> bool:
+    """Whether results ``record`` was written for input ``row`` (the check of a resumed run).
+
+    Compared as the JSON the writer writes, so values JSON holds but Python does not call equal (NaN) match,
+    and values JSON cannot hold compare as the text they were written as.
+    """
+    return _canonical(input_row(record)) == _canonical(row)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=True, sort_keys=True, default=str)
 
 
 def detect_format(path: str) -> str:
@@ -51,44 +115,78 @@ def read_rows(path: str, fmt: str | None = None) -> Iterator[dict[str, Any]]:
     return _read_csv(path)
 
 
-def _open(path: str) -> IO[str]:
-    return sys.stdin if path == "-" else open(path, encoding="utf-8", newline="")
+def _open(path: str) -> IO[bytes]:
+    return sys.stdin.buffer if path == "-" else open(path, "rb")
+
+
+def _not_utf8(path: str, lineno: int, offset: int, byte: int) -> DataError:
+    return DataError(f"{path}:{lineno}: not UTF-8 text (byte 0x{byte:02x} at byte offset {offset}); scorers reads "
+                     "UTF-8 only: convert the file first (e.g. iconv -f cp1252 -t utf-8 FILE > FILE.utf8)")
+
+
+def _lines(path: str) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each line (split at ``\n``, ends kept); a byte-order mark at the start is dropped."""
+    with _open(path) as fh:
+        offset = 0
+        for lineno, raw in enumerate(fh, 1):
+            text_start = len(codecs.BOM_UTF8) if lineno == 1 and raw.startswith(codecs.BOM_UTF8) else 0
+            try:
+                text = raw[text_start:].decode("utf-8")
+            except UnicodeDecodeError as exc:
+                position = text_start + exc.start
+                raise _not_utf8(path, lineno, offset + position, raw[position]) from None
+            yield lineno, text
+            offset += len(raw)
 
 
 def _read_jsonl(path: str) -> Iterator[dict[str, Any]]:
-    with _open(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            text = line.rstrip("\r\n")
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError as exc:
-                where = "at the end of the line" if exc.pos >= len(text.rstrip()) else f"at column {exc.colno}"
-                raise DataError(f"{path}:{lineno}: invalid JSON ({exc.msg} {where})") from None
-            if not isinstance(row, dict):
-                raise DataError(f"{path}:{lineno}: expected a JSON object per line, got {type(row).__name__}")
-            yield row
+    for lineno, line in _lines(path):
+        text = line.rstrip("\r\n")
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
+        except json.JSONDecodeError as exc:
+            where = "at the end of the line" if exc.pos >= len(text.rstrip()) else f"at column {exc.colno}"
+            raise DataError(f"{path}:{lineno}: invalid JSON ({exc.msg} {where})") from None
+        except ValueError as exc:  # an integer of more digits than Python converts
+            raise DataError(f"{path}:{lineno}: unreadable JSON ({exc})") from None
+        except RecursionError:
+            raise DataError(f"{path}:{lineno}: {_DEPTH_HINT}") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{path}:{lineno}: expected a JSON object per line, got {type(row).__name__}")
+        yield row
 
 
 def _read_json(path: str) -> Iterator[dict[str, Any]]:
     with _open(path) as fh:
-        try:
-            data = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(data, list):
-        raise DataError(f"{path}: expected a JSON array of objects, got {type(data).__name__}")
-    for i, row in enumerate(data):
+        data = fh.read()
+    text_start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        text = data[text_start:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        position = text_start + exc.start
+        raise _not_utf8(path, data.count(b"\n", 0, position) + 1, position, data[position]) from None
+    try:
+        rows = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+    except ValueError as exc:
+        raise DataError(f"{path}: unreadable JSON ({exc})") from None
+    except RecursionError:
+        raise DataError(f"{path}: {_DEPTH_HINT}") from None
+    if not isinstance(rows, list):
+        raise DataError(f"{path}: expected a JSON array of objects, got {type(rows).__name__}")
+    for i, row in enumerate(rows):
         if not isinstance(row, dict):
             raise DataError(f"{path}: item {i} of the array is a {type(row).__name__}, not an object")
         yield row
 
 
 def _read_csv(path: str) -> Iterator[dict[str, Any]]:
-    with _open(path) as fh:
-        dialect = "excel-tab" if path.endswith(".tsv") else "excel"
-        reader = csv.DictReader(fh, dialect=dialect)
+    dialect = "excel-tab" if path.lower().endswith(".tsv") else "excel"
+    reader = csv.DictReader(_csv_lines(text for _, text in _lines(path)), dialect=dialect)
+    try:
         if reader.fieldnames is None:
             return
         for row in reader:
@@ -97,6 +195,17 @@ def _read_csv(path: str) -> Iterator[dict[str, Any]]:
             if any(v is None for v in row.values()):
                 raise DataError(f"{path}:{reader.line_num}: fewer values than the {len(reader.fieldnames)} header columns")
             yield dict(row)
+    except csv.Error as exc:
+        raise DataError(f"{path}:{reader.reader.line_num}: unreadable CSV ({exc})") from None  # the line read last
+
+
+def _csv_lines(lines: Iterable[str]) -> Iterator[str]:
+    """The lines as the csv module wants them (a file opened with ``newline=""``): a lone ``\r`` ends a line too."""
+    for text in lines:
+        if "\r" in text.rstrip("\r\n"):
+            yield from io.StringIO(text, newline="")
+        else:
+            yield text
 
 
 def count_rows(path: str, fmt: str | None = None) -> int | None:
@@ -112,7 +221,7 @@ def count_rows(path: str, fmt: str | None = None) -> int | None:
 def read_completed(path: str) -> list[dict[str, Any]]:
     """Records already written to a results file; a torn last line is cut off the file.
 
-    A run killed mid-write leaves at most one incomplete trailing line; it is
+    A run killed mid-write (or stopped by a full disk) leaves at most one incomplete trailing line; it is
     removed so that the resumed run rewrites that row.
     """
     if not os.path.exists(path):
@@ -124,8 +233,8 @@ def read_completed(path: str) -> list[dict[str, Any]]:
             if not raw.endswith(b"\n"):
                 break
             try:
-                record = json.loads(raw)
-            except json.JSONDecodeError:
+                record = json.loads(raw.decode("utf-8"))
+            except (ValueError, RecursionError):  # not UTF-8, not JSON, or JSON Python does not read
                 raise DataError(f"{path}:{lineno}: not a results line (invalid JSON); refusing to resume") from None
             if not isinstance(record, dict) or "scores" not in record:
                 raise DataError(f"{path}:{lineno}: not a results line (no 'scores'); refusing to resume")
@@ -137,45 +246,98 @@ def read_completed(path: str) -> list[dict[str, Any]]:
     return records
 
 
+def json_line(record: Mapping[str, Any]) -> bytes:
+    """``record`` as one line of UTF-8 JSON; one holding text UTF-8 cannot carry (a lone surrogate) is written
+    with ``\\u`` escapes, which JSON reads back as the same text."""
+    text = json.dumps(record, ensure_ascii=False, default=str)
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(record, ensure_ascii=True, default=str).encode("ascii") + b"\n"
+
+
 class ResultWriter:
-    """Appends one JSON line per row.
+    """Appends one JSON line per row (:func:`json_line`).
 
     :meth:`flush` hands the lines written so far to the OS (a killed process
     loses none of them; the runner flushes whenever no further scored row is
     waiting); a regular file is also fsynced at least every ``sync_interval_s``
     seconds and on close (a machine crash loses at most that window). Pipes,
     terminals and devices such as ``/dev/null`` are flushed only. A line cut by a
-    kill is found and dropped by :func:`read_completed`.
+    kill or a full disk is found and dropped by :func:`read_completed`. A file that
+    cannot be written (no space left, no permission) raises :class:`DataError`.
     """
 
     def __init__(self, path: str | None, *, append: bool = False, sync_interval_s: float = 1.0) -> None:
         self.path = path
-        self._fh: IO[str] = sys.stdout if path in (None, "-") else open(path, "a" if append else "w", encoding="utf-8")
-        self._syncs = self._fh is not sys.stdout and stat.S_ISREG(os.fstat(self._fh.fileno()).st_mode)
+        self._to_stdout = path in (None, "-")
+        if self._to_stdout:
+            sys.stdout.flush()  # what was printed before comes first
+            self._fh: IO[bytes] = sys.stdout.buffer
+        else:
+            try:
+                self._fh = open(path, "ab" if append else "wb")  # type: ignore[arg-type]
+            except OSError as exc:
+                raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
+        self._syncs = not self._to_stdout and stat.S_ISREG(os.fstat(self._fh.fileno()).st_mode)
         self._sync_interval_s = sync_interval_s
         self._last_sync = time.monotonic()
 
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """An OSError (disk full, ...) as a DataError that says what is left; a closed pipe stays a BrokenPipeError."""
+        try:
+            yield
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            if self._to_stdout:
+                raise DataError(f"cannot write stdout: {reason}") from None
+            once = "there is space" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "that is fixed"
+            raise DataError(f"cannot write {self.path}: {reason}; the rows written so far are complete, "
+                            f"continue with --resume once {once}") from None
+
     def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        try:
+            line = json_line(record)
+        except RecursionError:
+            raise DataError(f"cannot write a row of {self.path or 'stdout'}: {_DEPTH_HINT}") from None
+        with self._writing():
+            self._fh.write(line)
 
     def flush(self) -> None:
-        self._fh.flush()
+        with self._writing():
+            self._fh.flush()
         if time.monotonic() - self._last_sync >= self._sync_interval_s:
             self.sync()
 
     def sync(self) -> None:
-        self._fh.flush()
-        if self._syncs:
-            os.fsync(self._fh.fileno())
+        with self._writing():
+            self._fh.flush()
+            if self._syncs:
+                os.fsync(self._fh.fileno())
         self._last_sync = time.monotonic()
 
     def close(self) -> None:
-        self.sync()
-        if self._fh is not sys.stdout:
-            self._fh.close()
+        """Sync and close; the file is closed even when the last lines cannot be written."""
+        try:
+            self.sync()
+        except BaseException:
+            if not self._to_stdout:
+                with contextlib.suppress(OSError):  # the same failed flush again; the descriptor is closed
+                    self._fh.close()
+            raise
+        if not self._to_stdout:
+            with self._writing():
+                self._fh.close()
 
     def __enter__(self) -> "ResultWriter":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        with contextlib.suppress(OSError, DataError):  # the error on its way out is the one to report
+            self.close()

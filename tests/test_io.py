@@ -1,9 +1,16 @@
 import json
+import math
+import os
+import tempfile
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
+from scorers.batch import RowResult
 from scorers.errors import DataError
-from scorers.io import ResultWriter, count_rows, read_completed, read_rows
+from scorers.io import (ResultWriter, count_rows, escape_input_keys, escaped_key, input_row, read_completed, read_rows,
+                        record_matches)
+from scorers.score import Score
 
 
 @pytest.mark.parametrize("name,content,rows", [
@@ -58,3 +65,160 @@ def test_read_completed_refuses_foreign_files(tmp_path):
     path.write_text(json.dumps({"id": 1}) + "\n")
     with pytest.raises(DataError, match="no 'scores'"):
         read_completed(str(path))
+
+
+# ------------------------------------------------------------------ every JSON value is written and read back
+#: Keys the results file uses, escaped ones, and near misses.
+CLASHING_KEYS = ["scores", "errors", "stats", "metadata_scores", "input:scores", "input:input:errors",
+                 "input:stats", "input:", "input:id", "Scores", "scores ", "input:input:metadata_scores"]
+#: Any text, lone surrogates and control characters included.
+TEXT = st.text(st.characters(exclude_categories=()), max_size=8)
+KEYS = st.sampled_from(CLASHING_KEYS) | TEXT
+NUMBERS = (st.integers() | st.integers(min_value=-10 ** 300, max_value=10 ** 300) | st.floats()
+           | st.sampled_from([1.7976931348623157e308, -1.7976931348623157e308, 5e-324, -0.0, 2.0 ** 53 + 1]))
+JSON_VALUES = st.recursive(st.none() | st.booleans() | NUMBERS | TEXT,
+                           lambda children: st.lists(children, max_size=3) | st.dictionaries(KEYS, children, max_size=3),
+                           max_leaves=12)
+ROWS = st.dictionaries(KEYS, JSON_VALUES, max_size=5)
+
+
+def same_json(a, b) -> bool:
+    """Equal as JSON values, NaN equal to NaN (JSON has no other notion of it)."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(ROWS, min_size=1, max_size=4))
+def test_every_json_row_is_written_read_back_and_resumed_as_it_was(rows):
+    with tempfile.TemporaryDirectory() as folder:
+        data, out = os.path.join(folder, "data.jsonl"), os.path.join(folder, "out.jsonl")
+        with open(data, "w", encoding="ascii") as fh:  # the input: JSON text, surrogates as \ud800 escapes
+            fh.writelines(json.dumps(row) + "\n" for row in rows)
+        read = list(read_rows(data))
+        assert same_json(read, rows)
+        with ResultWriter(out) as writer:
+            for i, row in enumerate(read):
+                writer.write(RowResult(i, row, {"S": Score("S", 0.5, {}, (1, 2))}).to_record(with_metadata=True))
+        with open(out, "rb") as fh:
+            text = fh.read().decode("utf-8")  # the file is UTF-8
+        assert text.count("\n") == len(rows)
+        records = read_completed(out)
+        assert len(records) == len(rows)
+        for record, row in zip(records, rows):
+            assert record["scores"] == {"S": 0.5} and record["stats"] == {"S": [1, 2]}
+            assert same_json(input_row(record), row)
+            assert same_json(RowResult.from_record(record).row, row)
+            assert record_matches(record, row)
+            assert not record_matches(record, {**row, "another column": 1})
+
+
+@given(row=ROWS)
+def test_escaping_input_keys_is_reversible_and_never_clashes(row):
+    escaped = escape_input_keys(row)
+    assert not set(escaped) & {"scores", "errors", "stats", "metadata_scores"}
+    assert len(escaped) == len(row)
+    assert input_row({**escaped, "scores": {}, "errors": {}, "stats": {}, "metadata_scores": {}}) == row
+
+
+def test_escaped_keys_get_exactly_one_more_prefix():
+    assert [escaped_key(k) for k in CLASHING_KEYS] == [
+        "input:scores", "input:errors", "input:stats", "input:metadata_scores", "input:input:scores",
+        "input:input:input:errors", "input:input:stats", "input:", "input:id", "Scores", "scores ",
+        "input:input:input:metadata_scores"]
+
+
+def test_a_record_keeps_the_input_columns_named_like_the_runs_keys():
+    row = {"id": 7, "scores": "input", "errors": ["e"], "stats": {"S": [9, 9]}, "input:scores": 1}
+    result = RowResult(0, row, {"S": Score("S", 1.0)})
+    record = result.to_record(with_metadata=True)
+    assert record == {"id": 7, "input:scores": "input", "input:errors": ["e"], "input:stats": {"S": [9, 9]},
+                      "input:input:scores": 1, "scores": {"S": 1.0}, "metadata_scores": {"S": {}}}
+    back = RowResult.from_record(record)
+    assert back.row == row and back.results["S"].stats is None and not back.errors
+
+
+@pytest.mark.parametrize("depth", [100, 400])
+def test_deeply_nested_values_are_written_and_resumed(tmp_path, depth):
+    row = {"output": json.loads("[" * depth + '"\\ud800"' + "]" * depth), "expected": {"a": None}}
+    out = str(tmp_path / "out.jsonl")
+    with ResultWriter(out) as writer:
+        writer.write(RowResult(0, row, {"S": Score("S", 0.0)}).to_record())
+    [record] = read_completed(out)
+    assert record_matches(record, row) and input_row(record) == row
+
+
+def test_a_nan_in_the_input_matches_on_resume():
+    assert record_matches({"v": float("nan"), "scores": {}}, {"v": float("nan")})
+    assert not record_matches({"v": float("nan"), "scores": {}}, {"v": float("inf")})
+
+
+# ------------------------------------------------------------------ input that is not UTF-8, or has a BOM
+@pytest.mark.parametrize("name,content,line,byte", [
+    ("a.jsonl", b'{"output": "x"}\n{"output": "caf\xe9"}\n', 2, 0xE9),
+    ("a.jsonl", b'\xef\xbb\xbf{"output": "\xff"}\n', 1, 0xFF),
+    ("a.csv", b"output,expected\nx,y\n\x80,y\n", 3, 0x80),
+    ("a.json", b'[{"output": "x"},\n {"output": "\xc3("}]', 2, 0xC3),
+])
+def test_text_that_is_not_utf8_names_line_and_byte_offset(tmp_path, name, content, line, byte):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(DataError) as info:
+        list(read_rows(str(path)))
+    offset = content.index(bytes([byte]))
+    assert str(info.value).startswith(f"{path}:{line}: not UTF-8 text (byte 0x{byte:02x} at byte offset {offset}); ")
+    assert "convert the file" in str(info.value)
+
+
+@pytest.mark.parametrize("name,content", [
+    ("a.csv", "id,output\n1,x\n"), ("a.jsonl", '{"id": "1", "output": "x"}\n'), ("a.json", '[{"id": "1", "output": "x"}]')])
+def test_a_utf8_byte_order_mark_is_dropped(tmp_path, name, content):
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8-sig")
+    assert list(read_rows(str(path))) == [{"id": "1", "output": "x"}]
+
+
+def test_a_csv_with_old_mac_line_ends_still_reads(tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_bytes(b'output,expected\r"x\r\ny",y\rz,w\r')
+    assert list(read_rows(str(path))) == [{"output": "x\r\ny", "expected": "y"}, {"output": "z", "expected": "w"}]
+
+
+@pytest.mark.parametrize("name,content,message", [
+    ("a.jsonl", '{"output": "x"}\n{"n": ' + "1" * 5000 + "}\n", r"a.jsonl:2: unreadable JSON \(Exceeds the limit"),
+    ("a.jsonl", "[" * 100_000 + "]" * 100_000 + "\n", r"a.jsonl:1: nested too deeply"),
+    ("a.json", "[" * 100_000 + "]" * 100_000, r"a.json: nested too deeply"),
+    ("a.csv", "output\n" + "x" * 200_000 + "\n", r"a.csv:2: unreadable CSV \(field larger than field limit"),
+], ids=["huge-integer", "deep-jsonl", "deep-json", "huge-csv-field"])
+def test_values_python_cannot_read_are_data_errors(tmp_path, name, content, message):
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(DataError, match=message):
+        list(read_rows(str(path)))
+
+
+def test_read_completed_refuses_a_line_that_is_not_utf8(tmp_path):
+    path = tmp_path / "out.jsonl"
+    path.write_bytes(b'{"id": 1, "scores": {}}\n{"id": "\xff", "scores": {}}\n')
+    with pytest.raises(DataError, match="out.jsonl:2: not a results line"):
+        read_completed(str(path))
+
+
+# ------------------------------------------------------------------ a results file that cannot be written
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_a_full_disk_is_a_data_error_that_says_what_is_left():
+    with pytest.raises(DataError, match=r"^cannot write /dev/full: No space left on device; the rows written so far "
+                                        r"are complete, continue with --resume once there is space$"):
+        with ResultWriter("/dev/full") as writer:
+            writer.write({"scores": {}})
+            writer.flush()
+
+
+def test_an_output_that_cannot_be_opened_is_a_data_error(tmp_path):
+    with pytest.raises(DataError, match=r"^cannot write .*/no/such/dir/out.jsonl: No such file or directory$"):
+        ResultWriter(str(tmp_path / "no" / "such" / "dir" / "out.jsonl"))

@@ -84,3 +84,15 @@ def test_judges_run_on_the_workers_own_loop(llm_env: LoopbackLLM) -> None:
     assert [r["scores"]["Factuality"] for r in records] == [1.0] * 6
     assert [r["scores"]["ExactMatch"] for r in records] == [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
     assert len(llm_env.chat_requests) == 6
+
+
+def test_input_columns_named_like_the_results_keys_are_kept_apart() -> None:
+    rows = [{"output": "a", "expected": "a", "scores": "mine", "stats": [1, 2], "errors": None, "input:scores": 0},
+            {"output": "b", "expected": "c", "scores": "also mine", "stats": [], "errors": "none", "input:scores": 1}]
+    out = BatchScorer(["ExactMatch", "BLEU"])(columns(rows))
+    records = [result_record(dict(zip(out, values))) for values in zip(*out.values())]
+    assert records == local_records(rows, ["ExactMatch", "BLEU"])
+    assert [r["scores"]["ExactMatch"] for r in records] == [1.0, 0.0]
+    assert [(r["input:scores"], r["input:stats"], r["input:errors"], r["input:input:scores"]) for r in records] == [
+        ("mine", [1, 2], None, 0), ("also mine", [], "none", 1)]
+    assert all(len(r["stats"]["BLEU"]) == 12 and "errors" not in r for r in records)

@@ -21,6 +21,8 @@ from typing import Annotated, Any, Literal, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
+from ..llm.protocol import extra_conflict
+
 __all__ = ["RESPONSE_MODES", "APIS", "KINDS", "Message", "RequestSettings", "Scale", "Criterion", "ClassifierSpec", "RubricSpec",
            "RatingSpec", "GEvalSpec", "PairwiseSpec", "JudgeSpec", "validate_spec", "validate_model", "json_schema", "COMMON_SETTINGS"]
 
@@ -129,6 +131,14 @@ class RequestSettings(_Strict):
     api: Literal["chat", "responses"] | None = None
     extra_args: dict[str, Any] | None = None
 
+    @field_validator("extra_args")
+    @classmethod
+    def _extra_args_leave_the_engine_its_keys(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        conflict = extra_conflict(value) if value else None
+        if conflict:
+            raise _KeyError("extra_args", conflict)
+        return value
+
 
 class _Common(RequestSettings):
     # exactly one of prompt and messages, for editors too (the validator below says it in words)
@@ -193,6 +203,9 @@ class ClassifierSpec(_Common):
         if self.samples > 1 and not self.temperature:
             raise _KeyError("samples", f"samples={self.samples} needs temperature > 0: at temperature 0 the "
                                        "samples are the same judgment repeated")
+        if self.samples > 1 and "seed" in (self.extra_args or {}):
+            raise _KeyError("extra_args", f"a seed in extra_args would give all {self.samples} samples the same "
+                                          "seed (each sample is sent its own): leave it out")
         if self.response_mode == "text":
             bad = [c for c in self.choice_scores if c != c.translate(_PUNCTUATION) or c != " ".join(c.split())]
             if bad:

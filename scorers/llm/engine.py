@@ -38,7 +38,9 @@ reasoning_effort=None, logprobs=False, top_logprobs=None, api=None)``
     ``tools``, ``tool_choice`` and ``response_format`` are given in the chat shape;
     the Responses API gets them converted (:meth:`ChatRequest.body`). ``extra``
     holds further body parameters sent verbatim (e.g. ``{"top_p": 1}``) and is part
-    of the cache key; ``cache_tag`` is part of the cache key but not sent (e.g.
+    of the cache key; a key the engine sets itself (model, messages, tools, token
+    limits, credentials, ...: :func:`~scorers.llm.protocol.engine_owned_keys`) is a
+    :class:`~scorers.errors.ConfigError`; ``cache_tag`` is part of the cache key but not sent (e.g.
     ``"sample-3"`` to get independent cached samples of the same prompt).
     ``logprobs=True`` asks for the content tokens' log-probabilities (with
     ``top_logprobs`` alternatives each); a reply without them raises

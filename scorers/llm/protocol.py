@@ -16,12 +16,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from .._util import memoize
 from ..errors import ConfigError
 from .config import APIS, is_reasoning_model
 
 log = logging.getLogger("scorers.llm")
 
-__all__ = ["ChatRequest", "ChatResult", "ToolCall", "TokenLogprob", "InvalidReply", "parse_reply"]
+__all__ = ["ChatRequest", "ChatResult", "ToolCall", "TokenLogprob", "InvalidReply", "parse_reply", "engine_owned_keys",
+           "extra_conflict"]
 
 
 #: Body keys that are the request's content, not its generation settings (left out of ``ChatResult.sent``).
@@ -60,6 +62,9 @@ class ChatRequest:
     api: str | None = None
 
     def __post_init__(self) -> None:
+        conflict = extra_conflict(self.extra) if self.extra else None
+        if conflict:
+            raise ConfigError(f"ChatRequest extra {conflict}")
         if self.api is not None and self.api not in APIS:
             raise ConfigError(f"ChatRequest api must be one of {', '.join(APIS)} or None, got {self.api!r}")
         if self.top_logprobs is not None and not self.logprobs:
@@ -80,7 +85,7 @@ class ChatRequest:
         name = self.model or model
         thinks = is_reasoning_model(name) if reasoning is None else reasoning
         messages = [dict(m) for m in self.messages]
-        extra = {k: v for k, v in self.extra.items() if not (thinks and k in ("temperature", "top_p"))}
+        extra = {k: v for k, v in self.extra.items() if not (thinks and k == "top_p")}
         temperature = None if thinks else self.temperature
         if (self.api or api) == "chat":
             body: dict[str, Any] = {"model": name, "messages": messages}
@@ -109,6 +114,56 @@ class ChatRequest:
                 _put(body, "top_logprobs", self.top_logprobs)
         body.update(extra)
         return body
+
+
+#: What to set instead of an engine-owned key in ``extra`` (keys without an entry are set by the engine alone).
+_INSTEAD = {
+    "model": "model=", "messages": "prompt= or messages=", "input": "prompt= or messages=",
+    "instructions": "a system message in messages=", "tools": "response_mode=", "tool_choice": "response_mode=",
+    "response_format": "response_mode=", "text": "response_mode=", "temperature": "temperature=",
+    "max_tokens": "max_tokens=", "max_completion_tokens": "max_tokens=", "max_output_tokens": "max_tokens=",
+    "reasoning_effort": "reasoning_effort=", "reasoning": "reasoning_effort=", "n": "samples=",
+    "api_key": "OPENAI_API_KEY, configure(api_key=) or an engine's api_key=",
+    "base_url": "OPENAI_BASE_URL, configure(base_url=) or an engine's base_url=",
+}
+
+#: Keys the engine owns besides those :meth:`ChatRequest.body` writes: the client's credentials and endpoint, the
+#: Responses API's instructions (the prompt is the template's), ``n`` and ``stream`` (one whole reply is read).
+_OWNED_OUTSIDE_BODY = ("api_key", "base_url", "instructions", "n", "stream")
+
+
+@memoize
+def engine_owned_keys() -> frozenset[str]:
+    """Every key the engine sets: those :meth:`ChatRequest.body` writes for either API and model kind (found by
+    building the body of a request that sets every field, so the set follows that code), and
+    ``_OWNED_OUTSIDE_BODY``. ``extra`` may hold none of them.
+
+    >>> sorted(engine_owned_keys() & {"model", "max_output_tokens", "top_p", "api_key"})
+    ['api_key', 'max_output_tokens', 'model']
+    """
+    every_field = ChatRequest(messages=[{"role": "user", "content": "x"}], model="m", tools=[{"type": "function"}],
+                              tool_choice="auto", temperature=0, max_tokens=1, response_format={"type": "text"},
+                              seed=0, reasoning_effort="low", logprobs=True, top_logprobs=1)
+    written = {key for api in APIS for reasoning in (False, True)
+               for key in every_field.body("m", api=api, reasoning=reasoning)}
+    return frozenset(written - {"seed"}) | frozenset(_OWNED_OUTSIDE_BODY)
+
+
+def extra_conflict(extra: Mapping[str, Any]) -> str | None:
+    """Why ``extra`` may not be sent (it sets keys the engine owns), or ``None`` when it may.
+
+    >>> print(extra_conflict({"top_p": 0.5}))
+    None
+    >>> print(extra_conflict({"model": "gpt-4o", "stream": True}).split(". ")[0])
+    cannot set model (use model=), stream: the engine sets them
+    """
+    owned = engine_owned_keys()
+    clashes = [key for key in extra if key in owned]
+    if not clashes:
+        return None
+    named = ", ".join(f"{key} (use {_INSTEAD[key]})" if key in _INSTEAD else key for key in clashes)
+    return (f"cannot set {named}: the engine sets {'it' if len(clashes) == 1 else 'them'}. "
+            f"Keys the engine owns: {', '.join(sorted(owned))}")
 
 
 def _put(body: dict[str, Any], name: str, value: Any) -> None:

@@ -34,6 +34,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .._util import lazy, memoize, optional_import
 from ..errors import ConfigError
+from .redaction import mask_urls
 
 __all__ = ["LLMCache", "RedisCache", "CacheError", "ReplyCache", "cache_key", "cache_keys", "is_redis_url",
            "open_cache"]
@@ -290,7 +291,7 @@ class RedisCache:
 
     def __init__(self, url: str) -> None:
         if not is_redis_url(url):
-            raise ConfigError(f"not a Redis URL: {_masked(str(url))!r} (expected redis://host:port/db)")
+            raise ConfigError(f"not a Redis URL: {mask_urls(str(url))!r} (expected redis://host:port/db)")
         self.url = url.strip()
         parts = urllib.parse.urlsplit(self.url)
         query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
@@ -327,8 +328,8 @@ class RedisCache:
                 client = redis.Redis.from_url(self._client_url, retry=Retry(NoBackoff(), 1))
                 client.ping()
             except (redis.RedisError, ValueError) as exc:
-                raise ConfigError(f"cannot use the Redis reply cache {_masked(self.url)!r}: {type(exc).__name__}: "
-                                  f"{exc} (start the server or fix SCORERS_CACHE_URL / cache=, or disable the cache "
+                raise ConfigError(f"cannot use the Redis reply cache {mask_urls(self.url)!r}: "
+                                  f"{type(exc).__name__}: {exc} (start the server or fix SCORERS_CACHE_URL / cache=, or disable the cache "
                                   f"with cache=False / --no-cache)") from exc
             self._client, self._pid, self._down_until = client, os.getpid(), 0.0
             return client
@@ -337,7 +338,7 @@ class RedisCache:
         """Run ``command(client)``; a Redis failure raises :class:`CacheError` (and pauses the cache)."""
         client = self.connect()
         if time.monotonic() < self._down_until:
-            raise CacheError(f"the Redis reply cache {_masked(self.url)!r} failed less than "
+            raise CacheError(f"the Redis reply cache {mask_urls(self.url)!r} failed less than "
                              f"{REDIS_RETRY_AFTER_S:g} s ago; not asking it yet")
         import redis
 
@@ -345,7 +346,7 @@ class RedisCache:
             return command(client)
         except redis.RedisError as exc:
             self._down_until = time.monotonic() + REDIS_RETRY_AFTER_S
-            raise CacheError(f"the Redis reply cache {_masked(self.url)!r} failed: {type(exc).__name__}: "
+            raise CacheError(f"the Redis reply cache {mask_urls(self.url)!r} failed: {type(exc).__name__}: "
                              f"{exc}") from exc
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -396,7 +397,7 @@ class RedisCache:
             self._client = None
 
     def __repr__(self) -> str:
-        return f"RedisCache({_masked(self.url)!r})"
+        return f"RedisCache({mask_urls(self.url)!r})"
 
 
 def _ttl_seconds(url: str, values: list[str]) -> int | None:
@@ -405,18 +406,8 @@ def _ttl_seconds(url: str, values: list[str]) -> int | None:
         return None
     if len(values) == 1 and values[0].isdigit() and int(values[0]) > 0:
         return int(values[0])
-    raise ConfigError(f"the Redis cache URL {_masked(url)!r} has ttl={'&ttl='.join(values)}; "
+    raise ConfigError(f"the Redis cache URL {mask_urls(url)!r} has ttl={'&ttl='.join(values)}; "
                       f"give one ttl=<whole seconds > 0>, or none to keep entries until Redis evicts them")
-
-
-def _masked(url: str) -> str:
-    """``url`` with its password replaced by ``***``."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return parts._replace(netloc=f"{user}:***@{host}").geturl()
 
 
 #: A reply cache: the SQLite file of one machine or a Redis server shared by many.

@@ -52,12 +52,13 @@ from __future__ import annotations
 import os
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
 from .._util import memoize
 from ..errors import ConfigError
+from .redaction import mask_urls
 
 __all__ = ["DEFAULT_MODEL", "DEFAULT_BASE_URL", "LLMSettings", "configure", "resolve", "configured_prices", "default_model",
            "default_cache_path", "settings_state", "is_reasoning_model", "DEFAULT_DEADLINE", "APIS",
@@ -149,6 +150,17 @@ class LLMSettings:
     deadline: float = DEFAULT_DEADLINE
     #: ``None`` (no cache), the path of the SQLite cache file, a Redis URL, or an ``LLMCache``/``RedisCache``.
     cache: Any = None
+
+    @property
+    def shown_url(self) -> str:
+        """``base_url`` with its credentials masked (:func:`~scorers.llm.redaction.mask_urls`): the endpoint as
+        messages, logs, cache keys and ``repr`` show it."""
+        return mask_urls(self.base_url)
+
+    def __repr__(self) -> str:
+        shown = {f.name: self.shown_url if f.name == "base_url" else getattr(self, f.name)
+                 for f in fields(self) if f.repr}
+        return f"LLMSettings({', '.join(f'{name}={value!r}' for name, value in shown.items())})"
 
 
 def _check(name: str, value: Any) -> Any:
@@ -309,7 +321,7 @@ def default_cache_path() -> Path:
 
 def cache_target(value: Any) -> Any:
     """Turn a cache option into ``None`` (off), a path, a Redis URL, or an ``LLMCache``/``RedisCache``."""
-    from .cache import _masked, is_redis_url
+    from .cache import is_redis_url
 
     if value is False:
         return None
@@ -327,7 +339,7 @@ def cache_target(value: Any) -> Any:
             return None
         if url is not None:
             if not is_redis_url(url):
-                raise ConfigError(f"SCORERS_CACHE_URL={_masked(url)!r} is not a redis:// or rediss:// URL "
+                raise ConfigError(f"SCORERS_CACHE_URL={mask_urls(url)!r} is not a redis:// or rediss:// URL "
                                   f"(for a file, set SCORERS_CACHE to its path)")
             return _check("cache", url)
         return default_cache_path()

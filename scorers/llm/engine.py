@@ -93,7 +93,8 @@ from ..errors import ConfigError, JudgeError
 from .cache import CacheError, LLMCache, cache_key, cache_keys, open_cache
 from .config import LLMSettings, check_options, default_model, resolve, settings_state
 from .protocol import ChatRequest, ChatResult, InvalidReply, TokenLogprob, ToolCall, parse_reply, sent_settings
-from .transport import Budget, EndpointConfigError, RequestRejected, aclose, redact, send
+from .redaction import mask_urls, redact
+from .transport import Budget, EndpointConfigError, RequestRejected, aclose, send
 
 __all__ = ["ChatRequest", "ChatResult", "ToolCall", "TokenLogprob", "InvalidReply", "EndpointConfigError",
            "RequestRejected", "LLMEngine", "complete", "complete_sync", "aclose"]
@@ -170,7 +171,7 @@ class LLMEngine:
 
     def __repr__(self) -> str:
         shown = {k: v for k, v in self._options.items() if k not in ("api_key", "client")}
-        return f"LLMEngine({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+        return mask_urls(f"LLMEngine({', '.join(f'{k}={v!r}' for k, v in shown.items())})")
 
     def __getstate__(self) -> dict[str, Any]:
         state = {**self.__dict__, "_memo": None}  # the memo holds the key and an open cache
@@ -204,7 +205,7 @@ class LLMEngine:
         if cache is None or not requests:
             return [None] * len(requests)
         bodies = [_body(r, settings) for r in requests]
-        keys = cache_keys([body for body, _ in bodies], base_url=settings.base_url,
+        keys = cache_keys([body for body, _ in bodies], base_url=settings.shown_url,
                           tags=[r.cache_tag for r in requests])
         stored = _cache_call(cache.get_many, keys) or {}
         latency = time.perf_counter() - started
@@ -225,7 +226,7 @@ class LLMEngine:
         body, api = _body(request, settings)
         sent = sent_settings(body, api)
         label = f"{scorer}: " if scorer else ""
-        key = cache_key(body, base_url=settings.base_url, tag=request.cache_tag) if cache is not None else ""
+        key = cache_key(body, base_url=settings.shown_url, tag=request.cache_tag) if cache is not None else ""
         if cache is not None and read_cache:
             stored = _cache_call(cache.get, key)
             if stored is not None:
@@ -248,7 +249,7 @@ class LLMEngine:
                 continue
             if request.logprobs and reply.logprobs is None:
                 raise EndpointConfigError(
-                    f"{label}the endpoint returned no logprobs for model {body['model']!r} at {settings.base_url} "
+                    f"{label}the endpoint returned no logprobs for model {body['model']!r} at {settings.shown_url} "
                     f"({api} API) although logprobs=True asked for them: the endpoint or model does not support "
                     f"them, or not for this kind of reply (OpenAI gives none for tool calls)",
                     scorer=scorer, raw=reply.to_dict(), attempts=budget.attempts)

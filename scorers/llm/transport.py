@@ -31,6 +31,7 @@ from .. import _aio
 from .._util import memoize, optional_import
 from ..errors import ConfigError, JudgeError, MissingExtraError
 from .config import LLMSettings
+from .redaction import redact
 
 __all__ = ["EndpointConfigError", "RequestRejected", "aclose"]
 
@@ -46,9 +47,10 @@ _PATHS = {"chat": "/chat/completions", "responses": "/responses"}
 
 class EndpointConfigError(JudgeError, ConfigError):
     """The endpoint refuses the judge's configuration, not one row: a wrong or unauthorised API key
-    (HTTP 401/403), an unknown model or base URL (HTTP 404), or no log-probabilities from an endpoint
-    asked for them. A :class:`~scorers.errors.ConfigError`, so a run stops on it rather than failing
-    every row the same way; a :class:`~scorers.errors.JudgeError` with the attempts made."""
+    (HTTP 401/403), an unknown model or base URL (HTTP 404), a base URL the HTTP client refuses before
+    sending anything, or no log-probabilities from an endpoint asked for them. A
+    :class:`~scorers.errors.ConfigError`, so a run stops on it rather than failing every row the same
+    way; a :class:`~scorers.errors.JudgeError` with the attempts made."""
 
 
 class RequestRejected(JudgeError):
@@ -96,10 +98,12 @@ class Budget:
 
 async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: str | None, budget: Budget) -> Any:
     """POST ``body`` to ``api``'s path; return the decoded JSON. Counts attempts in ``budget``; raises
-    :class:`JudgeError` (:class:`RequestRejected`, :class:`EndpointConfigError`)."""
+    :class:`JudgeError` (:class:`RequestRejected`, :class:`EndpointConfigError`). No message holds the API key
+    or the credentials of the URL (:func:`~scorers.llm.redaction.redact`)."""
     import openai
 
     label = f"{scorer}: " if scorer else ""
+    endpoint = settings.shown_url
     client = await _client_for(settings)
     limiter = _limiter_for(settings.base_url)
     response_class = _httpx_response_class()
@@ -117,17 +121,16 @@ async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: st
                 async with _deadline(limit):
                     response = await client.post(_PATHS[api], body=body, cast_to=response_class,
                                                  options={"max_retries": 0, "timeout": settings.timeout})
-                return json.loads(response.content)
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 if status in (401, 403):
-                    raise EndpointConfigError(f"{label}authentication failed (HTTP {status}) at {settings.base_url}; "
+                    raise EndpointConfigError(f"{label}authentication failed (HTTP {status}) at {endpoint}; "
                                               f"check the API key (OPENAI_API_KEY or api_key=)",
                                               scorer=scorer, attempts=budget.attempts) from None
                 detail = redact(_error_detail(exc), settings.api_key)
                 if status == 404:
                     raise EndpointConfigError(f"{label}the endpoint rejected the request (HTTP 404): {detail}; check "
-                                              f"the base URL ({settings.base_url}) and the model ({body['model']})",
+                                              f"the base URL ({endpoint}) and the model ({body['model']})",
                                               scorer=scorer, attempts=budget.attempts) from None
                 if (status not in _RETRY_STATUSES and status < 500) or (status >= 500 and _is_validation_error(detail)):
                     raise RequestRejected(f"{label}the endpoint rejected the request (HTTP {status}): {detail}",
@@ -143,10 +146,17 @@ async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: st
                 root = _root_cause(exc)
                 if isinstance(root, TimeoutError) or "Timeout" in type(root).__name__:
                     cause = f"no reply within the {settings.timeout:g} s timeout"
+                elif _is_unusable_url(exc):
+                    raise _client_refused(label, scorer, budget, settings, root) from None
                 else:
                     cause = redact(f"connection failed: {type(root).__name__}: {root}"[:300], settings.api_key)
-            except ValueError as exc:  # a 2xx body that is not JSON
-                cause = f"the endpoint sent a body that is not JSON ({exc})"
+            except (ValueError, TypeError) as exc:  # the HTTP client refused the request before sending it
+                raise _client_refused(label, scorer, budget, settings, exc) from None
+            else:
+                try:
+                    return json.loads(response.content)
+                except ValueError as exc:  # a 2xx body that is not JSON
+                    cause = redact(f"the endpoint sent a body that is not JSON ({exc})", settings.api_key)
         if attempt == attempts_allowed:
             break
         delay = _backoff(attempt, retry_after, settings)
@@ -154,8 +164,34 @@ async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: st
             raise budget.exceeded(label, scorer, cause)
         log.info("%s%s; retrying in %.2f s (attempt %d of %d)", label, cause, delay, attempt + 1, attempts_allowed)
         await asyncio.sleep(delay)
-    raise JudgeError(f"{label}the request to {settings.base_url} failed after {attempts_allowed} "
+    raise JudgeError(f"{label}the request to {endpoint} failed after {attempts_allowed} "
                      f"attempt{'s' if attempts_allowed > 1 else ''}: {cause}", scorer=scorer, attempts=budget.attempts)
+
+
+def _client_refused(label: str, scorer: str | None, budget: Budget, settings: LLMSettings,
+                    exc: BaseException) -> EndpointConfigError:
+    """The HTTP client's own refusal of the request (a URL it cannot use, credentials in the URL that the aiohttp
+    transport will not send next to the API key): the same for every request, so a configuration error."""
+    refusal = redact(f"{type(exc).__name__}: {exc}"[:300], settings.api_key)
+    return EndpointConfigError(f"{label}the HTTP client (transport={settings.transport!r}) refused the request to "
+                               f"{settings.shown_url} before sending it: {refusal}; check the base URL "
+                               f"(OPENAI_BASE_URL or base_url=) or the transport (SCORERS_HTTP_TRANSPORT or "
+                               f"transport=)", scorer=scorer, attempts=budget.attempts)
+
+
+def _is_unusable_url(exc: BaseException) -> bool:
+    """Whether the chain of a connection error holds httpx's verdict that the URL is unusable (an unsupported
+    scheme, a malformed URL): no retry can change that."""
+    httpx = sys.modules[_httpx_response_class().__module__.split(".")[0]]
+    refusals = (httpx.UnsupportedProtocol, httpx.InvalidURL)
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, refusals):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 #: A request-validation error in a 5xx's message: FastAPI's ("1 validation error:\n  {'type': 'literal_error', ...,
@@ -216,10 +252,6 @@ def _root_cause(exc: BaseException) -> BaseException:
             return exc
         seen.add(id(inner))
         exc = inner
-
-
-def redact(text: str, api_key: str | None) -> str:
-    return text.replace(api_key, "[API key]") if api_key and len(api_key) >= 4 else text
 
 
 if sys.version_info >= (3, 11):

@@ -36,7 +36,7 @@ from ._aio import background_loop
 from ._util import ABSENT, lookup
 from .base import Scorer
 from .errors import ConfigError, ScorerError
-from .io import escape_input_keys, input_row
+from .io import escape_input_keys
 from .registry import get
 from .score import Score
 
@@ -81,7 +81,7 @@ class RowResult:
     @classmethod
     def from_record(cls, record: Mapping[str, Any], index: int = -1) -> "RowResult":
         """A row of a results file (as :meth:`to_record` wrote it), e.g. for the summary of a resumed run."""
-        result = cls(index, input_row(record))
+        result = cls(index, {})
         metadata = record.get("metadata_scores") or {}
         stats = record.get("stats") or {}
         errors = record.get("errors") or {}

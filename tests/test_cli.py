@@ -323,3 +323,135 @@ def test_a_folder_named_scorers_in_the_working_directory_does_not_shadow_the_pac
                             cwd=tmp_path, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("scorers ")
+
+
+# ------------------------------------------------------------------ rows that must neither wedge a run nor be lost
+def _torn_copy(full: Path, out: Path, rows: int) -> None:
+    """``out``: the first ``rows`` lines of ``full`` and half of the next one, as a crash mid-write leaves it."""
+    lines = full.read_bytes().splitlines(keepends=True)
+    out.write_bytes(b"".join(lines[:rows]) + lines[rows][: len(lines[rows]) // 2])
+
+
+def test_input_columns_named_like_the_results_keys_are_kept_and_report_compare_resume_work(tmp_path):
+    rows = [{"id": i, "output": f"a{i}", "expected": f"a{i - i % 2}", "scores": f"grade {i}", "errors": "none",
+             "stats": [i], "metadata_scores": {"x": i}, "input:scores": i} for i in range(6)]
+    data = write_jsonl(tmp_path / "d.jsonl", rows)
+    full = tmp_path / "full.jsonl"
+    result = cli("run", str(data), "-s", "ExactMatch", "-s", "BLEU", "--metadata", "-o", str(full))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("note:") == 1 and "'scores' as 'input:scores'" in result.stderr
+    assert "'input:scores' as 'input:input:scores'" in result.stderr
+    records = [json.loads(line) for line in full.read_text().splitlines()]
+    for row, record in zip(rows, records):
+        assert {k: record["input:" + k] for k in ("scores", "errors", "stats", "metadata_scores", "input:scores")} \
+            == {k: row[k] for k in ("scores", "errors", "stats", "metadata_scores", "input:scores")}
+        assert record["scores"]["ExactMatch"] == (1.0 if row["id"] % 2 == 0 else 0.0)
+        assert len(record["stats"]["BLEU"]) == 12 and "errors" not in record
+    report = cli("report", str(full), str(full), "--key", "id", "-o", str(tmp_path / "r.html"))
+    assert report.returncode == 0, report.stderr
+    assert "grade" not in (tmp_path / "r.html").read_text()  # the input's "scores" column is not a score
+    compare = cli("compare", str(full), str(full), "--key", "id", "--json")
+    assert compare.returncode == 0, compare.stderr
+    assert {f["scorer"] for f in json.loads(compare.stdout)["figures"]} == {"ExactMatch", "BLEU"}
+    partial = tmp_path / "partial.jsonl"
+    _torn_copy(full, partial, 3)
+    resumed = cli("run", str(data), "-s", "ExactMatch", "-s", "BLEU", "--metadata", "-o", str(partial), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert [json.loads(line) | {"metadata_scores": None} for line in partial.read_text().splitlines()] == \
+        [record | {"metadata_scores": None} for record in records]
+
+
+def test_lone_surrogates_control_characters_and_nan_are_written_and_resumed(tmp_path):
+    rows = [{"id": 0, "output": "a", "expected": "a"},
+            {"id": 1, "output": "\ud800", "expected": "\udfff x", "\udc80key": "\x00\x1f\x7f"},
+            {"id": 2, "output": "b", "expected": "b", "note": "日本語 ✓"},
+            {"id": 3, "output": "c", "expected": "d", "value": float("nan"), "big": 1e308, "tiny": 5e-324},
+            {"id": 4, "output": "e", "expected": "e"}]
+    data = write_jsonl(tmp_path / "d.jsonl", rows)  # json.dumps writes \ud800 escapes and NaN
+    full = tmp_path / "full.jsonl"
+    result = cli("run", str(data), "-s", "ExactMatch", "-s", "Levenshtein", "-o", str(full))
+    assert result.returncode == 0, result.stderr
+    text = full.read_bytes().decode("utf-8")
+    records = [json.loads(line) for line in text.splitlines()]
+    assert [r["id"] for r in records] == [0, 1, 2, 3, 4]
+    assert records[1]["output"] == "\ud800" and records[1]["\udc80key"] == "\x00\x1f\x7f"
+    assert "日本語 ✓" in text  # only a record that needs escapes is written with them
+    assert [r["scores"]["ExactMatch"] for r in records] == [1.0, 0.0, 1.0, 0.0, 1.0]
+    for rows_kept in (1, 2, 3, 4):
+        partial = tmp_path / f"partial{rows_kept}.jsonl"
+        _torn_copy(full, partial, rows_kept)
+        resumed = cli("run", str(data), "-s", "ExactMatch", "-s", "Levenshtein", "-o", str(partial), "--resume")
+        assert resumed.returncode == 0, resumed.stderr
+        assert partial.read_bytes() == full.read_bytes()
+    report = cli("report", str(full), "-o", str(tmp_path / "r.html"))
+    assert report.returncode == 0, report.stderr
+
+
+@pytest.mark.parametrize("name,content,line", [
+    ("d.jsonl", b'{"output": "a", "expected": "a"}\n{"output": "caf\xe9", "expected": "a"}\n', 2),
+    ("d.csv", b"output,expected\na,a\ncaf\xe9,a\n", 3),
+])
+def test_input_that_is_not_utf8_exits_2_naming_line_and_byte_offset(tmp_path, name, content, line):
+    data = tmp_path / name
+    data.write_bytes(content)
+    result = cli("run", str(data), "-s", "ExactMatch", "-o", str(tmp_path / "o.jsonl"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    offset = content.index(b"\xe9")
+    assert f"{data}:{line}: not UTF-8 text (byte 0xe9 at byte offset {offset})" in result.stderr
+
+
+@pytest.mark.parametrize("name,content", [("d.csv", "id,output,expected\n7,a,a\n"),
+                                          ("d.jsonl", '{"id": "7", "output": "a", "expected": "a"}\n')])
+def test_a_utf8_byte_order_mark_is_not_part_of_the_first_column(tmp_path, name, content):
+    data = tmp_path / name
+    data.write_text(content, encoding="utf-8-sig")
+    result = cli("run", str(data), "-s", "ExactMatch")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"id": "7", "output": "a", "expected": "a", "scores": {"ExactMatch": 1.0}}
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_a_full_disk_exits_2_and_says_the_rows_written_are_complete(tmp_path):
+    result = cli("run", str(EXAMPLE), "-s", "ExactMatch", "-o", "/dev/full")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert ("error: cannot write /dev/full: No space left on device; the rows written so far are complete, "
+            "continue with --resume once there is space") in result.stderr
+
+
+def test_an_output_in_a_missing_folder_exits_2(tmp_path):
+    result = cli("run", str(EXAMPLE), "-s", "ExactMatch", "-o", str(tmp_path / "missing" / "o.jsonl"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"error: cannot write {tmp_path / 'missing' / 'o.jsonl'}: No such file or directory" in result.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs a POSIX file size limit")
+def test_a_write_cut_short_leaves_a_file_that_resumes(tmp_path):
+    import resource
+
+    data = write_jsonl(tmp_path / "d.jsonl", [{"id": i, "output": f"x{i}", "expected": f"x{i - i % 3}"}
+                                              for i in range(2000)])
+    full = tmp_path / "full.jsonl"
+    assert cli("run", str(data), "-s", "Levenshtein", "-o", str(full)).returncode == 0
+    lines = full.read_bytes().splitlines(keepends=True)
+    limit = sum(map(len, lines[:1000])) + 10  # the file may not grow past the middle of line 1001
+
+    def limit_file_size() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    out = tmp_path / "out.jsonl"
+    cut = cli("run", str(data), "-s", "Levenshtein", "-o", str(out), preexec_fn=limit_file_size,
+              env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert cut.returncode == 2 and "Traceback" not in cut.stderr
+    assert f"error: cannot write {out}: File too large; the rows written so far are complete" in cut.stderr
+    assert out.stat().st_size == limit and not out.read_bytes().endswith(b"\n")  # a torn last line
+    resumed = cli("run", str(data), "-s", "Levenshtein", "-o", str(out), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert out.read_bytes() == full.read_bytes()
+
+
+def test_report_names_a_results_line_whose_errors_are_not_an_object(tmp_path):
+    old = write_jsonl(tmp_path / "old.jsonl", [  # written before input columns were kept apart from the run's keys
+        {"id": 1, "output": "a", "scores": {"ExactMatch": 1.0}, "errors": "an input column"}])
+    result = cli("report", str(old), "-o", str(tmp_path / "r.html"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f'{old}: record 1: "errors" is a str, not an object' in result.stderr

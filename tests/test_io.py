@@ -113,7 +113,6 @@ def test_every_json_row_is_written_read_back_and_resumed_as_it_was(rows):
         for record, row in zip(records, rows):
             assert record["scores"] == {"S": 0.5} and record["stats"] == {"S": [1, 2]}
             assert same_json(input_row(record), row)
-            assert same_json(RowResult.from_record(record).row, row)
             assert record_matches(record, row)
             assert not record_matches(record, {**row, "another column": 1})
 
@@ -140,7 +139,7 @@ def test_a_record_keeps_the_input_columns_named_like_the_runs_keys():
     assert record == {"id": 7, "input:scores": "input", "input:errors": ["e"], "input:stats": {"S": [9, 9]},
                       "input:input:scores": 1, "scores": {"S": 1.0}, "metadata_scores": {"S": {}}}
     back = RowResult.from_record(record)
-    assert back.row == row and back.results["S"].stats is None and not back.errors
+    assert input_row(record) == row and back.results["S"].stats is None and not back.errors
 
 
 @pytest.mark.parametrize("depth", [100, 400])

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from ..aggregate import MeanAggregator
 from ..errors import DataError
-from ..io import read_rows
+from ..io import input_row, read_rows
 from ..llm.usage import Prices
 from ..runner import RowResult
 
@@ -33,7 +33,8 @@ class ResultsFile:
 
     @classmethod
     def read(cls, path: str | Path) -> "ResultsFile":
-        """Read a JSONL results file; a line without a ``scores`` object raises :class:`DataError` naming it."""
+        """Read a JSONL results file; a line without a ``scores`` object (or whose ``errors``, ``stats`` or
+        ``metadata_scores`` is not an object) raises :class:`DataError` naming it."""
         path = str(path)
         records: list[dict[str, Any]] = []
         names: dict[str, None] = {}
@@ -46,10 +47,19 @@ class ResultsFile:
                 if value is not None and not isinstance(value, (int, float)):
                     raise DataError(f"{path}: record {line}: scores.{name} is {value!r}, not a number or null")
                 names.setdefault(name)
+            for key in ("errors", "stats", "metadata_scores"):
+                if not isinstance(record.get(key, {}), dict):
+                    raise DataError(f"{path}: record {line}: \"{key}\" is a {type(record[key]).__name__}, not an "
+                                    "object (a results file of a version of scorers that let an input column of "
+                                    "that name overwrite it? run it again)")
             records.append(record)
         if not records:
             raise DataError(f"{path}: no results (the file is empty)")
         return cls(path, records, list(names))
+
+    def row(self, index: int) -> dict[str, Any]:
+        """The input row of record ``index``: its fields without the run's, named as in the input file."""
+        return input_row(self.records[index])
 
     def values(self, scorer: str) -> list[float]:
         """The scorer's numeric scores, in row order (skipped and failed rows left out)."""

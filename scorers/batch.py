@@ -36,7 +36,7 @@ from ._aio import background_loop
 from ._util import ABSENT, lookup
 from .base import Scorer
 from .errors import ConfigError, ScorerError
-from .io import escape_input_keys
+from .io import escape_input_keys, utf8_json
 from .registry import get
 from .score import Score
 
@@ -211,7 +211,7 @@ class BatchScorer:
         """An engine's batch (Arrow, pandas or a dict of columns) with :data:`RESULT_COLUMN` added."""
         rows = _rows(batch)
         results = asyncio.run_coroutine_threadsafe(self.score(rows), background_loop()).result()
-        column = [json.dumps(_result_json(r), ensure_ascii=False, allow_nan=False) for r in results]
+        column = [utf8_json(_result_json(r), allow_nan=False) for r in results]
         return _with_column(batch, RESULT_COLUMN, column)
 
 

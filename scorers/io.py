@@ -43,8 +43,8 @@ from typing import IO, Any, Iterable, Iterator, Mapping
 
 from .errors import DataError
 
-__all__ = ["read_rows", "count_rows", "ResultWriter", "json_line", "read_completed", "RESULT_KEYS", "INPUT_PREFIX",
-           "escaped_key", "escape_input_keys", "input_row", "record_matches"]
+__all__ = ["read_rows", "count_rows", "ResultWriter", "json_line", "utf8_json", "read_completed", "RESULT_KEYS",
+           "INPUT_PREFIX", "escaped_key", "escape_input_keys", "input_row", "record_matches"]
 
 FORMATS = ("jsonl", "json", "csv")
 #: Keys the runner adds to a row in the results file.
@@ -246,14 +246,20 @@ def read_completed(path: str) -> list[dict[str, Any]]:
     return records
 
 
-def json_line(record: Mapping[str, Any]) -> bytes:
-    """``record`` as one line of UTF-8 JSON; one holding text UTF-8 cannot carry (a lone surrogate) is written
-    with ``\\u`` escapes, which JSON reads back as the same text."""
-    text = json.dumps(record, ensure_ascii=False, default=str)
+def utf8_json(value: Any, **options: Any) -> str:
+    """``json.dumps(value, **options)`` as text UTF-8 can carry: non-ASCII characters as they are, unless the value
+    holds a lone surrogate (``"\\ud800"``, valid JSON): then every one is a ``\\u`` escape, read back as the same text."""
+    text = json.dumps(value, ensure_ascii=False, **options)
     try:
-        return text.encode("utf-8") + b"\n"
+        text.encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(record, ensure_ascii=True, default=str).encode("ascii") + b"\n"
+        return json.dumps(value, ensure_ascii=True, **options)
+    return text
+
+
+def json_line(record: Mapping[str, Any]) -> bytes:
+    """``record`` as one line of UTF-8 JSON (:func:`utf8_json`; a value JSON cannot hold is written as its ``str``)."""
+    return (utf8_json(record, default=str) + "\n").encode("utf-8")
 
 
 class ResultWriter:

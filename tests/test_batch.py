@@ -10,8 +10,10 @@ import cloudpickle
 import pytest
 
 import scorers
+from scorers.base import Scorer
 from scorers.batch import RESULT_COLUMN, BatchScorer, result_record
-from scorers.errors import ConfigError
+from scorers.errors import ConfigError, ScorerInputError
+from scorers.fields import text_field
 from scorers.testing import LoopbackLLM, Reply
 
 ROWS = [
@@ -96,3 +98,18 @@ def test_input_columns_named_like_the_results_keys_are_kept_apart() -> None:
     assert [(r["input:scores"], r["input:stats"], r["input:errors"], r["input:input:scores"]) for r in records] == [
         ("mine", [1, 2], None, 0), ("also mine", [], "none", 1)]
     assert all(len(r["stats"]["BLEU"]) == 12 and "errors" not in r for r in records)
+
+
+def test_result_texts_are_utf8_even_when_an_error_message_holds_a_lone_surrogate() -> None:
+    class Quoting(Scorer):
+        name = "Quoting"
+        fields = (text_field("output"),)
+
+        def _score(self, *, output, **_):
+            raise ScorerInputError(self.name, "output", f"is not a number: {output}")
+
+    texts = BatchScorer([Quoting()])(columns([{"output": "é"}, {"output": "x\ud800"}]))[RESULT_COLUMN]
+    assert [json.loads(t)["errors"]["Quoting"]["message"] for t in texts] == [
+        "Quoting: field 'output' is not a number: é", "Quoting: field 'output' is not a number: x\ud800"]
+    assert "é" in texts[0] and "\\ud800" in texts[1]
+    assert all(t.encode("utf-8") for t in texts)  # what an Arrow string column (UTF-8) can carry

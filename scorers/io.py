@@ -52,7 +52,7 @@ RESULT_KEYS = ("scores", "errors", "stats", "metadata_scores")
 #: What an input key that clashes with :data:`RESULT_KEYS` gets in front of it in a results record.
 INPUT_PREFIX = "input:"
 _CLASHING = re.compile(f"(?:{re.escape(INPUT_PREFIX)})*(?:{'|'.join(RESULT_KEYS)})")
-#: Python's JSON reader stops at about this depth of nesting.
+#: Why a value nested deeper than Python's JSON reader and writer go cannot be read or written.
 _DEPTH_HINT = "nested too deeply (Python's JSON reader allows about 1,000 levels)"
 
 
@@ -125,7 +125,7 @@ def _not_utf8(path: str, lineno: int, offset: int, byte: int) -> DataError:
 
 
 def _lines(path: str) -> Iterator[tuple[int, str]]:
-    """``(line number, text)`` of each line (split at ``\n``, ends kept); a byte-order mark at the start is dropped."""
+    """``(line number, text)`` of each line (ended by a newline byte, kept); a byte-order mark at the start is dropped."""
     with _open(path) as fh:
         offset = 0
         for lineno, raw in enumerate(fh, 1):
@@ -200,7 +200,8 @@ def _read_csv(path: str) -> Iterator[dict[str, Any]]:
 
 
 def _csv_lines(lines: Iterable[str]) -> Iterator[str]:
-    """The lines as the csv module wants them (a file opened with ``newline=""``): a lone ``\r`` ends a line too."""
+    """The lines as the csv module wants them (a file opened with ``newline=""``): a lone carriage return ends a
+    line too."""
     for text in lines:
         if "\r" in text.rstrip("\r\n"):
             yield from io.StringIO(text, newline="")

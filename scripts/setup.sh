@@ -58,7 +58,7 @@ fi
 
 # editable_mode=compat puts the checkout on sys.path (a .pth line): `python -m scorers` then finds the real
 # package even when run from a folder holding a clone named scorers/ (setuptools' default import hook loses to it)
-step "installing scorers with every extra and the test tools (torch CPU build; 5-10 min in a new venv)"
+step "installing scorers with every extra and the test tools (torch: the CPU build)"
 python -m pip install -q --disable-pip-version-check -c scripts/constraints.txt \
     -e ".[all,dev,braintrust,langsmith,ray,spark]" --config-settings editable_mode=compat
 step_done

@@ -10,4 +10,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv_lib.sh
 
-harness_venv .cache/autoevals-venv "autoevals==0.4.1 respx==0.23.1 httpx==0.28.1 pytest-asyncio==1.5.0 pytest-mock==3.17.0"
+# braintrust: autoevals' test_oai.py imports braintrust.oai
+harness_venv .cache/autoevals-venv \
+    "autoevals==0.4.1 respx==0.23.1 httpx==0.28.1 pytest-asyncio==1.5.0 pytest-mock==3.17.0 braintrust==0.48.1"

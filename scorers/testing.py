@@ -25,6 +25,11 @@ Rules are tried in the order they were added; a rule with ``times=N`` applies to
 the first N matching requests, then the next matching rule (or the default) answers.
 A reply may also be a callable ``(RecordedRequest) -> Reply`` to compute answers.
 
+Offline judges: :func:`auto_reply` answers any judge request validly, read from the request itself (the
+forced tool's or the response format's schema, or the choices or scale a text prompt lists), the same answer
+for the same prompt; ``python -m scorers loopback`` (:func:`serve`) serves it, after the rules of a replies
+file (:data:`REPLIES_FORMAT`), so ``run``, ``meta-eval`` and ``report`` work end to end without a key.
+
 Log-probabilities: a request asking for them (chat ``logprobs: true``; Responses
 ``include: ["message.output_text.logprobs"]``) gets the reply's scripted
 ``top_logprobs``, cut to the request's ``top_logprobs`` alternatives per token;
@@ -45,20 +50,28 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import hashlib
 import json
+import math
+import random
 import re
+import signal
 import socket
 import struct
+import sys
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Union
+from pathlib import Path
+from typing import Any, Callable, Mapping, TextIO, Union
 
 from ._util import memoize, optional_import
+from .errors import ConfigError
 
-__all__ = ["LoopbackLLM", "Reply", "RecordedRequest", "Rule", "LLAMA_CPP_JSON_SCHEMA_REJECTION"]
+__all__ = ["LoopbackLLM", "Reply", "RecordedRequest", "Rule", "LLAMA_CPP_JSON_SCHEMA_REJECTION", "REPLIES_FORMAT",
+           "auto_reply", "load_rules", "serve"]
 
 #: The error message llama-cpp-python's server (0.3.36) sends, with HTTP 500 and ``"type":
 #: "internal_server_error"``, for ``response_format`` type ``json_schema`` (its request schema allows only
@@ -171,6 +184,56 @@ class Reply:
         """Close the connection without sending a response."""
         return cls(kind="drop", **options)
 
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any]) -> "Reply":
+        """A reply written as data, one of the forms of :data:`REPLIES_FORMAT` (raises ``ValueError`` otherwise).
+
+        >>> Reply.from_dict({"choice": "B", "reasons": "adds a fact"}) == Reply.choice("B", reasons="adds a fact")
+        True
+        >>> Reply.from_dict({"error": 400, "message": "no"}).status
+        400
+        """
+        forms = {"choice": {"reasons"}, "text": set(), "json": set(), "tool": {"arguments"}, "error": {"message"}}
+        kinds = [key for key in forms if key in spec]
+        unknown = set(spec) - set(kinds) - set().union(*(forms[k] for k in kinds))
+        if len(kinds) != 1 or unknown:
+            raise ValueError(f"a reply is one of {{\"choice\": ...}}, {{\"text\": ...}}, {{\"json\": ...}}, "
+                             f"{{\"tool\": NAME, \"arguments\": {{...}}}} or {{\"error\": STATUS}}, got {dict(spec)}")
+        kind, value = kinds[0], spec[kinds[0]]
+        if kind == "json":
+            return cls.json(value)
+        if kind == "tool":
+            arguments = spec.get("arguments", {})
+            if not isinstance(arguments, dict):
+                raise ValueError(f"arguments: a JSON object, got {arguments!r}")
+            return cls.tool_call(arguments, name=_text_value(value, "tool"))
+        if kind == "error":
+            if isinstance(value, bool) or not isinstance(value, int) or not 400 <= value <= 599:
+                raise ValueError(f"error: an HTTP status from 400 to 599, got {value!r}")
+            return cls.error(value, _text_value(spec.get("message", "scripted error"), "message"))
+        if kind == "choice":
+            reasons = spec.get("reasons")
+            return cls.choice(_text_value(value, "choice"),
+                              reasons=None if reasons is None else _text_value(reasons, "reasons"))
+        return cls.text(_text_value(value, "text"))
+
+
+#: The ``--replies`` file of ``python -m scorers loopback``, read by :func:`load_rules`.
+REPLIES_FORMAT = """replies file (--replies FILE): JSON Lines, one rule per line, tried in order before the
+automatic answer; a rule without "match" answers every request:
+  {"match": "TEXT", "reply": REPLY, "times": N}
+    match  a substring of the request's last user message (the rendered judge prompt)
+    times  answer at most N matching requests, then let later rules answer (optional)
+  REPLY is one of:
+    {"choice": "C", "reasons": "same facts"}        a select_choice call (classifier and pairwise judges)
+    {"tool": "grade_rubric", "arguments": {...}}    any other tool call
+    {"json": {...}}                                 a JSON message (response_mode json, json_object)
+    {"text": "..."}                                 a plain message (response_mode text)
+    {"error": 400, "message": "..."}                an HTTP error (400 is rejected at once; 429, 5xx are retried)
+example:
+  {"match": "Venus is the closest planet", "reply": {"choice": "D", "reasons": "Mercury is"}}
+"""
+
 
 Matcher = Union[str, "re.Pattern[str]", Callable[["RecordedRequest"], bool], None]
 ReplySource = Union[Reply, Callable[["RecordedRequest"], Reply]]
@@ -240,6 +303,46 @@ class Rule:
         return bool(self.match(request))
 
 
+def load_rules(path: str | Path) -> list[Rule]:
+    """The rules of a replies file (:data:`REPLIES_FORMAT`); a bad line raises :class:`ConfigError` naming it.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "replies.jsonl")
+    >>> _ = open(path, "w").write('{"match": "Venus", "reply": {"choice": "D"}, "times": 1}\\n')
+    >>> [(rule.match, rule.reply.arguments, rule.times) for rule in load_rules(path)]
+    [('Venus', '{"choice": "D"}', 1)]
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--replies {path}: cannot read it ({exc})") from None
+    rules = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            if not isinstance(entry, dict) or not isinstance(entry.get("reply"), dict) or \
+                    set(entry) - {"match", "reply", "times"}:
+                raise ValueError('expected {"match": TEXT, "reply": {...}, "times": N} ("match" and "times" '
+                                 "optional)")
+            match, times = entry.get("match"), entry.get("times")
+            if match is not None and not isinstance(match, str):
+                raise ValueError(f"match: a text, got {match!r}")
+            if times is not None and (isinstance(times, bool) or not isinstance(times, int) or times < 1):
+                raise ValueError(f"times: a whole number of at least 1, got {times!r}")
+            rules.append(Rule(reply=Reply.from_dict(entry["reply"]), match=match, times=times))
+        except ValueError as exc:
+            raise ConfigError(f"{path}:{number}: {exc}") from None
+    return rules
+
+
+def _text_value(value: Any, key: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{key}: a text, got {value!r}")
+    return value
+
+
 def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -260,12 +363,13 @@ class LoopbackLLM:
     the reply sets its own. With ``api_key`` set, requests bearing another key
     get a 401. ``embedding_dim`` is the length of the fake embedding vectors.
     ``logprobs=False`` serves no log-probabilities even when asked, like an
-    endpoint or model without logprobs support.
+    endpoint or model without logprobs support. ``port`` is the port to listen
+    on (default 0: a free one, never one an earlier server of this process had).
     """
 
     def __init__(self, *, default: ReplySource | None = None, latency: float = 0.0, api_key: str | None = None,
                  models: tuple[str, ...] = ("gpt-4o-mini", "gpt-4o", "text-embedding-3-small"),
-                 embedding_dim: int = 16, logprobs: bool = True) -> None:
+                 embedding_dim: int = 16, logprobs: bool = True, port: int = 0) -> None:
         self.default: ReplySource = default if default is not None else Reply.text("OK")
         self.latency = latency
         self.logprobs = logprobs
@@ -281,6 +385,7 @@ class LoopbackLLM:
         self._thread: threading.Thread | None = None
         self._runner: Any = None
         self._stopping: asyncio.Event | None = None
+        self._listen_port = port
         self.port: int | None = None
 
     # ------------------------------------------------------------- scripting
@@ -382,7 +487,8 @@ class LoopbackLLM:
         app.router.add_get("/v1/models", self._models)
         runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
         await runner.setup()
-        site = web.SockSite(runner, _unused_port_socket(), backlog=1024)
+        sock = _listening_socket(self._listen_port) if self._listen_port else _unused_port_socket()
+        site = web.SockSite(runner, sock, backlog=1024)
         await site.start()
         self._runner = runner
         self.port = runner.addresses[0][1]
@@ -590,6 +696,218 @@ class LoopbackLLM:
         }))
 
 
+# ------------------------------------------------------------------- serving
+def serve(*, port: int = 8000, replies: str | Path | None = None, latency: float = 0.0,
+          out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Serve judges offline on 127.0.0.1:``port`` until SIGINT (Ctrl-C) or SIGTERM; returns 0 (what
+    ``python -m scorers loopback`` runs).
+
+    Each request gets the first matching rule of the ``replies`` file (:data:`REPLIES_FORMAT`), else
+    :func:`auto_reply`; ``latency`` delays every reply. ``out`` (stdout) gets the lines that point the
+    judges here, the URL (and so the port: ``--port 0`` takes a free one) on the first::
+
+        export OPENAI_BASE_URL=http://127.0.0.1:8000/v1
+        export OPENAI_API_KEY=loopback
+        export SCORERS_CACHE=off
+
+    (the judge cache keys replies by URL, and another session on this port may answer differently).
+    A port in use, a bad replies file or latency raise :class:`ConfigError`.
+    """
+    out, err = out or sys.stdout, err or sys.stderr
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port {port}: a port from 1 to 65535, or 0 for any free one")
+    if not 0 <= latency < math.inf:
+        raise ConfigError(f"--latency {latency}: seconds, at least 0")
+    server = LoopbackLLM(default=auto_reply, latency=latency, port=port)
+    server.rules.extend(load_rules(replies) if replies else ())
+    stopped = threading.Event()
+    handlers = {sig: signal.signal(sig, lambda *_: stopped.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        try:
+            server.start()
+        except RuntimeError as exc:
+            if not isinstance(exc.__cause__, OSError):
+                raise
+            raise ConfigError(f"--port {port}: cannot listen on 127.0.0.1:{port} ({exc.__cause__.strerror}); "
+                              "give another port, or --port 0 for any free one") from None
+        rules = f"the {len(server.rules)} rules of {replies} first, then " if server.rules else ""
+        print(f"loopback judge server on 127.0.0.1:{server.port}: answers every judge request offline with "
+              f"{rules}a valid automatic answer (python -m scorers loopback --help); Ctrl-C stops it. "
+              "In the shell that runs the judges:", file=err, flush=True)
+        print(f"export OPENAI_BASE_URL={server.base_url}\nexport OPENAI_API_KEY=loopback\nexport SCORERS_CACHE=off",
+              file=out, flush=True)
+        stopped.wait()
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        server.stop()
+    print(f"stopped after {server.request_count} requests", file=err, flush=True)
+    return 0
+
+
+# ------------------------------------------------------------ automatic answers
+def auto_reply(request: RecordedRequest) -> Reply:
+    """A valid answer to any judge request, computed from the request alone: the same request, the same answer.
+
+    It reads what the request asks for: a forced tool's parameters or a response format's JSON schema
+    (also the schema a ``json_object`` prompt quotes), filled in by the schema (an ``enum`` value, an
+    integer within ``minimum``/``maximum``, one array entry per item of the numbered list the prompt
+    ends with, as the RAG judges' verdict steps need); in text mode, the choices the prompt lists
+    ("exactly one of A, B, C") or its scale ("a whole number from 1 to 10"); else a plain sentence.
+    Values are drawn from a random generator seeded with the prompt (and the request's ``seed``), so
+    rows get different verdicts. A request for logprobs gets each number token with its neighbours as
+    alternatives (for G-Eval).
+
+    >>> from scorers.llm import LLMEngine
+    >>> import scorers
+    >>> with LoopbackLLM(default=auto_reply) as server:
+    ...     engine = LLMEngine(base_url=server.base_url, api_key="placeholder", cache=False)
+    ...     score = scorers.get("Factuality", engine=engine)(input="2+2?", output="4", expected="4")
+    >>> score.metadata["choice"] in "ABCDE"
+    True
+    """
+    messages = request.messages
+    prompt = "\n\n".join(_content_text(m.get("content")) for m in messages if isinstance(m, dict))
+    body = request.body if isinstance(request.body, dict) else {}
+    draw = random.Random(f"{prompt}\0{body.get('seed')}")
+    items = _numbered_items(request.last_user_message)
+    tool = _forced_tool(body)
+    if tool is not None:
+        name, schema = tool
+        reply = Reply.tool_call(_instance(schema, draw, items, name), name=name)
+        return _with_logprobs(reply, reply.arguments) if _asks_logprobs(body) else reply
+    schema = _response_schema(body, request.last_user_message)
+    if schema is not None:
+        text = json.dumps(_instance(schema, draw, items, "reply"))
+    elif (choices := _listed_choices(request.last_user_message)) is not None:
+        choice = draw.choice(choices)
+        text = f"Loopback reply: {choice}, drawn from {', '.join(choices)} by the prompt's hash.\n{choice}"
+    elif (scale := _listed_scale(request.last_user_message)) is not None:
+        text = str(draw.randint(*scale))
+    else:
+        text = "This is a loopback reply, the same for the same prompt."
+    reply = Reply.text(text)
+    return _with_logprobs(reply, text) if _asks_logprobs(body) else reply
+
+
+def _forced_tool(body: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    """``(name, parameters schema)`` of the function tool the request asks for (both APIs' shapes), or None."""
+    tools = [t for t in body.get("tools") or () if isinstance(t, dict) and t.get("type") == "function"]
+    by_name = {}
+    for tool in tools:
+        function = tool.get("function") if isinstance(tool.get("function"), dict) else tool  # chat | Responses
+        by_name[str(function.get("name"))] = function.get("parameters") or {}
+    if not by_name or body.get("tool_choice") == "none":
+        return None
+    choice = body.get("tool_choice")
+    wanted = choice.get("function", choice).get("name") if isinstance(choice, dict) else None
+    name = wanted if wanted in by_name else next(iter(by_name))
+    return name, by_name[name]
+
+
+def _response_schema(body: Mapping[str, Any], prompt: str) -> Mapping[str, Any] | None:
+    """The JSON schema a ``json_schema``/``json_object`` response format asks for (``{}`` when a
+    ``json_object`` request gives none, not even in the prompt), or None for a text reply."""
+    text = body.get("text")
+    fmt = text.get("format") if isinstance(text, dict) else body.get("response_format")
+    if not isinstance(fmt, dict) or fmt.get("type") not in ("json_schema", "json_object"):
+        return None
+    nested = fmt.get("json_schema")
+    schema = nested.get("schema") if isinstance(nested, dict) else fmt.get("schema")
+    if isinstance(schema, dict):
+        return schema
+    quoted = prompt.rfind("JSON schema: {")
+    if quoted >= 0:
+        try:
+            found, _ = json.JSONDecoder().raw_decode(prompt, quoted + len("JSON schema: "))
+            return found if isinstance(found, dict) else {}
+        except ValueError:
+            pass
+    return {}
+
+
+def _instance(schema: Any, draw: random.Random, items: int, name: str) -> Any:
+    """A value valid against ``schema``; arrays get ``items`` entries (else one or two), ``name`` fills texts."""
+    if not isinstance(schema, dict):
+        return f"{name} (loopback: drawn from the request, not judged)"
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return _instance(schema[key][0], draw, items, name)
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return draw.choice(schema["enum"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        return {key: _instance(sub, draw, items, key) for key, sub in properties.items()}
+    if kind == "array":
+        low = max(int(schema.get("minItems", 0)), 1)
+        count = items or draw.randint(low, max(low, 2))
+        return [_instance(schema.get("items"), draw, 0, f"{name} {i}") for i in range(1, count + 1)]
+    if kind == "integer":
+        low = int(schema.get("minimum", 0))
+        return draw.randint(low, max(low, int(schema.get("maximum", low + 10))))
+    if kind == "number":
+        low = float(schema.get("minimum", 0.0))
+        return round(draw.uniform(low, max(low, float(schema.get("maximum", low + 1.0)))), 4)
+    if kind == "boolean":
+        return draw.random() < 0.5
+    if kind == "null":
+        return None
+    return f"{name} (loopback: drawn from the request, not judged)"
+
+
+def _numbered_items(prompt: str) -> int:
+    """How many items the numbered list of ``prompt`` has: the longest run of lines ``1. ``, ``2. ``, ... in
+    order (other lines between them are an item's continuation); 0 if none. A run that an item's own
+    numbered lines make longer miscounts: that row's verdicts are then re-asked, and fail.
+
+    >>> _numbered_items("Claims:\\n1. Paris is in France.\\n2. It lists\\n1. one thing.\\n3. It is old.\\n\\nAnswer.")
+    3
+    """
+    runs: list[int] = []
+    for line in prompt.splitlines():
+        number = re.match(r"\s*(\d+)\.\s", line)
+        if number and number.group(1) == "1":
+            runs.append(1)
+        elif number:
+            runs = [run + 1 if run == int(number.group(1)) - 1 else run for run in runs]
+    return max(runs, default=0)
+
+
+def _listed_choices(prompt: str) -> list[str] | None:
+    """The choices a text-mode judge lists ("exactly one of A, B, C alone on the last line"), or None."""
+    found = re.findall(r"exactly one of (.+?),? (?:alone on|and nothing else)", prompt)
+    return found[-1].split(", ") if found else None
+
+
+def _listed_scale(prompt: str) -> tuple[int, int] | None:
+    """The scale a text-mode rating or G-Eval judge states ("a whole number from 1 to 10"), or None."""
+    found = re.findall(r"whole number from (-?\d+)(?: \(worst\))? to (-?\d+)", prompt)
+    return (int(found[-1][0]), int(found[-1][1])) if found else None
+
+
+def _asks_logprobs(body: Mapping[str, Any]) -> bool:
+    include = body.get("include")
+    return body.get("logprobs") is True or (isinstance(include, list) and "message.output_text.logprobs" in include)
+
+
+def _with_logprobs(reply: Reply, text: str) -> Reply:
+    """``reply`` with scripted logprobs of ``text``: each whole number a token of probability 0.7, its
+    neighbours the alternatives (0.2 and 0.1); the text between numbers as tokens of probability 1."""
+    tokens: list[dict[str, float]] = []
+    for piece in re.split(r"(-?\d+)", text):
+        if re.fullmatch(r"-?\d+", piece):
+            value = int(piece)
+            tokens.append({piece: math.log(0.7), str(value + 1): math.log(0.2), str(value - 1): math.log(0.1)})
+        elif piece:
+            tokens.append({piece: 0.0})
+    return dataclasses.replace(reply, top_logprobs=tuple(tokens))
+
+
 _SAME: Any = object()
 
 
@@ -621,6 +939,18 @@ def _unused_port_socket() -> socket.socket:
     finally:
         for sock in refused:
             sock.close()
+
+
+def _listening_socket(port: int) -> socket.socket:
+    """A socket bound to 127.0.0.1:``port`` (reusable at once after a previous server on it stopped)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def fake_embedding(text: str, dim: int = 16) -> list[float]:

@@ -269,3 +269,142 @@ def test_a_llama_cpp_validation_error(llm_server):
     assert info.value.status_code == 500
     assert info.value.body == {"message": LLAMA_CPP_JSON_SCHEMA_REJECTION, "type": "internal_server_error",
                                "param": None, "code": None}
+
+
+# ------------------------------------------------------------------ automatic answers, replies files
+#: Field values for any judge: ``context`` is a list of chunks, every other field a text.
+JUDGE_FIELDS = {"input": "What is the capital of France, and how many people live there?",
+                "output": "Paris is the capital of France. It has about 2 million people.",
+                "expected": "Paris; about 2.1 million inhabitants.",
+                "context": ["Paris is the capital of France.", "Paris has 2.1 million inhabitants.\n1. A list."]}
+
+
+def _judge_cases():
+    import scorers.judges  # noqa: F401  (registers the built-in judges)
+    from scorers.registry import entries, registry
+
+    for entry in entries():
+        if entry.kind == "llm":
+            for mode in type(registry.get(entry.name)).response_modes:
+                for api in ("chat", "responses"):
+                    yield pytest.param(entry.name, {"response_mode": mode, "api": api},
+                                       id=f"{entry.name}-{mode}-{api}")
+
+
+def _kind_cases():
+    """One judge of each kind the built-in templates do not cover, in every response mode it supports."""
+    from scorers.judges import GEvalJudge, PairwiseJudge, RatingJudge
+
+    for mode in RatingJudge.response_modes:
+        for cot in (True, False):
+            yield pytest.param(RatingJudge, {"prompt_template": "Rate {{output}}", "scale": {"min": 1, "max": 10},
+                                             "response_mode": mode, "use_cot": cot}, id=f"rating-{mode}-cot{cot}")
+    for mode in PairwiseJudge.response_modes:
+        yield pytest.param(PairwiseJudge, {"prompt_template": "A: {{output}}\nB: {{expected}}", "swap": True,
+                                           "response_mode": mode}, id=f"pairwise-swap-{mode}")
+    for mode in GEvalJudge.response_modes:
+        for score_mode in ("logprobs", "top_token"):
+            if (mode, score_mode) != ("tools", "logprobs"):
+                yield pytest.param(GEvalJudge, {"prompt_template": "Text: {{output}}", "criteria": "Is it clear?",
+                                                "score_mode": score_mode, "response_mode": mode},
+                                   id=f"geval-{score_mode}-{mode}")
+
+
+@pytest.fixture(scope="module")
+def auto_server():
+    from scorers.testing import auto_reply
+
+    with LoopbackLLM(default=auto_reply) as server:
+        yield server
+
+
+def _engine(server):
+    from scorers.llm import LLMEngine
+
+    return LLMEngine(base_url=server.base_url, api_key="placeholder", cache=False, max_reasks=0)
+
+
+def _fields(judge) -> dict:
+    return {name: JUDGE_FIELDS.get(name, f"some {name}") for name in judge.required_fields()}
+
+
+@pytest.mark.parametrize("name, settings", _judge_cases())
+def test_auto_reply_scores_every_builtin_judge_in_every_response_mode(auto_server, name, settings):
+    from scorers.registry import registry
+
+    judge = registry.get(name, engine=_engine(auto_server), **settings)
+    score = judge(**_fields(judge))  # max_reasks=0: the first answer must be valid
+    assert score.score is not None and 0.0 <= score.score <= 1.0
+    assert score.metadata["usage"]["requests"] >= 1
+
+
+@pytest.mark.parametrize("kind, settings", _kind_cases())
+def test_auto_reply_scores_every_judge_kind(auto_server, kind, settings):
+    judge = kind(kind.__name__, engine=_engine(auto_server), **settings)
+    score = judge(**_fields(judge))
+    assert score.score is not None and 0.0 <= score.score <= 1.0
+
+
+def test_auto_reply_is_deterministic_and_varies_with_the_prompt():
+    import scorers
+    from scorers.testing import auto_reply
+
+    questions = [f"What is {i} + {i}?" for i in range(12)]
+
+    def choices():
+        with LoopbackLLM(default=auto_reply) as server:
+            judge = scorers.get("Factuality", engine=_engine(server))
+            return [judge(input=q, output="4", expected="4").metadata["choice"] for q in questions]
+
+    first = choices()
+    assert choices() == first  # another server, another process's port: the same answers
+    assert len(set(first)) > 1  # rows get different verdicts
+
+
+def test_auto_reply_counts_the_items_a_verdict_step_lists():
+    from scorers.testing import auto_reply
+
+    prompt = "Claims:\n1. Paris is in France.\n2. It has\n   2 million people.\n3. It is old.\n\nAnswer by calling."
+    schema = {"type": "object", "properties": {"verdicts": {"type": "array", "items": {
+        "type": "object", "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}}}}}}
+    request = RecordedRequest("POST", "/v1/chat/completions", {}, {
+        "messages": [{"role": "user", "content": prompt}],
+        "tools": [{"type": "function", "function": {"name": "record_verdicts", "parameters": schema}}]}, 0.0)
+    reply = auto_reply(request)
+    assert reply.tool_name == "record_verdicts"
+    assert [v["verdict"] in ("yes", "no") for v in json.loads(reply.arguments)["verdicts"]] == [True] * 3
+
+
+def test_replies_file_rules_and_their_errors(tmp_path):
+    from scorers.errors import ConfigError
+    from scorers.testing import load_rules
+
+    path = tmp_path / "replies.jsonl"
+    path.write_text('{"match": "Venus", "reply": {"choice": "D", "reasons": "Mercury is"}, "times": 1}\n\n'
+                    '{"reply": {"tool": "grade_rubric", "arguments": {"tone": 4}}}\n'
+                    '{"reply": {"json": {"score": 3}}}\n{"reply": {"text": "C"}}\n'
+                    '{"reply": {"error": 429, "message": "slow down"}}\n')
+    rules = load_rules(path)
+    assert [(r.match, r.times) for r in rules] == [("Venus", 1), (None, None), (None, None), (None, None),
+                                                    (None, None)]
+    assert rules[0].reply == Reply.choice("D", reasons="Mercury is")
+    assert (rules[1].reply.tool_name, json.loads(rules[1].reply.arguments)) == ("grade_rubric", {"tone": 4})
+    assert (rules[2].reply.content, rules[3].reply.content) == ('{"score": 3}', "C")
+    assert (rules[4].reply.status, rules[4].reply.error_message) == (429, "slow down")
+    for line, message in [('{"match": "x"}', "expected"), ('{"reply": {"choice": "A", "text": "B"}}', "one of"),
+                          ('{"reply": {"choice": 1}}', "choice: a text"), ('{"reply": {"error": 200}}', "400 to 599"),
+                          ('{"reply": {"tool": "t", "arguments": [1]}}', "arguments: a JSON object"),
+                          ('{"reply": {"text": "x"}, "times": 0}', "times"), ("{not json", "Expecting")]:
+        path.write_text('{"reply": {"text": "ok"}}\n' + line + "\n")
+        with pytest.raises(ConfigError, match=rf"replies.jsonl:2: .*{re.escape(message)}"):
+            load_rules(path)
+
+
+def test_a_server_on_a_given_port():
+    with LoopbackLLM() as first:
+        port = first.port
+    with LoopbackLLM(port=port) as server:  # the port a stopped server had: free again at once
+        assert server.base_url == f"http://127.0.0.1:{port}/v1"
+        assert ask(server, "hi").choices[0].message.content == "OK"
+        with pytest.raises(RuntimeError, match="failed to start"):
+            LoopbackLLM(port=port).start()

@@ -347,10 +347,12 @@ def test_input_columns_named_like_the_results_keys_are_kept_and_report_compare_r
             == {k: row[k] for k in ("scores", "errors", "stats", "metadata_scores", "input:scores")}
         assert record["scores"]["ExactMatch"] == (1.0 if row["id"] % 2 == 0 else 0.0)
         assert len(record["stats"]["BLEU"]) == 12 and "errors" not in record
-    report = cli("report", str(full), str(full), "--key", "id", "-o", str(tmp_path / "r.html"))
+    # the input's columns by their input names: --key and --map read the input's "scores", not the run's
+    report = cli("report", str(full), str(full), "--key", "scores", "--map", "expected=scores",
+                 "-o", str(tmp_path / "r.html"))
     assert report.returncode == 0, report.stderr
-    assert "grade" not in (tmp_path / "r.html").read_text()  # the input's "scores" column is not a score
-    compare = cli("compare", str(full), str(full), "--key", "id", "--json")
+    assert "grade 1" in (tmp_path / "r.html").read_text()
+    compare = cli("compare", str(full), str(full), "--key", "scores", "--json")
     assert compare.returncode == 0, compare.stderr
     assert {f["scorer"] for f in json.loads(compare.stdout)["figures"]} == {"ExactMatch", "BLEU"}
     partial = tmp_path / "partial.jsonl"

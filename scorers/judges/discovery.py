@@ -3,7 +3,11 @@
 Every file in the built-in directory, in the directories listed in ``SCORERS_TEMPLATES``
 (``os.pathsep``-separated) and in directories given to :func:`add_template_dir` registers
 as a scorer, built by its kind's judge class. An invalid file registers a scorer that
-raises the file's problems when used; ``python -m scorers check`` lists them.
+raises the file's problems when used; ``python -m scorers check`` lists them. A file
+is read within the limits of :mod:`scorers.judges.limits`, so one that would cost
+without bound (a YAML "billion laughs", ``{{ 9 ** 9 ** 9 }}``) is such an invalid file:
+it costs the other judges nothing, and a run that does not use it goes on unwarned
+(it is not that run's configuration), while a run that names it stops at once.
 
 >>> judge = build_judge(parse_template({"kind": "rating", "prompt": "Rate {{output}}", "scale": {"min": 1, "max": 3}},
 ...                                    name="Tiny"))

@@ -2,7 +2,8 @@
 
 Prompts are rendered with Jinja2's sandbox (no HTML escaping, strict undefined):
 ``{{var}}``, ``{{{var}}}`` and dotted ``{{a.b}}`` work; non-string values render
-as JSON; a template cannot reach Python internals.
+as JSON; a template cannot reach Python internals, and no template can cost
+without bound (:mod:`scorers.judges.sandbox`, limits in :mod:`scorers.judges.limits`).
 
 This module never imports a judge: :mod:`scorers.judges.formats` reads files into
 templates and settings, :mod:`scorers.judges.discovery` registers them.
@@ -16,6 +17,7 @@ templates and settings, :mod:`scorers.judges.discovery` registers them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import re
@@ -27,7 +29,7 @@ from .._util import lazy, lazy_names, memoize
 from ..errors import TemplateError
 
 
-__all__ = ["JudgeTemplate", "mustache_to_jinja", "format_to_jinja"]
+__all__ = ["JudgeTemplate", "mustache_to_jinja", "format_to_jinja", "template_problems"]
 
 
 
@@ -51,19 +53,37 @@ def _json_default(value: Any) -> Any:
 
 @memoize
 def _environment() -> Any:
-    """The process-wide sandboxed Jinja2 environment, built on first use (jinja2 is imported lazily)."""
+    """The process-wide bounded sandbox (:class:`~scorers.judges.sandbox.JudgeEnvironment`), built on first use."""
     from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
 
-    class JudgeEnvironment(SandboxedEnvironment):
-        # ``{{a.b}}`` on a mapping reads the key ``b`` first (``{{d.items}}`` is the item, not the method).
-        def getattr(self, obj: Any, attribute: str) -> Any:
-            if isinstance(obj, Mapping) and attribute in obj:
-                return obj[attribute]
-            return super().getattr(obj, attribute)
+    from .sandbox import JudgeEnvironment
 
     return JudgeEnvironment(autoescape=False, undefined=StrictUndefined, finalize=_render_value,
                             keep_trailing_newline=False)
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(source: str) -> tuple[Any, frozenset[str], tuple[str, ...]]:
+    """``(compiled template, variables, ())`` for one message's text, or ``(None, frozenset(), problems)``.
+
+    Every problem of the text is listed (a syntax error hides what follows it); the compiled
+    template is shared by every :class:`JudgeTemplate` with the same text.
+    """
+    from .sandbox import compile_template
+
+    sections = [f"mustache tag {match.group(0)!r} is not supported; use Jinja blocks "
+                "({% if x %}…{% endif %}, {% for x in xs %}…{% endfor %}) instead" for match in _SECTION.finditer(source)]
+    if sections:
+        return None, frozenset(), tuple(sections)
+    compiled, variables, problems = compile_template(_environment(), source)
+    several_lines = "\n" in source
+    return compiled, variables, tuple(f"line {line}: {message}" if line and several_lines else message
+                                      for line, message in problems)
+
+
+def template_problems(texts: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``(key, message)`` for every problem of each ``(key, template text)``, each text checked on its own."""
+    return [(key, message) for key, text in texts for message in _compile(text)[2]]
 
 
 _TRIPLE = re.compile(r"\{\{\{\s*(.+?)\s*\}\}\}")
@@ -135,20 +155,17 @@ class JudgeTemplate:
     _hash: str = field(default="", repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        env = _environment()
-        from jinja2 import TemplateSyntaxError, meta
-
-        compiled, names = [], set()
+        compiled, names, problems = [], set(), []
         for index, (_role, content) in enumerate(self.messages):
+            template, variables, found = _compile(content)
             key = "prompt" if len(self.messages) == 1 and self.format != "openai-evals" else f"messages[{index}].content"
-            _reject_sections(content, self.where(key))
-            try:
-                ast = env.parse(content)
-                compiled.append(env.from_string(ast))
-            except TemplateSyntaxError as exc:
-                raise TemplateError(f"{self.where(key)}: template syntax error on line {exc.lineno}: {exc.message}",
-                                    scorer=self.name) from exc
-            names |= meta.find_undeclared_variables(ast)
+            problems += [f"{self.where(key)}: {message}" for message in found]
+            compiled.append(template)
+            names |= variables
+        if problems:
+            raise TemplateError("\n  ".join(problems if len(problems) == 1 else
+                                              [f"{len(problems)} problems in {self.where()}:", *problems]),
+                                scorer=self.name)
         names.discard("__choices")
         if not self.choices:
             object.__setattr__(self, "choices", tuple(self.choice_scores or ()))
@@ -159,9 +176,8 @@ class JudgeTemplate:
 
     @lazy
     def _compiled(self) -> tuple[Any, ...]:
-        """One compiled Jinja template per message (rebuilt after unpickling; syntax was checked when built)."""
-        env = _environment()
-        return tuple(env.from_string(content) for _, content in self.messages)
+        """One compiled Jinja template per message (rebuilt after unpickling; problems were checked when built)."""
+        return tuple(_compile(content)[0] for _, content in self.messages)
 
     def __getstate__(self) -> dict[str, Any]:
         """Everything but the compiled Jinja templates, which belong to this process's environment."""
@@ -238,15 +254,23 @@ class JudgeTemplate:
         from jinja2 import TemplateError as JinjaTemplateError
         from jinja2.exceptions import SecurityError, UndefinedError
 
+        from .sandbox import LimitExceeded, render
+
         try:
-            return self._compiled[index].render(context)
+            return render(self._compiled[index], context)
+        except LimitExceeded as exc:
+            raise TemplateError(f"{self.name}: rendering stopped at a limit: {exc} ({self.where()})",
+                                scorer=self.name) from None
+        except RecursionError:
+            raise TemplateError(f"{self.name}: rendering stopped: macros or values nested too deeply "
+                                f"({self.where()})", scorer=self.name) from None
         except SecurityError as exc:
             raise TemplateError(f"{self.name}: the template tried to reach Python internals, which is not "
                                 f"allowed: {exc} ({self.where()})", scorer=self.name) from exc
         except UndefinedError as exc:
             raise TemplateError(f"{self.name}: undefined value while rendering: {exc} ({self.where()})",
                                 scorer=self.name) from exc
-        except (JinjaTemplateError, TypeError, ValueError) as exc:
+        except (JinjaTemplateError, TypeError, ValueError, ArithmeticError) as exc:
             raise TemplateError(f"{self.name}: rendering failed: {exc} ({self.where()})", scorer=self.name) from exc
 
 
@@ -268,10 +292,3 @@ def _plain_parts(source: str) -> tuple[tuple[bool, str], ...] | None:
     if any(not is_literal and name in ("true", "false", "none", "True", "False", "None") for is_literal, name in parts):
         return None
     return tuple(p for p in parts if p[1] or not p[0])
-
-
-def _reject_sections(content: str, where: str) -> None:
-    match = _SECTION.search(content)
-    if match:
-        raise TemplateError(f"{where}: mustache tag {match.group(0)!r} is not supported; "
-                            "use Jinja blocks ({% if x %}…{% endif %}, {% for x in xs %}…{% endfor %}) instead")

@@ -103,25 +103,18 @@ def parse_document(data: Any, path: Path | None, lines: Mapping[str, int] | None
 
 
 def read_file(path: str | os.PathLike[str]) -> tuple[list[Definition], list[Problem]]:
-    """Every definition in one YAML file (one for our DSL, several for an OpenAI evals spec file) and its problems."""
-    import yaml
+    """Every definition in one YAML file (one for our DSL, several for an OpenAI evals spec file) and its problems.
+
+    Never raises for what the file holds: a file past a limit of :mod:`scorers.judges.limits`
+    (size, nesting, aliases) or that is not valid YAML is a problem of the file.
+    """
+    from .yaml_source import SourceError, load, read_text
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return [], [Problem(str(path), "", f"cannot read the file: {exc}")]
-    try:
-        loader = _yaml_loader()(text)
-        try:
-            node = loader.get_single_node()
-            data = loader.construct_document(node) if node is not None else None
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        return [], [Problem(str(path), "", f"invalid YAML: {getattr(exc, 'problem', None) or exc}",
-                            mark.line + 1 if mark else None)]
+        node, data = load(read_text(path))
+    except SourceError as exc:
+        return [], [Problem(str(path), "", exc.message, exc.line)]
     return parse_document(data, path, _key_lines(node) if node is not None else {})
 
 
@@ -141,27 +134,3 @@ def _key_lines(node: Any, prefix: str = "", out: dict[str, int] | None = None) -
             out.setdefault(path, item.start_mark.line + 1)
             _key_lines(item, path, out)
     return out
-
-
-def _yaml_loader() -> Any:
-    import yaml
-
-    class StrictSafeLoader(yaml.SafeLoader):
-        """``yaml.SafeLoader`` that refuses duplicate keys instead of keeping the last one."""
-
-    def construct_mapping(loader: Any, node: Any, deep: bool = False) -> dict:
-        loader.flatten_mapping(node)
-        seen: set = set()
-        for key_node, _value in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            try:
-                duplicate = key in seen
-                seen.add(key)
-            except TypeError:
-                continue
-            if duplicate:
-                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-        return dict(loader.construct_pairs(node, deep=deep))
-
-    StrictSafeLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
-    return StrictSafeLoader

@@ -10,9 +10,27 @@ Failure policy:
   ``unexpected``; :attr:`Summary.problems` names it, and names every scorer
   that failed on every row.
 
+Two more rules decide what stops a run:
+
+- a mapped column, or a field some scorer requires, that is absent from every one
+  of the first :data:`COLUMN_CHECK_ROWS` rows is a ``ConfigError`` before any
+  scoring (a typo or a missing ``mapping``); absent from some rows only, it is
+  those rows' :class:`~scorers.errors.ScorerInputError`;
+- an error reading the input (a torn JSONL line: a ``DataError``; a row that is
+  not a mapping) ends the input: every row read before it is scored and given
+  back, then the error is raised from the iteration.
+
 Async scorers (LLM judges) run concurrently under one run-wide limit; sync
 scorers score whole chunks through their batch path in a worker thread, or in
 ``workers`` processes.
+
+Order and memory: results come back in input order, yet a slow row (a hung
+judge request waiting for its timeout and retries) does not hold back the
+others. While the oldest chunk is still being scored, later chunks keep
+starting as others finish, at most ``prefetch`` being scored at once, until
+the rows scored and held back for order reach :func:`reorder_rows` (``max(1024,
+64 × concurrency)``). A run holds at most that many scored rows plus ``prefetch
+× chunk_size`` rows being scored; past the bound it waits for the slow row.
 
 >>> import scorers
 >>> run = scorers.evaluate([{"output": "a", "expected": "a"}, {"output": "b"}], ["ExactMatch"])
@@ -44,7 +62,8 @@ from .score import Score
 if TYPE_CHECKING:
     from .engines import EngineRun
 
-__all__ = ["RowResult", "Summary", "Evaluation", "evaluate", "aevaluate", "resolve_scorers", "check_first_row"]
+__all__ = ["RowResult", "Summary", "Evaluation", "evaluate", "aevaluate", "resolve_scorers", "check_columns",
+           "COLUMN_CHECK_ROWS", "reorder_rows"]
 
 
 class Summary:
@@ -116,24 +135,54 @@ class Summary:
                 "problems": self.problems}
 
 
-def check_first_row(mapping: Mapping[str, str], row: Mapping[str, Any], scorers: Sequence[Scorer]) -> None:
-    """Usage errors found before scoring: a mapping must name a field some scorer reads and a column the
-    first row has, and the first row must hold every required field (a column absent there is a typo or a
-    missing ``mapping``, not bad data: every row would fail)."""
-    columns = ", ".join(map(str, row))
+#: Rows read before scoring starts to find usage errors: a mapped column or a required field absent from all of
+#: them is a typo or a missing ``mapping`` (every row would fail), not a value some rows lack.
+COLUMN_CHECK_ROWS = 100
+
+
+def reorder_rows(concurrency: int) -> int:
+    """Scored rows a run holds back at most, waiting for a slow earlier row, so that results stay in input order.
+
+    >>> reorder_rows(16), reorder_rows(64)
+    (1024, 4096)
+    """
+    return max(1024, 64 * concurrency)
+
+
+def check_columns(mapping: Mapping[str, str], rows: Sequence[Mapping[str, Any]], scorers: Sequence[Scorer]) -> None:
+    """Usage errors found before scoring, from the first rows of the input (:data:`COLUMN_CHECK_ROWS` of them): a
+    mapping must name a field some scorer reads and a column some of ``rows`` has, and every field a scorer requires
+    must be in some of ``rows``. A column that only some rows lack is left to those rows' errors.
+
+    >>> import scorers
+    >>> exact = [scorers.get("ExactMatch")]
+    >>> check_columns({}, [{"output": "a"}, {"output": "b", "expected": "b"}], exact)
+    >>> check_columns({"expected": "answer"}, [{"output": "a"}], exact)
+    Traceback (most recent call last):
+    ...
+    scorers.errors.ConfigError: mapping expected=answer: no column or path 'answer' in the first row (columns: output)
+    """
+    if not rows:
+        return
+    where = "the first row" if len(rows) == 1 else f"any of the first {len(rows)} rows"
+    columns = ", ".join(map(str, dict.fromkeys(column for row in rows for column in row)))
+
+    def absent(path: str) -> bool:
+        return all(lookup(row, path) is ABSENT for row in rows)
+
     accepted = {name for s in scorers for name in s.accepted_fields()}
     for target, column in mapping.items():
         if target not in accepted:
             raise ConfigError(f"mapping {target}={column}: no scorer of this run reads a field {target!r} "
                               f"(fields: {', '.join(sorted(accepted))})")
-        if lookup(row, column) is ABSENT:
-            raise ConfigError(f"mapping {target}={column}: the first row has no column or path {column!r} "
+        if absent(column):
+            raise ConfigError(f"mapping {target}={column}: no column or path {column!r} in {where} "
                               f"(columns: {columns})")
     for scorer in scorers:
         for name in scorer.required_fields():
-            if name not in scorer._bound and name not in mapping and lookup(row, name) is ABSENT:
-                raise ConfigError(f"{scorer.name} needs the field {name!r}, and the first row has no column "
-                                  f"{name!r} (columns: {columns}); map one to it (--map {name}=COLUMN, or "
+            if name not in scorer._bound and name not in mapping and absent(name):
+                raise ConfigError(f"{scorer.name} needs the field {name!r}, and there is no column {name!r} in "
+                                  f"{where} (columns: {columns}); map one to it (--map {name}=COLUMN, or "
                                   f"evaluate(..., mapping={{{name!r}: 'COLUMN'}}))", scorer=scorer.name)
 
 
@@ -163,39 +212,70 @@ def _process_pool(scorers: list[Scorer], workers: int) -> concurrent.futures.Pro
 
 
 class _Pipeline:
-    """Scores chunks of rows with up to ``prefetch`` chunks in flight; yields them in input order."""
+    """Scores chunks of rows, up to ``prefetch`` at once, and gives them back in input order.
+
+    A slow chunk holds back only its own rows: while the oldest chunk is being scored, new chunks start as others
+    finish, until the rows scored and held back for order reach ``reorder_rows``. A chunk that fails (a ConfigError)
+    is raised at once. An error reading the input ends it: the chunks read before it are scored and given back, and
+    then it is raised.
+    """
 
     def __init__(self, rows: Iterable[Mapping[str, Any]], scorers: list[Scorer], mapping: Mapping[str, str],
-                 concurrency: int, chunk_size: int, prefetch: int, start: int, workers: int) -> None:
+                 concurrency: int, chunk_size: int, prefetch: int, reorder_rows: int, start: int,
+                 workers: int) -> None:
         self.scorers = scorers
         self.mapping = dict(mapping)
         self.concurrency = concurrency
         self.chunk_size = chunk_size
         self.prefetch = prefetch
+        self.reorder_rows = reorder_rows
         self.workers = workers
         self.index = start
         self._rows = iter(rows)
-        self._exhausted = False
+        self._read = start  # the index of the next row read from the input
+        self._ahead: collections.deque[dict[str, Any]] = collections.deque()  # read for the column check
         self._checked = False
-        self._pending: collections.deque[asyncio.Task[list[RowResult]]] = collections.deque()
+        self._input_ended = False
+        self._read_error: BaseException | None = None
+        # the chunks given out in input order, each with its row count; those not finished; the rows of the others
+        self._pending: collections.deque[tuple[asyncio.Task[list[RowResult]], int]] = collections.deque()
+        self._scoring: set[asyncio.Task[list[RowResult]]] = set()
+        self._held_rows = 0
+        self._failure: BaseException | None = None
         self._sync = [s for s in scorers if not s.is_async]
         self._unit = BatchScorer(scorers, mapping=mapping, concurrency=concurrency)
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._semaphore: asyncio.Semaphore | None = None
 
-    def _next_rows(self) -> list[dict[str, Any]]:
-        chunk: list[dict[str, Any]] = []
-        for row in self._rows:
-            if not isinstance(row, Mapping):
-                raise ConfigError(f"row {self.index + len(chunk)} is a {type(row).__name__}, not a mapping of fields")
-            if not self._checked:
-                check_first_row(self.mapping, row, self.scorers)
-                self._checked = True
-            chunk.append(dict(row))
-            if len(chunk) >= self.chunk_size:
-                break
-        return chunk
+    # ---------------------------------------------------------------- input
+    def _read_rows(self, count: int) -> list[dict[str, Any]]:
+        """Up to ``count`` more rows of the input; an error of the input ends it, and is kept to raise later."""
+        rows: list[dict[str, Any]] = []
+        if self._input_ended:
+            return rows
+        try:
+            for row in self._rows:
+                if not isinstance(row, Mapping):
+                    raise ConfigError(f"row {self._read} is a {type(row).__name__}, not a mapping of fields")
+                rows.append(dict(row))
+                self._read += 1
+                if len(rows) >= count:
+                    return rows
+        except Exception as exc:
+            self._read_error = exc
+        self._input_ended = True
+        return rows
 
+    def _next_rows(self) -> list[dict[str, Any]]:
+        """The rows of the next chunk (none at the end of the input), the first ones checked for usage errors."""
+        if not self._checked:
+            self._ahead.extend(self._read_rows(COLUMN_CHECK_ROWS))
+            check_columns(self.mapping, self._ahead, self.scorers)
+            self._checked = True
+        chunk = [self._ahead.popleft() for _ in range(min(self.chunk_size, len(self._ahead)))]
+        return chunk + self._read_rows(self.chunk_size - len(chunk)) if len(chunk) < self.chunk_size else chunk
+
+    # ---------------------------------------------------------------- scoring
     async def _score_in_pool(self, pool: concurrent.futures.ProcessPoolExecutor,
                              args: list[list[dict[str, Any]]]) -> list[list[Score | BaseException]]:
         try:
@@ -215,27 +295,59 @@ class _Pipeline:
 
         return await self._unit.score(rows, start, limit=self._semaphore, pool=in_pool if pool is not None else None)
 
+    def _start_chunks(self) -> None:
+        """Start chunks while fewer than ``prefetch`` are being scored and the rows held back stay under the bound."""
+        while (not self._input_ended or self._ahead) and self._failure is None \
+                and len(self._scoring) < self.prefetch and self._held_rows < self.reorder_rows:
+            rows = self._next_rows()
+            if not rows:
+                return
+            task = asyncio.ensure_future(self._score_chunk(self.index, rows))
+            task.add_done_callback(lambda done, count=len(rows): self._finished(done, count))
+            self._pending.append((task, len(rows)))
+            self._scoring.add(task)
+            self.index += len(rows)
+
+    def _finished(self, task: asyncio.Task[list[RowResult]], rows: int) -> None:
+        if task not in self._scoring:  # already given out, or cancelled by close()
+            return
+        self._scoring.discard(task)
+        self._held_rows += rows
+        if not task.cancelled() and task.exception() is not None and self._failure is None:
+            self._failure = task.exception()
+
     async def next_chunk(self) -> list[RowResult] | None:
-        """The next scored chunk in input order, or None at the end."""
+        """The next scored chunk in input order; None at the end, or the input's read error once all rows before it
+        were given out."""
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(max(1, self.concurrency))
             if self.workers > 1 and self._sync:
                 self._pool = _process_pool(self._sync, self.workers)
-        while not self._exhausted and len(self._pending) < self.prefetch:
-            chunk = self._next_rows()
-            if not chunk:
-                self._exhausted = True
-                break
-            self._pending.append(asyncio.ensure_future(self._score_chunk(self.index, chunk)))
-            self.index += len(chunk)
+        self._start_chunks()
+        while self._pending and not self._pending[0][0].done():
+            if self._failure is not None:
+                raise self._failure
+            await asyncio.wait(set(self._scoring), return_when=asyncio.FIRST_COMPLETED)
+            self._start_chunks()
         if not self._pending:
+            if self._read_error is not None:
+                error, self._read_error = self._read_error, None
+                raise error
             return None
-        return await self._pending.popleft()
+        task, rows = self._pending.popleft()
+        if task in self._scoring:  # finished, its callback not run yet
+            self._scoring.discard(task)
+        else:
+            self._held_rows -= rows
+        chunk = task.result()
+        self._start_chunks()
+        return chunk
 
     async def close(self) -> None:
         """Cancel what is in flight and release the worker processes."""
-        pending = list(self._pending)
+        pending = [task for task, _ in self._pending]
         self._pending.clear()
+        self._scoring.clear()
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
@@ -265,9 +377,11 @@ class Evaluation:
         has_async = any(s.is_async for s in scorers)
         if chunk_size is None:  # with judges, small chunks: a row is written as soon as its chunk is judged
             chunk_size = max(1, concurrency // 4) if has_async else (1024 if workers > 1 else 128)
-        if prefetch is None:
-            prefetch = max(4, 2 * workers, -(-2 * concurrency // chunk_size) if has_async else 0)
-        self._pipeline = _Pipeline(rows, scorers, mapping or {}, concurrency, chunk_size, prefetch, start, workers)
+        if prefetch is None:  # with judges, enough chunks that every judge slot stays busy even when `concurrency`
+            # chunks each wait on one slow row
+            prefetch = max(4, 2 * workers, concurrency + -(-2 * concurrency // chunk_size) if has_async else 0)
+        self._pipeline = _Pipeline(rows, scorers, mapping or {}, concurrency, chunk_size, prefetch,
+                                   reorder_rows(concurrency), start, workers)
         self._consumed = False
         self._interrupted = False
         self.waiting = 0
@@ -355,12 +469,14 @@ def evaluate(
 
     ``mapping`` maps scorer fields to row columns or dotted paths
     (``{"output": "response", "expected": "meta.answer"}``); a mapped column
-    absent from the first row is a :class:`ConfigError`. ``concurrency`` bounds
-    in-flight async scorer calls for the whole run; ``workers`` > 1 scores the
-    sync (CPU-bound) scorers in that many processes. Rows are scored in chunks
-    (``chunk_size``; by default 128, 1024 with workers, ``concurrency // 4``
-    with judges), up to ``prefetch`` chunks in flight. Results come back in
-    input order; ``start`` is the index given to the first row. Iterate with
+    absent from every one of the first :data:`COLUMN_CHECK_ROWS` rows is a
+    :class:`ConfigError`. ``concurrency`` bounds in-flight async scorer calls
+    for the whole run; ``workers`` > 1 scores the sync (CPU-bound) scorers in
+    that many processes. Rows are scored in chunks (``chunk_size``; by default
+    128, 1024 with workers, ``concurrency // 4`` with judges), up to
+    ``prefetch`` chunks in flight. Results come back in input order, a slow row
+    holding back at most :func:`reorder_rows` scored rows; ``start`` is the
+    index given to the first row. Iterate with
     ``for`` or ``async for``. ``rows`` may also be the path of a JSONL, JSON,
     CSV or Parquet file.
 

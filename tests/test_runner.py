@@ -9,8 +9,9 @@ import pytest
 import scorers
 from scorers import Scorer
 from scorers import text_field
-from scorers.errors import ConfigError
-from scorers.runner import aevaluate, evaluate
+from scorers.errors import ConfigError, DataError
+from scorers.runner import COLUMN_CHECK_ROWS, aevaluate, evaluate, reorder_rows
+from scorers.testing import LoopbackLLM, Reply
 
 
 class SlowAsync(Scorer):
@@ -69,7 +70,8 @@ def test_rows_are_streamed_not_materialised():
     iterator = iter(evaluate(rows(), ["ExactMatch"], chunk_size=10, prefetch=2))
     first = [next(iterator) for _ in range(5)]
     assert [r.index for r in first] == list(range(5))
-    assert len(consumed) <= 31  # a few chunks ahead, never the whole (infinite) input
+    # the rows of the column check and a few chunks ahead, never the whole (infinite) input
+    assert len(consumed) <= COLUMN_CHECK_ROWS + 2 * 10
 
 
 def test_mapping_and_dotted_paths():
@@ -193,7 +195,7 @@ def test_a_config_error_stops_the_run_at_once():
     with pytest.raises(ConfigError, match="no API key"):
         for _ in evaluate(rows(), ["ExactMatch", NeedsKey()], chunk_size=10, prefetch=2):
             pass
-    assert len(consumed) < 100
+    assert len(consumed) <= COLUMN_CHECK_ROWS + 2 * 10
 
 
 def test_unexpected_errors_are_recorded_counted_and_named():
@@ -215,14 +217,61 @@ def test_a_scorer_failing_on_every_row_is_a_problem_even_with_typed_errors():
     assert run.summary.problems == ["ExactMatch: failed on every row (ScorerInputError ×2)"]
 
 
+class Counted(Scorer):
+    """ExactMatch's fields, counting the rows it scores."""
+
+    fields = (text_field("output"), text_field("expected"))
+
+    def __init__(self):
+        super().__init__()
+        self.scored = 0
+
+    def _score(self, *, output, expected):
+        self.scored += 1
+        return self.make_score(float(output == expected))
+
+
+WINDOW = [{"answer": str(i), "expected": str(i)} for i in range(COLUMN_CHECK_ROWS)]
+MORE = [{"answer": "x", "expected": "x"}] * 1000
+
+
 @pytest.mark.parametrize("mapping,rows,message", [
-    ({"output": "answr"}, [{"answer": "a", "expected": "a"}], "mapping output=answr: the first row has no column"),
-    ({"outptu": "answer"}, [{"answer": "a", "expected": "a"}], "no scorer of this run reads a field 'outptu'"),
-    ({}, [{"answer": "a", "expected": "a"}], "ExactMatch needs the field 'output', and the first row has no column"),
+    ({"output": "answr"}, WINDOW + MORE, f"mapping output=answr: no column or path 'answr' in any of the first "
+                                         f"{COLUMN_CHECK_ROWS} rows"),
+    ({"output": "answr"}, WINDOW[:1], "mapping output=answr: no column or path 'answr' in the first row"),
+    ({"outptu": "answer"}, WINDOW + MORE, "no scorer of this run reads a field 'outptu'"),
+    ({}, WINDOW + MORE, f"Counted needs the field 'output', and there is no column 'output' in any of the first "
+                        f"{COLUMN_CHECK_ROWS} rows"),
+    # the evidence is the first COLUMN_CHECK_ROWS rows: a column that only appears later is not seen
+    ({"output": "answr"}, WINDOW + [{"answr": "a", "expected": "a"}] + MORE, "no column or path 'answr'"),
 ])
-def test_usage_errors_are_found_on_the_first_row_before_scoring(mapping, rows, message):
+def test_a_column_absent_from_all_the_first_rows_is_a_usage_error_before_scoring(mapping, rows, message):
+    consumed = []
+
+    def stream():
+        for row in rows:
+            consumed.append(row)
+            yield row
+
+    counted = Counted()
     with pytest.raises(ConfigError, match=message):
-        list(evaluate(rows, ["ExactMatch"], mapping=mapping))
+        list(evaluate(stream(), [counted], mapping=mapping))
+    assert counted.scored == 0 and len(consumed) <= COLUMN_CHECK_ROWS
+
+
+@pytest.mark.parametrize("chunk_size", [1, 4, None])
+def test_a_first_row_without_a_reference_is_that_rows_error_and_the_others_are_scored(chunk_size):
+    rows = [{"response": "a"}] + [{"response": str(i), "ref": str(i % 3)} for i in range(1, 50)]
+    results = evaluate(rows, ["ExactMatch"], mapping={"output": "response", "expected": "ref"},
+                       chunk_size=chunk_size).collect()
+    assert results[0].errors["ExactMatch"]["type"] == "ScorerInputError"
+    assert [r.scores["ExactMatch"] for r in results[1:]] == [float(str(i) == str(i % 3)) for i in range(1, 50)]
+
+
+def test_a_field_present_in_some_of_the_first_rows_is_not_a_usage_error():
+    rows = [{"output": "a"}] * 5 + [{"output": "a", "expected": "a"}]  # as a judge run reads it: chunks of one row
+    results = evaluate(rows, ["ExactMatch"], chunk_size=1).collect()
+    assert [sorted(r.errors) for r in results] == [["ExactMatch"]] * 5 + [[]]
 
 
 def test_a_later_row_missing_a_field_is_that_rows_error():
@@ -324,3 +373,68 @@ def test_interrupt_stops_a_for_loop_at_its_next_step_and_cancels_the_work_in_fli
     started = scorer.started
     time.sleep(0.2)
     assert scorer.started == started  # and no new ones began
+
+
+# ------------------------------------------------------------------- a slow row, a read error
+def test_a_hung_judge_request_does_not_stop_the_rows_after_it(llm_env: LoopbackLLM) -> None:
+    from scorers.llm import configure
+
+    configure(backoff_base=0)  # the hung request's retry goes out as soon as the hang ends
+    llm_env.default = Reply.choice("C", reasons="same facts")
+    llm_env.script(Reply.hang(3), match="HUNG", times=1)  # then a 504, retried
+    rows = [{"input": "q", "output": f"answer {i}" + (" HUNG" if i == 1 else ""), "expected": "a"}
+            for i in range(200)]
+    results = evaluate(rows, [scorers.get("Factuality")], concurrency=4).collect()
+    assert [r.index for r in results] == list(range(200)) and all(r.scores["Factuality"] == 1.0 for r in results)
+    sent = [request.last_user_message for request in llm_env.chat_requests]
+    hung, retried = [i for i, message in enumerate(sent) if "HUNG" in message]
+    # while row 1 waited, the run went on: before, 4 slots of which one hung and at most 8 rows in flight
+    assert retried - hung - 1 >= 100
+
+
+def test_a_slow_row_holds_back_at_most_the_reorder_bound_of_scored_rows():
+    consumed = []
+
+    class HeadWaits(Scorer):
+        """Row 0 finishes only once the run has stopped: no row read or scored over many loop turns."""
+
+        fields = (text_field("output"),)
+        scored = 0
+
+        async def _ascore(self, *, output):
+            if output == "0":
+                while True:
+                    seen = (len(consumed), self.scored)
+                    for _ in range(200):
+                        await asyncio.sleep(0)
+                    if (len(consumed), self.scored) == seen:
+                        self.read_while_waiting = len(consumed)
+                        break
+            self.scored += 1
+            return self.make_score(1.0)
+
+    def rows():
+        for i in itertools.count():
+            consumed.append(i)
+            yield {"output": str(i)}
+
+    scorer = HeadWaits()
+    iterator = iter(evaluate(rows(), [scorer], concurrency=2, chunk_size=1, prefetch=4))
+    assert next(iterator).index == 0
+    # the scored rows held back for order filled the bound, and no more than the chunks then being scored
+    assert reorder_rows(2) < scorer.read_while_waiting <= 1 + reorder_rows(2) + 4
+
+
+@pytest.mark.parametrize("chunk_size", [1, 16, 1000])
+def test_a_read_error_comes_after_every_row_read_before_it(chunk_size):
+    def rows():
+        for i in range(100):
+            yield {"output": str(i), "expected": str(i % 2)}
+        raise DataError("data.jsonl:101: invalid JSON (Unterminated string at the end of the line)")
+
+    run = evaluate(rows(), ["ExactMatch", SlowAsync(delay=0)], chunk_size=chunk_size, prefetch=4)
+    taken = []
+    with pytest.raises(DataError, match="data.jsonl:101"):
+        for result in run:
+            taken.append(result.index)
+    assert taken == list(range(100)) and run.summary.rows == 100

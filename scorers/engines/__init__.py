@@ -34,7 +34,7 @@ from ..batch import RESULT_COLUMN, BatchScorer, RowResult
 from ..base import Scorer
 from ..errors import ConfigError, DataError, ScorerError
 from ..io import read_rows
-from ..runner import Summary, check_first_row
+from ..runner import COLUMN_CHECK_ROWS, Summary, check_columns
 
 __all__ = ["ENGINES", "INDEX_COLUMN", "EngineError", "EngineRun", "ParquetResultWriter", "read_input",
            "rows_table", "split", "batch_size", "worker_settings", "apply_worker_settings", "score_rows"]
@@ -228,9 +228,11 @@ class EngineRun:
         for row in self._rows:
             if not isinstance(row, Mapping):
                 raise ConfigError(f"row {self._start + len(rows)} is a {type(row).__name__}, not a mapping of fields")
-            if not rows:
-                check_first_row(self._mapping, row, self.scorers)
             rows.append(dict(row))
+            if len(rows) == COLUMN_CHECK_ROWS:  # a usage error stops the run before the rest is read
+                check_columns(self._mapping, rows, self.scorers)
+        if len(rows) < COLUMN_CHECK_ROWS:
+            check_columns(self._mapping, rows, self.scorers)
         return rows
 
     def __iter__(self) -> Iterator[RowResult]:

@@ -7,6 +7,7 @@ script. Row text is untrusted and is HTML-escaped (Jinja2 autoescaping).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -22,6 +23,8 @@ __all__ = ["write_report"]
 
 #: Row fields shown next to a low score or an error, and the columns they are read from by default.
 SHOWN_FIELDS = ("input", "output", "expected")
+#: Other columns shown, at most, in place of fields a file has no column for (a run with ``--map``).
+MAX_OTHER_COLUMNS = 3
 #: Characters of a shown field kept before it is cut (the page stays small for long rows).
 MAX_TEXT = 600
 
@@ -54,14 +57,15 @@ def _comparison(files: list[ResultsFile], labels: list[str], key: str | None) ->
     """:func:`scorers.stats.compare` of the files (the first is the baseline), and per-row difference charts."""
     if len(files) < 2:
         return None
-    from ..stats.compare import align_rows, compare
+    from ..stats.compare import align_rows, compare, format_p_value
 
     result = compare([f.path for f in files], key=key)
     names = dict(zip(result.files, labels))
     figures = [{"scorer": f.scorer, "figure": f.figure, "rows": f.rows, "excluded": f.excluded, "note": f.note,
                 "direction": {True: "higher is better", False: "lower is better", None: "direction unknown"}[
                     f.higher_is_better],
-                "systems": [{**vars(s), "label": names[s.file]} for s in f.systems]} for f in result.figures]
+                "systems": [{**vars(s), "label": names[s.file], "p_text": None if s.p_value is None else
+                             format_p_value(s.p_value, result.alpha)} for s in f.systems]} for f in result.figures]
     aligned = align_rows([f.path for f in files], [f.records for f in files], key)
     charts_ = []
     for name in dict.fromkeys(f.scorer for f in result.figures):
@@ -111,14 +115,48 @@ def _score(record: Mapping[str, Any], name: str) -> float | None:
     return None if value is None or name in (record.get("errors") or {}) else float(value)
 
 
+@dataclass(frozen=True)
+class _Columns:
+    """The columns a file's rows are shown with: ``(heading, column or dotted path)``, and the fields of
+    :data:`SHOWN_FIELDS` it has no column for (their place taken by its other columns)."""
+
+    shown: tuple[tuple[str, str], ...]
+    missing: tuple[str, ...]
+
+    @classmethod
+    def of(cls, results: ResultsFile, mapping: Mapping[str, str]) -> "_Columns":
+        """``input``, ``output`` and ``expected`` from the columns ``mapping`` names (``output (response)``),
+        else their own; fields with neither leave room for up to :data:`MAX_OTHER_COLUMNS` other columns,
+        which is where a run's ``--map output=response`` left its output.
+
+        >>> import json, os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+        >>> _ = open(path, "w").write(json.dumps({"id": 1, "response": "Paris", "expected": "Paris",
+        ...                                       "scores": {"ExactMatch": 1.0}}) + "\\n")
+        >>> _Columns.of(ResultsFile.read(path), {})
+        _Columns(shown=(('expected', 'expected'), ('response', 'response')), missing=('input', 'output'))
+        """
+        rows = [results.row(i) for i in range(len(results.records))]
+        shown = [(name if name not in mapping else f"{name} ({mapping[name]})", mapping.get(name, name))
+                 for name in SHOWN_FIELDS
+                 if name in mapping or any(lookup(row, name) is not ABSENT for row in rows)]
+        missing = tuple(name for name in SHOWN_FIELDS if name not in mapping and (name, name) not in shown)
+        if missing:
+            taken = {column for _, column in shown} | {"id"}
+            others = [column for column in dict.fromkeys(key for row in rows for key in row) if column not in taken]
+            shown += [(column, column) for column in others[:MAX_OTHER_COLUMNS]]
+        return cls(tuple(shown), missing)
+
+
 class _Row:
     """One row of a results file as the page shows it."""
 
-    def __init__(self, results: ResultsFile, index: int, mapping: Mapping[str, str], scorer: str | None) -> None:
+    def __init__(self, results: ResultsFile, index: int, columns: _Columns, scorer: str | None) -> None:
         record = results.records[index]
+        row = results.row(index)
         self.line = index + 1
-        self.id = _text(record.get("id", ""))
-        self.fields = [(name, _text(lookup(record, mapping.get(name, name)))) for name in SHOWN_FIELDS]
+        self.id = _text(row.get("id", ""))
+        self.fields = [(heading, _text(lookup(row, column))) for heading, column in columns.shown]
         self.score = None if scorer is None else record["scores"].get(scorer)
         metadata = results.metadata(record, scorer) if scorer else {}
         rationale = metadata.get("rationale")
@@ -160,21 +198,30 @@ def _context(files: list[ResultsFile], labels: list[str], mapping: Mapping[str, 
 
     per_file = []
     for results, label in zip(files, labels):
+        columns = _Columns.of(results, mapping)
         low = []
         for name in results.scorers:
             scored = [(v, i) for i, v in enumerate(results.column(name)) if v is not None]
             scored.sort()
-            low.append({"scorer": name, "rows": [_Row(results, i, mapping, name) for _, i in scored[:lowest]]})
+            low.append({"scorer": name, "rows": [_Row(results, i, columns, name) for _, i in scored[:lowest]]})
         failed = [i for i, r in enumerate(results.records) if r.get("errors")]
-        per_file.append({"label": label, "lowest": low, "errors_total": len(failed),
-                         "errors": [_Row(results, i, mapping, None) for i in failed[:max_errors]]})
+        per_file.append({"label": label, "lowest": low, "errors_total": len(failed), "missing": columns.missing,
+                         "errors": [_Row(results, i, columns, None) for i in failed[:max_errors]]})
 
     return {"version": __version__, "files": [{"label": label, "path": f.path, "rows": len(f.records),
                                                "metadata": f.has_metadata} for f, label in zip(files, labels)],
             "confidence": CONFIDENCE, "summary": summary_rows, "comparison": _comparison(files, labels, key),
             "histograms": histograms, "judges": judges,
             "per_file": per_file, "lowest": lowest, "max_errors": max_errors,
-            "without_metadata": [label for f, label in zip(files, labels) if not f.has_metadata]}
+            "without_metadata": [(label, judges_run) for f, label in zip(files, labels)
+                                 if not f.has_metadata and (judges_run := _judges(f.scorers))]}
+
+
+def _judges(names: Sequence[str]) -> list[str]:
+    """The names that the registry knows as LLM judges."""
+    from ..registry import registry
+
+    return [name for name in names if name in registry and registry.entry(name).kind == "llm"]
 
 
 def _environment() -> Any:
@@ -220,7 +267,7 @@ def write_report(paths: Sequence[str | Path], out: str | Path, *, meta_evals: Se
         meta_evals=[_meta_eval(str(p)) for p in meta_evals])
     out = Path(out)
     try:
-        out.write_text(page, encoding="utf-8")
+        out.write_text(page, encoding="utf-8", errors="backslashreplace")  # a lone surrogate shows as \ud800
     except OSError as exc:
         raise DataError(f"{out}: cannot write the report ({exc.strerror})") from None
     return out

@@ -17,7 +17,7 @@ from scorers.report import write_report
 from scorers.report.results import ResultsFile
 from scorers.runner import RowResult
 from scorers.stats import compare
-from scorers.stats.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, mean_interval
+from scorers.stats.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, format_p_value, mean_interval
 
 from .conftest import HOSTILE, results_records, write_results
 
@@ -156,7 +156,7 @@ def test_import_scorers_and_list_do_not_import_matplotlib():
 
 def table_numbers(page: str, table: str) -> list[str]:
     body = re.search(rf'<table class="{table}">(.*?)</table>', page, flags=re.S).group(1)
-    return re.findall(r"[+-]?\d+\.\d{4}", html.unescape(body))
+    return re.findall(r"[+-]?\d+\.\d{4,}", html.unescape(body))
 
 
 def test_the_comparison_table_is_compare_s(tmp_path):
@@ -168,7 +168,7 @@ def test_the_comparison_table_is_compare_s(tmp_path):
         for system in figure.systems:
             expected += [f"{system.value:.4f}", f"{system.low:.4f}", f"{system.high:.4f}"]
             if system.difference is not None:
-                expected += [f"{system.difference:+.4f}", f"{system.p_value:.4f}"]
+                expected += [f"{system.difference:+.4f}", format_p_value(system.p_value, 0.05)]
     assert table_numbers(page, "comparison") == expected
     assert page.count('data-chart="differences"') == 3 and "run2.jsonl − run0.jsonl" in page
 
@@ -212,3 +212,55 @@ def test_a_bad_meta_eval_file_is_a_data_error(tmp_path, content, message):
     path.write_text(content)
     with pytest.raises(DataError, match=re.escape(message)):
         write_report([], tmp_path / "report.html", meta_evals=[path])
+
+
+def test_the_metadata_note_names_the_judges_that_ran_without_it(tmp_path):
+    def bare(records):
+        return [{k: v for k, v in r.items() if k != "metadata_scores"} for r in records]
+
+    no_judge = write_results(tmp_path / "heuristics.jsonl", bare(results_records(20, seed=6, judge=False)))
+    assert "--metadata" not in write_report([no_judge], tmp_path / "a.html").read_text()  # no judge ran
+    judged = write_results(tmp_path / "judged.jsonl", bare(results_records(20, seed=6)))
+    page = write_report([judged], tmp_path / "b.html").read_text()
+    assert "No score metadata in judged.jsonl, so nothing here on Factuality:" in page
+
+
+def test_a_meta_eval_heading_names_the_label_field_once(meta_eval_file, tmp_path):
+    page = write_report([], tmp_path / "report.html", meta_evals=[meta_eval_file]).read_text()
+    assert "the label label" not in page
+    assert "Meta-eval: Factuality against human labels (field <code>label</code>)" in page
+
+
+def test_rows_of_a_run_with_map_show_the_mapped_column(tmp_path):
+    records = results_records(20, seed=15)
+    for record in records:  # as `run --map output=response --map input=question` writes them
+        record["question"], record["response"] = record.pop("input"), record.pop("output") + "(a response)"
+        del record["metadata_scores"]
+    path = write_results(tmp_path / "mapped.jsonl", records)
+    page = write_report([path], tmp_path / "inferred.html").read_text()
+    headings = re.findall(r"<th>([^<]*)</th>", page.split('<table class="rows">')[1].split("</thead>")[0])
+    assert headings == ["line", "id", "score", "expected", "question", "response", "judge"]
+    assert "(a response)" in page and "has no column input or output: its other columns are" in page
+    page = write_report([path], tmp_path / "mapped.html", mapping={"output": "response"}).read_text()
+    headings = re.findall(r"<th>([^<]*)</th>", page.split('<table class="rows">')[1].split("</thead>")[0])
+    assert headings == ["line", "id", "score", "output (response)", "expected", "question", "judge"]
+
+
+def test_the_comparison_shows_on_which_side_of_alpha_a_p_value_lies(tmp_path, monkeypatch):
+    import dataclasses
+
+    from scorers.stats import compare as compare_module  # the function; its module is below
+
+    module = sys.modules["scorers.stats.compare"]
+
+    def near_alpha(*args, **kwargs):
+        result = compare_module(*args, **kwargs)
+        figures = tuple(dataclasses.replace(f, systems=(f.systems[0], dataclasses.replace(
+            f.systems[1], p_value=0.04996, better=True, worse=False))) for f in result.figures)
+        return dataclasses.replace(result, figures=figures)
+
+    monkeypatch.setattr(module, "compare", near_alpha)
+    paths = [write_results(tmp_path / f"run{i}.jsonl", results_records(30, seed=16, shift=0.05 * i))
+             for i in range(2)]
+    page = write_report(paths, tmp_path / "report.html").read_text()
+    assert table_numbers(page, "comparison").count("0.04996") == 3 and "0.0500<" not in page

@@ -170,8 +170,9 @@ class Comparison:
                 else:
                     interval = "-"
                 verdict = "worse" if system.worse else "better" if system.better else ""
+                p_value = "-" if system.p_value is None else format_p_value(system.p_value, self.alpha)
                 body.append((figure.scorer, figure.figure, name, _number(system.value), interval,
-                             _number(system.difference, "+.4f"), _number(system.p_value), verdict))
+                             _number(system.difference, "+.4f"), p_value, verdict))
         widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
         for row in [header, *body]:
             lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
@@ -189,6 +190,21 @@ class Comparison:
 
 def _number(value: float | None, spec: str = ".4f") -> str:
     return "-" if value is None else format(value, spec)
+
+
+def format_p_value(p_value: float, alpha: float) -> str:
+    """``p_value`` with 4 decimals, or with as many more as it takes to show on which side of ``alpha`` it lies.
+
+    >>> format_p_value(0.008, 0.05), format_p_value(0.04996, 0.05), format_p_value(0.05004, 0.05)
+    ('0.0080', '0.04996', '0.05004')
+    >>> format_p_value(0.05, 0.05)  # not below alpha: not significant
+    '0.0500'
+    """
+    for decimals in range(4, 18):
+        shown = f"{p_value:.{decimals}f}"
+        if (float(shown) < alpha, float(shown) == alpha) == (p_value < alpha, p_value == alpha):
+            return shown
+    return repr(p_value)
 
 
 #: Corpus figures in native units that run against their scorer's 0-1 score (TER: edits per word).

@@ -302,3 +302,20 @@ def test_mismatched_files_exit_2(tmp_path):
     first, second = exact_match_files(tmp_path, [1.0, 0.0, 1.0], [0.0, 1.0])
     result = cli(first, second)
     assert result.returncode == 2 and "has 2 rows" in result.stderr
+
+
+def test_the_table_shows_on_which_side_of_alpha_a_p_value_lies():
+    from scorers.stats.compare import Comparison, FigureComparison, SystemFigure
+
+    def system(name: str, p_value: float | None) -> SystemFigure:
+        return SystemFigure(name, 0.5, low=0.4, high=0.6, difference=None if p_value is None else 0.1,
+                            p_value=p_value, better=p_value is not None and p_value < 0.05)
+
+    files = ("base.jsonl", "below.jsonl", "above.jsonl", "at.jsonl")
+    figure = FigureComparison("Levenshtein", "mean", True, 10, {}, 0,
+                              tuple(system(name, p) for name, p in zip(files, (None, 0.04996, 0.05004, 0.05))))
+    table = Comparison(files, 10, None, "bs", 1000, 12345, 0.05, (figure,)).table()
+    rows = {line.split()[2]: line.split()[-2:] for line in table.splitlines() if line.startswith("Levenshtein  mean")}
+    assert rows["below.jsonl"] == ["0.04996", "better"]  # was "0.0500 better" under "significant at p < 0.05"
+    assert rows["above.jsonl"][-1] == "0.05004"
+    assert rows["at.jsonl"][-1] == "0.0500"  # p = alpha is not below it

@@ -1,8 +1,10 @@
-"""Three small helpers used across the package instead of ad-hoc idioms.
+"""Small helpers used across the package instead of ad-hoc idioms.
 
 - :func:`optional_import`: import a package from an extra, or raise :class:`MissingExtraError`.
 - :func:`memoize`: a process-wide, thread-safe cache of a function's results (computed once per arguments).
 - :class:`lazy`: per-instance state built on first use, thread-safe, and left out when the owner is pickled.
+- :func:`did_you_mean`: the closest names to a misspelled one, for an error message.
+- :func:`json_error_reason`: why ``json`` refused a text, without the dangling "at" of some of its messages.
 - :func:`lookup`: the value at a key or dotted path of a row (``meta.answer``, ``choices.0``), or :data:`ABSENT`.
 
 >>> class Model:
@@ -17,15 +19,17 @@ frozenset({'table'})
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
+import json
 import threading
 from types import ModuleType
-from typing import Any, Callable, Generic, Mapping, TypeVar
+from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
 
 from .errors import MissingExtraError
 
-__all__ = ["optional_import", "memoize", "lazy", "lazy_names", "ABSENT", "lookup"]
+__all__ = ["optional_import", "memoize", "lazy", "lazy_names", "did_you_mean", "json_error_reason", "ABSENT", "lookup"]
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -125,6 +129,31 @@ class lazy(Generic[T]):
 def lazy_names(cls: type) -> frozenset[str]:
     """Names of the :class:`lazy` attributes of ``cls`` and its bases."""
     return frozenset(name for klass in cls.__mro__ for name, value in vars(klass).items() if isinstance(value, lazy))
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` naming the candidates closest to a misspelled ``name``, or ``""``.
+
+    >>> did_you_mean("tokenise", ["tokenize", "lowercase"])
+    "; did you mean 'tokenize'?"
+    """
+    close = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+
+
+def json_error_reason(exc: json.JSONDecodeError) -> str:
+    """The reason of a JSON decoding error, to be followed by where it is ("at line 1, column 5").
+
+    Some of ``json``'s messages end in "at" ("Unterminated string starting at"), which a position
+    phrase would double:
+
+    >>> try:
+    ...     json.loads('["abc')
+    ... except json.JSONDecodeError as exc:
+    ...     print(f"{json_error_reason(exc)} at column {exc.colno}")
+    Unterminated string starting at column 2
+    """
+    return exc.msg.removesuffix(" at")
 
 
 #: What :func:`lookup` returns for a path the data does not hold (``None`` is a value).

@@ -25,10 +25,10 @@ import inspect
 from typing import Any, ClassVar, Iterable, Mapping
 
 from ._aio import run_sync
-from ._util import lazy, lazy_names
+from ._util import did_you_mean, lazy, lazy_names
 from ._version import __version__
 from .aggregate import Aggregator, MeanAggregator
-from .errors import ScorerError, ScorerInputError, UnknownArgumentError
+from .errors import ConfigError, PositionalArgumentError, ScorerError, ScorerInputError, UnknownArgumentError
 from .fields import STANDARD_FIELDS, Field, to_text
 from .score import Score
 
@@ -69,6 +69,9 @@ class Scorer:
     example: ClassVar[str] = ""
     #: False for a metric where lower is better (Hallucination, Bias, Toxicity); in ``list --json``.
     higher_is_better: ClassVar[bool] = True
+    #: Longest text (in characters) a text field may hold, for a scorer whose cost grows faster than its input;
+    #: a longer one is a row's ScorerInputError. None: no limit. Refuses rows, never changes a number.
+    max_chars: int | None = None
     #: Derived: True when the class overrides ``_ascore`` or ``_ascore_batch``.
     is_async: ClassVar[bool] = False
     #: Derived: standard fields a hook names in its signature (passed even when not declared).
@@ -87,6 +90,13 @@ class Scorer:
         if not self.name:
             self.name = type(self).__name__
         self._bound: dict[str, Any] = {}
+
+    def _set_max_chars(self, max_chars: int | None) -> None:
+        """Set :attr:`max_chars`: a positive integer, or None for no limit."""
+        if max_chars is not None and (isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1):
+            raise ConfigError(f"{self.name}: max_chars must be a positive integer or None, got {max_chars!r}",
+                              scorer=self.name)
+        self.max_chars = max_chars
 
     # ------------------------------------------------------------------ hooks
     def _score(self, **fields: Any) -> Score:
@@ -150,25 +160,40 @@ class Scorer:
 
     @classmethod
     def constructor_params(cls) -> list[str]:
-        """The keyword parameters of the constructor (settings, not fields)."""
-        return [p.name for p in inspect.signature(cls.__init__).parameters.values()
-                if p.kind is p.KEYWORD_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "self")]
+        """The keyword parameters of the constructor (settings, not fields), and of the base constructors
+        that a ``**settings`` parameter passes on to."""
+        names: list[str] = []
+        for klass in cls.__mro__:
+            init = vars(klass).get("__init__")
+            if init is None:
+                continue
+            parameters = inspect.signature(init).parameters.values()
+            names += [p.name for p in parameters if p.name not in names and
+                      (p.kind is p.KEYWORD_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "self"))]
+            if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+                break
+        return names
 
     @lazy
-    def _plan(self) -> tuple[frozenset[str], tuple[tuple[str, Field, bool, bool], ...], tuple[str, ...]]:
-        """Accepted names; per field (name, field, takes a plain str as is, converts a str); standard fields passed on."""
+    def _plan(self) -> tuple[frozenset[str], tuple[tuple[str, Field, bool, bool], ...], tuple[str, ...],
+                             tuple[str, ...]]:
+        """Accepted names; per field (name, field, takes a plain str as is, converts a str); standard fields
+        passed on; text fields (one text or references) that ``max_chars`` bounds."""
         declared = {f.name for f in self.fields}
         per_field = tuple((f.name, f, str in f.types or object in f.types, f.convert not in (None, to_text))
                           for f in self.fields)
         passed = tuple(s for s in self._asked if s not in declared)
-        return frozenset(declared) | frozenset(STANDARD_FIELDS), per_field, passed
+        texts = tuple(f.name for f in self.fields if f.text)
+        return frozenset(declared) | frozenset(STANDARD_FIELDS), per_field, passed, texts
 
     def _unknown(self, key: str) -> UnknownArgumentError:
-        hint = ""
+        accepted = self.accepted_fields()
         if key in self.constructor_params():
             hint = (f"; {key!r} is a parameter of the scorer, not a field: set it when building it, "
                     f"e.g. scorers.get({self.name!r}, {key}=...)")
-        return UnknownArgumentError(self.name, key, self.accepted_fields(), hint=hint)
+        else:
+            hint = did_you_mean(key, accepted)
+        return UnknownArgumentError(self.name, key, accepted, hint=hint)
 
     def _bind(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """Merge bound arguments, reject unknown ones, validate and convert the declared fields.
@@ -177,7 +202,7 @@ class Scorer:
         optional one is absent) and the standard fields the hook asks for.
         """
         merged = {**self._bound, **kwargs} if self._bound else kwargs
-        accepted, per_field, passed = self._plan
+        accepted, per_field, passed, texts = self._plan
         if not merged.keys() <= accepted:
             raise self._unknown(next(key for key in merged if key not in accepted))
         out: dict[str, Any] = {}
@@ -192,7 +217,24 @@ class Scorer:
             for key in passed:
                 if key in merged:
                     out[key] = merged[key]
+        if self.max_chars is not None:
+            for name in texts:
+                self._check_length(name, out[name])
         return out
+
+    def _check_length(self, field: str, value: str | tuple[str, ...] | None) -> None:
+        """Refuse a text (or a reference) longer than :attr:`max_chars`."""
+        for at, text in enumerate((value,) if value is None or type(value) is str else value):
+            if text is not None and len(text) > self.max_chars:  # type: ignore[operator]
+                which = "" if type(value) is str else f" (reference {at})"
+                raise self.too_long(field, f"{len(text):,} characters{which}")
+
+    def too_long(self, field: str, size: str) -> ScorerInputError:
+        """The error for a value of ``size`` (e.g. "200,000 characters") over :attr:`max_chars`."""
+        return ScorerInputError(
+            self.name, field, f"has {size}, more than max_chars={self.max_chars:,} (a bound on time and memory): "
+            f"raise it if the cost is acceptable, with scorers.get({self.name!r}, max_chars=...) or "
+            f"-p {self.name}.max_chars=... (null: no limit)")
 
     def _check(self, f: Field, value: Any) -> Any:
         """Validate and convert one field's value (the general path of :meth:`_bind`)."""
@@ -215,14 +257,18 @@ class Scorer:
             raise ScorerInputError(self.name, f.name, str(exc)) from exc
 
     # --------------------------------------------------------------- calling
-    def __call__(self, **kwargs: Any) -> Score:
+    def __call__(self, *args: Any, **kwargs: Any) -> Score:
         """Score one example: ``scorer(output=..., expected=..., input=..., **vars)``."""
+        if args:
+            raise PositionalArgumentError(self.name, len(args))
         if self.is_async:
             return run_sync(self.acall(**kwargs))
         return self._score(**self._bind(kwargs))
 
-    async def acall(self, **kwargs: Any) -> Score:
+    async def acall(self, *args: Any, **kwargs: Any) -> Score:
         """Async form of :meth:`__call__`."""
+        if args:
+            raise PositionalArgumentError(self.name, len(args))
         fields = self._bind(kwargs)
         if self.is_async:
             return await self._ascore(**fields)
@@ -250,7 +296,7 @@ class Scorer:
         >>> get("Levenshtein").partial(expected="abcd").eval("abc").score
         0.75
         """
-        accepted, _, _ = self._plan
+        accepted = self._plan[0]
         for key in fields:
             if key not in accepted:
                 raise self._unknown(key)

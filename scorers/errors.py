@@ -17,6 +17,7 @@ __all__ = [
     "ScorerError",
     "ScorerInputError",
     "UnknownArgumentError",
+    "PositionalArgumentError",
     "ConfigError",
     "MissingExtraError",
     "TemplateError",
@@ -69,6 +70,17 @@ class UnknownArgumentError(ScorerInputError, TypeError):
     def __init__(self, scorer: str, field: str, accepted: list[str], *, hint: str = "") -> None:
         super().__init__(
             scorer, field, f"is not an argument of this scorer (accepted: {', '.join(accepted)}){hint}"
+        )
+
+
+class PositionalArgumentError(ScorerError, TypeError):
+    """A scorer was called with positional arguments: fields go by keyword, or through ``eval``."""
+
+    def __init__(self, scorer: str, count: int) -> None:
+        super().__init__(
+            f"{scorer}: fields are passed by keyword, e.g. scorer(output=..., expected=...), or positionally "
+            f"through scorer.eval(output, expected); got {count} positional argument{'s' if count != 1 else ''}",
+            scorer=scorer,
         )
 
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Sequence
+from functools import partial
+from typing import Any, Callable, Sequence
 
+from ._util import json_error_reason, lazy
 from .base import Scorer
-from .fields import Field, require, text_field
+from .fields import Field, as_str, require, text_field
 from .errors import ConfigError, ScorerError, ScorerInputError
 from .registry import register
 from .score import Score
@@ -35,6 +37,48 @@ __all__ = [
 ]
 
 JSON_TYPES = (dict, list, str, int, float, bool)
+
+#: Deepest nesting of arrays and objects the JSON-aware scorers take: a deeper value is a ScorerInputError.
+#: (Python's JSON parser and encoder stop near 1,000 levels, at a depth that depends on the caller's stack.)
+MAX_JSON_DEPTH = 100
+
+
+def _nesting_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep arrays and objects nest in ``value`` (a scalar: 0), counted without recursion up to ``limit + 1``."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:  # also ends a walk around a cycle
+            break
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list, tuple)))
+    return deepest
+
+
+def _too_deep() -> ValueError:
+    return ValueError(f"nests arrays or objects more than {MAX_JSON_DEPTH} levels deep, which is not supported")
+
+
+def _check_depth(value: Any) -> Any:
+    """``value``, or ValueError when it nests deeper than :data:`MAX_JSON_DEPTH`."""
+    if isinstance(value, (dict, list, tuple)) and _nesting_depth(value) > MAX_JSON_DEPTH:
+        raise _too_deep()
+    return value
+
+
+def _loads(text: str) -> Any:
+    """``json.loads``; nesting deeper than :data:`MAX_JSON_DEPTH` is a ValueError (not a JSONDecodeError)."""
+    try:
+        return _check_depth(json.loads(text))
+    except RecursionError:  # raised cleanly by the C parser, far deeper than the limit
+        raise _too_deep() from None
 
 
 def _canonical_json(value: Any, *, sort_keys: bool, ensure_ascii: bool = False) -> str:
@@ -70,13 +114,13 @@ class ExactMatch(Scorer):
         return {"ignore_case": self.ignore_case, "strip": self.strip}
 
     def _normalise(self, value: Any, as_json: bool, field: str) -> str:
-        if as_json:
-            try:
-                text = _canonical_json(_maybe_parse_json(value), sort_keys=False)
-            except ValueError as exc:
-                raise ScorerInputError(self.name, field, str(exc)) from exc
-        else:
-            text = str(value)
+        try:
+            if as_json:
+                text = _canonical_json(_check_depth(_maybe_parse_json(value)), sort_keys=False)
+            else:
+                text = as_str(value)
+        except ValueError as exc:
+            raise ScorerInputError(self.name, field, str(exc)) from exc
         if self.strip:
             text = text.strip()
         if self.ignore_case:
@@ -96,7 +140,9 @@ class Levenshtein(Scorer):
     Equals autoevals' ``Levenshtein`` (two empty strings score 1). Text is not
     Unicode-normalised: NFC and NFD forms of "café" differ; pass
     ``normalize="NFC"`` to compare normalised forms. Batches use rapidfuzz's
-    ``cpdist``.
+    ``cpdist``. The cost grows with the product of the lengths, so a text longer
+    than ``max_chars`` (100,000 characters by default: about 0.3 s) is a row's
+    :class:`~scorers.errors.ScorerInputError`; ``max_chars=None`` lifts the limit.
     """
 
     name = "Levenshtein"
@@ -104,8 +150,10 @@ class Levenshtein(Scorer):
     fields = (text_field("output"), text_field("expected"))
     example = 'Levenshtein()(output="kitten", expected="sitting")  # 0.5714'
 
-    def __init__(self, *, normalize: str | None = None, name: str | None = None) -> None:
+    def __init__(self, *, normalize: str | None = None, max_chars: int | None = 100_000,
+                 name: str | None = None) -> None:
         super().__init__(name=name)
+        self._set_max_chars(max_chars)
         if normalize not in (None, "NFC", "NFD", "NFKC", "NFKD"):
             raise ConfigError(f"Levenshtein: normalize must be None, NFC, NFD, NFKC or NFKD, got {normalize!r}",
                               scorer=self.name)
@@ -154,7 +202,10 @@ def _to_number(value: Any) -> float:
             value = float(value.strip())
         except ValueError:
             raise ValueError(f"must be a number, got the string {value[:40]!r}") from None
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ValueError("is an integer beyond a float's range (about ±1.8e308), which is not supported") from None
     if not math.isfinite(number):
         raise ValueError(f"must be a finite number, got {number!r}")
     return number
@@ -188,14 +239,17 @@ class NumericDiff(Scorer):
 
 
 def _maybe_parse_json(value: Any) -> Any:
+    """The object or array a string holds as JSON, else the value itself; too deep a one is a ValueError."""
     if isinstance(value, str):
         try:
-            parsed = json.loads(value)
-        except ValueError:
+            parsed = _loads(value)
+        except json.JSONDecodeError:
             return value
         if isinstance(parsed, (dict, list)):
             return parsed
     return value
+
+
 
 
 @register
@@ -211,6 +265,12 @@ class JSONDiff(Scorer):
     holding a JSON object/array are parsed unless ``preserve_strings``.
     Equals autoevals' ``JSONDiff``; unlike autoevals, the constructor options
     are honoured and can name registered scorers (``string_scorer="ExactMatch"``).
+
+    The cost of the string comparisons grows with the product of the two sides'
+    sizes, so a side longer than ``max_chars`` as compact, ASCII-escaped JSON text
+    (100,000 characters by default) is a row's :class:`~scorers.errors.ScorerInputError`;
+    ``max_chars=None`` lifts the limit. Arrays and objects may nest at most
+    :data:`MAX_JSON_DEPTH` levels (strings holding JSON included).
     """
 
     name = "JSONDiff"
@@ -221,9 +281,12 @@ class JSONDiff(Scorer):
     algorithm_version = "2"
 
     def __init__(self, *, string_scorer: Scorer | str | None = None, number_scorer: Scorer | str | None = None,
-                 preserve_strings: bool = False, name: str | None = None) -> None:
+                 preserve_strings: bool = False, max_chars: int | None = 100_000, name: str | None = None) -> None:
         super().__init__(name=name)
-        self.string_scorer = _resolve_scorer(string_scorer, Levenshtein, "string_scorer", self.name)
+        self._set_max_chars(max_chars)
+        # no limit of its own: max_chars bounds the strings it compares here
+        self.string_scorer = _resolve_scorer(string_scorer, partial(Levenshtein, max_chars=None), "string_scorer",
+                                             self.name)
         self.number_scorer = _resolve_scorer(number_scorer, NumericDiff, "number_scorer", self.name)
         self.preserve_strings = preserve_strings
 
@@ -231,23 +294,27 @@ class JSONDiff(Scorer):
         return {"string_scorer": self.string_scorer.signature(), "number_scorer": self.number_scorer.signature(),
                 "preserve_strings": self.preserve_strings}
 
-    def _similarity(self, o: Any, e: Any) -> float:
+    def _similarity(self, o: Any, e: Any, depth: int = 0) -> float:
         if not self.preserve_strings:
             o, e = _maybe_parse_json(o), _maybe_parse_json(e)
         if o is None and e is None:
             return 1.0
         if o is None or e is None:
             return 0.0
-        if isinstance(o, dict) and isinstance(e, dict):
+        both_dicts = isinstance(o, dict) and isinstance(e, dict)
+        both_lists = isinstance(o, list) and isinstance(e, list)
+        if (both_dicts or both_lists) and depth == MAX_JSON_DEPTH:  # strings holding JSON can nest it further
+            raise _too_deep()
+        if both_dicts:
             keys = set(o) | set(e)
             if not keys:
                 return 1.0
-            return sum(self._similarity(o.get(k), e.get(k)) for k in keys) / len(keys)
-        if isinstance(o, list) and isinstance(e, list):
+            return sum(self._similarity(o.get(k), e.get(k), depth + 1) for k in keys) / len(keys)
+        if both_lists:
             longest = max(len(o), len(e))
             if longest == 0:
                 return 1.0
-            return sum(self._similarity(a, b) for a, b in zip(o, e)) / longest
+            return sum(self._similarity(a, b, depth + 1) for a, b in zip(o, e)) / longest
         if isinstance(o, str) and isinstance(e, str):
             return _inner_score(self.string_scorer, o, e)
         if _is_number(o) and _is_number(e):  # bools count as 0/1, as in autoevals
@@ -256,7 +323,21 @@ class JSONDiff(Scorer):
         return _inner_score(self.string_scorer, _canonical_json(o, sort_keys=True, ensure_ascii=True),
                             _canonical_json(e, sort_keys=True, ensure_ascii=True))
 
+    def _checked(self, field: str, value: Any) -> Any:
+        """The value (parsed, unless ``preserve_strings``); one nested too deep, or longer than ``max_chars``
+        as compact ASCII-escaped JSON text, is a ScorerInputError."""
+        try:
+            value = _check_depth(value if self.preserve_strings else _maybe_parse_json(value))
+            size = 0 if self.max_chars is None else len(
+                json.dumps(value, ensure_ascii=True, separators=(",", ":"), skipkeys=True, default=repr))
+        except ValueError as exc:
+            raise ScorerInputError(self.name, field, str(exc)) from exc
+        if self.max_chars is not None and size > self.max_chars:
+            raise self.too_long(field, f"{size:,} characters as JSON text")
+        return value
+
     def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:
+        output, expected = self._checked("output", output), self._checked("expected", expected)
         try:
             return self.make_score(self._similarity(output, expected))
         except ScorerInputError as exc:
@@ -278,7 +359,7 @@ def _inner_score(scorer: Scorer, output: Any, expected: Any) -> float:
     return 0.0 if score is None else score
 
 
-def _resolve_scorer(value: Scorer | str | type | None, default: type[Scorer], param: str, owner: str) -> Scorer:
+def _resolve_scorer(value: Scorer | str | type | None, default: Callable[[], Scorer], param: str, owner: str) -> Scorer:
     if value is None:
         return default()
     if isinstance(value, Scorer):
@@ -313,41 +394,98 @@ class ValidJSON(Scorer):
         super().__init__(name=name)
         self.schema = schema
         if schema is not None:
-            self._validator(schema)
+            self._validator(schema, None)
 
     def params(self) -> dict[str, Any]:
         return {"schema": self.schema}
 
-    def _validator(self, schema: dict[str, Any] | bool) -> Any:
+    def _validator(self, schema: dict[str, Any] | bool, field: str | None) -> Any:
+        """A validator for ``schema``. A bad schema is a ConfigError when it is the constructor's
+        (``field`` None), a ScorerInputError naming ``field`` when a row gave it."""
         import jsonschema
 
         try:
+            _check_depth(schema)
             cls = jsonschema.validators.validator_for(schema)
             cls.check_schema(schema)
+            unresolved = _unresolvable_reference(schema)
         except jsonschema.SchemaError as exc:
-            raise ConfigError(f"{self.name}: invalid JSON schema: {exc.message}", scorer=self.name) from exc
-        return cls(schema)
+            reason = exc.message
+        except ValueError as exc:
+            reason = f"it {exc}"
+        else:
+            if unresolved is None:
+                return cls(schema)
+            reason = f"its $ref {unresolved!r} points to nothing in the schema (nothing is fetched: put it under $defs)"
+        if field is None:
+            raise ConfigError(f"{self.name}: invalid JSON schema: {reason}", scorer=self.name)
+        raise ScorerInputError(self.name, field, f"is an invalid JSON schema: {reason}")
 
     def eval(self, output: Any, schema: Any = None, **kwargs: Any) -> Score:  # type: ignore[override]
         """autoevals' form: the schema is the second positional argument."""
         return self(output=output, schema=schema, **kwargs)
 
     def _score(self, *, output: Any, schema: Any = None, **_: Any) -> Score:
-        schema = self.schema if schema is None else schema
+        validator = self._validator(schema, "schema") if schema is not None else self._validator_of_constructor
         value = output
-        if isinstance(output, str):
-            try:
-                value = json.loads(output)
-            except ValueError as exc:
-                return self.make_score(0.0, error=f"not JSON: {exc}")
-        if schema is None:
+        try:
+            value = _check_depth(_loads(output) if isinstance(output, str) else output)
+        except json.JSONDecodeError as exc:
+            where = f"at line {exc.lineno}, column {exc.colno}"
+            return self.make_score(0.0, error=f"not JSON: {json_error_reason(exc)} {where}")
+        except ValueError as exc:
+            raise ScorerInputError(self.name, "output", str(exc)) from exc
+        if validator is None:
             ok = isinstance(value, (dict, list))
             return self.make_score(1.0 if ok else 0.0, **({} if ok else {"error": "not a JSON object or array"}))
-        extra = {} if schema is self.schema else {"schema": schema}
-        errors = sorted(self._validator(schema).iter_errors(value), key=lambda e: list(e.path))
+        extra = {} if schema is None else {"schema": schema}
+        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
         if errors:
             return self.make_score(0.0, error=errors[0].message, **extra)
         return self.make_score(1.0, **extra)
+
+    @lazy
+    def _validator_of_constructor(self) -> Any:
+        return None if self.schema is None else self._validator(self.schema, None)
+
+
+#: Keywords whose values are data, not subschemas: a "$ref" inside them is not a reference.
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+
+
+def _unresolvable_reference(schema: dict[str, Any] | bool) -> str | None:
+    """The first ``$ref`` of ``schema`` that resolves to nothing, fetching nothing; None when all resolve.
+
+    Needs the ``referencing`` package (jsonschema >= 4.18); without it nothing is checked.
+    """
+    try:
+        from referencing import Registry
+        from referencing.exceptions import Unresolvable
+        from referencing.jsonschema import DRAFT202012, specification_with
+    except ImportError:
+        return None
+    if not isinstance(schema, dict):
+        return None
+    dialect = schema.get("$schema")
+    specification = specification_with(dialect if isinstance(dialect, str) else "", default=DRAFT202012)
+    stack: list[tuple[Any, Any]] = [(schema, Registry().resolver_with_root(specification.create_resource(schema)))]
+    while stack:
+        node, resolver = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, resolver) for item in node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        if node is not schema and specification.id_of(node):  # a subschema with its own base URI
+            resolver = resolver.in_subresource(specification.create_resource(node))
+        reference = node.get("$ref")
+        if isinstance(reference, str):
+            try:
+                resolver.lookup(reference)
+            except Unresolvable:
+                return reference
+        stack.extend((value, resolver) for key, value in node.items() if key not in _DATA_KEYWORDS)
+    return None
 
 
 @register

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
 from typing import Any, Callable, Iterator
 
+from ._util import did_you_mean
 from .base import Scorer
 from .errors import ConfigError, UnknownScorerError
 
@@ -56,8 +57,28 @@ class Entry:
         try:
             scorer = self.factory(**{**self.defaults, **params})
         except TypeError as exc:
-            raise ConfigError(f"{self.name}: invalid parameters {sorted(params)}: {exc}", scorer=self.name) from exc
+            raise self._invalid(params, exc) from exc
         return scorer
+
+    def _invalid(self, params: dict[str, Any], exc: TypeError) -> ConfigError:
+        """The error for parameters the factory refused: the unknown ones, with the closest known names."""
+        known = self._parameter_names()
+        unknown = [name for name in params if known and name not in known]
+        if not known or not unknown:
+            return ConfigError(f"{self.name}: invalid parameters {sorted(params)}: {exc}", scorer=self.name)
+        hints = "".join(did_you_mean(name, known) for name in unknown)
+        return ConfigError(f"{self.name}: unknown parameter{'s' if len(unknown) > 1 else ''} "
+                           f"{', '.join(map(repr, unknown))}{hints} (parameters: {', '.join(known)})", scorer=self.name)
+
+    def _parameter_names(self) -> list[str]:
+        """The constructor parameters of the scorer this entry builds; none when it cannot be built to tell."""
+        cls = self.scorer_class
+        if cls is None:
+            try:
+                cls = type(self.factory(**self.defaults))
+            except Exception:  # noqa: BLE001  (only used to word an error: without it, no suggestion)
+                return []
+        return cls.constructor_params()
 
 
 class Registry:

@@ -6,6 +6,7 @@ import pytest
 import scorers
 from scorers import Score, Scorer
 from scorers import Field, MeanAggregator, text_field
+from scorers.fields import references_field
 from scorers.errors import ScorerInputError, UnknownArgumentError
 
 
@@ -205,3 +206,63 @@ def test_a_forked_child_runs_async_scorers_on_its_own_loop():
 
 def _async_echo_score(output):
     return AsyncEcho()(output=output).score
+
+
+# ------------------------------------------------------------------ issue 15: arguments and limits
+def test_positional_fields_are_a_typed_error_that_says_how_to_call():
+    from scorers.errors import PositionalArgumentError, ScorerError
+
+    lev = scorers.get("Levenshtein")
+    with pytest.raises(PositionalArgumentError, match=r"Levenshtein: fields are passed by keyword, e\.g\. "
+                                                      r"scorer\(output=\.\.\., expected=\.\.\.\).*scorer\.eval\(output, "
+                                                      r"expected\); got 2 positional arguments") as caught:
+        lev("a", "b")
+    assert isinstance(caught.value, TypeError) and isinstance(caught.value, ScorerError)
+    with pytest.raises(PositionalArgumentError, match="got 1 positional argument$"):
+        asyncio.run(lev.acall("a", expected="b"))
+    assert lev.eval("a", "b").score == 0.0
+
+
+def test_a_misspelled_field_suggests_the_closest_ones():
+    with pytest.raises(UnknownArgumentError, match=r"field 'outptu' is not an argument .*; did you mean 'output'\?"):
+        scorers.get("Levenshtein")(outptu="a", expected="b")
+    with pytest.raises(UnknownArgumentError, match=r"'ignore_case' is a parameter of the scorer"):
+        scorers.get("ExactMatch")(output="a", expected="b", ignore_case=True)
+
+
+class Bounded(Scorer):
+    """Text and references under a max_chars limit."""
+
+    name = "Bounded"
+    fields = (text_field("output"), references_field(), Field("note", (str,), required=False))
+
+    def __init__(self, *, max_chars=5, name=None):
+        super().__init__(name=name)
+        self._set_max_chars(max_chars)
+
+    def _score(self, *, output, expected, note=None, **_):
+        return self.make_score(1.0)
+
+
+def test_max_chars_bounds_every_text_field_and_each_reference_but_no_other_field():
+    bounded = Bounded()
+    assert bounded(output="12345", expected=["12345", 12345], note="a note longer than five").score == 1.0
+    with pytest.raises(ScorerInputError, match="Bounded: field 'output' has 6 characters, more than max_chars=5"):
+        bounded(output="123456", expected="1")
+    with pytest.raises(ScorerInputError, match=r"field 'expected' has 6 characters \(reference 1\), more than max_chars=5"):
+        bounded(output="1", expected=["1", 123456])
+    assert Bounded(max_chars=None)(output="123456", expected="123456").score == 1.0
+
+
+def test_utf8_text_fields_refuse_a_lone_surrogate_naming_the_field():
+    class Model(Bounded):
+        name = "Model"
+        fields = (text_field("output", utf8=True), references_field(utf8=True))
+
+    model = Model(max_chars=None)
+    assert model(output="café", expected="naïve").score == 1.0
+    with pytest.raises(ScorerInputError, match=r"Model: field 'output' holds a lone surrogate \(U\+D800 at character 1\)"):
+        model(output="a\ud800", expected="b")
+    with pytest.raises(ScorerInputError, match=r"field 'expected' reference 1 holds a lone surrogate \(U\+DFFF"):
+        model(output="a", expected=["b", "\udfff"])
+    assert Bounded(max_chars=None)(output="a\ud800", expected="b").score == 1.0  # plain text fields take it

@@ -269,3 +269,122 @@ def test_levenshtein_is_symmetric_and_one_on_identity(a, b):
 @given(value=JSON_VALUES)
 def test_json_diff_of_a_value_with_itself_is_one(value):
     assert JSONDiff()(output=value, expected=value).score == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------ odd values and limits (issue 15)
+def nested(depth: int, leaf=1):
+    for _ in range(depth):
+        leaf = [leaf]
+    return leaf
+
+
+@pytest.mark.parametrize("value", [10**309, -10**309, 10**5000], ids=["10**309", "-10**309", "10**5000"])
+def test_integers_beyond_a_float_are_an_input_error_not_an_overflow(value):
+    with pytest.raises(ScorerInputError, match="NumericDiff: field 'output' is an integer beyond a float's range"):
+        NumericDiff()(output=value, expected=1)
+    with pytest.raises(ScorerInputError, match="JSONDiff: field 'output'"):
+        JSONDiff()(output={"a": value}, expected={"a": 1})
+    with pytest.raises(ScorerInputError, match="NumericDiff: field 'output' must be a finite number"):
+        NumericDiff()(output=str(10**309), expected=1)  # as text: float() gives inf
+
+
+def test_numbers_at_the_float_limits_score():
+    assert NumericDiff()(output=1e308, expected=-1e308).score == 0.0
+    assert NumericDiff()(output=5e-324, expected=5e-324).score == 1.0
+    assert NumericDiff()(output=1e308, expected=1e308).score == 1.0
+
+
+def test_an_integer_too_long_to_write_is_an_input_error():
+    with pytest.raises(ScorerInputError, match="ExactMatch: field 'expected' is an integer of about 5,000 digits"):
+        ExactMatch()(output="1", expected=10**5000)
+    with pytest.raises(ScorerInputError, match="Levenshtein: field 'output' is an integer"):
+        Levenshtein()(output=10**5000, expected="1")
+
+
+@pytest.mark.parametrize("name,field", [("ExactMatch", "expected"), ("JSONDiff", "expected"), ("ValidJSON", "output")])
+@pytest.mark.parametrize("as_text", [False, True], ids=["value", "JSON text"])
+def test_nesting_deeper_than_the_limit_is_an_input_error_naming_the_field(name, field, as_text):
+    from scorers.heuristic import MAX_JSON_DEPTH
+
+    def row(depth):
+        value = "[" * depth + "1" + "]" * depth if as_text else nested(depth)
+        return {"output": value} if name == "ValidJSON" else {"output": [1], field: value}  # a list: JSON mode
+
+    assert scorers.get(name)(**row(MAX_JSON_DEPTH)).score is not None
+    for depth in (MAX_JSON_DEPTH + 1, 1_000, 100_000 if as_text else 5_000):
+        with pytest.raises(ScorerInputError, match=f"{name}: field '{field}' nests arrays or objects more than 100"):
+            scorers.get(name)(**row(depth))
+
+
+def test_json_diff_bounds_nesting_through_strings_that_hold_json():
+    inner = json.dumps(nested(60))  # each side's own nesting is fine; parsed inside, 120 levels
+    with pytest.raises(ScorerInputError, match="more than 100 levels"):
+        JSONDiff()(output=nested(60, inner), expected=nested(60, inner))
+    assert JSONDiff(preserve_strings=True)(output=nested(60, inner), expected=nested(60, inner)).score == 1.0
+
+
+def test_valid_json_refuses_an_unresolvable_ref_at_construction():
+    with pytest.raises(ConfigError, match=r"ValidJSON: invalid JSON schema: its \$ref '#/definitions/nope' points to nothing"):
+        ValidJSON(schema={"$ref": "#/definitions/nope"})
+    with pytest.raises(ConfigError, match=r"\$ref 'http://example.com/s.json'.*nothing is fetched"):
+        ValidJSON(schema={"properties": {"a": {"$ref": "http://example.com/s.json"}}})
+
+
+def test_valid_json_refuses_an_unresolvable_ref_given_with_a_row_as_that_rows_error():
+    with pytest.raises(ScorerInputError, match=r"ValidJSON: field 'schema' is an invalid JSON schema: its \$ref"):
+        ValidJSON()(output="{}", schema={"$ref": "#/$defs/nope"})
+    with pytest.raises(ScorerInputError, match="field 'schema' is an invalid JSON schema"):
+        ValidJSON()(output="{}", schema={"type": "no-such-type"})
+
+
+@pytest.mark.parametrize("schema,output,score", [
+    ({"$defs": {"n": {"type": "integer"}}, "items": {"$ref": "#/$defs/n"}}, "[1, 2]", 1.0),
+    ({"$schema": "http://json-schema.org/draft-04/schema#", "definitions": {"n": {"type": "integer"}},
+      "items": {"$ref": "#/definitions/n"}}, '[1, "x"]', 0.0),
+    ({"$id": "http://x.test/root", "properties": {"a": {"$id": "sub", "$ref": "#/$defs/s",
+                                                         "$defs": {"s": {"type": "string"}}}}}, '{"a": 1}', 0.0),
+    ({"type": "array", "items": {"$ref": "#"}}, json.dumps(nested(99, [])), 1.0),  # recursive, at the depth limit
+    ({"enum": [{"$ref": "not a reference: data"}]}, '{"$ref": "not a reference: data"}', 1.0),
+])
+def test_valid_json_resolvable_refs_still_validate(schema, output, score):
+    assert ValidJSON(schema=schema)(output=output).score == score
+
+
+@pytest.mark.parametrize("text,error", [
+    ('["abc', "Unterminated string starting at line 1, column 2"),
+    ('["a\x01"]', "Invalid control character at line 1, column 4"),
+    ('{"a" 1}', "Expecting ':' delimiter at line 1, column 6"),
+    ("[1]\n[2]", "Extra data at line 2, column 1"),
+])
+def test_invalid_json_reason_is_followed_by_its_position_once(text, error):
+    assert ValidJSON()(output=text).metadata["error"] == f"not JSON: {error}"
+
+
+@pytest.mark.parametrize("name,params,field,value", [
+    ("Levenshtein", {}, "output", "x" * 11),
+    ("Levenshtein", {"normalize": "NFC"}, "expected", "x" * 11),
+    ("JSONDiff", {}, "output", {"a": "x" * 4}),      # {"a":"xxxx"}: 12 characters as JSON text
+    ("JSONDiff", {}, "expected", "é" * 2),           # "\u00e9\u00e9": 14 characters, ASCII-escaped
+])
+def test_max_chars_refuses_a_longer_value_as_that_rows_error(name, params, field, value):
+    scorer = scorers.get(name, max_chars=10, **params)
+    row = {"output": "short", "expected": "short", field: value}
+    with pytest.raises(ScorerInputError, match=rf"{name}: field '{field}' has \d+ characters.* more than max_chars=10 "
+                                               rf".*max_chars=\.\.\."):
+        scorer(**row)
+    outcomes = scorer.score_batch([{"output": "a", "expected": "b"}, row, {"output": "a", "expected": "a"}])
+    assert [type(o).__name__ for o in outcomes] == ["Score", "ScorerInputError", "Score"]
+    assert scorers.get(name, max_chars=None, **params)(**row).score is not None
+
+
+def test_max_chars_does_not_change_numbers_or_signatures():
+    assert Levenshtein(max_chars=10)(output="kitten", expected="sitting").score == 1 - 3 / 7
+    assert Levenshtein(max_chars=10).signature() == Levenshtein().signature()
+    assert JSONDiff(max_chars=10).signature() == JSONDiff().signature()
+    assert Levenshtein()(output="x" * 100_000, expected="x").score == 1 - 99_999 / 100_000  # the default: 100,000
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, True, "10"])
+def test_max_chars_must_be_a_positive_integer(value):
+    with pytest.raises(ConfigError, match="max_chars must be a positive integer or None"):
+        Levenshtein(max_chars=value)

@@ -41,7 +41,7 @@ def test_register_variant_with_defaults_and_aliases():
     assert reg.get("Scaled")(output="x").score == 1.0
     with pytest.raises(ConfigError, match="already registered"):
         reg.register(Scaled)
-    with pytest.raises(ConfigError, match="invalid parameters"):
+    with pytest.raises(ConfigError, match=r"unknown parameter 'nope' \(parameters: factor, name\)"):
         reg.get("Half", nope=1)
 
 
@@ -93,3 +93,16 @@ def test_suggestions_name_each_scorer_once():
         scorers.get("rouge-lx")
     suggested = str(info.value).split("Did you mean ")[1].split("?")[0].split(", ")
     assert len(suggested) == len(set(suggested)) >= 2
+
+
+@pytest.mark.parametrize("name,params,message", [
+    ("BLEU", {"tokenise": "intl"}, r"BLEU: unknown parameter 'tokenise'; did you mean 'tokenize'\? \(parameters: tokenize,"),
+    ("ROUGE-L", {"use_stemer": True}, r"unknown parameter 'use_stemer'; did you mean 'use_stemmer'\?"),
+    ("Factuality", {"temprature": 0}, r"Factuality: unknown parameter 'temprature'; did you mean 'temperature'"),  # a template
+    ("Faithfulness", {"idk_unfaithful": True}, r"did you mean 'idk_is_unfaithful'\? .*model"),  # **settings to its bases
+    ("Levenshtein", {"zzz": 1}, r"unknown parameter 'zzz' \(parameters: normalize, max_chars, name\)"),
+])
+def test_an_unknown_parameter_names_the_closest_ones(name, params, message, monkeypatch, fake_api_key):
+    monkeypatch.setenv("OPENAI_API_KEY", fake_api_key)
+    with pytest.raises(ConfigError, match=message):
+        scorers.get(name, **params)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from .._util import lazy, optional_import
 from ..base import Scorer
@@ -47,7 +47,11 @@ __all__ = ["ROUGE", "TOKENIZERS"]
 REFERENCE = "rouge-score==0.1.2"
 TOKENIZERS = ("default", "unicode")
 
-_ROUGE_N = re.compile(r"rouge([1-9][0-9]*)$")
+#: rouge-score's ROUGE-N types: rouge1 to rouge9 (its pattern is ``rouge[0-9]$``, and it refuses rouge0).
+_ROUGE_N = re.compile(r"rouge([1-9])$")
+#: Default ``max_chars`` per LCS type: the cost grows with the product of the lengths (pure Python for
+#: rougeLsum, as in rouge-score); ROUGE-N is linear and has no limit.
+DEFAULT_MAX_CHARS = {"rougeL": 100_000, "rougeLsum": 20_000}
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
 _UNICODE_WORD = re.compile(r"[^\W_]+")
@@ -84,13 +88,20 @@ def _unicode_word_splitter(stem: Callable[[str], str] | None) -> Callable[[str],
 
 @register(aliases=("rouge",))
 class ROUGE(CachedSignature, Scorer):
-    """ROUGE F-measure with rouge-score's numbers; ``rouge_type`` is ``rougeN`` (N ≥ 1), ``rougeL`` or ``rougeLsum``.
+    """ROUGE F-measure with rouge-score's numbers; ``rouge_type``: ``rouge1`` … ``rouge9``, ``rougeL``, ``rougeLsum``.
 
     ``expected`` is the target (reference), ``output`` the prediction, so
     precision is over the output's tokens and recall over the reference's. With
     several references the best F wins. ``rougeLsum`` splits texts into
     sentences at newlines (rouge-score's default; put one sentence per line).
     Registered variants: ``ROUGE-1``, ``ROUGE-2``, ``ROUGE-L``, ``ROUGE-Lsum``.
+
+    ROUGE-L's and ROUGE-Lsum's cost grows with the product of the two texts'
+    lengths, so a text longer than ``max_chars`` is a row's
+    :class:`~scorers.errors.ScorerInputError`. By default (``max_chars="auto"``)
+    that is 100,000 characters for rougeL (about 0.1 s), 20,000 for rougeLsum
+    (about 2 s and 150 MB), and no limit for rougeN, whose cost is linear;
+    ``max_chars=None`` lifts the limit.
 
     >>> ROUGE(rouge_type="rougeL")(output="testing one", expected="testing one two").metadata["recall"]
     0.6666666666666666
@@ -105,12 +116,13 @@ class ROUGE(CachedSignature, Scorer):
     algorithm_version = "1"
 
     def __init__(self, *, rouge_type: str = "rougeL", use_stemmer: bool = False, tokenizer: str = "default",
-                 name: str | None = None) -> None:
+                 max_chars: int | Literal["auto"] | None = "auto", name: str | None = None) -> None:
         super().__init__(name=name)
         match = _ROUGE_N.match(rouge_type) if isinstance(rouge_type, str) else None
         if rouge_type not in ("rougeL", "rougeLsum") and match is None:
-            raise ConfigError(f"{self.name}: unknown rouge_type {rouge_type!r}; use rougeN (N >= 1, e.g. rouge1), "
-                              "rougeL or rougeLsum", scorer=self.name)
+            raise ConfigError(f"{self.name}: unknown rouge_type {rouge_type!r}; use rouge1 to rouge9 (rouge-score's "
+                              "range), rougeL or rougeLsum", scorer=self.name)
+        self._set_max_chars(DEFAULT_MAX_CHARS.get(rouge_type) if max_chars == "auto" else max_chars)
         if tokenizer not in TOKENIZERS:
             raise ConfigError(f"{self.name}: unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}",
                               scorer=self.name)

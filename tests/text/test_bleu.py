@@ -500,3 +500,39 @@ def test_one_scorer_shared_by_threads_gives_the_serial_numbers():
         threaded = list(pool.map(lambda c: [s.metadata["bleu"] for s in batch(shared, *c)], chunks * 3))
     serial = [[s.metadata["bleu"] for s in batch(BLEU(), *c)] for c in chunks * 3]
     assert threaded == serial
+
+
+SURROGATES = [("the c\ud800at sat \udfff on", ["the c\ud800at is \udfff here"]), ("\ud800", ["\ud800"]),
+              ("a\udfffb", ["ab", "\udfff"]), ("x", ["\ud800\udc00"])]  # a pair of surrogates, not joined
+
+
+@pytest.mark.parametrize("word_order", [0, 2])
+def test_chrf_scores_lone_surrogates_as_sacrebleu_does(word_order):
+    metric = ChrF(word_order=word_order)
+    rows = [{"output": o, "expected": refs} for o, refs in SURROGATES]
+    expected = [sacrebleu.sentence_chrf(o, refs, word_order=word_order).score for o, refs in SURROGATES]
+    assert [metric(**row).metadata["chrf"] for row in rows] == expected
+    assert [score.metadata["chrf"] for score in metric.score_batch(rows)] == expected
+
+
+def test_bleu_and_ter_score_lone_surrogates_as_sacrebleu_does():
+    for output, refs in SURROGATES:
+        assert BLEU()(output=output, expected=refs).metadata["bleu"] == sacrebleu.sentence_bleu(output, refs).score
+        assert TER()(output=output, expected=refs).metadata["ter"] == sacrebleu.sentence_ter(output, refs).score
+
+
+def test_ter_bounds_its_texts_by_default():
+    assert TER().max_chars == 5_000 and TER(max_chars=None).max_chars is None
+    with pytest.raises(ScorerInputError, match=r"TER: field 'output' has 5,001 characters, more than max_chars=5,000"):
+        TER()(output="x" * 5_001, expected="x")
+    small = TER(max_chars=10)
+    outcomes = small.score_batch([{"output": "the cat", "expected": ["the cat", "the cat sat down"]},
+                                  {"output": "the cat", "expected": "the cat"}])
+    assert isinstance(outcomes[0], ScorerInputError) and "reference 1" in str(outcomes[0])
+    assert outcomes[1].metadata["ter"] == 0.0
+    assert small.signature() == TER().signature()
+
+
+@pytest.mark.parametrize("name", ["BLEU", "chrF", "chrF++"])
+def test_linear_metrics_have_no_length_limit(name):
+    assert scorers.get(name).max_chars is None

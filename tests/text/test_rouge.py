@@ -156,3 +156,46 @@ def test_one_scorer_shared_by_threads_gives_the_serial_numbers():
     serial = [[s.metadata["fmeasure"] for s in batch(ROUGE(rouge_type="rouge2", use_stemmer=True), *c)]
               for c in chunks * 3]
     assert threaded == serial
+
+
+ROUGE_TYPES = [f"rouge{n}" for n in range(0, 13)] + ["rouge01", "rouge99", "rougeL", "rougeLsum", "rougeLSum", "rouge"]
+
+
+@pytest.mark.parametrize("rouge_type", ROUGE_TYPES)
+def test_accepts_exactly_the_rouge_types_rouge_score_accepts(rouge_type):
+    try:
+        expected = rouge_scorer.RougeScorer([rouge_type]).score("a b c", "a b d")[rouge_type].fmeasure
+    except ValueError:  # rouge-score refuses it (rouge0, rouge10, ...)
+        with pytest.raises(ConfigError, match=r"unknown rouge_type .*use rouge1 to rouge9 \(rouge-score's range\)"):
+            ROUGE(rouge_type=rouge_type)
+        return
+    assert ROUGE(rouge_type=rouge_type)(output="a b d", expected="a b c").score == expected
+
+
+@pytest.mark.parametrize("name,limit", [("ROUGE-L", 100_000), ("ROUGE-Lsum", 20_000), ("ROUGE-1", None),
+                                        ("ROUGE-2", None)])
+def test_the_lcs_types_bound_their_texts_by_default(name, limit):
+    scorer = scorers.get(name)
+    assert scorer.max_chars == limit
+    assert scorers.get(name, max_chars=None).max_chars is None
+    if limit is not None:
+        long = "word " * (limit // 5) + "x"
+        with pytest.raises(ScorerInputError, match=rf"{name}: field 'expected' has {limit + 1:,} characters \(reference 1\), "
+                                                   rf"more than max_chars={limit:,}"):
+            scorer(output="word", expected=["word", long])
+
+
+def test_max_chars_refuses_a_row_and_leaves_the_others_and_the_numbers_alone():
+    small = ROUGE(rouge_type="rougeLsum", max_chars=10)
+    rows = [{"output": "the cat", "expected": "the cat sat down"}, {"output": "the cat", "expected": "the cat"}]
+    outcomes = small.score_batch(rows)
+    assert isinstance(outcomes[0], ScorerInputError) and outcomes[0].field == "expected"
+    assert outcomes[1].score == ROUGE(rouge_type="rougeLsum")(**rows[1]).score == 1.0
+    assert small.signature() == ROUGE(rouge_type="rougeLsum").signature()
+
+
+def test_lone_surrogates_score_as_rouge_score_scores_them():
+    output, expected = "the c\ud800at sat \udfff on", "the c\ud800at is \udfff here"
+    for rouge_type in ("rouge1", "rougeL", "rougeLsum"):
+        reference = rouge_scorer.RougeScorer([rouge_type]).score(expected, output)[rouge_type].fmeasure
+        assert ROUGE(rouge_type=rouge_type)(output=output, expected=expected).score == reference

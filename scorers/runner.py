@@ -45,10 +45,13 @@ import asyncio
 import collections
 import concurrent.futures
 import concurrent.futures.process
+import io
 import multiprocessing
 import os
 import pickle
+import sys
 import time
+import types
 from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 
 from ._aio import background_loop
@@ -86,6 +89,7 @@ class Summary:
             self._aggregators[name].add(score)
         for name, error in result.errors.items():
             self._errors[name][error["type"]] += 1
+            self._aggregators[name].add_error(error)
             if error.get("unexpected"):
                 self._unexpected[name] += 1
         self.elapsed_s = time.perf_counter() - self.started
@@ -198,17 +202,54 @@ def _score_in_worker(args_per_scorer: list[list[dict[str, Any]]]) -> list[list[S
     return [score_sync(scorer, args) for scorer, args in zip(_worker_scorers, args_per_scorer)]
 
 
-def _process_pool(scorers: list[Scorer], workers: int) -> concurrent.futures.ProcessPoolExecutor:
+class _NotingMain(pickle.Pickler):
+    """A pickler that notes the classes and functions of ``__main__`` that what it pickles refers to."""
+
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file)
+        self.in_main: set[str] = set()
+
+    def persistent_id(self, obj: Any) -> None:
+        if isinstance(obj, (type, types.FunctionType)) and obj.__module__ == "__main__":
+            self.in_main.add(obj.__qualname__)
+        return None
+
+
+def _worker_payload(scorers: list[Scorer], workers: int) -> bytes:
+    """The scorers pickled for the worker processes; a ConfigError at once for what the workers could not load.
+
+    Workers start by re-running the main script from its file (so a script read from standard input cannot
+    start them), and import the scorers' classes by name (so a class defined in a ``__main__`` that has no file,
+    as in a REPL, a notebook or ``python -c``, cannot reach them).
+    """
+    main = sys.modules.get("__main__")
+    by_name = getattr(getattr(main, "__spec__", None), "name", None) is not None  # `python -m`
+    path = None if by_name else getattr(main, "__file__", None)
+    if path is not None and not os.path.isfile(path):
+        raise ConfigError(f"workers={workers}: worker processes start by re-running the main script from its file, "
+                          f"and this one has none ({path}: read from standard input, as by `python -`); save the "
+                          "script to a file and run that (with the evaluate call under "
+                          "`if __name__ == '__main__':`), or use workers=1")
+    buffer = io.BytesIO()
+    pickler = _NotingMain(buffer)
     try:
-        payload = pickle.dumps(scorers)
+        pickler.dump(scorers)
     except Exception as exc:
         raise ConfigError(f"workers={workers} needs picklable scorers, but pickling failed: {exc}") from exc
-    # forkserver: workers start from a clean process that imported scorers, not from a fork of this
-    # (multi-threaded) one
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["scorers"])
-    return concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
-                                                  initargs=(payload,))
+    if not by_name and path is None and pickler.in_main:
+        raise ConfigError(f"workers={workers}: worker processes cannot import {', '.join(sorted(pickler.in_main))}, "
+                          "defined in an interactive session (a REPL, a notebook or `python -c`), whose __main__ "
+                          "has no file; define it in a module (a .py file) and import it from there, or use "
+                          "workers=1")
+    return buffer.getvalue()
+
+
+def _process_pool(scorers: list[Scorer], workers: int) -> concurrent.futures.ProcessPoolExecutor:
+    payload = _worker_payload(scorers, workers)
+    # forkserver: workers start from a clean process, not from a fork of this (multi-threaded) one; no preload,
+    # since the forkserver's settings are the whole process's: each worker imports scorers once
+    return concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"),
+                                                  initializer=_init_worker, initargs=(payload,))
 
 
 class _Pipeline:
@@ -479,6 +520,11 @@ def evaluate(
     index given to the first row. Iterate with
     ``for`` or ``async for``. ``rows`` may also be the path of a JSONL, JSON,
     CSV or Parquet file.
+
+    Worker processes re-run the main script from its file and import the
+    scorers' classes: with ``workers`` > 1, a script read from standard input
+    (``python -``), or a scorer class defined in a ``__main__`` without a file
+    (a REPL, a notebook, ``python -c``), is a :class:`ConfigError` at once.
 
     ``engine="ray"`` (``address``: a running cluster, else a local one) or
     ``"spark"`` (``master``, default ``local[workers,3]``) scores on

@@ -28,8 +28,13 @@ class Server:
     def __init__(self, *args: str, cwd: Path) -> None:
         self.process = subprocess.Popen([sys.executable, "-m", "scorers", "loopback", *args], cwd=REPO,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+        self.cache = cwd / "cache"
+
+    def ready(self) -> "Server":
+        """Wait for the export lines; ``exports`` holds them, ``env`` this environment with them."""
         self.exports = self._exports()
-        self.env = {**os.environ, "SCORERS_CACHE_DIR": str(cwd / "cache"), **self.exports}
+        self.env = {**os.environ, "SCORERS_CACHE_DIR": str(self.cache), **self.exports}
+        return self
 
     def _exports(self) -> dict[str, str]:
         """The ``export NAME=VALUE`` lines printed on stdout (three of them), the URL first."""
@@ -57,7 +62,7 @@ def start(tmp_path: Path) -> Iterator:
 
     def started(*args: str) -> Server:
         servers.append(Server("--port", "0", *args, cwd=tmp_path))
-        return servers[-1]
+        return servers[-1].ready()
 
     yield started
     for server in servers:

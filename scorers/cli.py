@@ -1,4 +1,4 @@
-"""Command line: ``python -m scorers list|show|run|check|promptfoo|report|meta-eval``.
+"""Command line: ``python -m scorers list|show|run|check|promptfoo|report|meta-eval|compare|loopback``.
 
 A thin layer over the library: ``run`` is :func:`scorers.evaluate` plus file
 reading, durable JSONL output, resume, thresholds and a summary table.
@@ -24,9 +24,10 @@ from . import __version__
 from .base import Scorer
 from .errors import ConfigError, DataError, ScorerError
 from .engines import ParquetResultWriter, read_input
-from .io import RESULT_KEYS, ResultWriter, count_rows, read_completed, read_rows
+from .io import ResultWriter, count_rows, escaped_key, read_completed, read_rows, record_matches
 from .registry import entries, registry
 from .runner import RowResult, Summary, evaluate, resolve_scorers
+from .testing import REPLIES_FORMAT
 
 EXIT_CODES = """exit codes:
   0    success
@@ -40,6 +41,14 @@ COMPARE_EXIT_CODES = """exit codes:
   0    compared (nothing significantly worse, where --fail-if-worse asks)
   1    a file is significantly worse than the baseline on a --fail-if-worse scorer
   2    bad usage or files: different rows, a missing or duplicate --key, not results files
+"""
+
+LOOPBACK_EPILOG = REPLIES_FORMAT + """
+a session:
+  python -m scorers loopback                  # shell 1: serves until Ctrl-C; prints the three export lines
+  export OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_API_KEY=loopback SCORERS_CACHE=off     # shell 2
+  python -m scorers run examples/qa.jsonl -s Factuality --metadata -o qa.results.jsonl
+  python -m scorers report qa.results.jsonl -o report.html
 """
 
 EPILOG = EXIT_CODES + """
@@ -58,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"scorers {__version__}")
     sub = parser.add_subparsers(dest="command", required=True,
-                                metavar="{list,show,run,check,schema,promptfoo,report,meta-eval,compare}")
+                                metavar="{list,show,run,check,schema,promptfoo,report,meta-eval,compare,loopback}")
     templates = argparse.ArgumentParser(add_help=False)
     templates.add_argument("--templates", action="append", default=[], metavar="DIR",
                            help="also register the judge templates in DIR (repeatable; like SCORERS_TEMPLATES)")
@@ -201,6 +210,19 @@ def build_parser() -> argparse.ArgumentParser:
                            help="exit 1 when a file is significantly worse than the baseline on SCORER (its "
                                 "corpus figure if it has one, else its mean; lower is better for TER's corpus "
                                 "figure and for scorers such as Hallucination); repeatable")
+
+    p_loopback = sub.add_parser(
+        "loopback", help="serve an offline judge on 127.0.0.1 (no API key): run, meta-eval and report without a key",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=LOOPBACK_EPILOG,
+        description="Serve an OpenAI-compatible endpoint on 127.0.0.1 in the foreground until Ctrl-C (or SIGTERM). "
+                    "Every judge request (each built-in judge, every response mode, both APIs) gets a valid answer "
+                    "drawn from the request: the same prompt, the same verdict. It prints the lines to paste "
+                    "into the shell that runs the judges, the URL first.")
+    p_loopback.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default: 8000; 0: any free one)")
+    p_loopback.add_argument("--replies", metavar="FILE", help="JSONL rules answered before the automatic answer "
+                                                              "(format below)")
+    p_loopback.add_argument("--latency", type=float, default=0.0, metavar="S",
+                            help="seconds to wait before each reply (default: 0)")
     return parser
 
 
@@ -337,8 +359,7 @@ def _resume_from(out: str, rows: Iterator[dict[str, Any]], scorers: Sequence[Sco
             row = next(rows)
         except StopIteration:
             raise DataError(f"{out} holds {len(previous)} rows but the input has only {i}; refusing to resume") from None
-        stored = {k: v for k, v in record.items() if k not in RESULT_KEYS}
-        if json.loads(json.dumps(row, default=str)) != stored:
+        if not record_matches(record, row):
             raise DataError(f"{out}:{i + 1}: does not match input row {i + 1}; is it the results of another file?")
     return previous
 
@@ -426,6 +447,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     total = count_rows(args.data, args.format) if args.data != "-" and not parquet_in else None
     progress = _progress(total, len(previous), args.progress)
     failed_rows = sum(1 for r in previous if r.get("errors"))
+    columns: set[str] = set()  # the input columns seen so far
     received: list[int] = []
 
     def stop(signum: int, frame: Any) -> None:  # Ctrl-C or SIGTERM: stop at the next row, files intact
@@ -439,6 +461,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         with ParquetResultWriter(args.output) if parquet_out else ResultWriter(args.output, append=bool(previous)) \
                 as writer:
             for result in run:
+                if not columns.issuperset(result.row):
+                    _say_renamed([c for c in result.row if c not in columns], args.output)
+                    columns.update(result.row)
                 writer.write(result.to_record(with_metadata=args.metadata))
                 if not run.waiting:  # the next row is still being scored: hand what is written to the OS
                     writer.flush()
@@ -477,6 +502,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     for problem in run.summary.problems:
         print(f"error: {problem}", file=sys.stderr)
     return 3 if run.summary.problems else status
+
+
+def _say_renamed(columns: Sequence[str], output: str | None) -> None:
+    """Say on stderr which of these input columns the results file holds under another name."""
+    renamed = [f"{column!r} as {escaped_key(column)!r}" for column in columns if escaped_key(column) != column]
+    if renamed:
+        print(f"note: {output if output and output != '-' else 'the results'} holds the input column(s) "
+              f"{', '.join(renamed)}: scores, errors, stats and metadata_scores are the run's own keys",
+              file=sys.stderr)
 
 
 def _progress(total: int | None, done: int, wanted: bool | None) -> Any:
@@ -598,9 +632,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if any(worse.values()) else 0
 
 
+def cmd_loopback(args: argparse.Namespace) -> int:
+    from .testing import serve
+
+    return serve(port=args.port, replies=args.replies, latency=args.latency)
+
+
 COMMANDS = {"list": cmd_list, "show": cmd_show, "run": cmd_run, "check": cmd_check, "schema": cmd_schema,
             "promptfoo": cmd_promptfoo, "report": cmd_report,
-            "meta-eval": cmd_meta_eval, "compare": cmd_compare}
+            "meta-eval": cmd_meta_eval, "compare": cmd_compare, "loopback": cmd_loopback}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -43,7 +43,7 @@ import numpy as np
 from .._util import ABSENT, lookup
 from ..aggregate import MeanAggregator, StatsAggregator
 from ..errors import ConfigError, DataError, UnknownScorerError
-from ..io import read_rows
+from ..io import input_row, read_rows
 from ..registry import registry
 from ..score import Score
 from . import resample
@@ -295,7 +295,7 @@ def align_rows(paths: list[str], tables: list[list[dict[str, Any]]], key: str | 
 def _index(path: str, records: list[dict[str, Any]], key: str) -> dict[str, int]:
     index: dict[str, int] = {}
     for position, record in enumerate(records):
-        value = lookup(record, key)
+        value = lookup(input_row(record), key)
         if value is ABSENT:
             raise DataError(f"{path}: row {position + 1} has no field {key!r} (--key)")
         text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)

@@ -201,6 +201,27 @@ def test_a_row_the_engine_lost_is_an_error() -> None:
         list(engine_run([0, 1, 3], ordered=False))
 
 
+def test_the_driver_finds_a_mapping_typo_in_the_first_rows_before_the_engine_starts() -> None:
+    def backend(table: Any, unit: BatchScorer, **options: Any) -> Iterator[Any]:
+        raise AssertionError("the engine was started")
+
+    rows = [{"output": str(i), "answer": None if i == 0 else "1"} for i in range(150)]
+    run = EngineRun(rows, scorers.batch.resolve_scorers(["ExactMatch"]), engine="fake", backend=backend, options={},
+                    mapping={"expected": "answr"}, concurrency=4, workers=1, start=0, ordered=True)
+    with pytest.raises(ConfigError, match="no column or path 'answr' in any of the first 100 rows"):
+        list(run)
+
+
+def test_a_reference_the_first_row_lacks_is_that_rows_error_on_an_engine_too() -> None:
+    rows = [{"output": str(i), "answer": None if i == 0 else "1"} for i in range(4)]
+    run = EngineRun(rows, scorers.batch.resolve_scorers(["ExactMatch"]), engine="fake",
+                    backend=backend_returning([0, 1, 2, 3]), options={}, mapping={"expected": "answer"},
+                    concurrency=4, workers=1, start=0, ordered=True)
+    results = list(run)
+    assert results[0].errors["ExactMatch"]["type"] == "ScorerInputError"
+    assert [r.scores["ExactMatch"] for r in results[1:]] == [1.0, 0.0, 0.0]
+
+
 @pytest.mark.parametrize("rows", [
     [{"output": "a", "expected": "b"}, {"output": "c"}],           # a field some rows lack
     [{"output": "a", "expected": "b"}, {"output": "c", "expected": ["d", "e"]}],  # two types in one column

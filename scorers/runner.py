@@ -273,12 +273,13 @@ class _Pipeline:
         self.workers = workers
         self.index = start
         self._rows = iter(rows)
-        self._read = start  # the index of the next row read from the input
+        self._read_index = start  # the index of the next row read from the input
         self._ahead: collections.deque[dict[str, Any]] = collections.deque()  # read for the column check
         self._checked = False
         self._input_ended = False
         self._read_error: BaseException | None = None
-        # the chunks given out in input order, each with its row count; those not finished; the rows of the others
+        # the chunks started and not given out yet, in input order, with their row counts; of them, those still
+        # being scored, and the rows of the others (scored, held back for order)
         self._pending: collections.deque[tuple[asyncio.Task[list[RowResult]], int]] = collections.deque()
         self._scoring: set[asyncio.Task[list[RowResult]]] = set()
         self._held_rows = 0
@@ -297,9 +298,9 @@ class _Pipeline:
         try:
             for row in self._rows:
                 if not isinstance(row, Mapping):
-                    raise ConfigError(f"row {self._read} is a {type(row).__name__}, not a mapping of fields")
+                    raise ConfigError(f"row {self._read_index} is a {type(row).__name__}, not a mapping of fields")
                 rows.append(dict(row))
-                self._read += 1
+                self._read_index += 1
                 if len(rows) >= count:
                     return rows
         except Exception as exc:

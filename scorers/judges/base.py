@@ -37,7 +37,7 @@ from ..errors import ConfigError, JudgeError, ScorerError, ScorerInputError, Unk
 from ..fields import Field
 from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine, RequestRejected
 from ..llm.engine import NotPicklable
-from ..llm.usage import ModelUsage, Usage
+from ..llm.usage import Usage, as_failed, call_usage, summed_usage
 from ..score import Score
 from .spec import validate_spec
 from .template import JudgeTemplate, _render_value, mustache_to_jinja
@@ -353,12 +353,48 @@ class LLMJudge(Scorer):
     async def _ascore(self, **fields: Any) -> Score:
         await self._prepare()
         started = time.perf_counter()
-        requests = self._row_requests(fields)
-        if len(requests) == 1:
-            results = [await self._judge(requests[0])]
+        results = await self._judge_row(self._row_requests(fields))
+        score = self._scored(results, time.perf_counter() - started)
+        if isinstance(score, ScorerError):
+            raise score
+        return score
+
+    async def _judge_row(self, requests: list[ChatRequest],
+                         hits: list[ChatResult | None] | None = None) -> list[ChatResult]:
+        """The replies of one row's requests, concurrently; ``hits`` are cache hits already found (the others
+        are sent without reading the cache). When a call fails, the first error is raised once every call of
+        the row has ended, charged with what they all cost (:func:`charge_row`)."""
+        if hits is None:
+            hits = [None] * len(requests)
+            read_cache = True
         else:
-            results = list(await asyncio.gather(*(self._judge(request) for request in requests)))
-        return self._score_from(results, time.perf_counter() - started)
+            read_cache = False
+
+        async def ask(request: ChatRequest, hit: ChatResult | None) -> ChatResult:
+            return hit if hit is not None else await self._judge(request, read_cache=read_cache)
+
+        if len(requests) == 1:
+            try:
+                return [await ask(requests[0], hits[0])]
+            except JudgeError as exc:
+                self._charged(exc, [exc], [])
+                raise
+        outcomes = await asyncio.gather(*map(ask, requests, hits), return_exceptions=True)
+        errors = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+        if not errors:
+            return outcomes  # type: ignore[return-value]
+        if isinstance(errors[0], JudgeError):
+            self._charged(errors[0], [e for e in errors if isinstance(e, JudgeError)],
+                          [o for o in outcomes if isinstance(o, ChatResult)])
+        raise errors[0]
+
+    def _charged(self, error: JudgeError, failed: Sequence[JudgeError], answered: Sequence[ChatResult]) -> JudgeError:
+        """``error`` (a row's failure) with ``usage``: what the row's calls cost, the ``failed`` ones' attempts and
+        tokens and the ``answered`` ones', all counted as failed since the row has no score. It goes into the row's
+        error record, so that a run's usage counts every attempt and token."""
+        figures = [getattr(e, "usage", None) or {} for e in failed] + [call_usage(r) for r in answered]
+        error.usage = {"model": self._model_name(), **as_failed(summed_usage(figures))}
+        return error
 
     async def _judge(self, request: ChatRequest, *, read_cache: bool = True, validate: Any = None) -> ChatResult:
         try:
@@ -368,8 +404,10 @@ class LLMJudge(Scorer):
             hint = _MODE_HINTS.get(self.response_mode)
             if hint is None or hint[0] not in exc.detail:
                 raise
-            raise RequestRejected(f"{exc} ({hint[1]})", status=exc.status, detail=exc.detail, scorer=self.name,
-                                  attempts=exc.attempts) from exc
+            rejected = RequestRejected(f"{exc} ({hint[1]})", status=exc.status, detail=exc.detail, scorer=self.name,
+                                       attempts=exc.attempts)
+            rejected.usage = getattr(exc, "usage", None)
+            raise rejected from exc
 
     async def _ascore_batch(self, rows: list[dict[str, Any]], limit: asyncio.Semaphore) -> list[Score | ScorerError]:
         """Judge many rows: one Score or ScorerError per row, in order.
@@ -412,19 +450,13 @@ class LLMJudge(Scorer):
         if misses:
             refused: list[ConfigError] = []  # once the endpoint refuses the configuration, the rest are not sent
 
-            async def ask(request: ChatRequest, hit: ChatResult | None) -> ChatResult:
-                return hit if hit is not None else await self._judge(request, read_cache=False)
-
             async def one(requests: list[ChatRequest], hits: list[ChatResult | None]) -> Score | ScorerError:
                 async with limit:
                     if refused:
                         return refused[0]
                     try:
                         asked = time.perf_counter()
-                        if len(requests) == 1:
-                            replies = [await self._judge(requests[0], read_cache=False)]
-                        else:
-                            replies = list(await asyncio.gather(*map(ask, requests, hits)))
+                        replies = await self._judge_row(requests, hits)
                         return self._scored(replies, time.perf_counter() - asked)
                     except ConfigError as exc:
                         refused.append(exc)
@@ -438,8 +470,11 @@ class LLMJudge(Scorer):
         return results  # type: ignore[return-value]
 
     def _scored(self, results: list[ChatResult], latency: float) -> Score | ScorerError:
+        """The row's Score, or its error (a :class:`JudgeError` charged with what the row's calls cost)."""
         try:
             return self._score_from(results, latency)
+        except JudgeError as exc:
+            return self._charged(exc, [], results)
         except ScorerError as exc:
             return exc
 
@@ -487,18 +522,13 @@ def _text_or_data(value: Any) -> Any:
 
 
 def sum_usage(results: Sequence[ChatResult]) -> dict[str, int]:
-    """Billed tokens (a cached reply costs nothing) and how many calls the endpoint / the cache answered."""
-    if len(results) == 1 and results[0].cached:
-        return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "requests": 0, "cached": 1}
-    billed = [r for r in results if not r.cached]
-    prompt = sum(r.prompt_tokens for r in billed)
-    completion = sum(r.completion_tokens for r in billed)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-            "requests": len(billed), "cached": len(results) - len(billed)}
+    """What a row's calls cost (``Score.metadata["usage"]``; see :mod:`scorers.llm.usage` for each figure)."""
+    return summed_usage(call_usage(result) for result in results)
 
 
 class JudgeAggregator(MeanAggregator):
-    """:class:`MeanAggregator` plus ``usage``: tokens per model, cached calls and the cost estimate."""
+    """:class:`MeanAggregator` plus ``usage``: calls, attempts and tokens per model (failed rows' included, from
+    their errors) and the cost estimate."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -508,11 +538,13 @@ class JudgeAggregator(MeanAggregator):
         super().add(score)
         usage, model = score.metadata.get("usage"), score.metadata.get("model")
         if isinstance(usage, Mapping) and isinstance(model, str):
-            entry = self.usage.by_model.setdefault(model, ModelUsage())
-            entry.requests += int(usage.get("requests", 0))
-            entry.cached += int(usage.get("cached", 0))
-            entry.prompt_tokens += int(usage.get("prompt_tokens", 0))
-            entry.completion_tokens += int(usage.get("completion_tokens", 0))
+            self.usage.add_figures(model, usage)
+
+    def add_error(self, error: Mapping[str, Any]) -> None:
+        """Count what a failed row's calls cost (its error record's ``usage``, with the ``model``)."""
+        usage = error.get("usage")
+        if isinstance(usage, Mapping) and isinstance(usage.get("model"), str):
+            self.usage.add_figures(usage["model"], usage)
 
     def merge(self, other: Aggregator) -> "JudgeAggregator":
         """Fold in another shard's figures and token usage."""
@@ -523,4 +555,3 @@ class JudgeAggregator(MeanAggregator):
 
     def result(self) -> dict[str, Any]:
         return {**super().result(), "usage": self.usage.to_dict()}
-

@@ -61,7 +61,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from .._util import lazy, memoize
 from ..base import Scorer
-from ..errors import ConfigError, ScorerError
+from ..errors import ConfigError, JudgeError, ScorerError
 from ..fields import Field, references_field, text_field
 from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from ..registry import register
@@ -252,7 +252,11 @@ class MultiStepJudge(LLMJudge):
     async def _ascore(self, **fields: Any) -> Score:
         started = time.perf_counter()
         calls: list[ChatResult] = []
-        value, details = await self._evaluate(fields, calls)
+        try:
+            value, details = await self._evaluate(fields, calls)
+        except JudgeError as exc:  # charged with the calls of the row that had answered
+            self._charged(exc, [exc], calls)
+            raise
         return self.make_score(value, higher_is_better=self.higher_is_better, **details,
                                **self.call_metadata(calls, time.perf_counter() - started))
 

@@ -84,7 +84,7 @@ import logging
 import sqlite3
 import time
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from .._aio import run_sync
@@ -92,9 +92,11 @@ from .._util import memoize
 from ..errors import ConfigError, JudgeError
 from .cache import CacheError, LLMCache, cache_key, cache_keys, open_cache
 from .config import LLMSettings, check_options, default_model, resolve, settings_state
-from .protocol import ChatRequest, ChatResult, InvalidReply, TokenLogprob, ToolCall, parse_reply, sent_settings
+from .protocol import (ChatRequest, ChatResult, InvalidReply, TokenLogprob, ToolCall, parse_reply, reply_tokens,
+                       sent_settings)
 from .redaction import mask_urls, redact
 from .transport import Budget, EndpointConfigError, RequestRejected, aclose, send
+from .usage import failed_call_usage
 
 __all__ = ["ChatRequest", "ChatResult", "ToolCall", "TokenLogprob", "InvalidReply", "EndpointConfigError",
            "RequestRejected", "LLMEngine", "complete", "complete_sync", "aclose"]
@@ -225,7 +227,6 @@ class LLMEngine:
         settings, cache = self._resolved()
         body, api = _body(request, settings)
         sent = sent_settings(body, api)
-        label = f"{scorer}: " if scorer else ""
         key = cache_key(body, base_url=settings.shown_url, tag=request.cache_tag) if cache is not None else ""
         if cache is not None and read_cache:
             stored = _cache_call(cache.get, key)
@@ -235,44 +236,81 @@ class LLMEngine:
                     return hit
 
         budget = Budget(settings.deadline)
-        prompt_tokens = completion_tokens = 0
-        last_reply: ChatResult | None = None
-        last_reason = ""
-        for reask in range(settings.max_reasks + 1):
-            data = await send(body, api, settings, scorer, budget)
-            try:
-                reply = parse_reply(data, api, model=body["model"])
-            except InvalidReply as exc:
-                last_reply, last_reason = None, exc.reason
-                log.info("%sunusable completion (ask %d of %d): %s", label, reask + 1, settings.max_reasks + 1,
-                         exc.reason)
-                continue
-            if request.logprobs and reply.logprobs is None:
-                raise EndpointConfigError(
-                    f"{label}the endpoint returned no logprobs for model {body['model']!r} at {settings.shown_url} "
-                    f"({api} API) although logprobs=True asked for them: the endpoint or model does not support "
-                    f"them, or not for this kind of reply (OpenAI gives none for tool calls)",
-                    scorer=scorer, raw=reply.to_dict(), attempts=budget.attempts)
-            prompt_tokens += reply.prompt_tokens
-            completion_tokens += reply.completion_tokens
-            reply = replace(reply, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                            attempts=budget.attempts, reasks=reask, sent=sent)
-            try:
-                parsed = validate(reply) if validate is not None else None
-            except InvalidReply as exc:
-                last_reply, last_reason = reply, exc.reason
-                log.info("%sunusable judge reply (ask %d of %d): %s", label, reask + 1, settings.max_reasks + 1,
-                         exc.reason)
-                continue
-            reply = replace(reply, parsed=parsed, latency_s=time.perf_counter() - started)
-            if cache is not None:
-                _cache_call(cache.put, key, reply.to_dict(), model=reply.model)
-            return reply
-        asks = settings.max_reasks + 1
-        raise JudgeError(
-            redact(f"{label}the judge's reply was unusable after {asks} ask{'s' if asks > 1 else ''}: {last_reason}",
-                    settings.api_key),
-            scorer=scorer, raw=None if last_reply is None else last_reply.to_dict(), attempts=budget.attempts)
+        spent = _Spent()
+        try:
+            reply = await _ask(request, body, sent, api, settings, validate, scorer, budget, spent)
+        except JudgeError as exc:  # what the call cost goes with its error, to count it in the run's usage
+            exc.usage = {"model": body["model"], **failed_call_usage(budget.attempts, spent.prompt, spent.completion)}
+            raise
+        reply = replace(reply, latency_s=time.perf_counter() - started)
+        if cache is not None:
+            _cache_call(cache.put, key, reply.to_dict(), model=reply.model)
+        return reply
+
+
+@dataclass
+class _Spent:
+    """The tokens the replies of one call reported: all of them, and those of replies that were not used."""
+
+    prompt: int = 0
+    completion: int = 0
+    failed_prompt: int = 0
+    failed_completion: int = 0
+
+    def charge(self, tokens: tuple[int, int], *, used: bool) -> None:
+        self.prompt += tokens[0]
+        self.completion += tokens[1]
+        if not used:
+            self.failed_prompt += tokens[0]
+            self.failed_completion += tokens[1]
+
+    def refund(self, tokens: tuple[int, int]) -> None:
+        """Mark a reply charged as used as not used after all (``validate`` refused it)."""
+        self.failed_prompt += tokens[0]
+        self.failed_completion += tokens[1]
+
+
+async def _ask(request: ChatRequest, body: dict[str, Any], sent: Mapping[str, Any], api: str, settings: LLMSettings,
+               validate: Callable[[ChatResult], Any] | None, scorer: str | None, budget: Budget,
+               spent: _Spent) -> ChatResult:
+    """Send ``body`` until a reply passes ``validate`` (at most ``max_reasks`` more times); charge every reply's
+    tokens to ``spent``. Raises :class:`JudgeError`."""
+    label = f"{scorer}: " if scorer else ""
+    last_reply: ChatResult | None = None
+    last_reason = ""
+    asks = settings.max_reasks + 1
+    for reask in range(asks):
+        data = await send(body, api, settings, scorer, budget)
+        tokens = reply_tokens(data, api)
+        try:
+            reply = parse_reply(data, api, model=body["model"])
+        except InvalidReply as exc:
+            spent.charge(tokens, used=False)
+            last_reply, last_reason = None, exc.reason
+            log.info("%sunusable completion (ask %d of %d): %s", label, reask + 1, asks, exc.reason)
+            continue
+        spent.charge(tokens, used=True)
+        if request.logprobs and reply.logprobs is None:
+            raise EndpointConfigError(
+                f"{label}the endpoint returned no logprobs for model {body['model']!r} at {settings.shown_url} "
+                f"({api} API) although logprobs=True asked for them: the endpoint or model does not support "
+                f"them, or not for this kind of reply (OpenAI gives none for tool calls)",
+                scorer=scorer, raw=reply.to_dict(), attempts=budget.attempts)
+        reply = replace(reply, prompt_tokens=spent.prompt, completion_tokens=spent.completion,
+                        failed_prompt_tokens=spent.failed_prompt, failed_completion_tokens=spent.failed_completion,
+                        attempts=budget.attempts, reasks=reask, sent=sent)
+        try:
+            parsed = validate(reply) if validate is not None else None
+        except InvalidReply as exc:
+            spent.refund(tokens)
+            last_reply, last_reason = reply, exc.reason
+            log.info("%sunusable judge reply (ask %d of %d): %s", label, reask + 1, asks, exc.reason)
+            continue
+        return replace(reply, parsed=parsed)
+    raise JudgeError(
+        redact(f"{label}the judge's reply was unusable after {asks} ask{'s' if asks > 1 else ''}: {last_reason}",
+               settings.api_key),
+        scorer=scorer, raw=None if last_reply is None else last_reply.to_dict(), attempts=budget.attempts)
 
 
 def _body(request: ChatRequest, settings: LLMSettings) -> tuple[dict[str, Any], str]:

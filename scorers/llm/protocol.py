@@ -22,8 +22,8 @@ from .config import APIS, is_reasoning_model
 
 log = logging.getLogger("scorers.llm")
 
-__all__ = ["ChatRequest", "ChatResult", "ToolCall", "TokenLogprob", "InvalidReply", "parse_reply", "engine_owned_keys",
-           "extra_conflict"]
+__all__ = ["ChatRequest", "ChatResult", "ToolCall", "TokenLogprob", "InvalidReply", "parse_reply", "reply_tokens",
+           "engine_owned_keys", "extra_conflict"]
 
 
 #: Body keys that are the request's content, not its generation settings (left out of ``ChatResult.sent``).
@@ -262,6 +262,10 @@ class ChatResult:
     completion_tokens: int = 0
     latency_s: float = 0.0
     attempts: int = 0
+    #: Of ``prompt_tokens``/``completion_tokens``: those of replies that were not used (unreadable, or refused by
+    #: ``validate`` and asked again).
+    failed_prompt_tokens: int = 0
+    failed_completion_tokens: int = 0
     reasks: int = 0
     cached: bool = False
     parsed: Any = None
@@ -274,7 +278,8 @@ class ChatResult:
                 "tool_calls": [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in self.tool_calls],
                 "finish_reason": self.finish_reason, "model": self.model, "response_model": self.response_model,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "latency_s": self.latency_s, "attempts": self.attempts, "reasks": self.reasks, "cached": self.cached,
+                "failed_prompt_tokens": self.failed_prompt_tokens,
+                "failed_completion_tokens": self.failed_completion_tokens, "latency_s": self.latency_s, "attempts": self.attempts, "reasks": self.reasks, "cached": self.cached,
                 "sent": dict(self.sent),
                 "logprobs": None if self.logprobs is None else [t.to_dict() for t in self.logprobs]}
 
@@ -322,7 +327,7 @@ def _parse_chat(data: Any, *, model: str) -> ChatResult:
             raise InvalidReply(f"a tool call has no function: {str(call)[:200]!r}")
         calls.append(ToolCall(name=str(function.get("name") or ""), arguments=_arguments(function.get("arguments")),
                               id=call.get("id")))
-    usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
+    prompt_tokens, completion_tokens = reply_tokens(data, "chat")
     content = message.get("content")
     logprobs = choices[0].get("logprobs")
     tokens = logprobs.get("content") if isinstance(logprobs, Mapping) else None
@@ -332,8 +337,8 @@ def _parse_chat(data: Any, *, model: str) -> ChatResult:
         finish_reason=choices[0].get("finish_reason"),
         model=model,
         response_model=data.get("model"),
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
         logprobs=None if tokens is None else _token_logprobs(tokens),
     )
 
@@ -374,20 +379,42 @@ def _parse_responses(data: Any, *, model: str) -> ChatResult:
         finish = _INCOMPLETE_REASONS.get(str(reason), str(reason))
     else:
         finish = "tool_calls" if calls else "stop"
-    usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
+    prompt_tokens, completion_tokens = reply_tokens(data, "responses")
     return ChatResult(
         content="".join(texts) if texts else None,
         tool_calls=tuple(calls),
         finish_reason=finish,
         model=model,
         response_model=data.get("model"),
-        prompt_tokens=int(usage.get("input_tokens") or 0),
-        completion_tokens=int(usage.get("output_tokens") or 0),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
         logprobs=None if tokens is None else _token_logprobs(tokens),
     )
 
 
 _PARSERS: dict[str, Callable[..., ChatResult]] = {"chat": _parse_chat, "responses": _parse_responses}
+
+#: The ``usage`` fields of each API's reply: ``(prompt, completion)`` tokens.
+_USAGE_FIELDS = {"chat": ("prompt_tokens", "completion_tokens"), "responses": ("input_tokens", "output_tokens")}
+
+
+def reply_tokens(data: Any, api: str) -> tuple[int, int]:
+    """``(prompt, completion)`` tokens of a reply body as its ``usage`` states them; ``0`` for what it does not
+    state, so that a reply too odd to read is still charged for what it says it cost.
+
+    >>> reply_tokens({"usage": {"input_tokens": 12, "output_tokens": "3"}}, "responses"), reply_tokens([], "chat")
+    ((12, 3), (0, 0))
+    """
+    usage = data.get("usage") if isinstance(data, Mapping) else None
+    if not isinstance(usage, Mapping):
+        return 0, 0
+    counts = []
+    for name in _USAGE_FIELDS[api]:
+        try:
+            counts.append(max(0, int(usage.get(name) or 0)))
+        except (TypeError, ValueError):
+            counts.append(0)
+    return counts[0], counts[1]
 
 
 def _arguments(arguments: Any) -> str:

@@ -174,7 +174,8 @@ def test_samples_aggregate_with_agreement(llm_env: LoopbackLLM, aggregate: str, 
     assert meta["choice"] == "C" and meta["choices"] == ["C", "D", "C"] and meta["agreement"] == pytest.approx(2 / 3)
     assert sorted(r.body["seed"] for r in llm_env.chat_requests) == [0, 1, 2]
     assert meta["usage"] == {"prompt_tokens": 30, "completion_tokens": 15, "total_tokens": 45, "requests": 3,
-                             "cached": 0}
+                             "cached": 0, "attempts": 3, "failed_calls": 0, "failed_prompt_tokens": 0,
+                             "failed_completion_tokens": 0}
     assert meta["signature"]["samples"] == 3 and meta["signature"]["aggregate"] == aggregate
 
 

@@ -410,7 +410,8 @@ def test_a_rerun_is_answered_by_the_cache_without_a_request(llm_env: LoopbackLLM
     assert [s.score for s in again] == [s.score for s in first] and single.score == first[0].score
     assert all(s.metadata["cached"] for s in again) and not first[0].metadata["cached"]
     assert again[0].metadata["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
-                                          "requests": 0, "cached": 2}
+                                          "requests": 0, "cached": 2, "attempts": 0, "failed_calls": 0,
+                                          "failed_prompt_tokens": 0, "failed_completion_tokens": 0}
 
 
 @pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps], ids=["pickle", "cloudpickle"])

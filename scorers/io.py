@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Mapping
 
+from ._util import json_error_reason
 from .errors import DataError
 
 __all__ = ["read_rows", "count_rows", "ResultWriter", "json_line", "utf8_json", "read_completed", "RESULT_KEYS",
@@ -148,7 +149,7 @@ def _read_jsonl(path: str) -> Iterator[dict[str, Any]]:
             row = json.loads(text)
         except json.JSONDecodeError as exc:
             where = "at the end of the line" if exc.pos >= len(text.rstrip()) else f"at column {exc.colno}"
-            raise DataError(f"{path}:{lineno}: invalid JSON ({exc.msg} {where})") from None
+            raise DataError(f"{path}:{lineno}: invalid JSON ({json_error_reason(exc)} {where})") from None
         except ValueError as exc:  # an integer of more digits than Python converts
             raise DataError(f"{path}:{lineno}: unreadable JSON ({exc})") from None
         except RecursionError:
@@ -170,7 +171,7 @@ def _read_json(path: str) -> Iterator[dict[str, Any]]:
     try:
         rows = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DataError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        raise DataError(f"{path}:{exc.lineno}: invalid JSON ({json_error_reason(exc)} at column {exc.colno})") from None
     except ValueError as exc:
         raise DataError(f"{path}: unreadable JSON ({exc})") from None
     except RecursionError:

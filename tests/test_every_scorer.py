@@ -162,8 +162,6 @@ def test_every_scorer_travels_before_and_after_first_use(name, dumps, judge_serv
 
 #: Scorers that still let an untyped error escape on a lone surrogate, and the fix (strict: a fix fails the xfail).
 SURROGATE_UNTYPED = {
-    **dict.fromkeys(("BERTScore", "EmbeddingSimilarity"), "the tokenizer raises TypeError: declare the fields with "
-                    "text_field/references_field(utf8=True) in scorers/embedding"),
     **{name: "UnicodeEncodeError from cache_key() in LLMEngine.complete (scorers/llm/engine.py): hash and send the "
              "request body as JSON with \\u escapes, or refuse the row with a ScorerInputError"
        for name in NAMES if registry.entry(name).kind == "llm"},

@@ -30,6 +30,8 @@ def test_read_formats(tmp_path, name, content, rows):
 @pytest.mark.parametrize("name,content,message", [
     ("a.jsonl", '{"output": "x"}\n{"output": \n', r"a.jsonl:2: invalid JSON"),
     ("a.jsonl", '{"output": "x"}\n[1, 2]\n', r"a.jsonl:2: expected a JSON object"),
+    ("a.jsonl", '{"output": "x} \n', r"a.jsonl:1: invalid JSON \(Unterminated string starting at column 12\)"),
+    ("a.json", '[{"output": "x}]', r"invalid JSON \(Unterminated string starting at column 13\)"),
     ("a.json", '{"output": "x"}', r"expected a JSON array"),
     ("a.json", '[{"output": "x"}, 3]', r"item 1 of the array is a int"),
     ("a.csv", "output,expected\nx,y,z\n", r"a.csv:2: more values"),

@@ -63,11 +63,7 @@ def offline_scorers() -> list[str]:
 
 #: Scorers that still let an untyped error through, with the fix that removes them from here (strict: a fix fails
 #: the xfail, so the entry cannot outlive it).
-KNOWN_UNTYPED = {
-    name: "a lone surrogate reaches the tokenizer as a TypeError: declare the text fields with utf8=True "
-          "(text_field('output', utf8=True), references_field('expected', utf8=True)) in scorers/embedding"
-    for name in ("BERTScore", "EmbeddingSimilarity")
-}
+KNOWN_UNTYPED: dict[str, str] = {}
 
 
 def build(name: str) -> scorers.Scorer:

@@ -71,7 +71,7 @@ class BERTScore(Scorer):
     name = "BERTScore"
     kind = "embedding"
     description = "BERTScore F1: greedy token matching of contextual embeddings (bert-score semantics)."
-    fields = (text_field("output", description="candidate text"), references_field("expected"))
+    fields = (text_field("output", utf8=True, description="candidate text"), references_field("expected", utf8=True))
     example = 'BERTScore()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")'
     algorithm_version = "1"
 

@@ -97,7 +97,7 @@ class EmbeddingSimilarity(Scorer):
     name = "EmbeddingSimilarity"
     kind = "embedding"
     description = "Cosine similarity of sentence embeddings (local MiniLM by default, or OpenAI embeddings)."
-    fields = (text_field("output"), references_field("expected"))
+    fields = (text_field("output", utf8=True), references_field("expected", utf8=True))
     example = 'EmbeddingSimilarity()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")'
     algorithm_version = "1"
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .score import Score
 
@@ -34,6 +34,9 @@ class Aggregator:
 
     def add(self, score: Score) -> None:
         raise NotImplementedError
+
+    def add_error(self, error: Mapping[str, Any]) -> None:
+        """Take note of a row the scorer failed on (its error record); nothing by default."""
 
     def merge(self, other: "Aggregator") -> "Aggregator":
         """Fold ``other`` (the same scorer's aggregator over other rows) into this one; returns ``self``."""

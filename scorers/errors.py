@@ -113,13 +113,25 @@ class TemplateError(ConfigError):
 
 
 class JudgeError(ScorerError):
-    """An LLM judge failed: transport errors after retries, or unusable replies."""
+    """An LLM judge failed: transport errors after retries, or unusable replies.
+
+    ``usage``: what the failed row's calls cost (``model``, attempts and tokens; see
+    :mod:`scorers.llm.usage`), recorded with the row's error so that a run's usage counts it.
+    """
 
     def __init__(self, message: str, *, scorer: str | None = None, raw: Any = None,
                  attempts: int | None = None) -> None:
         super().__init__(message, scorer=scorer)
         self.raw = raw
         self.attempts = attempts
+        self.usage: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type", "message"}``, and ``usage`` when the calls cost something."""
+        record = super().to_dict()
+        if self.usage:
+            record["usage"] = dict(self.usage)
+        return record
 
 
 class DataError(ScorerError):

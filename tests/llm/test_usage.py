@@ -2,8 +2,11 @@
 failed, the failed part shown apart and priced."""
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+import scorers
 from scorers import LLMClassifier
 from scorers.errors import JudgeError
 from scorers.llm import ChatRequest, LLMEngine, Usage
@@ -66,3 +69,36 @@ def test_the_calls_of_a_row_that_fails_are_counted_even_those_that_answered(fake
         assert outcome.usage["attempts"] == server.request_count == 2 + 2
     assert outcome.usage["failed_calls"] == 3 and outcome.usage["requests"] == 0
     assert (outcome.usage["prompt_tokens"], outcome.usage["failed_prompt_tokens"]) == (40, 40)
+
+
+def run_mixed_rows(api_key: str) -> tuple[Any, list[dict[str, Any]], int]:
+    """A run whose rows are scored at once, scored after faults and a bad reply, or never given a usable reply:
+    the evaluation, its records (with metadata) and how many requests the server saw."""
+    def reply(request: Any) -> Reply:
+        if "never" in request.last_user_message:
+            return Reply.choice("maybe", usage=(20, 4))
+        return Reply.choice("Y", usage=(10, 1))
+
+    with LoopbackLLM(default=reply) as server:
+        server.script(Reply.rate_limited(retry_after=0), match="faulty", times=2)
+        server.script(Reply.error(502), match="faulty", times=1)
+        server.script(Reply.tool_call('{"choice": ', usage=(15, 2)), match="faulty", times=1)
+        engine = LLMEngine(base_url=server.base_url, api_key=api_key, max_reasks=2, **FAST)
+        judge = LLMClassifier("Polite", "Is {{output}} polite?", {"Y": 1.0, "N": 0.0}, engine=engine)
+        rows = [{"output": f"fine {i}"} for i in range(5)] + [{"output": "faulty"}, {"output": "never"}]
+        evaluation = scorers.evaluate(rows, [judge])
+        records = [result.to_record(with_metadata=True) for result in evaluation]
+        return evaluation, records, server.request_count
+
+
+def test_a_run_counts_what_the_server_saw_and_billed(fake_api_key):
+    evaluation, records, attempts_seen = run_mixed_rows(fake_api_key)
+    usage = evaluation.summary.scorers["Polite"]["usage"]
+    # 5 rows at once, 2 x 429 + 502 + a malformed reply + a good one, 3 asks of the row that fails
+    assert usage["attempts"] == attempts_seen == 5 + 5 + 3
+    assert (usage["requests"], usage["failed_calls"]) == (6, 1)
+    assert (usage["failed_prompt_tokens"], usage["failed_completion_tokens"]) == (15 + 3 * 20, 2 + 3 * 4)
+    assert (usage["prompt_tokens"], usage["completion_tokens"]) == (6 * 10 + 15 + 3 * 20, 6 * 1 + 2 + 3 * 4)
+    error = records[-1]["errors"]["Polite"]
+    assert error["type"] == "JudgeError" and error["usage"]["attempts"] == 3
+    assert error["usage"]["failed_prompt_tokens"] == 60 and error["usage"]["model"] == "gpt-4o-mini"

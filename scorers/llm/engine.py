@@ -15,8 +15,9 @@ OpenAI-compatible endpoint through ``openai.AsyncOpenAI`` and returns a
   sent again (bypassing the cache) up to ``max_reasks`` times;
 * a ``deadline`` (seconds, default 600) on the whole call, retries and re-asks
   included; its clock starts when the first attempt gets its concurrency slot;
-* :class:`~scorers.errors.JudgeError` for every final failure, with the cause
-  and (for unusable replies) the raw reply; the API key is never in a message.
+* :class:`~scorers.errors.JudgeError` for every final failure, with the cause,
+  (for unusable replies) the raw reply and ``usage`` (the attempts and tokens the
+  call cost); neither the API key nor a URL's credentials are ever in a message.
   When the endpoint refuses the configuration itself (HTTP 401/403: the key;
   404: the model or base URL) it is an :class:`EndpointConfigError`, also a
   :class:`~scorers.errors.ConfigError`, on which a run stops. A request the
@@ -49,8 +50,10 @@ reasoning_effort=None, logprobs=False, top_logprobs=None, api=None)``
     ``content`` (str or None), ``tool_calls`` (tuple of :class:`ToolCall`: ``name``,
     ``arguments`` as the raw string, ``id``), ``finish_reason``, ``model`` (requested),
     ``response_model`` (reported by the server), ``prompt_tokens``,
-    ``completion_tokens`` (summed over re-asks), ``latency_s`` (wall time of the
-    call, retries included), ``attempts`` (HTTP requests made; 0 when cached),
+    ``completion_tokens`` (every reply's, re-asks included: what is billed),
+    ``failed_prompt_tokens``, ``failed_completion_tokens`` (the part of replies that
+    were not used), ``latency_s`` (wall time of the call, retries included),
+    ``attempts`` (HTTP requests made, retries and re-asks included; 0 when cached),
     ``reasks``, ``cached``, ``parsed`` (what ``validate`` returned), ``sent`` (the
     generation settings actually sent, with the ``api``), ``logprobs`` (a tuple of
     :class:`TokenLogprob`, or ``None`` when not asked for). ``to_dict()`` gives a

@@ -387,6 +387,10 @@ def _print_summary(summary: Summary, stream: Any) -> None:
             for key, value in extras.items():
                 shown = fmt(value) if isinstance(value, (int, float, str)) else json.dumps(value, default=str)
                 print(f"  {key}: {shown}", file=stream)
+                if key == "usage":  # the same figures in words, what failed attempts cost apart
+                    from .llm.usage import describe_usage
+
+                    print(f"  spent: {describe_usage(value)}", file=stream)
     print(f"{summary.rows} rows in {summary.elapsed_s:.2f}s", file=stream)
 
 

@@ -99,6 +99,7 @@ class ResultsFile:
                 aggregators[name].add(score)
             for name, error in result.errors.items():
                 errors[name][str(error.get("type", "error"))] += 1
+                aggregators[name].add_error(error)
         out = {}
         for name, aggregator in aggregators.items():
             figures = aggregator.result()

@@ -46,7 +46,8 @@ from jinja2.sandbox import (
 from jinja2.visitor import NodeTransformer
 from markupsafe import Markup
 
-from .limits import MAX_NUMBER_DIGITS, MAX_RENDER_BUILT, MAX_RENDER_STEPS, MAX_RENDERED_CHARS
+from .limits import MAX_NUMBER_DIGITS, MAX_RENDER_BUILT, MAX_RENDER_STEPS, MAX_RENDERED_CHARS, \
+    MAX_TEMPLATE_DEPTH, MAX_TEMPLATE_NODES
 
 __all__ = ["JudgeEnvironment", "LimitExceeded", "compile_template", "render", "bounded_json"]
 
@@ -574,19 +575,41 @@ def compile_template(environment: JudgeEnvironment, source: str
     """``(compiled template, its undeclared variables, [])``, or ``(None, frozenset(), problems)``.
 
     Each problem is ``(line in source, message)``: a syntax error (which hides the rest of the text),
-    else everything :func:`static_problems` finds, else what compiling finds (an unknown filter).
+    a template past :data:`~scorers.judges.limits.MAX_TEMPLATE_NODES` or nested too deeply to
+    compile, else everything :func:`static_problems` finds, else what compiling finds (an unknown filter).
     """
     from jinja2 import meta
 
     try:
         ast = environment.parse(source)
-        problems = static_problems(ast)
+        problems = _size_problems(ast) or static_problems(ast)
         if problems:
             return None, frozenset(), list(problems)
         variables = frozenset(meta.find_undeclared_variables(ast))
         return environment.from_string(_Metering().visit(ast)), variables, []
     except TemplateSyntaxError as exc:
         return None, frozenset(), [(exc.lineno, f"template syntax error: {exc.message}")]
+    except (RecursionError, SyntaxError):  # parsing, or Python compiling the generated code
+        return None, frozenset(), [(None, _TOO_DEEP)]
+
+
+_TOO_DEEP = (f"the template nests blocks or expressions too deeply to compile (the limit is {MAX_TEMPLATE_DEPTH} "
+             "levels, fewer for parentheses)")
+
+
+def _size_problems(ast: nodes.Template) -> list[tuple[int | None, str]]:
+    """A problem when the parsed template has more nodes or deeper nesting than compiling is allowed."""
+    count, stack = 0, [(ast, 1)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if depth > MAX_TEMPLATE_DEPTH:
+            return [(node.lineno, _TOO_DEEP)]
+        if count > MAX_TEMPLATE_NODES:
+            return [(None, f"the template has more than {MAX_TEMPLATE_NODES:,} parts (text, tags, names, "
+                           "operators), the limit for one message")]
+        stack.extend((child, depth + 1) for child in node.iter_child_nodes())
+    return []
 
 
 def render(compiled: Any, context: Mapping[str, Any]) -> str:

@@ -86,9 +86,6 @@ def template_problems(texts: Iterable[tuple[str, str]]) -> list[tuple[str, str]]
     return [(key, message) for key, text in texts for message in _compile(text)[2]]
 
 
-_TRIPLE = re.compile(r"\{\{\{\s*(.+?)\s*\}\}\}")
-_AMPERSAND = re.compile(r"\{\{&\s*(.+?)\s*\}\}")
-_COMMENT = re.compile(r"\{\{!.*?\}\}", re.S)
 _SECTION = re.compile(r"\{\{\s*([#^/>])\s*([\w.]*)\s*\}\}")
 
 
@@ -98,9 +95,25 @@ def mustache_to_jinja(source: str) -> str:
     >>> mustache_to_jinja("{{{language}}} {{& text}}{{! note }}")
     '{{ language }} {{ text }}'
     """
-    source = _COMMENT.sub("", source)
+    source = _strip_comments(source)
     source = _TRIPLE.sub(r"{{ \1 }}", source)
     return _AMPERSAND.sub(r"{{ \1 }}", source)
+
+
+#: ``{{{ x }}}`` and ``{{& x }}``: the name has no braces, so each opener's match ends at the next brace
+#: and matching stays linear in the text.
+_TRIPLE = re.compile(r"\{\{\{\s*([^{}\s](?:[^{}\n]*[^{}\s])?)\s*\}\}\}")
+_AMPERSAND = re.compile(r"\{\{&\s*([^{}\s](?:[^{}\n]*[^{}\s])?)\s*\}\}")
+
+
+def _strip_comments(source: str) -> str:
+    """``source`` without its ``{{! ... }}`` comments, in one pass (a regex would rescan the text per opener)."""
+    kept, position = [], 0
+    while (start := source.find("{{!", position)) != -1 and (end := source.find("}}", start + 3)) != -1:
+        kept.append(source[position:start])
+        position = end + 2
+    kept.append(source[position:])
+    return "".join(kept)
 
 
 def format_to_jinja(source: str, rename: Mapping[str, str]) -> str:
@@ -120,11 +133,17 @@ def format_to_jinja(source: str, rename: Mapping[str, str]) -> str:
     return "".join(out)
 
 
+_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+
+
 def _variables_in_order(source: str, names: Iterable[str]) -> list[str]:
-    positions = {}
-    for name in names:
-        match = re.search(r"(?<![\w.])" + re.escape(name) + r"\b", source)
-        positions[name] = match.start() if match else len(source)
+    """``names`` by where each first appears as a whole name (not after a dot) in ``source``; one pass."""
+    positions = dict.fromkeys(names, len(source))
+    first = {}
+    for match in _NAME.finditer(source):
+        if match.group() in positions:
+            first.setdefault(match.group(), match.start())
+    positions.update(first)
     return sorted(positions, key=lambda n: (positions[n], n))
 
 

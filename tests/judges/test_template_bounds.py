@@ -24,6 +24,7 @@ from scorers.judges.limits import (
     MAX_RENDER_STEPS,
     MAX_RENDERED_CHARS,
     MAX_TEMPLATE_FILE_BYTES,
+    MAX_TEMPLATE_NODES,
     MAX_YAML_DEPTH,
     MAX_YAML_NODES,
 )
@@ -79,6 +80,13 @@ BOMB_FILES = {
     "list_key.yaml": ("? [a, b]\n: 1\n" + prompt_file("{{output}}"), 1, "a list cannot be a key"),
     "bad_date.yaml": ("created: 2024-13-45\n" + prompt_file("{{output}}"), None, "month must be in 1..12"),
     "long_number.yaml": ("n: " + "9" * 5000 + "\n" + prompt_file("{{output}}"), None, "4300 digits"),
+    "open_comments.yaml": (prompt_file("{{! " * 100000), 1, "template syntax error"),
+    "open_triples.yaml": (prompt_file("{{{ " * 100000), 1, "too deeply"),
+    "open_ampersands.yaml": (prompt_file("{{& " * 100000), 1, "template syntax error"),
+    "many_ifs.yaml": (prompt_file(" ".join(f"{{{{ v{i} }}}}{{% if v{i} %}}x{{% endif %}}" for i in range(20000))), 1,
+                      f"more than {MAX_TEMPLATE_NODES:,} parts"),
+    "attribute_chain.yaml": (prompt_file("{{ x" + ".a" * 300 + " }}"), 1, "too deeply"),
+    "parentheses.yaml": (prompt_file("{{ " + "(" * 5000 + "x" + ")" * 5000 + " }}"), 1, "too deeply"),
 }
 
 

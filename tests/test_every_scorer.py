@@ -160,16 +160,7 @@ def test_every_scorer_travels_before_and_after_first_use(name, dumps, judge_serv
         assert again.metadata["signature"] == first.metadata["signature"]
 
 
-#: Scorers that still let an untyped error escape on a lone surrogate, and the fix (strict: a fix fails the xfail).
-SURROGATE_UNTYPED = {
-    **{name: "UnicodeEncodeError from cache_key() in LLMEngine.complete (scorers/llm/engine.py): hash and send the "
-             "request body as JSON with \\u escapes, or refuse the row with a ScorerInputError"
-       for name in NAMES if registry.entry(name).kind == "llm"},
-}
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=SURROGATE_UNTYPED[n], strict=True))
-                                  if n in SURROGATE_UNTYPED else n for n in NAMES])
+@pytest.mark.parametrize("name", NAMES)
 def test_every_scorer_scores_a_lone_surrogate_or_refuses_it_with_a_scorer_error(name, judge_server, monkeypatch,
                                                                                 fake_api_key):
     """JSON can carry "\\ud800": a text with a lone surrogate gets a score, or that row's ScorerError, never a crash."""

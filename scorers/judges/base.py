@@ -34,7 +34,7 @@ from .._util import lazy
 from ..aggregate import Aggregator, MeanAggregator
 from ..base import Scorer
 from ..errors import ConfigError, JudgeError, ScorerError, ScorerInputError, UnknownArgumentError
-from ..fields import Field
+from ..fields import Field, utf8_encodable
 from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine, RequestRejected
 from ..llm.engine import NotPicklable
 from ..llm.usage import Usage, as_failed, call_usage, summed_usage
@@ -511,13 +511,14 @@ def _text_or_data(value: Any) -> Any:
     :class:`~scorers.errors.ScorerInputError` for its row), not later as a template error.
     """
     if type(value) is str:
-        return value
+        return utf8_encodable(value)  # the request body is UTF-8
     if isinstance(value, float) and value != value:
         raise ValueError("is NaN")
     try:
-        _render_value(value)
+        shown = _render_value(value)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"cannot be shown in a judge prompt: {exc}") from None
+    utf8_encodable(shown)
     return value
 
 

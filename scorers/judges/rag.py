@@ -108,7 +108,7 @@ def _chunks(context: Sequence[str]) -> str:
 
 def context_field() -> Field:
     """``context``: a retrieved chunk or a list of chunks in rank order (read by :func:`references_field`)."""
-    return references_field("context", description="retrieved context: one text, or a list of chunks in rank order")
+    return references_field("context", utf8=True, description="retrieved context: one text, or a list of chunks in rank order")
 
 
 class MultiStepJudge(LLMJudge):
@@ -356,7 +356,7 @@ class Faithfulness(MultiStepJudge):
     """
 
     description = "Share of the output's claims that the retrieved context does not contradict (LLM, 2 calls)."
-    fields = (text_field("output"), context_field())
+    fields = (text_field("output", utf8=True), context_field())
     steps = ("claims", "claim_support")
     example = "scorers.get('Faithfulness')(output='Paris has 2 million people.', context=['Paris: 2.1 million'])"
 
@@ -389,7 +389,7 @@ class AnswerRelevancy(MultiStepJudge):
     """
 
     description = "Share of the output's statements relevant to the input (LLM, 2 calls)."
-    fields = (text_field("input"), text_field("output"))
+    fields = (text_field("input", utf8=True), text_field("output", utf8=True))
     steps = ("statements", "answer_relevance")
     example = "scorers.get('AnswerRelevancy')(input='Capital of France?', output='Paris. It is lovely in May.')"
 
@@ -416,7 +416,7 @@ class ContextPrecision(MultiStepJudge):
     """
 
     description = "Average precision of the retrieved chunks judged useful for reaching the expected answer (LLM)."
-    fields = (text_field("input"), text_field("expected"), context_field())
+    fields = (text_field("input", utf8=True), text_field("expected", utf8=True), context_field())
     steps = ("chunk_usefulness",)
     example = "scorers.get('ContextPrecision')(input='...', expected='...', context=['chunk 1', 'chunk 2'])"
 
@@ -449,7 +449,7 @@ class ContextRecall(MultiStepJudge):
     """
 
     description = "Share of the expected answer's sentences attributable to the retrieved context (LLM, 2 calls)."
-    fields = (text_field("expected"), context_field())
+    fields = (text_field("expected", utf8=True), context_field())
     steps = ("sentences", "attribution")
     example = "scorers.get('ContextRecall')(expected='Paris. Capital since 987.', context=['Paris is the capital.'])"
 
@@ -471,7 +471,7 @@ class ContextRelevancy(MultiStepJudge):
     """
 
     description = "Share of the retrieved context's statements relevant to the input (LLM, chunks + 1 calls)."
-    fields = (text_field("input"), context_field())
+    fields = (text_field("input", utf8=True), context_field())
     steps = ("statements", "context_relevance")
     example = "scorers.get('ContextRelevancy')(input='Capital of France?', context=['Paris is the capital.'])"
 
@@ -497,7 +497,7 @@ class Hallucination(MultiStepJudge):
 
     description = "Share of the context items that the output contradicts; lower is better (LLM, 1 call)."
     higher_is_better = False
-    fields = (text_field("output"), context_field())
+    fields = (text_field("output", utf8=True), context_field())
     steps = ("contradiction",)
     example = "scorers.get('Hallucination')(output='Paris has 9 million people.', context=['Paris: 2.1 million'])"
 
@@ -519,7 +519,7 @@ class Summarization(MultiStepJudge):
     """
 
     description = "min(alignment, coverage) of a summary (output) of the source (input) (LLM, 4 calls)."
-    fields = (text_field("input", description="the source text"), text_field("output", description="the summary"))
+    fields = (text_field("input", utf8=True, description="the source text"), text_field("output", utf8=True, description="the summary"))
     steps = ("claims", "claim_support", "questions", "answers")
     example = "scorers.get('Summarization')(input='<source text>', output='<summary>')"
 
@@ -591,7 +591,7 @@ class _OpinionJudge(MultiStepJudge):
     """Opinions of the output, the share judged ``yes`` by the verdict step (lower is better)."""
 
     higher_is_better = False
-    fields = (text_field("output"),)
+    fields = (text_field("output", utf8=True),)
     verdict_step: ClassVar[str] = ""
 
     async def _evaluate(self, row: Mapping[str, Any], calls: list[ChatResult]) -> tuple[float, dict[str, Any]]:

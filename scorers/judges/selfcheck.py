@@ -63,7 +63,7 @@ class SelfCheck(MultiStepJudge):
     """
 
     description = "Reference-free hallucination check: mean support of the output's sentences by sampled answers."
-    fields = (text_field("input"), text_field("output"))
+    fields = (text_field("input", utf8=True), text_field("output", utf8=True))
     steps = ("sample", "sentences", "support")
     example = "scorers.get('SelfCheck', samples=3)(input='Who was Ada Lovelace?', output='...')"
 

@@ -70,10 +70,11 @@ class _Budget:
 _BUDGET: ContextVar[_Budget | None] = ContextVar("scorers_render_budget", default=None)
 
 
-def _step(count: int = 1) -> None:
+def _step() -> None:
+    """Count one step of the render under way (none while a template is compiled)."""
     budget = _BUDGET.get()
     if budget is not None:
-        budget.steps += count
+        budget.steps += 1
         if budget.steps > MAX_RENDER_STEPS:
             raise LimitExceeded(f"the render took more than {MAX_RENDER_STEPS:,} steps (loop iterations, calls, "
                                 "filters, operators, values built)")
@@ -86,7 +87,7 @@ def _check_size(size: int, what: str) -> None:
                             f"the limit is {MAX_RENDERED_CHARS:,}")
 
 
-def _charged(value: Any, what: str = "a value") -> Any:
+def _charged(value: Any, what: str) -> Any:
     """``value``, after counting its size against the value limit and the render's budget."""
     budget = _BUDGET.get()
     size = value_size(value, budget.sizes if budget is not None else {})

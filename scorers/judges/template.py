@@ -35,10 +35,16 @@ __all__ = ["JudgeTemplate", "mustache_to_jinja", "format_to_jinja", "template_pr
 
 # ------------------------------------------------------------------- rendering
 def _render_value(value: Any) -> Any:
-    """Jinja ``finalize``: strings as they are, everything else as JSON (never Python repr)."""
+    """Jinja ``finalize``: strings as they are, everything else as JSON (never Python repr).
+
+    A value nested too deeply for JSON is a ``ValueError`` (bad input), not a ``RecursionError``.
+    """
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, default=_json_default)
+    try:
+        return json.dumps(value, ensure_ascii=False, default=_json_default)
+    except RecursionError:
+        raise ValueError("the value is nested too deeply to show as JSON") from None
 
 
 def _json_default(value: Any) -> Any:

@@ -304,6 +304,15 @@ def test_a_template_cannot_change_the_row_it_renders() -> None:
     assert rows == {"seen": ["a"]}
 
 
+@pytest.mark.parametrize("prompt", ["{{ output }}", "{% if output %}{{ output }}{% endif %}"], ids=["plain", "jinja"])
+def test_a_value_nested_too_deeply_for_json_is_a_template_error(prompt: str) -> None:
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(TemplateError, match="nested too deeply"):
+        render(prompt, output=deep)
+
+
 def test_template_problems_checks_each_text_on_its_own() -> None:
     from scorers.judges.template import template_problems
 

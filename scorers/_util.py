@@ -43,7 +43,7 @@ def optional_import(module: str, *, scorer: str, extra: str, package: str | None
     >>> optional_import("no_such_module_xyz", scorer="BLEU", extra="text")
     Traceback (most recent call last):
     ...
-    scorers.errors.MissingExtraError: BLEU needs the Python package 'no-such-module-xyz', which is not installed. Install it with: pip install 'scorers[text]'
+    scorers.errors.MissingExtraError: BLEU needs the Python package 'no-such-module-xyz', which is not installed. Install it with: pip install 'scorers[text]' (from a clone of scorers: pip install '.[text]')
     """
     try:
         return importlib.import_module(module)

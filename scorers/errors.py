@@ -94,7 +94,7 @@ class MissingExtraError(ConfigError, ImportError):
     def __init__(self, scorer: str, package: str, extra: str) -> None:
         super().__init__(
             f"{scorer} needs the Python package {package!r}, which is not installed. "
-            f"Install it with: pip install 'scorers[{extra}]'",
+            f"Install it with: pip install 'scorers[{extra}]' (from a clone of scorers: pip install '.[{extra}]')",
             scorer=scorer,
         )
         self.package = package

@@ -5,12 +5,14 @@ label order); score figures take the labels' and the judge's normalised scores.
 
 - :func:`accuracy`: share of rows where the judge's verdict equals the label.
 - :func:`mean_abs_diff`: mean ``|judge score - label score|`` over rows.
-- :func:`cohen_kappa`: scikit-learn's ``cohen_kappa_score``, unweighted for nominal
-  choices, quadratic-weighted (by the rank of each category) for ordinal scales.
+- :func:`cohen_kappa`: Cohen's kappa, unweighted for nominal choices, quadratic-weighted
+  (by the rank of each category) for ordinal scales; numpy only, the arithmetic of
+  scikit-learn's ``cohen_kappa_score`` step for step (the tests check equal floats).
 - :func:`spearman`, :func:`kendall`: ``scipy.stats.spearmanr`` / ``kendalltau`` (tau-b).
 - :func:`with_ci`: a figure and its bootstrap confidence interval
   (``scipy.stats.bootstrap``, percentile method, rows resampled in pairs, seeded).
-- :func:`confusion`, :func:`per_label`, :func:`stability`.
+- :func:`confusion` (scikit-learn's ``confusion_matrix`` with ``labels``, numpy only),
+  :func:`per_label`, :func:`stability`.
 
 A figure that is undefined on the data (a correlation where one side is constant,
 a kappa where both raters use one category) is ``value=None`` with a ``reason``,
@@ -91,12 +93,24 @@ def cohen_kappa(labels: ArrayLike, verdicts: ArrayLike, *, categories: int, weig
     >>> cohen_kappa([0, 1, 2], [0, 2, 2], categories=3, weighted=True)
     0.8
     """
-    from sklearn.metrics import cohen_kappa_score
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # sklearn warns, then returns NaN, when kappa is undefined
-        return float(cohen_kappa_score(labels, verdicts, labels=list(range(categories)),
-                                       weights="quadratic" if weighted else None))
+    matrix = confusion(labels, verdicts, categories=categories).astype(np.float64)
+    # scikit-learn 1.9's cohen_kappa_score, operation for operation (float64 throughout): equal floats, not close ones
+    sum0, sum1 = matrix.sum(axis=0), matrix.sum(axis=1)
+    total = sum0.sum()
+    if total == 0:  # no row: undefined
+        return float("nan")
+    expected = np.outer(sum0, sum1) / total
+    if weighted:
+        w_mat = np.zeros((categories, categories), dtype=np.float64)
+        w_mat += np.arange(categories)
+        w_mat = (w_mat - w_mat.T) ** 2
+    else:
+        w_mat = np.ones((categories, categories), dtype=np.float64)
+        np.fill_diagonal(w_mat, 0)
+    denominator = np.sum(w_mat * expected)
+    if denominator == 0:  # both raters use one and the same category
+        return float("nan")
+    return float(1 - np.sum(w_mat * matrix) / denominator)
 
 
 def _correlation(name: str, x: ArrayLike, y: ArrayLike) -> float:
@@ -165,9 +179,12 @@ def confusion(labels: ArrayLike, verdicts: ArrayLike, *, categories: int) -> np.
     >>> confusion([0, 2, 2], [0, 1, 2], categories=3).tolist()
     [[1, 0, 0], [0, 0, 0], [0, 1, 1]]
     """
-    from sklearn.metrics import confusion_matrix
-
-    return confusion_matrix(labels, verdicts, labels=list(range(categories)))
+    true, pred = np.asarray(labels), np.asarray(verdicts)
+    if true.shape != pred.shape or true.ndim != 1:
+        raise ValueError(f"labels and verdicts must be 1-D of one length, got shapes {true.shape} and {pred.shape}")
+    keep = (true >= 0) & (true < categories) & (pred >= 0) & (pred < categories)  # as scikit-learn: others ignored
+    codes = true[keep].astype(np.int64) * categories + pred[keep].astype(np.int64)
+    return np.bincount(codes, minlength=categories * categories).astype(np.int64).reshape(categories, categories)
 
 
 def per_label(labels: ArrayLike, verdicts: ArrayLike, *, categories: int) -> list[dict[str, Any]]:

@@ -111,6 +111,62 @@ def test_confusion_and_per_label() -> None:
     ]
 
 
+def _random_codes(seed: int) -> tuple[np.ndarray, np.ndarray, int]:
+    rng = np.random.default_rng(seed)
+    categories = int(rng.integers(2, 8))
+    n = int(rng.integers(1, 60))
+    labels = rng.integers(0, categories, n)
+    # judges that mostly agree, as in meta-eval, and some that do not: every cell of the matrix gets exercised
+    verdicts = np.where(rng.random(n) < rng.random(), labels, rng.integers(0, categories, n))
+    return labels, verdicts, categories
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_kappa_and_confusion_are_scikit_learns_numbers_exactly(seed: int) -> None:
+    """numpy only, yet the very floats of scikit-learn (installed with the dev extra): equal, not approximately."""
+    import warnings
+
+    from sklearn.exceptions import UndefinedMetricWarning
+    from sklearn.metrics import cohen_kappa_score, confusion_matrix
+
+    labels, verdicts, categories = _random_codes(seed)
+    scale = list(range(categories))
+    matrix = agreement.confusion(labels, verdicts, categories=categories)
+    expected_matrix = confusion_matrix(labels, verdicts, labels=scale)
+    assert matrix.dtype == expected_matrix.dtype and matrix.tolist() == expected_matrix.tolist()
+    for weighted in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            expected = cohen_kappa_score(labels, verdicts, labels=scale, weights="quadratic" if weighted else None)
+        got = agreement.cohen_kappa(labels, verdicts, categories=categories, weighted=weighted)
+        assert (np.isnan(got) and np.isnan(expected)) or got == expected, (weighted, got, expected)
+
+
+@pytest.mark.parametrize("labels, verdicts", [([1, 1, 1], [1, 1, 1]), ([0], [0]), ([2, 2], [2, 2])])
+def test_kappa_is_nan_where_scikit_learn_gives_nan(labels: list[int], verdicts: list[int]) -> None:
+    assert np.isnan(agreement.cohen_kappa(labels, verdicts, categories=3))
+    assert np.isnan(agreement.cohen_kappa(labels, verdicts, categories=3, weighted=True))
+
+
+def test_confusion_ignores_codes_outside_the_scale_as_scikit_learn_does() -> None:
+    from sklearn.metrics import confusion_matrix
+
+    labels, verdicts = [0, 1, 5, 1, -1], [0, 3, 1, 1, 0]
+    assert agreement.confusion(labels, verdicts, categories=2).tolist() == \
+        confusion_matrix(labels, verdicts, labels=[0, 1]).tolist() == [[1, 0], [0, 1]]
+
+
+def test_scorers_imports_no_scikit_learn() -> None:
+    """Core installs without scikit-learn: meta-eval's kappa and confusion matrix must not need it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, scorers, scorers.stats.agreement as a; a.cohen_kappa([0, 1], [0, 1], categories=2); "
+            "a.confusion([0], [0], categories=1); print('sklearn' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"
+
+
 @pytest.mark.parametrize("samples, unchanged, pairwise", [
     ([["A", "A"], ["A", "B"]], 0.5, 0.5),
     # 3 samples: pairs per row 3; row 2 agrees on 1 of 3, row 3 on 0 of 3

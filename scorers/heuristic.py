@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, Callable, Sequence
 
 from ._util import json_error_reason, lazy
 from .base import Scorer
-from .fields import Field, as_str, require, text_field
+from .fields import Field, as_str, require, text_field, to_text
 from .errors import ConfigError, ScorerError, ScorerInputError
 from .registry import register
 from .score import Score
@@ -498,6 +498,14 @@ class ListContains(Scorer):
     ``len(expected)`` when ``allow_extra_entities``. Both lists empty → 1; one
     empty → 0. Equals autoevals' ``ListContains``; the matched pairs are in
     ``metadata["pairs"]``.
+
+    Every output element is compared with every expected one, so the cost grows
+    with the product of the lists' lengths, and of their texts' lengths: a list
+    of more than ``max_items`` elements (1,000 by default: well under a second
+    with the default pairwise scorer, up to a million calls of another one), or
+    whose elements hold more than ``max_chars`` characters together (100,000 by
+    default; numbers count their digits, nested values their text), is a row's
+    :class:`~scorers.errors.ScorerInputError`; ``None`` lifts either limit.
     """
 
     name = "ListContains"
@@ -506,13 +514,37 @@ class ListContains(Scorer):
     example = 'ListContains()(output=["a", "b"], expected=["b", "a"])  # 1.0'
 
     def __init__(self, *, pairwise_scorer: Scorer | str | type | None = None, allow_extra_entities: bool = False,
-                 name: str | None = None) -> None:
+                 max_items: int | None = 1_000, max_chars: int | None = 100_000, name: str | None = None) -> None:
         super().__init__(name=name)
-        self.pairwise_scorer = _resolve_scorer(pairwise_scorer, Levenshtein, "pairwise_scorer", self.name)
+        self._set_max_chars(max_chars)
+        if max_items is not None and (isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 1):
+            raise ConfigError(f"{self.name}: max_items must be a positive integer or None, got {max_items!r}",
+                              scorer=self.name)
+        self.max_items = max_items
+        # no limit of its own: max_chars bounds all the text of a list here
+        self.pairwise_scorer = _resolve_scorer(pairwise_scorer, partial(Levenshtein, max_chars=None), "pairwise_scorer",
+                                               self.name)
         self.allow_extra_entities = allow_extra_entities
 
     def params(self) -> dict[str, Any]:
         return {"pairwise_scorer": self.pairwise_scorer.signature(), "allow_extra_entities": self.allow_extra_entities}
+
+    def _texts(self, field: str, items: Sequence[Any]) -> list[str]:
+        """The elements as Levenshtein reads them; one it cannot read, or longer than its own ``max_chars``,
+        is a ScorerInputError naming the field and the element."""
+        pairwise = self.pairwise_scorer
+        texts = []
+        for at, item in enumerate(items):
+            try:
+                text = to_text(item)
+            except (TypeError, ValueError) as exc:
+                raise ScorerInputError(self.name, field, f"has an element Levenshtein cannot compare (element {at}): "
+                                       f"{exc}") from exc
+            if pairwise.max_chars is not None and len(text) > pairwise.max_chars:
+                raise ScorerInputError(self.name, field, f"has an element of {len(text):,} characters (element {at}), "
+                                       f"more than its pairwise scorer's max_chars={pairwise.max_chars:,}")
+            texts.append(text)
+        return texts
 
     def _matrix(self, output: Sequence[Any], expected: Sequence[Any]) -> Any:
         import numpy as np
@@ -521,19 +553,34 @@ class ListContains(Scorer):
             from rapidfuzz import process
             from rapidfuzz.distance import Levenshtein as _lev
 
-            try:
-                outs = [Levenshtein.fields[0].convert(o) for o in output]  # type: ignore[misc]
-                exps = [Levenshtein.fields[1].convert(e) for e in expected]  # type: ignore[misc]
-            except (TypeError, ValueError) as exc:
-                raise ScorerInputError(self.name, "output", f"has an element Levenshtein cannot compare: {exc}") from exc
+            outs, exps = self._texts("output", output), self._texts("expected", expected)
             return process.cdist(outs, exps, scorer=_lev.normalized_similarity, dtype=np.float64)
         matrix = np.zeros((len(output), len(expected)))
         for i, o in enumerate(output):
             for j, e in enumerate(expected):
-                matrix[i, j] = _inner_score(self.pairwise_scorer, o, e)
+                try:
+                    matrix[i, j] = _inner_score(self.pairwise_scorer, o, e)
+                except ScorerInputError as exc:
+                    field, at = ("expected", j) if exc.field == "expected" else ("output", i)
+                    raise ScorerInputError(self.name, field, f"has an element its pairwise scorer rejected "
+                                           f"(element {at}): {exc}") from exc
         return matrix
 
+    def _check_size(self, field: str, items: Sequence[Any]) -> None:
+        """Refuse a list of more than ``max_items`` elements, or holding more than ``max_chars`` characters."""
+        if self.max_items is not None and len(items) > self.max_items:
+            raise ScorerInputError(
+                self.name, field, f"has {len(items):,} elements, more than max_items={self.max_items:,} (a bound on "
+                f"time and memory: every pair of elements is compared): raise it if the cost is acceptable, with "
+                f"scorers.get({self.name!r}, max_items=...) or -p {self.name}.max_items=... (null: no limit)")
+        if self.max_chars is not None:
+            size = sum(map(len, items)) if all(type(item) is str for item in items) else _text_size(items) - 2
+            if size > self.max_chars:
+                raise self.too_long(field, f"{size:,} characters in its elements together")
+
     def _score(self, *, output: Sequence[Any], expected: Sequence[Any], **_: Any) -> Score:
+        self._check_size("output", output)
+        self._check_size("expected", expected)
         if not output and not expected:
             return self.make_score(1.0, pairs=[])
         if not output or not expected:
@@ -546,6 +593,36 @@ class ListContains(Scorer):
         total = float(sum(p[2] for p in pairs))
         denominator = len(expected) if self.allow_extra_entities else max(len(output), len(expected))
         return self.make_score(min(max(total / denominator, 0.0), 1.0), pairs=pairs)
+
+
+def _text_size(value: Any) -> int:
+    """The characters of text ``value`` holds: strings, numbers as written (about their digits), through nested
+    lists and mappings (keys too), counted without recursion; a list or mapping held twice (or in itself) counts once."""
+    size = 0
+    stack = [value]
+    seen: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            size += len(item)
+        elif isinstance(item, bool) or item is None:
+            size += 4
+        elif isinstance(item, int):
+            size += int(item.bit_length() * 0.30103) + 2  # not written out: it may have millions of digits
+        elif isinstance(item, float):
+            size += len(repr(item))
+        elif isinstance(item, (dict, list, tuple)):
+            if id(item) not in seen:
+                seen.add(id(item))
+                if isinstance(item, dict):
+                    stack.extend(item.keys())
+                    stack.extend(item.values())
+                else:
+                    stack.extend(item)
+                size += 2
+        else:
+            size += len(item) if isinstance(item, (bytes, bytearray)) else 1
+    return size
 
 
 @register
@@ -584,43 +661,148 @@ class Contains(Scorer):
                                missing=[n for n in needles if n not in found])
 
 
+#: CPU seconds one match may take by default (``RegexMatch(timeout_s=...)``): a pattern that backtracks
+#: catastrophically, such as ``(a|a)+$`` on a long run of ``a``, takes time exponential in the text's length.
+REGEX_TIMEOUT_S = 1.0
+#: The longest pattern :class:`RegexMatch` compiles: compiling takes time that grows faster than its length
+#: (100,000 characters of ``a|a|…``: about 1 s).
+MAX_PATTERN_CHARS = 10_000
+#: The most items (characters, classes, groups, repeats) a pattern may have once each counted repetition is
+#: written out its minimum number of times, as the matching engine compiles it (``(?:ab){3,5}`` counts 1 + 3 x 2):
+#: ``(?:a{1000}){1000}`` would take 300 MB and 1 s to compile; this many, under 50 MB.
+MAX_PATTERN_ITEMS = 100_000
+#: Compiled patterns at most this size are kept (by the engine's cache) for the next row.
+_CACHED_PATTERN_ITEMS = 1_000
+
+
+def _regex_module() -> Any:
+    try:
+        import regex
+    except ImportError:
+        raise ConfigError("RegexMatch needs the Python package 'regex' (a dependency of scorers), which is not "
+                          "installed. Install it with: pip install 'regex>=2022.10.31'", scorer="RegexMatch") from None
+    return regex
+
+
+@lru_cache(maxsize=1024)
+def _pattern_items(pattern: str, flags: int) -> int:
+    """How many items ``pattern`` (valid for :mod:`re`) has once each counted repetition is written out its
+    minimum number of times (at most :data:`MAX_PATTERN_ITEMS` + 1), read from :mod:`re`'s parse of it."""
+    try:
+        from re import _parser as sre_parse  # type: ignore[attr-defined]
+    except ImportError:  # Python 3.10
+        import sre_parse  # type: ignore[no-redef]
+
+    repeats = {getattr(sre_parse, name, None) for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")} - {None}
+    limit = MAX_PATTERN_ITEMS + 1
+    total = 0
+    stack: list[tuple[Any, int]] = [(sre_parse.parse(pattern, flags), 1)]
+    while stack and total < limit:
+        node, times = stack.pop()
+        if isinstance(node, sre_parse.SubPattern):
+            for op, av in node.data:
+                total += times
+                if op in repeats:  # (min, max, the item repeated)
+                    stack.append((av[2], min(times * max(av[0], 1), limit)))
+                elif isinstance(av, (tuple, list)):
+                    stack.append((av, times))
+        elif isinstance(node, (tuple, list)):  # a group's, branch's or condition's arguments: find the patterns
+            stack.extend((child, times) for child in node if isinstance(child, (sre_parse.SubPattern, tuple, list)))
+    return min(total, limit)
+
+
 @register
 class RegexMatch(Scorer):
-    """1 if ``output`` matches a regular expression.
+    r"""1 if ``output`` matches a regular expression.
 
     The pattern is the constructor's ``pattern`` or, when absent, ``expected``.
-    ``full=True`` requires the whole output to match (``re.fullmatch``),
-    otherwise a match anywhere counts (``re.search``).
+    ``full=True`` requires the whole output to match (``fullmatch``),
+    otherwise a match anywhere counts (``search``).
+
+    Patterns are Python's :mod:`re` syntax (``re`` checks them, with its error
+    messages), matched by the `regex <https://pypi.org/project/regex/>`_ package
+    (its ``VERSION0``, re-compatible), which can stop a match: one that takes more
+    than ``timeout_s`` seconds of CPU time (1 by default; the engine counts the
+    process's CPU time, all threads) is that row's
+    :class:`~scorers.errors.ScorerInputError` (a pattern given with the row: field
+    ``expected``; the constructor's: field ``output``); ``timeout_s=None`` lifts
+    the limit. Below it the number does not depend on ``timeout_s``. A pattern
+    longer than :data:`MAX_PATTERN_CHARS`, or that holds more than
+    :data:`MAX_PATTERN_ITEMS` items once its counted repetitions are written out,
+    is refused (compiling it would take seconds or gigabytes).
+
+    Where the engines differ, on rare patterns, the number follows ``regex``: a
+    POSIX class such as ``[[:alpha:]]`` is one (``re`` reads a set of the
+    characters ``[:alph`` and then ``]``, and warns), ``\B`` matches empty text
+    (as ``re`` does from Python 3.14), and under ``ignore_case`` a backreference
+    also matches characters that fold alike (``ſ`` and ``s``).
     """
 
     name = "RegexMatch"
     description = "1 if output matches a regular expression (pattern or expected)"
     fields = (text_field("output"), Field("expected", (str,), required=False))
     example = r'RegexMatch(pattern=r"\d{4}-\d{2}-\d{2}")(output="due 2024-06-11")  # 1.0'
+    #: 2: matched by the regex package (a time limit); it differs from re on a few rare patterns (see above)
+    algorithm_version = "2"
 
     def __init__(self, *, pattern: str | None = None, full: bool = False, ignore_case: bool = False,
-                 name: str | None = None) -> None:
+                 timeout_s: float | None = REGEX_TIMEOUT_S, name: str | None = None) -> None:
         super().__init__(name=name)
+        if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
+                                      or not 0 < timeout_s < math.inf):
+            raise ConfigError(f"{self.name}: timeout_s must be a positive number of seconds or None, got {timeout_s!r}",
+                              scorer=self.name)
+        self.timeout_s = timeout_s
         self.pattern = pattern
         self.full = full
         self.ignore_case = ignore_case
         self._compiled = self._compile(pattern, "pattern") if pattern is not None else None
 
     def params(self) -> dict[str, Any]:
-        return {"pattern": self.pattern, "full": self.full, "ignore_case": self.ignore_case}
+        return {"pattern": self.pattern, "full": self.full, "ignore_case": self.ignore_case,
+                "regex": _regex_module().__version__}
 
-    def _compile(self, pattern: str, source: str) -> re.Pattern[str]:
+    def _compile(self, pattern: str, source: str) -> Any:
+        """``pattern`` compiled by the regex package; one that is invalid or too large is a ConfigError for the
+        constructor's ``pattern``, a ScorerInputError naming ``source`` for a row's."""
+        regex = _regex_module()
+        flags = re.IGNORECASE if self.ignore_case else 0
         try:
-            return re.compile(pattern, re.IGNORECASE if self.ignore_case else 0)
-        except re.error as exc:
-            if source == "pattern":
-                raise ConfigError(f"{self.name}: invalid regular expression {pattern!r}: {exc}", scorer=self.name) from exc
-            raise ScorerInputError(self.name, source, f"is not a valid regular expression: {exc}") from exc
+            if len(pattern) > MAX_PATTERN_CHARS:
+                raise ValueError(f"is a pattern of {len(pattern):,} characters, more than {MAX_PATTERN_CHARS:,} "
+                                 "(compiling takes time that grows faster than its length)")
+            re.compile(pattern, flags)  # the syntax accepted, and its error messages, are re's
+            items = _pattern_items(pattern, flags)
+            if items > MAX_PATTERN_ITEMS:
+                raise ValueError(f"is a pattern of more than {MAX_PATTERN_ITEMS:,} items once its counted "
+                                 "repetitions such as {1000} are written out (the engine builds every copy when it compiles: "
+                                 "time and memory): "
+                                 "repeat fewer times, or use an open bound such as {1,}")
+            return regex.compile(pattern, (regex.IGNORECASE if self.ignore_case else 0) | regex.VERSION0,
+                                 cache_pattern=items <= _CACHED_PATTERN_ITEMS)
+        except (re.error, regex.error) as exc:
+            reason, problem = str(exc), f"is not a valid regular expression: {exc}"
+        except RecursionError:
+            reason = problem = "nests groups more deeply than Python can parse"
+        except ValueError as exc:
+            reason = problem = str(exc)
+        if source == "pattern":
+            raise ConfigError(f"{self.name}: invalid regular expression {pattern[:200]!r}: {reason}", scorer=self.name)
+        raise ScorerInputError(self.name, source, problem)
 
     def _score(self, *, output: str, expected: str | None = None, **_: Any) -> Score:
         compiled = self._compiled
         if compiled is None:
             require(expected is not None, self.name, "expected", "is required (it is the pattern) when no pattern is configured")
             compiled = self._compile(expected, "expected")  # type: ignore[arg-type]
-        match = compiled.fullmatch(output) if self.full else compiled.search(output)
+        try:
+            match = (compiled.fullmatch if self.full else compiled.search)(output, timeout=self.timeout_s)
+        except TimeoutError:
+            field, against = ("expected", "the output") if self._compiled is None else \
+                ("output", f"the pattern {self.pattern[:60]!r}")  # type: ignore[index]
+            raise ScorerInputError(
+                self.name, field, f"took more than timeout_s={self.timeout_s} s of CPU time to match against {against} "
+                "(a pattern that backtracks without end, as nested repeats such as (a|a)+ do on some texts): simplify "
+                f"the pattern, or raise the limit with scorers.get({self.name!r}, timeout_s=...) or "
+                f"-p {self.name}.timeout_s=... (null: no limit)") from None
         return self.make_score(1.0 if match else 0.0, match=match.group(0) if match else None)

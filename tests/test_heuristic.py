@@ -180,12 +180,15 @@ def test_contains(kwargs, output, expected, score):
     assert Contains(**kwargs)(output=output, expected=expected).score == score
 
 
-@pytest.mark.parametrize("kwargs,call,score", [
+REGEX_CASES = [
     ({"pattern": r"\d{4}-\d{2}-\d{2}"}, {"output": "due 2024-06-11"}, 1.0),
     ({"pattern": r"\d{4}-\d{2}-\d{2}", "full": True}, {"output": "due 2024-06-11"}, 0.0),
     ({}, {"output": "ABC", "expected": "abc"}, 0.0),
     ({"ignore_case": True}, {"output": "ABC", "expected": "abc"}, 1.0),
-])
+]
+
+
+@pytest.mark.parametrize("kwargs,call,score", REGEX_CASES)
 def test_regex_match(kwargs, call, score):
     assert RegexMatch(**kwargs)(**call).score == score
 
@@ -388,3 +391,195 @@ def test_max_chars_does_not_change_numbers_or_signatures():
 def test_max_chars_must_be_a_positive_integer(value):
     with pytest.raises(ConfigError, match="max_chars must be a positive integer or None"):
         Levenshtein(max_chars=value)
+
+
+# ------------------------------------------------------------------ regular expressions: bounded (issue 15)
+#: Catastrophic backtracking: exponential in the run of "a" (re took minutes; Python's re cannot be stopped).
+BACKTRACKS = (r"(a|a)+$", "a" * 40 + "!")
+
+
+def test_regex_match_a_pattern_from_the_row_that_backtracks_is_that_rows_error_naming_expected():
+    pattern, text = BACKTRACKS
+    scorer = RegexMatch(timeout_s=0.05)
+    with pytest.raises(ScorerInputError, match=r"RegexMatch: field 'expected' took more than timeout_s=0\.05 s of CPU "
+                                               r"time .*timeout_s=\.\.\. \(null: no limit\)"):
+        scorer(output=text, expected=pattern)
+    outcomes = scorer.score_batch([{"output": "aaa", "expected": "a+"}, {"output": text, "expected": pattern},
+                                   {"output": "b", "expected": "a"}])
+    assert [o.score if isinstance(o, scorers.Score) else type(o).__name__ for o in outcomes] == [
+        1.0, "ScorerInputError", 0.0]
+
+
+def test_regex_match_the_constructors_pattern_that_backtracks_on_an_output_names_output():
+    pattern, text = BACKTRACKS
+    with pytest.raises(ScorerInputError, match=r"RegexMatch: field 'output' took more than timeout_s=0\.05 s .*"
+                                               r"the pattern '\(a\|a\)\+\$'"):
+        RegexMatch(pattern=pattern, timeout_s=0.05)(output=text)
+
+
+def test_regex_match_the_pattern_that_hung_re_scores():
+    # re: 5.75 s at 27 characters, doubling with each one; the regex engine needs no backtracking here
+    assert RegexMatch()(output="a" * 60 + "!", expected=r"(a+)+$").score == 0.0
+    assert RegexMatch(full=True)(output="a" * 60, expected=r"(a+)+$").score == 1.0
+
+
+def test_regex_match_timeout_does_not_change_numbers_or_signatures():
+    for timeout in (0.5, None):
+        for kwargs, call, score in REGEX_CASES:
+            assert RegexMatch(**kwargs, timeout_s=timeout)(**call).score == score
+    assert RegexMatch(timeout_s=5).signature() == RegexMatch().signature()
+    assert RegexMatch(timeout_s=None).timeout_s is None
+    from scorers.heuristic import REGEX_TIMEOUT_S
+    assert RegexMatch().timeout_s == REGEX_TIMEOUT_S == 1.0
+
+
+@pytest.mark.parametrize("value", [0, -1, math.inf, math.nan, True, "1"])
+def test_regex_match_timeout_must_be_a_positive_number(value):
+    with pytest.raises(ConfigError, match="timeout_s must be a positive number of seconds or None"):
+        RegexMatch(timeout_s=value)
+
+
+@pytest.mark.parametrize("pattern,problem", [
+    ("(?:a{1000}){1000}", r"is a pattern of more than 100,000 items once its counted repetitions"),
+    ("(?:(?:ab|cd){300}){300}", r"is a pattern of more than 100,000 items"),
+    (".{100001}", r"is a pattern of more than 100,000 items"),
+    ("a|" * 5000 + "a", r"is a pattern of 10,001 characters, more than 10,000"),
+    ("(" * 5000 + ")" * 5000, r"nests groups more deeply than Python can parse"),  # was a RecursionError
+    ("(", r"is not a valid regular expression: missing \)"),
+])
+def test_regex_match_a_pattern_too_large_to_compile_is_that_rows_error_or_a_config_error(pattern, problem):
+    with pytest.raises(ScorerInputError, match=rf"RegexMatch: field 'expected' {problem}"):
+        RegexMatch()(output="x", expected=pattern)
+    with pytest.raises(ConfigError, match=r"RegexMatch: invalid regular expression"):
+        RegexMatch(pattern=pattern)
+
+
+def test_regex_match_patterns_at_the_limits_compile():
+    from scorers.heuristic import MAX_PATTERN_CHARS, MAX_PATTERN_ITEMS, _pattern_items
+
+    assert _pattern_items(r"(?:ab){3,5}", 0) == 1 + 3 * 2 and _pattern_items(r"(ab){3,5}", 0) == 1 + 3 * 3
+    assert _pattern_items(r"[a-z]{1,64}", 0) == 2
+    assert RegexMatch()(output="a" * 99_998, expected=f"a{{{MAX_PATTERN_ITEMS - 1}}}").score == 0.0
+    assert RegexMatch()(output="a", expected="a|" * (MAX_PATTERN_CHARS // 2 - 1) + "a").score == 1.0
+    assert RegexMatch()(output="a" * 2000, expected="a{1,1000000}").score == 1.0  # an open part is not written out
+
+
+#: (pattern, text): the syntax RegexMatch takes (Python's re), matched alike by re and the regex engine.
+RE_SYNTAX = [
+    (r"\d{4}-\d{2}-\d{2}", "due 2024-06-11"), (r"^\w+@\w+\.com$", "me@example.com"), (r"\bcat\b", "concat cat"),
+    (r"colou?r", "color"), (r"(?P<y>\d+)-(?P=y)", "12-12"), (r"(a)(b)?\2", "ab b"), (r"(?<=\$)\d+", "cost $42"),
+    (r"(?<!x)y", "xy y"), (r"foo(?=bar)", "foobaz foobar"), (r"(?!a)\w", "ab"), (r"a.*?b", "aXbYb"), (r"a.+b", "a\nb"),
+    (r"(?s)a.+b", "a\nb"), (r"(?m)^b$", "a\nb\nc"), (r"\Aa|c\Z", "abc"), (r"end$", "the end\n"), (r"[^\W\d_]+", "42 é!"),
+    (r"\s+", "a \t\u00a0b"), (r"\d", "\u0661"), (r"(?a)\w+", "café"), (r"(?x) a \  b  # comment", "a b"),
+    (r"(?i)straße", "STRASSE"), (r"(?i)ǅ", "ǆ"), (r"(?i)k", "\u212a"), (r"[\u00e0-\u00ff]+", "voilà"),
+    (r"(?:ab)+c", "ababc"), (r"a{2,}", "aaa"), (r"a{,2}b", "aaab"), (r"x*", ""), (r"(a|ab)(c|bcd)(d*)", "abcd"),
+    (r"(?>a+)b", "aab"), (r"a++b", "aaab"), (r"(a)?(?(1)b|c)", "c"), (r"[[a]]", "a]"), (r"[a-z&&b]", "&"),
+    (r"\N{EM DASH}", "a—b"), (r"\x41\u0042\U00000043", "ABC"), (r"[\]\\-]", "-"), (r"\b", ""), (r"", "x"),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Possible:FutureWarning")  # re on [[ and && in a set
+@pytest.mark.parametrize("ignore_case", [False, True])
+@pytest.mark.parametrize("full", [False, True])
+@pytest.mark.parametrize("pattern,text", RE_SYNTAX)
+def test_regex_match_agrees_with_re_on_its_syntax(pattern, text, full, ignore_case):
+    import re
+
+    compiled = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    expected = compiled.fullmatch(text) if full else compiled.search(text)
+    for scorer in (RegexMatch(full=full, ignore_case=ignore_case), RegexMatch(pattern=pattern, full=full,
+                                                                              ignore_case=ignore_case)):
+        result = scorer(output=text) if scorer.pattern else scorer(output=text, expected=pattern)
+        assert result.score == (1.0 if expected else 0.0)
+        assert result.metadata["match"] == (expected.group(0) if expected else None)
+
+
+def test_regex_match_keeps_re_errors_and_refuses_regex_only_syntax():
+    for pattern in (r"\p{L}", r"(?V1)a", r"(?r)a", r"(?|a)", r"a{e<=1}x(?R)?"):
+        with pytest.raises(ScorerInputError, match="RegexMatch: field 'expected' is not a valid regular expression"):
+            RegexMatch()(output="a", expected=pattern)
+
+
+@pytest.mark.filterwarnings("ignore:Possible:FutureWarning")  # re on [[ and && in a set
+def test_regex_match_documented_differences_from_re():
+    assert RegexMatch()(output="x", expected="[[:alpha:]]").score == 1.0  # re: a set of "[:alph", then "]"
+    assert RegexMatch()(output="", expected=r"\B").score == 1.0           # re before Python 3.14: no match
+    assert RegexMatch.algorithm_version == "2" and "regex" in RegexMatch().signature()
+
+
+def test_regex_match_travels_with_its_compiled_pattern():
+    import pickle
+
+    scorer = pickle.loads(pickle.dumps(RegexMatch(pattern=r"\d+", ignore_case=True, timeout_s=0.5)))
+    assert scorer(output="a1").score == 1.0 and scorer.timeout_s == 0.5
+
+
+# ------------------------------------------------------------------ ListContains: bounded (issue 15)
+@pytest.mark.parametrize("field", ["output", "expected"])
+def test_list_contains_refuses_more_than_max_items_as_that_rows_error(field):
+    row = {"output": ["a", "b"], "expected": ["b"], field: [str(i) for i in range(1001)]}
+    with pytest.raises(ScorerInputError, match=rf"ListContains: field '{field}' has 1,001 elements, more than "
+                                               r"max_items=1,000 .*max_items=\.\.\. \(null: no limit\)"):
+        ListContains()(**row)
+    outcomes = ListContains().score_batch([{"output": ["a"], "expected": ["a"]}, row, {"output": [], "expected": []}])
+    assert [type(o).__name__ for o in outcomes] == ["Score", "ScorerInputError", "Score"]
+    assert ListContains(max_items=None)(**row).score is not None
+    assert ListContains(max_items=2000)(**row).score is not None
+    with pytest.raises(ScorerInputError, match="has 3 elements, more than max_items=2"):
+        ListContains(max_items=2, pairwise_scorer="ExactMatch")(output=["a", "b", "c"], expected=["a"])
+
+
+@pytest.mark.parametrize("scorer_kwargs,items,size", [
+    ({}, ["x" * 60_000, "y" * 60_000], "120,000"),                                   # each one short enough
+    ({"pairwise_scorer": "ExactMatch"}, ["x" * 60_000, "y" * 60_000], "120,000"),
+    ({"pairwise_scorer": "JSONDiff"}, [{"a": "x" * 100_001}], "100,004"),
+])
+def test_list_contains_refuses_elements_longer_than_max_chars_together(scorer_kwargs, items, size):
+    # every pair is compared: Levenshtein on two lists of 2 x 300,000 characters took more than 30 s
+    with pytest.raises(ScorerInputError, match=rf"ListContains: field 'expected' has {size} characters in its elements "
+                                               r"together, more than max_chars=100,000 .*max_chars=\.\.\."):
+        ListContains(**scorer_kwargs)(output=["x"], expected=items)
+    if "pairwise_scorer" in scorer_kwargs and scorer_kwargs["pairwise_scorer"] == "JSONDiff":  # its own limit, per pair
+        with pytest.raises(ScorerInputError, match=r"ListContains: field 'expected' has an element its pairwise scorer "
+                                                   r"rejected \(element 0\): JSONDiff: field 'expected' has 100,009"):
+            ListContains(max_chars=None, **scorer_kwargs)(output=["x"], expected=items)
+    else:
+        assert ListContains(max_chars=None, **scorer_kwargs)(output=["x"], expected=items).score is not None
+    assert ListContains(max_chars=10)(output=["abcde", "fghij"], expected=["a"]).score == pytest.approx(0.2 / 2)
+
+
+def test_list_contains_counts_numbers_and_nested_values_without_writing_them_out():
+    from scorers.heuristic import _text_size
+
+    assert _text_size(["ab", 12, None, {"k": [1.5]}]) == 2 + 2 + 3 + 4 + 2 + 1 + 2 + 3
+    assert 4_000 < _text_size(10**4000) < 4_010
+    cycle: list = []
+    cycle.append(cycle)
+    assert _text_size(cycle) == 2
+    with pytest.raises(ScorerInputError, match="field 'output' has .* characters in its elements together"):
+        ListContains(pairwise_scorer="NumericDiff")(output=[10**200_000, 1, 2], expected=[1])
+
+
+def test_list_contains_limits_do_not_change_numbers_or_signatures():
+    for output, expected, allow_extra, score in LIST_CONTAINS:
+        scorer = ListContains(allow_extra_entities=allow_extra, max_items=None, max_chars=None)
+        assert scorer(output=output, expected=expected).score == pytest.approx(score, abs=1e-12)
+    assert ListContains(max_items=5, max_chars=5).signature() == ListContains().signature()
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, True, "10"])
+def test_list_contains_max_items_must_be_a_positive_integer(value):
+    with pytest.raises(ConfigError, match="max_items must be a positive integer or None"):
+        ListContains(max_items=value)
+
+
+def test_list_contains_names_itself_the_field_and_the_element_a_pairwise_scorer_rejects():
+    with pytest.raises(ScorerInputError, match=r"ListContains: field 'expected' has an element Levenshtein cannot "
+                                               r"compare \(element 1\)"):
+        ListContains()(output=["a"], expected=["a", None])
+    with pytest.raises(ScorerInputError, match=r"ListContains: field 'expected' has an element its pairwise scorer "
+                                               r"rejected \(element 0\): ExactMatch: field 'expected'"):
+        ListContains(pairwise_scorer="ExactMatch")(output=["a"], expected=[None])
+    with pytest.raises(ScorerInputError, match=r"ListContains: field 'output' has an element of 11 characters "
+                                               r"\(element 0\), more than its pairwise scorer's max_chars=10"):
+        ListContains(pairwise_scorer=Levenshtein(max_chars=10))(output=["x" * 11], expected=["a"])

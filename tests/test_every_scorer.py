@@ -25,6 +25,8 @@ NOT_IN_SIGNATURE = {
     "description": "text shown by `show`, not sent to the model",
     "batch_size": "batching does not change the numbers (tested per family)",
     "device": "where the model runs",
+    "max_items": "a bound on a list's length: refuses a row, never changes a number",
+    "timeout_s": "a bound on a match's CPU time: refuses a row, never changes a number",
     "allow_download": "whether a model may be fetched, not which",
     "prompt_template": "enters as the template's content hash",
     "messages": "enters as the template's content hash",
@@ -35,6 +37,7 @@ NOT_IN_SIGNATURE = {
 #: Per scorer: parameters that do not change the number on their own, and why.
 NOT_IN_SIGNATURE_FOR = {
     ("BERTScore", "lang"): "picks bert-score's baseline file; the baseline used enters the signature as `baseline`",
+    ("TER", "processes"): "how many worker processes score a big batch; the numbers are the same (tests/text)",
 }
 
 #: A value other than the default, per constructor parameter (parameters missing here fail the test).

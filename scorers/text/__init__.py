@@ -5,4 +5,4 @@ imported only when a scorer is first used (``pip install 'scorers[text]'``).
 """
 from __future__ import annotations
 
-from . import bleu, meteor, rouge  # noqa: F401  (registers the scorers)
+from . import bleu, chrf, meteor, rouge, ter  # noqa: F401  (registers the scorers)

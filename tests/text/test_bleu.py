@@ -14,9 +14,10 @@ import pytest
 sacrebleu = pytest.importorskip("sacrebleu")
 
 import scorers  # noqa: E402
-import scorers.text.bleu  # noqa: E402,F401  (registers BLEU, chrF, chrF++, TER)
 from scorers.errors import ConfigError, ScorerInputError  # noqa: E402
-from scorers.text.bleu import BLEU, TER, ChrF  # noqa: E402
+from scorers.text.bleu import BLEU  # noqa: E402
+from scorers.text.chrf import ChrF  # noqa: E402
+from scorers.text.ter import TER  # noqa: E402
 
 VECTORS = json.loads((Path(__file__).parent / "vectors" / "sacrebleu_2.6.0.json").read_text(encoding="utf-8"))
 
@@ -296,7 +297,7 @@ def test_corpus_ter_with_three_references_is_the_exact_sum():
 def test_fallbacks_of_sacrebleus_private_parts_give_identical_numbers():
     from sacrebleu.metrics.chrf import CHRF
 
-    from scorers.text.bleu import _chrf_f_score, _ter_from_stats
+    from scorers.text._sacrebleu import chrf_f_score, ter_from_stats
 
     assert frozenset(string.punctuation) == frozenset(CHRF._PUNCTS)
     for settings in ({}, {"word_order": 2}, {"eps_smoothing": True, "beta": 3}, {"char_order": 4, "word_order": 1}):
@@ -306,12 +307,12 @@ def test_fallbacks_of_sacrebleus_private_parts_give_identical_numbers():
         totals = [sum(column) for column in zip(*stats)]
         order = scorer.char_order + scorer.word_order
         for row in [*stats, totals, [0] * (3 * order)]:
-            assert _chrf_f_score(row, order=order, beta=scorer.beta, eps_smoothing=scorer.eps_smoothing) == \
+            assert chrf_f_score(row, order=order, beta=scorer.beta, eps_smoothing=scorer.eps_smoothing) == \
                 metric._compute_f_score(row)
     metric = sacrebleu.TER()
     ter_stats = [[0, 0], [3, 0], [0, 5], [2, 3.5], [7, 10 / 3], [12345, 678.25]]
     for stats in ter_stats:
-        ours, theirs = _ter_from_stats(stats), metric._compute_score_from_stats(stats)
+        ours, theirs = ter_from_stats(stats), metric._compute_score_from_stats(stats)
         assert (ours.score, ours.num_edits, ours.ref_length) == (theirs.score, theirs.num_edits, theirs.ref_length)
 
 
@@ -461,34 +462,99 @@ def test_clipped_ngram_matches_equal_counter_arithmetic():
             assert got[i, n - 1] == sum((grams(hyp, n) & best).values())
 
 
-def test_ter_process_pool_gives_the_serial_numbers():
+def test_ter_worker_processes_are_the_callers_and_give_the_serial_numbers(tmp_path):
+    """TER(processes=N): workers from the forkserver (this process runs threads), reused, stopped by close(),
+    by the with block and by collection; none by default, none nested in a worker; the numbers are sacrebleu's."""
+    import os
     import subprocess
     import textwrap
 
-    script = textwrap.dedent("""
+    script = tmp_path / "guarded.py"
+    script.write_text(textwrap.dedent("""
+        import gc, multiprocessing, threading
+        from concurrent.futures import ProcessPoolExecutor
         import sacrebleu
-        from scorers.text import bleu
-        bleu.TER_PARALLEL_MIN_ROWS = 8
-        outputs = [f"w{i % 7} the cat sat on mat number {i}" for i in range(40)]
-        expecteds = [f"the cat w{i % 5} sat on the mat {i + 1}" for i in range(40)]
-        rows = [{"output": o, "expected": e} for o, e in zip(outputs, expecteds)]
-        ours = [s.metadata["ter"] for s in bleu.TER().score_batch(rows)]
-        import os
-        assert bleu._fork_pool.cached(os.getpid()) is not None, "the pool was not used"
-        assert bleu.TER().score_batch(rows) and bleu._process_pool() is not None, "the pool was not reused"
-        assert ours == [sacrebleu.sentence_ter(h, [r]).score for h, r in zip(outputs, expecteds)]
+        from scorers.text import ter
 
-        import multiprocessing
-        def in_a_worker(_):  # a worker process (e.g. of --workers) does not start a pool of its own
-            bleu.TER().score_batch(rows)
-            return bleu._fork_pool.cached(os.getpid()) is None
-        with multiprocessing.get_context("fork").Pool(1) as workers:
-            assert workers.map(in_a_worker, [0]) == [True], "a worker started a nested pool"
-        print("ok")
-    """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).resolve().parents[2])
+        outputs = [f"w{i % 7} the cat sat on mat number {i}" for i in range(80)]
+        expecteds = [f"the cat w{i % 5} sat on the mat {i + 1}" for i in range(80)]
+        rows = [{"output": o, "expected": e} for o, e in zip(outputs, expecteds)]
+
+        def in_a_worker(_):  # a worker process (e.g. of the runner's workers) does not start workers of its own
+            scorer = ter.TER(processes=2)
+            scorer.score_batch(rows)
+            return "_pool" not in vars(scorer) or not scorer._pool.started
+
+        if __name__ == "__main__":
+            stop = threading.Event()
+            threading.Thread(target=stop.wait).start()  # a multi-threaded caller
+            expected = [sacrebleu.sentence_ter(h, [r]).score for h, r in zip(outputs, expecteds)]
+            assert len(rows) >= ter.TER_PARALLEL_MIN_ROWS
+            default = ter.TER()
+            assert [s.metadata["ter"] for s in default.score_batch(rows)] == expected
+            assert "_pool" not in vars(default), "a default TER made a pool"
+            with ter.TER(processes=2) as scorer:
+                assert [s.metadata["ter"] for s in scorer.score_batch(rows)] == expected
+                executor = scorer._pool._executor
+                assert executor._mp_context.get_start_method() == "forkserver"
+                assert [s.metadata["ter"] for s in scorer.score_batch(rows)] == expected
+                assert scorer._pool._executor is executor, "the workers were not reused"
+                processes = list(executor._processes.values())
+                assert len(processes) == 2
+                assert scorer(output=outputs[0], expected=expecteds[0]).metadata["ter"] == expected[0]
+            assert not scorer._pool.started and not any(p.is_alive() for p in processes), "with did not stop them"
+            assert [s.metadata["ter"] for s in scorer.score_batch(rows)] == expected  # started again
+            processes = list(scorer._pool._executor._processes.values())
+            del scorer
+            gc.collect()
+            for p in processes:
+                p.join(30)
+            assert not any(p.is_alive() for p in processes), "collecting the scorer did not stop its workers"
+            with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver")) as outer:
+                assert list(outer.map(in_a_worker, [0])) == [True], "a worker started workers of its own"
+            stop.set()
+            print("ok")
+    """))
+    root = str(Path(__file__).resolve().parents[2])  # a script's folder, not the cwd, heads sys.path
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=root, env=env)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_ter_processes_is_a_positive_integer_outside_the_signature():
+    assert TER(processes=3).processes == 3 and TER().processes == 1
+    assert TER(processes=3).signature() == TER().signature()
+    for bad in (0, -1, 2.0, True, None):
+        with pytest.raises(ConfigError, match="processes"):
+            TER(processes=bad)
+
+
+def test_ter_closes_without_ever_starting_workers():
+    scorer = TER(processes=2)
+    scorer.close()
+    with scorer:
+        assert scorer(output="a b", expected="a c").metadata["ter"] == 50.0  # one row: no workers
+    assert "_pool" not in vars(scorer) or not scorer._pool.started
+
+
+def test_text_modules_register_no_exit_hook_and_fork_nothing():
+    import ast
+
+    import scorers.text
+
+    for path in sorted(Path(scorers.text.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+                    for alias in node.names}
+        assert "atexit" not in imported, path.name
+        assert '"fork"' not in path.read_text(encoding="utf-8"), path.name
+
+
+def test_old_import_paths_still_work():
+    from scorers.text import _sacrebleu, bleu, chrf, ter
+
+    assert (bleu.ChrF, bleu.TER, bleu.sacrebleu_private) == (chrf.ChrF, ter.TER, _sacrebleu.sacrebleu_private)
+    assert type(scorers.get("chrF++")) is chrf.ChrF and type(scorers.get("TER")) is ter.TER
 
 
 def test_one_scorer_shared_by_threads_gives_the_serial_numbers():

@@ -1,0 +1,178 @@
+"""sacrebleu's TER, number for number, with a batch path and the corpus figure.
+
+Every row is scored by sacrebleu's own ``sentence_score``; the score is
+``max(0, 1 - TER/100)`` and the run summary adds ``corpus_ter``, equal to
+``sacrebleu.corpus_ter`` on the same rows. TER's edit search is the costly part
+(about 1.5 ms a pair): ``TER(processes=N)`` spreads big batches over ``N`` worker
+processes that the scorer owns (:mod:`scorers.text._pool`); close them with
+:meth:`TER.close` or a ``with`` block. By default everything runs in the caller's process.
+
+>>> from scorers.text.ter import TER
+>>> TER()(output="the cat sat", expected="the cat sat down").score
+0.75
+"""
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Callable, Sequence
+
+from .._util import lazy, memoize
+from ..errors import ConfigError
+from ..registry import register
+from ..score import Score
+from ._pool import ProcessPool
+from ._sacrebleu import SacrebleuScorer, sacrebleu_private, ter_from_stats, with_nrefs
+
+__all__ = ["TER", "TER_PARALLEL_MIN_ROWS"]
+
+#: Rows from which a TER scorer with ``processes > 1`` spreads a batch over its worker processes.
+TER_PARALLEL_MIN_ROWS = 64
+
+#: TER's settings, in the order of sacrebleu's ``TER`` constructor arguments.
+_TERSettings = tuple[bool, bool, bool, bool]
+
+
+@memoize
+def _sacrebleu_ter(settings: _TERSettings) -> Any:
+    """sacrebleu's TER metric with these settings (normalized, no_punct, asian_support, case_sensitive), per process."""
+    from sacrebleu.metrics.ter import TER as SacreTER
+
+    normalized, no_punct, asian_support, case_sensitive = settings
+    return SacreTER(normalized=normalized, no_punct=no_punct, asian_support=asian_support,
+                    case_sensitive=case_sensitive)
+
+
+def _ter_chunk(settings: _TERSettings, rows: list[tuple[str, tuple[str, ...]]]) -> list[tuple[float, int, float]]:
+    """sacrebleu's public ``sentence_score`` on each (hypothesis, references): TER, edits, average reference length.
+
+    Runs in pool workers too. sacrebleu's own segment path (tokenising each text
+    once, then its edit search) is used as is: doing it ourselves per distinct text
+    bought under 10 % (benchmarks/bench_text.py), not worth a private API.
+    """
+    metric = _sacrebleu_ter(settings)
+    out = []
+    for hypothesis, references in rows:
+        result = metric.sentence_score(hypothesis, list(references))
+        out.append((result.score, result.num_edits, result.ref_length))
+    return out
+
+
+@register(aliases=("ter", "sacrebleu-ter"))
+class TER(SacrebleuScorer):
+    """sacrebleu TER (translation edit rate), mapped to [0, 1] as ``max(0, 1 - TER/100)``.
+
+    TER counts edits (with shifts) per reference word, so lower is better and it
+    can exceed 100; the score is ``1 - TER/100`` floored at 0 (TER 0 → 1.0, TER ≥ 100
+    → 0.0). ``metadata["ter"]`` is sacrebleu's native TER, with ``num_edits`` and
+    ``ref_length``; ``stats`` holds ``[edits, average reference length, nrefs, nrefs²]``.
+    Defaults are ``sacrebleu.sentence_ter``'s (case-insensitive, no
+    normalisation); each row is scored by sacrebleu's own ``sentence_score``. TER's
+    edit search is costly (about 1.5 ms a pair). With ``processes=N`` (N > 1),
+    batches of at least ``TER_PARALLEL_MIN_ROWS`` rows run it in ``N`` worker
+    processes this scorer owns (started on first use, from a fresh process; see
+    :mod:`scorers.text._pool`), with the same numbers; :meth:`close`, or leaving a
+    ``with`` block, stops them, and so does collecting the scorer. Workers import
+    the caller's ``__main__``, so a script guards its entry point with
+    ``if __name__ == "__main__":``, as for the runner's ``workers`` (which spread a
+    run over processes without this). The default, ``processes=1``, starts no process.
+    Summaries add ``corpus_ter`` (= ``sacrebleu.corpus_ter``; lower is better) and
+    ``corpus_score`` on the same mapping.
+
+    The edit search's time and memory grow much faster than the text (two
+    unrelated texts of 5,000 characters take seconds; of 1 MB, past 8 GB), so a
+    hypothesis or reference longer than ``max_chars`` (5,000 characters by
+    default) is a row's :class:`~scorers.errors.ScorerInputError`;
+    ``max_chars=None`` lifts the limit.
+
+    >>> TER()(output="the cat sat", expected="the cat sat down").metadata["ter"]
+    25.0
+    """
+
+    name = "TER"
+    description = "sacrebleu TER mapped to max(0, 1 - TER/100); corpus TER in summaries"
+    example = 'TER()(output="the cat sat", expected="the cat sat down")  # TER 25 -> 0.75'
+    algorithm_version = "1"
+    native_key = "ter"
+
+    def __init__(self, *, normalized: bool = False, no_punct: bool = False, asian_support: bool = False,
+                 case_sensitive: bool = False, max_chars: int | None = 5_000, processes: int = 1,
+                 name: str | None = None) -> None:
+        super().__init__(name=name)
+        self._set_max_chars(max_chars)
+        if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+            raise ConfigError(f"{self.name}: processes must be a positive integer, got {processes!r}",
+                              scorer=self.name)
+        #: Worker processes for big batches (1: none; not part of the signature, the numbers are the same).
+        self.processes = processes
+        self.normalized, self.no_punct = bool(normalized), bool(no_punct)
+        self.asian_support, self.case_sensitive = bool(asian_support), bool(case_sensitive)
+
+    def _build_metric(self) -> Any:
+        return _sacrebleu_ter(self._settings())
+
+    def _settings(self) -> _TERSettings:
+        return (self.normalized, self.no_punct, self.asian_support, self.case_sensitive)
+
+    @lazy
+    def _from_stats(self) -> Callable[[Sequence[float]], Any]:
+        """sacrebleu's ``TERScore`` (score, num_edits, ref_length) from summed [edits, reference length]."""
+        return sacrebleu_private(self._metric, "_compute_score_from_stats", ter_from_stats)
+
+    def params(self) -> dict[str, Any]:
+        return {"normalized": self.normalized, "no_punct": self.no_punct, "asian_support": self.asian_support,
+                "case_sensitive": self.case_sensitive, "sacrebleu_version": self._sacrebleu_version}
+
+    # ------------------------------------------------------------- processes
+    @lazy
+    def _pool(self) -> ProcessPool:
+        """This scorer's worker processes (none start until a big batch needs them); never pickled."""
+        return ProcessPool(self.processes, owner=self.name)
+
+    def close(self) -> None:
+        """Stop this scorer's worker processes, if any (a later big batch starts them again)."""
+        pool = self.__dict__.get("_pool")
+        if pool is not None:
+            pool.close()
+
+    def __enter__(self) -> TER:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _ter_rows(self, rows: list[tuple[str, tuple[str, ...]]]) -> list[tuple[float, int, float]]:
+        """:func:`_ter_chunk` on every row; in the worker processes when there are some and the batch is big."""
+        settings = self._settings()
+        if self.processes > 1 and len(rows) >= TER_PARALLEL_MIN_ROWS:
+            size = -(-len(rows) // (4 * self.processes))
+            done = self._pool.map(partial(_ter_chunk, settings), [rows[i:i + size] for i in range(0, len(rows), size)])
+            if done is not None:
+                return [r for chunk in done for r in chunk]
+        return _ter_chunk(settings, rows)
+
+    # ----------------------------------------------------------------- batch
+    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
+        results = self._ter_rows([(row["output"], row["expected"]) for row in rows])
+        out = []
+        for row, (ter, num_edits, ref_length) in zip(rows, results):
+            nrefs = len(row["expected"])
+            # The corpus figure sums these statistics. sacrebleu adds the rows' average reference
+            # lengths as floats in row order, which rounds at every step when an average is not exact
+            # (e.g. 3 references of 10 words in all); the aggregator sums exactly, so that shards merge
+            # into the figure of one pass. The two agree whenever sacrebleu's float sum is exact: when
+            # the averages are integers (kept as int here: one reference, or lengths divisible by their
+            # count) or halves and quarters (2 or 4 references), as long as the sums stay below 2**50.
+            average = int(ref_length) if float(ref_length).is_integer() else ref_length
+            out.append(self.make_score(self._unit(ter), stats=with_nrefs([num_edits, average], nrefs), ter=ter,
+                                       num_edits=num_edits, ref_length=ref_length, nrefs=nrefs,
+                                       sacrebleu_signature=self._sacrebleu_signature(nrefs)))
+        return out
+
+    @staticmethod
+    def _unit(ter: float) -> float:
+        return max(0.0, 1.0 - ter / 100)
+
+    def _corpus_from_stats(self, totals: list[Any]) -> tuple[float, float, dict[str, Any]]:
+        result = self._from_stats(totals)
+        return result.score, self._unit(result.score), {"num_edits": result.num_edits,
+                                                        "ref_length": result.ref_length}

@@ -216,14 +216,14 @@ def _index_synonyms() -> Callable[[str], Iterable[str]]:
 
 def _nltk_wordnet_synonyms() -> Callable[[str], Iterable[str]]:
     """Synonym sets read through nltk's own WordNet reader: the reference the index is tested against."""
-    from .wordnet import ensure_wordnet
+    from .wordnet import nltk_may_read_copy, wordnet_reader
 
-    ensure_wordnet()  # also in a process that unpickled the scorer: put a built copy on nltk's path
-    from nltk.corpus import wordnet
+    wordnet = wordnet_reader()  # also in a process that unpickled the scorer
 
     def synonyms_of(word: str) -> set[str]:
-        return {name for synset in wordnet.synsets(word) for name in (lemma.name() for lemma in synset.lemmas())
-                if "_" not in name}
+        with nltk_may_read_copy():  # a built copy is on nltk's path only while nltk reads it
+            return {name for synset in wordnet.synsets(word) for name in (lemma.name() for lemma in synset.lemmas())
+                    if "_" not in name}
 
     return synonyms_of
 

@@ -11,9 +11,15 @@ without a network. :func:`ensure_wordnet` finds a usable copy, in this order:
    symlinks leaving the corpus root) and the ``lexnames`` table, which Debian
    does not ship, is generated from :data:`LEXICOGRAPHER_FILES`.
 
-It then makes sure the folder holding ``corpora/wordnet`` is on
-``nltk.data.path``. Nothing is ever downloaded; when no source exists a
-:class:`~scorers.errors.ConfigError` says how to get one.
+``nltk.data.path`` is left as it is: METEOR reads the built copy's files
+itself (the synonym index below). nltk >= 3.10 reads corpus files only below
+its search path, so the one place where nltk's own ``WordNetCorpusReader``
+reads the built copy (METEOR's reference path, and its fallback when the index
+cannot be built) adds the copy's data folder to ``nltk.data.path`` for the
+duration of each read and removes it after (:func:`nltk_may_read_copy`). To use
+the copy with nltk's own functions, put ``ensure_wordnet().parents[1]`` on
+``nltk.data.path`` yourself. Nothing is ever downloaded; when no source exists
+a :class:`~scorers.errors.ConfigError` says how to get one.
 
 METEOR needs only WordNet's synonym sets, and loading nltk's corpus reader for
 them costs seconds and ~190 MB. :func:`synonym_index` instead reads a compact
@@ -36,10 +42,12 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import warnings
 from bisect import bisect_left
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from .._util import memoize, optional_import
 from ..errors import ConfigError
@@ -56,7 +64,9 @@ __all__ = [
     "data_dir",
     "ensure_wordnet",
     "lexnames_table",
+    "nltk_may_read_copy",
     "synonym_index",
+    "wordnet_reader",
     "wordnet_version",
 ]
 
@@ -170,14 +180,7 @@ def build_wordnet(target: Path | str | None = None, *, source: Path | str = DEBI
     return corpus
 
 
-def _on_nltk_path(folder: Path) -> None:
-    import nltk
-
-    if str(folder) not in [str(p) for p in nltk.data.path]:
-        nltk.data.path.append(str(folder))
-
-
-def _wordnet_pointer() -> Any:
+def _nltk_pointer() -> Any:
     """Where nltk's ``nltk.corpus.wordnet`` loads from, found as its lazy loader finds it (folder or zip), or None."""
     import nltk
     from nltk.corpus import util
@@ -191,30 +194,111 @@ def _wordnet_pointer() -> Any:
     return None
 
 
+def _built_copy() -> Path | None:
+    """The complete copy in :func:`data_dir`, if there is one."""
+    corpus = data_dir() / "corpora" / "wordnet"
+    return corpus if _is_complete(corpus) else None
+
+
+def _wordnet_pointer() -> Any:
+    """The WordNet scorers reads: nltk's own copy where nltk finds one (an nltk path pointer, folder or zip
+    entry), else the complete copy in :func:`data_dir` (a Path), else None. nltk's search path is not changed."""
+    pointer = _nltk_pointer()
+    return pointer if pointer is not None else _built_copy()
+
+
+#: Guards :data:`_path_users`: how many reads by nltk of the built copy are under way, per data folder added.
+_path_lock = threading.Lock()
+_path_users: dict[str, int] = {}
+
+
+@contextmanager
+def nltk_may_read_copy() -> Iterator[None]:
+    """For its duration, nltk may read the built copy of WordNet: its data folder is on ``nltk.data.path``.
+
+    nltk >= 3.10 refuses to read corpus files outside its search path. Where nltk
+    finds a WordNet of its own this changes nothing; else the data folder of the
+    copy in :func:`data_dir` is appended on entering and removed on leaving (by the
+    last of several threads inside at once; a folder that was on the path already
+    is left alone). Other threads see the extra entry meanwhile: it only adds, at
+    the end of the path, the copy scorers itself reads.
+    """
+    corpus = _built_copy()
+    if corpus is None:
+        yield
+        return
+    import nltk
+
+    root, added = str(corpus.parent.parent), False
+    with _path_lock:
+        if _path_users.get(root):  # added here, for a read still under way
+            _path_users[root] += 1
+            added = True
+        elif root not in nltk.data.path and _nltk_pointer() is None:  # (nltk's own copy needs nothing)
+            nltk.data.path.append(root)
+            _path_users[root] = 1
+            added = True
+    try:
+        yield
+    finally:
+        if added:
+            with _path_lock:
+                _path_users[root] -= 1
+                if not _path_users[root]:
+                    del _path_users[root]
+                    if root in nltk.data.path:
+                        nltk.data.path.remove(root)
+
+
 def _nltk_finds_wordnet() -> Path | None:
-    pointer = _wordnet_pointer()
+    pointer = _nltk_pointer()
     return None if pointer is None else Path(str(pointer))
 
 
 def ensure_wordnet(*, target: Path | str | None = None, source: Path | str = DEBIAN_WORDNET_DIR) -> Path:
-    """Make WordNet 3.0 loadable by nltk without any download; return its corpus folder.
+    """Make WordNet 3.0 available without any download; return its corpus folder.
 
     Uses nltk's own copy when it has one, else the copy in ``target``
-    (default :func:`data_dir`), building it from ``source`` when needed.
-    Raises :class:`~scorers.errors.ConfigError` with install instructions when
-    there is no copy and no source.
+    (default :func:`data_dir`, where scorers looks for it), building it from
+    ``source`` when needed. ``nltk.data.path`` is left as it is (see the module's
+    notes for giving the copy to nltk). Raises :class:`~scorers.errors.ConfigError`
+    with install instructions when there is no copy and no source.
     """
     optional_import("nltk", scorer="METEOR", extra="text")
-    # No lock: building is safe across threads and processes (see build_wordnet), and at worst
-    # two threads both add the folder to nltk.data.path.
+    # No lock: building is safe across threads and processes (see build_wordnet).
     if target is None:
         found = _nltk_finds_wordnet()
         if found is not None:
             return found
-    root = Path(target if target is not None else data_dir())
-    corpus = build_wordnet(root, source=source)
-    _on_nltk_path(root)
-    return corpus
+    return build_wordnet(Path(target if target is not None else data_dir()), source=source)
+
+
+def wordnet_reader() -> Any:
+    """nltk's ``WordNetCorpusReader`` on the WordNet :func:`ensure_wordnet` provides, made once per process.
+
+    The reader ``nltk.corpus.wordnet`` would be (with the same lazily loaded
+    multilingual data), made on that folder directly; nltk's search path is not
+    changed. Where it reads the built copy, nltk reads it only inside
+    :func:`nltk_may_read_copy` (its first lookups open the data files, which it then
+    keeps open). Loading it takes seconds; METEOR itself reads :func:`synonym_index`.
+    """
+    ensure_wordnet()
+    return _reader(str(_wordnet_pointer()))
+
+
+@memoize
+def _reader(location: str) -> Any:
+    """The reader of the WordNet at ``location`` (the memo's key)."""
+    from nltk.corpus.reader import CorpusReader, WordNetCorpusReader
+    from nltk.corpus.util import LazyCorpusLoader
+
+    with nltk_may_read_copy():
+        pointer = _wordnet_pointer()
+        if pointer is None:
+            raise ConfigError(f"METEOR needs WordNet 3.0, which nltk cannot find. {_INSTALL_HINT}")
+        # As nltk.corpus defines ``wordnet``: the multilingual data is found on nltk's path if it is ever used.
+        return WordNetCorpusReader(str(pointer) if isinstance(pointer, Path) else pointer,
+                                   LazyCorpusLoader("omw-2.0", CorpusReader, r".*/wn-data-.*\.tab", encoding="utf8"))
 
 
 def wordnet_version() -> str:
@@ -222,10 +306,7 @@ def wordnet_version() -> str:
 
     Call after :func:`ensure_wordnet`; reads a few lines, not the whole corpus.
     """
-    pointer = _wordnet_pointer()
-    if pointer is None:
-        raise ConfigError(f"METEOR needs WordNet 3.0, which nltk cannot find. {_INSTALL_HINT}")
-    stream = pointer.join("data.adj").open()
+    stream = _Source().open("data.adj")
     try:
         for _ in range(64):
             match = re.search(rb"Word[nN]et (\d+\+?|\d+\.\d+) Copyright", stream.readline())
@@ -388,14 +469,18 @@ class _Source:
         self.pointer = _wordnet_pointer()
         if self.pointer is None:
             raise ConfigError(f"METEOR needs WordNet 3.0, which nltk cannot find. {_INSTALL_HINT}")
-        path = getattr(self.pointer, "path", None)
+        path = self.pointer if isinstance(self.pointer, Path) else getattr(self.pointer, "path", None)
         self.folder = Path(path) if path and os.path.isdir(path) else None
         self.location = str(self.folder) if self.folder else repr(self.pointer)
 
-    def read(self, name: str) -> bytes:
+    def open(self, name: str) -> Any:
+        """A binary stream of the file ``name``."""
         if self.folder is not None:
-            return (self.folder / name).read_bytes()
-        with self.pointer.join(name).open() as stream:
+            return (self.folder / name).open("rb")
+        return self.pointer.join(name).open()
+
+    def read(self, name: str) -> bytes:
+        with self.open(name) as stream:
             return stream.read()
 
     def stamp(self) -> str:

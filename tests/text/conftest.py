@@ -20,9 +20,14 @@ def offline_wordnet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     except LookupError:
         patch.setenv("SCORERS_NLTK_DATA", str(tmp_path_factory.mktemp("nltk_data")))
     try:
-        ensure_wordnet()
+        corpus = ensure_wordnet()
     except ConfigError as exc:
         patch.undo()
         pytest.skip(f"no WordNet available: {exc}")
+    # The tests' reference, nltk's own meteor_score, reads nltk.corpus.wordnet: for this test session, nltk
+    # finds the built copy on its path (scorers itself leaves nltk.data.path alone).
+    root = str(corpus.parents[1])
+    if root not in [str(p) for p in nltk.data.path]:
+        patch.setattr(nltk.data, "path", [*nltk.data.path, root])
     yield
     patch.undo()

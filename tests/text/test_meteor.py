@@ -348,8 +348,9 @@ def test_cold_meteor_does_not_load_nltks_wordnet_reader() -> None:
     import sys
 
     script = ("import nltk, scorers\n"
+              "before = list(nltk.data.path)\n"
               "s = scorers.get('METEOR')(output='the cat is glad', expected='the cat is happy')\n"
-              "print(round(s.score, 4), type(nltk.corpus.wordnet).__name__)")
+              "print(round(s.score, 4), type(nltk.corpus.wordnet).__name__, nltk.data.path == before)")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                           env=dict(os.environ), check=True)
-    assert done.stdout.split() == ["0.7361", "LazyCorpusLoader"], done.stdout + done.stderr
+    assert done.stdout.split() == ["0.7361", "LazyCorpusLoader", "True"], done.stdout + done.stderr

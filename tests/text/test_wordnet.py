@@ -124,7 +124,7 @@ def test_ensure_wordnet_without_any_copy_or_source_raises(tmp_path: Path, monkey
 
 
 @needs_debian_wordnet
-def test_ensure_wordnet_builds_into_the_data_dir_and_puts_it_on_nltks_path(
+def test_ensure_wordnet_builds_into_the_data_dir_and_leaves_nltks_path_alone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import nltk
 
@@ -132,9 +132,47 @@ def test_ensure_wordnet_builds_into_the_data_dir_and_puts_it_on_nltks_path(
     monkeypatch.setenv("SCORERS_NLTK_DATA", str(tmp_path))
     corpus = wordnet.ensure_wordnet()
     assert corpus == tmp_path / "corpora" / "wordnet"
-    assert nltk.data.path == [str(tmp_path)]
-    assert Path(str(nltk.data.find("corpora/wordnet"))) == corpus
+    assert nltk.data.path == []
     assert wordnet.wordnet_version() == "3.0"
+    assert wordnet._Source().folder == corpus
+    assert nltk.data.path == []
+
+
+@needs_debian_wordnet
+def test_nltks_reader_reads_the_built_copy_with_the_path_added_only_while_it_reads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import nltk
+
+    from scorers.text import meteor
+
+    monkeypatch.setattr(nltk.data, "path", ["/elsewhere"])
+    monkeypatch.setenv("SCORERS_NLTK_DATA", str(tmp_path))
+    wordnet.ensure_wordnet()
+    wordnet._reader.cache_clear()
+    try:
+        reader = wordnet.wordnet_reader()
+        assert nltk.data.path == ["/elsewhere"]
+        assert wordnet.wordnet_reader() is reader and reader.get_version() == "3.0"
+        synonyms_of = meteor._nltk_wordnet_synonyms()
+        assert "happy" in synonyms_of("glad") and "goose" in synonyms_of("geese")
+        assert nltk.data.path == ["/elsewhere"]
+        with wordnet.nltk_may_read_copy():
+            assert nltk.data.path == ["/elsewhere", str(tmp_path)]
+            inside = threading.Thread(target=lambda: synonyms_of("sad"))  # a second reader leaves it in place
+            inside.start()
+            inside.join()
+            with wordnet.nltk_may_read_copy():
+                assert nltk.data.path == ["/elsewhere", str(tmp_path)]
+            assert nltk.data.path == ["/elsewhere", str(tmp_path)]
+        assert nltk.data.path == ["/elsewhere"]
+        nltk.data.path.append(str(tmp_path))  # put there by the user: left alone
+        with wordnet.nltk_may_read_copy():
+            pass
+        assert nltk.data.path == ["/elsewhere", str(tmp_path)]
+    finally:
+        wordnet._reader.cache_clear()
 
 
 @pytest.mark.parametrize(

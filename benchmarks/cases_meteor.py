@@ -22,13 +22,15 @@ from benchmarks.common import Case, make_pairs, print_table, run_case  # noqa: E
 
 def cases() -> list[Case]:
     """The METEOR case (ours-batch vs nltk loop, target 3x, identical numbers)."""
+    import nltk
     from nltk.tokenize import NLTKWordTokenizer
     from nltk.translate.meteor_score import meteor_score
 
     from scorers.text import meteor
     from scorers.text.wordnet import ensure_wordnet, synonym_index
 
-    ensure_wordnet()
+    # nltk's side reads our WordNet copy: the caller adds it to nltk's path (scorers never changes nltk.data.path)
+    nltk.data.path.append(str(ensure_wordnet().parents[1]))
     from nltk.corpus import wordnet
 
     wordnet.ensure_loaded()  # nltk's 2-3 s load is paid before timing

@@ -335,11 +335,13 @@ class OpenAIEmbeddingSimilarity(EmbeddingSimilarity):
         import numpy as np
         import openai
 
+        from ..llm.redaction import mask_urls
+
         async with limit:
             try:
                 response = await self._create([self.prefix + t for t in texts])
             except openai.OpenAIError as exc:
-                detail = str(exc)
+                detail = mask_urls(str(exc))
                 for secret in {self._api_key, os.environ.get("OPENAI_API_KEY")} - {None, ""}:
                     detail = detail.replace(secret, "<redacted>")  # type: ignore[arg-type]
                 error = ScorerError(f"{self.name}: the embeddings request failed: {type(exc).__name__}: {detail}",
@@ -368,10 +370,16 @@ class OpenAIEmbeddingSimilarity(EmbeddingSimilarity):
     def _loop_client(self) -> Any:
         import openai
 
+        from ..llm.transport import credentials_apart
+
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            client = self._clients[loop] = openai.AsyncOpenAI(api_key=self._resolved_key(), base_url=self._base_url)
+            # credentials in the URL go as HTTP Basic auth, not in the URL, which the HTTP client logs as given
+            base_url, auth = credentials_apart(self._base_url)
+            http_client = openai.DefaultAsyncHttpxClient(auth=auth) if auth is not None else None
+            client = self._clients[loop] = openai.AsyncOpenAI(api_key=self._resolved_key(), base_url=base_url,
+                                                              http_client=http_client)
         return client
 
     # ------------------------------------------------------------ scoring

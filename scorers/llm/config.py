@@ -6,7 +6,13 @@ Environment variables (read when a request is made, not at import):
     The API key. Missing (and no ``client=``) → :class:`~scorers.errors.ConfigError` before any request.
     Local servers that ignore keys still need one set; any placeholder will do.
 ``OPENAI_BASE_URL``
-    An OpenAI-compatible endpoint (default ``https://api.openai.com/v1``).
+    An OpenAI-compatible endpoint (default ``https://api.openai.com/v1``). Credentials in it
+    (``http://user:password@host/v1``) are sent as HTTP Basic auth in place of the API key with the httpx
+    transport (``SCORERS_HTTP_TRANSPORT=httpx``; the aiohttp transport, the default when installed, refuses
+    them: an :class:`~scorers.llm.transport.EndpointConfigError`),
+    and are never shown: messages, results and logs mask them, and the HTTP client the engine makes is given
+    the URL without them, so its own log lines (httpx's ``HTTP Request: POST ...``) hold none either. A
+    ``client=`` of yours is used as it is and logs what it logs.
 ``SCORERS_MODEL``
     The default judge model (default :data:`DEFAULT_MODEL`, ``gpt-4o-mini``).
 ``SCORERS_CACHE``

@@ -26,8 +26,10 @@ OpenAI-compatible endpoint through ``openai.AsyncOpenAI`` and returns a
 The sync form (:meth:`LLMEngine.complete_sync`) runs the coroutine on the
 process-wide background loop of :mod:`scorers._aio`, so it also works inside a
 running event loop (Jupyter, FastAPI). ``openai`` clients are bound to an event
-loop, so the engine keeps one client per endpoint *and* loop; a client passed by
-the user is used as is (a sync ``openai.OpenAI`` one is copied into an async one).
+loop, so the engine keeps one client per endpoint *and* loop; an ``openai.AsyncOpenAI``
+client passed by the user is used as is, so it logs what it logs (credentials in its URL appear in its HTTP
+client's log lines); a sync ``openai.OpenAI`` one is copied into an async one. The clients the engine makes
+(that copy included) are given the URL without its credentials and send them as HTTP Basic auth.
 
 Types the judges code against (defined in :mod:`scorers.llm.protocol`; HTTP in :mod:`scorers.llm.transport`)
 -------------------------------------------------------------------------------------------------------------

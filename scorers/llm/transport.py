@@ -182,7 +182,7 @@ def _client_refused(label: str, scorer: str | None, budget: Budget, settings: LL
 def _is_unusable_url(exc: BaseException) -> bool:
     """Whether the chain of a connection error holds httpx's verdict that the URL is unusable (an unsupported
     scheme, a malformed URL): no retry can change that."""
-    httpx = sys.modules[_httpx_response_class().__module__.split(".")[0]]
+    httpx = _httpx()
     refusals = (httpx.UnsupportedProtocol, httpx.InvalidURL)
     seen: set[int] = set()
     current: BaseException | None = exc
@@ -386,9 +386,54 @@ async def _client_for(settings: LLMSettings) -> Any:
         if entry is None or entry[0] is not user_client:  # the entry keeps its client alive: ids are not reused
             entry = state.clients[key] = (user_client, _async_twin(user_client, settings.transport))
         return entry[1]
-    client = state.clients[key] = openai.AsyncOpenAI(api_key=settings.api_key, base_url=settings.base_url,
-                                                      max_retries=0, http_client=_http_client(settings.transport))
+    client = state.clients[key] = _openai_client(settings.base_url, settings.transport, api_key=settings.api_key)
     return client
+
+
+def _openai_client(base_url: str, transport: str, **options: Any) -> Any:
+    """An ``openai.AsyncOpenAI`` client the engine makes (the SDK's retries off) for ``base_url``.
+
+    Credentials in the URL (``http://user:password@host/v1``) are not handed to the client in it: the HTTP
+    client logs every request's URL as it was given (httpx's ``HTTP Request: POST <url>`` line at INFO), and
+    an error carries it. The client gets the URL without them and sends them as HTTP Basic auth, in place of
+    the API key, as httpx does with a URL's own (:func:`credentials_apart`). The aiohttp transport gets the
+    URL as given: it refuses credentials in a URL next to the key before sending anything, which ``send``
+    reports as an :class:`EndpointConfigError`.
+    """
+    import openai
+
+    http_client = _http_client(transport)
+    aiohttp_client = getattr(openai, "DefaultAioHttpClient", None)
+    if not (isinstance(aiohttp_client, type) and isinstance(http_client, aiohttp_client)):
+        base_url, auth = credentials_apart(base_url)
+        if auth is not None:
+            http_client.auth = auth
+    return openai.AsyncOpenAI(base_url=base_url, max_retries=0, http_client=http_client, **options)
+
+
+def credentials_apart(url: str) -> tuple[str, Any]:
+    """``url`` without its user information, and an ``httpx.BasicAuth`` (of the httpx this ``openai`` uses) of
+    that user and password, or ``None`` when ``url`` has none. User and password are percent-decoded, as
+    httpx does when it sends a URL's credentials itself; a URL httpx cannot parse is returned as it is (the
+    HTTP client's refusal of it says why).
+
+    >>> url, auth = credentials_apart("http://user:p%40ss@host:8080/v1")
+    >>> url, type(auth).__name__
+    ('http://host:8080/v1', 'BasicAuth')
+    >>> credentials_apart("http://host:8080/v1")
+    ('http://host:8080/v1', None)
+    """
+    httpx = _httpx()
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return url, None
+    if not parsed.userinfo:
+        return url, None
+    plain = str(parsed.copy_with(userinfo=b""))
+    if not (parsed.username or parsed.password):  # ``http://@host``: nothing to send
+        return plain, None
+    return plain, httpx.BasicAuth(username=parsed.username, password=parsed.password)
 
 
 def _async_twin(client: Any, transport: str) -> Any:
@@ -396,14 +441,12 @@ def _async_twin(client: Any, transport: str) -> Any:
 
     Key, endpoint, organization and project are public attributes; the headers and query parameters
     the user added are read through the public API (:func:`_custom_defaults`). The SDK's retries
-    are off, as for every client the engine makes.
+    are off, and credentials in the URL are sent apart from it, as for every client the engine makes
+    (:func:`_openai_client`).
     """
-    import openai
-
     headers, query = _custom_defaults(client)
-    return openai.AsyncOpenAI(api_key=client.api_key, base_url=client.base_url, organization=client.organization,
-                              project=client.project, default_headers=headers, default_query=query, max_retries=0,
-                              http_client=_http_client(transport))
+    return _openai_client(str(client.base_url), transport, api_key=client.api_key, organization=client.organization,
+                          project=client.project, default_headers=headers, default_query=query)
 
 
 def _custom_defaults(client: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -491,6 +534,11 @@ def _http_client(transport: str) -> Any:
                 raise ConfigError(f"transport='aiohttp' needs openai's aiohttp support: pip install "
                                   f"'scorers[aiohttp]' ({exc})") from exc
     return openai.DefaultAsyncHttpxClient()
+
+
+def _httpx() -> Any:
+    """The httpx flavour (module ``httpx`` or ``httpx2``) this ``openai`` uses."""
+    return sys.modules[_httpx_response_class().__module__.split(".")[0]]
 
 
 @memoize

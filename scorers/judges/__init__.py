@@ -2,11 +2,13 @@
 
 Kinds (the template DSL's ``kind:``): :class:`LLMClassifier` (``classifier``: pick a choice),
 :class:`RubricJudge` (``rubric``), :class:`RatingJudge` (``rating``), :class:`GEvalJudge`
-(``geval``) and :class:`PairwiseJudge` (``pairwise``). The prompt data (:mod:`.template`), the
-spec model (:mod:`.spec`) and the file formats (:mod:`.formats`) never import a judge;
-:mod:`.discovery` builds judges from files and registers them.
+(``geval``) and :class:`PairwiseJudge` (``pairwise``). A kind is one module: a spec model and a
+:class:`TemplatedJudge` subclass naming it, which registers the kind (see :mod:`.base`); importing
+the module is all it takes. The prompt data (:mod:`.template`), the spec model (:mod:`.spec`) and
+the file formats (:mod:`.formats`) never import a judge; :mod:`.discovery` builds judges from
+files and registers them.
 """
-from .base import JudgeAggregator, LLMJudge, ReplyFormat
+from .base import JudgeAggregator, LLMJudge, ReplyFormat, TemplatedJudge
 from .classifier import LLMClassifier, Verdict, parse_text_choice, read_reply
 from .geval import GEvalJudge
 from .pairwise import PairwiseJudge
@@ -14,5 +16,5 @@ from .rating import RatingJudge
 from .rubric import RubricJudge
 from . import rag, selfcheck  # noqa: E402,F401  (registers the RAG and SelfCheck metrics)
 
-__all__ = ["LLMJudge", "LLMClassifier", "RubricJudge", "RatingJudge", "GEvalJudge", "PairwiseJudge",
+__all__ = ["LLMJudge", "TemplatedJudge", "LLMClassifier", "RubricJudge", "RatingJudge", "GEvalJudge", "PairwiseJudge",
            "JudgeAggregator", "ReplyFormat", "Verdict", "parse_text_choice", "read_reply"]

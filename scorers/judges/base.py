@@ -1,11 +1,11 @@
 """What every LLM judge shares: settings validated by the spec model, the engine, batch judging, metadata.
 
-A judge kind subclasses :class:`LLMJudge` and defines two things:
-
-``_requests(variables) -> list[ChatRequest]``
-    the requests of one row (one, or several independent ones: samples, both orders);
-``_score_from(results, latency) -> Score``
-    the score from the validated replies (``result.parsed`` holds what ``_validate`` returned).
+One hierarchy: :class:`LLMJudge` owns the request settings, the engine and the batch
+loop; :class:`TemplatedJudge` (the template kinds: classifier, rubric, rating, geval,
+pairwise, and any kind a module adds) and :class:`~scorers.judges.rag.MultiStepJudge`
+(RAG metrics, SelfCheck) sit under it. A template kind is one subclass of
+:class:`TemplatedJudge` naming its spec model, which registers the kind everywhere
+(:data:`KIND_CLASSES`, :mod:`scorers.judges.spec`).
 
 Batches read the cache once for every row and send only the misses, concurrently.
 :class:`ReplyFormat` turns a JSON schema into the request parts of each response
@@ -39,11 +39,12 @@ from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine, RequestRejec
 from ..llm.engine import NotPicklable
 from ..llm.usage import Usage, as_failed, call_usage, summed_usage
 from ..score import Score
-from .spec import validate_spec
+from .spec import RequestSettings, TemplateSpec, add_kind, kind_of, validate_model
+from .spec import remove_kind as remove_kind_model
 from .template import JudgeTemplate, _render_value, mustache_to_jinja
 
-__all__ = ["LLMJudge", "ReplyFormat", "JudgeAggregator", "REASONS_DESCRIPTION", "given", "judge_error",
-           "reasons_text", "sum_usage"]
+__all__ = ["LLMJudge", "TemplatedJudge", "KIND_CLASSES", "remove_kind", "ReplyFormat", "JudgeAggregator",
+           "REASONS_DESCRIPTION", "given", "judge_error", "reasons_text", "sum_usage"]
 
 REASONS_DESCRIPTION = ("Your reasoning, step by step, written before you decide: weigh the evidence first "
                        "and only then give your answer.")
@@ -126,11 +127,16 @@ def given(value: Any) -> Any:
 
 
 class LLMJudge(Scorer):
-    """Base of every LLM judge kind: settings, engine, batch judging and shared metadata.
+    """Base of every LLM judge: request settings, engine, the cache-aware batch loop, usage and metadata.
 
-    Subclasses set ``judge_kind`` (the spec's ``kind``) and ``max_tokens_default``
-    ``(without CoT, with CoT)``: every call is bounded, as a judge that does not
-    stop would otherwise generate to the context limit.
+    Two families sit under it: :class:`TemplatedJudge` (the template kinds: one prompt, a
+    verdict per reply) and :class:`~scorers.judges.rag.MultiStepJudge` (a chain of calls per
+    row). A subclass sets ``max_tokens_default`` ``(without CoT, with CoT)``: every call is
+    bounded, as a judge that does not stop would otherwise generate to the context limit.
+
+    A row is judged by :meth:`_run_row`; the requests it can name before any reply
+    (:meth:`_row_requests`) are looked up in the cache for a whole batch at once, and a
+    row answered entirely by the cache is scored without a request (:meth:`_score_from`).
     """
 
     kind = "llm"
@@ -140,42 +146,18 @@ class LLMJudge(Scorer):
     #: Response modes the kind supports (the spec may narrow them).
     response_modes: ClassVar[tuple[str, ...]] = ("tools", "json", "json_object", "text")
 
-    def _setup(self, name: str, *, prompt_template: str | None, messages: Sequence[Mapping[str, str]] | None,
-               template: JudgeTemplate | None, description: str | None, engine: LLMEngine | None,
-               client: Any, max_reasks: int | None, spec_fields: Mapping[str, Any]) -> Any:
-        """Validate every setting with the spec model (one :class:`ConfigError` listing every problem),
-        build the template and the engine; returns the validated spec."""
+    def __init__(self, name: str | None = None, settings: RequestSettings | Mapping[str, Any] | None = None, *,
+                 engine: LLMEngine | None = None, client: Any = None, max_reasks: int | None = None) -> None:
+        """``settings``: the request settings, validated (a :class:`RequestSettings`, or a kind's spec, which
+        holds them) or a mapping validated here (one :class:`ConfigError` listing every problem)."""
         Scorer.__init__(self, name=name)
-        given = [x is not None for x in (prompt_template, messages, template)]
-        if sum(given) != 1:
-            raise ConfigError(f"{name}: give exactly one of prompt_template, messages or template", scorer=name)
-        data: dict[str, Any] = {"kind": self.judge_kind,
-                                **{k: v for k, v in spec_fields.items() if v is not _UNSET}}
-        if template is not None:
-            data["messages"] = [{"role": role, "content": content} for role, content in template.messages]
-        elif prompt_template is not None:
-            data["prompt"] = prompt_template
-        else:
-            data["messages"] = list(messages or [])
-        spec, problems = validate_spec(data)
-        if problems:
-            raise ConfigError(f"{name}: invalid settings: " + "; ".join(f"{k or '<spec>'}: {m}" for k, m in problems),
-                              scorer=name)
-        if template is None:
-            template = JudgeTemplate(name=name, messages=tuple((role, mustache_to_jinja(content))
-                                                               for role, content in spec.message_pairs()),
-                                     choice_scores=getattr(spec, "choice_scores", None), description=description or "")
-        self.template = template
-        self._configure(name, spec, engine=engine, client=client, max_reasks=max_reasks)
-        self.description = " ".join((description or template.description or type(self).description).split())
-        self.fields = tuple(Field(v, (object,), required=True, description=f"template variable {{{{{v}}}}}",
-                                  convert=_text_or_data) for v in self.variables())
-        self.example = f"scorers.get({name!r})({', '.join(f'{v}=...' for v in self.variables())})"
-        return spec
+        if not isinstance(settings, RequestSettings):
+            settings = _validated(self.name, RequestSettings, dict(settings or {}))
+        self._configure(self.name, settings, engine=engine, client=client, max_reasks=max_reasks)
 
     def _configure(self, name: str, spec: Any, *, engine: LLMEngine | None, client: Any,
                    max_reasks: int | None) -> None:
-        """Take the validated request settings of ``spec`` and build the engine (every judge, templated or not)."""
+        """Take the validated request settings of ``spec`` and build the engine."""
         self.spec = spec
         self.use_cot: bool = True if spec.use_cot is None else spec.use_cot
         self.model: str | None = spec.model
@@ -200,8 +182,8 @@ class LLMJudge(Scorer):
         self.engine = engine if engine is not None else LLMEngine(client=client, max_reasks=max_reasks)
 
     def variables(self) -> tuple[str, ...]:
-        """The fields of a row this judge reads: the template's variables."""
-        return self.template.variables
+        """The fields of a row this judge reads."""
+        return tuple(f.name for f in self.fields)
 
     @lazy
     def engine(self) -> LLMEngine:
@@ -223,23 +205,14 @@ class LLMJudge(Scorer):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(NotPicklable.unwrap_values(state))
 
-    @classmethod
-    def from_definition(cls, template: JudgeTemplate, settings: Mapping[str, Any], **overrides: Any) -> "LLMJudge":
-        """Build from a template file's definition; keyword arguments win over its settings."""
-        arguments = {**settings, **overrides}
-        return cls(arguments.pop("name", template.name), template=template, **arguments)
-
     # ------------------------------------------------------------- describing
     def params(self) -> dict[str, Any]:
-        """The settings that decide the verdict (the signature): model, template, kind settings, request settings."""
-        return {
-            "model": self._model_name(),
-            # the file's base name only: an absolute path would make signatures differ between machines
-            "template": {"name": self.template.name, "hash": self.template.content_hash(),
-                         "file": os.path.basename(self.template.file) if self.template.file else None},
-            **self.kind_params(),
-            **self.request_params(),
-        }
+        """The settings that decide the verdict (the signature): model, prompts, kind settings, request settings."""
+        return {"model": self._model_name(), **self.prompt_params(), **self.kind_params(), **self.request_params()}
+
+    def prompt_params(self) -> dict[str, Any]:
+        """What identifies the judge's prompts in its signature (a template's hash, step prompts' hashes)."""
+        return {}
 
     def request_params(self) -> dict[str, Any]:
         """The request settings every judge shares, as they enter its signature."""
@@ -260,7 +233,7 @@ class LLMJudge(Scorer):
     def describe(self) -> dict[str, Any]:
         """What ``python -m scorers show`` prints for a judge: kind, variables and settings."""
         return {"name": self.name, "kind": self.judge_kind, "description": self.description,
-                "variables": list(self.variables()), "template_file": self.template.file, **self.params()}
+                "variables": list(self.variables()), **self.params()}
 
     def _model_name(self) -> str:
         return self.model if self.model is not None else self.engine.model
@@ -289,81 +262,102 @@ class LLMJudge(Scorer):
                            seed=sample, extra=self.extra_args, reasoning_effort=self.reasoning_effort,
                            api=self.api, logprobs=logprobs, top_logprobs=top_logprobs, cache_tag=cache_tag)
 
-    def render(self, variables: Mapping[str, Any], instruction: str) -> list[dict[str, Any]]:
-        """The template's messages with ``instruction`` appended to the last (user) message."""
-        messages = self.template.render(variables)
-        messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{instruction}"}
-        return messages
-
-    def _format(self) -> ReplyFormat:
-        """The JSON object the judge asks for in the structured modes."""
-        raise NotImplementedError
-
-    def _instruction(self) -> str:
-        """What the last user message ends with: how to answer, in the judge's response mode."""
-        raise NotImplementedError
-
-    def _request_parts(self) -> tuple[str, Any, Any, Any]:
-        """The instruction, tools, tool_choice and response_format: the same for every row, built once."""
-        key = (self.response_mode, self.use_cot)
-        memo = self.__dict__.get("_parts_memo")
-        if memo is None or memo[0] != key:
-            memo = self._parts_memo = (key, (self._instruction(), *self._format().request_parts(self.response_mode)))
-        return memo[1]
-
-    def build_request(self, variables: Mapping[str, Any], sample: int | None = None) -> ChatRequest:
-        """The request of one judgment; ``sample`` (the seed) makes repeated samples independent."""
-        instruction, tools, tool_choice, response_format = self._request_parts()
-        return self.request(self.render(variables, instruction), tools=tools, tool_choice=tool_choice,
-                            response_format=response_format, sample=sample)
-
-    def _requests(self, variables: Mapping[str, Any]) -> list[ChatRequest]:
-        """The requests of one row: one judgment by default."""
-        return [self.build_request(variables)]
-
-    def _validate(self, result: ChatResult) -> Any:
-        raise NotImplementedError
-
-    def _score_from(self, results: list[ChatResult], latency: float) -> Score:
-        raise NotImplementedError
-
     # ---------------------------------------------------------------- scoring
-    def _bind(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """As :meth:`Scorer._bind`; a row without a template variable's value is that row's bad input
-        (a :class:`~scorers.errors.ScorerInputError` naming the variable, the template and its file):
-        a run goes on with the other rows. (A column no row has is caught by the runner's first-row
-        check, a configuration error that stops the run.)"""
-        try:
-            return super()._bind(kwargs)
-        except UnknownArgumentError:
-            raise
-        except ScorerInputError as exc:
-            if exc.field in self.template.variables and exc.problem.startswith("is required"):
-                raise ScorerInputError(self.name, exc.field, f"{exc.problem}: it is a template variable of "
-                                                             f"{self.template.where()}") from exc
-            raise
-
-    def _row_requests(self, fields: Mapping[str, Any]) -> list[ChatRequest]:
-        names = set(self.variables())
-        return self._requests({k: v for k, v in fields.items() if k in names})
-
     async def _prepare(self) -> None:
         """Work done once before the first row (e.g. G-Eval's generated steps); nothing by default."""
 
+    def _row_requests(self, fields: Mapping[str, Any]) -> list[ChatRequest]:
+        """The requests of a row known before any reply (a batch reads the cache for all of them at once);
+        none by default: the row's calls are made by :meth:`_run_row`. Bad input raises its ScorerError."""
+        return []
+
+    async def _run_row(self, fields: Mapping[str, Any], requests: list[ChatRequest],
+                       hits: list[ChatResult | None] | None) -> Score | ScorerError:
+        """Judge one row: its :meth:`_row_requests` and, in a batch, the cache hits already found for them
+        (``None``: read the cache for each). Returns the Score or the row's error (or raises it)."""
+        raise NotImplementedError
+
+    def _validate(self, result: ChatResult) -> Any:
+        """Read a reply to one of :meth:`_row_requests` (raise :class:`InvalidReply` to have it re-asked)."""
+        raise NotImplementedError
+
+    def _score_from(self, results: list[ChatResult], latency: float) -> Score:
+        """The Score from the validated replies to :meth:`_row_requests` (``result.parsed``)."""
+        raise NotImplementedError
+
     async def _ascore(self, **fields: Any) -> Score:
         await self._prepare()
+        outcome = await self._run_row(fields, self._row_requests(fields), None)
+        if isinstance(outcome, ScorerError):
+            raise outcome
+        return outcome
+
+    async def _ascore_batch(self, rows: list[dict[str, Any]], limit: asyncio.Semaphore) -> list[Score | ScorerError]:
+        """Judge many rows: one Score or ScorerError per row, in order.
+
+        Every row's :meth:`_row_requests` are named first and the cache is read once for
+        the whole batch (:meth:`LLMEngine.lookup`): rows it answers are scored on the
+        spot, without a task or a slot of ``limit``. The other rows are judged
+        concurrently, each holding a slot of ``limit`` while its calls run. A row's Score
+        is the one :meth:`__call__` gives, apart from ``cached``/``latency_s``. Once a row
+        meets a :class:`~scorers.errors.ConfigError` (no API key, a key or model the
+        endpoint refuses), the rows not yet started get the same error without a request.
+        """
+        try:
+            await self._prepare()
+        except ScorerError as exc:
+            return [exc] * len(rows)
         started = time.perf_counter()
-        results = await self._judge_row(self._row_requests(fields))
-        score = self._scored(results, time.perf_counter() - started)
-        if isinstance(score, ScorerError):
-            raise score
-        return score
+        results: list[Score | ScorerError | None] = [None] * len(rows)
+        prepared: list[tuple[int, list[ChatRequest]]] = []
+        for index, row in enumerate(rows):
+            try:
+                prepared.append((index, self._row_requests(row)))
+            except ScorerError as exc:
+                results[index] = exc
+        flat = [request for _, requests in prepared for request in requests]
+        found: list[ChatResult | None] = []
+        if flat:
+            try:
+                found = self.engine.lookup(flat, validate=self._validate)
+            except ConfigError:  # e.g. no API key: each row raises it again below, as a per-row call would
+                found = [None] * len(flat)
+        lookup_latency = time.perf_counter() - started
+        misses: list[tuple[int, list[ChatRequest], list[ChatResult | None]]] = []
+        position = 0
+        for index, requests in prepared:
+            hits = found[position:position + len(requests)]
+            position += len(requests)
+            if requests and None not in hits:
+                results[index] = self._scored(hits, lookup_latency)  # type: ignore[arg-type]
+            else:
+                misses.append((index, requests, hits))
+        if misses:
+            refused: list[ConfigError] = []  # once the endpoint refuses the configuration, the rest are not sent
+
+            async def one(index: int, requests: list[ChatRequest], hits: list[ChatResult | None]
+                          ) -> Score | ScorerError:
+                async with limit:
+                    if refused:
+                        return refused[0]
+                    try:
+                        return await self._run_row(rows[index], requests, hits)
+                    except ConfigError as exc:
+                        refused.append(exc)
+                        return exc
+                    except ScorerError as exc:
+                        return exc
+
+            outcomes = await asyncio.gather(*(one(*miss) for miss in misses))
+            for (index, _, _), outcome in zip(misses, outcomes):
+                results[index] = outcome
+        return results  # type: ignore[return-value]
 
     async def _judge_row(self, requests: list[ChatRequest],
                          hits: list[ChatResult | None] | None = None) -> list[ChatResult]:
         """The replies of one row's requests, concurrently; ``hits`` are cache hits already found (the others
         are sent without reading the cache). When a call fails, the first error is raised once every call of
-        the row has ended, charged with what they all cost (:func:`charge_row`)."""
+        the row has ended, charged with what they all cost (:meth:`_charged`)."""
         if hits is None:
             hits = [None] * len(requests)
             read_cache = True
@@ -409,66 +403,6 @@ class LLMJudge(Scorer):
             rejected.usage = getattr(exc, "usage", None)
             raise rejected from exc
 
-    async def _ascore_batch(self, rows: list[dict[str, Any]], limit: asyncio.Semaphore) -> list[Score | ScorerError]:
-        """Judge many rows: one Score or ScorerError per row, in order.
-
-        Every row is rendered first and the cache is read once for the whole batch
-        (:meth:`LLMEngine.lookup`): rows it answers are scored on the spot, without
-        a task or a slot of ``limit``. Only the misses are sent, concurrently, each
-        holding a slot of ``limit``. A row's Score is the one :meth:`__call__`
-        gives, apart from ``cached``/``latency_s``. Once a row meets a
-        :class:`~scorers.errors.ConfigError` (no API key, a key or model the
-        endpoint refuses), the rows not yet sent get the same error without a request.
-        """
-        try:
-            await self._prepare()
-        except ScorerError as exc:
-            return [exc] * len(rows)
-        started = time.perf_counter()
-        results: list[Score | ScorerError | None] = [None] * len(rows)
-        prepared: list[tuple[int, list[ChatRequest]]] = []
-        misses: list[tuple[int, list[ChatRequest], list[ChatResult | None]]] = []
-        for index, row in enumerate(rows):
-            try:
-                prepared.append((index, self._row_requests(row)))
-            except ScorerError as exc:
-                results[index] = exc
-        flat = [request for _, requests in prepared for request in requests]
-        try:
-            found = self.engine.lookup(flat, validate=self._validate)
-        except ConfigError:  # e.g. no API key: each row raises it again below, as a per-row call would
-            found = [None] * len(flat)
-        lookup_latency = time.perf_counter() - started
-        position = 0
-        for index, requests in prepared:
-            hits = found[position:position + len(requests)]
-            position += len(requests)
-            if None in hits:
-                misses.append((index, requests, hits))
-            else:
-                results[index] = self._scored(hits, lookup_latency)  # type: ignore[arg-type]
-        if misses:
-            refused: list[ConfigError] = []  # once the endpoint refuses the configuration, the rest are not sent
-
-            async def one(requests: list[ChatRequest], hits: list[ChatResult | None]) -> Score | ScorerError:
-                async with limit:
-                    if refused:
-                        return refused[0]
-                    try:
-                        asked = time.perf_counter()
-                        replies = await self._judge_row(requests, hits)
-                        return self._scored(replies, time.perf_counter() - asked)
-                    except ConfigError as exc:
-                        refused.append(exc)
-                        return exc
-                    except ScorerError as exc:
-                        return exc
-
-            outcomes = await asyncio.gather(*(one(requests, hits) for _, requests, hits in misses))
-            for (index, _, _), outcome in zip(misses, outcomes):
-                results[index] = outcome
-        return results  # type: ignore[return-value]
-
     def _scored(self, results: list[ChatResult], latency: float) -> Score | ScorerError:
         """The row's Score, or its error (a :class:`JudgeError` charged with what the row's calls cost)."""
         try:
@@ -495,6 +429,188 @@ class LLMJudge(Scorer):
     def aggregator(self) -> Aggregator:
         """Run summary: the usual figures plus token usage (and a cost estimate when prices are configured)."""
         return JudgeAggregator()
+
+
+def _validated(name: str, model: type[Any], data: Mapping[str, Any]) -> Any:
+    """``data`` validated by ``model``; a :class:`ConfigError` of judge ``name`` naming every problem otherwise."""
+    spec, problems = validate_model(model, data)
+    if problems:
+        raise ConfigError(f"{name}: invalid settings: " + "; ".join(f"{k or '<spec>'}: {m}" for k, m in problems),
+                          scorer=name)
+    return spec
+
+
+#: The judge class of each template kind (``kind:``), filled by :class:`TemplatedJudge` subclasses that name
+#: their ``spec_model``; :mod:`scorers.judges.spec` holds the kinds' models, in the same registration.
+KIND_CLASSES: dict[str, type["TemplatedJudge"]] = {}
+
+
+def remove_kind(kind: str) -> None:
+    """Forget a template kind: its judge class and its spec model (a test's toy kind); unknown kinds are ignored."""
+    KIND_CLASSES.pop(kind, None)
+    remove_kind_model(kind)
+
+
+class TemplatedJudge(LLMJudge):
+    """Base of the template kinds: a prompt (or messages) rendered per row, the reply read as the kind's verdict.
+
+    A kind is one subclass that names its spec model, which registers the kind (``kind:`` of the
+    template DSL, the spec's validation and JSON Schema, :mod:`scorers.judges.discovery`)::
+
+        class YesNoSpec(TemplateSpec):
+            kind: Literal["yesno"]
+            yes_score: float = 1.0
+
+        class YesNoJudge(TemplatedJudge):
+            spec_model = YesNoSpec
+            ...
+
+    Its constructor validates its settings and builds the template with :meth:`_setup`, and it defines:
+
+    ``_format() -> ReplyFormat`` and ``_instruction() -> str``
+        the JSON object asked for in the structured modes, and the instruction appended to the prompt;
+    ``_validate(result)``
+        what the reply says (raise :class:`InvalidReply` to have it re-asked);
+    ``_score_from(results, latency) -> Score``
+        the score from the validated replies (``result.parsed`` holds what ``_validate`` returned);
+    ``_requests(variables) -> list[ChatRequest]`` (optional)
+        the requests of one row (one by default; several independent ones: samples, both orders).
+    """
+
+    #: The kind's spec model (a :class:`~scorers.judges.spec.TemplateSpec` with ``kind: Literal[...]``).
+    spec_model: ClassVar[type[TemplateSpec] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        model = cls.__dict__.get("spec_model")
+        if model is None:
+            return
+        kind = kind_of(model)
+        declared = cls.__dict__.get("judge_kind")
+        if declared not in (None, kind):
+            raise TypeError(f"{cls.__qualname__}: judge_kind {declared!r} differs from its spec model's kind {kind!r}")
+        other = KIND_CLASSES.get(kind)
+        if other is not None and f"{other.__module__}.{other.__qualname__}" != f"{cls.__module__}.{cls.__qualname__}":
+            raise ValueError(f"judge kind {kind!r} is already registered, by {other.__module__}.{other.__qualname__}")
+        add_kind(model)
+        cls.judge_kind = kind
+        KIND_CLASSES[kind] = cls
+
+    def _setup(self, name: str, *, prompt_template: str | None, messages: Sequence[Mapping[str, str]] | None,
+               template: JudgeTemplate | None, description: str | None, engine: LLMEngine | None,
+               client: Any, max_reasks: int | None, spec_fields: Mapping[str, Any]) -> Any:
+        """Validate every setting with the kind's spec model (one :class:`ConfigError` listing every problem),
+        build the template and the engine; returns the validated spec."""
+        given = [x is not None for x in (prompt_template, messages, template)]
+        if sum(given) != 1:
+            raise ConfigError(f"{name}: give exactly one of prompt_template, messages or template", scorer=name)
+        data: dict[str, Any] = {"kind": self.judge_kind,
+                                **{k: v for k, v in spec_fields.items() if v is not _UNSET}}
+        if template is not None:
+            data["messages"] = [{"role": role, "content": content} for role, content in template.messages]
+        elif prompt_template is not None:
+            data["prompt"] = prompt_template
+        else:
+            data["messages"] = list(messages or [])
+        spec = _validated(name, self._spec_model(), data)
+        if template is None:
+            template = JudgeTemplate(name=name, messages=tuple((role, mustache_to_jinja(content))
+                                                               for role, content in spec.message_pairs()),
+                                     choice_scores=getattr(spec, "choice_scores", None), description=description or "")
+        self.template = template
+        super(TemplatedJudge, self).__init__(name, spec, engine=engine, client=client, max_reasks=max_reasks)
+        self.description = " ".join((description or template.description or type(self).description).split())
+        self.fields = tuple(Field(v, (object,), required=True, description=f"template variable {{{{{v}}}}}",
+                                  convert=_text_or_data) for v in self.variables())
+        self.example = f"scorers.get({name!r})({', '.join(f'{v}=...' for v in self.variables())})"
+        return spec
+
+    @classmethod
+    def _spec_model(cls) -> type[TemplateSpec]:
+        if cls.spec_model is None:
+            raise TypeError(f"{cls.__qualname__} names no spec_model: a template kind declares its spec model")
+        return cls.spec_model
+
+    @classmethod
+    def from_definition(cls, template: JudgeTemplate, settings: Mapping[str, Any],
+                        **overrides: Any) -> "TemplatedJudge":
+        """Build from a template file's definition; keyword arguments win over its settings."""
+        arguments = {**settings, **overrides}
+        return cls(arguments.pop("name", template.name), template=template, **arguments)
+
+    # ------------------------------------------------------------- describing
+    def variables(self) -> tuple[str, ...]:
+        """The fields of a row this judge reads: the template's variables."""
+        return self.template.variables
+
+    def prompt_params(self) -> dict[str, Any]:
+        # the file's base name only: an absolute path would make signatures differ between machines
+        return {"template": {"name": self.template.name, "hash": self.template.content_hash(),
+                             "file": os.path.basename(self.template.file) if self.template.file else None}}
+
+    def describe(self) -> dict[str, Any]:
+        """What ``python -m scorers show`` prints for a judge: kind, variables, template file and settings."""
+        return {"name": self.name, "kind": self.judge_kind, "description": self.description,
+                "variables": list(self.variables()), "template_file": self.template.file, **self.params()}
+
+    # --------------------------------------------------------------- requests
+    def render(self, variables: Mapping[str, Any], instruction: str) -> list[dict[str, Any]]:
+        """The template's messages with ``instruction`` appended to the last (user) message."""
+        messages = self.template.render(variables)
+        messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{instruction}"}
+        return messages
+
+    def _format(self) -> ReplyFormat:
+        """The JSON object the judge asks for in the structured modes."""
+        raise NotImplementedError
+
+    def _instruction(self) -> str:
+        """What the last user message ends with: how to answer, in the judge's response mode."""
+        raise NotImplementedError
+
+    def _request_parts(self) -> tuple[str, Any, Any, Any]:
+        """The instruction, tools, tool_choice and response_format: the same for every row, built once."""
+        key = (self.response_mode, self.use_cot)
+        memo = self.__dict__.get("_parts_memo")
+        if memo is None or memo[0] != key:
+            memo = self._parts_memo = (key, (self._instruction(), *self._format().request_parts(self.response_mode)))
+        return memo[1]
+
+    def build_request(self, variables: Mapping[str, Any], sample: int | None = None) -> ChatRequest:
+        """The request of one judgment; ``sample`` (the seed) makes repeated samples independent."""
+        instruction, tools, tool_choice, response_format = self._request_parts()
+        return self.request(self.render(variables, instruction), tools=tools, tool_choice=tool_choice,
+                            response_format=response_format, sample=sample)
+
+    def _requests(self, variables: Mapping[str, Any]) -> list[ChatRequest]:
+        """The requests of one row: one judgment by default."""
+        return [self.build_request(variables)]
+
+    # ---------------------------------------------------------------- scoring
+    def _bind(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """As :meth:`Scorer._bind`; a row without a template variable's value is that row's bad input
+        (a :class:`~scorers.errors.ScorerInputError` naming the variable, the template and its file):
+        a run goes on with the other rows. (A column no row has is caught by the runner's first-row
+        check, a configuration error that stops the run.)"""
+        try:
+            return super()._bind(kwargs)
+        except UnknownArgumentError:
+            raise
+        except ScorerInputError as exc:
+            if exc.field in self.template.variables and exc.problem.startswith("is required"):
+                raise ScorerInputError(self.name, exc.field, f"{exc.problem}: it is a template variable of "
+                                                             f"{self.template.where()}") from exc
+            raise
+
+    def _row_requests(self, fields: Mapping[str, Any]) -> list[ChatRequest]:
+        names = set(self.variables())
+        return self._requests({k: v for k, v in fields.items() if k in names})
+
+    async def _run_row(self, fields: Mapping[str, Any], requests: list[ChatRequest],
+                       hits: list[ChatResult | None] | None) -> Score | ScorerError:
+        started = time.perf_counter()
+        replies = await self._judge_row(requests, hits)
+        return self._scored(replies, time.perf_counter() - started)
 
 
 # -------------------------------------------------------------------- helpers

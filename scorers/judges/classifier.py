@@ -50,7 +50,8 @@ from typing import Any, Mapping, Sequence
 from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from ..score import Score
 from ..errors import ConfigError
-from .base import REASONS_DESCRIPTION, LLMJudge, ReplyFormat, reasons_text
+from .base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, reasons_text
+from .spec import ClassifierSpec
 from .template import JudgeTemplate
 
 __all__ = ["LLMClassifier", "Verdict", "parse_text_choice", "read_reply", "TOOL_NAME", "AGGREGATES"]
@@ -130,7 +131,7 @@ def read_reply(result: ChatResult, mode: str, choices: Sequence[str]) -> Verdict
 
 
 # ------------------------------------------------------------------- the judge
-class LLMClassifier(LLMJudge):
+class LLMClassifier(TemplatedJudge):
     """An LLM judge that picks one of ``choice_scores``; the score is the picked choice's value.
 
     ``prompt_template`` is mustache/Jinja text (``{{output}}``, ``{{expected}}``,
@@ -149,7 +150,7 @@ class LLMClassifier(LLMJudge):
     """
 
     description = "LLM judge: the model picks one of the template's choices; the score is that choice's value."
-    judge_kind = "classifier"
+    spec_model = ClassifierSpec
     max_tokens_default = (64, 1024)
 
     def __init__(self, name: str, prompt_template: str | None = None, choice_scores: Mapping[str, float] | None = None,

@@ -7,7 +7,9 @@ raises the file's problems when used; ``python -m scorers check`` lists them. A 
 is read within the limits of :mod:`scorers.judges.limits`, so one that would cost
 without bound (a YAML "billion laughs", ``{{ 9 ** 9 ** 9 }}``) is such an invalid file:
 it costs the other judges nothing, and a run that does not use it goes on unwarned
-(it is not that run's configuration), while a run that names it stops at once.
+(it is not that run's configuration), while a run that names it stops at once. The judge
+class of each ``kind:`` is :data:`KIND_CLASSES` (:mod:`scorers.judges.base`), filled by the
+kinds' classes as they are defined.
 
 >>> judge = build_judge(parse_template({"kind": "rating", "prompt": "Rate {{output}}", "scale": {"min": 1, "max": 3}},
 ...                                    name="Tiny"))
@@ -23,13 +25,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .._util import memoize
 from ..errors import ConfigError, TemplateError
-from .base import LLMJudge
-from .classifier import LLMClassifier
+from .base import KIND_CLASSES, TemplatedJudge
 from .formats import Definition, Problem, camel_case, parse_document, read_file
-from .geval import GEvalJudge
-from .pairwise import PairwiseJudge
-from .rating import RatingJudge
-from .rubric import RubricJudge
 
 if TYPE_CHECKING:
     from ..registry import Registry
@@ -40,12 +37,9 @@ __all__ = ["KIND_CLASSES", "build_judge", "parse_template", "load_template_file"
 #: Environment variable naming extra template directories (``os.pathsep``-separated).
 TEMPLATES_ENV = "SCORERS_TEMPLATES"
 TEMPLATE_SUFFIXES = (".yaml", ".yml")
-#: The judge class of each ``kind:``.
-KIND_CLASSES: dict[str, type[LLMJudge]] = {"classifier": LLMClassifier, "rubric": RubricJudge,
-                                           "rating": RatingJudge, "geval": GEvalJudge, "pairwise": PairwiseJudge}
 
 
-def build_judge(definition: Definition, **overrides: Any) -> LLMJudge:
+def build_judge(definition: Definition, **overrides: Any) -> TemplatedJudge:
     """The judge a definition describes; keyword arguments override its settings."""
     return KIND_CLASSES[definition.kind].from_definition(definition.template, definition.settings, **overrides)
 
@@ -167,7 +161,7 @@ def _raiser(error: TemplateError) -> Any:
 def _factory(definition: Definition) -> Any:
     template = definition.template
 
-    def build(**overrides: Any) -> LLMJudge:
+    def build(**overrides: Any) -> TemplatedJudge:
         return build_judge(definition, **overrides)
 
     build.__name__ = template.name

@@ -38,9 +38,9 @@ from typing import Any, Mapping, Sequence
 
 from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from ..score import Score
-from .base import LLMJudge, ReplyFormat, given
+from .base import ReplyFormat, TemplatedJudge, given
 from .rating import parse_text_rating
-from .spec import Scale
+from .spec import GEvalSpec, Scale
 from .template import JudgeTemplate
 
 __all__ = ["GEvalJudge", "STEPS_TOOL"]
@@ -49,11 +49,11 @@ TOOL_NAME = "record_score"
 STEPS_TOOL = "record_steps"
 
 
-class GEvalJudge(LLMJudge):
+class GEvalJudge(TemplatedJudge):
     """G-Eval: evaluation steps for ``criteria`` (given or generated once), then a probability-weighted score."""
 
     description = "LLM judge (G-Eval): evaluation steps, then a score on a scale weighted by its token probabilities."
-    judge_kind = "geval"
+    spec_model = GEvalSpec
     max_tokens_default = (16, 16)
     response_modes = ("text", "json", "json_object", "tools")
 

@@ -24,8 +24,9 @@ from typing import Any, Mapping, Sequence
 from ..errors import ConfigError
 from ..llm import ChatRequest, ChatResult, LLMEngine
 from ..score import Score
-from .base import LLMJudge, ReplyFormat
+from .base import ReplyFormat, TemplatedJudge
 from .classifier import read_reply, reply_format
+from .spec import PairwiseSpec
 from .template import JudgeTemplate
 
 __all__ = ["PairwiseJudge"]
@@ -35,11 +36,11 @@ _FIRST = {"A": 1.0, "B": 0.0, "tie": 0.5}
 _SECOND = {"A": 0.0, "B": 1.0, "tie": 0.5}
 
 
-class PairwiseJudge(LLMJudge):
+class PairwiseJudge(TemplatedJudge):
     """Compare ``output`` with the field ``other`` (default ``expected``); 1 = output wins, 0.5 tie, 0 loses."""
 
     description = "LLM judge: compares two outputs; 1 when output is preferred, 0 when the other is, 0.5 a tie."
-    judge_kind = "pairwise"
+    spec_model = PairwiseSpec
     max_tokens_default = (64, 1024)
 
     def __init__(self, name: str, prompt_template: str | None = None, *, other: str = "expected",

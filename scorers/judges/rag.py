@@ -60,14 +60,12 @@ from importlib import resources
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from .._util import lazy, memoize
-from ..base import Scorer
-from ..errors import ConfigError, JudgeError, ScorerError
+from ..errors import ConfigError, JudgeError
 from ..fields import Field, references_field, text_field
 from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from ..registry import register
 from ..score import Score
 from .base import REASONS_DESCRIPTION, LLMJudge, ReplyFormat
-from .spec import RequestSettings, validate_model
 from .template import JudgeTemplate, mustache_to_jinja
 
 __all__ = ["MultiStepJudge", "ItemVerdict", "Faithfulness", "AnswerRelevancy", "ContextPrecision", "ContextRecall",
@@ -136,15 +134,11 @@ class MultiStepJudge(LLMJudge):
                  api: str | None = None, extra_args: Mapping[str, Any] | None = None,
                  prompts: Mapping[str, str] | None = None, max_reasks: int | None = None,
                  engine: LLMEngine | None = None, client: Any = None, name: str | None = None) -> None:
-        Scorer.__init__(self, name=name)
-        name = self.name
-        spec, problems = validate_model(RequestSettings, {
+        super().__init__(name, {
             "use_cot": use_cot, "model": model, "temperature": temperature, "max_tokens": max_tokens,
             "response_mode": response_mode, "reasoning_effort": reasoning_effort, "api": api,
-            "extra_args": None if extra_args is None else dict(extra_args)})
-        if problems:
-            raise ConfigError(f"{name}: invalid settings: " + "; ".join(f"{k}: {m}" for k, m in problems), scorer=name)
-        self._configure(name, spec, engine=engine, client=client, max_reasks=max_reasks)
+            "extra_args": None if extra_args is None else dict(extra_args)},
+            engine=engine, client=client, max_reasks=max_reasks)
         self.prompts: dict[str, str] = self._prompts(prompts or {})
         self._templates  # compiles every step prompt now: a syntax error is a ConfigError of the constructor
 
@@ -175,20 +169,10 @@ class MultiStepJudge(LLMJudge):
         return templates
 
     # ------------------------------------------------------------- describing
-    def variables(self) -> tuple[str, ...]:
-        return tuple(f.name for f in self.fields)
-
-    def _bind(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        return Scorer._bind(self, kwargs)  # the fields are the metric's, not a template's variables
-
-    def params(self) -> dict[str, Any]:
-        """The signature's settings: model, each step prompt's hash, the metric's own settings, request settings."""
-        return {
-            "model": self._model_name(),
-            "prompts": {step: hashlib.sha256(text.encode()).hexdigest()[:16] for step, text in self.prompts.items()},
-            **self.kind_params(),
-            **self.request_params(),
-        }
+    def prompt_params(self) -> dict[str, Any]:
+        """Each step prompt's hash (the signature's ``prompts``)."""
+        return {"prompts": {step: hashlib.sha256(text.encode()).hexdigest()[:16]
+                            for step, text in self.prompts.items()}}
 
     def describe(self) -> dict[str, Any]:
         """What ``python -m scorers show`` prints: the docstring (the formula), variables and settings."""
@@ -249,38 +233,19 @@ class MultiStepJudge(LLMJudge):
     async def _evaluate(self, row: Mapping[str, Any], calls: list[ChatResult]) -> tuple[float, dict[str, Any]]:
         raise NotImplementedError
 
-    async def _ascore(self, **fields: Any) -> Score:
+    async def _run_row(self, fields: Mapping[str, Any], requests: list[ChatRequest],
+                       hits: list[ChatResult | None] | None) -> Score:
+        """The row's chain of calls (:meth:`_evaluate`), then its Score; a failed call's JudgeError is charged
+        with the calls of the row that had answered."""
         started = time.perf_counter()
         calls: list[ChatResult] = []
         try:
             value, details = await self._evaluate(fields, calls)
-        except JudgeError as exc:  # charged with the calls of the row that had answered
+        except JudgeError as exc:
             self._charged(exc, [exc], calls)
             raise
         return self.make_score(value, higher_is_better=self.higher_is_better, **details,
                                **self.call_metadata(calls, time.perf_counter() - started))
-
-    async def _ascore_batch(self, rows: list[dict[str, Any]], limit: asyncio.Semaphore) -> list[Score | ScorerError]:
-        """Score rows concurrently, at most ``limit`` rows in flight (each row's calls run in its slot).
-
-        Once a row meets a :class:`~scorers.errors.ConfigError` (no API key, a key or model
-        the endpoint refuses), the rows not yet started get the same error without a request.
-        """
-        refused: list[ConfigError] = []
-
-        async def one(row: dict[str, Any]) -> Score | ScorerError:
-            async with limit:
-                if refused:
-                    return refused[0]
-                try:
-                    return await self._ascore(**row)
-                except ConfigError as exc:
-                    refused.append(exc)
-                    return exc
-                except ScorerError as exc:
-                    return exc
-
-        return list(await asyncio.gather(*(one(row) for row in rows)))
 
 
 # ----------------------------------------------------------------- reply formats

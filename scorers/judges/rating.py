@@ -21,8 +21,8 @@ from typing import Any, Mapping, Sequence
 
 from ..llm import ChatResult, InvalidReply, LLMEngine
 from ..score import Score
-from .base import REASONS_DESCRIPTION, LLMJudge, ReplyFormat, reasons_text
-from .spec import Scale
+from .base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, reasons_text
+from .spec import RatingSpec, Scale
 from .template import JudgeTemplate
 
 __all__ = ["RatingJudge", "parse_text_rating"]
@@ -44,11 +44,11 @@ def parse_text_rating(text: str) -> int | None:
     return int(numbers[-1]) if numbers else None
 
 
-class RatingJudge(LLMJudge):
+class RatingJudge(TemplatedJudge):
     """Rate on an integer ``scale`` (``{"min": lo, "max": hi}``); score ``(r - lo) / (hi - lo)``."""
 
     description = "LLM judge: rates on an integer scale; the score is the rating mapped onto [0, 1]."
-    judge_kind = "rating"
+    spec_model = RatingSpec
     max_tokens_default = (32, 1024)
 
     def __init__(self, name: str, prompt_template: str | None = None, *, scale: Mapping[str, int] | Scale,

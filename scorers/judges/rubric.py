@@ -25,8 +25,8 @@ from typing import Any, Mapping, Sequence
 
 from ..llm import ChatResult, InvalidReply, LLMEngine
 from ..score import Score
-from .base import REASONS_DESCRIPTION, LLMJudge, ReplyFormat, given, reasons_text
-from .spec import Criterion, Scale
+from .base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, given, reasons_text
+from .spec import Criterion, RubricSpec, Scale
 from .template import JudgeTemplate
 
 __all__ = ["RubricJudge"]
@@ -34,7 +34,7 @@ __all__ = ["RubricJudge"]
 TOOL_NAME = "grade_rubric"
 
 
-class RubricJudge(LLMJudge):
+class RubricJudge(TemplatedJudge):
     """Grade named criteria on an integer scale in one call; score = weighted mean of the normalised values.
 
     ``criteria`` is a list of ``{"name", "description", "anchors": {value: text}, "weight"}``;
@@ -43,7 +43,7 @@ class RubricJudge(LLMJudge):
     """
 
     description = "LLM judge: grades named criteria on an integer scale; the score is their weighted mean."
-    judge_kind = "rubric"
+    spec_model = RubricSpec
     max_tokens_default = (200, 1200)
     response_modes = ("tools", "json", "json_object")
 

@@ -12,27 +12,35 @@ every problem, each located by its key. The models export a JSON Schema
 >>> _, problems = validate_spec({"prompt": "Is {{output}} polite?", "choice_scores": {"Y": 2}})
 >>> problems
 [('choice_scores.Y', 'must be a number in [0, 1], got 2')]
+
+The kinds are a registry: a judge class that names its spec model (a :class:`TemplateSpec`
+subclass whose ``kind`` is one literal) adds it with :func:`add_kind`, and :data:`KINDS`,
+the discriminated union (:data:`JudgeSpec`) and the JSON Schema are derived from the
+registry when they are needed (a kind added later is in them from then on). This module
+defines the built-in kinds' models and never imports a judge; the built-in judge classes
+register them when :mod:`scorers.judges` is imported. Kinds are listed (``KINDS``, the
+schema's ``oneOf``) in the order their models were defined, whatever the order of imports.
 """
 from __future__ import annotations
 
 import math
+import re
 import string
-from typing import Annotated, Any, Literal, Mapping, Union
+from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from ..llm.protocol import extra_conflict
 
-__all__ = ["RESPONSE_MODES", "APIS", "KINDS", "Message", "RequestSettings", "Scale", "Criterion", "ClassifierSpec", "RubricSpec",
-           "RatingSpec", "GEvalSpec", "PairwiseSpec", "JudgeSpec", "validate_spec", "validate_model", "json_schema", "COMMON_SETTINGS"]
+__all__ = ["RESPONSE_MODES", "APIS", "KINDS", "Message", "RequestSettings", "TemplateSpec", "Scale", "Criterion",
+           "ClassifierSpec", "RubricSpec", "RatingSpec", "GEvalSpec", "PairwiseSpec", "JudgeSpec", "validate_spec",
+           "validate_model", "json_schema", "COMMON_SETTINGS", "add_kind", "remove_kind", "kind_model", "kind_of"]
 
 #: How a judge asks for its verdict: a forced tool call, a JSON-schema ``response_format``, a plain
 #: ``json_object`` ``response_format`` (the schema in the prompt; for servers without ``json_schema``), or text.
 RESPONSE_MODES = ("tools", "json", "json_object", "text")
 #: The OpenAI APIs a judge can call.
 APIS = ("chat", "responses")
-#: Judge kinds of the template DSL (``kind:``; default ``classifier``).
-KINDS = ("classifier", "rubric", "rating", "geval", "pairwise")
 #: Settings every kind takes, passed to the judge's constructor when given.
 COMMON_SETTINGS = ("use_cot", "model", "temperature", "max_tokens", "response_mode", "reasoning_effort", "api",
                    "extra_args")
@@ -140,7 +148,21 @@ class RequestSettings(_Strict):
         return value
 
 
-class _Common(RequestSettings):
+#: Every TemplateSpec subclass, numbered in the order of definition (the order of the kinds).
+_DEFINED: dict[type, int] = {}
+
+
+class TemplateSpec(RequestSettings):
+    """What every template kind's spec holds: name, description, the prompt (or messages) and the request settings.
+
+    A kind's model subclasses it with ``kind: Literal["<kind>"]`` and its own keys; the judge class
+    that names it as its ``spec_model`` registers the kind (:func:`add_kind`).
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _DEFINED[cls] = len(_DEFINED)  # kinds are listed in the order their models were defined
+
     # exactly one of prompt and messages, for editors too (the validator below says it in words)
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra={
         "oneOf": [{"required": ["prompt"]}, {"required": ["messages"]}]})
@@ -151,7 +173,7 @@ class _Common(RequestSettings):
     messages: Annotated[list[Message], Field(min_length=1)] | None = None
 
     @model_validator(mode="after")
-    def _one_prompt(self) -> "_Common":
+    def _one_prompt(self) -> "TemplateSpec":
         if (self.prompt is None) == (self.messages is None):
             raise _KeyError("prompt", "give exactly one of prompt or messages")
         if self.messages is not None and self.messages[-1].role != "user":
@@ -190,7 +212,7 @@ def _choice_key(key: Any) -> str:
     return key
 
 
-class ClassifierSpec(_Common):
+class ClassifierSpec(TemplateSpec):
     """``kind: classifier`` — the model picks one of ``choice_scores``; the score is its value."""
 
     kind: Literal["classifier"] = "classifier"
@@ -226,7 +248,7 @@ class ClassifierSpec(_Common):
         return {key: float(score) for key, score in value.items()}
 
 
-class RubricSpec(_Common):
+class RubricSpec(TemplateSpec):
     """``kind: rubric`` — named criteria on one integer scale, all graded in one call.
 
     Score: the weighted mean of ``(v - min) / (max - min)``; ``threshold`` (on the scale)
@@ -256,14 +278,14 @@ class RubricSpec(_Common):
         return self
 
 
-class RatingSpec(_Common):
+class RatingSpec(TemplateSpec):
     """``kind: rating`` — one integer from ``scale.min`` to ``scale.max``; score ``(r - min) / (max - min)``."""
 
     kind: Literal["rating"]
     scale: Scale
 
 
-class GEvalSpec(_Common):
+class GEvalSpec(TemplateSpec):
     """``kind: geval`` — criteria, evaluation steps (given or generated once), then a score on a scale.
 
     ``score_mode: logprobs`` scores ``Σ s·p(s) / Σ p(s)`` over the score token's alternatives that are
@@ -289,7 +311,7 @@ class GEvalSpec(_Common):
         return self
 
 
-class PairwiseSpec(_Common):
+class PairwiseSpec(TemplateSpec):
     """``kind: pairwise`` — which of two outputs is better (``output`` vs ``other``, default ``expected``).
 
     Score: 1 when ``output`` wins, 0 when the other does, 0.5 for a tie; ``swap`` asks in both orders
@@ -302,10 +324,83 @@ class PairwiseSpec(_Common):
     allow_tie: bool = True
 
 
-JudgeSpec = Annotated[Union[ClassifierSpec, RubricSpec, RatingSpec, GEvalSpec, PairwiseSpec], Field(discriminator="kind")]
-_MODELS: dict[str, type[_Common]] = {"classifier": ClassifierSpec, "rubric": RubricSpec, "rating": RatingSpec,
-                                     "geval": GEvalSpec, "pairwise": PairwiseSpec}
-_ADAPTER: TypeAdapter[Any] = TypeAdapter(JudgeSpec)
+# ---------------------------------------------------------------- the kinds
+#: The spec model of each registered kind, in registration order (:func:`add_kind`).
+_KIND_MODELS: dict[str, type[TemplateSpec]] = {}
+#: The discriminated union of the registered kinds, built on first use after a change.
+_UNION: list[Any] = []
+
+
+def kind_of(model: type[BaseModel]) -> str:
+    """The kind a spec model declares: the one value of its ``kind: Literal[...]`` field.
+
+    >>> kind_of(RatingSpec)
+    'rating'
+    """
+    field = model.model_fields.get("kind") if isinstance(model, type) and issubclass(model, TemplateSpec) else None
+    values = get_args(field.annotation) if field is not None and get_origin(field.annotation) is Literal else ()
+    if len(values) != 1 or not isinstance(values[0], str) or not re.fullmatch(_NAME_PATTERN, values[0]):
+        raise TypeError(f"{getattr(model, '__name__', model)!r} is not a judge kind's spec model: it must subclass "
+                        "TemplateSpec and declare kind: Literal['<name>'] (one name)")
+    return values[0]
+
+
+def add_kind(model: type[TemplateSpec]) -> str:
+    """Register ``model`` as the spec of its kind (see :func:`kind_of`); returns the kind.
+
+    A kind is taken once: registering another model under a taken kind is a ``ValueError``
+    (the same class, or one defined again by the same module and name, replaces it).
+    """
+    kind = kind_of(model)
+    other = _KIND_MODELS.get(kind)
+    if other is not None and other is not model and _qualified(other) != _qualified(model):
+        raise ValueError(f"judge kind {kind!r} is already registered, by {_qualified(other)}")
+    _KIND_MODELS[kind] = model
+    ordered = sorted(_KIND_MODELS.items(), key=lambda item: _DEFINED.get(item[1], len(_DEFINED)))
+    _KIND_MODELS.clear()
+    _KIND_MODELS.update(ordered)
+    _UNION.clear()
+    return kind
+
+
+def remove_kind(kind: str) -> None:
+    """Forget a registered kind (a test's toy kind); unknown kinds are ignored."""
+    if _KIND_MODELS.pop(kind, None) is not None:
+        _UNION.clear()
+
+
+def kind_model(kind: str) -> type[TemplateSpec]:
+    """The spec model of a registered kind (``KeyError`` otherwise)."""
+    return _KIND_MODELS[kind]
+
+
+def _qualified(model: type) -> str:
+    return f"{model.__module__}.{model.__qualname__}"
+
+
+def _kinds() -> tuple[str, ...]:
+    return tuple(_KIND_MODELS)
+
+
+def _union() -> tuple[Any, TypeAdapter[Any]]:
+    """``(JudgeSpec, its TypeAdapter)`` over the registered kinds, cached until the registry changes."""
+    if not _UNION:
+        if not _KIND_MODELS:
+            raise RuntimeError("no judge kind is registered: import scorers.judges, which registers the built-in kinds")
+        models = tuple(_KIND_MODELS.values())
+        # one kind is its model (a discriminator needs a union)
+        union = Annotated[Union[models], Field(discriminator="kind")] if len(models) > 1 else models[0]
+        _UNION[:] = [union, TypeAdapter(union)]
+    return _UNION[0], _UNION[1]
+
+
+def __getattr__(name: str) -> Any:
+    """``KINDS`` (the registered kinds, in order) and ``JudgeSpec`` (their discriminated union), read when asked."""
+    if name == "KINDS":
+        return _kinds()
+    if name == "JudgeSpec":
+        return _union()[0]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def validate_spec(data: Mapping[str, Any]) -> tuple[Any, list[tuple[str, str]]]:
@@ -317,9 +412,10 @@ def validate_spec(data: Mapping[str, Any]) -> tuple[Any, list[tuple[str, str]]]:
         return None, [("", "a judge spec must be a mapping")]
     data = dict(data)
     kind = data.setdefault("kind", "classifier")
-    if kind not in KINDS:
-        return None, [("kind", f"must be one of {' | '.join(KINDS)}, got {kind!r}")]
-    return validate_model(_MODELS[kind], data)
+    model = _KIND_MODELS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        return None, [("kind", f"must be one of {' | '.join(_kinds())}, got {kind!r}")]
+    return validate_model(model, data)
 
 
 def validate_model(model: type[BaseModel], data: Mapping[str, Any]) -> tuple[Any, list[tuple[str, str]]]:
@@ -361,7 +457,7 @@ def _problems(exc: ValidationError, model: type[BaseModel]) -> list[tuple[str, s
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of a judge template file (every kind), for editors and ``python -m scorers schema``."""
-    schema = _ADAPTER.json_schema()
+    schema = _union()[1].json_schema()
     schema.pop("discriminator", None)  # OpenAPI's keyword; oneOf alone holds (only a classifier may omit kind)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "scorers judge template"

@@ -123,6 +123,16 @@ class StatsAggregator(Aggregator):
         self._rows = 0
         self._without_stats = 0
 
+    @property
+    def corpus(self) -> Callable[[Sequence[float], int], dict[str, Any]]:
+        """The callback ``corpus(totals, rows)`` that turns summed statistics into the corpus figures."""
+        return self._corpus
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The names of the corpus figures, the headline one first."""
+        return self._keys
+
     def add(self, score: Score) -> None:
         self._mean.add(score)
         stats = score.stats

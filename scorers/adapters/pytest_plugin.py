@@ -29,6 +29,7 @@ AssertionError: ExactMatch scored 0.0, below the threshold 1.0
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -238,14 +239,22 @@ def pytest_addoption(parser: "pytest.Parser") -> None:
                          "(only when a test called assert_score)")
 
 
+@functools.cache
+def _session_key() -> "pytest.StashKey[_Session]":
+    """Where a run's :class:`_Session` lives in ``config.stash`` (pytest is imported once a hook runs)."""
+    import pytest
+
+    return pytest.StashKey()
+
+
 def pytest_configure(config: "pytest.Config") -> None:
     session = _Session(config)
-    config._scorers_session = session  # type: ignore[attr-defined]
+    config.stash[_session_key()] = session
     config.pluginmanager.register(session, f"scorers-session-{id(config)}")
 
 
 def pytest_unconfigure(config: "pytest.Config") -> None:
-    session = getattr(config, "_scorers_session", None)
+    session = config.stash.get(_session_key(), None)
     if session is not None:
         session.close()
 

@@ -109,6 +109,23 @@ __all__ = ["ChatRequest", "ChatResult", "ToolCall", "TokenLogprob", "InvalidRepl
 log = logging.getLogger("scorers.llm")
 
 
+def _cache_hit(stored: Mapping[str, Any], latency_s: float, validate: Callable[[ChatResult], Any] | None,
+               sent: Mapping[str, Any]) -> ChatResult | None:
+    """A stored reply as a cache hit (``cached``, no attempts), or ``None`` when it no longer passes ``validate``.
+
+    ``sent`` comes from the request's body (the cache key), so replies stored before ``ChatResult``
+    had the field get it too."""
+    hit = ChatResult.from_dict({**stored, "cached": True, "attempts": 0, "latency_s": latency_s, "sent": sent})
+    if validate is not None:
+        try:
+            parsed = validate(hit)
+        except InvalidReply:
+            log.debug("cached reply no longer passes validation; asking again")
+            return None
+        object.__setattr__(hit, "parsed", parsed)  # still private to this call: set in place, not copied
+    return hit
+
+
 class NotPicklable:
     """Holds a value that must not be pickled: pickling raises ``TypeError(reason)``; ``copy.copy`` keeps it.
 
@@ -217,7 +234,7 @@ class LLMEngine:
         stored = _cache_call(cache.get_many, keys) or {}
         latency = time.perf_counter() - started
         return [None if (entry := stored.get(key)) is None else
-                ChatResult._from_cache(entry, latency, validate, sent_settings(body, api))
+                _cache_hit(entry, latency, validate, sent_settings(body, api))
                 for key, (body, api) in zip(keys, bodies)]
 
     async def complete(self, request: ChatRequest, *, validate: Callable[[ChatResult], Any] | None = None,
@@ -236,7 +253,7 @@ class LLMEngine:
         if cache is not None and read_cache:
             stored = _cache_call(cache.get, key)
             if stored is not None:
-                hit = ChatResult._from_cache(stored, time.perf_counter() - started, validate, sent)
+                hit = _cache_hit(stored, time.perf_counter() - started, validate, sent)
                 if hit is not None:
                     return hit
 

@@ -12,15 +12,12 @@ a :class:`ChatResult`. See :mod:`scorers.llm.engine` for how requests are sent.
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from .._util import memoize
 from ..errors import ConfigError
 from .config import APIS, is_reasoning_model
-
-log = logging.getLogger("scorers.llm")
 
 __all__ = ["ChatRequest", "ChatResult", "ToolCall", "TokenLogprob", "InvalidReply", "parse_reply", "reply_tokens",
            "engine_owned_keys", "extra_conflict"]
@@ -291,23 +288,6 @@ class ChatResult:
         if values.get("logprobs") is not None:
             values["logprobs"] = tuple(TokenLogprob.from_dict(t) for t in values["logprobs"])
         return cls(**values)
-
-    @classmethod
-    def _from_cache(cls, stored: Mapping[str, Any], latency_s: float, validate: Callable[["ChatResult"], Any] | None,
-                    sent: Mapping[str, Any]) -> "ChatResult | None":
-        """A stored reply as a cache hit (``cached``, no attempts), or ``None`` when it no longer passes ``validate``.
-
-        ``sent`` comes from the request's body (the cache key), so replies stored before ``ChatResult``
-        had the field get it too."""
-        hit = cls.from_dict({**stored, "cached": True, "attempts": 0, "latency_s": latency_s, "sent": sent})
-        if validate is not None:
-            try:
-                parsed = validate(hit)
-            except InvalidReply:
-                log.debug("cached reply no longer passes validation; asking again")
-                return None
-            object.__setattr__(hit, "parsed", parsed)  # still private to this call: set in place, not copied
-        return hit
 
 
 def _parse_chat(data: Any, *, model: str) -> ChatResult:

@@ -385,7 +385,7 @@ def _compare_scorer(name: str, paths: list[str], aligned: list[list[dict[str, An
     if not isinstance(aggregators[0], StatsAggregator):
         return [figure("mean", higher, mean_systems)]
     # The scorer's corpus callback (its StatsAggregator's): figures from column sums; the first key is the figure.
-    corpus, key = aggregators[0]._corpus, aggregators[0]._keys[0]
+    corpus, key = aggregators[0].corpus, aggregators[0].keys[0]
     observed = []
     for aggregator, row_scores in zip(aggregators, scores):
         for score in row_scores:

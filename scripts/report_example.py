@@ -1,4 +1,4 @@
-"""The README's report screenshot (docs/report.png): examples/qa.jsonl scored by BLEU, ROUGE-L, Levenshtein
+"""The report screenshot of docs/compare.md (docs/report.png): examples/qa.jsonl scored by BLEU, ROUGE-L, Levenshtein
 and Factuality (replies scripted by a LoopbackLLM, so no endpoint is needed), rendered by Chromium.
 
 Usage: python scripts/report_example.py [OUT_FOLDER]   (default: a temporary folder; writes docs/report.png)

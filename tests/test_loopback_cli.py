@@ -1,5 +1,5 @@
 """``python -m scorers loopback``: a judge offline from the command line, driven by run, meta-eval and report
-as subprocesses, the way the README shows it."""
+as subprocesses, the way docs/judges.md shows it."""
 from __future__ import annotations
 
 import json
@@ -108,7 +108,7 @@ def test_the_replies_file_reproduces_the_readmes_meta_eval_output(start, tmp_pat
     judged = scorers_cli("meta-eval", str(LABELS), "-s", "Factuality", "--label", "label", "--key", "id",
                          "-o", str(tmp_path / "meta.json"), env=server.env)
     assert judged.returncode == 0, judged.stderr
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "compare.md").read_text(encoding="utf-8")
     table = readme.split("the example prints:\n\n```text\n", 1)[1].split("```", 1)[0]
     assert table.strip() and table in judged.stderr
     code, err = server.stop(signal.SIGTERM)

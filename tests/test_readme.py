@@ -1,4 +1,5 @@
-"""Every code block of README.md runs as printed, each on its own, in a fresh interpreter.
+"""Every code block of README.md and of each docs/*.md page runs as printed, each on its own, in a fresh
+interpreter.
 
 - A ```python block is written to a file, unchanged, and run with ``python FILE``; a block that defines
   top-level ``test_*`` functions is a pytest file and runs with ``python -m pytest FILE``.
@@ -14,7 +15,7 @@
   a package index's name), that each extra exists and is already installed here (the test
   command installs every extra), and that each file an option names exists.
 
-A failure names the block by its line in README.md (the test id ``python-L123`` / ``bash-L123``).
+A failure names the block by its file and line (the test id ``README.md-L123`` / ``docs/judges.md-L120``).
 """
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ from scorers.testing import LoopbackLLM, RecordedRequest, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+#: the Markdown files whose blocks run: the README and every page of the docs site
+FILES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 NOT_RUN = re.compile(r"^<!--\s*not-run:\s*(?P<reason>.*?)\s*-->$")
 FENCE = re.compile(r"^```(?P<lang>[\w+-]*)\s*$")
 TIMEOUT_S = 300
@@ -41,6 +44,7 @@ TIMEOUT_S = 300
 
 @dataclasses.dataclass(frozen=True)
 class Block:
+    file: str  #: the Markdown file, relative to the clone's top folder (``README.md``, ``docs/judges.md``)
     line: int  #: the line of the opening fence, counted from 1
     lang: str
     text: str
@@ -48,15 +52,19 @@ class Block:
 
     @property
     def id(self) -> str:
-        return f"{self.lang}-L{self.line}"
+        return f"{self.file}-L{self.line}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.file} line {self.line}"
 
     @property
     def is_pytest_file(self) -> bool:
         return re.search(r"^def test_\w*\(", self.text, flags=re.M) is not None
 
 
-def readme_blocks(text: str) -> list[Block]:
-    """The fenced code blocks of a Markdown text, in order."""
+def readme_blocks(text: str, file: str = "README.md") -> list[Block]:
+    """The fenced code blocks of a Markdown text (the file ``file``), in order."""
     lines = text.splitlines()
     blocks: list[Block] = []
     i = 0
@@ -66,33 +74,42 @@ def readme_blocks(text: str) -> list[Block]:
             i += 1
             continue
         end = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == "```"), None)
-        assert end is not None, f"README.md line {i + 1}: a code block that is never closed"
+        assert end is not None, f"{file} line {i + 1}: a code block that is never closed"
         marker = NOT_RUN.match(lines[i - 1].strip()) if i else None
-        blocks.append(Block(line=i + 1, lang=opening["lang"], text="\n".join(lines[i + 1:end]) + "\n",
+        blocks.append(Block(file=file, line=i + 1, lang=opening["lang"], text="\n".join(lines[i + 1:end]) + "\n",
                             not_run=marker["reason"] if marker else None))
         i = end + 1
     return blocks
 
 
-BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
+def _name(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+BLOCKS = [block for path in FILES for block in readme_blocks(path.read_text(encoding="utf-8"), _name(path))]
 RUN = [b for b in BLOCKS if b.lang in ("python", "bash") and b.not_run is None]
 
 
-def test_the_readme_has_examples_and_every_not_run_block_says_why() -> None:
+def test_the_docs_have_examples_and_every_not_run_block_says_why() -> None:
+    assert len(FILES) >= 10, "the docs/ pages are missing"
     assert sum(b.lang == "python" for b in RUN) >= 8 and sum(b.lang == "bash" for b in RUN) >= 4
+    readme = [b for b in RUN if b.file == "README.md"]
+    assert sum(b.lang == "python" for b in readme) >= 1 and sum(b.lang == "bash" for b in readme) >= 3
     for block in BLOCKS:
         if block.not_run is not None:
-            assert block.lang == "bash", f"README.md line {block.line}: only bash blocks may be marked not-run"
-            assert len(block.not_run) >= 10, f"README.md line {block.line}: say why the block does not run"
-    markers = [n + 1 for n, line in enumerate(README.read_text(encoding="utf-8").splitlines())
-               if NOT_RUN.match(line.strip())]
-    assert markers == [b.line - 1 for b in BLOCKS if b.not_run is not None], "a not-run marker not above a fence"
+            assert block.lang == "bash", f"{block.where}: only bash blocks may be marked not-run"
+            assert len(block.not_run) >= 10, f"{block.where}: say why the block does not run"
+    for path in FILES:
+        markers = [n + 1 for n, line in enumerate(path.read_text(encoding="utf-8").splitlines())
+                   if NOT_RUN.match(line.strip())]
+        assert markers == [b.line - 1 for b in BLOCKS if b.file == _name(path) and b.not_run is not None], (
+            f"{_name(path)}: a not-run marker not above a fence")
 
 
 def test_a_not_run_marker_applies_to_its_block_only() -> None:
     text = "a\n<!-- not-run: installs packages -->\n```bash\napt-get install x\n```\n\n```bash\nls\n```\n"
     first, second = readme_blocks(text)
-    assert (first.line, first.not_run, first.text) == (3, "installs packages", "apt-get install x\n")
+    assert (first.id, first.not_run, first.text) == ("README.md-L3", "installs packages", "apt-get install x\n")
     assert (second.line, second.not_run, second.text) == (7, None, "ls\n")
 
 
@@ -223,7 +240,7 @@ def user_env(tmp_path: Path, judge_server: LoopbackLLM) -> dict[str, str]:
 
 
 def _failure(block: Block, run: subprocess.CompletedProcess[str], what: str | None = None) -> str:
-    return (f"README.md line {block.line} ({block.lang} block) {what or f'exited {run.returncode}'}\n--- block\n"
+    return (f"{block.where} ({block.lang} block) {what or f'exited {run.returncode}'}\n--- block\n"
             f"{textwrap.indent(block.text, '    ')}--- stdout\n{run.stdout[-6000:]}\n--- stderr\n{run.stderr[-6000:]}")
 
 
@@ -243,10 +260,10 @@ def _run(block: Block, command: list[str], cwd: Path, env: dict[str, str]) -> su
 def test_python_block_runs_on_its_own(block: Block, project_folder: Path, user_env: dict[str, str],
                                       judge_server: LoopbackLLM) -> None:
     if block.is_pytest_file:
-        path = project_folder / f"test_readme_line_{block.line}.py"
+        path = project_folder / f"test_block_line_{block.line}.py"
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path.name]
     else:
-        path = project_folder / f"readme_line_{block.line}.py"
+        path = project_folder / f"block_line_{block.line}.py"
         command = [sys.executable, path.name]
     path.write_text(block.text, encoding="utf-8")
     before = judge_server.request_count
@@ -255,7 +272,7 @@ def test_python_block_runs_on_its_own(block: Block, project_folder: Path, user_e
     if block.is_pytest_file:
         assert re.search(r"\b\d+ passed\b", run.stdout) and " failed" not in run.stdout, _failure(block, run)
     if "Factuality" in block.text and "LoopbackLLM(" not in block.text:
-        assert judge_server.request_count > before, f"README.md line {block.line}: the judge never asked the server"
+        assert judge_server.request_count > before, f"{block.where}: the judge never asked the server"
 
 
 @pytest.mark.parametrize("block", [b for b in RUN if b.lang == "bash"], ids=lambda b: b.id)

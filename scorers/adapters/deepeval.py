@@ -11,7 +11,7 @@ case with one of our scorers::
     evaluate([case], [metric("Levenshtein", threshold=0.7), metric("Factuality")])
     assert_test(case, [metric("Levenshtein", threshold=0.7)])      # inside a pytest test
 
-(``tests/adapters/test_deepeval.py`` runs this, and the README's example, in
+(``tests/adapters/test_deepeval.py`` runs this, and docs/adapters.md's example, in
 DeepEval's own virtual environment.)
 
 Fields come from the test case: our ``input``, ``output`` and ``expected`` from

@@ -2,7 +2,7 @@
 
 ``from scorers.compat import autoevals`` replaces ``import autoevals`` (Braintrust
 autoevals 0.4): the same classes, ``init`` and call forms, each computed by the
-scorer of the same name in this library. See "Coming from autoevals" in the README
+scorer of the same name in this library. See docs/autoevals.md ("Coming from autoevals")
 for where it differs and why.
 
 >>> from scorers.compat import autoevals

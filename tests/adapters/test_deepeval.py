@@ -174,15 +174,15 @@ def test_assert_test_under_pytest(tmp_path: Path) -> None:
         "case has no expected_output (set LLMTestCase(expected_output=...))")
 
 
-# -------------------------------------------------------------------- README
+# ------------------------------------------------------------ docs/adapters.md
 def readme_example() -> str:
-    section = Path(ROOT / "README.md").read_text().split("### DeepEval", 1)[1].split("\n## ", 1)[0]
+    section = Path(ROOT / "docs" / "adapters.md").read_text().split("## DeepEval", 1)[1].split("\n## ", 1)[0]
     [block] = re.findall(r"```py\n(.*?)```", section, flags=re.S)
     return block
 
 
 def test_the_readme_example_runs(tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str) -> None:
-    """The README's DeepEval block (fenced ``py``: tests/test_readme.py runs ``python`` blocks in our venv)."""
+    """docs/adapters.md's DeepEval block (fenced ``py``: tests/test_readme.py runs ``python`` blocks in our venv)."""
     llm_server.default = Reply.choice("A", reasons="Roma is Rome in Italian.")
     example = tmp_path / "example.py"
     example.write_text(readme_example())

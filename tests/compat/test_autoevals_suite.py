@@ -4,7 +4,7 @@ The shipped test files are copied from the autoevals wheel in ``.cache/autoevals
 ``bash scripts/setup_autoevals.sh``) and run there in a separate pytest process with
 ``autoevals_suite_plugin`` (``import autoevals`` gives our compat modules; autoevals' respx mocks
 answer our engine's real HTTP requests). Every test passes, or is a listed difference (a strict
-xfail, its README row named), or is skipped with its listed reason (network, or a feature we do
+xfail, its docs/autoevals.md row named), or is skipped with its listed reason (network, or a feature we do
 not claim): ``autoevals_suite.json``.
 """
 from __future__ import annotations
@@ -104,16 +104,14 @@ def test_the_claimed_features_are_tested(outcomes: dict[str, str]) -> None:
 
 
 def _readme_section() -> str:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Coming from autoevals"):]
-    end = section.find("\n## ", 3)
-    return section if end < 0 else section[:end]
+    """docs/autoevals.md, the page "Coming from autoevals"."""
+    return (REPO / "docs" / "autoevals.md").read_text(encoding="utf-8")
 
 
 def test_every_difference_has_its_row_in_the_readme() -> None:
     rows = {line.split("|")[1].strip() for line in _readme_section().splitlines() if line.startswith("| ")}
     for test, entry in json.loads(LISTS.read_text())["differences"].items():
-        assert entry["readme_row"] in rows, f"{test}: README has no row {entry['readme_row']!r}"
+        assert entry["readme_row"] in rows, f"{test}: docs/autoevals.md has no row {entry['readme_row']!r}"
 
 
 def test_the_readme_states_the_figures(outcomes: dict[str, str]) -> None:
@@ -123,6 +121,6 @@ def test_the_readme_states_the_figures(outcomes: dict[str, str]) -> None:
     count = {o: sum(v == o for v in tests.values()) for o in ("passed", "xfailed", "skipped")}
     text = " ".join(_readme_section().split())
     assert (f"of its {len(tests)} tests, {count['passed']} pass, {count['xfailed']} fail on the differences below"
-            in text), "update the figures in README's 'Coming from autoevals'"
+            in text), "update the figures in docs/autoevals.md"
     assert (f"{count['skipped']} are skipped: {network} need a live OpenAI endpoint, "
             f"{count['skipped'] - network} test what we do not provide") in text

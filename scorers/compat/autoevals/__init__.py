@@ -5,8 +5,8 @@ with OpenAI embeddings, the LLM judges and our templates); ``Score`` has autoeva
 ``as_dict()`` and ``as_json()``. Names of features we do not provide (RAGAS, ``Moderation``,
 thread variables, LiteLLM clients, ``prepare_openai``) import and raise
 :class:`~scorers.compat.autoevals.NotSupportedError` when used. Unknown options and ``None``
-values raise instead of being ignored or shown as ``"None"``: see "Coming from autoevals"
-in the README.
+values raise instead of being ignored or shown as ``"None"``: see docs/autoevals.md
+("Coming from autoevals").
 
 >>> from scorers.compat import autoevals
 >>> autoevals.Levenshtein.partial(expected="abcd")()("abc").score

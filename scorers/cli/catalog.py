@@ -1,0 +1,104 @@
+"""``list`` and ``show``: the registered scorers."""
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+from typing import Sequence
+
+from ..base import Scorer
+from ..errors import ConfigError, ScorerError
+from ..registry import entries, registry
+from ._common import Command
+
+
+def add_list(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
+    p_list = sub.add_parser("list", help="list the registered scorers", parents=[templates])
+    p_list.add_argument("--json", action="store_true", help="print a JSON array of {name, kind, description, required, ...}")
+    p_list.add_argument("--kind", help="only scorers of this kind (heuristic, text, embedding, llm, ...)")
+
+
+def add_show(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
+    p_show = sub.add_parser("show", help="describe one scorer: parameters, fields and an example", parents=[templates])
+    p_show.add_argument("name")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    kinds = sorted({entry.kind for entry in entries()})
+    if args.kind and args.kind not in kinds:
+        raise ConfigError(f"--kind {args.kind}: no scorer is of that kind (kinds: {', '.join(kinds)})")
+    rows = []
+    for entry in entries():
+        if args.kind and entry.kind != args.kind:
+            continue
+        try:
+            required = entry.required_fields()
+        except ScorerError as exc:
+            required = []
+            entry_error = str(exc)
+        else:
+            entry_error = None
+        row = {"name": entry.name, "kind": entry.kind, "description": entry.description,
+               "required": required, "aliases": list(entry.aliases), "source": entry.source,
+               "higher_is_better": entry.higher_is_better}
+        if entry_error:
+            row["error"] = entry_error
+        rows.append(row)
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    width = max((len(r["name"]) for r in rows), default=4)
+    kinds = max((len(r["kind"]) for r in rows), default=4)
+    required = max((len(", ".join(r["required"])) for r in rows), default=8)
+    print(f"{'NAME':<{width}}  {'KIND':<{kinds}}  {'REQUIRED':<{required}}  DESCRIPTION")
+    for r in rows:
+        print(f"{r['name']:<{width}}  {r['kind']:<{kinds}}  {', '.join(r['required']):<{required}}  "
+              f"{r.get('error') or r['description']}")
+    return 0
+
+
+def describe(scorer: Scorer, aliases: Sequence[str] = ()) -> str:
+    """The text ``show`` prints for a scorer."""
+    lines = [f"{scorer.name}  ({scorer.kind})", ""]
+    describe_judge = getattr(scorer, "describe", None)
+    if callable(describe_judge):  # a template-defined judge: its own description, template and choices
+        details = describe_judge()
+        lines += [details.get("description") or scorer.description, ""]
+        template = getattr(scorer, "template", None)
+        if template is not None:
+            lines.append(f"template ({details.get('template_file') or 'defined in code'}):")
+            for role, content in template.messages:
+                lines.append(f"  [{role}]")
+                lines += [f"    {line}" for line in content.rstrip("\n").splitlines()]
+            lines.append("")
+        lines += [f"kind: {details.get('kind', 'classifier')}", "",
+                  inspect.cleandoc(type(scorer).__doc__ or "").split("\n\n")[0], ""]
+        if "choice_scores" in details:
+            lines.append("choice_scores:")
+            lines += [f"  {choice}: {value}" for choice, value in details["choice_scores"].items()]
+            lines.append("")
+
+    else:
+        lines += [inspect.cleandoc(type(scorer).__doc__ or scorer.description), ""]
+    if aliases:
+        lines += [f"aliases: {', '.join(aliases)}", ""]
+    lines.append("fields:")
+    for f in scorer.fields:
+        need = "required" if f.required else "optional"
+        lines.append(f"  {f.name:<12} {need:<9} {f.type_names()}" + (f"  {f.description}" if f.description else ""))
+    lines.append("  (input, output, expected and metadata are always accepted)")
+    lines += ["", "parameters (as configured by default; set with -p NAME.KEY=VALUE or scorers.get(NAME, KEY=...)):"]
+    params = scorer.params()
+    lines += [f"  {k} = {json.dumps(v, default=str)}" for k, v in params.items()] or ["  (none)"]
+    if scorer.example:
+        lines += ["", "example:", f"  {scorer.example}"]
+    return "\n".join(lines)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    entry = registry.entry(args.name)
+    print(describe(entry.create(), entry.aliases))
+    return 0
+
+
+COMMANDS = {"list": Command(add_list, cmd_list), "show": Command(add_show, cmd_show)}

@@ -1,0 +1,94 @@
+"""``meta-eval``: how well a judge agrees with human labels."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..io import read_rows
+from ..registry import registry
+from ._common import EXIT_CODES, Command, parse_pairs, scorer_params
+
+
+def add_meta_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
+    p_meta = sub.add_parser(
+        "meta-eval", help="does a judge agree with human labels? accuracy, kappa, correlations, confusion",
+        parents=[templates], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_CODES,
+        description="Run one judge over DATA, whose rows carry a human label, and report agreement with "
+                    "bootstrap confidence intervals (JSON to -o, a table on stderr; see scorers.stats.metaeval).")
+    p_meta.add_argument("data", help="labelled rows (.jsonl, .json array, .csv/.tsv), or - for JSONL on stdin")
+    p_meta.add_argument("-s", "--scorer", required=True, dest="judge", metavar="JUDGE", help="the judge to grade")
+    p_meta.add_argument("--label", required=True, metavar="FIELD", help="field (or dotted path) of the human label")
+    p_meta.add_argument("--label-scores", metavar="MAP",
+                        help="label scores in [0, 1]: Y=1,N=0 or JSON (default: the judge's choice_scores or scale)")
+    p_meta.add_argument("--samples", type=int, default=1, metavar="K",
+                        help="judge each row K times (needs temperature > 0) and report stability")
+    p_meta.add_argument("--swap", action="store_true",
+                        help="pairwise judges: ask each pair in both orders; report position bias and consistency")
+    p_meta.add_argument("-p", "--param", action="append", default=[], metavar="JUDGE.KEY=VALUE",
+                        help="judge parameter, VALUE parsed as YAML (e.g. -p Factuality.temperature=0.7)")
+    p_meta.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
+                        help="take a judge field from another column or dotted path")
+    p_meta.add_argument("--key", metavar="FIELD", help="field naming each row in the report (e.g. id)")
+    p_meta.add_argument("-o", "--output", metavar="META.json", help="report file (default: stdout)")
+    p_meta.add_argument("--format", choices=["jsonl", "json", "csv"], help="input format (default: from the extension)")
+    p_meta.add_argument("--concurrency", type=int, default=16, help="in-flight judge calls (default: 16)")
+    p_meta.add_argument("--model", help="model of the judge (default: SCORERS_MODEL, else the library default)")
+    p_meta.add_argument("--no-cache", action="store_true", help="do not read or write the LLM judge cache")
+    p_meta.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default: 2000)")
+    p_meta.add_argument("--confidence", type=float, default=0.95, help="confidence level (default: 0.95)")
+    p_meta.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+
+
+def _label_scores(text: str) -> dict[str, float]:
+    """``--label-scores``: ``Y=1,N=0`` or a JSON object."""
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            mapping = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"--label-scores: not valid JSON ({exc})") from None
+        if not isinstance(mapping, dict):
+            raise ConfigError(f"--label-scores: the JSON must be an object {{label: score}}, got {text!r}")
+        return mapping
+    scores = {}
+    for name, value in parse_pairs([p for p in text.split(",") if p.strip()], "--label-scores"):
+        try:
+            scores[name] = float(value)
+        except ValueError:
+            raise ConfigError(f"--label-scores {name}={value}: not a number") from None
+    return scores
+
+
+def cmd_meta_eval(args: argparse.Namespace) -> int:
+    from ..judges import PairwiseJudge
+    from ..stats.metaeval import meta_evaluate
+
+    if args.model or args.no_cache:
+        from ..llm import configure
+
+        configure(**({"model": args.model} if args.model else {}), **({"cache": False} if args.no_cache else {}))
+    params = scorer_params([args.judge], args.param)[args.judge]
+    if args.swap:
+        if not isinstance(registry.get(args.judge, **params), PairwiseJudge):
+            raise ConfigError(f"--swap: {args.judge} is not a pairwise judge (kind: pairwise)")
+        params["swap"] = True
+    judge = registry.get(args.judge, **params)
+    report = meta_evaluate(read_rows(args.data, args.format), judge, label=args.label,
+                           label_scores=_label_scores(args.label_scores) if args.label_scores else None,
+                           samples=args.samples, key=args.key, mapping=dict(parse_pairs(args.map, "--map")),
+                           concurrency=args.concurrency, resamples=args.resamples, confidence=args.confidence,
+                           seed=args.seed)
+    text = json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str)
+    if args.output and args.output != "-":
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+    else:
+        print(text)
+    print(report.table(), file=sys.stderr)
+    for problem in report.problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return 3 if report.problems else 0
+
+
+COMMANDS = {"meta-eval": Command(add_meta_eval, cmd_meta_eval)}

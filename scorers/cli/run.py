@@ -1,0 +1,256 @@
+"""``run``: score a file into a durable results file, with resume, thresholds and a summary."""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from ..base import Scorer
+from ..errors import ConfigError, DataError
+from ..engines import ParquetResultWriter, read_input
+from ..io import ResultWriter, count_rows, escaped_key, read_completed, record_matches
+from ..registry import registry
+from ..runner import RowResult, Summary, evaluate, resolve_scorers
+from ._common import EXIT_CODES, Command, parse_pairs, parse_prices, scorer_params
+
+
+def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
+    p_run = sub.add_parser(
+        "run", help="score a JSONL / JSON / CSV file", formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[templates], epilog=EXIT_CODES,
+        description="Score every row of DATA with the given scorers. Each output line holds the row's fields, "
+                    "\"scores\": {name: float|null}, where a scorer failed on that row \"errors\": "
+                    "{name: {type, message}}, and where a scorer has a corpus figure its row statistics "
+                    "(\"stats\"). A summary table goes to stderr.")
+    p_run.add_argument("data", help="input file (.jsonl, .json array, .csv/.tsv), or - for JSONL on stdin")
+    p_run.add_argument("-s", "--scorer", action="append", required=True, dest="scorers", metavar="NAME",
+                       help="scorer to run (repeatable); see `list`")
+    p_run.add_argument("-p", "--param", action="append", default=[], metavar="NAME.KEY=VALUE",
+                       help="scorer parameter, VALUE parsed as YAML (e.g. -p BLEU.tokenize=intl)")
+    p_run.add_argument("-o", "--output", metavar="OUT.jsonl",
+                       help="results file (default: stdout); a .parquet name writes Parquet")
+    p_run.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
+                       help="take a scorer field from another column or dotted path (e.g. --map output=response)")
+    p_run.add_argument("--threshold", action="append", default=[], metavar="NAME=LIMIT",
+                       help="fail (exit 1) when NAME's mean score is below LIMIT (above it for a lower-is-better "
+                            "scorer such as Hallucination; see list --json)")
+    p_run.add_argument("--resume", action="store_true", help="continue an interrupted run: skip rows already in OUT")
+    p_run.add_argument("--format", choices=["jsonl", "json", "csv", "parquet"],
+                       help="input format (default: from the extension)")
+    p_run.add_argument("--concurrency", type=int, default=16, help="in-flight async (LLM) calls (default: 16)")
+    p_run.add_argument("--workers", type=int, default=1,
+                       help="processes for the CPU-bound scorers (default: 1, in this process); judges stay async; "
+                            "with --engine, the engine's workers")
+    p_run.add_argument("--engine", choices=["local", "ray", "spark"], default="local",
+                       help="where to score: this machine (default), Ray Data or Spark (pip install 'scorers[ray]' "
+                            "/ 'scorers[spark]')")
+    p_run.add_argument("--address", help="--engine ray: the cluster to join (e.g. auto; default: start a local one)")
+    p_run.add_argument("--master", help="--engine spark: the master (default: local[WORKERS,3], retrying lost tasks)")
+    p_run.add_argument("--ordered", action="store_true",
+                       help="--engine ray/spark: write rows in input order (default: as they finish; local runs "
+                            "are always in order)")
+    p_run.add_argument("--model", help="model of the LLM judges (default: SCORERS_MODEL, else the library default)")
+    p_run.add_argument("--no-cache", action="store_true", help="do not read or write the LLM judge cache")
+    p_run.add_argument("--price", action="append", default=[], metavar="MODEL=IN,OUT",
+                       help="USD per 1M input and output tokens of MODEL, for the summary's cost estimate")
+    p_run.add_argument("--metadata", action="store_true", help="also write each score's metadata (metadata_scores)")
+    p_run.add_argument("--summary-json", metavar="PATH", help="also write the summary as JSON")
+    p_run.add_argument("--fail-on-error", action="store_true", help="exit 1 when any row has a scorer error")
+    p_run.add_argument("--progress", dest="progress", action="store_true", default=None,
+                       help="force the progress bar (default: only when stderr is a terminal)")
+    p_run.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+
+
+def _resume_from(out: str, rows: Iterator[dict[str, Any]], scorers: Sequence[Scorer]) -> list[dict[str, Any]]:
+    """The records already in OUT, after checking they hold DATA's first rows, in order, scored by these scorers.
+
+    Consumes those rows from ``rows``.
+    """
+    previous = read_completed(out)
+    wanted = [s.name for s in scorers]
+    for i, record in enumerate(previous):
+        written = list(record["scores"])
+        if written != wanted:
+            missing = [n for n in wanted if n not in written]
+            extra = [n for n in written if n not in wanted]
+            differences = "; ".join(part for part in (
+                f"not in {out}: {', '.join(missing)}" if missing else "",
+                f"only in {out}: {', '.join(extra)}" if extra else "",
+                "the same scorers in another order" if not missing and not extra else "") if part)
+            raise ConfigError(f"{out}:{i + 1}: was scored with -s {' -s '.join(written)}, this run asks for "
+                              f"-s {' -s '.join(wanted)} ({differences}); resume with the same scorers, "
+                              "or write to a new file")
+        try:
+            row = next(rows)
+        except StopIteration:
+            raise DataError(f"{out} holds {len(previous)} rows but the input has only {i}; refusing to resume") from None
+        if not record_matches(record, row):
+            raise DataError(f"{out}:{i + 1}: does not match input row {i + 1}; is it the results of another file?")
+    return previous
+
+
+def _print_summary(summary: Summary, stream: Any) -> None:
+    def fmt(value: Any) -> str:
+        if value is None:
+            return "-"
+        if isinstance(value, float):
+            return f"{value:.4f}"
+        return str(value)
+
+    table = summary.scorers
+    width = max([len(n) for n in table] + [6])
+    print(f"\n{'scorer':<{width}}  {'n':>6}  {'mean':>7}  {'stdev':>7}  {'min':>7}  {'max':>7}  {'skipped':>7}  {'errors':>6}",
+          file=stream)
+    for name, fig in table.items():
+        print(f"{name:<{width}}  {fmt(fig['n']):>6}  {fmt(fig['mean']):>7}  {fmt(fig['stdev']):>7}  {fmt(fig['min']):>7}  "
+              f"{fmt(fig['max']):>7}  {fmt(fig['skipped']):>7}  {fmt(fig['errors']):>6}", file=stream)
+    for name, fig in table.items():
+        extras = {k: v for k, v in fig.items()
+                  if k not in ("n", "mean", "stdev", "min", "max", "skipped", "errors")}
+        if extras:
+            print(f"{name}:", file=stream)
+            for key, value in extras.items():
+                shown = fmt(value) if isinstance(value, (int, float, str)) else json.dumps(value, default=str)
+                print(f"  {key}: {shown}", file=stream)
+                if key == "usage":  # the same figures in words, what failed attempts cost apart
+                    from ..llm.usage import describe_usage
+
+                    print(f"  spent: {describe_usage(value)}", file=stream)
+    print(f"{summary.rows} rows in {summary.elapsed_s:.2f}s", file=stream)
+
+
+def _thresholds(items: Sequence[str], scorers: Sequence[Scorer]) -> dict[str, float]:
+    thresholds = {}
+    known = {s.name.lower(): s.name for s in scorers}
+    for name, value in parse_pairs(items, "--threshold"):
+        if name.lower() not in known:
+            raise ConfigError(f"--threshold {name}: not one of the scorers being run ({', '.join(known.values())})")
+        try:
+            minimum = float(value)
+        except ValueError:
+            raise ConfigError(f"--threshold {name}={value}: not a number") from None
+        if not 0.0 <= minimum <= 1.0:  # also refuses nan
+            raise ConfigError(f"--threshold {name}={value}: scores lie in [0, 1], so the limit must too")
+        thresholds[known[name.lower()]] = minimum
+    return thresholds
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.concurrency < 1:
+        raise ConfigError(f"--concurrency must be at least 1, got {args.concurrency}")
+    if args.workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {args.workers}")
+    llm_settings: dict[str, Any] = {}
+    if args.model:
+        llm_settings["model"] = args.model
+    if args.no_cache:
+        llm_settings["cache"] = False
+    if args.price:
+        llm_settings["prices"] = parse_prices(args.price)
+    if llm_settings:
+        from ..llm import configure
+
+        configure(**llm_settings)
+    params = scorer_params(args.scorers, args.param)
+    scorers = resolve_scorers([registry.get(name, **params[name]) for name in args.scorers])
+    mapping = dict(parse_pairs(args.map, "--map"))
+    thresholds = _thresholds(args.threshold, scorers)
+
+    parquet_in = (args.format or Path(args.data).suffix.lower().lstrip(".")) == "parquet"
+    parquet_out = bool(args.output) and args.output.lower().endswith(".parquet")
+    rows = read_input(args.data, args.format)
+    previous: list[dict[str, Any]] = []
+    if args.resume:
+        if not args.output or args.output == "-" or parquet_out:
+            raise ConfigError("--resume needs -o OUT.jsonl")
+        if args.engine != "local" and not args.ordered:
+            raise ConfigError(f"--resume with --engine {args.engine} needs --ordered (OUT must hold DATA's first "
+                              "rows in order, and the run continues it in order)")
+        previous = _resume_from(args.output, rows, scorers)
+
+    run = evaluate(rows, scorers, mapping=mapping, concurrency=args.concurrency, workers=args.workers,
+                   start=len(previous), engine=args.engine, address=args.address, master=args.master,
+                   ordered=args.ordered)
+    for record in previous:
+        run.summary.add(RowResult.from_record(record))
+    total = count_rows(args.data, args.format) if args.data != "-" and not parquet_in else None
+    progress = _progress(total, len(previous), args.progress)
+    failed_rows = sum(1 for r in previous if r.get("errors"))
+    columns: set[str] = set()  # the input columns seen so far
+    received: list[int] = []
+
+    def stop(signum: int, frame: Any) -> None:  # Ctrl-C or SIGTERM: stop at the next row, files intact
+        if received:  # a second signal: stop now
+            raise KeyboardInterrupt
+        received.append(signum)
+        run.interrupt()
+
+    handlers = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with ParquetResultWriter(args.output) if parquet_out else ResultWriter(args.output, append=bool(previous)) \
+                as writer:
+            for result in run:
+                if not columns.issuperset(result.row):
+                    _say_renamed([c for c in result.row if c not in columns], args.output)
+                    columns.update(result.row)
+                writer.write(result.to_record(with_metadata=args.metadata))
+                if not run.waiting:  # the next row is still being scored: hand what is written to the OS
+                    writer.flush()
+                failed_rows += bool(result.errors)
+                if progress is not None:
+                    progress.update(1)
+    except KeyboardInterrupt:
+        name, code = ("terminated", 143) if received[:1] == [signal.SIGTERM] else ("interrupted", 130)
+        print(f"{name}; the rows written so far are complete (continue with --resume)", file=sys.stderr)
+        return code
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        if progress is not None:
+            progress.close()
+    _print_summary(run.summary, sys.stderr)
+    if args.summary_json:
+        with open(args.summary_json, "w") as fh:
+            json.dump(run.summary.to_dict(), fh, indent=2, default=str)
+    status = 0
+    higher = {scorer.name: scorer.higher_is_better for scorer in scorers}
+    for name, limit in thresholds.items():
+        mean = run.summary.scorers[name]["mean"]
+        bound = "at least" if higher[name] else "at most"
+        if mean is None:
+            print(f"threshold not met: {name} has no scores to average (every row failed or was skipped); "
+                  f"needed a mean of {bound} {limit}", file=sys.stderr)
+            status = 1
+        elif (mean < limit) if higher[name] else (mean > limit):
+            print(f"threshold not met: {name} mean {mean:.4f} {'<' if higher[name] else '>'} {limit} "
+                  f"({'higher' if higher[name] else 'lower'} is better)", file=sys.stderr)
+            status = 1
+    if args.fail_on_error and failed_rows:
+        print(f"{failed_rows} row(s) had scorer errors", file=sys.stderr)
+        status = 1
+    for problem in run.summary.problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return 3 if run.summary.problems else status
+
+
+def _say_renamed(columns: Sequence[str], output: str | None) -> None:
+    """Say on stderr which of these input columns the results file holds under another name."""
+    renamed = [f"{column!r} as {escaped_key(column)!r}" for column in columns if escaped_key(column) != column]
+    if renamed:
+        print(f"note: {output if output and output != '-' else 'the results'} holds the input column(s) "
+              f"{', '.join(renamed)}: scores, errors, stats and metadata_scores are the run's own keys",
+              file=sys.stderr)
+
+
+def _progress(total: int | None, done: int, wanted: bool | None) -> Any:
+    if wanted is False or (wanted is None and not sys.stderr.isatty()):
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=done, unit="row", file=sys.stderr, dynamic_ncols=True)
+
+
+COMMANDS = {"run": Command(add_run, cmd_run)}

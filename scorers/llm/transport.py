@@ -106,7 +106,7 @@ async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: st
     endpoint = settings.shown_url
     client = await _client_for(settings)
     limiter = _limiter_for(settings.base_url)
-    response_class = _httpx_response_class()
+    response_class = _httpx().Response  # cast_to it: the raw reply, decoded here
     attempts_allowed = settings.max_retries + 1
     cause = "the deadline passed before the first attempt"
     for attempt in range(1, attempts_allowed + 1):
@@ -536,20 +536,22 @@ def _http_client(transport: str) -> Any:
     return openai.DefaultAsyncHttpxClient()
 
 
-def _httpx() -> Any:
-    """The httpx flavour (module ``httpx`` or ``httpx2``) this ``openai`` uses."""
-    return sys.modules[_httpx_response_class().__module__.split(".")[0]]
-
-
 @memoize
-def _httpx_response_class() -> Any:
-    """The ``Response`` class of the httpx flavour this ``openai`` uses (httpx or httpx2): ``cast_to`` it for raw bytes."""
+def _httpx() -> Any:
+    """The httpx flavour this ``openai`` sends with: ``httpx2`` where its default client is an
+    ``httpx2.AsyncClient`` (the fork this environment's openai uses), else ``httpx`` (upstream openai's)."""
     import openai
 
-    for base in openai.DefaultAsyncHttpxClient.__mro__:
-        if base.__name__ == "AsyncClient" and base.__module__.split(".")[0] in ("httpx", "httpx2"):
-            return sys.modules[base.__module__.split(".")[0]].Response
-    raise ConfigError("unsupported openai package layout: cannot find its httpx Response class")  # pragma: no cover
+    try:
+        import httpx2
+    except ImportError:
+        pass
+    else:
+        if issubclass(openai.DefaultAsyncHttpxClient, httpx2.AsyncClient):
+            return httpx2
+    import httpx
+
+    return httpx
 
 
 async def aclose() -> None:

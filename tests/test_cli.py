@@ -316,6 +316,32 @@ def test_an_interrupted_run_exits_cleanly_and_resumes(tmp_path, sig, code, fake_
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == list(range(40))
 
 
+def test_an_interrupted_parquet_run_keeps_its_rows_and_does_not_offer_resume(tmp_path, fake_api_key):
+    import pyarrow.parquet as pq
+
+    from scorers.testing import LoopbackLLM, Reply
+
+    rows = [{"id": i, "input": "q", "output": f"a{i}", "expected": "a"} for i in range(40)]
+    data = write_jsonl(tmp_path / "d.jsonl", rows)
+    out = tmp_path / "out.parquet"
+    with LoopbackLLM(default=Reply.choice("C"), latency=0.05) as server:
+        env = {**os.environ, "OPENAI_API_KEY": fake_api_key, "OPENAI_BASE_URL": server.base_url,
+               "SCORERS_CACHE_DIR": str(tmp_path / "cache")}
+        proc = subprocess.Popen([sys.executable, "-m", "scorers", "run", str(data), "-s", "Factuality", "-o", str(out),
+                                 "--concurrency", "2"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 60
+        while time.time() < deadline and server.request_count < 6:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and f"the rows scored so far are in {out}" in stderr
+    assert "continue with --resume)" in stderr and "write JSONL" in stderr
+    ids = pq.read_table(out).column("id").to_pylist()
+    assert ids == list(range(len(ids))) and 0 < len(ids) < 40
+
+
 def test_a_folder_named_scorers_in_the_working_directory_does_not_shadow_the_package(tmp_path):
     (tmp_path / "scorers").mkdir()  # e.g. the parent folder of a clone named scorers/
     (tmp_path / "scorers" / "README.md").write_text("a clone\n")

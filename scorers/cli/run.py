@@ -204,7 +204,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                     progress.update(1)
     except KeyboardInterrupt:
         name, code = ("terminated", 143) if received[:1] == [signal.SIGTERM] else ("interrupted", 130)
-        print(f"{name}; the rows written so far are complete (continue with --resume)", file=sys.stderr)
+        if parquet_out:  # written whole when the writer closes; --resume reads JSONL only
+            print(f"{name}; the rows scored so far are in {args.output} (write JSONL, -o OUT.jsonl, to be able to "
+                  "continue with --resume)", file=sys.stderr)
+        else:
+            print(f"{name}; the rows written so far are complete (continue with --resume)", file=sys.stderr)
         return code
     finally:
         for sig, handler in handlers.items():

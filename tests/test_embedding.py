@@ -525,7 +525,7 @@ F64_TOL = 1e-12
 def test_openai_provider_scores_rescaled_cosine(fake: FakeEmbeddings, expected_min: float, output: str,
                                                 expected: str) -> None:
     scorer = EmbeddingSimilarity(provider="openai", model="m1", client=fake, expected_min=expected_min)
-    assert isinstance(scorer, OpenAIEmbeddingSimilarity) and scorer.is_async
+    assert scorer.provider == "openai" and scorer.is_async and not EmbeddingSimilarity(device="cpu").is_async
     assert scorer.signature()["scorer"] == "EmbeddingSimilarity" and scorer.params()["provider"] == "openai"
     cos = _cos(fake.vector("m1", output), fake.vector("m1", expected))
     score = scorer(output=output, expected=expected)
@@ -593,7 +593,10 @@ def test_embedding_similarity_bad_configuration(kwargs: dict[str, Any]) -> None:
 def test_registered() -> None:
     assert isinstance(scorers.get("bertscore", device="cpu"), BERTScore)
     assert isinstance(scorers.get("embeddingsimilarity", device="cpu"), EmbeddingSimilarity)
-    assert isinstance(scorers.get("EmbeddingSimilarity", provider="openai", api_key="k"), OpenAIEmbeddingSimilarity)
+    openai = scorers.get("EmbeddingSimilarity", provider="openai", api_key="k")
+    assert type(openai) is EmbeddingSimilarity and openai.provider == "openai"
+    named = OpenAIEmbeddingSimilarity(api_key="k")  # the older spelling: the same scorer, the same signature
+    assert named.is_async and named.signature() == openai.signature()
 
 
 # --------------------------------------------------------------------------- OpenAI over real HTTP (LoopbackLLM)
@@ -701,5 +704,5 @@ def test_openai_variant_pickles_before_and_after_use(loopback: tuple[LoopbackLLM
     for blob in (before, after):
         embedding.EMBEDDING_CACHE.clear()
         copy = pickle.loads(blob)
-        assert type(copy) is OpenAIEmbeddingSimilarity and copy.params() == scorer.params()
+        assert copy.is_async and copy.provider == "openai" and copy.params() == scorer.params()
         assert copy(output="alpha", expected="beta").metadata == value.metadata

@@ -10,8 +10,8 @@ pickles to its settings and reloads them where it is unpickled.
 
 - :mod:`.models`: model identity, loading and encoding (shared);
 - :mod:`.bertscore`: :class:`BERTScore`;
-- :mod:`.similarity`: :class:`EmbeddingSimilarity` (local) and
-  :class:`OpenAIEmbeddingSimilarity` (``provider="openai"``, async).
+- :mod:`.similarity`: :class:`EmbeddingSimilarity`, local (sync) or ``provider="openai"`` (async);
+  :class:`OpenAIEmbeddingSimilarity` is the same scorer with ``provider="openai"`` as the default.
 
 >>> from scorers.embedding import BERTScore, EmbeddingSimilarity
 >>> round(BERTScore()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.").score, 3)

@@ -71,12 +71,18 @@ class EmbeddingSimilarity(Scorer):
 
     Local provider (default): the bundled all-MiniLM-L6-v2 with mean pooling over
     tokens and L2 normalisation, equal to sentence-transformers' ``encode`` (texts
-    truncated to the model's ``max_seq_length``, 256 for MiniLM). ``provider="openai"``
-    uses the OpenAI embeddings endpoint through ``openai.AsyncOpenAI`` (``model``,
-    ``api_key``/``base_url``, or ``client=`` an ``AsyncOpenAI`` or ``OpenAI`` client);
-    such a scorer is an :class:`OpenAIEmbeddingSimilarity`, an async scorer that never
-    blocks the event loop. A missing API key is a :class:`ConfigError` at construction,
-    before any request.
+    truncated to the model's ``max_seq_length``, 256 for MiniLM); a synchronous scorer.
+    ``provider="openai"`` uses the OpenAI embeddings endpoint through ``openai.AsyncOpenAI``
+    (``model``, ``api_key``/``base_url``, or ``client=`` an ``AsyncOpenAI`` or ``OpenAI``
+    client); such a scorer is async (``is_async`` is set per instance from ``provider``)
+    and never blocks the event loop. A missing API key is a :class:`ConfigError` at
+    construction, before any request.
+
+    Requests to OpenAI go at most :data:`OPENAI_MAX_INPUTS` texts each, concurrently
+    within the batch's limit, through one ``AsyncOpenAI`` client per event loop (made on
+    first use). A ``client=`` ``AsyncOpenAI`` is awaited as is; a synchronous client
+    (``openai.OpenAI``) runs in a worker thread. A failed request fails the rows that
+    needed it, with a :class:`~scorers.errors.ScorerError`.
 
     Score: ``cos`` capped at 1, then ``max((cos - expected_min) / (1 - expected_min), 0)``.
     The default ``expected_min=0`` gives the plain cosine clamped to [0, 1];
@@ -101,11 +107,6 @@ class EmbeddingSimilarity(Scorer):
     example = 'EmbeddingSimilarity()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")'
     algorithm_version = "1"
 
-    def __new__(cls, *args: Any, provider: str = "local", **kwargs: Any) -> "EmbeddingSimilarity":
-        if cls is EmbeddingSimilarity and provider == "openai":
-            cls = OpenAIEmbeddingSimilarity
-        return super().__new__(cls)
-
     def __init__(self, *, provider: str = "local", model: str | None = None, prefix: str = "",
                  expected_min: float = 0.0, batch_size: int = 64, device: str | None = None,
                  client: Any = None, api_key: str | None = None, base_url: str | None = None,
@@ -113,10 +114,6 @@ class EmbeddingSimilarity(Scorer):
         super().__init__(name=name)
         if provider not in ("local", "openai"):
             raise ConfigError(f"{self.name}: provider must be 'local' or 'openai', got {provider!r}", scorer=self.name)
-        if (provider == "openai") != isinstance(self, OpenAIEmbeddingSimilarity):
-            raise ConfigError(f"{self.name}: provider={provider!r} needs "
-                              f"{'an OpenAIEmbeddingSimilarity' if provider == 'openai' else 'provider=openai'}",
-                              scorer=self.name)
         if isinstance(expected_min, bool) or not isinstance(expected_min, (int, float)) \
                 or not math.isfinite(expected_min) or not 0.0 <= expected_min < 1.0:
             raise ConfigError(f"{self.name}: expected_min must be in [0, 1), got {expected_min!r}", scorer=self.name)
@@ -125,23 +122,40 @@ class EmbeddingSimilarity(Scorer):
         if not isinstance(prefix, str):
             raise ConfigError(f"{self.name}: prefix must be a string", scorer=self.name)
         self.provider = provider
+        #: The local model runs in the caller's thread (sync); OpenAI requests are awaited (async).
+        self.is_async = provider == "openai"
         self.prefix = prefix
         self.expected_min = float(expected_min)
         self.batch_size = batch_size
         self.allow_download = bool(allow_download)
         self.model = model
         self._device = device
+        self._client = client
         if provider == "local":
             if client is not None or api_key is not None or base_url is not None:
                 raise ConfigError(f"{self.name}: client, api_key and base_url are for provider='openai'",
                                   scorer=self.name)
             models.require_packages(self.name, "torch", "transformers")
             self._source  # noqa: B018  (a missing model package fails here, not at first scoring)
+            return
+        if client is not None and (api_key is not None or base_url is not None):
+            raise ConfigError(f"{self.name}: pass either client= or api_key=/base_url=, not both", scorer=self.name)
+        self.model = self.model or DEFAULT_OPENAI_MODEL
+        self._api_key = api_key
+        if client is None:
+            self._resolved_key()  # no key: ConfigError now, before any request
+            # resolved once: a pickled copy sends to the same endpoint, whatever its environment says
+            self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
         else:
-            self._setup_openai(client, api_key, base_url)
+            self._base_url = str(getattr(client, "base_url", "") or "")
+        self._endpoint = _public_url(self._base_url)
 
-    def _setup_openai(self, client: Any, api_key: str | None, base_url: str | None) -> None:
-        raise NotImplementedError  # OpenAIEmbeddingSimilarity
+    def _resolved_key(self) -> str:
+        key = self._api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            raise ConfigError(f"{self.name}: provider='openai' needs an API key: pass api_key= or client=, "
+                              "or set OPENAI_API_KEY", scorer=self.name)
+        return key
 
     # ------------------------------------------------------------ per-process state (dropped when pickled)
     @lazy
@@ -162,15 +176,35 @@ class EmbeddingSimilarity(Scorer):
         return models.load_model(self._source, self.device, None, self.allow_download, self.name)
 
     @lazy
+    def _clients(self) -> "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]":
+        """The ``AsyncOpenAI`` client made for each running event loop."""
+        return weakref.WeakKeyDictionary()
+
+    @lazy
     def _identity(self) -> dict[str, Any]:
+        if self.provider == "openai":
+            return {"provider": "openai", "endpoint": self._endpoint, "model": self.model}
         return {"provider": "local", **self._source.identity(), "pooling": "mean", "normalize": True,
                 **models.stack_versions()}
 
     def params(self) -> dict[str, Any]:
         return {**self._identity, "prefix": self.prefix, "expected_min": self.expected_min}
 
+    def __getstate__(self) -> dict[str, Any]:
+        if self._client is not None:
+            raise TypeError(f"{self.name}: an EmbeddingSimilarity with client= cannot be pickled; "
+                            "pass api_key=/base_url= instead")
+        return super().__getstate__()
+
+    def __copy__(self) -> "EmbeddingSimilarity":  # partial() copies; a client= is shared, not pickled
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        return clone
+
     # ------------------------------------------------------------ embeddings
     def _cache_key(self, text: str) -> tuple[str, ...]:
+        if self.provider == "openai":
+            return (self.provider, self._endpoint, self.model, self.prefix, text)  # type: ignore[return-value]
         return (self.provider, "local", self._source.location, self.prefix, text)
 
     def _cached(self, texts: Sequence[str]) -> tuple[list[tuple[str, ...]], dict[tuple[str, ...], Any], list[str]]:
@@ -181,7 +215,11 @@ class EmbeddingSimilarity(Scorer):
         return keys, found, missing
 
     def embed(self, texts: Sequence[str]) -> list[Any]:
-        """Unit-norm embeddings (numpy float64 arrays) of ``texts`` (``prefix`` prepended), via the cache."""
+        """Unit-norm embeddings (numpy float64 arrays) of ``texts`` (``prefix`` prepended), via the cache.
+
+        From sync code; with ``provider="openai"`` the requests run on the background event loop."""
+        if self.provider == "openai":
+            return run_sync(self.aembed(texts))
         keys, found, missing = self._cached(texts)
         if missing:
             for text, vector in zip(missing, self._embed_local([self.prefix + t for t in missing])):
@@ -191,8 +229,15 @@ class EmbeddingSimilarity(Scorer):
         return [found[k] for k in keys]
 
     async def aembed(self, texts: Sequence[str]) -> list[Any]:
-        """Async form of :meth:`embed` (the local model runs in the calling thread)."""
-        return self.embed(texts)
+        """Async form of :meth:`embed` (the local model runs in the calling thread); raises the
+        :class:`ScorerError` of a failed request."""
+        if self.provider == "local":
+            return self.embed(texts)
+        vectors = await self._fetch(list(texts), asyncio.Semaphore(4))
+        for vector in vectors:
+            if isinstance(vector, ScorerError):
+                raise vector
+        return vectors
 
     def _embed_local(self, texts: list[str]) -> list[Any]:
         torch = models.import_torch(self.name)
@@ -204,123 +249,8 @@ class EmbeddingSimilarity(Scorer):
         states = models.encode_tokens(self._model, self.device, ids, pad if pad is not None else 0, self.batch_size)
         return [torch.nn.functional.normalize(s.mean(dim=0), dim=0).double().numpy() for s in states]
 
-    # ------------------------------------------------------------ scoring
-    @staticmethod
-    def _texts(rows: list[dict[str, Any]]) -> list[str]:
-        return list(dict.fromkeys(t for row in rows for t in (row["output"], *row["expected"])))
-
-    def _row_score(self, row: dict[str, Any], vectors: dict[str, Any]) -> Score | ScorerError:
-        output = vectors[row["output"]]
-        if isinstance(output, ScorerError):
-            return output
-        cosines = []
-        for ref in row["expected"]:
-            vector = vectors[ref]
-            if isinstance(vector, ScorerError):
-                return vector
-            cosines.append(float(output @ vector))
-        best = max(range(len(cosines)), key=cosines.__getitem__)
-        capped = min(cosines[best], 1.0)
-        value = max((capped - self.expected_min) / (1.0 - self.expected_min), 0.0)
-        extra = {"reference": best} if len(cosines) > 1 else {}
-        return self.make_score(value, cosine=cosines[best], **extra)
-
-    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
-        texts = self._texts(rows)
-        vectors = dict(zip(texts, self.embed(texts)))
-        return [self._row_score(row, vectors) for row in rows]
-
-
-def _public_url(url: str) -> str:
-    """``url`` without credentials, query or fragment, and without a trailing slash (signatures, cache keys)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", "")) if parts.scheme else url.rstrip("/")
-
-
-class OpenAIEmbeddingSimilarity(EmbeddingSimilarity):
-    """:class:`EmbeddingSimilarity` over the OpenAI embeddings endpoint, asynchronously.
-
-    ``EmbeddingSimilarity(provider="openai", ...)`` builds one. Requests go through
-    ``openai.AsyncOpenAI`` (one client per event loop, made on first use), at most
-    :data:`OPENAI_MAX_INPUTS` texts each, concurrently within the batch's limit. A
-    ``client=`` ``AsyncOpenAI`` is awaited as is; a synchronous client (``openai.OpenAI``)
-    runs in a worker thread, so the event loop is never blocked. A failed request
-    fails the rows that needed it, with a :class:`~scorers.errors.ScorerError`.
-    """
-
-    def __init__(self, *, provider: str = "openai", **kwargs: Any) -> None:
-        super().__init__(provider=provider, **kwargs)
-
-    __init__.__signature__ = inspect.signature(EmbeddingSimilarity.__init__).replace(  # type: ignore[attr-defined]
-        parameters=[p.replace(default="openai") if p.name == "provider" else p
-                    for p in inspect.signature(EmbeddingSimilarity.__init__).parameters.values()])
-
-    def _setup_openai(self, client: Any, api_key: str | None, base_url: str | None) -> None:
-        if client is not None and (api_key is not None or base_url is not None):
-            raise ConfigError(f"{self.name}: pass either client= or api_key=/base_url=, not both", scorer=self.name)
-        self.model = self.model or DEFAULT_OPENAI_MODEL
-        self._client = client
-        self._api_key = api_key
-        if client is None:
-            self._resolved_key()  # no key: ConfigError now, before any request
-            # resolved once: a pickled copy sends to the same endpoint, whatever its environment says
-            self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
-        else:
-            self._base_url = str(getattr(client, "base_url", "") or "")
-        self._endpoint = _public_url(self._base_url)
-
-    def _resolved_key(self) -> str:
-        key = self._api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            raise ConfigError(f"{self.name}: provider='openai' needs an API key: pass api_key= or client=, "
-                              "or set OPENAI_API_KEY", scorer=self.name)
-        return key
-
-    @lazy
-    def _identity(self) -> dict[str, Any]:
-        return {"provider": "openai", "endpoint": self._endpoint, "model": self.model}
-
-    def signature(self) -> dict[str, Any]:
-        """As :class:`EmbeddingSimilarity`'s (``provider`` says which): this class is how it runs, not what it is."""
-        scorer = EmbeddingSimilarity.name if self.name == EmbeddingSimilarity.name else f"EmbeddingSimilarity:{self.name}"
-        return {**super().signature(), "scorer": scorer}
-
-    @lazy
-    def _clients(self) -> "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]":
-        """The ``AsyncOpenAI`` client made for each running event loop."""
-        return weakref.WeakKeyDictionary()
-
-    def __getstate__(self) -> dict[str, Any]:
-        if self._client is not None:
-            raise TypeError(f"{self.name}: an EmbeddingSimilarity with client= cannot be pickled; "
-                            "pass api_key=/base_url= instead")
-        return super().__getstate__()
-
-    def __copy__(self) -> "OpenAIEmbeddingSimilarity":  # partial() copies; a client= is shared, not pickled
-        clone = object.__new__(type(self))
-        clone.__dict__.update(self.__dict__)
-        return clone
-
-    # ------------------------------------------------------------ embeddings
-    def _cache_key(self, text: str) -> tuple[str, ...]:
-        return (self.provider, self._endpoint, self.model, self.prefix, text)
-
-    def embed(self, texts: Sequence[str]) -> list[Any]:
-        """Unit-norm embeddings of ``texts`` (``prefix`` prepended), via the cache; from sync code."""
-        return run_sync(self.aembed(texts))
-
-    async def aembed(self, texts: Sequence[str]) -> list[Any]:
-        """Unit-norm embeddings of ``texts``; raises the :class:`ScorerError` of a failed request."""
-        vectors = await self._fetch(list(texts), asyncio.Semaphore(4))
-        for vector in vectors:
-            if isinstance(vector, ScorerError):
-                raise vector
-        return vectors
-
     async def _fetch(self, texts: list[str], limit: asyncio.Semaphore) -> list[Any]:
-        """A vector or the request's ScorerError per text, in order; only texts not cached are requested."""
+        """A vector or the request's ScorerError per text, in order; only texts not cached are requested (OpenAI)."""
         keys, found, missing = self._cached(texts)
         chunks = [missing[i:i + OPENAI_MAX_INPUTS] for i in range(0, len(missing), OPENAI_MAX_INPUTS)]
         for chunk, vectors in zip(chunks, await asyncio.gather(*(self._request(c, limit) for c in chunks))):
@@ -383,7 +313,66 @@ class OpenAIEmbeddingSimilarity(EmbeddingSimilarity):
         return client
 
     # ------------------------------------------------------------ scoring
+    @staticmethod
+    def _texts(rows: list[dict[str, Any]]) -> list[str]:
+        return list(dict.fromkeys(t for row in rows for t in (row["output"], *row["expected"])))
+
+    def _row_score(self, row: dict[str, Any], vectors: dict[str, Any]) -> Score | ScorerError:
+        output = vectors[row["output"]]
+        if isinstance(output, ScorerError):
+            return output
+        cosines = []
+        for ref in row["expected"]:
+            vector = vectors[ref]
+            if isinstance(vector, ScorerError):
+                return vector
+            cosines.append(float(output @ vector))
+        best = max(range(len(cosines)), key=cosines.__getitem__)
+        capped = min(cosines[best], 1.0)
+        value = max((capped - self.expected_min) / (1.0 - self.expected_min), 0.0)
+        extra = {"reference": best} if len(cosines) > 1 else {}
+        return self.make_score(value, cosine=cosines[best], **extra)
+
+    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
+        """The local provider's route (sync)."""
+        texts = self._texts(rows)
+        vectors = dict(zip(texts, self.embed(texts)))
+        return [self._row_score(row, vectors) for row in rows]
+
     async def _ascore_batch(self, rows: list[dict[str, Any]], limit: asyncio.Semaphore) -> list[Score | ScorerError]:
+        """The OpenAI provider's route (async): a failed request fails only the rows that needed it."""
+        if self.provider == "local":
+            return self._score_batch(rows)
         texts = self._texts(rows)
         vectors = dict(zip(texts, await self._fetch(texts, limit)))
         return [self._row_score(row, vectors) for row in rows]
+
+
+def _public_url(url: str) -> str:
+    """``url`` without credentials, query or fragment, and without a trailing slash (signatures, cache keys)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", "")) if parts.scheme else url.rstrip("/")
+
+
+class OpenAIEmbeddingSimilarity(EmbeddingSimilarity):
+    """:class:`EmbeddingSimilarity` with ``provider="openai"`` as the default (kept for code that names it).
+
+    ``EmbeddingSimilarity(provider="openai", ...)`` is the same scorer, with the same signature.
+    """
+
+    def __init__(self, *, provider: str = "openai", **kwargs: Any) -> None:
+        if provider != "openai":
+            raise ConfigError(f"{kwargs.get('name') or self.name}: an OpenAIEmbeddingSimilarity needs "
+                              f"provider='openai', got {provider!r}", scorer=kwargs.get("name") or self.name)
+        super().__init__(provider=provider, **kwargs)
+
+    __init__.__signature__ = inspect.signature(EmbeddingSimilarity.__init__).replace(  # type: ignore[attr-defined]
+        parameters=[p.replace(default="openai") if p.name == "provider" else p
+                    for p in inspect.signature(EmbeddingSimilarity.__init__).parameters.values()])
+
+    def signature(self) -> dict[str, Any]:
+        """As :class:`EmbeddingSimilarity`'s: this class is a default, not another scorer."""
+        scorer = EmbeddingSimilarity.name if self.name == EmbeddingSimilarity.name else f"EmbeddingSimilarity:{self.name}"
+        return {**super().signature(), "scorer": scorer}

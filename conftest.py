@@ -1,12 +1,16 @@
 """Shared fixtures for tests/ and the doctests in scorers/: a hermetic environment for LLM settings and a loopback server."""
 from __future__ import annotations
 
+import doctest
 import os
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import pytest
 
-from scorers.testing import LoopbackLLM
+from scorers.errors import MissingExtraError
+
+if TYPE_CHECKING:  # imported by the fixtures that serve it: doctests that need no server do not load it
+    from scorers.testing import LoopbackLLM
 
 #: The API key tests give the client; distinctive so tests can assert it never leaks.
 FAKE_API_KEY = "sk-test-LEAKCANARY-0123456789abcdef"
@@ -37,6 +41,8 @@ def fake_api_key() -> str:
 @pytest.fixture
 def llm_server() -> Iterator[LoopbackLLM]:
     """A running :class:`~scorers.testing.LoopbackLLM` (no latency, default reply ``"OK"``)."""
+    from scorers.testing import LoopbackLLM
+
     with LoopbackLLM() as server:
         yield server
 
@@ -56,10 +62,35 @@ def _fail_skips_in_ci(report: Any) -> None:
         report.longrepr = f"skipped under CI=true (every extra is installed there): {report.longrepr}"
 
 
+def _missing_extra(excinfo: pytest.ExceptionInfo[BaseException] | None) -> MissingExtraError | None:
+    """The MissingExtraError that failed a doctest at its first failing example (an extra not installed)."""
+    if excinfo is None:
+        return None
+    failures = getattr(excinfo.value, "failures", None) or [excinfo.value]  # MultipleDoctestFailures, or one
+    first = failures[0]
+    if isinstance(first, doctest.UnexpectedException) and isinstance(first.exc_info[1], MissingExtraError):
+        return first.exc_info[1]
+    return None
+
+
+def _skip_doctests_of_missing_extras(item: pytest.Item, call: pytest.CallInfo[None], report: Any) -> None:
+    """A doctest whose scorer's extra is not installed is skipped, naming the extra, not failed (a CI with
+    every extra installed never gets here, and would fail such a skip below anyway)."""
+    if not isinstance(getattr(item, "dtest", None), doctest.DocTest) or report.when != "call" or not report.failed:
+        return
+    missing = _missing_extra(call.excinfo)
+    if missing is not None:
+        path, line, _ = item.reportinfo()
+        report.outcome = "skipped"
+        report.longrepr = (str(path), (line or 0) + 1, f"Skipped: {missing}")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
-    _fail_skips_in_ci(outcome.get_result())  # type: ignore[attr-defined]
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    _skip_doctests_of_missing_extras(item, call, report)
+    _fail_skips_in_ci(report)
 
 
 @pytest.hookimpl(hookwrapper=True)

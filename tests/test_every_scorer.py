@@ -58,6 +58,7 @@ OTHER_VALUE = {
     "criteria": [{"name": "tone", "description": "Neutral tone."}], "reasoning_effort": "high", "api": "responses",
     "extra_args": {"top_p": 0.5}, "idk_is_unfaithful": True, "questions": 3, "sample_temperature": 0.5,
     "prompts": None,  # per multi-step judge, in OTHER_VALUE_FOR
+    "settings": {"model": "another-model"},  # a judge's request settings as one value
 }
 #: Settings both scorers get, where the parameter only makes sense with them.
 CONTEXT = {"smooth_value": {"smooth_method": "floor"}, "aggregate": {"samples": 3, "temperature": 0.7},

@@ -23,12 +23,14 @@ and reads the reply back as a mapping.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
 import re
 import time
+import types
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Annotated, Any, ClassVar, Mapping, Sequence, Union, get_args, get_origin
 
 from .._util import lazy
 from ..aggregate import Aggregator, MeanAggregator
@@ -146,24 +148,92 @@ class LLMJudge(Scorer):
     #: Response modes the kind supports (the spec may narrow them).
     response_modes: ClassVar[tuple[str, ...]] = ("tools", "json", "json_object", "text")
 
-    def __init__(self, name: str | None = None, settings: RequestSettings | Mapping[str, Any] | None = None, *,
-                 engine: LLMEngine | None = None, client: Any = None, max_reasks: int | None = None) -> None:
-        """``settings``: the request settings, validated (a :class:`RequestSettings`, or a kind's spec, which
-        holds them) or a mapping validated here (one :class:`ConfigError` listing every problem)."""
+    #: The request settings' defaults for a judge built in code (a setting not named here defaults to ``None``:
+    #: the engine's or the server's choice); a kind may change them. The settings themselves are the fields of
+    #: :class:`RequestSettings`, declared there only.
+    request_defaults: ClassVar[Mapping[str, Any]] = types.MappingProxyType(
+        {"use_cot": True, "temperature": 0, "response_mode": "tools"})
+    #: Request settings the kind fixes: they are not parameters of its constructor (G-Eval: ``use_cot`` False).
+    fixed_settings: ClassVar[Mapping[str, Any]] = types.MappingProxyType({})
+    #: The constructor that takes the request settings (``**request``), as a ``TypeError`` names it.
+    _settings_owner: ClassVar[str] = "LLMJudge.__init__()"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None and takes_request_settings(cls, init):
+            cls._settings_owner = f"{cls.__qualname__}.__init__()"
+
+    def __init__(self, name: str | None = None, *, engine: LLMEngine | None = None, client: Any = None,
+                 max_reasks: int | None = None, settings: RequestSettings | Mapping[str, Any] | None = None,
+                 **request: Any) -> None:
+        """The request settings are keyword arguments (one per field of :class:`RequestSettings`, listed in the
+        signature) or one ``settings`` value (a :class:`RequestSettings` or a mapping); a keyword wins over
+        ``settings``, which wins over the kind's :attr:`request_defaults`. Everything is validated at once
+        by the judge's spec model (one :class:`ConfigError` listing every problem)."""
+        self._init_judge(name, {}, settings, request, engine=engine, client=client, max_reasks=max_reasks)
+
+    def _init_judge(self, name: str | None, kind_data: Mapping[str, Any],
+                    settings: RequestSettings | Mapping[str, Any] | None, request: Mapping[str, Any], *,
+                    engine: LLMEngine | None, client: Any, max_reasks: int | None) -> Any:
+        """Validate the kind's data and the request settings with :meth:`_spec_model`, build the engine;
+        returns the validated spec."""
         Scorer.__init__(self, name=name)
-        if not isinstance(settings, RequestSettings):
-            settings = _validated(self.name, RequestSettings, dict(settings or {}))
-        self._configure(self.name, settings, engine=engine, client=client, max_reasks=max_reasks)
+        data = {**kind_data, **self.request_fields(settings, request)}
+        spec = _validated(self.name, self._spec_model(), data)
+        self._configure(self.name, spec, engine=engine, client=client, max_reasks=max_reasks)
+        return spec
+
+    @classmethod
+    def _spec_model(cls) -> type[RequestSettings]:
+        """The model that validates the judge's settings: :class:`RequestSettings` (a template kind's spec)."""
+        return RequestSettings
+
+    @classmethod
+    def request_setting_names(cls) -> tuple[str, ...]:
+        """The request settings the constructor takes: :class:`RequestSettings`' fields, less the fixed ones."""
+        return tuple(n for n in RequestSettings.model_fields if n not in cls.fixed_settings)
+
+    def request_fields(self, settings: RequestSettings | Mapping[str, Any] | None,
+                       request: Mapping[str, Any]) -> dict[str, Any]:
+        """Every request setting, as the spec model validates it: the kind's defaults, then ``settings``, then the
+        keywords ``request``, then the kind's fixed settings."""
+        names = self.request_setting_names()
+        unknown = next((key for key in request if key not in names), None)
+        if unknown is not None:
+            raise TypeError(f"{self._settings_owner} got an unexpected keyword argument {unknown!r}")
+        chosen: dict[str, Any] = {}
+        if settings is not None:
+            if not isinstance(settings, RequestSettings):
+                if not isinstance(settings, Mapping):
+                    raise ConfigError(f"{self.name}: settings must be a RequestSettings or a mapping, got "
+                                      f"{type(settings).__name__}", scorer=self.name)
+                settings = _validated(self.name, RequestSettings, settings)
+            chosen = {key: getattr(settings, key) for key in settings.model_fields_set
+                      if key in RequestSettings.model_fields}
+            fixed = {key: value for key, value in chosen.items()
+                     if key in self.fixed_settings and value != self.fixed_settings[key]}
+            if fixed:
+                raise ConfigError(f"{self.name}: a {self.judge_kind} judge fixes "
+                                  + ", ".join(f"{key}={self.fixed_settings[key]!r}" for key in fixed), scorer=self.name)
+        fields = {name: self.request_defaults.get(name) for name in RequestSettings.model_fields}
+        fields.update(chosen)
+        fields.update(request)
+        fields.update(self.fixed_settings)
+        if isinstance(fields["extra_args"], Mapping):
+            fields["extra_args"] = dict(fields["extra_args"])
+        return fields
 
     def _configure(self, name: str, spec: Any, *, engine: LLMEngine | None, client: Any,
                    max_reasks: int | None) -> None:
-        """Take the validated request settings of ``spec`` and build the engine."""
+        """Take the validated request settings of ``spec`` and build the engine (``None`` for ``use_cot`` or
+        ``response_mode`` is the kind's default)."""
         self.spec = spec
-        self.use_cot: bool = True if spec.use_cot is None else spec.use_cot
+        self.use_cot: bool = self.request_defaults.get("use_cot", True) if spec.use_cot is None else spec.use_cot
         self.model: str | None = spec.model
-        self.temperature: float | None = spec.temperature if "temperature" in spec.model_fields_set else 0
+        self.temperature: float | None = spec.temperature
         self.max_tokens: int | None = spec.max_tokens
-        self.response_mode: str = spec.response_mode or "tools"
+        self.response_mode: str = spec.response_mode or self.request_defaults.get("response_mode", "tools")
         self.reasoning_effort: str | None = spec.reasoning_effort
         self.api: str | None = spec.api
         self.extra_args: dict[str, Any] = dict(spec.extra_args or {})
@@ -431,6 +501,46 @@ class LLMJudge(Scorer):
         return JudgeAggregator()
 
 
+def takes_request_settings(cls: type[LLMJudge], init: Any) -> bool:
+    """Whether ``init`` (the constructor ``cls`` defines) takes the request settings, as ``**request``; if so its
+    signature (``inspect.signature``, the registry's parameter hints) lists each of them as a keyword-only
+    parameter, derived from :class:`RequestSettings`' fields and ``cls``'s defaults, in place of ``**request``.
+
+    >>> [str(p) for p in inspect.signature(LLMJudge).parameters.values()][4:8]
+    ["settings: 'RequestSettings | Mapping[str, Any] | None' = None", "use_cot: 'bool | None' = True", \
+"model: 'str | None' = None", "temperature: 'float | None' = 0"]
+    """
+    if "__signature__" in vars(init):
+        return True
+    signature = inspect.signature(init)
+    parameters = list(signature.parameters.values())
+    if not parameters or parameters[-1].kind is not inspect.Parameter.VAR_KEYWORD or parameters[-1].name != "request":
+        return False
+    names = cls.request_setting_names()
+    taken = [p.name for p in parameters if p.name in names]
+    if taken:
+        raise TypeError(f"{cls.__qualname__}.__init__ declares {taken}, which are request settings: **request "
+                        "takes them")
+    settings = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=cls.request_defaults.get(name),
+                                  annotation=_plain(RequestSettings.model_fields[name].annotation)) for name in names]
+    init.__signature__ = signature.replace(parameters=parameters[:-1] + settings)
+    return True
+
+
+def _plain(annotation: Any) -> str:
+    """``annotation`` as text, without its ``Annotated`` constraints (the spec model checks them), for a signature."""
+    if get_origin(annotation) is Annotated:
+        return _plain(get_args(annotation)[0])
+    if get_origin(annotation) in (Union, types.UnionType):
+        return " | ".join(_plain(arg) for arg in get_args(annotation))
+    if annotation is type(None):
+        return "None"
+    return annotation.__name__ if isinstance(annotation, type) else str(annotation).replace("typing.", "")
+
+
+takes_request_settings(LLMJudge, LLMJudge.__init__)
+
+
 def _validated(name: str, model: type[Any], data: Mapping[str, Any]) -> Any:
     """``data`` validated by ``model``; a :class:`ConfigError` of judge ``name`` naming every problem otherwise."""
     spec, problems = validate_model(model, data)
@@ -498,9 +608,13 @@ class TemplatedJudge(LLMJudge):
 
     def _setup(self, name: str, *, prompt_template: str | None, messages: Sequence[Mapping[str, str]] | None,
                template: JudgeTemplate | None, description: str | None, engine: LLMEngine | None,
-               client: Any, max_reasks: int | None, spec_fields: Mapping[str, Any]) -> Any:
-        """Validate every setting with the kind's spec model (one :class:`ConfigError` listing every problem),
-        build the template and the engine; returns the validated spec."""
+               client: Any, max_reasks: int | None, spec_fields: Mapping[str, Any],
+               settings: RequestSettings | Mapping[str, Any] | None = None,
+               request: Mapping[str, Any] | None = None) -> Any:
+        """Validate the kind's settings (``spec_fields``; :func:`given` leaves one to the spec's default) and the
+        request settings (``settings``, ``request``: see :meth:`LLMJudge.request_fields`) with the kind's spec
+        model (one :class:`ConfigError` listing every problem), build the engine and the template; returns the
+        validated spec."""
         given = [x is not None for x in (prompt_template, messages, template)]
         if sum(given) != 1:
             raise ConfigError(f"{name}: give exactly one of prompt_template, messages or template", scorer=name)
@@ -512,13 +626,13 @@ class TemplatedJudge(LLMJudge):
             data["prompt"] = prompt_template
         else:
             data["messages"] = list(messages or [])
-        spec = _validated(name, self._spec_model(), data)
+        spec = self._init_judge(name, data, settings, request or {}, engine=engine, client=client,
+                                max_reasks=max_reasks)
         if template is None:
             template = JudgeTemplate(name=name, messages=tuple((role, mustache_to_jinja(content))
                                                                for role, content in spec.message_pairs()),
                                      choice_scores=getattr(spec, "choice_scores", None), description=description or "")
         self.template = template
-        super(TemplatedJudge, self).__init__(name, spec, engine=engine, client=client, max_reasks=max_reasks)
         self.description = " ".join((description or template.description or type(self).description).split())
         self.fields = tuple(Field(v, (object,), required=True, description=f"template variable {{{{{v}}}}}",
                                   convert=_text_or_data) for v in self.variables())
@@ -532,10 +646,14 @@ class TemplatedJudge(LLMJudge):
         return cls.spec_model
 
     @classmethod
-    def from_definition(cls, template: JudgeTemplate, settings: Mapping[str, Any],
+    def from_definition(cls, template: JudgeTemplate, settings: Mapping[str, Any], /,
                         **overrides: Any) -> "TemplatedJudge":
-        """Build from a template file's definition; keyword arguments win over its settings."""
-        arguments = {**settings, **overrides}
+        """Build from a template file's definition; keyword arguments win over its settings (and so do the
+        fields a ``settings=`` value sets)."""
+        value = overrides.get("settings")
+        chosen = value.model_fields_set if isinstance(value, RequestSettings) else \
+            set(value) if isinstance(value, Mapping) else set()
+        arguments = {**{k: v for k, v in settings.items() if k not in chosen}, **overrides}
         return cls(arguments.pop("name", template.name), template=template, **arguments)
 
     # ------------------------------------------------------------- describing

@@ -51,7 +51,7 @@ from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from ..score import Score
 from ..errors import ConfigError
 from .base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, reasons_text
-from .spec import ClassifierSpec
+from .spec import ClassifierSpec, RequestSettings
 from .template import JudgeTemplate
 
 __all__ = ["LLMClassifier", "Verdict", "parse_text_choice", "read_reply", "TOOL_NAME", "AGGREGATES"]
@@ -154,13 +154,10 @@ class LLMClassifier(TemplatedJudge):
     max_tokens_default = (64, 1024)
 
     def __init__(self, name: str, prompt_template: str | None = None, choice_scores: Mapping[str, float] | None = None,
-                 *, use_cot: bool = True, model: str | None = None, temperature: float | None = 0,
-                 max_tokens: int | None = None, client: Any = None, response_mode: str = "tools", samples: int = 1,
-                 aggregate: str = "mean", messages: Sequence[Mapping[str, str]] | None = None,
-                 template: JudgeTemplate | None = None, max_reasks: int | None = None,
-                 engine: LLMEngine | None = None, description: str | None = None,
-                 reasoning_effort: str | None = None, api: str | None = None,
-                 extra_args: Mapping[str, Any] | None = None) -> None:
+                 *, samples: int = 1, aggregate: str = "mean", messages: Sequence[Mapping[str, str]] | None = None,
+                 template: JudgeTemplate | None = None, engine: LLMEngine | None = None, client: Any = None,
+                 max_reasks: int | None = None, description: str | None = None,
+                 settings: RequestSettings | Mapping[str, Any] | None = None, **request: Any) -> None:
         scores: Any = choice_scores
         if scores is None and template is not None and template.choice_scores is not None:
             scores = dict(template.choice_scores)
@@ -171,11 +168,8 @@ class LLMClassifier(TemplatedJudge):
                               + (f" for the choices {choices}" if choices else ""), scorer=name)
         spec = self._setup(name, prompt_template=prompt_template, messages=messages, template=template,
                            description=description, engine=engine, client=client, max_reasks=max_reasks,
-                           spec_fields={"choice_scores": scores, "use_cot": use_cot, "model": model,
-                                        "temperature": temperature, "max_tokens": max_tokens,
-                                        "response_mode": response_mode, "samples": samples, "aggregate": aggregate,
-                                        "reasoning_effort": reasoning_effort, "api": api,
-                                        "extra_args": None if extra_args is None else dict(extra_args)})
+                           spec_fields={"choice_scores": scores, "samples": samples, "aggregate": aggregate},
+                           settings=settings, request=request)
         if template is not None and list(spec.choice_scores) != list(template.choices):
             raise ConfigError(f"{name}: choice_scores must cover exactly the template's choices "
                               f"{list(template.choices)}", scorer=name)

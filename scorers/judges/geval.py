@@ -34,13 +34,14 @@ from __future__ import annotations
 
 import math
 import re
+import types
 from typing import Any, Mapping, Sequence
 
 from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from ..score import Score
 from .base import ReplyFormat, TemplatedJudge, given
 from .rating import parse_text_rating
-from .spec import GEvalSpec, Scale
+from .spec import GEvalSpec, RequestSettings, Scale
 from .template import JudgeTemplate
 
 __all__ = ["GEvalJudge", "STEPS_TOOL"]
@@ -56,23 +57,22 @@ class GEvalJudge(TemplatedJudge):
     spec_model = GEvalSpec
     max_tokens_default = (16, 16)
     response_modes = ("text", "json", "json_object", "tools")
+    request_defaults = types.MappingProxyType({"temperature": 0, "response_mode": "text"})
+    fixed_settings = types.MappingProxyType({"use_cot": False})  # the steps are the reasoning; the reply is the score
 
     def __init__(self, name: str, prompt_template: str | None = None, *, criteria: str,
                  steps: Sequence[str] | None = None, scale: Mapping[str, int] | Scale | None = None,
                  score_mode: str = "logprobs", top_logprobs: int = 20, min_prob: float = 0.01,
-                 model: str | None = None, temperature: float | None = 0, max_tokens: int | None = None,
-                 response_mode: str = "text", reasoning_effort: str | None = None, api: str | None = None,
-                 extra_args: Mapping[str, Any] | None = None, messages: Sequence[Mapping[str, str]] | None = None,
-                 template: JudgeTemplate | None = None, engine: LLMEngine | None = None, client: Any = None,
-                 max_reasks: int | None = None, description: str | None = None) -> None:
+                 messages: Sequence[Mapping[str, str]] | None = None, template: JudgeTemplate | None = None,
+                 engine: LLMEngine | None = None, client: Any = None, max_reasks: int | None = None,
+                 description: str | None = None, settings: RequestSettings | Mapping[str, Any] | None = None,
+                 **request: Any) -> None:
         spec = self._setup(name, prompt_template=prompt_template, messages=messages, template=template,
                            description=description, engine=engine, client=client, max_reasks=max_reasks,
                            spec_fields={"criteria": criteria, "steps": None if steps is None else list(steps),
                                         "scale": given(scale), "score_mode": score_mode,
-                                        "top_logprobs": top_logprobs, "min_prob": min_prob, "use_cot": False,
-                                        "model": model, "temperature": temperature, "max_tokens": max_tokens,
-                                        "response_mode": response_mode, "reasoning_effort": reasoning_effort,
-                                        "api": api, "extra_args": None if extra_args is None else dict(extra_args)})
+                                        "top_logprobs": top_logprobs, "min_prob": min_prob},
+                           settings=settings, request=request)
         self.criteria: str = spec.criteria
         self.steps: tuple[str, ...] | None = None if spec.steps is None else tuple(spec.steps)
         self.scale: Scale = spec.scale

@@ -26,7 +26,7 @@ from ..llm import ChatRequest, ChatResult, LLMEngine
 from ..score import Score
 from .base import ReplyFormat, TemplatedJudge
 from .classifier import read_reply, reply_format
-from .spec import PairwiseSpec
+from .spec import PairwiseSpec, RequestSettings
 from .template import JudgeTemplate
 
 __all__ = ["PairwiseJudge"]
@@ -44,18 +44,14 @@ class PairwiseJudge(TemplatedJudge):
     max_tokens_default = (64, 1024)
 
     def __init__(self, name: str, prompt_template: str | None = None, *, other: str = "expected",
-                 swap: bool = False, allow_tie: bool = True, use_cot: bool = True, model: str | None = None,
-                 temperature: float | None = 0, max_tokens: int | None = None, response_mode: str = "tools",
-                 reasoning_effort: str | None = None, api: str | None = None,
-                 extra_args: Mapping[str, Any] | None = None, messages: Sequence[Mapping[str, str]] | None = None,
+                 swap: bool = False, allow_tie: bool = True, messages: Sequence[Mapping[str, str]] | None = None,
                  template: JudgeTemplate | None = None, engine: LLMEngine | None = None, client: Any = None,
-                 max_reasks: int | None = None, description: str | None = None) -> None:
+                 max_reasks: int | None = None, description: str | None = None,
+                 settings: RequestSettings | Mapping[str, Any] | None = None, **request: Any) -> None:
         spec = self._setup(name, prompt_template=prompt_template, messages=messages, template=template,
                            description=description, engine=engine, client=client, max_reasks=max_reasks,
-                           spec_fields={"other": other, "swap": swap, "allow_tie": allow_tie, "use_cot": use_cot,
-                                        "model": model, "temperature": temperature, "max_tokens": max_tokens,
-                                        "response_mode": response_mode, "reasoning_effort": reasoning_effort,
-                                        "api": api, "extra_args": None if extra_args is None else dict(extra_args)})
+                           spec_fields={"other": other, "swap": swap, "allow_tie": allow_tie},
+                           settings=settings, request=request)
         self.other: str = spec.other
         self.swap: bool = spec.swap
         self.allow_tie: bool = spec.allow_tie

@@ -66,6 +66,7 @@ from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from ..registry import register
 from ..score import Score
 from .base import REASONS_DESCRIPTION, LLMJudge, ReplyFormat
+from .spec import RequestSettings
 from .template import JudgeTemplate, mustache_to_jinja
 
 __all__ = ["MultiStepJudge", "ItemVerdict", "Faithfulness", "AnswerRelevancy", "ContextPrecision", "ContextRecall",
@@ -129,16 +130,10 @@ class MultiStepJudge(LLMJudge):
     #: The step prompts the metric uses (file names under ``prompts/rag/`` without ``.md``).
     steps: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, *, model: str | None = None, temperature: float | None = 0, max_tokens: int | None = None,
-                 response_mode: str = "tools", use_cot: bool = True, reasoning_effort: str | None = None,
-                 api: str | None = None, extra_args: Mapping[str, Any] | None = None,
-                 prompts: Mapping[str, str] | None = None, max_reasks: int | None = None,
-                 engine: LLMEngine | None = None, client: Any = None, name: str | None = None) -> None:
-        super().__init__(name, {
-            "use_cot": use_cot, "model": model, "temperature": temperature, "max_tokens": max_tokens,
-            "response_mode": response_mode, "reasoning_effort": reasoning_effort, "api": api,
-            "extra_args": None if extra_args is None else dict(extra_args)},
-            engine=engine, client=client, max_reasks=max_reasks)
+    def __init__(self, *, prompts: Mapping[str, str] | None = None, max_reasks: int | None = None,
+                 engine: LLMEngine | None = None, client: Any = None, name: str | None = None,
+                 settings: RequestSettings | Mapping[str, Any] | None = None, **request: Any) -> None:
+        super().__init__(name, engine=engine, client=client, max_reasks=max_reasks, settings=settings, **request)
         self.prompts: dict[str, str] = self._prompts(prompts or {})
         self._templates  # compiles every step prompt now: a syntax error is a ConfigError of the constructor
 

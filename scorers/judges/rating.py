@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 from ..llm import ChatResult, InvalidReply, LLMEngine
 from ..score import Score
 from .base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, reasons_text
-from .spec import RatingSpec, Scale
+from .spec import RatingSpec, RequestSettings, Scale
 from .template import JudgeTemplate
 
 __all__ = ["RatingJudge", "parse_text_rating"]
@@ -52,18 +52,13 @@ class RatingJudge(TemplatedJudge):
     max_tokens_default = (32, 1024)
 
     def __init__(self, name: str, prompt_template: str | None = None, *, scale: Mapping[str, int] | Scale,
-                 use_cot: bool = True, model: str | None = None, temperature: float | None = 0,
-                 max_tokens: int | None = None, response_mode: str = "tools", reasoning_effort: str | None = None,
-                 api: str | None = None, extra_args: Mapping[str, Any] | None = None,
                  messages: Sequence[Mapping[str, str]] | None = None, template: JudgeTemplate | None = None,
                  engine: LLMEngine | None = None, client: Any = None, max_reasks: int | None = None,
-                 description: str | None = None) -> None:
+                 description: str | None = None, settings: RequestSettings | Mapping[str, Any] | None = None,
+                 **request: Any) -> None:
         spec = self._setup(name, prompt_template=prompt_template, messages=messages, template=template,
                            description=description, engine=engine, client=client, max_reasks=max_reasks,
-                           spec_fields={"scale": scale, "use_cot": use_cot, "model": model,
-                                        "temperature": temperature, "max_tokens": max_tokens,
-                                        "response_mode": response_mode, "reasoning_effort": reasoning_effort,
-                                        "api": api, "extra_args": None if extra_args is None else dict(extra_args)})
+                           spec_fields={"scale": scale}, settings=settings, request=request)
         self.scale: Scale = spec.scale
 
     def kind_params(self) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import Any, Mapping, Sequence
 from ..llm import ChatResult, InvalidReply, LLMEngine
 from ..score import Score
 from .base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, given, reasons_text
-from .spec import Criterion, RubricSpec, Scale
+from .spec import Criterion, RequestSettings, RubricSpec, Scale
 from .template import JudgeTemplate
 
 __all__ = ["RubricJudge"]
@@ -49,19 +49,14 @@ class RubricJudge(TemplatedJudge):
 
     def __init__(self, name: str, prompt_template: str | None = None, *,
                  criteria: Sequence[Mapping[str, Any] | Criterion], scale: Mapping[str, int] | Scale | None = None,
-                 threshold: float | None = None, use_cot: bool = True, model: str | None = None,
-                 temperature: float | None = 0, max_tokens: int | None = None, response_mode: str = "tools",
-                 reasoning_effort: str | None = None, api: str | None = None,
-                 extra_args: Mapping[str, Any] | None = None, messages: Sequence[Mapping[str, str]] | None = None,
+                 threshold: float | None = None, messages: Sequence[Mapping[str, str]] | None = None,
                  template: JudgeTemplate | None = None, engine: LLMEngine | None = None, client: Any = None,
-                 max_reasks: int | None = None, description: str | None = None) -> None:
+                 max_reasks: int | None = None, description: str | None = None,
+                 settings: RequestSettings | Mapping[str, Any] | None = None, **request: Any) -> None:
         spec = self._setup(name, prompt_template=prompt_template, messages=messages, template=template,
                            description=description, engine=engine, client=client, max_reasks=max_reasks,
-                           spec_fields={"criteria": list(criteria), "scale": given(scale), "threshold": threshold,
-                                        "use_cot": use_cot, "model": model, "temperature": temperature,
-                                        "max_tokens": max_tokens, "response_mode": response_mode,
-                                        "reasoning_effort": reasoning_effort, "api": api,
-                                        "extra_args": None if extra_args is None else dict(extra_args)})
+                           spec_fields={"criteria": list(criteria), "scale": given(scale), "threshold": threshold},
+                           settings=settings, request=request)
         self.criteria: tuple[Criterion, ...] = tuple(spec.criteria)
         self.scale: Scale = spec.scale
         self.threshold: float | None = spec.threshold

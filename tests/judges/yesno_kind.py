@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Mapping, Sequence
 from pydantic import Field
 
 from scorers.judges.base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, reasons_text
-from scorers.judges.spec import TemplateSpec
+from scorers.judges.spec import RequestSettings, TemplateSpec
 from scorers.judges.template import JudgeTemplate
 from scorers.llm import ChatResult, InvalidReply, LLMEngine
 from scorers.score import Score
@@ -40,10 +40,12 @@ class YesNoJudge(TemplatedJudge):
     def __init__(self, name: str, prompt_template: str | None = None, *, yes_score: float = 1.0,
                  no_score: float = 0.0, messages: Sequence[Mapping[str, str]] | None = None,
                  template: JudgeTemplate | None = None, engine: LLMEngine | None = None, client: Any = None,
-                 max_reasks: int | None = None, description: str | None = None, **settings: Any) -> None:
+                 max_reasks: int | None = None, description: str | None = None,
+                 settings: RequestSettings | None = None, **request: Any) -> None:
         spec = self._setup(name, prompt_template=prompt_template, messages=messages, template=template,
                            description=description, engine=engine, client=client, max_reasks=max_reasks,
-                           spec_fields={"yes_score": yes_score, "no_score": no_score, **settings})
+                           spec_fields={"yes_score": yes_score, "no_score": no_score}, settings=settings,
+                           request=request)
         self.yes_score: float = spec.yes_score
         self.no_score: float = spec.no_score
 

@@ -189,13 +189,12 @@ class _Lexicon:
         return synonyms
 
 
-#: Where WordNet synonym sets come from: the compact index (default) or nltk's corpus reader (the reference).
-SYNONYM_SOURCES = ("index", "nltk")
-
-
 @memoize
 def _lexicon(stemmer: str, synonyms: str, source: str = "index") -> _Lexicon:
-    """The process-wide stems and synonym sets for these settings (``clear_caches`` forgets them)."""
+    """The process-wide stems and synonym sets for these settings (``clear_caches`` forgets them).
+
+    ``source``: where WordNet synonym sets come from, ``"index"`` (the compact index, the default) or
+    ``"nltk"`` (nltk's corpus reader, the reference)."""
     stem = porter_stem("METEOR") if stemmer == "porter" else None
     synonyms_of = None
     if synonyms == "wordnet":

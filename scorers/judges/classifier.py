@@ -178,11 +178,6 @@ class LLMClassifier(TemplatedJudge):
         self.samples: int = spec.samples
         self.aggregate: str = spec.aggregate
 
-    @classmethod
-    def from_template(cls, template: JudgeTemplate, **overrides: Any) -> "LLMClassifier":
-        """Build from a :class:`~scorers.judges.template.JudgeTemplate`; keyword arguments win."""
-        return cls(overrides.pop("name", template.name), template=template, **overrides)
-
     def kind_params(self) -> dict[str, Any]:
         return {"choice_scores": self.choice_scores, "samples": self.samples, "aggregate": self.aggregate}
 

@@ -122,8 +122,9 @@ class EmbeddingSimilarity(Scorer):
         if not isinstance(prefix, str):
             raise ConfigError(f"{self.name}: prefix must be a string", scorer=self.name)
         self.provider = provider
-        #: The local model runs in the caller's thread (sync); OpenAI requests are awaited (async).
-        self.is_async = provider == "openai"
+        # The local model runs in the caller's thread (sync); OpenAI requests are awaited (async). Set per
+        # instance over the class's derived value (the class has both routes); every caller reads the instance's.
+        self.is_async = provider == "openai"  # type: ignore[misc]
         self.prefix = prefix
         self.expected_min = float(expected_min)
         self.batch_size = batch_size

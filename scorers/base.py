@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
+from types import MappingProxyType
 from typing import Any, ClassVar, Iterable, Mapping
 
 from ._aio import run_sync
@@ -303,6 +304,16 @@ class Scorer:
         clone = copy.copy(self)
         clone._bound = {**self._bound, **fields}
         return clone
+
+    @property
+    def bound_fields(self) -> Mapping[str, Any]:
+        """The fields :meth:`partial` bound (read-only); a call's own arguments win over them.
+
+        >>> from scorers import get
+        >>> dict(get("Levenshtein").partial(expected="abcd").bound_fields)
+        {'expected': 'abcd'}
+        """
+        return MappingProxyType(self._bound)
 
     # ----------------------------------------------------------------- batch
     def score_batch(self, rows: Iterable[Mapping[str, Any]]) -> list[Score | ScorerError]:

@@ -184,7 +184,7 @@ def check_columns(mapping: Mapping[str, str], rows: Sequence[Mapping[str, Any]],
                               f"(columns: {columns})")
     for scorer in scorers:
         for name in scorer.required_fields():
-            if name not in scorer._bound and name not in mapping and absent(name):
+            if name not in scorer.bound_fields and name not in mapping and absent(name):
                 raise ConfigError(f"{scorer.name} needs the field {name!r}, and there is no column {name!r} in "
                                   f"{where} (columns: {columns}); map one to it (--map {name}=COLUMN, or "
                                   f"evaluate(..., mapping={{{name!r}: 'COLUMN'}}))", scorer=scorer.name)

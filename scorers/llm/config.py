@@ -55,20 +55,25 @@ Settings without an environment variable (``configure()``, ``LLMEngine(...)``):
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import inspect
 import os
 import re
 import threading
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Callable, ClassVar, Iterator, Literal, Mapping
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
 
 from .._util import memoize
 from ..errors import ConfigError
 from .redaction import mask_urls
 
-__all__ = ["DEFAULT_MODEL", "DEFAULT_BASE_URL", "LLMSettings", "configure", "resolve", "configured_prices", "default_model",
-           "default_cache_path", "settings_state", "is_reasoning_model", "DEFAULT_DEADLINE", "APIS",
-           "configured_values", "cache_target"]
+__all__ = ["DEFAULT_MODEL", "DEFAULT_BASE_URL", "LLMSettings", "Setting", "configure", "resolve", "configured_prices",
+           "default_model", "default_cache_path", "settings_state", "is_reasoning_model", "DEFAULT_DEADLINE", "APIS",
+           "configured_values", "cache_target", "check_options", "FORWARDED_ENV", "ENV_NAMES", "scoped"]
 
 #: The judge model used when neither an argument, :func:`configure` nor ``SCORERS_MODEL`` names one.
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -95,25 +100,258 @@ def is_reasoning_model(model: str) -> bool:
     """
     return _REASONING_MODEL.search(model) is not None
 
-_DEFAULTS: dict[str, Any] = {
-    "max_concurrency": 32,   # requests in flight per endpoint and event loop
-    "timeout": 60.0,         # seconds per HTTP attempt
-    "max_retries": 4,        # retries of 429/5xx/timeouts/connection errors (so at most 5 attempts)
-    "max_reasks": 2,         # re-asks of an unusable reply (so at most 3 replies)
-    "backoff_base": 0.5,     # first backoff delay, doubled per retry, with jitter
-    "backoff_max": 20.0,     # cap of one backoff delay
-    "retry_after_max": 60.0,  # cap of a server's Retry-After
-    "transport": "auto",
-    "cache": True,
-    "api": "chat",
-    "deadline": DEFAULT_DEADLINE,
-}
-_TRANSPORTS = ("auto", "aiohttp", "httpx")
+
 _OFF = {"0", "off", "false", "no", "none", ""}
 
-_UNSET: Any = object()
+
+class _Unset:
+    """The default of :func:`configure`'s parameters: leave the setting as it is."""
+
+    def __repr__(self) -> str:
+        return "<unchanged>"
 
 
+_UNSET: Any = _Unset()
+
+
+# ------------------------------------------------------------ the declaration
+def _env_text(environ: Mapping[str, str], name: str) -> str | None:
+    value = environ.get(name)
+    return value.strip() if value and value.strip() else None
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Field metadata of an :class:`LLMSettings` field: how it is described, masked and read from the environment.
+
+    ``expected`` completes "must be ..." in the :class:`ConfigError` of a bad value. ``env`` are the
+    environment variables it is read from (an engine's workers get them from the driver); ``local_env``
+    further ones of this machine only (the default cache folder), never forwarded. The environment
+    decides when the value is unset or ``from_env`` (``transport="auto"``, ``cache=True``); ``read``
+    turns the environment into a value (default: the first variable's stripped text), ``None`` when
+    it sets none. ``secret``: never shown (not in ``repr``, not in messages); ``url``: shown with its
+    credentials masked.
+    """
+
+    expected: str
+    env: tuple[str, ...] = ()
+    local_env: tuple[str, ...] = ()
+    from_env: Any = None
+    read: Callable[[Mapping[str, str]], Any] | None = None
+    secret: bool = False
+    url: bool = False
+
+    def from_environment(self, environ: Mapping[str, str]) -> Any:
+        """The value the environment sets, or ``None``."""
+        if self.read is not None:
+            return self.read(environ)
+        return _env_text(environ, self.env[0]) if self.env else None
+
+
+def _text(value: Any) -> Any:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("empty")
+    return value.strip()
+
+
+def _client(value: Any) -> Any:
+    if value is not None and (not hasattr(value, "post") or not hasattr(value, "base_url")):
+        raise ValueError("not a client")
+    return value
+
+
+def _cache(value: Any) -> Any:
+    from .cache import LLMCache, RedisCache, is_redis_url
+
+    if value is None:
+        return None
+    if is_redis_url(value):
+        RedisCache(value)  # a ConfigError now for a malformed ttl=, not at the first request
+        return value.strip()
+    if isinstance(value, (bool, str, os.PathLike, LLMCache, RedisCache)):
+        return value
+    raise ValueError("not a cache")
+
+
+def _prices(prices: Any) -> dict[str, tuple[float, float]]:
+    if not isinstance(prices, Mapping):
+        raise ConfigError("prices must map model names to (input, output) USD per 1M tokens")
+    out: dict[str, tuple[float, float]] = {}
+    for model, pair in prices.items():
+        try:
+            price_in, price_out = (float(p) for p in pair)
+        except (TypeError, ValueError):
+            raise ConfigError(f"prices[{model!r}] must be (input, output) USD per 1M tokens, got {pair!r}") from None
+        if price_in < 0 or price_out < 0:
+            raise ConfigError(f"prices[{model!r}] must not be negative")
+        out[str(model)] = (price_in, price_out)
+    return out
+
+
+def _env_transport(environ: Mapping[str, str]) -> str | None:
+    value = _env_text(environ, "SCORERS_HTTP_TRANSPORT")
+    return None if value is None else value.lower()
+
+
+def _env_cache(environ: Mapping[str, str]) -> Any:
+    """``SCORERS_CACHE`` (a path, or ``0``/``off``/... or empty: no cache) or ``SCORERS_CACHE_URL`` (Redis), or
+    ``None`` (the default file, under ``SCORERS_CACHE_DIR``: see :func:`default_cache_path`)."""
+    from .cache import is_redis_url
+
+    env = _env_text(environ, "SCORERS_CACHE")
+    url = _env_text(environ, "SCORERS_CACHE_URL")
+    if env is not None:
+        if env.lower() in _OFF:
+            return False
+        if url is not None:
+            raise ConfigError(f"SCORERS_CACHE={env!r} and SCORERS_CACHE_URL are both set: keep the file path "
+                              f"(one machine) or the Redis URL (shared), not both")
+        return Path(env).expanduser()
+    if environ.get("SCORERS_CACHE") is not None:  # set but empty: off
+        return False
+    if url is not None:
+        if not is_redis_url(url):
+            raise ConfigError(f"SCORERS_CACHE_URL={mask_urls(url)!r} is not a redis:// or rediss:// URL "
+                              f"(for a file, set SCORERS_CACHE to its path)")
+        return url
+    return None
+
+
+_Seconds = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False),
+                     Setting("a finite number of seconds >= 0")]
+_PositiveSeconds = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False),
+                             Setting("a finite number of seconds > 0")]
+_Tries = Annotated[int, Strict(), Field(ge=0, le=50), Setting("an integer in [0, 50]")]
+
+
+class LLMSettings(BaseModel):
+    """The settings of the LLM engine, declared once: what :func:`configure` and ``LLMEngine(...)`` take (each
+    validated as its field), the environment variables each is read from (:class:`Setting`), the defaults,
+    and, resolved by :func:`resolve`, the settings of one engine call. ``api_key`` is kept out of ``repr``
+    and the credentials of URLs are masked in it.
+
+    >>> LLMSettings(model="gpt-4o", base_url="http://user:pw@localhost:8000/v1", api_key="sk-secret")
+    ... # doctest: +ELLIPSIS
+    LLMSettings(model='gpt-4o', base_url='http://user:***@localhost:8000/v1', max_concurrency=32, ...)
+    >>> LLMSettings.settings["cache"].env
+    ('SCORERS_CACHE', 'SCORERS_CACHE_URL', 'SCORERS_CACHE_DIR')
+    >>> LLMSettings.check("max_concurrency", 0)
+    Traceback (most recent call last):
+    ...
+    scorers.errors.ConfigError: LLM setting 'max_concurrency' must be an integer >= 1, got 0
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=False)
+
+    model: Annotated[str, BeforeValidator(_text), Setting("a non-empty string", env=("SCORERS_MODEL",))] = \
+        DEFAULT_MODEL
+    base_url: Annotated[str, BeforeValidator(_text),
+                        Setting("a non-empty string", env=("OPENAI_BASE_URL",), url=True)] = DEFAULT_BASE_URL
+    api_key: Annotated[str | None, BeforeValidator(_text),
+                       Setting("a non-empty string", env=("OPENAI_API_KEY",), secret=True)] = Field(None, repr=False)
+    #: An ``openai.AsyncOpenAI`` or ``openai.OpenAI`` client (instead of ``base_url``/``api_key``).
+    client: Annotated[Any, AfterValidator(_client), Setting("an openai.AsyncOpenAI or openai.OpenAI client")] = \
+        Field(None, repr=False)
+    #: Requests in flight per endpoint and event loop.
+    max_concurrency: Annotated[int, Strict(), Field(ge=1), Setting("an integer >= 1")] = 32
+    #: Seconds per HTTP attempt.
+    timeout: _PositiveSeconds = 60.0
+    #: Retries of 429/5xx/timeouts/connection errors (so at most 5 attempts by default).
+    max_retries: _Tries = 4
+    #: Re-asks of an unusable reply (so at most 3 replies by default).
+    max_reasks: _Tries = 2
+    #: First backoff delay, doubled per retry, with jitter.
+    backoff_base: _Seconds = 0.5
+    #: Cap of one backoff delay.
+    backoff_max: _Seconds = 20.0
+    #: Cap of a server's Retry-After.
+    retry_after_max: _Seconds = 60.0
+    #: ``auto``: ``SCORERS_HTTP_TRANSPORT``, else aiohttp when installed, else httpx.
+    transport: Annotated[Literal["auto", "aiohttp", "httpx"],
+                         Setting("one of auto, aiohttp, httpx", env=("SCORERS_HTTP_TRANSPORT",), from_env="auto",
+                                 read=_env_transport)] = "auto"
+    api: Annotated[Literal[APIS], Setting(f"one of {', '.join(APIS)}")] = "chat"
+    #: ``None``: derived per request from the model name (:func:`is_reasoning_model`).
+    reasoning: Annotated[bool | None, Strict(), Setting("True, False or None (derive from the model)")] = None
+    deadline: _PositiveSeconds = DEFAULT_DEADLINE
+    #: As an option: ``True`` (the environment's cache, else the default file), ``False``, a file path, a Redis
+    #: URL, an ``LLMCache``/``RedisCache``. Resolved: ``None`` (no cache), a path, a Redis URL or a cache object.
+    cache: Annotated[Any, BeforeValidator(_cache),
+                     Setting("True/False, a file path, a redis:// URL, an LLMCache or a RedisCache",
+                             env=("SCORERS_CACHE", "SCORERS_CACHE_URL", "SCORERS_CACHE_DIR"),
+                             local_env=("XDG_CACHE_HOME", "LOCALAPPDATA", "HOME"), from_env=True, read=_env_cache,
+                             url=True)] = True
+    #: Model name → (input, output) USD per 1M tokens, for cost estimates (:func:`configure` only).
+    prices: Annotated[Any, BeforeValidator(_prices), Setting("a mapping of model names to prices")] = \
+        Field(default_factory=dict, repr=False)
+
+    #: The :class:`Setting` of each field.
+    settings: ClassVar[dict[str, Setting]]
+
+    @property
+    def shown_url(self) -> str:
+        """``base_url`` with its credentials masked (:func:`~scorers.llm.redaction.mask_urls`): the endpoint as
+        messages, logs, cache keys and ``repr`` show it."""
+        return mask_urls(self.base_url)
+
+    def __repr_args__(self) -> Any:  # repr() and str(): URLs' credentials masked, secrets left out (repr=False)
+        for name, info in type(self).model_fields.items():
+            if info.repr:
+                value = getattr(self, name)
+                yield name, mask_urls(value) if self.settings[name].url and isinstance(value, str) else value
+
+    @classmethod
+    def check(cls, name: str, value: Any) -> Any:
+        """``value`` of setting ``name`` validated (``None``: unset); a :class:`ConfigError` naming it otherwise."""
+        if value is None:
+            return None
+        if name not in cls.model_fields:
+            raise ConfigError(f"unknown LLM setting {name!r}")
+        try:
+            return getattr(cls.model_validate({name: value}), name)
+        except ValidationError as exc:
+            cause = (exc.errors()[0].get("ctx") or {}).get("error")
+            setting = cls.settings[name]
+            got = "" if setting.secret else f", got {_shown_value(setting, value)}"
+            raise ConfigError(f"LLM setting {name!r} must be {setting.expected}{got}") from cause
+
+    @classmethod
+    def env_value(cls, name: str, environ: Mapping[str, str] | None = None) -> Any:
+        """Setting ``name`` as the environment sets it (its :class:`Setting` reads its variables), validated;
+        ``None`` when the environment sets none."""
+        setting = cls.settings[name]
+        value = setting.from_environment(_environ() if environ is None else environ)
+        try:
+            return cls.check(name, value)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc} (read from {' or '.join(setting.env)})", scorer=exc.scorer) from exc
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The settings the environment sets, validated (unset ones are absent)."""
+        values = {name: cls.env_value(name, environ) for name, setting in cls.settings.items() if setting.env}
+        return {name: value for name, value in values.items() if value is not None}
+
+
+def _shown_value(setting: Setting, value: Any) -> str:
+    """``value`` as a message about it shows it: a secret not at all, a URL masked, an object by its type."""
+    if setting.secret:
+        return "'***'"
+    if not isinstance(value, (str, int, float, bool, type(None), os.PathLike, Mapping, list, tuple)):
+        return type(value).__name__
+    return repr(mask_urls(value)) if setting.url and isinstance(value, str) else repr(value)
+
+
+LLMSettings.settings = {name: next(m for m in info.metadata if isinstance(m, Setting))
+                        for name, info in LLMSettings.model_fields.items()}
+#: The environment variables that decide settings, which an engine's workers take from the driver.
+FORWARDED_ENV: tuple[str, ...] = tuple(dict.fromkeys(v for s in LLMSettings.settings.values() for v in s.env))
+#: Every environment variable :func:`resolve` reads (also this machine's, which locate the default cache folder).
+ENV_NAMES: tuple[str, ...] = FORWARDED_ENV + tuple(dict.fromkeys(
+    v for s in LLMSettings.settings.values() for v in s.local_env))
+
+
+# ---------------------------------------------------------------- configure
 class _Configured:
     """What :func:`configure` set in this process, under a lock; ``version`` is bumped by every call,
     so that memoised settings know when they are stale."""
@@ -129,114 +367,72 @@ def _configured() -> _Configured:
     """The process-wide :func:`configure` state (created on first use)."""
     return _Configured()
 
-#: Environment variables that :func:`resolve` reads (``HOME`` locates the default cache folder).
-_ENV_NAMES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SCORERS_MODEL", "SCORERS_CACHE", "SCORERS_CACHE_DIR",
-              "SCORERS_CACHE_URL", "XDG_CACHE_HOME", "LOCALAPPDATA", "SCORERS_HTTP_TRANSPORT", "HOME")
-
 
 @dataclass(frozen=True)
-class LLMSettings:
-    """Resolved settings of one engine call. ``api_key`` is kept out of ``repr``."""
+class _Scope:
+    """Settings that stand in for :func:`configure`'s and the LLM environment variables' within :func:`scoped`."""
 
-    model: str
-    base_url: str
-    api_key: str | None = field(repr=False)
-    client: Any = field(default=None, repr=False, compare=False)
-    max_concurrency: int = 32
-    timeout: float = 60.0
-    max_retries: int = 4
-    max_reasks: int = 2
-    backoff_base: float = 0.5
-    backoff_max: float = 20.0
-    retry_after_max: float = 60.0
-    transport: str = "auto"
-    api: str = "chat"
-    #: ``None``: derived per request from the model name (:func:`is_reasoning_model`).
-    reasoning: bool | None = None
-    deadline: float = DEFAULT_DEADLINE
-    #: ``None`` (no cache), the path of the SQLite cache file, a Redis URL, or an ``LLMCache``/``RedisCache``.
-    cache: Any = None
+    configured: dict[str, Any]
+    environ: dict[str, str | None]
 
-    @property
-    def shown_url(self) -> str:
-        """``base_url`` with its credentials masked (:func:`~scorers.llm.redaction.mask_urls`): the endpoint as
-        messages, logs, cache keys and ``repr`` show it."""
-        return mask_urls(self.base_url)
+    def get(self, name: str, default: Any = None) -> Any:
+        """The environment variable ``name`` as the scope has it (the process's, for one it does not name)."""
+        if name in self.environ:
+            value = self.environ[name]
+            return default if value is None else value
+        return os.environ.get(name, default)
 
-    def __repr__(self) -> str:
-        shown = {f.name: self.shown_url if f.name == "base_url" else getattr(self, f.name)
-                 for f in fields(self) if f.repr}
-        return f"LLMSettings({', '.join(f'{name}={value!r}' for name, value in shown.items())})"
+
+_SCOPE: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar("scorers_llm_scope", default=None)
+
+
+@contextlib.contextmanager
+def scoped(configured: Mapping[str, Any], environ: Mapping[str, str | None] | None = None) -> Iterator[None]:
+    """Within the block, resolve settings as if :func:`configure` had set ``configured`` (in place of this
+    process's values) and the environment held ``environ`` for the variables it names (``None``: unset);
+    :data:`FORWARDED_ENV` are the ones that matter. It holds for this thread and the asyncio tasks started in
+    the block (a context variable): nothing process-wide changes, and the previous settings are back after it.
+    An engine's workers judge with the driver's settings this way.
+
+    >>> configure(model="process-model")
+    >>> with scoped({"model": "scoped-model"}, {"OPENAI_API_KEY": "sk-scoped"}):
+    ...     resolve().model, resolve().api_key
+    ('scoped-model', 'sk-scoped')
+    >>> default_model()
+    'process-model'
+    >>> configure(reset=True)
+    """
+    unknown = sorted(set(configured) - set(LLMSettings.model_fields))
+    if unknown:
+        raise ConfigError(f"unknown LLM settings {unknown}")
+    scope = _Scope({name: _check(name, value) for name, value in configured.items() if value is not None},
+                   dict(environ or {}))
+    token = _SCOPE.set(scope)
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+def _values() -> dict[str, Any]:
+    """The configured values in effect: the scope's, else a copy of what :func:`configure` set."""
+    scope = _SCOPE.get()
+    if scope is not None:
+        return dict(scope.configured)
+    state = _configured()
+    with state.lock:
+        return dict(state.values)
+
+
+def _environ() -> Mapping[str, str] | _Scope:
+    """The environment in effect: the scope's variables over the process's."""
+    scope = _SCOPE.get()
+    return os.environ if scope is None else scope
 
 
 def _check(name: str, value: Any) -> Any:
     """Validate one option; raise :class:`ConfigError` naming it."""
-    if value is None:
-        return None
-    if name in ("model", "base_url", "api_key"):
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f"LLM setting {name!r} must be a non-empty string")
-        return value.strip()
-    if name in ("max_concurrency",):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"LLM setting 'max_concurrency' must be an integer >= 1, got {value!r}")
-        return value
-    if name in ("max_retries", "max_reasks"):
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 50:
-            raise ConfigError(f"LLM setting {name!r} must be an integer in [0, 50], got {value!r}")
-        return value
-    if name in ("timeout", "backoff_base", "backoff_max", "retry_after_max", "deadline"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or value == float("inf"):
-            raise ConfigError(f"LLM setting {name!r} must be a finite number of seconds >= 0, got {value!r}")
-        if name in ("timeout", "deadline") and value == 0:
-            raise ConfigError(f"LLM setting {name!r} must be > 0")
-        return float(value)
-    if name == "transport":
-        if value not in _TRANSPORTS:
-            raise ConfigError(f"LLM setting 'transport' must be one of {', '.join(_TRANSPORTS)}, got {value!r}")
-        return value
-    if name == "api":
-        if value not in APIS:
-            raise ConfigError(f"LLM setting 'api' must be one of {', '.join(APIS)}, got {value!r}")
-        return value
-    if name == "reasoning":
-        if not isinstance(value, bool):
-            raise ConfigError(f"LLM setting 'reasoning' must be True, False or None (derive from the model), "
-                              f"got {value!r}")
-        return value
-    if name == "cache":
-        from .cache import LLMCache, RedisCache, is_redis_url
-
-        if is_redis_url(value):
-            RedisCache(value)  # a ConfigError now for a malformed ttl=, not at the first request
-            return value.strip()
-        if isinstance(value, (bool, str, os.PathLike, LLMCache, RedisCache)):
-            return value
-        raise ConfigError(f"LLM setting 'cache' must be True/False, a file path, a redis:// URL, an LLMCache or "
-                          f"a RedisCache, got {value!r}")
-    if name == "client":
-        if not hasattr(value, "post") or not hasattr(value, "base_url"):
-            raise ConfigError(f"LLM setting 'client' must be an openai.AsyncOpenAI or openai.OpenAI client, "
-                              f"got {type(value).__name__}")
-        return value
-    if name == "prices":
-        return _check_prices(value)
-    raise ConfigError(f"unknown LLM setting {name!r}")
-
-
-def _check_prices(prices: Any) -> dict[str, tuple[float, float]]:
-    if not isinstance(prices, Mapping):
-        raise ConfigError("prices must map model names to (input, output) USD per 1M tokens")
-    out: dict[str, tuple[float, float]] = {}
-    for model, pair in prices.items():
-        try:
-            price_in, price_out = (float(p) for p in pair)
-        except (TypeError, ValueError):
-            raise ConfigError(f"prices[{model!r}] must be (input, output) USD per 1M tokens, got {pair!r}") from None
-        if price_in < 0 or price_out < 0:
-            raise ConfigError(f"prices[{model!r}] must not be negative")
-        out[str(model)] = (price_in, price_out)
-    return out
+    return LLMSettings.check(name, value)
 
 
 def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -244,25 +440,23 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return {name: _check(name, value) for name, value in options.items() if value is not None}
 
 
-def configure(*, client: Any = _UNSET, model: Any = _UNSET, base_url: Any = _UNSET, api_key: Any = _UNSET,
-              max_concurrency: Any = _UNSET, timeout: Any = _UNSET, max_retries: Any = _UNSET,
-              max_reasks: Any = _UNSET, cache: Any = _UNSET, transport: Any = _UNSET, prices: Any = _UNSET,
-              backoff_base: Any = _UNSET, backoff_max: Any = _UNSET, retry_after_max: Any = _UNSET,
-              api: Any = _UNSET, reasoning: Any = _UNSET, deadline: Any = _UNSET, reset: bool = False) -> None:
+def configure(*, reset: bool = False, **options: Any) -> None:
     """Set process-wide defaults of every LLM judge (arguments given to a scorer still win).
 
-    Passing ``None`` clears one setting; ``reset=True`` clears all first. ``cache``
-    is ``True``/``False``, a file path, a ``redis://`` URL (:class:`~scorers.llm.cache.RedisCache`) or an
-    :class:`~scorers.llm.cache.LLMCache`;
+    The options are the fields of :class:`LLMSettings` (see the signature). Passing ``None`` clears one
+    setting; ``reset=True`` clears all first. ``cache`` is ``True``/``False``, a file path, a ``redis://``
+    URL (:class:`~scorers.llm.cache.RedisCache`) or an :class:`~scorers.llm.cache.LLMCache`;
     ``prices`` maps model names to ``(input, output)`` USD per 1M tokens for cost estimates.
     Retries wait ``backoff_base * 2**k`` seconds (jittered, at most ``backoff_max``), or the
     server's ``Retry-After`` (at most ``retry_after_max``). ``api``, ``reasoning`` and ``deadline`` are
     described in the module docstring.
     """
-    given = {k: v for k, v in locals().items() if k != "reset" and v is not _UNSET}
-    checked = {name: _check(name, value) for name, value in given.items()}
-    if "client" in checked and checked["client"] is not None and ({"api_key", "base_url"} & {
-            k for k, v in checked.items() if v is not None}):
+    unknown = next((name for name in options if name not in LLMSettings.model_fields), None)
+    if unknown is not None:
+        raise TypeError(f"configure() got an unexpected keyword argument {unknown!r}")
+    checked = {name: _check(name, value) for name, value in options.items()}
+    if checked.get("client") is not None and (checked.get("api_key") is not None
+                                              or checked.get("base_url") is not None):
         raise ConfigError("configure(): pass either client= or api_key=/base_url=, not both")
     state = _configured()
     with state.lock:
@@ -276,11 +470,16 @@ def configure(*, client: Any = _UNSET, model: Any = _UNSET, base_url: Any = _UNS
                 state.values[name] = value
 
 
+configure.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=_UNSET) for name in LLMSettings.model_fields]
+    + [inspect.Parameter("reset", inspect.Parameter.KEYWORD_ONLY, default=False, annotation="bool")],
+    return_annotation="None")
+
+
 def configured_values() -> dict[str, Any]:
-    """A copy of what :func:`configure` set in this process (e.g. to hand to an engine's workers)."""
-    state = _configured()
-    with state.lock:
-        return dict(state.values)
+    """A copy of what :func:`configure` set in this process, or the :func:`scoped` values within one (e.g. to
+    hand to an engine's workers)."""
+    return _values()
 
 
 def settings_state() -> tuple[Any, ...]:
@@ -292,35 +491,42 @@ def settings_state() -> tuple[Any, ...]:
         folder: str | None = os.getcwd()
     except OSError:  # the working folder was deleted
         folder = None
-    environ = os.environ
-    return (_configured().version, folder, *[environ.get(name) for name in _ENV_NAMES])
+    environ = _environ()
+    return (_configured().version, _SCOPE.get(), folder, *[environ.get(name) for name in ENV_NAMES])
 
 
 def configured_prices() -> dict[str, tuple[float, float]]:
     """Prices set with ``configure(prices=...)`` (empty when none)."""
-    state = _configured()
-    with state.lock:
-        return dict(state.values.get("prices", {}))
+    return dict(_values().get("prices", {}))
+
+
+# ------------------------------------------------------------------ resolve
+def _chosen(name: str, value: Any, environ: Mapping[str, str]) -> Any:
+    """Setting ``name``: ``value`` (an argument or configured), unless it leaves it to the environment
+    (unset, or the field's ``from_env``), else the default."""
+    setting = LLMSettings.settings[name]
+    if setting.env and (value is None or value == setting.from_env):
+        from_env = LLMSettings.env_value(name, environ)
+        if from_env is not None:
+            value = from_env
+    if value is None:
+        field = LLMSettings.model_fields[name]
+        value = field.get_default(call_default_factory=True)
+    return value
 
 
 def default_model(override: str | None = None) -> str:
     """``override``, else the configured model, else ``SCORERS_MODEL``, else :data:`DEFAULT_MODEL`."""
-    state = _configured()
-    with state.lock:
-        configured = state.values.get("model")
-    return override or configured or _env("SCORERS_MODEL") or DEFAULT_MODEL
-
-
-def _env(name: str) -> str | None:
-    value = os.environ.get(name)
-    return value.strip() if value and value.strip() else None
+    return _chosen("model", override or _values().get("model"), _environ())
 
 
 def default_cache_path() -> Path:
     """``$SCORERS_CACHE_DIR/llm-cache.sqlite``, else under ``$XDG_CACHE_HOME/scorers`` or ``~/.cache/scorers``."""
-    folder = _env("SCORERS_CACHE_DIR")
+    environ = _environ()
+    folder = _env_text(environ, "SCORERS_CACHE_DIR")
     if folder is None:
-        base = _env("XDG_CACHE_HOME") or _env("LOCALAPPDATA") or str(Path.home() / ".cache")
+        base = _env_text(environ, "XDG_CACHE_HOME") or _env_text(environ, "LOCALAPPDATA") or \
+            str(Path.home() / ".cache")
         folder = str(Path(base) / "scorers")
     return Path(folder).expanduser() / "llm-cache.sqlite"
 
@@ -329,25 +535,10 @@ def cache_target(value: Any) -> Any:
     """Turn a cache option into ``None`` (off), a path, a Redis URL, or an ``LLMCache``/``RedisCache``."""
     from .cache import is_redis_url
 
+    value = _chosen("cache", value, _environ())  # True: the environment's cache, else the default file
     if value is False:
         return None
     if value is True:
-        env = _env("SCORERS_CACHE")
-        url = _env("SCORERS_CACHE_URL")
-        if env is not None:
-            if env.lower() in _OFF:
-                return None
-            if url is not None:
-                raise ConfigError(f"SCORERS_CACHE={env!r} and SCORERS_CACHE_URL are both set: keep the file path "
-                                  f"(one machine) or the Redis URL (shared), not both")
-            return Path(env).expanduser()
-        if os.environ.get("SCORERS_CACHE") is not None:  # set but empty: off
-            return None
-        if url is not None:
-            if not is_redis_url(url):
-                raise ConfigError(f"SCORERS_CACHE_URL={mask_urls(url)!r} is not a redis:// or rediss:// URL "
-                                  f"(for a file, set SCORERS_CACHE to its path)")
-            return _check("cache", url)
         return default_cache_path()
     if is_redis_url(value):
         return value
@@ -357,40 +548,30 @@ def cache_target(value: Any) -> Any:
 
 
 def resolve(**overrides: Any) -> LLMSettings:
-    """Merge per-engine ``overrides`` (already checked; ``None`` = unset), :func:`configure` and the environment."""
-    state = _configured()
-    with state.lock:
-        configured = dict(state.values)
-    chosen = {**_DEFAULTS, **{k: v for k, v in configured.items() if k != "prices"},
-              **{k: v for k, v in overrides.items() if v is not None}}
+    """Merge per-engine ``overrides`` (already checked; ``None`` = unset), :func:`configure`, the environment and
+    the defaults, in that order, field by field (:class:`LLMSettings` declares them)."""
+    configured = _values()
     explicit_client = overrides.get("client")
     explicit_endpoint = overrides.get("api_key") is not None or overrides.get("base_url") is not None
     # A per-engine endpoint (api_key/base_url) replaces a configured client, and vice versa.
     client = explicit_client if explicit_client is not None else (None if explicit_endpoint else configured.get("client"))
-    model = default_model(chosen.get("model"))
-    if client is not None:
-        base_url = str(client.base_url)
-        api_key = None
-    else:
-        base_url = chosen.get("base_url") or _env("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        api_key = chosen.get("api_key") or _env("OPENAI_API_KEY")
-        if api_key is None:
-            raise ConfigError(
-                "no API key for the LLM judge: set OPENAI_API_KEY, call scorers.configure(api_key=...) "
-                "or pass client=/api_key= to the scorer (a local server that ignores keys still needs a placeholder)")
-    return LLMSettings(
-        model=model, base_url=base_url.rstrip("/"), api_key=api_key, client=client,
-        max_concurrency=chosen["max_concurrency"], timeout=chosen["timeout"], max_retries=chosen["max_retries"],
-        max_reasks=chosen["max_reasks"], backoff_base=chosen["backoff_base"], backoff_max=chosen["backoff_max"],
-        retry_after_max=chosen["retry_after_max"], transport=_env_transport(chosen), cache=cache_target(chosen["cache"]),
-        api=chosen["api"], reasoning=chosen.get("reasoning"), deadline=chosen["deadline"],
-    )
-
-
-def _env_transport(chosen: Mapping[str, Any]) -> str:
-    transport = chosen["transport"]
-    if transport == "auto":
-        env = _env("SCORERS_HTTP_TRANSPORT")
-        if env is not None:
-            return _check("transport", env.lower())
-    return transport
+    chosen = {**configured, **{k: v for k, v in overrides.items() if v is not None}}
+    environ = _environ()
+    values: dict[str, Any] = {}
+    for name in LLMSettings.model_fields:
+        if name == "client":
+            values[name] = client
+        elif name in ("base_url", "api_key") and client is not None:
+            values[name] = str(client.base_url) if name == "base_url" else None
+        elif name == "cache":
+            values[name] = cache_target(chosen.get("cache", True))
+        elif name == "prices":
+            values[name] = configured.get("prices", {})
+        else:
+            values[name] = _chosen(name, chosen.get(name), environ)
+    if client is None and values["api_key"] is None:
+        raise ConfigError(
+            "no API key for the LLM judge: set OPENAI_API_KEY, call scorers.configure(api_key=...) "
+            "or pass client=/api_key= to the scorer (a local server that ignores keys still needs a placeholder)")
+    values["base_url"] = values["base_url"].rstrip("/")
+    return LLMSettings.model_construct(**values)

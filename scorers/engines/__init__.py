@@ -11,10 +11,19 @@ twice, a missing row is an :class:`EngineError`), in input order when
 results, so records and summary equal the local run's.
 
 Judge settings travel with the work: the driver's :func:`scorers.configure`
-values, the LLM environment variables and the resolved judge cache (one SQLite
-path on one machine, or ``SCORERS_CACHE_URL``'s Redis for many) are applied in
-every worker, so a row an engine retries after a lost worker is answered from
-the cache instead of paying its judge calls again.
+values, the LLM environment variables (:data:`scorers.llm.config.FORWARDED_ENV`)
+and the resolved judge cache (one SQLite path on one machine, or
+``SCORERS_CACHE_URL``'s Redis for many) go to every worker in the payload, which
+scores each batch within :func:`scorers.llm.config.scoped` of them: the worker
+process's environment and ``configure`` state are left as they are. A row an
+engine retries after a lost worker is answered from the cache instead of paying
+its judge calls again.
+
+What an engine sets process-wide, only while it needs it and restored after
+(:func:`environ_defaults`): Ray's ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` around its
+first import, and ``RAY_USAGE_STATS_ENABLED``/``RAY_AUTH_MODE`` while a local Ray
+cluster started here runs; ``SPARK_LOCAL_IP`` while a Spark session started here
+launches its JVM. A variable the caller has set is never changed.
 
 >>> rows_table([{"output": "a"}, {"output": "b"}]).column(INDEX_COLUMN).to_pylist()
 [0, 1]
@@ -39,7 +48,7 @@ from ..io import RESULT_KEYS, read_rows, utf8_json
 from ..runner import COLUMN_CHECK_ROWS, Summary, check_columns
 
 __all__ = ["ENGINES", "INDEX_COLUMN", "EngineError", "EngineRun", "ParquetResultWriter", "read_input",
-           "rows_table", "split", "batch_size", "worker_settings", "apply_worker_settings", "score_rows"]
+           "rows_table", "split", "batch_size", "worker_settings", "score_rows", "environ_defaults"]
 
 #: The engines :func:`scorers.evaluate` accepts besides ``"local"``.
 ENGINES = ("ray", "spark")
@@ -50,9 +59,6 @@ _RAISE = "_scorers_raise"
 #: Rows per block at most: small enough that every worker gets several blocks of a one-file input.
 MAX_BLOCK_ROWS = 10_000
 
-#: Environment variables the LLM judges read; a worker gets the driver's values (and loses those the driver lacks).
-_LLM_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SCORERS_MODEL", "SCORERS_CACHE", "SCORERS_CACHE_DIR",
-            "SCORERS_CACHE_URL", "SCORERS_HTTP_TRANSPORT")
 
 
 class EngineError(ScorerError):
@@ -189,8 +195,9 @@ def split(table: Any, workers: int, size: int) -> list[Any]:
 # ------------------------------------------------------------------ judge settings for the workers
 def worker_settings(*, judges: bool = True) -> dict[str, Any]:
     """What a worker needs to judge like this process: :func:`scorers.configure` values, the LLM environment
-    variables, and the judge cache resolved here (an absolute SQLite path, a Redis URL or off). A configured
-    ``client`` cannot travel: with ``judges`` that is a ConfigError, without it is left here."""
+    variables (:data:`~scorers.llm.config.FORWARDED_ENV`; ``None`` for one unset here), and the judge cache
+    resolved here (an absolute SQLite path, a Redis URL or off). A configured ``client`` cannot travel: with
+    ``judges`` that is a ConfigError, without it is left here. :func:`score_rows` applies them, scoped."""
     from ..llm import config
     from ..llm.cache import is_redis_url
 
@@ -205,36 +212,52 @@ def worker_settings(*, judges: bool = True) -> dict[str, Any]:
         values["cache"] = cache if is_redis_url(cache) else str(Path(cache).expanduser().absolute())
     else:  # an LLMCache / RedisCache: its path or URL
         values["cache"] = getattr(cache, "url", None) or str(Path(cache.path).absolute())
-    return {"configured": values, "env": {name: os.environ.get(name) for name in _LLM_ENV}}
+    return {"configured": values, "env": {name: os.environ.get(name) for name in config.FORWARDED_ENV}}
 
 
-def apply_worker_settings(settings: Mapping[str, Any]) -> None:
-    """In a worker: take the driver's :func:`worker_settings` (environment first, then ``configure``)."""
-    from ..llm import configure
-
-    for name, value in settings["env"].items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-    configure(reset=True, **settings["configured"])
-
-
-async def score_rows(unit: BatchScorer, rows: list[dict[str, Any]],
-                     limit: asyncio.Semaphore | None = None) -> list[str]:
+async def score_rows(unit: BatchScorer, rows: list[dict[str, Any]], limit: asyncio.Semaphore | None = None,
+                     settings: Mapping[str, Any] | None = None) -> list[str]:
     """In a worker: each row's scores, errors, statistics and score metadata as JSON text that UTF-8 (an Arrow
     string) carries (:func:`scorers.io.utf8_json`). A ConfigError (the run is misconfigured) travels to the driver
-    inside the results, which raises it there as it would locally."""
-    try:
-        results = await unit.score(rows, limit=limit)
-    except ConfigError as exc:
-        return [json.dumps({_RAISE: base64.b64encode(pickle.dumps(exc)).decode("ascii")})] * len(rows)
+    inside the results, which raises it there as it would locally. ``settings`` (the driver's
+    :func:`worker_settings`) hold while the rows are scored (:func:`scorers.llm.config.scoped`: this task and
+    the tasks it starts), in place of the worker process's own."""
+    from ..llm.config import scoped
+
+    with scoped(settings["configured"], settings["env"]) if settings is not None else contextlib.nullcontext():
+        try:
+            results = await unit.score(rows, limit=limit)
+        except ConfigError as exc:
+            return [json.dumps({_RAISE: base64.b64encode(pickle.dumps(exc)).decode("ascii")})] * len(rows)
     texts = []
     for result in results:
         record = result.to_record(with_metadata=True)
         texts.append(utf8_json({key: record[key] for key in RESULT_KEYS if key in record},
                                allow_nan=False, default=str))  # a lone surrogate as a \u escape: UTF-8 text
     return texts
+
+
+@contextlib.contextmanager
+def environ_defaults(values: Mapping[str, str]) -> Iterator[None]:
+    """Set the environment variables of ``values`` that are unset, for the block only: each one set here is
+    removed after it (unless something else changed it meanwhile). For the few settings a library reads only
+    from the environment (Ray on import and at ``ray.init``, Spark's JVM launcher); a variable the caller set
+    is left as it is.
+
+    >>> with environ_defaults({"SCORERS_EXAMPLE_VARIABLE": "1"}):
+    ...     os.environ["SCORERS_EXAMPLE_VARIABLE"]
+    '1'
+    >>> "SCORERS_EXAMPLE_VARIABLE" in os.environ
+    False
+    """
+    added = {name: value for name, value in values.items() if name not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name, value in added.items():
+            if os.environ.get(name) == value:
+                del os.environ[name]
 
 
 def _result(text: str, index: int, row: dict[str, Any]) -> RowResult:

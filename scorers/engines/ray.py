@@ -13,7 +13,12 @@ Footguns handled here:
   and on any cluster each actor asks for at most ``CPUs / (workers + 1)``;
 - a local cluster runs on 127.0.0.1 (when Ray is first imported here) with its dashboard off, no usage statistics,
   no auth token written to ``~/.ray`` and its session files in a temporary folder
-  removed at the end;
+  removed at the end; Ray takes the first and the next two from environment variables only
+  (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` on import, ``RAY_USAGE_STATS_ENABLED`` and ``RAY_AUTH_MODE``
+  while the cluster runs), which are set only where unset, and only for that long
+  (:func:`~scorers.engines.environ_defaults`);
+- the actors judge with the driver's settings, scoped to each batch (:func:`~scorers.engines.score_rows`):
+  nothing is written to their environment;
 - a lost actor is restarted by Ray and its batches re-run; the driver keeps each
   row once, and the judge cache answers the re-run's calls.
 
@@ -23,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import shutil
 import sys
 import tempfile
@@ -32,7 +36,7 @@ from typing import Any, Iterator, Mapping
 from .._aio import background_loop
 from ..batch import RESULT_COLUMN, BatchScorer
 from ..errors import MissingExtraError
-from . import INDEX_COLUMN, apply_worker_settings, batch_size, score_rows, split, worker_settings
+from . import INDEX_COLUMN, batch_size, environ_defaults, score_rows, split, worker_settings
 
 __all__ = ["score_table", "connect"]
 
@@ -52,14 +56,10 @@ def _ray() -> Any:
 def connect(address: str | None, workers: int) -> Iterator[Any]:
     """Ray, connected: to ``address`` (``"auto"``, ``ray://...``), to the cluster this process already joined,
     or to a local cluster started here with ``workers + 1`` CPUs and stopped on exit."""
-    local = address is None and "ray" not in sys.modules and _LOOPBACK not in os.environ
-    if local:  # Ray reads it once, on import: a cluster on 127.0.0.1, not on the machine's other addresses
-        os.environ[_LOOPBACK] = "0"
-    try:
+    local = address is None and "ray" not in sys.modules
+    # Ray reads it once, on import: a cluster on 127.0.0.1, not on the machine's other addresses
+    with environ_defaults({_LOOPBACK: "0"} if local else {}):
         ray = _ray()
-    finally:
-        if local:
-            del os.environ[_LOOPBACK]
     if ray.is_initialized():
         yield ray
         return
@@ -71,24 +71,27 @@ def connect(address: str | None, workers: int) -> Iterator[Any]:
             ray.shutdown()
         return
     temp_dir = tempfile.mkdtemp(prefix="scorers-ray-")
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # else Ray 2.60 writes ~/.ray/auth_token
-    ray.init(num_cpus=workers + 1, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir,
-             logging_level=logging.WARNING)
-    logging.getLogger("ray.data").setLevel(logging.WARNING)  # no per-dataset INFO lines on the run's stderr
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
-        shutil.rmtree(temp_dir, ignore_errors=True)
+    # no usage statistics; no auth token (else Ray 2.60 writes ~/.ray/auth_token): while the cluster runs
+    with environ_defaults({"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}):
+        ray.init(num_cpus=workers + 1, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir,
+                 logging_level=logging.WARNING)
+        ray_data_logger = logging.getLogger("ray.data")
+        level = ray_data_logger.level
+        ray_data_logger.setLevel(logging.WARNING)  # no per-dataset INFO lines on the run's stderr
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
+            ray_data_logger.setLevel(level)
+            shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 class _Scorer:
-    """An actor of the pool: the unit, with the driver's judge settings applied once."""
+    """An actor of the pool: the unit, and the driver's judge settings that every batch is scored with."""
 
     def __init__(self, unit: BatchScorer, settings: Mapping[str, Any]) -> None:
-        apply_worker_settings(settings)
         self.unit = unit
+        self.settings = settings
         self._limit: asyncio.Semaphore | None = None
 
     async def score(self, batch: Any) -> Any:
@@ -96,7 +99,8 @@ class _Scorer:
 
         if self._limit is None:  # one bound on the actor's judge calls, over every batch it runs at once
             self._limit = asyncio.Semaphore(self.unit.concurrency)
-        texts = await score_rows(self.unit, batch.drop_columns([INDEX_COLUMN]).to_pylist(), self._limit)
+        texts = await score_rows(self.unit, batch.drop_columns([INDEX_COLUMN]).to_pylist(), self._limit,
+                                 self.settings)
         return pa.table({INDEX_COLUMN: batch.column(INDEX_COLUMN), RESULT_COLUMN: pa.array(texts, pa.string())})
 
 

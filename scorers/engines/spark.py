@@ -9,12 +9,16 @@ judge clients) for every partition it scores in the run.
 
 Footguns handled here:
 
-- the workers run this interpreter (``PYSPARK_PYTHON``), so they import this ``scorers``;
+- the workers run this interpreter (``PYSPARK_PYTHON``, which the SparkContext reads when it starts: set where
+  unset while the session starts), so they import this ``scorers``; they judge with the driver's settings,
+  scoped to each partition's batches (:func:`~scorers.engines.score_rows`): nothing is written to their
+  environment;
 - the default master is ``local[workers,3]``: Spark's ``local[N]`` never retries a
   failed task, so one lost Python worker would abort the run; here its task is
   re-run (up to 3 tries) and the judge cache answers the calls already paid;
-- a session started here binds 127.0.0.1, has no web UI, keeps its scratch in a
-  temporary folder and is stopped at the end; a session already active is used as it is.
+- a session started here binds 127.0.0.1 (``SPARK_LOCAL_IP``, which Spark's JVM reads from its environment: set
+  where unset while the JVM is launched, :func:`~scorers.engines.environ_defaults`), has no web UI, keeps its
+  scratch in a temporary folder and is stopped at the end; a session already active is used as it is.
 
 >>> default_master(2)
 'local[2,3]'
@@ -24,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import os
 import pickle
 import shutil
 import signal
@@ -37,8 +40,7 @@ from typing import Any, Callable, Iterator, Mapping
 from .._aio import background_loop
 from ..batch import RESULT_COLUMN, BatchScorer
 from ..errors import MissingExtraError
-from . import (INDEX_COLUMN, MAX_BLOCK_ROWS, apply_worker_settings, batch_size, score_rows, split,
-               worker_settings)
+from . import INDEX_COLUMN, MAX_BLOCK_ROWS, batch_size, environ_defaults, score_rows, split, worker_settings
 
 __all__ = ["score_table", "session", "default_master"]
 
@@ -69,11 +71,12 @@ def session(master: str | None, workers: int) -> Iterator[Any]:
     if active is not None:
         yield active
         return
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     scratch = tempfile.mkdtemp(prefix="scorers-spark-")
     interrupt = signal.getsignal(signal.SIGINT)
-    with warnings.catch_warnings():
+    # read from the environment only, while the session starts: the JVM's address, and the workers' interpreter
+    # (the SparkContext keeps it), this one
+    local = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    with warnings.catch_warnings(), environ_defaults(local):
         warnings.filterwarnings("ignore", _PANDAS_WARNING, FutureWarning)
         spark = (sql.SparkSession.builder.master(master or default_master(workers)).appName("scorers")
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
@@ -101,11 +104,11 @@ def _score_partitions(payload: bytes, settings: Mapping[str, Any]) -> Callable[[
     def score(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        apply_worker_settings(settings)
         unit = _unit(payload)
         for batch in batches:
             rows = batch.drop_columns([INDEX_COLUMN]).to_pylist()
-            texts = asyncio.run_coroutine_threadsafe(score_rows(unit, rows), background_loop()).result()
+            texts = asyncio.run_coroutine_threadsafe(score_rows(unit, rows, settings=settings),
+                                                     background_loop()).result()
             yield batch.append_column(RESULT_COLUMN, pa.array(texts, pa.string()))
 
     return score

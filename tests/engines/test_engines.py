@@ -256,6 +256,36 @@ def test_workers_get_the_drivers_cache_path_and_settings(monkeypatch: pytest.Mon
     assert "client" not in worker_settings(judges=False)["configured"]
 
 
+def test_a_worker_judges_with_the_drivers_settings_without_touching_its_process(llm_server: LoopbackLLM,
+                                                                                 fake_api_key: str) -> None:
+    """What a worker does with the payload, here: the driver's settings hold while its rows are scored, and the
+    worker's environment and configure() state are as before afterwards."""
+    import asyncio
+    import os
+
+    from scorers.engines import score_rows
+
+    scorers.configure(base_url=llm_server.base_url, api_key=fake_api_key, cache=False)
+    llm_server.default = Reply.choice("Y")
+    settings = worker_settings()
+    scorers.configure(reset=True)  # the worker: nothing configured, no key in its environment
+    environ = dict(os.environ)
+    judge = LLMClassifier("Same", "Is {{output}} {{expected}}? Y or N.", {"Y": 1.0, "N": 0.0})
+    unit = BatchScorer([judge])
+    texts = asyncio.run(score_rows(unit, [{"output": "a", "expected": "a"}], settings=settings))
+    assert json.loads(texts[0])["scores"] == {"Same": 1.0} and llm_server.request_count == 1
+    assert dict(os.environ) == environ and scorers.llm.config.configured_values() == {}
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):  # without the payload: the worker's own settings
+        judge.engine.settings()
+
+
+def test_engines_set_process_wide_variables_only_while_they_need_them(engine: str) -> None:
+    import os
+
+    assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in os.environ  # Ray was imported by the session's cluster
+    assert "SPARK_LOCAL_IP" not in os.environ and "PYSPARK_PYTHON" not in os.environ
+
+
 @pytest.mark.parametrize(("engine", "module", "extra"), [("ray", "ray", "ray"), ("spark", "pyspark.sql", "spark")])
 def test_a_missing_engine_names_its_extra(engine: str, module: str, extra: str,
                                           monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,16 +15,13 @@ if TYPE_CHECKING:  # imported by the fixtures that serve it: doctests that need 
 #: The API key tests give the client; distinctive so tests can assert it never leaks.
 FAKE_API_KEY = "sk-test-LEAKCANARY-0123456789abcdef"
 
-_LLM_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SCORERS_MODEL", "SCORERS_CACHE", "SCORERS_CACHE_DIR",
-            "SCORERS_CACHE_URL", "SCORERS_HTTP_TRANSPORT")
-
-
 @pytest.fixture(autouse=True)
 def _hermetic_llm_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """No test sees the developer's OpenAI settings or writes to their judge cache."""
     from scorers.llm import configure
+    from scorers.llm.config import FORWARDED_ENV
 
-    for name in _LLM_ENV:
+    for name in FORWARDED_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SCORERS_CACHE_DIR", str(tmp_path_factory.mktemp("llm-cache")))
     configure(reset=True)

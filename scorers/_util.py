@@ -6,6 +6,7 @@
 - :func:`did_you_mean`: the closest names to a misspelled one, for an error message.
 - :func:`json_error_reason`: why ``json`` refused a text, without the dangling "at" of some of its messages.
 - :func:`lookup`: the value at a key or dotted path of a row (``meta.answer``, ``choices.0``), or :data:`ABSENT`.
+- :func:`is_int`, :func:`is_number`: an ``int`` (or ``int``/``float``) that is not a ``bool``, for argument checks.
 
 >>> class Model:
 ...     @lazy
@@ -25,14 +26,33 @@ import importlib
 import json
 import threading
 from types import ModuleType
-from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
+from typing import Any, Callable, Generic, Iterable, Mapping, TypeGuard, TypeVar
 
 from .errors import MissingExtraError
 
-__all__ = ["optional_import", "memoize", "lazy", "lazy_names", "did_you_mean", "json_error_reason", "ABSENT", "lookup"]
+__all__ = ["optional_import", "memoize", "lazy", "lazy_names", "did_you_mean", "json_error_reason", "ABSENT", "lookup",
+           "is_int", "is_number"]
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def is_int(value: Any) -> TypeGuard[int]:
+    """Whether ``value`` is an ``int`` and not a ``bool`` (``True`` is an ``int`` to Python, not to an argument check).
+
+    >>> is_int(3), is_int(True), is_int(3.0), is_int("3")
+    (True, False, False, False)
+    """
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> TypeGuard[int | float]:
+    """Whether ``value`` is an ``int`` or a ``float`` and not a ``bool`` (no finiteness check).
+
+    >>> is_number(3), is_number(0.5), is_number(float("nan")), is_number(False), is_number("1")
+    (True, True, True, False, False)
+    """
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def optional_import(module: str, *, scorer: str, extra: str, package: str | None = None) -> ModuleType:

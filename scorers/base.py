@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Iterable, Mapping
 
 from ._aio import run_sync
-from ._util import did_you_mean, lazy, lazy_names
+from ._util import did_you_mean, is_int, lazy, lazy_names
 from ._version import __version__
 from .aggregate import Aggregator, MeanAggregator
 from .errors import ConfigError, PositionalArgumentError, ScorerError, ScorerInputError, UnknownArgumentError
@@ -94,7 +94,7 @@ class Scorer:
 
     def _set_max_chars(self, max_chars: int | None) -> None:
         """Set :attr:`max_chars`: a positive integer, or None for no limit."""
-        if max_chars is not None and (isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1):
+        if max_chars is not None and (not is_int(max_chars) or max_chars < 1):
             raise ConfigError(f"{self.name}: max_chars must be a positive integer or None, got {max_chars!r}",
                               scorer=self.name)
         self.max_chars = max_chars

@@ -18,7 +18,7 @@ import re
 from functools import lru_cache, partial
 from typing import Any, Callable, Sequence
 
-from ._util import json_error_reason, lazy
+from ._util import is_int, is_number, json_error_reason, lazy
 from .base import Scorer
 from .fields import Field, as_str, require, text_field, to_text
 from .errors import ConfigError, ScorerError, ScorerInputError
@@ -517,7 +517,7 @@ class ListContains(Scorer):
                  max_items: int | None = 1_000, max_chars: int | None = 100_000, name: str | None = None) -> None:
         super().__init__(name=name)
         self._set_max_chars(max_chars)
-        if max_items is not None and (isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 1):
+        if max_items is not None and (not is_int(max_items) or max_items < 1):
             raise ConfigError(f"{self.name}: max_items must be a positive integer or None, got {max_items!r}",
                               scorer=self.name)
         self.max_items = max_items
@@ -748,7 +748,7 @@ class RegexMatch(Scorer):
     def __init__(self, *, pattern: str | None = None, full: bool = False, ignore_case: bool = False,
                  timeout_s: float | None = REGEX_TIMEOUT_S, name: str | None = None) -> None:
         super().__init__(name=name)
-        if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
+        if timeout_s is not None and (not is_number(timeout_s)
                                       or not 0 < timeout_s < math.inf):
             raise ConfigError(f"{self.name}: timeout_s must be a positive number of seconds or None, got {timeout_s!r}",
                               scorer=self.name)

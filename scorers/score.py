@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ._util import is_number
+
 __all__ = ["Score"]
 
 
@@ -34,7 +36,7 @@ class Score:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"Score.name must be a non-empty string, got {self.name!r}")
         if self.score is not None:
-            if isinstance(self.score, bool) or not isinstance(self.score, (int, float)):
+            if not is_number(self.score):
                 raise TypeError(f"{self.name}: score must be a float or None, got {type(self.score).__name__}")
             value = float(self.score)
             if not math.isfinite(value) or not 0.0 <= value <= 1.0:

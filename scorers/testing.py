@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO, Union
 
-from ._util import memoize, optional_import
+from ._util import is_int, memoize, optional_import
 from .errors import ConfigError
 
 __all__ = ["LoopbackLLM", "Reply", "RecordedRequest", "Rule", "LLAMA_CPP_JSON_SCHEMA_REJECTION", "REPLIES_FORMAT",
@@ -208,7 +208,7 @@ class Reply:
                 raise ValueError(f"arguments: a JSON object, got {arguments!r}")
             return cls.tool_call(arguments, name=_text_value(value, "tool"))
         if kind == "error":
-            if isinstance(value, bool) or not isinstance(value, int) or not 400 <= value <= 599:
+            if not is_int(value) or not 400 <= value <= 599:
                 raise ValueError(f"error: an HTTP status from 400 to 599, got {value!r}")
             return cls.error(value, _text_value(spec.get("message", "scripted error"), "message"))
         if kind == "choice":
@@ -329,7 +329,7 @@ def load_rules(path: str | Path) -> list[Rule]:
             match, times = entry.get("match"), entry.get("times")
             if match is not None and not isinstance(match, str):
                 raise ValueError(f"match: a text, got {match!r}")
-            if times is not None and (isinstance(times, bool) or not isinstance(times, int) or times < 1):
+            if times is not None and (not is_int(times) or times < 1):
                 raise ValueError(f"times: a whole number of at least 1, got {times!r}")
             rules.append(Rule(reply=Reply.from_dict(entry["reply"]), match=match, times=times))
         except ValueError as exc:
@@ -972,7 +972,7 @@ def fake_embedding(text: str, dim: int = 16) -> list[float]:
 
 def _served_logprobs(reply: Reply, top: Any) -> list[dict[str, Any]]:
     """The reply's tokens in the shape both APIs use, each with its ``top`` most likely alternatives."""
-    count = top if isinstance(top, int) and not isinstance(top, bool) and top > 0 else 0
+    count = top if is_int(top) and top > 0 else 0
     tokens = reply.top_logprobs or ({(reply.arguments if reply.kind == "tool" else reply.content) or "": 0.0},)
 
     def entry(token: str, logprob: float) -> dict[str, Any]:

@@ -62,7 +62,7 @@ import json
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .._util import ABSENT, lookup
+from .._util import ABSENT, is_number, lookup
 from ..base import Scorer
 from ..errors import ConfigError, MissingExtraError, ScorerInputError, _rebuild
 from ..registry import get
@@ -148,7 +148,7 @@ def _classes() -> tuple[type, type]:
                      strict_mode: bool = False, async_mode: bool = True, verbose_mode: bool = False) -> None:
             if not isinstance(scorer, Scorer):
                 raise ConfigError(f"not a scorer: {scorer!r}")
-            if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+            if not is_number(threshold) or not 0 <= threshold <= 1:
                 raise ConfigError(f"{scorer.name}: threshold must be a number in [0, 1], got {threshold!r}")
             self.scorer = scorer
             self.threshold = 1.0 if strict_mode else float(threshold)

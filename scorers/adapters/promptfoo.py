@@ -65,7 +65,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .._util import ABSENT, lookup
+from .._util import ABSENT, is_number, lookup
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError, ScorerInputError
 from ..registry import get
@@ -188,7 +188,7 @@ def _thresholds(spec: Any, names: list[str], scorers: list[Scorer]) -> dict[str,
     else:
         values = {by_name[n]: spec for n in names}
     for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        if not is_number(value) or not 0.0 <= value <= 1.0:
             raise ConfigError(f"promptfoo assertion: the threshold of {name} must be a number in [0, 1], got {value!r}")
     return {name: float(value) for name, value in values.items()}
 

@@ -37,6 +37,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
+from .._util import is_number
 from ..base import Scorer
 from ..errors import ScorerError
 from ..score import Score
@@ -112,7 +113,7 @@ def assert_score(scorer: Scorer | str, threshold: float, /, **fields: Any) -> Sc
 
 
 def _check_threshold(threshold: Any) -> float:
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+    if not is_number(threshold):
         raise TypeError(f"assert_score: threshold must be a number in [0, 1], got {type(threshold).__name__}")
     if not (math.isfinite(threshold) and 0.0 <= threshold <= 1.0):
         raise ValueError(f"assert_score: threshold must be a number in [0, 1], got {threshold!r}")

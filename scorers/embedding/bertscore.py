@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from .._util import lazy
+from .._util import is_int, lazy
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError
 from ..fields import references_field, text_field
@@ -81,7 +81,7 @@ class BERTScore(Scorer):
                  use_fast_tokenizer: bool = False, allow_download: bool = False, name: str | None = None) -> None:
         super().__init__(name=name)
         models.require_packages(self.name, "torch", "transformers", "bert_score")
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        if not is_int(batch_size) or batch_size < 1:
             raise ConfigError(f"{self.name}: batch_size must be a positive integer, got {batch_size!r}", scorer=self.name)
         self.model_type = model_type
         self.allow_download = bool(allow_download)
@@ -161,7 +161,7 @@ class BERTScore(Scorer):
                     raise ConfigError(f"{self.name}: num_layers is required for {model_type!r} "
                                       "(bert-score has no tuned layer for it)", scorer=self.name)
                 num_layers = model2layers[model_type]
-        if not isinstance(num_layers, int) or isinstance(num_layers, bool) or num_layers < 0:
+        if not is_int(num_layers) or num_layers < 0:
             raise ConfigError(f"{self.name}: num_layers must be a non-negative integer, got {num_layers!r}",
                               scorer=self.name)
         if self._source.is_local:

@@ -12,7 +12,7 @@ from typing import Any, Hashable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from .._aio import run_sync
-from .._util import lazy
+from .._util import is_int, is_number, lazy
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError
 from ..fields import references_field, text_field
@@ -114,10 +114,10 @@ class EmbeddingSimilarity(Scorer):
         super().__init__(name=name)
         if provider not in ("local", "openai"):
             raise ConfigError(f"{self.name}: provider must be 'local' or 'openai', got {provider!r}", scorer=self.name)
-        if isinstance(expected_min, bool) or not isinstance(expected_min, (int, float)) \
+        if not is_number(expected_min) \
                 or not math.isfinite(expected_min) or not 0.0 <= expected_min < 1.0:
             raise ConfigError(f"{self.name}: expected_min must be in [0, 1), got {expected_min!r}", scorer=self.name)
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        if not is_int(batch_size) or batch_size < 1:
             raise ConfigError(f"{self.name}: batch_size must be a positive integer, got {batch_size!r}", scorer=self.name)
         if not isinstance(prefix, str):
             raise ConfigError(f"{self.name}: prefix must be a string", scorer=self.name)

@@ -41,6 +41,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 
+from .._util import is_int
 from ..batch import RESULT_COLUMN, BatchScorer, RowResult
 from ..base import Scorer
 from ..errors import ConfigError, DataError, ScorerError
@@ -445,7 +446,7 @@ class ParquetResultWriter:
             if None not in (kind, before) and kind != before:
                 return (f"column {key!r} holds {kind}, where the rows before hold {before}; a Parquet column "
                         "has one type")
-            if isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63:
+            if is_int(value) and not -2**63 <= value < 2**63:
                 return f"column {key!r} holds an integer beyond 64 bits, which a Parquet column cannot hold"
         return None
 

@@ -32,7 +32,7 @@ import types
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Mapping, Sequence, Union, get_args, get_origin
 
-from .._util import lazy
+from .._util import is_int, lazy
 from ..aggregate import Aggregator, MeanAggregator
 from ..base import Scorer
 from ..errors import ConfigError, JudgeError, ScorerError, ScorerInputError, UnknownArgumentError
@@ -240,7 +240,7 @@ class LLMJudge(Scorer):
         if self.response_mode not in self.response_modes:
             raise ConfigError(f"{name}: response_mode {self.response_mode!r} is not available for a "
                               f"{self.judge_kind} judge; use one of {', '.join(self.response_modes)}", scorer=name)
-        if max_reasks is not None and (isinstance(max_reasks, bool) or not isinstance(max_reasks, int)
+        if max_reasks is not None and (not is_int(max_reasks)
                                        or not 0 <= max_reasks <= 10):
             raise ConfigError(f"{name}: max_reasks must be an integer in [0, 10] or None (the engine's setting), "
                               f"got {max_reasks!r}", scorer=name)

@@ -37,6 +37,7 @@ import re
 import types
 from typing import Any, Mapping, Sequence
 
+from .._util import is_int
 from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from ..score import Score
 from .base import ReplyFormat, TemplatedJudge, given
@@ -149,7 +150,7 @@ class GEvalJudge(TemplatedJudge):
             written = parse_text_rating(result.content or "")
         else:
             written = self._format().read(result, self.response_mode).get("score")
-        if isinstance(written, bool) or not isinstance(written, int) or not \
+        if not is_int(written) or not \
                 self.scale.min <= written <= self.scale.max:
             raise InvalidReply(f"no whole-number score on the scale [{self.scale.min}, {self.scale.max}] in the "
                                f"reply (got {written!r})")

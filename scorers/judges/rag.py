@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
-from .._util import lazy, memoize
+from .._util import is_int, lazy, memoize
 from ..errors import ConfigError, JudgeError
 from ..fields import Field, references_field, text_field
 from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
@@ -485,7 +485,7 @@ class Summarization(MultiStepJudge):
 
     def __init__(self, *, questions: int = 5, **settings: Any) -> None:
         super().__init__(**settings)
-        if isinstance(questions, bool) or not isinstance(questions, int) or not 1 <= questions <= 50:
+        if not is_int(questions) or not 1 <= questions <= 50:
             raise ConfigError(f"{self.name}: questions must be an integer in [1, 50], got {questions!r}",
                               scorer=self.name)
         self.questions = questions

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Sequence
 
+from .._util import is_int
 from ..llm import ChatResult, InvalidReply, LLMEngine
 from ..score import Score
 from .base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, reasons_text
@@ -96,7 +97,7 @@ class RatingJudge(TemplatedJudge):
             rating, rationale = parsed.get("rating"), reasons_text(parsed.get("reasons"))
             if isinstance(rating, float) and rating.is_integer():
                 rating = int(rating)
-        if isinstance(rating, bool) or not isinstance(rating, int):
+        if not is_int(rating):
             raise InvalidReply(f"no integer rating in the reply (got {rating!r})")
         if not self.scale.min <= rating <= self.scale.max:
             raise InvalidReply(f"rating {rating} is outside the scale [{self.scale.min}, {self.scale.max}]")

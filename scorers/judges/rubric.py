@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from .._util import is_int
 from ..llm import ChatResult, InvalidReply, LLMEngine
 from ..score import Score
 from .base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, given, reasons_text
@@ -98,7 +99,7 @@ class RubricJudge(TemplatedJudge):
             value = parsed.get(criterion.name)
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
-            if isinstance(value, bool) or not isinstance(value, int):
+            if not is_int(value):
                 raise InvalidReply(f"no integer grade for criterion {criterion.name!r} (got {value!r})")
             if not self.scale.min <= value <= self.scale.max:
                 raise InvalidReply(f"grade {value} for {criterion.name!r} is outside the scale "

@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Mapping
 
+from .._util import is_int, is_number
 from ..errors import ConfigError
 from ..fields import text_field
 from ..llm import ChatResult, InvalidReply
@@ -69,9 +70,9 @@ class SelfCheck(MultiStepJudge):
 
     def __init__(self, *, samples: int = 3, sample_temperature: float = 1.0, **settings: Any) -> None:
         super().__init__(**settings)
-        if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= 20:
+        if not is_int(samples) or not 1 <= samples <= 20:
             raise ConfigError(f"{self.name}: samples must be an integer in [1, 20], got {samples!r}", scorer=self.name)
-        if isinstance(sample_temperature, bool) or not isinstance(sample_temperature, (int, float)) \
+        if not is_number(sample_temperature) \
                 or not 0 < sample_temperature <= 2:
             raise ConfigError(f"{self.name}: sample_temperature must be a number in (0, 2]: at temperature 0 the "
                               f"samples repeat one answer, got {sample_temperature!r}", scorer=self.name)

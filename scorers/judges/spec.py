@@ -30,6 +30,7 @@ from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
+from .._util import is_number
 from ..llm.protocol import extra_conflict
 
 __all__ = ["RESPONSE_MODES", "APIS", "KINDS", "Message", "RequestSettings", "TemplateSpec", "Scale", "Criterion",
@@ -242,7 +243,7 @@ class ClassifierSpec(TemplateSpec):
             raise _KeyError("choice_scores", "must be a non-empty mapping of choice → score")
         for key, score in value.items():
             _choice_key(key)
-            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score) \
+            if not is_number(score) or not math.isfinite(score) \
                     or not 0 <= score <= 1:
                 raise _KeyError(f"choice_scores.{key}", f"must be a number in [0, 1], got {score!r}")
         return {key: float(score) for key, score in value.items()}

@@ -40,7 +40,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .._util import ABSENT, lookup
+from .._util import ABSENT, is_int, lookup
 from ..aggregate import MeanAggregator, StatsAggregator
 from ..errors import ConfigError, DataError, UnknownScorerError
 from ..io import input_row, read_rows
@@ -232,9 +232,9 @@ def compare(files: Sequence[str | os.PathLike[str]], *, key: str | None = None, 
     if test not in TESTS:
         raise ConfigError(f"test {test!r}: choose bs (paired bootstrap) or ar (approximate randomisation)")
     resamples = DEFAULT_RESAMPLES[test] if resamples is None else resamples
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+    if not is_int(resamples) or resamples < 1:
         raise ConfigError(f"resamples must be a positive integer, got {resamples!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+    if not is_int(seed) or seed < 0:
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
     if not 0.0 < alpha < 1.0:  # also refuses nan
         raise ConfigError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")

@@ -72,7 +72,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .._util import ABSENT, lookup
+from .._util import ABSENT, is_int, is_number, lookup
 from ..base import Scorer
 from ..errors import ConfigError, DataError
 from ..runner import evaluate, resolve_scorers
@@ -219,7 +219,7 @@ def _choices(judge: Scorer) -> tuple[tuple[str, ...], dict[str, float]] | None:
 def _check_label_scores(label_scores: Mapping[str, float]) -> dict[str, float]:
     checked = {}
     for name, value in label_scores.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        if not is_number(value) or not 0 <= value <= 1:
             raise ConfigError(f"label_scores: the score of label {name!r} must be a number in [0, 1] (judge scores "
                               f"lie there), got {value!r}")
         checked[str(name)] = float(value)
@@ -296,7 +296,7 @@ def _scale(judge: Scorer, labels: list[Any], label_scores: dict[str, float] | No
 # ---------------------------------------------------------------------- samples
 def _sample_judges(judge: Scorer, samples: int) -> list[Scorer]:
     """The judge once, or k copies that differ only in the request's ``seed`` (each cached apart)."""
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+    if not is_int(samples) or samples < 1:
         raise ConfigError(f"samples must be an integer of at least 1, got {samples!r}")
     if samples == 1:
         return [judge]
@@ -346,7 +346,7 @@ def meta_evaluate(rows: Iterable[Mapping[str, Any]], judge: Scorer | str, *, lab
     :class:`~scorers.errors.DataError` before any request. See the module docstring for the report.
     """
     (judge,) = resolve_scorers([judge])
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 100:
+    if not is_int(resamples) or resamples < 100:
         raise ConfigError(f"resamples must be an integer of at least 100, got {resamples!r}")
     if not 0 < confidence < 1:
         raise ConfigError(f"confidence must lie in (0, 1), got {confidence!r}")

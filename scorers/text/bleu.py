@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-from .._util import lazy, optional_import
+from .._util import is_int, is_number, lazy, optional_import
 from ..errors import ConfigError
 from ..registry import register
 from ..score import Score
@@ -63,10 +63,10 @@ class BLEU(SacrebleuScorer):
         if smooth_value is not None:
             if sacre_bleu.SMOOTH_DEFAULTS[smooth_method] is None:
                 raise ConfigError(f"{self.name}: smooth_method {smooth_method!r} takes no smooth_value", scorer=self.name)
-            if isinstance(smooth_value, bool) or not isinstance(smooth_value, (int, float)) or not smooth_value >= 0:
+            if not is_number(smooth_value) or not smooth_value >= 0:
                 raise ConfigError(f"{self.name}: smooth_value must be a non-negative number, got {smooth_value!r}",
                                   scorer=self.name)
-        if isinstance(max_ngram_order, bool) or not isinstance(max_ngram_order, int) or max_ngram_order < 1:
+        if not is_int(max_ngram_order) or max_ngram_order < 1:
             raise ConfigError(f"{self.name}: max_ngram_order must be a positive integer, got {max_ngram_order!r}",
                               scorer=self.name)
         _check_tokenizer(self.name, tokenize, tuple(sacre_bleu.TOKENIZERS))

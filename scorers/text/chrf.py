@@ -14,7 +14,7 @@ import string
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .._util import lazy
+from .._util import is_int, lazy
 from ..errors import ConfigError
 from ..registry import register
 from ..score import Score
@@ -52,7 +52,7 @@ class ChrF(SacrebleuScorer):
                  whitespace: bool = False, eps_smoothing: bool = False, name: str | None = None) -> None:
         super().__init__(name=name)
         for label, value, least in (("char_order", char_order, 0), ("word_order", word_order, 0), ("beta", beta, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            if not is_int(value) or value < least:
                 raise ConfigError(f"{self.name}: {label} must be a non-negative integer, got {value!r}",
                                   scorer=self.name)
         if char_order + word_order == 0:

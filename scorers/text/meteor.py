@@ -33,7 +33,7 @@ import warnings
 import zlib
 from typing import Any, Callable, Iterable, Sequence
 
-from .._util import memoize, optional_import
+from .._util import is_number, memoize, optional_import
 from ..base import Scorer
 from ..errors import ConfigError
 from ..fields import references_field, text_field
@@ -403,7 +403,7 @@ class METEOR(Scorer):
 
 
 def _number(param: str, value: Any, low: float, high: float | None, scorer: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         raise ConfigError(f"{scorer}: {param} must be a number, got {value!r}", scorer=scorer)
     value = float(value)
     if not (low <= value and (high is None or value <= high)) or value != value or value == float("inf"):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Callable, Sequence
 
-from .._util import lazy, memoize
+from .._util import is_int, lazy, memoize
 from ..errors import ConfigError
 from ..registry import register
 from ..score import Score
@@ -99,7 +99,7 @@ class TER(SacrebleuScorer):
                  name: str | None = None) -> None:
         super().__init__(name=name)
         self._set_max_chars(max_chars)
-        if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+        if not is_int(processes) or processes < 1:
             raise ConfigError(f"{self.name}: processes must be a positive integer, got {processes!r}",
                               scorer=self.name)
         #: Worker processes for big batches (1: none; not part of the signature, the numbers are the same).

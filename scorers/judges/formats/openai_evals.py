@@ -9,6 +9,7 @@ import math
 import string
 from typing import Any, Mapping
 
+from ..._util import is_number
 from ...errors import TemplateError
 from ..template import JudgeTemplate, format_to_jinja
 from . import Definition, Problems
@@ -23,11 +24,11 @@ _ROLES = ("system", "user", "assistant")
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return is_number(value) and math.isfinite(value)
 
 
 def _check_choice_key(key: Any, where: str, problems: Problems) -> bool:
-    if isinstance(key, bool) or not isinstance(key, str):
+    if not isinstance(key, str):
         problems.add(where, f"choice {key!r} is a {type(key).__name__}, not a string; quote it")
         return False
     if not key.strip() or key != key.strip():

@@ -53,8 +53,8 @@ from typing import Any
 
 from ..base import Scorer
 from ..errors import ConfigError
-from ..registry import get
 from ..score import Score
+from ._common import build_scorer
 
 __all__ = ["DROPPED", "BraintrustScorer", "scorer", "scorers"]
 
@@ -99,12 +99,7 @@ def scorer(s: Scorer | str, **params: Any) -> BraintrustScorer:
     >>> scorer(get("Levenshtein").partial(expected="abcd"))(output="abc", trace=None, id=None, tags=None)["score"]
     0.75
     """
-    if isinstance(s, str):
-        s = get(s, **params)
-    elif params:
-        raise ConfigError(f"parameters {sorted(params)} go with a scorer's name, not with an instance: "
-                          f"set them when building {s.name}")
-    return BraintrustScorer(s)
+    return BraintrustScorer(build_scorer(s, params))
 
 
 def scorers(*items: Scorer | str) -> list[BraintrustScorer]:

@@ -65,8 +65,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 from .._util import ABSENT, is_number, lookup
 from ..base import Scorer
 from ..errors import ConfigError, MissingExtraError, ScorerInputError, _rebuild
-from ..registry import get
 from ..score import Score
+from ._common import build_scorer, check_field
 
 if TYPE_CHECKING:
     from deepeval.metrics import BaseMetric
@@ -89,11 +89,7 @@ def metric(scorer: Scorer | str, threshold: float = 0.5, *, fields: Mapping[str,
     default, 0.5); ``fields`` maps our fields to test case attributes (see the
     module's docstring). Needs ``deepeval`` (``pip install 'scorers[deepeval]'``).
     """
-    if isinstance(scorer, str):
-        scorer = get(scorer, **params)
-    elif params:
-        raise ConfigError(f"parameters {sorted(params)} go with a scorer's name, not with an instance: "
-                          f"set them when building {getattr(scorer, 'name', scorer)!r}")
+    scorer = build_scorer(scorer, params)  # the name is resolved before DeepEval is needed
     return metric_class()(scorer, threshold=threshold, fields=dict(fields or {}), strict_mode=strict_mode,
                           async_mode=async_mode, verbose_mode=verbose_mode)
 
@@ -159,11 +155,10 @@ def _classes() -> tuple[type, type]:
             self.include_reason = True
             accepted = scorer.accepted_fields()
             for name, path in self.fields.items():
-                if name not in accepted:
-                    raise ConfigError(f"{scorer.name} does not read a field {name!r} (it reads: {', '.join(accepted)})")
-                if not isinstance(path, str) or path.split(".")[0] not in test_case_fields:
-                    raise ConfigError(f"{scorer.name}: fields[{name!r}] = {path!r} must name an LLMTestCase attribute "
-                                      f"or a dotted path into one ({', '.join(sorted(test_case_fields))})")
+                check_field(scorer, name, path,
+                            valid=isinstance(path, str) and path.split(".")[0] in test_case_fields,
+                            wanted=f"name an LLMTestCase attribute or a dotted path into one "
+                                   f"({', '.join(sorted(test_case_fields))})")
             self._paths = {**{name: path for name, path in DEFAULT_FIELDS.items() if name in accepted},
                            **self.fields}
 

@@ -66,8 +66,8 @@ from typing import Any, Callable, Mapping
 from .._util import ABSENT, lookup
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError, ScorerInputError
-from ..registry import get
 from ..score import Score
+from ._common import build_scorer, check_field
 
 __all__ = ["evaluator", "SOURCES"]
 
@@ -100,13 +100,7 @@ def evaluator(scorer: Scorer | str, *, inputs: str | None = None, outputs: str |
     ...
     scorers.errors.ConfigError: ExactMatch does not read a field 'tone' (it reads: output, expected, input, metadata)
     """
-    if isinstance(scorer, str):
-        scorer = get(scorer, **params)
-    elif not isinstance(scorer, Scorer):
-        raise ConfigError(f"not a scorer: {scorer!r}")
-    elif params:
-        raise ConfigError(f"parameters {sorted(params)} go with a scorer's name, not with an instance: "
-                          f"set them when building {scorer.name}")
+    scorer = build_scorer(scorer, params)
     accepted = scorer.accepted_fields()
 
     # field -> (source dict, key or dotted path); a None key means "the single key of that dict"
@@ -116,14 +110,9 @@ def evaluator(scorer: Scorer | str, *, inputs: str | None = None, outputs: str |
         if key is not None:
             paths[name] = (source, key)
     for name, spec in (fields or {}).items():
-        if name not in accepted:
-            raise ConfigError(f"{scorer.name} does not read a field {name!r} (it reads: {', '.join(accepted)})")
-        if name in paths:
-            raise ConfigError(f"{scorer.name}: field {name!r} is mapped twice, by fields= and by its own argument")
         source, _, key = str(spec).partition(".")
-        if source not in SOURCES or not key:
-            raise ConfigError(f"{scorer.name}: fields[{name!r}] = {spec!r} must start with one of "
-                              f"{', '.join(s + '.' for s in SOURCES)} and name a key")
+        check_field(scorer, name, spec, taken=name in paths, valid=source in SOURCES and bool(key),
+                    wanted=f"start with one of {', '.join(s + '.' for s in SOURCES)} and name a key")
         paths[name] = (source, key)
     defaults = {name: (source, None) for name, source in (("input", "inputs"), ("output", "outputs"),
                                                            ("expected", "reference_outputs"))

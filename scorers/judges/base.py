@@ -43,7 +43,7 @@ from ..llm.usage import Usage, as_failed, call_usage, summed_usage
 from ..score import Score
 from .spec import RequestSettings, TemplateSpec, add_kind, kind_of, validate_model
 from .spec import remove_kind as remove_kind_model
-from .template import JudgeTemplate, _render_value, mustache_to_jinja
+from .template import JudgeTemplate, mustache_to_jinja, render_value
 
 __all__ = ["LLMJudge", "TemplatedJudge", "KIND_CLASSES", "remove_kind", "ReplyFormat", "JudgeAggregator",
            "REASONS_DESCRIPTION", "given", "judge_error", "reasons_text", "sum_usage"]
@@ -749,7 +749,7 @@ def _text_or_data(value: Any) -> Any:
     if isinstance(value, float) and value != value:
         raise ValueError("is NaN")
     try:
-        shown = _render_value(value)
+        shown = render_value(value)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"cannot be shown in a judge prompt: {exc}") from None
     utf8_encodable(shown)

@@ -29,15 +29,18 @@ from .._util import lazy, lazy_names, memoize
 from ..errors import TemplateError
 
 
-__all__ = ["JudgeTemplate", "mustache_to_jinja", "format_to_jinja", "template_problems"]
+__all__ = ["JudgeTemplate", "mustache_to_jinja", "format_to_jinja", "template_problems", "render_value"]
 
 
 
 # ------------------------------------------------------------------- rendering
-def _render_value(value: Any) -> Any:
-    """Jinja ``finalize``: strings as they are, everything else as JSON (never Python repr).
+def render_value(value: Any) -> Any:
+    """How a template shows a value (Jinja ``finalize``): strings as they are, the rest as JSON (never Python repr).
 
     A value nested too deeply for JSON is a ``ValueError`` (bad input), not a ``RecursionError``.
+
+    >>> render_value("Paris"), render_value({"city": "Paris"}), render_value(None)
+    ('Paris', '{"city": "Paris"}', 'null')
     """
     if isinstance(value, str):
         return value
@@ -64,7 +67,7 @@ def _environment() -> Any:
 
     from .sandbox import JudgeEnvironment
 
-    return JudgeEnvironment(autoescape=False, undefined=StrictUndefined, finalize=_render_value,
+    return JudgeEnvironment(autoescape=False, undefined=StrictUndefined, finalize=render_value,
                             keep_trailing_newline=False)
 
 
@@ -267,7 +270,7 @@ class JudgeTemplate:
                             pieces.append(part)
                         else:
                             value = context[part]
-                            pieces.append(value if type(value) is str else _render_value(value))
+                            pieces.append(value if type(value) is str else render_value(value))
                 except (TypeError, ValueError) as exc:
                     raise TemplateError(f"{self.name}: rendering failed: {exc} ({self.where()})",
                                         scorer=self.name) from exc

@@ -4,7 +4,7 @@ import textwrap
 import pytest
 
 import scorers
-from scorers import Score, Scorer
+from scorers import Scorer
 from scorers.errors import ConfigError, UnknownScorerError
 from scorers.registry import Entry, Registry
 

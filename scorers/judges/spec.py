@@ -33,8 +33,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from .._util import is_number
 from ..llm.protocol import extra_conflict
 
-__all__ = ["RESPONSE_MODES", "APIS", "KINDS", "Message", "RequestSettings", "TemplateSpec", "Scale", "Criterion",
-           "ClassifierSpec", "RubricSpec", "RatingSpec", "GEvalSpec", "PairwiseSpec", "JudgeSpec", "validate_spec",
+# KINDS and JudgeSpec are computed on first read (module __getattr__), from the kinds registered by then.
+__all__ = ["RESPONSE_MODES", "APIS", "KINDS", "Message", "RequestSettings", "TemplateSpec", "Scale", "Criterion",  # noqa: F822
+           "ClassifierSpec", "RubricSpec", "RatingSpec", "GEvalSpec", "PairwiseSpec", "JudgeSpec", "validate_spec",  # noqa: F822
            "validate_model", "json_schema", "COMMON_SETTINGS", "add_kind", "remove_kind", "kind_model", "kind_of"]
 
 #: How a judge asks for its verdict: a forced tool call, a JSON-schema ``response_format``, a plain

@@ -10,12 +10,23 @@ import cloudpickle
 import openai
 import pytest
 
-from scorers.errors import ConfigError, JudgeError
-from scorers.llm import (ChatRequest, ChatResult, EndpointConfigError, InvalidReply, LLMCache, LLMEngine,
-                         RequestRejected, ToolCall, Usage, aclose, configure)
 from scorers._aio import run_sync
-from scorers.llm.transport import _backoff, _retry_after
+from scorers.errors import ConfigError, JudgeError
+from scorers.llm import (
+    ChatRequest,
+    ChatResult,
+    EndpointConfigError,
+    InvalidReply,
+    LLMCache,
+    LLMEngine,
+    RequestRejected,
+    ToolCall,
+    Usage,
+    aclose,
+    configure,
+)
 from scorers.llm.config import resolve
+from scorers.llm.transport import _backoff, _retry_after
 from scorers.testing import LoopbackLLM, Reply
 
 TOOL = {"type": "function", "function": {"name": "select_choice", "description": "Pick one.", "parameters": {
@@ -232,7 +243,9 @@ def test_cached_rerun_makes_zero_requests(llm_server, fake_api_key, tmp_path):
     async def run(engine):
         return await asyncio.gather(*(engine.complete(r, validate=choice_of) for r in requests))
 
-    make = lambda key: LLMEngine(base_url=llm_server.base_url, api_key=key, cache=tmp_path / "c.sqlite")
+    def make(key):
+        return LLMEngine(base_url=llm_server.base_url, api_key=key, cache=tmp_path / "c.sqlite")
+
     first = asyncio.run(run(make(fake_api_key)))
     assert len(llm_server.chat_requests) == 6
     second = asyncio.run(run(make("sk-a-different-key")))  # the key is not part of the cache key
@@ -529,7 +542,9 @@ def test_api_key_appears_nowhere(llm_server, fake_api_key, tmp_path, caplog):
     engine = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, cache=cache_file, max_retries=1,
                        max_reasks=1, **HANGS)
     # A server that echoes the key in its error messages must not get it into ours.
-    echo = lambda r: Reply.error(500, f"bad key {r.headers['authorization']}")
+    def echo(r):
+        return Reply.error(500, f"bad key {r.headers['authorization']}")
+
     faults = [echo, Reply.error(401, f"Incorrect API key provided: {fake_api_key}"), Reply.drop(), Reply.hang(60),
               Reply.choice("Z")]
     seen: list[str] = []

@@ -1,6 +1,7 @@
 """``python -m scorers`` run as a subprocess on temporary files."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -8,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -288,25 +290,38 @@ def test_show_prints_a_judges_template_and_the_registry_hint():
     assert "choice_scores:" in result.stdout
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_an_interrupted_run_exits_cleanly_and_resumes(tmp_path, sig, code, fake_api_key):
+@contextlib.contextmanager
+def _interrupted_judge_run(tmp_path: Path, out: Path, sig: int, api_key: str,
+                           ready: Callable[[Any], bool]) -> Iterator[tuple[int, str, list[str], dict[str, str]]]:
+    """``run -s Factuality`` over 40 rows into ``out`` against a LoopbackLLM, sent ``sig`` once ``ready(server)``
+    (or after 60 s); yields its exit code, its stderr, its arguments and environment while the server still serves."""
     from scorers.testing import LoopbackLLM, Reply
 
     rows = [{"id": i, "input": "q", "output": f"a{i}", "expected": "a"} for i in range(40)]
     data = write_jsonl(tmp_path / "d.jsonl", rows)
-    out = tmp_path / "out.jsonl"
     with LoopbackLLM(default=Reply.choice("C"), latency=0.05) as server:
-        env = {**os.environ, "OPENAI_API_KEY": fake_api_key, "OPENAI_BASE_URL": server.base_url,
+        env = {**os.environ, "OPENAI_API_KEY": api_key, "OPENAI_BASE_URL": server.base_url,
                "SCORERS_CACHE_DIR": str(tmp_path / "cache")}
         args = ["run", str(data), "-s", "Factuality", "-o", str(out), "--concurrency", "2"]
         proc = subprocess.Popen([sys.executable, "-m", "scorers", *args], cwd=REPO, env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 60
-        while time.time() < deadline and (not out.exists() or out.read_text().count("\n") < 2):
+        while time.time() < deadline and not ready(server):
             time.sleep(0.01)
         proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=60)
-        assert proc.returncode == code, stderr
+        yield proc.returncode, stderr, args, env
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_run_exits_cleanly_and_resumes(tmp_path, sig, code, fake_api_key):
+    out = tmp_path / "out.jsonl"
+
+    def two_rows_written(server):
+        return out.exists() and out.read_text().count("\n") >= 2
+
+    with _interrupted_judge_run(tmp_path, out, sig, fake_api_key, two_rows_written) as (returncode, stderr, args, env):
+        assert returncode == code, stderr
         assert "Traceback" not in stderr and "--resume" in stderr
         written = out.read_text()
         assert written.endswith("\n") and 2 <= written.count("\n") < 40
@@ -319,23 +334,14 @@ def test_an_interrupted_run_exits_cleanly_and_resumes(tmp_path, sig, code, fake_
 def test_an_interrupted_parquet_run_keeps_its_rows_and_does_not_offer_resume(tmp_path, fake_api_key):
     import pyarrow.parquet as pq
 
-    from scorers.testing import LoopbackLLM, Reply
-
-    rows = [{"id": i, "input": "q", "output": f"a{i}", "expected": "a"} for i in range(40)]
-    data = write_jsonl(tmp_path / "d.jsonl", rows)
     out = tmp_path / "out.parquet"
-    with LoopbackLLM(default=Reply.choice("C"), latency=0.05) as server:
-        env = {**os.environ, "OPENAI_API_KEY": fake_api_key, "OPENAI_BASE_URL": server.base_url,
-               "SCORERS_CACHE_DIR": str(tmp_path / "cache")}
-        proc = subprocess.Popen([sys.executable, "-m", "scorers", "run", str(data), "-s", "Factuality", "-o", str(out),
-                                 "--concurrency", "2"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 60
-        while time.time() < deadline and server.request_count < 6:
-            time.sleep(0.01)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
+
+    def six_requests(server):
+        return server.request_count >= 6
+
+    with _interrupted_judge_run(tmp_path, out, signal.SIGINT, fake_api_key, six_requests) as (returncode, stderr, _, _):
+        pass
+    assert returncode == 130, stderr
     assert "Traceback" not in stderr and f"the rows scored so far are in {out}" in stderr
     assert "continue with --resume)" in stderr and "write JSONL" in stderr
     ids = pq.read_table(out).column("id").to_pylist()

@@ -94,7 +94,7 @@ def test_a_server_message_echoing_the_url_is_masked_and_replies_keep_no_secret(f
     caplog.set_level(logging.DEBUG)
     with LoopbackLLM(default=Reply.choice("Y")) as server:
         url = with_credentials(server.base_url)
-        server.script(Reply.error(503, f"upstream {url} is busy"), times=1)
+        server.script(Reply.error(503, f"upstream {url} is busy"), match="fine", times=1)
         server.script(Reply.error(500, f"upstream {url} is down"), match="down")
         engine = LLMEngine(base_url=url, api_key=fake_api_key, transport="httpx", **FAST)
         judge = LLMClassifier("Polite", "Is {{output}} polite?", {"Y": 1.0, "N": 0.0}, engine=engine)

@@ -1,4 +1,5 @@
 """Shared fixtures for tests/ and the doctests in scorers/: a hermetic environment for LLM settings and a loopback server."""
+
 from __future__ import annotations
 
 import doctest
@@ -14,6 +15,7 @@ if TYPE_CHECKING:  # imported by the fixtures that serve it: doctests that need 
 
 #: The API key tests give the client; distinctive so tests can assert it never leaks.
 FAKE_API_KEY = "sk-test-LEAKCANARY-0123456789abcdef"
+
 
 @pytest.fixture(autouse=True)
 def _hermetic_llm_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
@@ -133,9 +135,30 @@ def real_llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealLL
     log_path = tmp_path_factory.mktemp("llm-server") / "server.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [str(python), "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-             "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "2048", "--chat_format", "gemma",
-             "--model_alias", "gemma"], stdout=log, stderr=subprocess.STDOUT)
+            [
+                str(python),
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(model),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--n_threads",
+                "1",
+                "--n_threads_batch",
+                "1",
+                "--n_ctx",
+                "2048",
+                "--chat_format",
+                "gemma",
+                "--model_alias",
+                "gemma",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         _wait_for_models(base_url, process, log_path)

@@ -18,6 +18,7 @@ server.
 
     python benchmarks/bench_engines.py [--rows 200000] [--judge-rows 20000] [--workers 2] [--json out.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,10 @@ def timed(run: Callable[[], Any]) -> tuple[float, Any]:
 def score(rows: list[dict[str, Any]], scorer: Any, *, engine: str, workers: int, concurrency: int) -> list[Any]:
     import scorers
 
-    return [r.scores for r in scorers.evaluate(rows, [scorer], engine=engine, workers=workers,
-                                               concurrency=concurrency, ordered=True)]
+    return [
+        r.scores
+        for r in scorers.evaluate(rows, [scorer], engine=engine, workers=workers, concurrency=concurrency, ordered=True)
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,8 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     judge_rows = _rows(args.judge_rows)
     server = ServerProcess(args.latency)
     rouge = scorers.get("ROUGE-L")
-    judge = scorers.get("Factuality", model=MODEL, engine=LLMEngine(
-        base_url=server.base_url, api_key=API_KEY, max_concurrency=args.concurrency, cache=False))
+    judge = scorers.get(
+        "Factuality",
+        model=MODEL,
+        engine=LLMEngine(base_url=server.base_url, api_key=API_KEY, max_concurrency=args.concurrency, cache=False),
+    )
     workloads = [("ROUGE-L", text_rows, rouge), ("Factuality judge", judge_rows, judge)]
     results: list[dict[str, Any]] = []
     reference: dict[str, list[Any]] = {}
@@ -75,14 +81,23 @@ def main(argv: list[str] | None = None) -> int:
     def measure(runner: str, engine: str, workers: int, startup: float | None) -> None:
         for workload, rows, scorer in workloads:
             before = server.count()
-            seconds, scores = timed(lambda: score(rows, scorer, engine=engine, workers=workers,
-                                                  concurrency=args.concurrency))
+            seconds, scores = timed(
+                lambda: score(rows, scorer, engine=engine, workers=workers, concurrency=args.concurrency)
+            )
             if reference.setdefault(workload, scores) != scores:
                 raise SystemExit(f"{runner}: {workload} scores differ from the local run's")
-            results.append({"workload": workload, "runner": runner, "workers": workers, "rows": len(rows),
-                            "job_s": round(seconds, 2), "rows_per_s": round(len(rows) / seconds),
-                            "startup_s": None if startup is None else round(startup, 2),
-                            "requests": server.count() - before})
+            results.append(
+                {
+                    "workload": workload,
+                    "runner": runner,
+                    "workers": workers,
+                    "rows": len(rows),
+                    "job_s": round(seconds, 2),
+                    "rows_per_s": round(len(rows) / seconds),
+                    "startup_s": None if startup is None else round(startup, 2),
+                    "requests": server.count() - before,
+                }
+            )
             print(f"  {runner} {workload}: {seconds:.1f} s", file=sys.stderr, flush=True)
 
     try:
@@ -95,24 +110,31 @@ def main(argv: list[str] | None = None) -> int:
                 measure(runner, runner, args.workers, startup)
             finally:
                 stop, _ = timed(lambda: context.__exit__(None, None, None))
-            for row in results[-len(workloads):]:
+            for row in results[-len(workloads) :]:
                 row["stop_s"] = round(stop, 2)
     finally:
         server.stop()
 
     base = {r["workload"]: r["rows_per_s"] for r in results if r["runner"] == "local" and r["workers"] == 1}
-    print(f"\n{'workload':<17} {'runner':<6} {'workers':>7} {'rows':>7} {'job s':>7} {'rows/s':>7} "
-          f"{'vs local 1':>10} {'start s':>7} {'stop s':>6} {'requests':>8}")
+    print(
+        f"\n{'workload':<17} {'runner':<6} {'workers':>7} {'rows':>7} {'job s':>7} {'rows/s':>7} "
+        f"{'vs local 1':>10} {'start s':>7} {'stop s':>6} {'requests':>8}"
+    )
     for r in results:
         r["vs_local_1"] = round(r["rows_per_s"] / base[r["workload"]], 2)
-        print(f"{r['workload']:<17} {r['runner']:<6} {r['workers']:>7} {r['rows']:>7} {r['job_s']:>7.1f} "
-              f"{r['rows_per_s']:>7} {r['vs_local_1']:>9.2f}x {r['startup_s'] or '-':>7} {r.get('stop_s', '-'):>6} "
-              f"{r['requests']:>8}")
-    print(f"\n{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; judge: {args.latency * 1000:.0f} ms per "
-          f"reply, {args.concurrency} calls in flight per worker, no cache")
+        print(
+            f"{r['workload']:<17} {r['runner']:<6} {r['workers']:>7} {r['rows']:>7} {r['job_s']:>7.1f} "
+            f"{r['rows_per_s']:>7} {r['vs_local_1']:>9.2f}x {r['startup_s'] or '-':>7} {r.get('stop_s', '-'):>6} "
+            f"{r['requests']:>8}"
+        )
+    print(
+        f"\n{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; judge: {args.latency * 1000:.0f} ms per "
+        f"reply, {args.concurrency} calls in flight per worker, no cache"
+    )
     if args.json:
-        write_json(args.json, results, {"cpus": os.cpu_count(), "latency_s": args.latency,
-                                        "concurrency": args.concurrency})
+        write_json(
+            args.json, results, {"cpus": os.cpu_count(), "latency_s": args.latency, "concurrency": args.concurrency}
+        )
     return 0
 
 

@@ -22,6 +22,7 @@ Targets: >= 90 % of the ideal; cached re-run >= 100x faster with zero requests.
 
     python benchmarks/bench_judge.py [--rows 1000] [--latency 0.1] [--concurrency 32] [--json out.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -91,8 +92,10 @@ class ServerProcess:
 
 # ------------------------------------------------------------------- the runs
 def _rows(n: int) -> list[dict[str, str]]:
-    return [{"input": f"Question {i}: what does the passage say?", "output": out, "expected": exp}
-            for i, (out, exp) in enumerate(make_pairs(n, seed=7))]
+    return [
+        {"input": f"Question {i}: what does the passage say?", "output": out, "expected": exp}
+        for i, (out, exp) in enumerate(make_pairs(n, seed=7))
+    ]
 
 
 def run_ours(judge: Any, rows: list[dict[str, str]], concurrency: int) -> tuple[float, float, list[Any]]:
@@ -145,14 +148,16 @@ def run_ceiling(kind: str, base_url: str, bodies: list[dict[str, Any]], concurre
     async def go() -> None:
         semaphore = asyncio.Semaphore(concurrency)
         if kind == "openai":
-            client = openai.AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0,
-                                        http_client=openai.DefaultAioHttpClient())
+            client = openai.AsyncOpenAI(
+                base_url=base_url, api_key=API_KEY, max_retries=0, http_client=openai.DefaultAioHttpClient()
+            )
             raw = _httpx_response_class()
 
             async def one(body: dict[str, Any]) -> Any:
                 async with semaphore:
-                    response = await client.post("/chat/completions", body=body, cast_to=raw,
-                                                 options={"max_retries": 0, "timeout": 60.0})
+                    response = await client.post(
+                        "/chat/completions", body=body, cast_to=raw, options={"max_retries": 0, "timeout": 60.0}
+                    )
                     return json.loads(response.content)
 
             try:
@@ -162,10 +167,12 @@ def run_ceiling(kind: str, base_url: str, bodies: list[dict[str, Any]], concurre
             return
         headers = {"Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"}
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
+
             async def post(body: dict[str, Any]) -> Any:
                 async with semaphore:
-                    async with session.post(f"{base_url}/chat/completions", data=json.dumps(body),
-                                            headers=headers) as response:
+                    async with session.post(
+                        f"{base_url}/chat/completions", data=json.dumps(body), headers=headers
+                    ) as response:
                         return json.loads(await response.read())
 
             await asyncio.gather(*(post(body) for body in bodies))
@@ -180,8 +187,12 @@ def judge_cpu_per_call(judge: Any, rows: list[dict[str, str]]) -> float:
     from scorers.judges import read_reply
     from scorers.llm.engine import ChatResult, ToolCall
 
-    reply = ChatResult(content=None, tool_calls=(ToolCall("select_choice", '{"reasons": "r", "choice": "C"}'),),
-                       finish_reason="tool_calls", model=MODEL)
+    reply = ChatResult(
+        content=None,
+        tool_calls=(ToolCall("select_choice", '{"reasons": "r", "choice": "C"}'),),
+        finish_reason="tool_calls",
+        model=MODEL,
+    )
     started = time.process_time()
     for row in rows:
         request = judge.build_request(row)
@@ -210,8 +221,12 @@ def main(argv: list[str] | None = None) -> int:
     server = ServerProcess(args.latency)
     try:
         with tempfile.TemporaryDirectory() as folder:
-            engine = LLMEngine(base_url=server.base_url, api_key=API_KEY, max_concurrency=args.concurrency,
-                               cache=os.path.join(folder, "bench-cache.sqlite"))
+            engine = LLMEngine(
+                base_url=server.base_url,
+                api_key=API_KEY,
+                max_concurrency=args.concurrency,
+                cache=os.path.join(folder, "bench-cache.sqlite"),
+            )
             judge = scorers.get("Factuality", model=MODEL, engine=engine)
 
             before = server.count()
@@ -243,34 +258,53 @@ def main(argv: list[str] | None = None) -> int:
 
     n = len(rows)
     figures = {
-        "rows": n, "latency_s": args.latency, "concurrency": args.concurrency, "ideal_rows_per_s": ideal,
-        "ours_rows_per_s": n / ours_wall, "ours_share_of_ideal": n / ours_wall / ideal,
-        "ours_requests": ours_requests, "ours_client_cpu_ms_per_call": 1000 * ours_cpu / n,
+        "rows": n,
+        "latency_s": args.latency,
+        "concurrency": args.concurrency,
+        "ideal_rows_per_s": ideal,
+        "ours_rows_per_s": n / ours_wall,
+        "ours_share_of_ideal": n / ours_wall / ideal,
+        "ours_requests": ours_requests,
+        "ours_client_cpu_ms_per_call": 1000 * ours_cpu / n,
         "ours_judge_cpu_ms_per_call": 1000 * own_cpu,
-        "autoevals_rows_per_s": n / ae_wall, "autoevals_share_of_ideal": n / ae_wall / ideal,
-        "autoevals_requests": ae_requests, "autoevals_client_cpu_ms_per_call": 1000 * ae_cpu / n,
-        "cached_s": cached_wall, "cached_requests": cached_requests, "cached_speedup": ours_wall / cached_wall,
+        "autoevals_rows_per_s": n / ae_wall,
+        "autoevals_share_of_ideal": n / ae_wall / ideal,
+        "autoevals_requests": ae_requests,
+        "autoevals_client_cpu_ms_per_call": 1000 * ae_cpu / n,
+        "cached_s": cached_wall,
+        "cached_requests": cached_requests,
+        "cached_speedup": ours_wall / cached_wall,
         "cached_cpu_ms_per_call": 1000 * cached_cpu / n,
-        "sdk_ceiling_rows_per_s": n / sdk_wall, "sdk_ceiling_client_cpu_ms_per_call": 1000 * sdk_cpu / n,
-        "aiohttp_ceiling_rows_per_s": n / plain_wall, "aiohttp_ceiling_client_cpu_ms_per_call": 1000 * plain_cpu / n,
+        "sdk_ceiling_rows_per_s": n / sdk_wall,
+        "sdk_ceiling_client_cpu_ms_per_call": 1000 * sdk_cpu / n,
+        "aiohttp_ceiling_rows_per_s": n / plain_wall,
+        "aiohttp_ceiling_client_cpu_ms_per_call": 1000 * plain_cpu / n,
         "load_average": load,
     }
-    print(f"Factuality, {n} rows, server latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}; "
-          f"ideal {ideal:.0f} rows/s; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
+    print(
+        f"Factuality, {n} rows, server latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}; "
+        f"ideal {ideal:.0f} rows/s; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs"
+    )
     print(f"{'run':<22} {'rows/s':>8} {'of ideal':>9} {'requests':>9} {'wall s':>8} {'client CPU/call':>16}")
-    for label, wall, requests, cpu in [("ours (uncached)", ours_wall, ours_requests, ours_cpu),
-                                       ("ours (cached re-run)", cached_wall, cached_requests, cached_cpu),
-                                       ("autoevals 0.4.1", ae_wall, ae_requests, ae_cpu),
-                                       ("ceiling: openai SDK", sdk_wall, n, sdk_cpu),
-                                       ("ceiling: aiohttp", plain_wall, n, plain_cpu)]:
-        print(f"{label:<22} {n / wall:>8.0f} {n / wall / ideal:>8.0%} {requests:>9} {wall:>8.2f} "
-              f"{1000 * cpu / n:>13.2f} ms")
+    for label, wall, requests, cpu in [
+        ("ours (uncached)", ours_wall, ours_requests, ours_cpu),
+        ("ours (cached re-run)", cached_wall, cached_requests, cached_cpu),
+        ("autoevals 0.4.1", ae_wall, ae_requests, ae_cpu),
+        ("ceiling: openai SDK", sdk_wall, n, sdk_cpu),
+        ("ceiling: aiohttp", plain_wall, n, plain_cpu),
+    ]:
+        print(
+            f"{label:<22} {n / wall:>8.0f} {n / wall / ideal:>8.0%} {requests:>9} {wall:>8.2f} "
+            f"{1000 * cpu / n:>13.2f} ms"
+        )
     print(f"our judge's own CPU per call (render + request + parse, no HTTP): {1000 * own_cpu:.3f} ms")
     print(f"cached re-run: {figures['cached_speedup']:.0f}x faster, {cached_requests} requests")
     met_ideal = figures["ours_share_of_ideal"] >= 0.9
     met_cache = figures["cached_speedup"] >= 100 and cached_requests == 0
-    print(f"targets: >= 90% of ideal: {'met' if met_ideal else 'NOT met'}; "
-          f"cached >= 100x with 0 requests: {'met' if met_cache else 'NOT met'}")
+    print(
+        f"targets: >= 90% of ideal: {'met' if met_ideal else 'NOT met'}; "
+        f"cached >= 100x with 0 requests: {'met' if met_cache else 'NOT met'}"
+    )
     if args.json:
         write_json(args.json, [figures])
     return 0 if met_ideal and met_cache else 1

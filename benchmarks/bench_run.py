@@ -8,6 +8,7 @@
     python benchmarks/bench_run.py                       # 200,000 rows for --workers; 100k / 1M for memory
     python benchmarks/bench_run.py --rows 20000 --memory-rows 10000 100000   # a quick look
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,26 +63,44 @@ def main() -> None:
         write_rows(data, args.rows, seed=7)
         write_rows(warm, 100, seed=7)
         scorers = ["-s", "ROUGE-L", "-s", "METEOR", "-s", "BLEU"]
-        subprocess.run([sys.executable, "-m", "scorers", "run", str(warm), *scorers, "-o", os.devnull],
-                       capture_output=True, check=True)  # warm-up: WordNet index, page cache
+        subprocess.run(
+            [sys.executable, "-m", "scorers", "run", str(warm), *scorers, "-o", os.devnull],
+            capture_output=True,
+            check=True,
+        )  # warm-up: WordNet index, page cache
         base = None
         for workers in range(1, args.workers_max + 1):
             out = Path(tmp) / f"out{workers}.jsonl"
-            seconds, rss = measure("run", str(data), *scorers, "--workers", str(workers), "-o", str(out),
-                                   "--no-progress")
+            seconds, rss = measure(
+                "run", str(data), *scorers, "--workers", str(workers), "-o", str(out), "--no-progress"
+            )
             if workers > 1 and not filecmp.cmp(Path(tmp) / "out1.jsonl", out, shallow=False):
                 raise SystemExit(f"--workers {workers} wrote a different file than --workers 1")
             base = base or seconds
-            results.append({"case": f"ROUGE-L+METEOR+BLEU --workers {workers}", "rows": args.rows,
-                            "rows_per_s": args.rows / seconds, "speedup": base / seconds, "peak_rss_mib": rss / 1024})
+            results.append(
+                {
+                    "case": f"ROUGE-L+METEOR+BLEU --workers {workers}",
+                    "rows": args.rows,
+                    "rows_per_s": args.rows / seconds,
+                    "speedup": base / seconds,
+                    "peak_rss_mib": rss / 1024,
+                }
+            )
         peaks = []
         for n in args.memory_rows:
             write_rows(data, n, seed=11)
-            seconds, rss = measure("run", str(data), "-s", "ExactMatch", "-s", "Levenshtein", "-o", os.devnull,
-                                   "--no-progress")
+            seconds, rss = measure(
+                "run", str(data), "-s", "ExactMatch", "-s", "Levenshtein", "-o", os.devnull, "--no-progress"
+            )
             peaks.append(rss)
-            results.append({"case": f"ExactMatch+Levenshtein, {n:,} rows", "rows": n, "rows_per_s": n / seconds,
-                            "peak_rss_mib": rss / 1024})
+            results.append(
+                {
+                    "case": f"ExactMatch+Levenshtein, {n:,} rows",
+                    "rows": n,
+                    "rows_per_s": n / seconds,
+                    "peak_rss_mib": rss / 1024,
+                }
+            )
         results[-1]["peak_ratio"] = peaks[-1] / peaks[0]
     load = os.getloadavg()
     print(f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")

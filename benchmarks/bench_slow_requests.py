@@ -24,6 +24,7 @@ rows took 4.31x the clean run (now 1.28x).
 
     python benchmarks/bench_slow_requests.py [--rows 10000] [--concurrency 16] [--latency 0.2] [--json out.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,8 +63,11 @@ def _serve(conn: Any, latency: float, hang_fraction: float, seed: int) -> None:
     with LoopbackLLM(default=reply, latency=latency) as server:
         conn.send(server.base_url)
         while (command := conn.recv()) != "stop":
-            conn.send({"requests": server.request_count, "hung": hung, "max_in_flight": server.max_in_flight}
-                      if command == "counts" else None)
+            conn.send(
+                {"requests": server.request_count, "hung": hung, "max_in_flight": server.max_in_flight}
+                if command == "counts"
+                else None
+            )
 
 
 class FaultyServer:
@@ -88,13 +92,19 @@ class FaultyServer:
 def run(rows: list[dict[str, str]], *, concurrency: int, latency: float, hang_fraction: float) -> dict[str, Any]:
     """One run against a fresh server: seconds, rows/s, the server's counts and the rows that failed."""
     import scorers
-    from scorers.llm import aclose, configure
     from scorers._aio import run_sync
+    from scorers.llm import aclose, configure
 
     server = FaultyServer(latency, hang_fraction)
     try:
-        configure(reset=True, base_url=server.base_url, api_key=API_KEY, cache=False, timeout=TIMEOUT_S,
-                  max_concurrency=concurrency)
+        configure(
+            reset=True,
+            base_url=server.base_url,
+            api_key=API_KEY,
+            cache=False,
+            timeout=TIMEOUT_S,
+            max_concurrency=concurrency,
+        )
         judge = scorers.get("Factuality", model=MODEL)
         started = time.perf_counter()
         results = scorers.evaluate(rows, [judge], concurrency=concurrency).collect()
@@ -103,8 +113,12 @@ def run(rows: list[dict[str, str]], *, concurrency: int, latency: float, hang_fr
         failed = sum(1 for result in results if result.errors)
         if [result.index for result in results] != list(range(len(rows))):
             raise SystemExit("the results are not in input order")
-        return {"seconds": round(seconds, 2), "rows_per_s": round(len(rows) / seconds, 1), "failed_rows": failed,
-                **server.counts()}
+        return {
+            "seconds": round(seconds, 2),
+            "rows_per_s": round(len(rows) / seconds, 1),
+            "failed_rows": failed,
+            **server.counts(),
+        }
     finally:
         server.stop()
         configure(reset=True)
@@ -127,14 +141,25 @@ def main(argv: list[str] | None = None) -> int:
     backoff_s = 0.375  # the mean first backoff: uniform between half and all of backoff_base (0.5 s)
     slot_bound = 1 + args.hang_fraction * (TIMEOUT_S + backoff_s + args.latency) / args.latency
     ratio = faulted["seconds"] / clean["seconds"]
-    print(f"rows {args.rows}, concurrency {args.concurrency}, latency {args.latency} s, "
-          f"{args.hang_fraction:.0%} of requests hung, timeout {TIMEOUT_S} s: hung/clean = {ratio:.2f} "
-          f"(target < 2; slot bound {slot_bound:.2f})")
+    print(
+        f"rows {args.rows}, concurrency {args.concurrency}, latency {args.latency} s, "
+        f"{args.hang_fraction:.0%} of requests hung, timeout {TIMEOUT_S} s: hung/clean = {ratio:.2f} "
+        f"(target < 2; slot bound {slot_bound:.2f})"
+    )
     if args.json:
-        write_json(args.json, [{"run": "clean", **clean}, {"run": "hung", **faulted}],
-                   {"rows": args.rows, "concurrency": args.concurrency, "latency_s": args.latency,
-                    "hang_fraction": args.hang_fraction, "timeout_s": TIMEOUT_S, "ratio": round(ratio, 3),
-                    "slot_bound": round(slot_bound, 3)})
+        write_json(
+            args.json,
+            [{"run": "clean", **clean}, {"run": "hung", **faulted}],
+            {
+                "rows": args.rows,
+                "concurrency": args.concurrency,
+                "latency_s": args.latency,
+                "hang_fraction": args.hang_fraction,
+                "timeout_s": TIMEOUT_S,
+                "ratio": round(ratio, 3),
+                "slot_bound": round(slot_bound, 3),
+            },
+        )
     return 0
 
 

@@ -14,6 +14,7 @@ token caches start cold, as they would on new data.
 ``--only`` (repeatable) keeps the cases whose name contains the value, ignoring case.
 The exit status is 1 when a case failed (numbers differ or it raised).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,9 +36,13 @@ EXTRA_CASE_MODULES = ("benchmarks.cases_meteor", "benchmarks.cases_embedding")
 TER_PAIRS = 2000
 
 
-def _ours(build: Callable[[], Any], value: Callable[[Any], float]) -> Callable[[Sequence[str], Sequence[str]], list[float]]:
+def _ours(
+    build: Callable[[], Any], value: Callable[[Any], float]
+) -> Callable[[Sequence[str], Sequence[str]], list[float]]:
     def run(outputs: Sequence[str], expecteds: Sequence[str]) -> list[float]:
-        return [value(s) for s in build().score_batch([{"output": o, "expected": e} for o, e in zip(outputs, expecteds)])]
+        return [
+            value(s) for s in build().score_batch([{"output": o, "expected": e} for o, e in zip(outputs, expecteds)])
+        ]
 
     return run
 
@@ -46,12 +51,17 @@ def _cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def _ter_with_processes(ter: Callable[..., Any], processes: int) -> Callable[[Sequence[str], Sequence[str]], list[float]]:
+def _ter_with_processes(
+    ter: Callable[..., Any], processes: int
+) -> Callable[[Sequence[str], Sequence[str]], list[float]]:
     """TER with its own worker processes, closed after each run (their start-up is part of the time)."""
+
     def run(outputs: Sequence[str], expecteds: Sequence[str]) -> list[float]:
         with ter(processes=processes) as scorer:
-            return [s.metadata["ter"] for s in scorer.score_batch([{"output": o, "expected": e}
-                                                                   for o, e in zip(outputs, expecteds)])]
+            return [
+                s.metadata["ter"]
+                for s in scorer.score_batch([{"output": o, "expected": e} for o, e in zip(outputs, expecteds)])
+            ]
 
     return run
 
@@ -64,39 +74,66 @@ def text_cases() -> list[Case]:
     import scorers
     from scorers.text.bleu import BLEU
     from scorers.text.chrf import ChrF
-    from scorers.text.ter import TER
     from scorers.text.rouge import ROUGE
+    from scorers.text.ter import TER
 
     def native(key: str) -> Callable[[Any], float]:
         return lambda score: score.metadata[key]
 
     cases = [
-        Case("BLEU", _ours(BLEU, native("bleu")),
-             lambda o, e: [sacrebleu.sentence_bleu(h, [r]).score for h, r in zip(o, e)],
-             "sacrebleu.sentence_bleu loop", target_ratio=2.0, note="sacrebleu's 0-100 figure compared"),
-        Case("chrF", _ours(ChrF, native("chrf")),
-             lambda o, e: [sacrebleu.sentence_chrf(h, [r]).score for h, r in zip(o, e)],
-             "sacrebleu.sentence_chrf loop", target_ratio=1.0),
-        Case("chrF++", _ours(lambda: ChrF(word_order=2), native("chrf")),
-             lambda o, e: [sacrebleu.sentence_chrf(h, [r], word_order=2).score for h, r in zip(o, e)],
-             "sacrebleu.sentence_chrf(word_order=2) loop", target_ratio=1.0),
-        Case("TER", _ours(TER, native("ter")),
-             lambda o, e: [sacrebleu.sentence_ter(h, [r]).score for h, r in zip(o, e)],
-             "sacrebleu.sentence_ter loop", target_ratio=1.0, n=TER_PAIRS,
-             note="sacrebleu's own edit search, in this process"),
-        Case(f"TER processes={_cpus()}", _ter_with_processes(TER, _cpus()),
-             lambda o, e: [sacrebleu.sentence_ter(h, [r]).score for h, r in zip(o, e)],
-             "sacrebleu.sentence_ter loop", target_ratio=1.0, n=TER_PAIRS,
-             note="the scorer's worker processes, started (forkserver) and stopped in each timed run"),
+        Case(
+            "BLEU",
+            _ours(BLEU, native("bleu")),
+            lambda o, e: [sacrebleu.sentence_bleu(h, [r]).score for h, r in zip(o, e)],
+            "sacrebleu.sentence_bleu loop",
+            target_ratio=2.0,
+            note="sacrebleu's 0-100 figure compared",
+        ),
+        Case(
+            "chrF",
+            _ours(ChrF, native("chrf")),
+            lambda o, e: [sacrebleu.sentence_chrf(h, [r]).score for h, r in zip(o, e)],
+            "sacrebleu.sentence_chrf loop",
+            target_ratio=1.0,
+        ),
+        Case(
+            "chrF++",
+            _ours(lambda: ChrF(word_order=2), native("chrf")),
+            lambda o, e: [sacrebleu.sentence_chrf(h, [r], word_order=2).score for h, r in zip(o, e)],
+            "sacrebleu.sentence_chrf(word_order=2) loop",
+            target_ratio=1.0,
+        ),
+        Case(
+            "TER",
+            _ours(TER, native("ter")),
+            lambda o, e: [sacrebleu.sentence_ter(h, [r]).score for h, r in zip(o, e)],
+            "sacrebleu.sentence_ter loop",
+            target_ratio=1.0,
+            n=TER_PAIRS,
+            note="sacrebleu's own edit search, in this process",
+        ),
+        Case(
+            f"TER processes={_cpus()}",
+            _ter_with_processes(TER, _cpus()),
+            lambda o, e: [sacrebleu.sentence_ter(h, [r]).score for h, r in zip(o, e)],
+            "sacrebleu.sentence_ter loop",
+            target_ratio=1.0,
+            n=TER_PAIRS,
+            note="the scorer's worker processes, started (forkserver) and stopped in each timed run",
+        ),
     ]
     for stem in (False, True):
         for label, rouge_type in (("ROUGE-1", "rouge1"), ("ROUGE-2", "rouge2"), ("ROUGE-L", "rougeL")):
             reference = RougeScorer([rouge_type], use_stemmer=stem)
-            cases.append(Case(
-                f"{label}{' stem' if stem else ''}",
-                _ours(lambda t=rouge_type, s=stem: ROUGE(rouge_type=t, use_stemmer=s), native("fmeasure")),
-                lambda o, e, sc=reference, t=rouge_type: [sc.score(r, h)[t].fmeasure for h, r in zip(o, e)],
-                f"RougeScorer(['{rouge_type}'], use_stemmer={stem}).score loop", target_ratio=3.0))
+            cases.append(
+                Case(
+                    f"{label}{' stem' if stem else ''}",
+                    _ours(lambda t=rouge_type, s=stem: ROUGE(rouge_type=t, use_stemmer=s), native("fmeasure")),
+                    lambda o, e, sc=reference, t=rouge_type: [sc.score(r, h)[t].fmeasure for h, r in zip(o, e)],
+                    f"RougeScorer(['{rouge_type}'], use_stemmer={stem}).score loop",
+                    target_ratio=3.0,
+                )
+            )
     cases.append(_levenshtein_case(scorers))
     return cases
 
@@ -108,8 +145,13 @@ def _levenshtein_case(scorers: Any) -> Case:
         scorer = AutoevalsLevenshtein()
         return [scorer.eval(output=h, expected=r).score for h, r in zip(outputs, expecteds)]
 
-    return Case("Levenshtein", _ours(lambda: scorers.get("Levenshtein"), lambda s: s.score), reference,
-                "autoevals Levenshtein().eval loop", target_ratio=2.0)
+    return Case(
+        "Levenshtein",
+        _ours(lambda: scorers.get("Levenshtein"), lambda s: s.score),
+        reference,
+        "autoevals Levenshtein().eval loop",
+        target_ratio=2.0,
+    )
 
 
 def extra_cases(problems: list[dict[str, Any]]) -> list[Case]:
@@ -145,8 +187,13 @@ def _give_nltk_the_wordnet_copy() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=10_000, help="pairs to generate (default 10000)")
-    parser.add_argument("--only", action="append", default=[], metavar="NAME",
-                        help="run only cases whose name contains NAME (case-insensitive; repeatable)")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only cases whose name contains NAME (case-insensitive; repeatable)",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per side; the median is reported")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args(argv)
@@ -178,11 +225,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_after = os.getloadavg()
     print(f"load average before/after: {load_before[0]:.2f} / {load_after[0]:.2f} on {os.cpu_count()} CPUs")
     if args.json:
-        write_json(args.json, results, {
-            "pairs": args.n, "repeats": args.repeats, "failed": problems,
-            "python": platform.python_version(), "machine": platform.platform(), "cpus": os.cpu_count(),
-            "load_average_before": load_before, "load_average_after": load_after, "versions": _versions(),
-        })
+        write_json(
+            args.json,
+            results,
+            {
+                "pairs": args.n,
+                "repeats": args.repeats,
+                "failed": problems,
+                "python": platform.python_version(),
+                "machine": platform.platform(),
+                "cpus": os.cpu_count(),
+                "load_average_before": load_before,
+                "load_average_after": load_after,
+                "versions": _versions(),
+            },
+        )
     return 1 if problems else 0
 
 

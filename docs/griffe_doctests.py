@@ -4,6 +4,7 @@ The docstrings are plain text with doctest examples (``>>>`` lines, their ``...`
 output, up to a blank line). Rendered as Markdown, that text would be a quote whose brackets read as links; this
 wraps each example in a ``pycon`` fence, the way it is meant to be read. It changes only what the site shows.
 """
+
 from __future__ import annotations
 
 import re

@@ -7,13 +7,13 @@ One registry of scorers sharing one keyword interface,
 >>> scorers.get("ExactMatch")(output="Paris", expected="Paris").score
 1.0
 """
+
 from __future__ import annotations
 
-from ._version import __version__
 from ._util import lazy
+from ._version import __version__
 from .aggregate import Aggregator, MeanAggregator, StatsAggregator
 from .base import Scorer
-from .fields import Field, references_field, text_field
 from .errors import (
     ConfigError,
     DataError,
@@ -26,17 +26,18 @@ from .errors import (
     UnknownArgumentError,
     UnknownScorerError,
 )
+from .fields import Field, references_field, text_field
 from .registry import entries, get, names, register, registry
 from .score import Score
 
 # Importing the families registers their scorers; heavy libraries load on first use.
-from . import heuristic as _heuristic  # noqa: E402,F401
-from . import text as _text  # noqa: E402,F401
-from . import embedding as _embedding  # noqa: E402,F401
-from .judges import discovery as _discovery  # noqa: E402
+from . import embedding as _embedding  # noqa: E402,F401  # isort: skip
+from . import heuristic as _heuristic  # noqa: E402,F401  # isort: skip
+from . import text as _text  # noqa: E402,F401  # isort: skip
+from .judges import discovery as _discovery  # noqa: E402  # isort: skip
 
 _discovery.install()  # templates/*.yaml register lazily, on the registry's first lookup
-from .heuristic import JSONDiff, ExactMatch, Levenshtein, ListContains, NumericDiff, ValidJSON  # noqa: E402
+from .heuristic import ExactMatch, JSONDiff, Levenshtein, ListContains, NumericDiff, ValidJSON  # noqa: E402
 from .judges import LLMClassifier  # noqa: E402
 from .llm import configure  # noqa: E402
 from .runner import Evaluation, RowResult, Summary, aevaluate, evaluate  # noqa: E402

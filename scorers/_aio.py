@@ -4,6 +4,7 @@ The sync face of every async scorer goes through :func:`run_sync`. It never
 nests event loops (no ``nest_asyncio``): coroutines run on one long-lived
 background loop, so async clients bound to that loop stay usable across calls.
 """
+
 from __future__ import annotations
 
 import asyncio

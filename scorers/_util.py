@@ -18,6 +18,7 @@
 >>> lazy_names(Model)   # what Scorer.__getstate__ leaves out
 frozenset({'table'})
 """
+
 from __future__ import annotations
 
 import difflib
@@ -30,8 +31,18 @@ from typing import Any, Callable, Generic, Iterable, Mapping, TypeGuard, TypeVar
 
 from .errors import MissingExtraError
 
-__all__ = ["optional_import", "memoize", "lazy", "lazy_names", "did_you_mean", "json_error_reason", "ABSENT", "lookup",
-           "is_int", "is_number"]
+__all__ = [
+    "optional_import",
+    "memoize",
+    "lazy",
+    "lazy_names",
+    "did_you_mean",
+    "json_error_reason",
+    "ABSENT",
+    "lookup",
+    "is_int",
+    "is_number",
+]
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])

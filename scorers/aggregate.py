@@ -15,6 +15,7 @@ True
 >>> whole.result()["mean"]
 0.475
 """
+
 from __future__ import annotations
 
 import math
@@ -48,8 +49,6 @@ class Aggregator:
     def _check_same(self, other: "Aggregator") -> None:
         if type(other) is not type(self):
             raise TypeError(f"cannot merge a {type(other).__name__} into a {type(self).__name__}")
-
-
 
 
 class MeanAggregator(Aggregator):
@@ -168,9 +167,11 @@ class StatsAggregator(Aggregator):
         if self._without_stats or self._totals is None:
             figures.update({key: None for key in self._keys})
             if self._without_stats:
-                figures["corpus_unavailable"] = (f"{self._without_stats} scored rows carry no sufficient statistics "
-                                                 "(e.g. results written by an older version); a corpus figure over "
-                                                 "part of the rows would be wrong")
+                figures["corpus_unavailable"] = (
+                    f"{self._without_stats} scored rows carry no sufficient statistics "
+                    "(e.g. results written by an older version); a corpus figure over "
+                    "part of the rows would be wrong"
+                )
             return figures
         totals = [v if isinstance(v, int) else float(v) for v in self._totals]
         figures.update(self._corpus(totals, self._rows))

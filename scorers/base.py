@@ -17,6 +17,7 @@ one batch pair, :meth:`Scorer.score_batch` / :meth:`Scorer.ascore_batch`.
 >>> [getattr(r, "score", r) for r in lev.score_batch([{"output": "a", "expected": "a"}, {"output": "a"}])]
 [1.0, ScorerInputError("Levenshtein: field 'expected' is required but was missing")]
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -95,16 +96,18 @@ class Scorer:
     def _set_max_chars(self, max_chars: int | None) -> None:
         """Set :attr:`max_chars`: a positive integer, or None for no limit."""
         if max_chars is not None and (not is_int(max_chars) or max_chars < 1):
-            raise ConfigError(f"{self.name}: max_chars must be a positive integer or None, got {max_chars!r}",
-                              scorer=self.name)
+            raise ConfigError(
+                f"{self.name}: max_chars must be a positive integer or None, got {max_chars!r}", scorer=self.name
+            )
         self.max_chars = max_chars
 
     # ------------------------------------------------------------------ hooks
     def _score(self, **fields: Any) -> Score:
         """Score one row; the default scores a batch of one."""
         if type(self)._score_batch is Scorer._score_batch:
-            raise NotImplementedError(f"{type(self).__name__} implements none of _score, _score_batch, "
-                                      "_ascore, _ascore_batch")
+            raise NotImplementedError(
+                f"{type(self).__name__} implements none of _score, _score_batch, _ascore, _ascore_batch"
+            )
         return _raise_error(self._score_batch([fields])[0])
 
     def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
@@ -169,20 +172,26 @@ class Scorer:
             if init is None:
                 continue
             parameters = inspect.signature(init).parameters.values()
-            names += [p.name for p in parameters if p.name not in names and
-                      (p.kind is p.KEYWORD_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "self"))]
+            names += [
+                p.name
+                for p in parameters
+                if p.name not in names
+                and (p.kind is p.KEYWORD_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "self"))
+            ]
             if not any(p.kind is p.VAR_KEYWORD for p in parameters):
                 break
         return names
 
     @lazy
-    def _plan(self) -> tuple[frozenset[str], tuple[tuple[str, Field, bool, bool], ...], tuple[str, ...],
-                             tuple[str, ...]]:
+    def _plan(
+        self,
+    ) -> tuple[frozenset[str], tuple[tuple[str, Field, bool, bool], ...], tuple[str, ...], tuple[str, ...]]:
         """Accepted names; per field (name, field, takes a plain str as is, converts a str); standard fields
         passed on; text fields (one text or references) that ``max_chars`` bounds."""
         declared = {f.name for f in self.fields}
-        per_field = tuple((f.name, f, str in f.types or object in f.types, f.convert not in (None, to_text))
-                          for f in self.fields)
+        per_field = tuple(
+            (f.name, f, str in f.types or object in f.types, f.convert not in (None, to_text)) for f in self.fields
+        )
         passed = tuple(s for s in self._asked if s not in declared)
         texts = tuple(f.name for f in self.fields if f.text)
         return frozenset(declared) | frozenset(STANDARD_FIELDS), per_field, passed, texts
@@ -190,8 +199,10 @@ class Scorer:
     def _unknown(self, key: str) -> UnknownArgumentError:
         accepted = self.accepted_fields()
         if key in self.constructor_params():
-            hint = (f"; {key!r} is a parameter of the scorer, not a field: set it when building it, "
-                    f"e.g. scorers.get({self.name!r}, {key}=...)")
+            hint = (
+                f"; {key!r} is a parameter of the scorer, not a field: set it when building it, "
+                f"e.g. scorers.get({self.name!r}, {key}=...)"
+            )
         else:
             hint = did_you_mean(key, accepted)
         return UnknownArgumentError(self.name, key, accepted, hint=hint)
@@ -233,9 +244,12 @@ class Scorer:
     def too_long(self, field: str, size: str) -> ScorerInputError:
         """The error for a value of ``size`` (e.g. "200,000 characters") over :attr:`max_chars`."""
         return ScorerInputError(
-            self.name, field, f"has {size}, more than max_chars={self.max_chars:,} (a bound on time and memory): "
+            self.name,
+            field,
+            f"has {size}, more than max_chars={self.max_chars:,} (a bound on time and memory): "
             f"raise it if the cost is acceptable, with scorers.get({self.name!r}, max_chars=...) or "
-            f"-p {self.name}.max_chars=... (null: no limit)")
+            f"-p {self.name}.max_chars=... (null: no limit)",
+        )
 
     def _check(self, f: Field, value: Any) -> Any:
         """Validate and convert one field's value (the general path of :meth:`_bind`)."""
@@ -244,7 +258,9 @@ class Scorer:
         if value is _MISSING or value is None:
             if f.required:
                 raise ScorerInputError(
-                    self.name, f.name, "is required but was missing" if value is _MISSING else "is required but was None"
+                    self.name,
+                    f.name,
+                    "is required but was missing" if value is _MISSING else "is required but was None",
                 )
             return None
         if not isinstance(value, f.types):
@@ -338,8 +354,9 @@ class Scorer:
                 results[position] = outcome
         return results
 
-    async def ascore_batch(self, rows: Iterable[Mapping[str, Any]], *, concurrency: int = 16,
-                           limit: asyncio.Semaphore | None = None) -> list[Score | ScorerError]:
+    async def ascore_batch(
+        self, rows: Iterable[Mapping[str, Any]], *, concurrency: int = 16, limit: asyncio.Semaphore | None = None
+    ) -> list[Score | ScorerError]:
         """Async form of :meth:`score_batch`; at most ``concurrency`` calls in flight (or a shared ``limit``)."""
         if not self.is_async:
             return self.score_batch(rows)
@@ -356,8 +373,10 @@ class Scorer:
         positions: list[int] = []
         for row in rows:
             if type(row) is not dict and not isinstance(row, Mapping):  # the type test skips a slow ABC check
-                raise TypeError(f"{self.name}: a batch is a list of rows, each a mapping of fields to values "
-                                f"(e.g. {{'output': ..., 'expected': ...}}), got a {type(row).__name__}")
+                raise TypeError(
+                    f"{self.name}: a batch is a list of rows, each a mapping of fields to values "
+                    f"(e.g. {{'output': ..., 'expected': ...}}), got a {type(row).__name__}"
+                )
             try:
                 valid.append(self._bind(row))
             except ScorerError as exc:

@@ -24,6 +24,7 @@ Two faces:
 >>> [result_record(row) for row in _rows(out)][1]["scores"]
 {'ExactMatch': 0.0, 'Levenshtein': 0.0}
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -90,8 +91,9 @@ class RowResult:
                 result.errors[name] = errors[name]
             else:
                 row_stats = stats.get(name)
-                result.results[name] = Score(name, value, dict(metadata.get(name) or {}),
-                                             None if row_stats is None else tuple(row_stats))
+                result.results[name] = Score(
+                    name, value, dict(metadata.get(name) or {}), None if row_stats is None else tuple(row_stats)
+                )
         return result
 
 
@@ -117,8 +119,13 @@ class BatchScorer:
     ``concurrency`` bounds the in-flight calls of the async scorers (judges) of one batch.
     """
 
-    def __init__(self, scorers: Iterable[Scorer | str] | Mapping[str, Scorer], *,
-                 mapping: Mapping[str, str] | None = None, concurrency: int = 16) -> None:
+    def __init__(
+        self,
+        scorers: Iterable[Scorer | str] | Mapping[str, Scorer],
+        *,
+        mapping: Mapping[str, str] | None = None,
+        concurrency: int = 16,
+    ) -> None:
         if concurrency < 1:
             raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
         self.scorers: list[Scorer] = resolve_scorers(scorers)
@@ -138,8 +145,9 @@ class BatchScorer:
         """The keyword arguments ``scorer`` gets from ``row``: its fields, through the mapping."""
         paths = self._paths.get(id(scorer))
         if paths is None:  # (field, column or path) pairs, once per scorer
-            paths = self._paths[id(scorer)] = [(name, self.mapping.get(name, name))
-                                               for name in scorer.accepted_fields()]
+            paths = self._paths[id(scorer)] = [
+                (name, self.mapping.get(name, name)) for name in scorer.accepted_fields()
+            ]
         kwargs = {}
         for name, path in paths:
             value = row[path] if path in row else lookup(row, path)
@@ -148,9 +156,14 @@ class BatchScorer:
         return kwargs
 
     # ---------------------------------------------------------------- scoring
-    async def score(self, rows: Sequence[Mapping[str, Any]], start: int = 0, *,
-                    limit: asyncio.Semaphore | None = None,
-                    pool: Callable[[list[list[dict[str, Any]]]], Any] | None = None) -> list[Any]:
+    async def score(
+        self,
+        rows: Sequence[Mapping[str, Any]],
+        start: int = 0,
+        *,
+        limit: asyncio.Semaphore | None = None,
+        pool: Callable[[list[list[dict[str, Any]]]], Any] | None = None,
+    ) -> list[Any]:
         """Each row's :class:`RowResult`, in order; a ConfigError of any row is raised.
 
         ``limit`` is the run-wide bound of async calls (default: ``concurrency`` for this batch);
@@ -164,8 +177,9 @@ class BatchScorer:
         for i in here:
             scorer = self.scorers[i]
             args = [self.arguments(scorer, r) for r in rows]
-            jobs.append(self._score_async(scorer, args, limit) if scorer.is_async
-                        else self._score_sync_in_thread(scorer, args))
+            jobs.append(
+                self._score_async(scorer, args, limit) if scorer.is_async else self._score_sync_in_thread(scorer, args)
+            )
         if pooled:
             assert pool is not None
             jobs.append(pool([[self.arguments(self.scorers[i], r) for r in rows] for i in pooled]))
@@ -187,8 +201,9 @@ class BatchScorer:
             out.append(result)
         return out
 
-    async def _score_async(self, scorer: Scorer, args: list[dict[str, Any]],
-                           limit: asyncio.Semaphore) -> list[Score | BaseException]:
+    async def _score_async(
+        self, scorer: Scorer, args: list[dict[str, Any]], limit: asyncio.Semaphore
+    ) -> list[Score | BaseException]:
         try:
             return list(await scorer.ascore_batch(args, limit=limit))
         except Exception:
@@ -264,8 +279,10 @@ def _rows(batch: Any) -> list[dict[str, Any]]:
         if len(lengths) > 1:
             raise ConfigError(f"a batch's columns differ in length: {sorted(lengths)}")
         return [dict(zip(columns, values)) for values in zip(*columns.values())]
-    raise ConfigError(f"a batch must be a pyarrow Table/RecordBatch, a pandas DataFrame or a dict of columns, "
-                      f"not {type(batch).__name__}")
+    raise ConfigError(
+        f"a batch must be a pyarrow Table/RecordBatch, a pandas DataFrame or a dict of columns, "
+        f"not {type(batch).__name__}"
+    )
 
 
 def _plain(value: Any) -> Any:
@@ -283,8 +300,9 @@ def _with_column(batch: Any, name: str, values: list[str]) -> Any:
     if hasattr(batch, "to_pylist"):  # pyarrow.RecordBatch
         import pyarrow as pa
 
-        return pa.RecordBatch.from_arrays([*batch.columns, pa.array(values, pa.string())],
-                                          names=[*batch.schema.names, name])
+        return pa.RecordBatch.from_arrays(
+            [*batch.columns, pa.array(values, pa.string())], names=[*batch.schema.names, name]
+        )
     if hasattr(batch, "assign"):  # pandas.DataFrame
         return batch.assign(**{name: values})
     return {**{k: list(v) for k, v in batch.items()}, name: values}

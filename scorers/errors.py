@@ -9,6 +9,7 @@ from a judge that failed.
 >>> str(err)
 "Levenshtein: field 'output' is required but was missing"
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -68,9 +69,7 @@ class UnknownArgumentError(ScorerInputError, TypeError):
     """A keyword argument the scorer does not accept (never silently ignored)."""
 
     def __init__(self, scorer: str, field: str, accepted: list[str], *, hint: str = "") -> None:
-        super().__init__(
-            scorer, field, f"is not an argument of this scorer (accepted: {', '.join(accepted)}){hint}"
-        )
+        super().__init__(scorer, field, f"is not an argument of this scorer (accepted: {', '.join(accepted)}){hint}")
 
 
 class PositionalArgumentError(ScorerError, TypeError):
@@ -119,8 +118,9 @@ class JudgeError(ScorerError):
     :mod:`scorers.llm.usage`), recorded with the row's error so that a run's usage counts it.
     """
 
-    def __init__(self, message: str, *, scorer: str | None = None, raw: Any = None,
-                 attempts: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, scorer: str | None = None, raw: Any = None, attempts: int | None = None
+    ) -> None:
         super().__init__(message, scorer=scorer)
         self.raw = raw
         self.attempts = attempts

@@ -13,6 +13,7 @@ Traceback (most recent call last):
 ...
 ValueError: must hold at least one reference, got an empty list
 """
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,17 @@ from typing import Any, Callable
 
 from .errors import ScorerInputError
 
-__all__ = ["Field", "STANDARD_FIELDS", "text_field", "references_field", "require", "to_text", "to_references", "as_str",
-           "utf8_encodable"]
+__all__ = [
+    "Field",
+    "STANDARD_FIELDS",
+    "text_field",
+    "references_field",
+    "require",
+    "to_text",
+    "to_references",
+    "as_str",
+    "utf8_encodable",
+]
 
 #: Fields every scorer accepts, so that harnesses can pass them uniformly.
 #: A scorer's hooks receive one of them only when the scorer declares it or names it in the hook's signature.
@@ -77,8 +87,10 @@ def as_str(value: Any) -> str:
         return str(value)
     except ValueError:  # only int raises, past sys.get_int_max_str_digits()
         digits = int(value.bit_length() * math.log10(2))
-        raise ValueError(f"is an integer of about {digits:,} digits, more than Python writes as text "
-                         f"({sys.get_int_max_str_digits():,}; sys.set_int_max_str_digits raises it)") from None
+        raise ValueError(
+            f"is an integer of about {digits:,} digits, more than Python writes as text "
+            f"({sys.get_int_max_str_digits():,}; sys.set_int_max_str_digits raises it)"
+        ) from None
 
 
 def to_references(value: Any) -> tuple[str, ...]:
@@ -113,8 +125,10 @@ def utf8_encodable(text: str) -> str:
     """
     found = None if text.isascii() else _SURROGATE.search(text)
     if found is not None:
-        raise ValueError(f"holds a lone surrogate (U+{ord(found.group()):04X} at character {found.start()}), "
-                         "which UTF-8 cannot encode")
+        raise ValueError(
+            f"holds a lone surrogate (U+{ord(found.group()):04X} at character {found.start()}), "
+            "which UTF-8 cannot encode"
+        )
     return text
 
 
@@ -138,18 +152,30 @@ def text_field(name: str, *, required: bool = True, description: str = "", utf8:
     ``utf8=True`` for a scorer that hands the text to something that takes UTF-8 only (a model's
     tokenizer, an HTTP API): a lone surrogate is then a :class:`ScorerInputError` for the row.
     """
-    return Field(name, (str, int, float), required=required, description=description,
-                 convert=_to_utf8_text if utf8 else to_text, text=True)
+    return Field(
+        name,
+        (str, int, float),
+        required=required,
+        description=description,
+        convert=_to_utf8_text if utf8 else to_text,
+        text=True,
+    )
 
 
-def references_field(name: str = "expected", *, description: str = "reference text, or a list of references",
-                     utf8: bool = False) -> Field:
+def references_field(
+    name: str = "expected", *, description: str = "reference text, or a list of references", utf8: bool = False
+) -> Field:
     """A field holding one reference text or a list of them; the scorer receives a tuple of ``str``.
 
     ``utf8``: as for :func:`text_field`.
     """
-    return Field(name, (str, int, float, list, tuple), description=description,
-                 convert=_to_utf8_references if utf8 else to_references, text=True)
+    return Field(
+        name,
+        (str, int, float, list, tuple),
+        description=description,
+        convert=_to_utf8_references if utf8 else to_references,
+        text=True,
+    )
 
 
 def require(condition: bool, scorer: str, field: str, problem: str) -> None:

@@ -10,6 +10,7 @@ scorer's docstring.
 >>> NumericDiff()(output=9, expected=10).score
 0.9473684210526316
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,8 @@ from typing import Any, Callable, Sequence
 
 from ._util import is_int, is_number, json_error_reason, lazy
 from .base import Scorer
-from .fields import Field, as_str, require, text_field, to_text
 from .errors import ConfigError, ScorerError, ScorerInputError
+from .fields import Field, as_str, require, text_field, to_text
 from .registry import register
 from .score import Score
 
@@ -83,8 +84,7 @@ def _loads(text: str) -> Any:
 
 def _canonical_json(value: Any, *, sort_keys: bool, ensure_ascii: bool = False) -> str:
     try:
-        return json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=ensure_ascii,
-                          allow_nan=False)
+        return json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=ensure_ascii, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"is not JSON-serialisable: {exc}") from exc
 
@@ -150,13 +150,15 @@ class Levenshtein(Scorer):
     fields = (text_field("output"), text_field("expected"))
     example = 'Levenshtein()(output="kitten", expected="sitting")  # 0.5714'
 
-    def __init__(self, *, normalize: str | None = None, max_chars: int | None = 100_000,
-                 name: str | None = None) -> None:
+    def __init__(
+        self, *, normalize: str | None = None, max_chars: int | None = 100_000, name: str | None = None
+    ) -> None:
         super().__init__(name=name)
         self._set_max_chars(max_chars)
         if normalize not in (None, "NFC", "NFD", "NFKC", "NFKD"):
-            raise ConfigError(f"Levenshtein: normalize must be None, NFC, NFD, NFKC or NFKD, got {normalize!r}",
-                              scorer=self.name)
+            raise ConfigError(
+                f"Levenshtein: normalize must be None, NFC, NFD, NFKC or NFKD, got {normalize!r}", scorer=self.name
+            )
         self.normalize = normalize
 
     def params(self) -> dict[str, Any]:
@@ -184,8 +186,13 @@ class Levenshtein(Scorer):
         if self.normalize is not None:
             outputs = [self._prepare(o) for o in outputs]
             expecteds = [self._prepare(e) for e in expecteds]
-        sims = process.cpdist(outputs, expecteds, scorer=_lev.normalized_similarity, dtype=np.float64,
-                              workers=-1 if len(outputs) >= 4_000 else 1)
+        sims = process.cpdist(
+            outputs,
+            expecteds,
+            scorer=_lev.normalized_similarity,
+            dtype=np.float64,
+            workers=-1 if len(outputs) >= 4_000 else 1,
+        )
         return sims.tolist()
 
     def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
@@ -230,8 +237,10 @@ class NumericDiff(Scorer):
 
     name = "NumericDiff"
     description = "relative closeness of two numbers, 1 - |e-o|/(|e|+|o|)"
-    fields = (Field("output", (int, float, str), convert=_to_number),
-              Field("expected", (int, float, str), convert=_to_number))
+    fields = (
+        Field("output", (int, float, str), convert=_to_number),
+        Field("expected", (int, float, str), convert=_to_number),
+    )
     example = "NumericDiff()(output=9, expected=10)  # 0.947"
 
     def _score(self, *, output: float, expected: float, **_: Any) -> Score:
@@ -248,8 +257,6 @@ def _maybe_parse_json(value: Any) -> Any:
         if isinstance(parsed, (dict, list)):
             return parsed
     return value
-
-
 
 
 @register
@@ -280,19 +287,30 @@ class JSONDiff(Scorer):
     #: 2: mixed-type values with non-ASCII text are compared as \u-escaped JSON (as autoevals), not raw UTF-8
     algorithm_version = "2"
 
-    def __init__(self, *, string_scorer: Scorer | str | None = None, number_scorer: Scorer | str | None = None,
-                 preserve_strings: bool = False, max_chars: int | None = 100_000, name: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        string_scorer: Scorer | str | None = None,
+        number_scorer: Scorer | str | None = None,
+        preserve_strings: bool = False,
+        max_chars: int | None = 100_000,
+        name: str | None = None,
+    ) -> None:
         super().__init__(name=name)
         self._set_max_chars(max_chars)
         # no limit of its own: max_chars bounds the strings it compares here
-        self.string_scorer = _resolve_scorer(string_scorer, partial(Levenshtein, max_chars=None), "string_scorer",
-                                             self.name)
+        self.string_scorer = _resolve_scorer(
+            string_scorer, partial(Levenshtein, max_chars=None), "string_scorer", self.name
+        )
         self.number_scorer = _resolve_scorer(number_scorer, NumericDiff, "number_scorer", self.name)
         self.preserve_strings = preserve_strings
 
     def params(self) -> dict[str, Any]:
-        return {"string_scorer": self.string_scorer.signature(), "number_scorer": self.number_scorer.signature(),
-                "preserve_strings": self.preserve_strings}
+        return {
+            "string_scorer": self.string_scorer.signature(),
+            "number_scorer": self.number_scorer.signature(),
+            "preserve_strings": self.preserve_strings,
+        }
 
     def _similarity(self, o: Any, e: Any, depth: int = 0) -> float:
         if not self.preserve_strings:
@@ -320,16 +338,22 @@ class JSONDiff(Scorer):
         if _is_number(o) and _is_number(e):  # bools count as 0/1, as in autoevals
             return _inner_score(self.number_scorer, _unbool(o), _unbool(e))
         # as autoevals: non-ASCII characters are \u-escaped, so "é" counts as the six characters \u00e9
-        return _inner_score(self.string_scorer, _canonical_json(o, sort_keys=True, ensure_ascii=True),
-                            _canonical_json(e, sort_keys=True, ensure_ascii=True))
+        return _inner_score(
+            self.string_scorer,
+            _canonical_json(o, sort_keys=True, ensure_ascii=True),
+            _canonical_json(e, sort_keys=True, ensure_ascii=True),
+        )
 
     def _checked(self, field: str, value: Any) -> Any:
         """The value (parsed, unless ``preserve_strings``); one nested too deep, or longer than ``max_chars``
         as compact ASCII-escaped JSON text, is a ScorerInputError."""
         try:
             value = _check_depth(value if self.preserve_strings else _maybe_parse_json(value))
-            size = 0 if self.max_chars is None else len(
-                json.dumps(value, ensure_ascii=True, separators=(",", ":"), skipkeys=True, default=repr))
+            size = (
+                0
+                if self.max_chars is None
+                else len(json.dumps(value, ensure_ascii=True, separators=(",", ":"), skipkeys=True, default=repr))
+            )
         except ValueError as exc:
             raise ScorerInputError(self.name, field, str(exc)) from exc
         if self.max_chars is not None and size > self.max_chars:
@@ -370,8 +394,9 @@ def _resolve_scorer(value: Scorer | str | type | None, default: Callable[[], Sco
         from .registry import get
 
         return get(value)
-    raise ConfigError(f"{owner}: {param} must be a Scorer, a Scorer class or a registered name, got {value!r}",
-                      scorer=owner)
+    raise ConfigError(
+        f"{owner}: {param} must be a Scorer, a Scorer class or a registered name, got {value!r}", scorer=owner
+    )
 
 
 @register
@@ -513,17 +538,26 @@ class ListContains(Scorer):
     fields = (Field("output", (list, tuple)), Field("expected", (list, tuple)))
     example = 'ListContains()(output=["a", "b"], expected=["b", "a"])  # 1.0'
 
-    def __init__(self, *, pairwise_scorer: Scorer | str | type | None = None, allow_extra_entities: bool = False,
-                 max_items: int | None = 1_000, max_chars: int | None = 100_000, name: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        pairwise_scorer: Scorer | str | type | None = None,
+        allow_extra_entities: bool = False,
+        max_items: int | None = 1_000,
+        max_chars: int | None = 100_000,
+        name: str | None = None,
+    ) -> None:
         super().__init__(name=name)
         self._set_max_chars(max_chars)
         if max_items is not None and (not is_int(max_items) or max_items < 1):
-            raise ConfigError(f"{self.name}: max_items must be a positive integer or None, got {max_items!r}",
-                              scorer=self.name)
+            raise ConfigError(
+                f"{self.name}: max_items must be a positive integer or None, got {max_items!r}", scorer=self.name
+            )
         self.max_items = max_items
         # no limit of its own: max_chars bounds all the text of a list here
-        self.pairwise_scorer = _resolve_scorer(pairwise_scorer, partial(Levenshtein, max_chars=None), "pairwise_scorer",
-                                               self.name)
+        self.pairwise_scorer = _resolve_scorer(
+            pairwise_scorer, partial(Levenshtein, max_chars=None), "pairwise_scorer", self.name
+        )
         self.allow_extra_entities = allow_extra_entities
 
     def params(self) -> dict[str, Any]:
@@ -538,11 +572,16 @@ class ListContains(Scorer):
             try:
                 text = to_text(item)
             except (TypeError, ValueError) as exc:
-                raise ScorerInputError(self.name, field, f"has an element Levenshtein cannot compare (element {at}): "
-                                       f"{exc}") from exc
+                raise ScorerInputError(
+                    self.name, field, f"has an element Levenshtein cannot compare (element {at}): {exc}"
+                ) from exc
             if pairwise.max_chars is not None and len(text) > pairwise.max_chars:
-                raise ScorerInputError(self.name, field, f"has an element of {len(text):,} characters (element {at}), "
-                                       f"more than its pairwise scorer's max_chars={pairwise.max_chars:,}")
+                raise ScorerInputError(
+                    self.name,
+                    field,
+                    f"has an element of {len(text):,} characters (element {at}), "
+                    f"more than its pairwise scorer's max_chars={pairwise.max_chars:,}",
+                )
             texts.append(text)
         return texts
 
@@ -562,17 +601,21 @@ class ListContains(Scorer):
                     matrix[i, j] = _inner_score(self.pairwise_scorer, o, e)
                 except ScorerInputError as exc:
                     field, at = ("expected", j) if exc.field == "expected" else ("output", i)
-                    raise ScorerInputError(self.name, field, f"has an element its pairwise scorer rejected "
-                                           f"(element {at}): {exc}") from exc
+                    raise ScorerInputError(
+                        self.name, field, f"has an element its pairwise scorer rejected (element {at}): {exc}"
+                    ) from exc
         return matrix
 
     def _check_size(self, field: str, items: Sequence[Any]) -> None:
         """Refuse a list of more than ``max_items`` elements, or holding more than ``max_chars`` characters."""
         if self.max_items is not None and len(items) > self.max_items:
             raise ScorerInputError(
-                self.name, field, f"has {len(items):,} elements, more than max_items={self.max_items:,} (a bound on "
+                self.name,
+                field,
+                f"has {len(items):,} elements, more than max_items={self.max_items:,} (a bound on "
                 f"time and memory: every pair of elements is compared): raise it if the cost is acceptable, with "
-                f"scorers.get({self.name!r}, max_items=...) or -p {self.name}.max_items=... (null: no limit)")
+                f"scorers.get({self.name!r}, max_items=...) or -p {self.name}.max_items=... (null: no limit)",
+            )
         if self.max_chars is not None:
             size = sum(map(len, items)) if all(type(item) is str for item in items) else _text_size(items) - 2
             if size > self.max_chars:
@@ -657,8 +700,7 @@ class Contains(Scorer):
         found = [n for n in needles if fold(n) in haystack]
         if self.mode == "any":
             return self.make_score(1.0 if found else 0.0, found=found)
-        return self.make_score(len(found) / len(needles), found=found,
-                               missing=[n for n in needles if n not in found])
+        return self.make_score(len(found) / len(needles), found=found, missing=[n for n in needles if n not in found])
 
 
 #: CPU seconds one match may take by default (``RegexMatch(timeout_s=...)``): a pattern that backtracks
@@ -679,8 +721,11 @@ def _regex_module() -> Any:
     try:
         import regex
     except ImportError:
-        raise ConfigError("RegexMatch needs the Python package 'regex' (a dependency of scorers), which is not "
-                          "installed. Install it with: pip install 'regex>=2022.10.31'", scorer="RegexMatch") from None
+        raise ConfigError(
+            "RegexMatch needs the Python package 'regex' (a dependency of scorers), which is not "
+            "installed. Install it with: pip install 'regex>=2022.10.31'",
+            scorer="RegexMatch",
+        ) from None
     return regex
 
 
@@ -745,13 +790,21 @@ class RegexMatch(Scorer):
     #: 2: matched by the regex package (a time limit); it differs from re on a few rare patterns (see above)
     algorithm_version = "2"
 
-    def __init__(self, *, pattern: str | None = None, full: bool = False, ignore_case: bool = False,
-                 timeout_s: float | None = REGEX_TIMEOUT_S, name: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        pattern: str | None = None,
+        full: bool = False,
+        ignore_case: bool = False,
+        timeout_s: float | None = REGEX_TIMEOUT_S,
+        name: str | None = None,
+    ) -> None:
         super().__init__(name=name)
-        if timeout_s is not None and (not is_number(timeout_s)
-                                      or not 0 < timeout_s < math.inf):
-            raise ConfigError(f"{self.name}: timeout_s must be a positive number of seconds or None, got {timeout_s!r}",
-                              scorer=self.name)
+        if timeout_s is not None and (not is_number(timeout_s) or not 0 < timeout_s < math.inf):
+            raise ConfigError(
+                f"{self.name}: timeout_s must be a positive number of seconds or None, got {timeout_s!r}",
+                scorer=self.name,
+            )
         self.timeout_s = timeout_s
         self.pattern = pattern
         self.full = full
@@ -759,8 +812,12 @@ class RegexMatch(Scorer):
         self._compiled = self._compile(pattern, "pattern") if pattern is not None else None
 
     def params(self) -> dict[str, Any]:
-        return {"pattern": self.pattern, "full": self.full, "ignore_case": self.ignore_case,
-                "regex": _regex_module().__version__}
+        return {
+            "pattern": self.pattern,
+            "full": self.full,
+            "ignore_case": self.ignore_case,
+            "regex": _regex_module().__version__,
+        }
 
     def _compile(self, pattern: str, source: str) -> Any:
         """``pattern`` compiled by the regex package; one that is invalid or too large is a ConfigError for the
@@ -769,17 +826,24 @@ class RegexMatch(Scorer):
         flags = re.IGNORECASE if self.ignore_case else 0
         try:
             if len(pattern) > MAX_PATTERN_CHARS:
-                raise ValueError(f"is a pattern of {len(pattern):,} characters, more than {MAX_PATTERN_CHARS:,} "
-                                 "(compiling takes time that grows faster than its length)")
+                raise ValueError(
+                    f"is a pattern of {len(pattern):,} characters, more than {MAX_PATTERN_CHARS:,} "
+                    "(compiling takes time that grows faster than its length)"
+                )
             re.compile(pattern, flags)  # the syntax accepted, and its error messages, are re's
             items = _pattern_items(pattern, flags)
             if items > MAX_PATTERN_ITEMS:
-                raise ValueError(f"is a pattern of more than {MAX_PATTERN_ITEMS:,} items once its counted "
-                                 "repetitions such as {1000} are written out (the engine builds every copy when it compiles: "
-                                 "time and memory): "
-                                 "repeat fewer times, or use an open bound such as {1,}")
-            return regex.compile(pattern, (regex.IGNORECASE if self.ignore_case else 0) | regex.VERSION0,
-                                 cache_pattern=items <= _CACHED_PATTERN_ITEMS)
+                raise ValueError(
+                    f"is a pattern of more than {MAX_PATTERN_ITEMS:,} items once its counted "
+                    "repetitions such as {1000} are written out (the engine builds every copy when it compiles: "
+                    "time and memory): "
+                    "repeat fewer times, or use an open bound such as {1,}"
+                )
+            return regex.compile(
+                pattern,
+                (regex.IGNORECASE if self.ignore_case else 0) | regex.VERSION0,
+                cache_pattern=items <= _CACHED_PATTERN_ITEMS,
+            )
         except (re.error, regex.error) as exc:
             reason, problem = str(exc), f"is not a valid regular expression: {exc}"
         except RecursionError:
@@ -793,16 +857,27 @@ class RegexMatch(Scorer):
     def _score(self, *, output: str, expected: str | None = None, **_: Any) -> Score:
         compiled = self._compiled
         if compiled is None:
-            require(expected is not None, self.name, "expected", "is required (it is the pattern) when no pattern is configured")
+            require(
+                expected is not None,
+                self.name,
+                "expected",
+                "is required (it is the pattern) when no pattern is configured",
+            )
             compiled = self._compile(expected, "expected")  # type: ignore[arg-type]
         try:
             match = (compiled.fullmatch if self.full else compiled.search)(output, timeout=self.timeout_s)
         except TimeoutError:
-            field, against = ("expected", "the output") if self._compiled is None else \
-                ("output", f"the pattern {self.pattern[:60]!r}")  # type: ignore[index]
+            field, against = (
+                ("expected", "the output")
+                if self._compiled is None
+                else ("output", f"the pattern {self.pattern[:60]!r}")
+            )  # type: ignore[index]
             raise ScorerInputError(
-                self.name, field, f"took more than timeout_s={self.timeout_s} s of CPU time to match against {against} "
+                self.name,
+                field,
+                f"took more than timeout_s={self.timeout_s} s of CPU time to match against {against} "
                 "(a pattern that backtracks without end, as nested repeats such as (a|a)+ do on some texts): simplify "
                 f"the pattern, or raise the limit with scorers.get({self.name!r}, timeout_s=...) or "
-                f"-p {self.name}.timeout_s=... (null: no limit)") from None
+                f"-p {self.name}.timeout_s=... (null: no limit)",
+            ) from None
         return self.make_score(1.0 if match else 0.0, match=match.group(0) if match else None)

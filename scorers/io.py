@@ -25,6 +25,7 @@ file stays UTF-8.
 >>> input_row(record)
 {'scores': 3, 'output': 'a'}
 """
+
 from __future__ import annotations
 
 import codecs
@@ -44,8 +45,20 @@ from typing import IO, Any, Iterable, Iterator, Mapping
 from ._util import json_error_reason
 from .errors import DataError
 
-__all__ = ["read_rows", "count_rows", "ResultWriter", "json_line", "utf8_json", "read_completed", "RESULT_KEYS",
-           "INPUT_PREFIX", "escaped_key", "escape_input_keys", "input_row", "record_matches"]
+__all__ = [
+    "read_rows",
+    "count_rows",
+    "ResultWriter",
+    "json_line",
+    "utf8_json",
+    "read_completed",
+    "RESULT_KEYS",
+    "INPUT_PREFIX",
+    "escaped_key",
+    "escape_input_keys",
+    "input_row",
+    "record_matches",
+]
 
 FORMATS = ("jsonl", "json", "csv")
 #: Keys the runner adds to a row in the results file.
@@ -70,8 +83,11 @@ def escape_input_keys(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def input_row(record: Mapping[str, Any]) -> dict[str, Any]:
     """The input row a results record was written for: the run's keys dropped, escaped keys named as in the input."""
-    return {key[len(INPUT_PREFIX):] if _clashes(key) else key: value
-            for key, value in record.items() if key not in RESULT_KEYS}
+    return {
+        key[len(INPUT_PREFIX) :] if _clashes(key) else key: value
+        for key, value in record.items()
+        if key not in RESULT_KEYS
+    }
 
 
 def _clashes(key: Any) -> bool:
@@ -121,8 +137,10 @@ def _open(path: str) -> IO[bytes]:
 
 
 def _not_utf8(path: str, lineno: int, offset: int, byte: int) -> DataError:
-    return DataError(f"{path}:{lineno}: not UTF-8 text (byte 0x{byte:02x} at byte offset {offset}); scorers reads "
-                     "UTF-8 only: convert the file first (e.g. iconv -f cp1252 -t utf-8 FILE > FILE.utf8)")
+    return DataError(
+        f"{path}:{lineno}: not UTF-8 text (byte 0x{byte:02x} at byte offset {offset}); scorers reads "
+        "UTF-8 only: convert the file first (e.g. iconv -f cp1252 -t utf-8 FILE > FILE.utf8)"
+    )
 
 
 def _lines(path: str) -> Iterator[tuple[int, str]]:
@@ -192,9 +210,13 @@ def _read_csv(path: str) -> Iterator[dict[str, Any]]:
             return
         for row in reader:
             if None in row:
-                raise DataError(f"{path}:{reader.line_num}: more values than the {len(reader.fieldnames)} header columns")
+                raise DataError(
+                    f"{path}:{reader.line_num}: more values than the {len(reader.fieldnames)} header columns"
+                )
             if any(v is None for v in row.values()):
-                raise DataError(f"{path}:{reader.line_num}: fewer values than the {len(reader.fieldnames)} header columns")
+                raise DataError(
+                    f"{path}:{reader.line_num}: fewer values than the {len(reader.fieldnames)} header columns"
+                )
             yield dict(row)
     except csv.Error as exc:
         raise DataError(f"{path}:{reader.reader.line_num}: unreadable CSV ({exc})") from None  # the line read last
@@ -303,8 +325,10 @@ class ResultWriter:
             if self._to_stdout:
                 raise DataError(f"cannot write stdout: {reason}") from None
             once = "there is space" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "that is fixed"
-            raise DataError(f"cannot write {self.path}: {reason}; the rows written so far are complete, "
-                            f"continue with --resume once {once}") from None
+            raise DataError(
+                f"cannot write {self.path}: {reason}; the rows written so far are complete, "
+                f"continue with --resume once {once}"
+            ) from None
 
     def write(self, record: dict[str, Any]) -> None:
         try:

@@ -11,6 +11,7 @@ register into the same mapping.
 >>> "ExactMatch" in scorers.names()
 True
 """
+
 from __future__ import annotations
 
 import difflib
@@ -67,8 +68,11 @@ class Entry:
         if not known or not unknown:
             return ConfigError(f"{self.name}: invalid parameters {sorted(params)}: {exc}", scorer=self.name)
         hints = "".join(did_you_mean(name, known) for name in unknown)
-        return ConfigError(f"{self.name}: unknown parameter{'s' if len(unknown) > 1 else ''} "
-                           f"{', '.join(map(repr, unknown))}{hints} (parameters: {', '.join(known)})", scorer=self.name)
+        return ConfigError(
+            f"{self.name}: unknown parameter{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(repr, unknown))}{hints} (parameters: {', '.join(known)})",
+            scorer=self.name,
+        )
 
     def _parameter_names(self) -> list[str]:
         """The constructor parameters of the scorer this entry builds; none when it cannot be built to tell."""
@@ -99,7 +103,9 @@ class Registry:
                 if owner is not None and owner != entry.name and not replace:
                     raise ConfigError(f"cannot register {entry.name!r}: the name {key!r} is taken by {owner!r}")
             if entry.name in self._entries and not replace:
-                raise ConfigError(f"a scorer named {entry.name!r} is already registered ({self._entries[entry.name].source})")
+                raise ConfigError(
+                    f"a scorer named {entry.name!r} is already registered ({self._entries[entry.name].source})"
+                )
             old = self._entries.get(entry.name)
             if old is not None:
                 for key in (old.name, *old.aliases):
@@ -109,9 +115,18 @@ class Registry:
                 self._keys[key.lower()] = entry.name
             return entry
 
-    def register(self, cls_or_name: Any = None, /, *, name: str | None = None, aliases: tuple[str, ...] = (),
-                 kind: str | None = None, description: str | None = None, replace: bool = False,
-                 **defaults: Any) -> Any:
+    def register(
+        self,
+        cls_or_name: Any = None,
+        /,
+        *,
+        name: str | None = None,
+        aliases: tuple[str, ...] = (),
+        kind: str | None = None,
+        description: str | None = None,
+        replace: bool = False,
+        **defaults: Any,
+    ) -> Any:
         """Register a :class:`Scorer` subclass (usable as a bare decorator or with options).
 
         >>> from scorers import Scorer, Score, register
@@ -124,10 +139,19 @@ class Registry:
         def decorate(cls: type[Scorer]) -> type[Scorer]:
             entry_name = name or cls.name or cls.__name__
             doc = (cls.__doc__ or "").strip().splitlines()
-            self.add(Entry(name=entry_name, factory=_factory(cls, entry_name), kind=kind or cls.kind,
-                           description=description or cls.description or (doc[0] if doc else ""),
-                           aliases=tuple(aliases), defaults=dict(defaults), scorer_class=cls,
-                           higher_is_better=cls.higher_is_better), replace=replace)
+            self.add(
+                Entry(
+                    name=entry_name,
+                    factory=_factory(cls, entry_name),
+                    kind=kind or cls.kind,
+                    description=description or cls.description or (doc[0] if doc else ""),
+                    aliases=tuple(aliases),
+                    defaults=dict(defaults),
+                    scorer_class=cls,
+                    higher_is_better=cls.higher_is_better,
+                ),
+                replace=replace,
+            )
             return cls
 
         if isinstance(cls_or_name, type):
@@ -158,16 +182,30 @@ class Registry:
                 message = f"entry point {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}"
                 warnings.warn(message, RuntimeWarning, stacklevel=2)
                 if ep.name.lower() not in self._keys:
-                    self.add(Entry(name=ep.name, factory=_failing(message, ep.name), kind="plugin",
-                                   description=f"(failed to load) {message}", source=ep.value))
+                    self.add(
+                        Entry(
+                            name=ep.name,
+                            factory=_failing(message, ep.name),
+                            kind="plugin",
+                            description=f"(failed to load) {message}",
+                            source=ep.value,
+                        )
+                    )
                 continue
             if isinstance(target, type) and issubclass(target, Scorer):
                 if target.__name__ not in self._entries and ep.name.lower() not in self._keys:
                     self.register(target, name=ep.name)
             elif callable(target):
                 if ep.name.lower() not in self._keys:
-                    self.add(Entry(name=ep.name, factory=target, kind="plugin",
-                                   description=(target.__doc__ or "").strip().split("\n")[0], source=ep.value))
+                    self.add(
+                        Entry(
+                            name=ep.name,
+                            factory=target,
+                            kind="plugin",
+                            description=(target.__doc__ or "").strip().split("\n")[0],
+                            source=ep.value,
+                        )
+                    )
 
     def entry(self, name: str) -> Entry:
         self._ensure_loaded()

@@ -39,6 +39,7 @@ the rows scored and held back for order reach :func:`reorder_rows` (``max(1024,
 >>> run.summary.scorers["ExactMatch"]["errors"], run.summary.problems
 (1, [])
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -57,16 +58,25 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, Mappin
 from ._aio import background_loop
 from ._util import ABSENT, lookup
 from .aggregate import Aggregator
-from .batch import BatchScorer, RowResult, resolve_scorers, score_sync
 from .base import Scorer
+from .batch import BatchScorer, RowResult, resolve_scorers, score_sync
 from .errors import ConfigError
 from .score import Score
 
 if TYPE_CHECKING:
     from .engines import EngineRun
 
-__all__ = ["RowResult", "Summary", "Evaluation", "evaluate", "aevaluate", "resolve_scorers", "check_columns",
-           "COLUMN_CHECK_ROWS", "reorder_rows"]
+__all__ = [
+    "RowResult",
+    "Summary",
+    "Evaluation",
+    "evaluate",
+    "aevaluate",
+    "resolve_scorers",
+    "check_columns",
+    "COLUMN_CHECK_ROWS",
+    "reorder_rows",
+]
 
 
 class Summary:
@@ -97,8 +107,10 @@ class Summary:
     def merge(self, other: "Summary") -> "Summary":
         """Fold the summary of other rows of the same run into this one; returns ``self``."""
         if other._aggregators.keys() != self._aggregators.keys():
-            raise ValueError(f"cannot merge summaries of different scorers: {sorted(self._aggregators)} "
-                             f"and {sorted(other._aggregators)}")
+            raise ValueError(
+                f"cannot merge summaries of different scorers: {sorted(self._aggregators)} "
+                f"and {sorted(other._aggregators)}"
+            )
         self.rows += other.rows
         for name, aggregator in self._aggregators.items():
             aggregator.merge(other._aggregators[name])
@@ -128,15 +140,24 @@ class Summary:
     @property
     def problems(self) -> list[str]:
         """Why the run could not score: unexpected errors, and scorers that failed on every row."""
-        found = [f"{name}: {count} row(s) failed with an unexpected error (a bug or a broken environment, "
-                 f"not bad input): {', '.join(self._errors[name])}" for name, count in self._unexpected.items()]
-        found += [f"{name}: failed on every row ({', '.join(f'{t} ×{c}' for t, c in self._errors[name].items())})"
-                  for name in self.failed_scorers]
+        found = [
+            f"{name}: {count} row(s) failed with an unexpected error (a bug or a broken environment, "
+            f"not bad input): {', '.join(self._errors[name])}"
+            for name, count in self._unexpected.items()
+        ]
+        found += [
+            f"{name}: failed on every row ({', '.join(f'{t} ×{c}' for t, c in self._errors[name].items())})"
+            for name in self.failed_scorers
+        ]
         return found
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rows": self.rows, "elapsed_s": round(self.elapsed_s, 3), "scorers": self.scorers,
-                "problems": self.problems}
+        return {
+            "rows": self.rows,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "scorers": self.scorers,
+            "problems": self.problems,
+        }
 
 
 #: Rows read before scoring starts to find usage errors: a mapped column or a required field absent from all of
@@ -177,17 +198,23 @@ def check_columns(mapping: Mapping[str, str], rows: Sequence[Mapping[str, Any]],
     accepted = {name for s in scorers for name in s.accepted_fields()}
     for target, column in mapping.items():
         if target not in accepted:
-            raise ConfigError(f"mapping {target}={column}: no scorer of this run reads a field {target!r} "
-                              f"(fields: {', '.join(sorted(accepted))})")
+            raise ConfigError(
+                f"mapping {target}={column}: no scorer of this run reads a field {target!r} "
+                f"(fields: {', '.join(sorted(accepted))})"
+            )
         if absent(column):
-            raise ConfigError(f"mapping {target}={column}: no column or path {column!r} in {where} "
-                              f"(columns: {columns})")
+            raise ConfigError(
+                f"mapping {target}={column}: no column or path {column!r} in {where} (columns: {columns})"
+            )
     for scorer in scorers:
         for name in scorer.required_fields():
             if name not in scorer.bound_fields and name not in mapping and absent(name):
-                raise ConfigError(f"{scorer.name} needs the field {name!r}, and there is no column {name!r} in "
-                                  f"{where} (columns: {columns}); map one to it (--map {name}=COLUMN, or "
-                                  f"evaluate(..., mapping={{{name!r}: 'COLUMN'}}))", scorer=scorer.name)
+                raise ConfigError(
+                    f"{scorer.name} needs the field {name!r}, and there is no column {name!r} in "
+                    f"{where} (columns: {columns}); map one to it (--map {name}=COLUMN, or "
+                    f"evaluate(..., mapping={{{name!r}: 'COLUMN'}}))",
+                    scorer=scorer.name,
+                )
 
 
 # ------------------------------------------------------------- worker processes
@@ -226,10 +253,12 @@ def _worker_payload(scorers: list[Scorer], workers: int) -> bytes:
     by_name = getattr(getattr(main, "__spec__", None), "name", None) is not None  # `python -m`
     path = None if by_name else getattr(main, "__file__", None)
     if path is not None and not os.path.isfile(path):
-        raise ConfigError(f"workers={workers}: worker processes start by re-running the main script from its file, "
-                          f"and this one has none ({path}: read from standard input, as by `python -`); save the "
-                          "script to a file and run that (with the evaluate call under "
-                          "`if __name__ == '__main__':`), or use workers=1")
+        raise ConfigError(
+            f"workers={workers}: worker processes start by re-running the main script from its file, "
+            f"and this one has none ({path}: read from standard input, as by `python -`); save the "
+            "script to a file and run that (with the evaluate call under "
+            "`if __name__ == '__main__':`), or use workers=1"
+        )
     buffer = io.BytesIO()
     pickler = _NotingMain(buffer)
     try:
@@ -237,10 +266,12 @@ def _worker_payload(scorers: list[Scorer], workers: int) -> bytes:
     except Exception as exc:
         raise ConfigError(f"workers={workers} needs picklable scorers, but pickling failed: {exc}") from exc
     if not by_name and path is None and pickler.in_main:
-        raise ConfigError(f"workers={workers}: worker processes cannot import {', '.join(sorted(pickler.in_main))}, "
-                          "defined in an interactive session (a REPL, a notebook or `python -c`), whose __main__ "
-                          "has no file; define it in a module (a .py file) and import it from there, or use "
-                          "workers=1")
+        raise ConfigError(
+            f"workers={workers}: worker processes cannot import {', '.join(sorted(pickler.in_main))}, "
+            "defined in an interactive session (a REPL, a notebook or `python -c`), whose __main__ "
+            "has no file; define it in a module (a .py file) and import it from there, or use "
+            "workers=1"
+        )
     return buffer.getvalue()
 
 
@@ -248,8 +279,9 @@ def _process_pool(scorers: list[Scorer], workers: int) -> concurrent.futures.Pro
     payload = _worker_payload(scorers, workers)
     # forkserver: workers start from a clean process, not from a fork of this (multi-threaded) one; no preload,
     # since the forkserver's settings are the whole process's: each worker imports scorers once
-    return concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"),
-                                                  initializer=_init_worker, initargs=(payload,))
+    return concurrent.futures.ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("forkserver"), initializer=_init_worker, initargs=(payload,)
+    )
 
 
 class _Pipeline:
@@ -261,9 +293,18 @@ class _Pipeline:
     then it is raised.
     """
 
-    def __init__(self, rows: Iterable[Mapping[str, Any]], scorers: list[Scorer], mapping: Mapping[str, str],
-                 concurrency: int, chunk_size: int, prefetch: int, reorder_rows: int, start: int,
-                 workers: int) -> None:
+    def __init__(
+        self,
+        rows: Iterable[Mapping[str, Any]],
+        scorers: list[Scorer],
+        mapping: Mapping[str, str],
+        concurrency: int,
+        chunk_size: int,
+        prefetch: int,
+        reorder_rows: int,
+        start: int,
+        workers: int,
+    ) -> None:
         self.scorers = scorers
         self.mapping = dict(mapping)
         self.concurrency = concurrency
@@ -318,15 +359,17 @@ class _Pipeline:
         return chunk + self._read_rows(self.chunk_size - len(chunk)) if len(chunk) < self.chunk_size else chunk
 
     # ---------------------------------------------------------------- scoring
-    async def _score_in_pool(self, pool: concurrent.futures.ProcessPoolExecutor,
-                             args: list[list[dict[str, Any]]]) -> list[list[Score | BaseException]]:
+    async def _score_in_pool(
+        self, pool: concurrent.futures.ProcessPoolExecutor, args: list[list[dict[str, Any]]]
+    ) -> list[list[Score | BaseException]]:
         try:
             return await asyncio.get_running_loop().run_in_executor(pool, _score_in_worker, args)
         except concurrent.futures.process.BrokenProcessPool as exc:
             raise ConfigError(
                 f"workers={self.workers}: a worker process ended abruptly ({exc}). It was killed (e.g. out of "
                 "memory: try fewer workers) or could not start: a script that calls evaluate(..., workers=N) "
-                "must guard its entry point with `if __name__ == '__main__':`, since workers import it") from exc
+                "must guard its entry point with `if __name__ == '__main__':`, since workers import it"
+            ) from exc
 
     async def _score_chunk(self, start: int, rows: list[dict[str, Any]]) -> list[RowResult]:
         pool = self._pool
@@ -339,8 +382,12 @@ class _Pipeline:
 
     def _start_chunks(self) -> None:
         """Start chunks while fewer than ``prefetch`` are being scored and the rows held back stay under the bound."""
-        while (not self._input_ended or self._ahead) and self._failure is None \
-                and len(self._scoring) < self.prefetch and self._held_rows < self.reorder_rows:
+        while (
+            (not self._input_ended or self._ahead)
+            and self._failure is None
+            and len(self._scoring) < self.prefetch
+            and self._held_rows < self.reorder_rows
+        ):
             rows = self._next_rows()
             if not rows:
                 return
@@ -408,8 +455,18 @@ class Evaluation:
     first (a writer flushes then).
     """
 
-    def __init__(self, rows: Iterable[Mapping[str, Any]], scorers: list[Scorer], *, mapping: Mapping[str, str] | None,
-                 concurrency: int, chunk_size: int | None, prefetch: int | None, start: int, workers: int) -> None:
+    def __init__(
+        self,
+        rows: Iterable[Mapping[str, Any]],
+        scorers: list[Scorer],
+        *,
+        mapping: Mapping[str, str] | None,
+        concurrency: int,
+        chunk_size: int | None,
+        prefetch: int | None,
+        start: int,
+        workers: int,
+    ) -> None:
         if concurrency < 1:
             raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
         if workers < 1:
@@ -422,8 +479,9 @@ class Evaluation:
         if prefetch is None:  # with judges, enough chunks that every judge slot stays busy even when `concurrency`
             # chunks each wait on one slow row
             prefetch = max(4, 2 * workers, concurrency + -(-2 * concurrency // chunk_size) if has_async else 0)
-        self._pipeline = _Pipeline(rows, scorers, mapping or {}, concurrency, chunk_size, prefetch,
-                                   reorder_rows(concurrency), start, workers)
+        self._pipeline = _Pipeline(
+            rows, scorers, mapping or {}, concurrency, chunk_size, prefetch, reorder_rows(concurrency), start, workers
+        )
         self._consumed = False
         self._interrupted = False
         self.waiting = 0
@@ -547,16 +605,35 @@ def evaluate(
     if engine != "local":
         from .engines import evaluate_on
 
-        return evaluate_on(engine, rows, resolve_scorers(scorers), mapping=mapping, concurrency=concurrency,
-                           workers=workers, start=start, ordered=ordered, address=address, master=master)
+        return evaluate_on(
+            engine,
+            rows,
+            resolve_scorers(scorers),
+            mapping=mapping,
+            concurrency=concurrency,
+            workers=workers,
+            start=start,
+            ordered=ordered,
+            address=address,
+            master=master,
+        )
     if address is not None or master is not None:
         raise ConfigError("address= and master= name a Ray or Spark cluster; pass engine='ray' or 'spark'")
-    return Evaluation(rows, resolve_scorers(scorers), mapping=mapping, concurrency=concurrency,
-                      chunk_size=chunk_size, prefetch=prefetch, start=start, workers=workers)
+    return Evaluation(
+        rows,
+        resolve_scorers(scorers),
+        mapping=mapping,
+        concurrency=concurrency,
+        chunk_size=chunk_size,
+        prefetch=prefetch,
+        start=start,
+        workers=workers,
+    )
 
 
-def aevaluate(rows: Iterable[Mapping[str, Any]], scorers: Iterable[Scorer | str] | Mapping[str, Scorer],
-              **options: Any) -> Evaluation:
+def aevaluate(
+    rows: Iterable[Mapping[str, Any]], scorers: Iterable[Scorer | str] | Mapping[str, Scorer], **options: Any
+) -> Evaluation:
     """:func:`evaluate` for ``async for``; the returned :class:`Evaluation` has the same ``summary``.
 
     >>> import asyncio, scorers

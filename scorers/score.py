@@ -4,6 +4,7 @@
 >>> Score.from_dict(s.to_dict()) == s
 True
 """
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,9 @@ class Score:
             self.stats = tuple(self.stats)
 
     @classmethod
-    def trusted(cls, name: str, score: float, metadata: dict[str, Any],
-                stats: tuple[float, ...] | None = None) -> "Score":
+    def trusted(
+        cls, name: str, score: float, metadata: dict[str, Any], stats: tuple[float, ...] | None = None
+    ) -> "Score":
         """Build a Score without re-validating ``score``; only for values a kernel guarantees in [0, 1]."""
         instance = object.__new__(cls)
         instance.name = name
@@ -74,5 +76,9 @@ class Score:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Score":
         stats = data.get("stats")
-        return cls(name=data["name"], score=data.get("score"), metadata=dict(data.get("metadata") or {}),
-                   stats=None if stats is None else tuple(stats))
+        return cls(
+            name=data["name"],
+            score=data.get("score"),
+            metadata=dict(data.get("metadata") or {}),
+            stats=None if stats is None else tuple(stats),
+        )

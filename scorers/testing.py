@@ -46,6 +46,7 @@ a reply without scripted ones is served as one token of log-probability 0.
 [('4', -0.1), ('3', -2.5)]
 ('responses', '2+2?')
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -70,8 +71,17 @@ from typing import Any, Callable, Mapping, TextIO, Union
 from ._util import is_int, memoize, optional_import
 from .errors import ConfigError
 
-__all__ = ["LoopbackLLM", "Reply", "RecordedRequest", "Rule", "LLAMA_CPP_JSON_SCHEMA_REJECTION", "REPLIES_FORMAT",
-           "auto_reply", "load_rules", "serve"]
+__all__ = [
+    "LoopbackLLM",
+    "Reply",
+    "RecordedRequest",
+    "Rule",
+    "LLAMA_CPP_JSON_SCHEMA_REJECTION",
+    "REPLIES_FORMAT",
+    "auto_reply",
+    "load_rules",
+    "serve",
+]
 
 #: The error message llama-cpp-python's server (0.3.36) sends, with HTTP 500 and ``"type":
 #: "internal_server_error"``, for ``response_format`` type ``json_schema`` (its request schema allows only
@@ -80,8 +90,9 @@ LLAMA_CPP_JSON_SCHEMA_REJECTION = (
     "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
     "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
     "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n"
-    "  File \"/venv/lib/python3.11/site-packages/llama_cpp/server/app.py\", line 376, in create_chat_completion\n"
-    "    POST /v1/chat/completions")
+    '  File "/venv/lib/python3.11/site-packages/llama_cpp/server/app.py", line 376, in create_chat_completion\n'
+    "    POST /v1/chat/completions"
+)
 
 
 @dataclass(frozen=True)
@@ -153,8 +164,14 @@ class Reply:
         return cls.tool_call(args, name=name, **options)
 
     @classmethod
-    def error(cls, status: int = 500, message: str = "scripted server error", *, retry_after: float | None = None,
-              **options: Any) -> "Reply":
+    def error(
+        cls,
+        status: int = 500,
+        message: str = "scripted server error",
+        *,
+        retry_after: float | None = None,
+        **options: Any,
+    ) -> "Reply":
         """An HTTP error with an OpenAI-shaped error body (and ``Retry-After`` when given)."""
         return cls(kind="error", status=status, error_message=message, retry_after=retry_after, **options)
 
@@ -197,8 +214,10 @@ class Reply:
         kinds = [key for key in forms if key in spec]
         unknown = set(spec) - set(kinds) - set().union(*(forms[k] for k in kinds))
         if len(kinds) != 1 or unknown:
-            raise ValueError(f"a reply is one of {{\"choice\": ...}}, {{\"text\": ...}}, {{\"json\": ...}}, "
-                             f"{{\"tool\": NAME, \"arguments\": {{...}}}} or {{\"error\": STATUS}}, got {dict(spec)}")
+            raise ValueError(
+                f'a reply is one of {{"choice": ...}}, {{"text": ...}}, {{"json": ...}}, '
+                f'{{"tool": NAME, "arguments": {{...}}}} or {{"error": STATUS}}, got {dict(spec)}'
+            )
         kind, value = kinds[0], spec[kinds[0]]
         if kind == "json":
             return cls.json(value)
@@ -213,8 +232,9 @@ class Reply:
             return cls.error(value, _text_value(spec.get("message", "scripted error"), "message"))
         if kind == "choice":
             reasons = spec.get("reasons")
-            return cls.choice(_text_value(value, "choice"),
-                              reasons=None if reasons is None else _text_value(reasons, "reasons"))
+            return cls.choice(
+                _text_value(value, "choice"), reasons=None if reasons is None else _text_value(reasons, "reasons")
+            )
         return cls.text(_text_value(value, "text"))
 
 
@@ -322,10 +342,12 @@ def load_rules(path: str | Path) -> list[Rule]:
             continue
         try:
             entry = json.loads(line)
-            if not isinstance(entry, dict) or not isinstance(entry.get("reply"), dict) or \
-                    set(entry) - {"match", "reply", "times"}:
-                raise ValueError('expected {"match": TEXT, "reply": {...}, "times": N} ("match" and "times" '
-                                 "optional)")
+            if (
+                not isinstance(entry, dict)
+                or not isinstance(entry.get("reply"), dict)
+                or set(entry) - {"match", "reply", "times"}
+            ):
+                raise ValueError('expected {"match": TEXT, "reply": {...}, "times": N} ("match" and "times" optional)')
             match, times = entry.get("match"), entry.get("times")
             if match is not None and not isinstance(match, str):
                 raise ValueError(f"match: a text, got {match!r}")
@@ -367,9 +389,17 @@ class LoopbackLLM:
     on (default 0: a free one, never one an earlier server of this process had).
     """
 
-    def __init__(self, *, default: ReplySource | None = None, latency: float = 0.0, api_key: str | None = None,
-                 models: tuple[str, ...] = ("gpt-4o-mini", "gpt-4o", "text-embedding-3-small"),
-                 embedding_dim: int = 16, logprobs: bool = True, port: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        default: ReplySource | None = None,
+        latency: float = 0.0,
+        api_key: str | None = None,
+        models: tuple[str, ...] = ("gpt-4o-mini", "gpt-4o", "text-embedding-3-small"),
+        embedding_dim: int = 16,
+        logprobs: bool = True,
+        port: int = 0,
+    ) -> None:
         self.default: ReplySource = default if default is not None else Reply.text("OK")
         self.latency = latency
         self.logprobs = logprobs
@@ -500,9 +530,14 @@ class LoopbackLLM:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        recorded = RecordedRequest(method=request.method, path=request.path,
-                                   headers={k.lower(): v for k, v in request.headers.items()},
-                                   body=body, received_at=time.time(), query=dict(request.query))
+        recorded = RecordedRequest(
+            method=request.method,
+            path=request.path,
+            headers={k.lower(): v for k, v in request.headers.items()},
+            body=body,
+            received_at=time.time(),
+            query=dict(request.query),
+        )
         with self._lock:
             self.requests.append(recorded)
         return recorded
@@ -536,13 +571,17 @@ class LoopbackLLM:
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             if not self._authorised(recorded):
-                return self._respond(recorded, _error_response(401, "Incorrect API key provided (loopback)",
-                                                               "invalid_api_key"))
+                return self._respond(
+                    recorded, _error_response(401, "Incorrect API key provided (loopback)", "invalid_api_key")
+                )
             field_name = "messages" if recorded.api == "chat" else "input"
-            if not isinstance(recorded.body, dict) or not isinstance(recorded.body.get(field_name),
-                                                                     (list, str) if field_name == "input" else list):
-                return self._respond(recorded, _error_response(400, f"body must be JSON with a {field_name!r} list",
-                                                               "invalid_request_error"))
+            if not isinstance(recorded.body, dict) or not isinstance(
+                recorded.body.get(field_name), (list, str) if field_name == "input" else list
+            ):
+                return self._respond(
+                    recorded,
+                    _error_response(400, f"body must be JSON with a {field_name!r} list", "invalid_request_error"),
+                )
             reply = self._pick(recorded)
             delay = reply.latency if reply.latency is not None else self.latency
             if reply.kind == "hang":
@@ -559,14 +598,17 @@ class LoopbackLLM:
                 raise web.HTTPInternalServerError()  # never reaches the client: the socket is gone
             if reply.kind in ("error", "hang"):
                 error_type = reply.error_type or ("rate_limit_exceeded" if reply.status == 429 else "server_error")
-                response = _error_response(reply.status, reply.error_message, error_type,
-                                           code=None if reply.error_type else error_type)
+                response = _error_response(
+                    reply.status, reply.error_message, error_type, code=None if reply.error_type else error_type
+                )
                 if reply.retry_after is not None:
                     response.headers["Retry-After"] = _format_seconds(reply.retry_after)
                 return self._respond(recorded, response)
             if reply.kind == "raw":
-                return self._respond(recorded, web.Response(text=reply.content or "", status=reply.status,
-                                                            content_type="application/json"))
+                return self._respond(
+                    recorded,
+                    web.Response(text=reply.content or "", status=reply.status, content_type="application/json"),
+                )
             return self._respond(recorded, web.json_response(shape(recorded, reply)))
         finally:
             with self._lock:
@@ -583,8 +625,13 @@ class LoopbackLLM:
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.kind == "tool":
             message["content"] = None
-            message["tool_calls"] = [{"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
-                                      "function": {"name": reply.tool_name, "arguments": reply.arguments}}]
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{uuid.uuid4().hex[:12]}",
+                    "type": "function",
+                    "function": {"name": reply.tool_name, "arguments": reply.arguments},
+                }
+            ]
         finish = reply.finish_reason or ("tool_calls" if reply.kind == "tool" else "stop")
         n = body.get("n") if isinstance(body.get("n"), int) and body.get("n", 0) > 0 else 1
         logprobs = None
@@ -596,10 +643,14 @@ class LoopbackLLM:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model") or "loopback",
-            "choices": [{"index": i, "message": message, "finish_reason": finish, "logprobs": logprobs}
-                        for i in range(n)],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
+            "choices": [
+                {"index": i, "message": message, "finish_reason": finish, "logprobs": logprobs} for i in range(n)
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
         }
 
     def _response(self, recorded: RecordedRequest, reply: Reply) -> dict[str, Any]:
@@ -608,16 +659,26 @@ class LoopbackLLM:
         ``incomplete``."""
         body = recorded.body
         if reply.kind == "tool":
-            item: dict[str, Any] = {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:16]}",
-                                    "call_id": f"call_{uuid.uuid4().hex[:12]}", "name": reply.tool_name,
-                                    "arguments": reply.arguments, "status": "completed"}
+            item: dict[str, Any] = {
+                "type": "function_call",
+                "id": f"fc_{uuid.uuid4().hex[:16]}",
+                "call_id": f"call_{uuid.uuid4().hex[:12]}",
+                "name": reply.tool_name,
+                "arguments": reply.arguments,
+                "status": "completed",
+            }
         else:
             part: dict[str, Any] = {"type": "output_text", "text": reply.content or "", "annotations": []}
             include = body.get("include")
             if self.logprobs and isinstance(include, list) and "message.output_text.logprobs" in include:
                 part["logprobs"] = _served_logprobs(reply, body.get("top_logprobs"))
-            item = {"type": "message", "id": f"msg_{uuid.uuid4().hex[:16]}", "status": "completed",
-                    "role": "assistant", "content": [part]}
+            item = {
+                "type": "message",
+                "id": f"msg_{uuid.uuid4().hex[:16]}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [part],
+            }
         incomplete = {"length": "max_output_tokens", "content_filter": "content_filter"}.get(reply.finish_reason or "")
         prompt_tokens, completion_tokens = self._usage(recorded, reply, 1)
         return {
@@ -632,9 +693,13 @@ class LoopbackLLM:
             "parallel_tool_calls": True,
             "tool_choice": body.get("tool_choice", "auto"),
             "tools": body.get("tools", []),
-            "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens,
-                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}},
+            "usage": {
+                "input_tokens": prompt_tokens,
+                "output_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
         }
 
     @staticmethod
@@ -642,8 +707,9 @@ class LoopbackLLM:
         """``reply.usage``, else word counts of the messages and of the reply (times the ``choices``)."""
         if reply.usage is not None:
             return reply.usage
-        prompt_tokens = sum(_word_count(_content_text(m.get("content"))) for m in recorded.messages
-                            if isinstance(m, dict))
+        prompt_tokens = sum(
+            _word_count(_content_text(m.get("content"))) for m in recorded.messages if isinstance(m, dict)
+        )
         return prompt_tokens, _word_count(reply.arguments if reply.kind == "tool" else reply.content or "") * choices
 
     async def _embeddings(self, request: Any) -> Any:
@@ -663,42 +729,64 @@ class LoopbackLLM:
         from aiohttp import web
 
         if not self._authorised(recorded):
-            return self._respond(recorded, _error_response(401, "Incorrect API key provided (loopback)",
-                                                           "invalid_api_key"))
+            return self._respond(
+                recorded, _error_response(401, "Incorrect API key provided (loopback)", "invalid_api_key")
+            )
         body = recorded.body if isinstance(recorded.body, dict) else {}
         inputs = body.get("input")
-        texts = [inputs] if isinstance(inputs, (str, int)) or (isinstance(inputs, list) and inputs
-                                                               and isinstance(inputs[0], int)) else inputs
+        texts = (
+            [inputs]
+            if isinstance(inputs, (str, int)) or (isinstance(inputs, list) and inputs and isinstance(inputs[0], int))
+            else inputs
+        )
         if not isinstance(texts, list) or not texts:
-            return self._respond(recorded, _error_response(400, "'input' must be a string or a non-empty list",
-                                                           "invalid_request_error"))
+            return self._respond(
+                recorded, _error_response(400, "'input' must be a string or a non-empty list", "invalid_request_error")
+            )
         dim = int(body.get("dimensions") or self.embedding_dim)
         as_base64 = body.get("encoding_format") == "base64"
         data = []
         for i, text in enumerate(texts):
             vector = fake_embedding(json.dumps(text) if not isinstance(text, str) else text, dim)
-            encoded: Any = (base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode("ascii")
-                            if as_base64 else vector)
+            encoded: Any = base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode("ascii") if as_base64 else vector
             data.append({"object": "embedding", "index": i, "embedding": encoded})
         tokens = sum(_word_count(t) if isinstance(t, str) else len(t) for t in texts)
-        return self._respond(recorded, web.json_response({
-            "object": "list", "data": data, "model": body.get("model") or "loopback-embedding",
-            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-        }))
+        return self._respond(
+            recorded,
+            web.json_response(
+                {
+                    "object": "list",
+                    "data": data,
+                    "model": body.get("model") or "loopback-embedding",
+                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+                }
+            ),
+        )
 
     async def _models(self, request: Any) -> Any:
         from aiohttp import web
 
         recorded = await self._record(request)
-        return self._respond(recorded, web.json_response({
-            "object": "list",
-            "data": [{"id": m, "object": "model", "created": 0, "owned_by": "loopback"} for m in self.models],
-        }))
+        return self._respond(
+            recorded,
+            web.json_response(
+                {
+                    "object": "list",
+                    "data": [{"id": m, "object": "model", "created": 0, "owned_by": "loopback"} for m in self.models],
+                }
+            ),
+        )
 
 
 # ------------------------------------------------------------------- serving
-def serve(*, port: int = 8000, replies: str | Path | None = None, latency: float = 0.0,
-          out: TextIO | None = None, err: TextIO | None = None) -> int:
+def serve(
+    *,
+    port: int = 8000,
+    replies: str | Path | None = None,
+    latency: float = 0.0,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
     """Serve judges offline on 127.0.0.1:``port`` until SIGINT (Ctrl-C) or SIGTERM; returns 0 (what
     ``python -m scorers loopback`` runs).
 
@@ -728,14 +816,23 @@ def serve(*, port: int = 8000, replies: str | Path | None = None, latency: float
         except RuntimeError as exc:
             if not isinstance(exc.__cause__, OSError):
                 raise
-            raise ConfigError(f"--port {port}: cannot listen on 127.0.0.1:{port} ({exc.__cause__.strerror}); "
-                              "give another port, or --port 0 for any free one") from None
+            raise ConfigError(
+                f"--port {port}: cannot listen on 127.0.0.1:{port} ({exc.__cause__.strerror}); "
+                "give another port, or --port 0 for any free one"
+            ) from None
         rules = f"the {len(server.rules)} rules of {replies} first, then " if server.rules else ""
-        print(f"loopback judge server on 127.0.0.1:{server.port}: answers every judge request offline with "
-              f"{rules}a valid automatic answer (python -m scorers loopback --help); Ctrl-C stops it. "
-              "In the shell that runs the judges:", file=err, flush=True)
-        print(f"export OPENAI_BASE_URL={server.base_url}\nexport OPENAI_API_KEY=loopback\nexport SCORERS_CACHE=off",
-              file=out, flush=True)
+        print(
+            f"loopback judge server on 127.0.0.1:{server.port}: answers every judge request offline with "
+            f"{rules}a valid automatic answer (python -m scorers loopback --help); Ctrl-C stops it. "
+            "In the shell that runs the judges:",
+            file=err,
+            flush=True,
+        )
+        print(
+            f"export OPENAI_BASE_URL={server.base_url}\nexport OPENAI_API_KEY=loopback\nexport SCORERS_CACHE=off",
+            file=out,
+            flush=True,
+        )
         stopped.wait()
     finally:
         for sig, handler in handlers.items():
@@ -990,8 +1087,17 @@ def _error_response(status: int, message: str, error_type: str, *, code: Any = _
     """An OpenAI-shaped error body; ``code`` is ``error_type`` unless given (llama.cpp sends ``null``)."""
     from aiohttp import web
 
-    return web.json_response({"error": {"message": message, "type": error_type, "param": None,
-                                         "code": error_type if code is _SAME else code}}, status=status)
+    return web.json_response(
+        {
+            "error": {
+                "message": message,
+                "type": error_type,
+                "param": None,
+                "code": error_type if code is _SAME else code,
+            }
+        },
+        status=status,
+    )
 
 
 def _format_seconds(seconds: float) -> str:

@@ -4,6 +4,7 @@ and Factuality (replies scripted by a LoopbackLLM, so no endpoint is needed), re
 Usage: python scripts/report_example.py [OUT_FOLDER]   (default: a temporary folder; writes docs/report.png)
 Needs Chromium at /usr/bin/chromium (scripts/setup.sh) and playwright (the dev extra).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -18,11 +19,13 @@ from scorers.report import write_report
 from scorers.testing import LoopbackLLM, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
-REASONS = {"A": "The answer is a subset of the expert answer and consistent with it.",
-           "B": "The answer is a superset of the expert answer and consistent with it.",
-           "C": "The answer has the same details as the expert answer.",
-           "D": "The answer disagrees with the expert answer.",
-           "E": "The answers differ, but the differences do not matter for factuality."}
+REASONS = {
+    "A": "The answer is a subset of the expert answer and consistent with it.",
+    "B": "The answer is a superset of the expert answer and consistent with it.",
+    "C": "The answer has the same details as the expert answer.",
+    "D": "The answer disagrees with the expert answer.",
+    "E": "The answers differ, but the differences do not matter for factuality.",
+}
 
 
 def results_file(folder: Path) -> Path:
@@ -40,8 +43,9 @@ def results_file(folder: Path) -> Path:
 
 def main() -> None:
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp())
-    report = write_report([results_file(folder)], folder / "report.html", prices={"gpt-4o-mini": (0.15, 0.60)},
-                          lowest=3)
+    report = write_report(
+        [results_file(folder)], folder / "report.html", prices={"gpt-4o-mini": (0.15, 0.60)}, lowest=3
+    )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -52,8 +56,9 @@ def main() -> None:
         browser.close()
     from PIL import Image  # (matplotlib's dependency) 64 colours: a third of the size, no visible loss
 
-    Image.open(folder / "report.png").convert("RGB").quantize(colors=64).save(ROOT / "docs" / "report.png",
-                                                                             optimize=True)
+    Image.open(folder / "report.png").convert("RGB").quantize(colors=64).save(
+        ROOT / "docs" / "report.png", optimize=True
+    )
     print(f"wrote {report} and {ROOT / 'docs' / 'report.png'}")
 
 

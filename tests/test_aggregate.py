@@ -1,4 +1,5 @@
 """Aggregators: exact figures, and shards that merge into the figures of one pass."""
+
 import math
 import random
 import statistics
@@ -12,8 +13,9 @@ from scorers import MeanAggregator, Score, StatsAggregator
 def _values(seed: int, n: int) -> list[float | None]:
     rng = random.Random(seed)
     pool = [0.0, 1.0, 0.5, 1 / 3, 2 / 3, 0.1, 5e-324, 1 - 2**-53]
-    return [None if rng.random() < 0.05 else (rng.choice(pool) if rng.random() < 0.3 else rng.random())
-            for _ in range(n)]
+    return [
+        None if rng.random() < 0.05 else (rng.choice(pool) if rng.random() < 0.3 else rng.random()) for _ in range(n)
+    ]
 
 
 def _fill(agg, values):
@@ -91,5 +93,8 @@ def test_stats_aggregator_refuses_a_corpus_figure_over_part_of_the_rows():
     agg.add(Score("S", 0.5, {}, (1, 2)))
     agg.add(Score("S", 0.5))  # a row without statistics
     result = agg.result()
-    assert result["corpus_ratio"] is None and "1 scored rows carry no sufficient statistics" in result["corpus_unavailable"]
+    assert (
+        result["corpus_ratio"] is None
+        and "1 scored rows carry no sufficient statistics" in result["corpus_unavailable"]
+    )
     assert result["n"] == 2

@@ -1,13 +1,13 @@
 """The Scorer base: keyword interface, validation, partial, sync/async bridges, signature."""
+
 import asyncio
 
 import pytest
 
 import scorers
-from scorers import Score, Scorer
-from scorers import Field, MeanAggregator, text_field
-from scorers.fields import references_field
+from scorers import Field, MeanAggregator, Score, Scorer, text_field
 from scorers.errors import ScorerInputError, UnknownArgumentError
+from scorers.fields import references_field
 
 
 class Echo(Scorer):
@@ -47,7 +47,7 @@ def test_keyword_call_eval_and_async_forms_agree(cls):
 
 def test_sync_call_of_async_scorer_works_inside_a_running_loop():
     async def inside():
-        return AsyncEcho()(output="ab", suffix="cd")   # no nest_asyncio, no "loop already running"
+        return AsyncEcho()(output="ab", suffix="cd")  # no nest_asyncio, no "loop already running"
 
     assert asyncio.run(inside()).score == 0.5
 
@@ -62,12 +62,15 @@ def test_standard_fields_are_always_accepted():
     assert Echo()(output="ab", input="q", expected="e", metadata={"k": 1}).score == 1.0
 
 
-@pytest.mark.parametrize("kwargs,problem", [
-    ({}, "is required but was missing"),
-    ({"output": None}, "is required but was None"),
-    ({"output": ["x"]}, "must be str or int or float, got list"),
-    ({"output": True}, "expects text, got bool"),
-])
+@pytest.mark.parametrize(
+    "kwargs,problem",
+    [
+        ({}, "is required but was missing"),
+        ({"output": None}, "is required but was None"),
+        ({"output": ["x"]}, "must be str or int or float, got list"),
+        ({"output": True}, "expects text, got bool"),
+    ],
+)
 def test_field_validation(kwargs, problem):
     with pytest.raises(ScorerInputError, match=problem):
         Echo()(**kwargs)
@@ -84,8 +87,12 @@ def test_partial_binds_arguments_call_time_wins_and_name_is_stable():
 
 def test_signature_records_parameters_and_version():
     score = Echo(weight=0.5)(output="ab")
-    assert score.metadata["signature"] == {"scorer": "Echo", "scorers_version": scorers.__version__,
-                                           "algorithm": "1", "weight": 0.5}
+    assert score.metadata["signature"] == {
+        "scorer": "Echo",
+        "scorers_version": scorers.__version__,
+        "algorithm": "1",
+        "weight": 0.5,
+    }
     assert Echo(name="Custom")(output="a").metadata["signature"]["scorer"] == "Echo:Custom"
 
 
@@ -122,7 +129,11 @@ def test_is_async_is_derived_from_the_hooks():
             return [self.make_score(1.0) for _ in rows]
 
     assert (Echo.is_async, AsyncEcho.is_async, OnlyBatch.is_async, OnlyAsyncBatch.is_async) == (
-        False, True, False, True)
+        False,
+        True,
+        False,
+        True,
+    )
     assert OnlyBatch()(output="ab").score == 1.0  # one row is a batch of one
     assert OnlyAsyncBatch()(output="x").score == 1.0
     assert asyncio.run(OnlyAsyncBatch().acall(output="x")).score == 1.0
@@ -168,19 +179,25 @@ def test_bound_arguments_survive_the_positional_form(form):
 
 
 def test_a_parameter_given_as_a_field_says_where_parameters_go():
-    with pytest.raises(UnknownArgumentError, match=r"'ignore_case' is a parameter of the scorer, not a field.*"
-                                                   r"scorers.get\('ExactMatch', ignore_case=...\)"):
+    with pytest.raises(
+        UnknownArgumentError,
+        match=r"'ignore_case' is a parameter of the scorer, not a field.*"
+        r"scorers.get\('ExactMatch', ignore_case=...\)",
+    ):
         scorers.get("ExactMatch").partial(ignore_case=True)
     with pytest.raises(UnknownArgumentError, match="is a parameter of the scorer"):
         scorers.get("ExactMatch")(output="a", expected="a", ignore_case=True)
 
 
-@pytest.mark.parametrize("error", [
-    ScorerInputError("Echo", "output", "is required but was missing"),
-    UnknownArgumentError("Echo", "x", ["output"], hint="; a hint"),
-    scorers.MissingExtraError("BLEU", "sacrebleu", "text"),
-    scorers.JudgeError("gave up", scorer="Factuality", raw={"reply": 1}, attempts=3),
-])
+@pytest.mark.parametrize(
+    "error",
+    [
+        ScorerInputError("Echo", "output", "is required but was missing"),
+        UnknownArgumentError("Echo", "x", ["output"], hint="; a hint"),
+        scorers.MissingExtraError("BLEU", "sacrebleu", "text"),
+        scorers.JudgeError("gave up", scorer="Factuality", raw={"reply": 1}, attempts=3),
+    ],
+)
 def test_errors_cross_process_boundaries_intact(error):
     import pickle
 
@@ -201,7 +218,13 @@ def test_a_forked_child_runs_async_scorers_on_its_own_loop():
     AsyncEcho()(output="ab")  # the parent's background loop is running now
     context = multiprocessing.get_context("fork")
     with context.Pool(1) as pool:
-        assert pool.apply(_async_echo_score, ("ab",), ) == 1.0
+        assert (
+            pool.apply(
+                _async_echo_score,
+                ("ab",),
+            )
+            == 1.0
+        )
 
 
 def _async_echo_score(output):
@@ -213,9 +236,12 @@ def test_positional_fields_are_a_typed_error_that_says_how_to_call():
     from scorers.errors import PositionalArgumentError, ScorerError
 
     lev = scorers.get("Levenshtein")
-    with pytest.raises(PositionalArgumentError, match=r"Levenshtein: fields are passed by keyword, e\.g\. "
-                                                      r"scorer\(output=\.\.\., expected=\.\.\.\).*scorer\.eval\(output, "
-                                                      r"expected\); got 2 positional arguments") as caught:
+    with pytest.raises(
+        PositionalArgumentError,
+        match=r"Levenshtein: fields are passed by keyword, e\.g\. "
+        r"scorer\(output=\.\.\., expected=\.\.\.\).*scorer\.eval\(output, "
+        r"expected\); got 2 positional arguments",
+    ) as caught:
         lev("a", "b")
     assert isinstance(caught.value, TypeError) and isinstance(caught.value, ScorerError)
     with pytest.raises(PositionalArgumentError, match="got 1 positional argument$"):
@@ -249,7 +275,9 @@ def test_max_chars_bounds_every_text_field_and_each_reference_but_no_other_field
     assert bounded(output="12345", expected=["12345", 12345], note="a note longer than five").score == 1.0
     with pytest.raises(ScorerInputError, match="Bounded: field 'output' has 6 characters, more than max_chars=5"):
         bounded(output="123456", expected="1")
-    with pytest.raises(ScorerInputError, match=r"field 'expected' has 6 characters \(reference 1\), more than max_chars=5"):
+    with pytest.raises(
+        ScorerInputError, match=r"field 'expected' has 6 characters \(reference 1\), more than max_chars=5"
+    ):
         bounded(output="1", expected=["1", 123456])
     assert Bounded(max_chars=None)(output="123456", expected="123456").score == 1.0
 
@@ -261,7 +289,9 @@ def test_utf8_text_fields_refuse_a_lone_surrogate_naming_the_field():
 
     model = Model(max_chars=None)
     assert model(output="café", expected="naïve").score == 1.0
-    with pytest.raises(ScorerInputError, match=r"Model: field 'output' holds a lone surrogate \(U\+D800 at character 1\)"):
+    with pytest.raises(
+        ScorerInputError, match=r"Model: field 'output' holds a lone surrogate \(U\+D800 at character 1\)"
+    ):
         model(output="a\ud800", expected="b")
     with pytest.raises(ScorerInputError, match=r"field 'expected' reference 1 holds a lone surrogate \(U\+DFFF"):
         model(output="a", expected=["b", "\udfff"])

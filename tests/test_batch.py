@@ -1,4 +1,5 @@
 """The engine-neutral unit: every batch kind scores like the local run, bit for bit, also after pickling."""
+
 from __future__ import annotations
 
 import asyncio
@@ -81,22 +82,25 @@ def test_judges_run_on_the_workers_own_loop(llm_env: LoopbackLLM) -> None:
     llm_env.default = Reply.choice("C", reasons="same")
     unit = pickle.loads(pickle.dumps(BatchScorer(["Factuality", "ExactMatch"], concurrency=4)))
     batch = {"input": ["q"] * 6, "output": [f"a{i}" for i in range(6)], "expected": ["a1"] * 6}
-    records = [result_record(dict(zip(batch | {RESULT_COLUMN: 0}, values)))
-               for values in zip(*unit(batch).values())]
+    records = [result_record(dict(zip(batch | {RESULT_COLUMN: 0}, values))) for values in zip(*unit(batch).values())]
     assert [r["scores"]["Factuality"] for r in records] == [1.0] * 6
     assert [r["scores"]["ExactMatch"] for r in records] == [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
     assert len(llm_env.chat_requests) == 6
 
 
 def test_input_columns_named_like_the_results_keys_are_kept_apart() -> None:
-    rows = [{"output": "a", "expected": "a", "scores": "mine", "stats": [1, 2], "errors": None, "input:scores": 0},
-            {"output": "b", "expected": "c", "scores": "also mine", "stats": [], "errors": "none", "input:scores": 1}]
+    rows = [
+        {"output": "a", "expected": "a", "scores": "mine", "stats": [1, 2], "errors": None, "input:scores": 0},
+        {"output": "b", "expected": "c", "scores": "also mine", "stats": [], "errors": "none", "input:scores": 1},
+    ]
     out = BatchScorer(["ExactMatch", "BLEU"])(columns(rows))
     records = [result_record(dict(zip(out, values))) for values in zip(*out.values())]
     assert records == local_records(rows, ["ExactMatch", "BLEU"])
     assert [r["scores"]["ExactMatch"] for r in records] == [1.0, 0.0]
     assert [(r["input:scores"], r["input:stats"], r["input:errors"], r["input:input:scores"]) for r in records] == [
-        ("mine", [1, 2], None, 0), ("also mine", [], "none", 1)]
+        ("mine", [1, 2], None, 0),
+        ("also mine", [], "none", 1),
+    ]
     assert all(len(r["stats"]["BLEU"]) == 12 and "errors" not in r for r in records)
 
 
@@ -110,6 +114,8 @@ def test_result_texts_are_utf8_even_when_an_error_message_holds_a_lone_surrogate
 
     texts = BatchScorer([Quoting()])(columns([{"output": "é"}, {"output": "x\ud800"}]))[RESULT_COLUMN]
     assert [json.loads(t)["errors"]["Quoting"]["message"] for t in texts] == [
-        "Quoting: field 'output' is not a number: é", "Quoting: field 'output' is not a number: x\ud800"]
+        "Quoting: field 'output' is not a number: é",
+        "Quoting: field 'output' is not a number: x\ud800",
+    ]
     assert "é" in texts[0] and "\\ud800" in texts[1]
     assert all(t.encode("utf-8") for t in texts)  # what an Arrow string column (UTF-8) can carry

@@ -1,4 +1,5 @@
 """``python -m scorers`` run as a subprocess on temporary files."""
+
 from __future__ import annotations
 
 import contextlib
@@ -18,8 +19,9 @@ EXAMPLE = REPO / "examples" / "qa.jsonl"
 
 
 def cli(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "scorers", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "scorers", *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, **kwargs
+    )
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
@@ -58,36 +60,82 @@ def test_run_example_writes_one_line_per_row_in_order(tmp_path):
 
 
 def test_map_param_threshold_and_errors(tmp_path):
-    data = write_jsonl(tmp_path / "d.jsonl", [
-        {"response": "café", "ref": "cafe\u0301"},
-        {"response": "abc"},
-    ])
+    data = write_jsonl(
+        tmp_path / "d.jsonl",
+        [
+            {"response": "café", "ref": "cafe\u0301"},
+            {"response": "abc"},
+        ],
+    )
     out = tmp_path / "out.jsonl"
-    result = cli("run", str(data), "-s", "Levenshtein", "-p", "Levenshtein.normalize=NFC", "--map", "output=response",
-                 "--map", "expected=ref", "-o", str(out), "--threshold", "Levenshtein=0.5")
+    result = cli(
+        "run",
+        str(data),
+        "-s",
+        "Levenshtein",
+        "-p",
+        "Levenshtein.normalize=NFC",
+        "--map",
+        "output=response",
+        "--map",
+        "expected=ref",
+        "-o",
+        str(out),
+        "--threshold",
+        "Levenshtein=0.5",
+    )
     assert result.returncode == 0, result.stderr
     first, second = [json.loads(line) for line in out.read_text().splitlines()]
     assert first["scores"] == {"Levenshtein": 1.0}
     assert second["scores"] == {"Levenshtein": None}
     assert second["errors"]["Levenshtein"]["type"] == "ScorerInputError"
-    failing = cli("run", str(data), "-s", "Levenshtein", "--map", "output=response", "--map", "expected=ref",
-                  "-o", str(out), "--threshold", "levenshtein=0.9")
+    failing = cli(
+        "run",
+        str(data),
+        "-s",
+        "Levenshtein",
+        "--map",
+        "output=response",
+        "--map",
+        "expected=ref",
+        "-o",
+        str(out),
+        "--threshold",
+        "levenshtein=0.9",
+    )
     assert failing.returncode == 1 and "threshold not met" in failing.stderr
-    assert cli("run", str(data), "-s", "Levenshtein", "--map", "output=response", "--map", "expected=ref", "-o",
-               str(out), "--fail-on-error").returncode == 1
+    assert (
+        cli(
+            "run",
+            str(data),
+            "-s",
+            "Levenshtein",
+            "--map",
+            "output=response",
+            "--map",
+            "expected=ref",
+            "-o",
+            str(out),
+            "--fail-on-error",
+        ).returncode
+        == 1
+    )
 
 
-@pytest.mark.parametrize("args,message", [
-    (["run", "missing.jsonl", "-s", "ExactMatch"], "no such file"),
-    (["run", str(EXAMPLE), "-s", "NoSuchScorer"], "no scorer named 'NoSuchScorer'"),
-    (["run", str(EXAMPLE), "-s", "Levenshtein", "-p", "Levenshtein.normalize=XX"], "normalize must be"),
-    (["run", str(EXAMPLE), "-s", "Levenshtein", "--threshold", "BLEU=0.3"], "not one of the scorers"),
-    (["run", str(EXAMPLE), "-s", "Levenshtein", "--resume"], "--resume needs -o"),
-    (["run", str(EXAMPLE), "-s", "ExactMatch", "--threshold", "ExactMatch=1.5"], "the limit must too"),
-    (["run", str(EXAMPLE), "-s", "ExactMatch", "--map", "output=answr"], "no column or path 'answr'"),
-    (["run", str(EXAMPLE), "-s", "ExactMatch", "--workers", "0"], "--workers must be at least 1"),
-    (["list", "--kind", "nope"], "no scorer is of that kind"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["run", "missing.jsonl", "-s", "ExactMatch"], "no such file"),
+        (["run", str(EXAMPLE), "-s", "NoSuchScorer"], "no scorer named 'NoSuchScorer'"),
+        (["run", str(EXAMPLE), "-s", "Levenshtein", "-p", "Levenshtein.normalize=XX"], "normalize must be"),
+        (["run", str(EXAMPLE), "-s", "Levenshtein", "--threshold", "BLEU=0.3"], "not one of the scorers"),
+        (["run", str(EXAMPLE), "-s", "Levenshtein", "--resume"], "--resume needs -o"),
+        (["run", str(EXAMPLE), "-s", "ExactMatch", "--threshold", "ExactMatch=1.5"], "the limit must too"),
+        (["run", str(EXAMPLE), "-s", "ExactMatch", "--map", "output=answr"], "no column or path 'answr'"),
+        (["run", str(EXAMPLE), "-s", "ExactMatch", "--workers", "0"], "--workers must be at least 1"),
+        (["list", "--kind", "nope"], "no scorer is of that kind"),
+    ],
+)
 def test_usage_errors_exit_2_with_a_clear_message(args, message):
     result = cli(*args)
     assert result.returncode == 2
@@ -102,8 +150,9 @@ def test_bad_data_line_is_named(tmp_path):
 
 
 def test_resume_after_torn_write_rewrites_nothing_twice(tmp_path):
-    data = write_jsonl(tmp_path / "d.jsonl", [{"id": i, "output": f"a{i}", "expected": f"a{i - i % 3}"}
-                                              for i in range(50)])
+    data = write_jsonl(
+        tmp_path / "d.jsonl", [{"id": i, "output": f"a{i}", "expected": f"a{i - i % 3}"} for i in range(50)]
+    )
     full = tmp_path / "full.jsonl"
     assert cli("run", str(data), "-s", "Levenshtein", "-o", str(full)).returncode == 0
     partial = tmp_path / "partial.jsonl"
@@ -124,11 +173,16 @@ def test_resume_refuses_results_of_another_file(tmp_path):
 
 def test_resume_after_kill_loses_and_duplicates_no_row(tmp_path):
     n = 60_000
-    data = write_jsonl(tmp_path / "big.jsonl", [{"id": i, "output": f"x{i}", "expected": f"x{i - i % 2}"}
-                                                for i in range(n)])
+    data = write_jsonl(
+        tmp_path / "big.jsonl", [{"id": i, "output": f"x{i}", "expected": f"x{i - i % 2}"} for i in range(n)]
+    )
     out = tmp_path / "out.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "scorers", "run", str(data), "-s", "ExactMatch", "-o", str(out)],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scorers", "run", str(data), "-s", "ExactMatch", "-o", str(out)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 60
     while time.time() < deadline and (not out.exists() or out.stat().st_size < 200_000):
         time.sleep(0.02)
@@ -159,17 +213,37 @@ def test_run_with_a_judge_against_the_loopback_server(tmp_path, llm_server, fake
     llm_server.script(Reply.choice("D", reasons="contradiction"), match="Lyon")
     llm_server.script(Reply.error(400, "model refuses"), match="Nice")  # not retryable: fails at once
     llm_server.script(Reply.choice("C", reasons="same facts"), match="Paris")
-    data = write_jsonl(tmp_path / "d.jsonl", [
-        {"input": "Capital of France?", "output": "Paris", "expected": "Paris"},
-        {"input": "Capital of France?", "output": "Lyon", "expected": "Paris"},
-        {"input": "Capital of France?", "output": "Nice", "expected": "Paris"},
-        {"input": "Capital of France?", "output": "Paris"},
-    ])
-    env = {**os.environ, "OPENAI_API_KEY": fake_api_key, "OPENAI_BASE_URL": llm_server.base_url,
-           "SCORERS_CACHE_DIR": str(tmp_path / "cache")}
+    data = write_jsonl(
+        tmp_path / "d.jsonl",
+        [
+            {"input": "Capital of France?", "output": "Paris", "expected": "Paris"},
+            {"input": "Capital of France?", "output": "Lyon", "expected": "Paris"},
+            {"input": "Capital of France?", "output": "Nice", "expected": "Paris"},
+            {"input": "Capital of France?", "output": "Paris"},
+        ],
+    )
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": fake_api_key,
+        "OPENAI_BASE_URL": llm_server.base_url,
+        "SCORERS_CACHE_DIR": str(tmp_path / "cache"),
+    }
     out = tmp_path / "out.jsonl"
-    args = ("run", str(data), "-s", "Factuality", "-s", "ExactMatch", "-o", str(out), "--concurrency", "4",
-            "--model", "judge-model", "--metadata")
+    args = (
+        "run",
+        str(data),
+        "-s",
+        "Factuality",
+        "-s",
+        "ExactMatch",
+        "-o",
+        str(out),
+        "--concurrency",
+        "4",
+        "--model",
+        "judge-model",
+        "--metadata",
+    )
     first = cli(*args, env=env)
     assert first.returncode == 0, first.stderr
     lines = [json.loads(line) for line in out.read_text().splitlines()]
@@ -222,7 +296,10 @@ def test_results_written_without_statistics_give_no_corpus_figure_and_say_why(tm
     result = cli("run", str(EXAMPLE), "-s", "BLEU", "-o", str(part), "--resume", "--summary-json", str(summary))
     assert result.returncode == 0, result.stderr
     figures = json.loads(summary.read_text())["scorers"]["BLEU"]
-    assert figures["corpus_bleu"] is None and "10 scored rows carry no sufficient statistics" in figures["corpus_unavailable"]
+    assert (
+        figures["corpus_bleu"] is None
+        and "10 scored rows carry no sufficient statistics" in figures["corpus_unavailable"]
+    )
     assert figures["n"] == 24
 
 
@@ -262,8 +339,11 @@ def test_resume_with_other_scorers_says_what_differs(tmp_path):
     assert cli("run", str(EXAMPLE), "-s", "ExactMatch", "-s", "Levenshtein", "-o", str(out)).returncode == 0
     out.write_text("".join(out.read_text().splitlines(keepends=True)[:5]))
     before = out.read_text()
-    for scorers, differs in ((["ExactMatch"], "only in"), (["ExactMatch", "Levenshtein", "BLEU"], "not in"),
-                             (["Levenshtein", "ExactMatch"], "another order")):
+    for scorers, differs in (
+        (["ExactMatch"], "only in"),
+        (["ExactMatch", "Levenshtein", "BLEU"], "not in"),
+        (["Levenshtein", "ExactMatch"], "another order"),
+    ):
         result = cli("run", str(EXAMPLE), *[a for s in scorers for a in ("-s", s)], "-o", str(out), "--resume")
         assert result.returncode == 2 and differs in result.stderr and "was scored with" in result.stderr
         assert out.read_text() == before  # nothing written is lost
@@ -291,8 +371,9 @@ def test_show_prints_a_judges_template_and_the_registry_hint():
 
 
 @contextlib.contextmanager
-def _interrupted_judge_run(tmp_path: Path, out: Path, sig: int, api_key: str,
-                           ready: Callable[[Any], bool]) -> Iterator[tuple[int, str, list[str], dict[str, str]]]:
+def _interrupted_judge_run(
+    tmp_path: Path, out: Path, sig: int, api_key: str, ready: Callable[[Any], bool]
+) -> Iterator[tuple[int, str, list[str], dict[str, str]]]:
     """``run -s Factuality`` over 40 rows into ``out`` against a LoopbackLLM, sent ``sig`` once ``ready(server)``
     (or after 60 s); yields its exit code, its stderr, its arguments and environment while the server still serves."""
     from scorers.testing import LoopbackLLM, Reply
@@ -300,11 +381,21 @@ def _interrupted_judge_run(tmp_path: Path, out: Path, sig: int, api_key: str,
     rows = [{"id": i, "input": "q", "output": f"a{i}", "expected": "a"} for i in range(40)]
     data = write_jsonl(tmp_path / "d.jsonl", rows)
     with LoopbackLLM(default=Reply.choice("C"), latency=0.05) as server:
-        env = {**os.environ, "OPENAI_API_KEY": api_key, "OPENAI_BASE_URL": server.base_url,
-               "SCORERS_CACHE_DIR": str(tmp_path / "cache")}
+        env = {
+            **os.environ,
+            "OPENAI_API_KEY": api_key,
+            "OPENAI_BASE_URL": server.base_url,
+            "SCORERS_CACHE_DIR": str(tmp_path / "cache"),
+        }
         args = ["run", str(data), "-s", "Factuality", "-o", str(out), "--concurrency", "2"]
-        proc = subprocess.Popen([sys.executable, "-m", "scorers", *args], cwd=REPO, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "scorers", *args],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.time() + 60
         while time.time() < deadline and not ready(server):
             time.sleep(0.01)
@@ -351,8 +442,9 @@ def test_an_interrupted_parquet_run_keeps_its_rows_and_does_not_offer_resume(tmp
 def test_a_folder_named_scorers_in_the_working_directory_does_not_shadow_the_package(tmp_path):
     (tmp_path / "scorers").mkdir()  # e.g. the parent folder of a clone named scorers/
     (tmp_path / "scorers" / "README.md").write_text("a clone\n")
-    result = subprocess.run([sys.executable, "-m", "scorers", "--version"], capture_output=True, text=True,
-                            cwd=tmp_path, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "scorers", "--version"], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("scorers ")
 
@@ -365,8 +457,19 @@ def _torn_copy(full: Path, out: Path, rows: int) -> None:
 
 
 def test_input_columns_named_like_the_results_keys_are_kept_and_report_compare_resume_work(tmp_path):
-    rows = [{"id": i, "output": f"a{i}", "expected": f"a{i - i % 2}", "scores": f"grade {i}", "errors": "none",
-             "stats": [i], "metadata_scores": {"x": i}, "input:scores": i} for i in range(6)]
+    rows = [
+        {
+            "id": i,
+            "output": f"a{i}",
+            "expected": f"a{i - i % 2}",
+            "scores": f"grade {i}",
+            "errors": "none",
+            "stats": [i],
+            "metadata_scores": {"x": i},
+            "input:scores": i,
+        }
+        for i in range(6)
+    ]
     data = write_jsonl(tmp_path / "d.jsonl", rows)
     full = tmp_path / "full.jsonl"
     result = cli("run", str(data), "-s", "ExactMatch", "-s", "BLEU", "--metadata", "-o", str(full))
@@ -375,13 +478,15 @@ def test_input_columns_named_like_the_results_keys_are_kept_and_report_compare_r
     assert "'input:scores' as 'input:input:scores'" in result.stderr
     records = [json.loads(line) for line in full.read_text().splitlines()]
     for row, record in zip(rows, records):
-        assert {k: record["input:" + k] for k in ("scores", "errors", "stats", "metadata_scores", "input:scores")} \
-            == {k: row[k] for k in ("scores", "errors", "stats", "metadata_scores", "input:scores")}
+        assert {k: record["input:" + k] for k in ("scores", "errors", "stats", "metadata_scores", "input:scores")} == {
+            k: row[k] for k in ("scores", "errors", "stats", "metadata_scores", "input:scores")
+        }
         assert record["scores"]["ExactMatch"] == (1.0 if row["id"] % 2 == 0 else 0.0)
         assert len(record["stats"]["BLEU"]) == 12 and "errors" not in record
     # the input's columns by their input names: --key and --map read the input's "scores", not the run's
-    report = cli("report", str(full), str(full), "--key", "scores", "--map", "expected=scores",
-                 "-o", str(tmp_path / "r.html"))
+    report = cli(
+        "report", str(full), str(full), "--key", "scores", "--map", "expected=scores", "-o", str(tmp_path / "r.html")
+    )
     assert report.returncode == 0, report.stderr
     assert "grade 1" in (tmp_path / "r.html").read_text()
     compare = cli("compare", str(full), str(full), "--key", "scores", "--json")
@@ -391,16 +496,19 @@ def test_input_columns_named_like_the_results_keys_are_kept_and_report_compare_r
     _torn_copy(full, partial, 3)
     resumed = cli("run", str(data), "-s", "ExactMatch", "-s", "BLEU", "--metadata", "-o", str(partial), "--resume")
     assert resumed.returncode == 0, resumed.stderr
-    assert [json.loads(line) | {"metadata_scores": None} for line in partial.read_text().splitlines()] == \
-        [record | {"metadata_scores": None} for record in records]
+    assert [json.loads(line) | {"metadata_scores": None} for line in partial.read_text().splitlines()] == [
+        record | {"metadata_scores": None} for record in records
+    ]
 
 
 def test_lone_surrogates_control_characters_and_nan_are_written_and_resumed(tmp_path):
-    rows = [{"id": 0, "output": "a", "expected": "a"},
-            {"id": 1, "output": "\ud800", "expected": "\udfff x", "\udc80key": "\x00\x1f\x7f"},
-            {"id": 2, "output": "b", "expected": "b", "note": "日本語 ✓"},
-            {"id": 3, "output": "c", "expected": "d", "value": float("nan"), "big": 1e308, "tiny": 5e-324},
-            {"id": 4, "output": "e", "expected": "e"}]
+    rows = [
+        {"id": 0, "output": "a", "expected": "a"},
+        {"id": 1, "output": "\ud800", "expected": "\udfff x", "\udc80key": "\x00\x1f\x7f"},
+        {"id": 2, "output": "b", "expected": "b", "note": "日本語 ✓"},
+        {"id": 3, "output": "c", "expected": "d", "value": float("nan"), "big": 1e308, "tiny": 5e-324},
+        {"id": 4, "output": "e", "expected": "e"},
+    ]
     data = write_jsonl(tmp_path / "d.jsonl", rows)  # json.dumps writes \ud800 escapes and NaN
     full = tmp_path / "full.jsonl"
     result = cli("run", str(data), "-s", "ExactMatch", "-s", "Levenshtein", "-o", str(full))
@@ -421,10 +529,13 @@ def test_lone_surrogates_control_characters_and_nan_are_written_and_resumed(tmp_
     assert report.returncode == 0, report.stderr
 
 
-@pytest.mark.parametrize("name,content,line", [
-    ("d.jsonl", b'{"output": "a", "expected": "a"}\n{"output": "caf\xe9", "expected": "a"}\n', 2),
-    ("d.csv", b"output,expected\na,a\ncaf\xe9,a\n", 3),
-])
+@pytest.mark.parametrize(
+    "name,content,line",
+    [
+        ("d.jsonl", b'{"output": "a", "expected": "a"}\n{"output": "caf\xe9", "expected": "a"}\n', 2),
+        ("d.csv", b"output,expected\na,a\ncaf\xe9,a\n", 3),
+    ],
+)
 def test_input_that_is_not_utf8_exits_2_naming_line_and_byte_offset(tmp_path, name, content, line):
     data = tmp_path / name
     data.write_bytes(content)
@@ -434,8 +545,10 @@ def test_input_that_is_not_utf8_exits_2_naming_line_and_byte_offset(tmp_path, na
     assert f"{data}:{line}: not UTF-8 text (byte 0xe9 at byte offset {offset})" in result.stderr
 
 
-@pytest.mark.parametrize("name,content", [("d.csv", "id,output,expected\n7,a,a\n"),
-                                          ("d.jsonl", '{"id": "7", "output": "a", "expected": "a"}\n')])
+@pytest.mark.parametrize(
+    "name,content",
+    [("d.csv", "id,output,expected\n7,a,a\n"), ("d.jsonl", '{"id": "7", "output": "a", "expected": "a"}\n')],
+)
 def test_a_utf8_byte_order_mark_is_not_part_of_the_first_column(tmp_path, name, content):
     data = tmp_path / name
     data.write_text(content, encoding="utf-8-sig")
@@ -448,8 +561,10 @@ def test_a_utf8_byte_order_mark_is_not_part_of_the_first_column(tmp_path, name, 
 def test_a_full_disk_exits_2_and_says_the_rows_written_are_complete(tmp_path):
     result = cli("run", str(EXAMPLE), "-s", "ExactMatch", "-o", "/dev/full")
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert ("error: cannot write /dev/full: No space left on device; the rows written so far are complete, "
-            "continue with --resume once there is space") in result.stderr
+    assert (
+        "error: cannot write /dev/full: No space left on device; the rows written so far are complete, "
+        "continue with --resume once there is space"
+    ) in result.stderr
 
 
 def test_an_output_in_a_missing_folder_exits_2(tmp_path):
@@ -462,8 +577,9 @@ def test_an_output_in_a_missing_folder_exits_2(tmp_path):
 def test_a_write_cut_short_leaves_a_file_that_resumes(tmp_path):
     import resource
 
-    data = write_jsonl(tmp_path / "d.jsonl", [{"id": i, "output": f"x{i}", "expected": f"x{i - i % 3}"}
-                                              for i in range(2000)])
+    data = write_jsonl(
+        tmp_path / "d.jsonl", [{"id": i, "output": f"x{i}", "expected": f"x{i - i % 3}"} for i in range(2000)]
+    )
     full = tmp_path / "full.jsonl"
     assert cli("run", str(data), "-s", "Levenshtein", "-o", str(full)).returncode == 0
     lines = full.read_bytes().splitlines(keepends=True)
@@ -473,8 +589,16 @@ def test_a_write_cut_short_leaves_a_file_that_resumes(tmp_path):
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     out = tmp_path / "out.jsonl"
-    cut = cli("run", str(data), "-s", "Levenshtein", "-o", str(out), preexec_fn=limit_file_size,
-              env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    cut = cli(
+        "run",
+        str(data),
+        "-s",
+        "Levenshtein",
+        "-o",
+        str(out),
+        preexec_fn=limit_file_size,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
     assert cut.returncode == 2 and "Traceback" not in cut.stderr
     assert f"error: cannot write {out}: File too large; the rows written so far are complete" in cut.stderr
     assert out.stat().st_size == limit and not out.read_bytes().endswith(b"\n")  # a torn last line
@@ -484,8 +608,12 @@ def test_a_write_cut_short_leaves_a_file_that_resumes(tmp_path):
 
 
 def test_report_names_a_results_line_whose_errors_are_not_an_object(tmp_path):
-    old = write_jsonl(tmp_path / "old.jsonl", [  # written before input columns were kept apart from the run's keys
-        {"id": 1, "output": "a", "scores": {"ExactMatch": 1.0}, "errors": "an input column"}])
+    old = write_jsonl(
+        tmp_path / "old.jsonl",
+        [  # written before input columns were kept apart from the run's keys
+            {"id": 1, "output": "a", "scores": {"ExactMatch": 1.0}, "errors": "an input column"}
+        ],
+    )
     result = cli("report", str(old), "-o", str(tmp_path / "r.html"))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f'{old}: record 1: "errors" is a str, not an object' in result.stderr

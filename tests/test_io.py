@@ -4,21 +4,37 @@ import os
 import tempfile
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scorers.batch import RowResult
 from scorers.errors import DataError
-from scorers.io import (ResultWriter, count_rows, escape_input_keys, escaped_key, input_row, read_completed, read_rows,
-                        record_matches)
+from scorers.io import (
+    ResultWriter,
+    count_rows,
+    escape_input_keys,
+    escaped_key,
+    input_row,
+    read_completed,
+    read_rows,
+    record_matches,
+)
 from scorers.score import Score
 
 
-@pytest.mark.parametrize("name,content,rows", [
-    ("a.jsonl", '{"output": "x"}\n\n{"output": "y"}\n', [{"output": "x"}, {"output": "y"}]),
-    ("a.json", '[{"output": "x"}, {"output": 1}]', [{"output": "x"}, {"output": 1}]),
-    ("a.csv", "output,expected\nx,y\n\"a,b\",c\n", [{"output": "x", "expected": "y"}, {"output": "a,b", "expected": "c"}]),
-    ("a.tsv", "output\texpected\nx\ty\n", [{"output": "x", "expected": "y"}]),
-])
+@pytest.mark.parametrize(
+    "name,content,rows",
+    [
+        ("a.jsonl", '{"output": "x"}\n\n{"output": "y"}\n', [{"output": "x"}, {"output": "y"}]),
+        ("a.json", '[{"output": "x"}, {"output": 1}]', [{"output": "x"}, {"output": 1}]),
+        (
+            "a.csv",
+            'output,expected\nx,y\n"a,b",c\n',
+            [{"output": "x", "expected": "y"}, {"output": "a,b", "expected": "c"}],
+        ),
+        ("a.tsv", "output\texpected\nx\ty\n", [{"output": "x", "expected": "y"}]),
+    ],
+)
 def test_read_formats(tmp_path, name, content, rows):
     path = tmp_path / name
     path.write_text(content)
@@ -27,24 +43,35 @@ def test_read_formats(tmp_path, name, content, rows):
         assert count_rows(str(path)) == len(rows)
 
 
-@pytest.mark.parametrize("name,content,message", [
-    ("a.jsonl", '{"output": "x"}\n{"output": \n', r"a.jsonl:2: invalid JSON"),
-    ("a.jsonl", '{"output": "x"}\n[1, 2]\n', r"a.jsonl:2: expected a JSON object"),
-    ("a.jsonl", '{"output": "x} \n', r"a.jsonl:1: invalid JSON \(Unterminated string starting at column 12\)"),
-    ("a.json", '[{"output": "x}]', r"invalid JSON \(Unterminated string starting at column 13\)"),
-    ("a.json", '{"output": "x"}', r"expected a JSON array"),
-    ("a.json", '[{"output": "x"}, 3]', r"item 1 of the array is a int"),
-    ("a.csv", "output,expected\nx,y,z\n", r"a.csv:2: more values"),
-    ("a.csv", "output,expected\nx\n", r"a.csv:2: fewer values"),
-    ("a.txt", "x", r"cannot tell the format"),
-    # values Python's readers cannot hold
-    pytest.param("a.jsonl", '{"output": "x"}\n{"n": ' + "1" * 5000 + "}\n",
-                 r"a.jsonl:2: unreadable JSON \(Exceeds the limit", id="huge-integer"),
-    pytest.param("a.jsonl", "[" * 100_000 + "]" * 100_000 + "\n", r"a.jsonl:1: nested too deeply", id="deep-jsonl"),
-    pytest.param("a.json", "[" * 100_000 + "]" * 100_000, r"a.json: nested too deeply", id="deep-json"),
-    pytest.param("a.csv", "output\n" + "x" * 200_000 + "\n", r"a.csv:2: unreadable CSV \(field larger than field limit",
-                 id="huge-csv-field"),
-])
+@pytest.mark.parametrize(
+    "name,content,message",
+    [
+        ("a.jsonl", '{"output": "x"}\n{"output": \n', r"a.jsonl:2: invalid JSON"),
+        ("a.jsonl", '{"output": "x"}\n[1, 2]\n', r"a.jsonl:2: expected a JSON object"),
+        ("a.jsonl", '{"output": "x} \n', r"a.jsonl:1: invalid JSON \(Unterminated string starting at column 12\)"),
+        ("a.json", '[{"output": "x}]', r"invalid JSON \(Unterminated string starting at column 13\)"),
+        ("a.json", '{"output": "x"}', r"expected a JSON array"),
+        ("a.json", '[{"output": "x"}, 3]', r"item 1 of the array is a int"),
+        ("a.csv", "output,expected\nx,y,z\n", r"a.csv:2: more values"),
+        ("a.csv", "output,expected\nx\n", r"a.csv:2: fewer values"),
+        ("a.txt", "x", r"cannot tell the format"),
+        # values Python's readers cannot hold
+        pytest.param(
+            "a.jsonl",
+            '{"output": "x"}\n{"n": ' + "1" * 5000 + "}\n",
+            r"a.jsonl:2: unreadable JSON \(Exceeds the limit",
+            id="huge-integer",
+        ),
+        pytest.param("a.jsonl", "[" * 100_000 + "]" * 100_000 + "\n", r"a.jsonl:1: nested too deeply", id="deep-jsonl"),
+        pytest.param("a.json", "[" * 100_000 + "]" * 100_000, r"a.json: nested too deeply", id="deep-json"),
+        pytest.param(
+            "a.csv",
+            "output\n" + "x" * 200_000 + "\n",
+            r"a.csv:2: unreadable CSV \(field larger than field limit",
+            id="huge-csv-field",
+        ),
+    ],
+)
 def test_bad_files_name_the_line(tmp_path, name, content, message):
     path = tmp_path / name
     path.write_text(content)
@@ -78,16 +105,34 @@ def test_read_completed_refuses_foreign_files(tmp_path):
 
 # ------------------------------------------------------------------ every JSON value is written and read back
 #: Keys the results file uses, escaped ones, and near misses.
-CLASHING_KEYS = ["scores", "errors", "stats", "metadata_scores", "input:scores", "input:input:errors",
-                 "input:stats", "input:", "input:id", "Scores", "scores ", "input:input:metadata_scores"]
+CLASHING_KEYS = [
+    "scores",
+    "errors",
+    "stats",
+    "metadata_scores",
+    "input:scores",
+    "input:input:errors",
+    "input:stats",
+    "input:",
+    "input:id",
+    "Scores",
+    "scores ",
+    "input:input:metadata_scores",
+]
 #: Any text, lone surrogates and control characters included.
 TEXT = st.text(st.characters(exclude_categories=()), max_size=8)
 KEYS = st.sampled_from(CLASHING_KEYS) | TEXT
-NUMBERS = (st.integers() | st.integers(min_value=-10 ** 300, max_value=10 ** 300) | st.floats()
-           | st.sampled_from([1.7976931348623157e308, -1.7976931348623157e308, 5e-324, -0.0, 2.0 ** 53 + 1]))
-JSON_VALUES = st.recursive(st.none() | st.booleans() | NUMBERS | TEXT,
-                           lambda children: st.lists(children, max_size=3) | st.dictionaries(KEYS, children, max_size=3),
-                           max_leaves=12)
+NUMBERS = (
+    st.integers()
+    | st.integers(min_value=-(10**300), max_value=10**300)
+    | st.floats()
+    | st.sampled_from([1.7976931348623157e308, -1.7976931348623157e308, 5e-324, -0.0, 2.0**53 + 1])
+)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | NUMBERS | TEXT,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(KEYS, children, max_size=3),
+    max_leaves=12,
+)
 ROWS = st.dictionaries(KEYS, JSON_VALUES, max_size=5)
 
 
@@ -136,17 +181,34 @@ def test_escaping_input_keys_is_reversible_and_never_clashes(row):
 
 def test_escaped_keys_get_exactly_one_more_prefix():
     assert [escaped_key(k) for k in CLASHING_KEYS] == [
-        "input:scores", "input:errors", "input:stats", "input:metadata_scores", "input:input:scores",
-        "input:input:input:errors", "input:input:stats", "input:", "input:id", "Scores", "scores ",
-        "input:input:input:metadata_scores"]
+        "input:scores",
+        "input:errors",
+        "input:stats",
+        "input:metadata_scores",
+        "input:input:scores",
+        "input:input:input:errors",
+        "input:input:stats",
+        "input:",
+        "input:id",
+        "Scores",
+        "scores ",
+        "input:input:input:metadata_scores",
+    ]
 
 
 def test_a_record_keeps_the_input_columns_named_like_the_runs_keys():
     row = {"id": 7, "scores": "input", "errors": ["e"], "stats": {"S": [9, 9]}, "input:scores": 1}
     result = RowResult(0, row, {"S": Score("S", 1.0)})
     record = result.to_record(with_metadata=True)
-    assert record == {"id": 7, "input:scores": "input", "input:errors": ["e"], "input:stats": {"S": [9, 9]},
-                      "input:input:scores": 1, "scores": {"S": 1.0}, "metadata_scores": {"S": {}}}
+    assert record == {
+        "id": 7,
+        "input:scores": "input",
+        "input:errors": ["e"],
+        "input:stats": {"S": [9, 9]},
+        "input:input:scores": 1,
+        "scores": {"S": 1.0},
+        "metadata_scores": {"S": {}},
+    }
     back = RowResult.from_record(record)
     assert input_row(record) == row and back.results["S"].stats is None and not back.errors
 
@@ -167,12 +229,15 @@ def test_a_nan_in_the_input_matches_on_resume():
 
 
 # ------------------------------------------------------------------ input that is not UTF-8, or has a BOM
-@pytest.mark.parametrize("name,content,line,byte", [
-    ("a.jsonl", b'{"output": "x"}\n{"output": "caf\xe9"}\n', 2, 0xE9),
-    ("a.jsonl", b'\xef\xbb\xbf{"output": "\xff"}\n', 1, 0xFF),
-    ("a.csv", b"output,expected\nx,y\n\x80,y\n", 3, 0x80),
-    ("a.json", b'[{"output": "x"},\n {"output": "\xc3("}]', 2, 0xC3),
-])
+@pytest.mark.parametrize(
+    "name,content,line,byte",
+    [
+        ("a.jsonl", b'{"output": "x"}\n{"output": "caf\xe9"}\n', 2, 0xE9),
+        ("a.jsonl", b'\xef\xbb\xbf{"output": "\xff"}\n', 1, 0xFF),
+        ("a.csv", b"output,expected\nx,y\n\x80,y\n", 3, 0x80),
+        ("a.json", b'[{"output": "x"},\n {"output": "\xc3("}]', 2, 0xC3),
+    ],
+)
 def test_text_that_is_not_utf8_names_line_and_byte_offset(tmp_path, name, content, line, byte):
     path = tmp_path / name
     path.write_bytes(content)
@@ -183,8 +248,14 @@ def test_text_that_is_not_utf8_names_line_and_byte_offset(tmp_path, name, conten
     assert "convert the file" in str(info.value)
 
 
-@pytest.mark.parametrize("name,content", [
-    ("a.csv", "id,output\n1,x\n"), ("a.jsonl", '{"id": "1", "output": "x"}\n'), ("a.json", '[{"id": "1", "output": "x"}]')])
+@pytest.mark.parametrize(
+    "name,content",
+    [
+        ("a.csv", "id,output\n1,x\n"),
+        ("a.jsonl", '{"id": "1", "output": "x"}\n'),
+        ("a.json", '[{"id": "1", "output": "x"}]'),
+    ],
+)
 def test_a_utf8_byte_order_mark_is_dropped(tmp_path, name, content):
     path = tmp_path / name
     path.write_text(content, encoding="utf-8-sig")
@@ -207,8 +278,11 @@ def test_read_completed_refuses_a_line_that_is_not_utf8(tmp_path):
 # ------------------------------------------------------------------ a results file that cannot be written
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
 def test_a_full_disk_is_a_data_error_that_says_what_is_left():
-    with pytest.raises(DataError, match=r"^cannot write /dev/full: No space left on device; the rows written so far "
-                                        r"are complete, continue with --resume once there is space$"):
+    with pytest.raises(
+        DataError,
+        match=r"^cannot write /dev/full: No space left on device; the rows written so far "
+        r"are complete, continue with --resume once there is space$",
+    ):
         with ResultWriter("/dev/full") as writer:
             writer.write({"scores": {}})
             writer.flush()

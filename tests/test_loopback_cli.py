@@ -1,5 +1,6 @@
 """``python -m scorers loopback``: a judge offline from the command line, driven by run, meta-eval and report
 as subprocesses, the way docs/judges.md shows it."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,13 @@ class Server:
     """A ``python -m scorers loopback`` process and the environment its first lines give."""
 
     def __init__(self, *args: str, cwd: Path) -> None:
-        self.process = subprocess.Popen([sys.executable, "-m", "scorers", "loopback", *args], cwd=REPO,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "scorers", "loopback", *args],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+        )
         self.cache = cwd / "cache"
 
     def ready(self) -> "Server":
@@ -72,8 +78,9 @@ def start(tmp_path: Path) -> Iterator:
 
 
 def scorers_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "scorers", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "scorers", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_run_meta_eval_and_report_without_a_key(start, tmp_path):
@@ -89,8 +96,9 @@ def test_run_meta_eval_and_report_without_a_key(start, tmp_path):
     assert {row["metadata_scores"]["Factuality"]["choice"] for row in rows} <= set("ABCDE")
     assert len({row["scores"]["Factuality"] for row in rows}) > 1  # verdicts vary by row
 
-    judged = scorers_cli("meta-eval", str(LABELS), "-s", "Factuality", "--label", "label", "--key", "id",
-                         "-o", str(meta), env=server.env)
+    judged = scorers_cli(
+        "meta-eval", str(LABELS), "-s", "Factuality", "--label", "label", "--key", "id", "-o", str(meta), env=server.env
+    )
     assert judged.returncode == 0, judged.stderr
     figures = json.loads(meta.read_text())
     assert (figures["rows"], figures["n"], figures["failed"]) == (20, 20, 0)
@@ -105,8 +113,19 @@ def test_run_meta_eval_and_report_without_a_key(start, tmp_path):
 
 def test_the_replies_file_reproduces_the_readmes_meta_eval_output(start, tmp_path):
     server = start("--replies", str(REPLIES))
-    judged = scorers_cli("meta-eval", str(LABELS), "-s", "Factuality", "--label", "label", "--key", "id",
-                         "-o", str(tmp_path / "meta.json"), env=server.env)
+    judged = scorers_cli(
+        "meta-eval",
+        str(LABELS),
+        "-s",
+        "Factuality",
+        "--label",
+        "label",
+        "--key",
+        "id",
+        "-o",
+        str(tmp_path / "meta.json"),
+        env=server.env,
+    )
     assert judged.returncode == 0, judged.stderr
     readme = (REPO / "docs" / "compare.md").read_text(encoding="utf-8")
     table = readme.split("the example prints:\n\n```text\n", 1)[1].split("```", 1)[0]

@@ -17,6 +17,7 @@ interpreter.
 
 A failure names the block by its file and line (the test id ``README.md-L123`` / ``docs/judges.md-L120``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -76,8 +77,15 @@ def readme_blocks(text: str, file: str = "README.md") -> list[Block]:
         end = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == "```"), None)
         assert end is not None, f"{file} line {i + 1}: a code block that is never closed"
         marker = NOT_RUN.match(lines[i - 1].strip()) if i else None
-        blocks.append(Block(file=file, line=i + 1, lang=opening["lang"], text="\n".join(lines[i + 1:end]) + "\n",
-                            not_run=marker["reason"] if marker else None))
+        blocks.append(
+            Block(
+                file=file,
+                line=i + 1,
+                lang=opening["lang"],
+                text="\n".join(lines[i + 1 : end]) + "\n",
+                not_run=marker["reason"] if marker else None,
+            )
+        )
         i = end + 1
     return blocks
 
@@ -100,10 +108,12 @@ def test_the_docs_have_examples_and_every_not_run_block_says_why() -> None:
             assert block.lang == "bash", f"{block.where}: only bash blocks may be marked not-run"
             assert len(block.not_run) >= 10, f"{block.where}: say why the block does not run"
     for path in FILES:
-        markers = [n + 1 for n, line in enumerate(path.read_text(encoding="utf-8").splitlines())
-                   if NOT_RUN.match(line.strip())]
+        markers = [
+            n + 1 for n, line in enumerate(path.read_text(encoding="utf-8").splitlines()) if NOT_RUN.match(line.strip())
+        ]
         assert markers == [b.line - 1 for b in BLOCKS if b.file == _name(path) and b.not_run is not None], (
-            f"{_name(path)}: a not-run marker not above a fence")
+            f"{_name(path)}: a not-run marker not above a fence"
+        )
 
 
 def test_a_not_run_marker_applies_to_its_block_only() -> None:
@@ -128,8 +138,11 @@ def _answer(request: RecordedRequest) -> Reply:
         choices = (properties.get("choice") or {}).get("enum") or []
         if choices:
             choice = next((c for c in ("C", "Y", "A") if c in choices), choices[0])
-            return Reply.choice(choice, reasons="tests/test_readme.py's scripted verdict"
-                                if "reasons" in properties else None, name=function.get("name", "select_choice"))
+            return Reply.choice(
+                choice,
+                reasons="tests/test_readme.py's scripted verdict" if "reasons" in properties else None,
+                name=function.get("name", "select_choice"),
+            )
     return Reply.text("Y")
 
 
@@ -240,25 +253,36 @@ def user_env(tmp_path: Path, judge_server: LoopbackLLM) -> dict[str, str]:
 
 
 def _failure(block: Block, run: subprocess.CompletedProcess[str], what: str | None = None) -> str:
-    return (f"{block.where} ({block.lang} block) {what or f'exited {run.returncode}'}\n--- block\n"
-            f"{textwrap.indent(block.text, '    ')}--- stdout\n{run.stdout[-6000:]}\n--- stderr\n{run.stderr[-6000:]}")
+    return (
+        f"{block.where} ({block.lang} block) {what or f'exited {run.returncode}'}\n--- block\n"
+        f"{textwrap.indent(block.text, '    ')}--- stdout\n{run.stdout[-6000:]}\n--- stderr\n{run.stderr[-6000:]}"
+    )
 
 
 def _run(block: Block, command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
-                              stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            command, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL
+        )
     except subprocess.TimeoutExpired as timeout:
+
         def text(out: str | bytes | None) -> str:
             return out.decode(errors="replace") if isinstance(out, bytes) else out or ""
-        pytest.fail(_failure(block, subprocess.CompletedProcess(command, -9, text(timeout.stdout),
-                                                                text(timeout.stderr)), f"ran past {TIMEOUT_S} s"))
+
+        pytest.fail(
+            _failure(
+                block,
+                subprocess.CompletedProcess(command, -9, text(timeout.stdout), text(timeout.stderr)),
+                f"ran past {TIMEOUT_S} s",
+            )
+        )
 
 
 # ----------------------------------------------------------------------------- the blocks
 @pytest.mark.parametrize("block", [b for b in RUN if b.lang == "python"], ids=lambda b: b.id)
-def test_python_block_runs_on_its_own(block: Block, project_folder: Path, user_env: dict[str, str],
-                                      judge_server: LoopbackLLM) -> None:
+def test_python_block_runs_on_its_own(
+    block: Block, project_folder: Path, user_env: dict[str, str], judge_server: LoopbackLLM
+) -> None:
     if block.is_pytest_file:
         path = project_folder / f"test_block_line_{block.line}.py"
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path.name]
@@ -283,8 +307,9 @@ def test_bash_block_runs(block: Block, clone_folder: Path, user_env: dict[str, s
 
 def test_the_pip_stand_in_refuses_what_pip_would_not_install(clone_folder: Path, user_env: dict[str, str]) -> None:
     def pip(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["pip", *args], cwd=clone_folder, env=user_env, capture_output=True, text=True,
-                              timeout=60)
+        return subprocess.run(
+            ["pip", *args], cwd=clone_folder, env=user_env, capture_output=True, text=True, timeout=60
+        )
 
     assert pip("install", "-e", ".[text]", "--config-settings", "editable_mode=compat").returncode == 0
     assert "not this clone" in pip("install", "scorers").stderr

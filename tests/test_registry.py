@@ -63,13 +63,15 @@ def install_plugin(folder, monkeypatch, distribution: str, entry_point: str) -> 
 
 def test_third_party_entry_points_register(tmp_path, monkeypatch):
     package = tmp_path / "myplugin.py"
-    package.write_text(textwrap.dedent('''
+    package.write_text(
+        textwrap.dedent('''
         from scorers import Scorer
         class Shouting(Scorer):
             """1 if the output is upper case."""
             def _score(self, *, output, **_):
                 return self.make_score(float(output.isupper()))
-    '''))
+    ''')
+    )
     install_plugin(tmp_path, monkeypatch, "myplugin", "Shouting = myplugin:Shouting")
     reg = Registry()
     assert "shouting" in reg
@@ -95,13 +97,28 @@ def test_suggestions_name_each_scorer_once():
     assert len(suggested) == len(set(suggested)) >= 2
 
 
-@pytest.mark.parametrize("name,params,message", [
-    ("BLEU", {"tokenise": "intl"}, r"BLEU: unknown parameter 'tokenise'; did you mean 'tokenize'\? \(parameters: tokenize,"),
-    ("ROUGE-L", {"use_stemer": True}, r"unknown parameter 'use_stemer'; did you mean 'use_stemmer'\?"),
-    ("Factuality", {"temprature": 0}, r"Factuality: unknown parameter 'temprature'; did you mean 'temperature'"),  # a template
-    ("Faithfulness", {"idk_unfaithful": True}, r"did you mean 'idk_is_unfaithful'\? .*model"),  # **settings to its bases
-    ("Levenshtein", {"zzz": 1}, r"unknown parameter 'zzz' \(parameters: normalize, max_chars, name\)"),
-])
+@pytest.mark.parametrize(
+    "name,params,message",
+    [
+        (
+            "BLEU",
+            {"tokenise": "intl"},
+            r"BLEU: unknown parameter 'tokenise'; did you mean 'tokenize'\? \(parameters: tokenize,",
+        ),
+        ("ROUGE-L", {"use_stemer": True}, r"unknown parameter 'use_stemer'; did you mean 'use_stemmer'\?"),
+        (
+            "Factuality",
+            {"temprature": 0},
+            r"Factuality: unknown parameter 'temprature'; did you mean 'temperature'",
+        ),  # a template
+        (
+            "Faithfulness",
+            {"idk_unfaithful": True},
+            r"did you mean 'idk_is_unfaithful'\? .*model",
+        ),  # **settings to its bases
+        ("Levenshtein", {"zzz": 1}, r"unknown parameter 'zzz' \(parameters: normalize, max_chars, name\)"),
+    ],
+)
 def test_an_unknown_parameter_names_the_closest_ones(name, params, message, monkeypatch, fake_api_key):
     monkeypatch.setenv("OPENAI_API_KEY", fake_api_key)
     with pytest.raises(ConfigError, match=message):

@@ -1,4 +1,5 @@
 """The batch runner: streaming, order, per-row errors, concurrency, mapping."""
+
 import asyncio
 import itertools
 import threading
@@ -7,8 +8,7 @@ import time
 import pytest
 
 import scorers
-from scorers import Scorer
-from scorers import text_field
+from scorers import Scorer, text_field
 from scorers.errors import ConfigError, DataError
 from scorers.runner import COLUMN_CHECK_ROWS, aevaluate, evaluate, reorder_rows
 from scorers.testing import LoopbackLLM, Reply
@@ -116,11 +116,14 @@ def test_async_generator_form():
     assert asyncio.run(main()) == [{"Levenshtein": 1.0}]
 
 
-@pytest.mark.parametrize("bad,match", [
-    (["ExactMatch", "exactmatch"], "share the name"),
-    ([], "no scorers"),
-    ([object()], "not a scorer"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        (["ExactMatch", "exactmatch"], "share the name"),
+        ([], "no scorers"),
+        ([object()], "not a scorer"),
+    ],
+)
 def test_bad_scorer_lists(bad, match):
     with pytest.raises(ConfigError, match=match):
         evaluate([], bad)
@@ -154,14 +157,20 @@ def test_a_sync_scorer_scores_one_chunk_at_a_time():
                 self.active += 1
                 self.peak = max(self.peak, self.active)
             import time
+
             time.sleep(0.01)
             with self.lock:
                 self.active -= 1
             return [self.make_score(1.0) for _ in rows]
 
     counting = Counting()
-    results = evaluate(({"output": str(i)} for i in range(100)), [counting, "Levenshtein"], chunk_size=5,
-                       prefetch=8, mapping={"expected": "output"}).collect()
+    results = evaluate(
+        ({"output": str(i)} for i in range(100)),
+        [counting, "Levenshtein"],
+        chunk_size=5,
+        prefetch=8,
+        mapping={"expected": "output"},
+    ).collect()
     assert len(results) == 100 and counting.peak == 1
 
 
@@ -201,8 +210,11 @@ def test_a_config_error_stops_the_run_at_once():
 def test_unexpected_errors_are_recorded_counted_and_named():
     run = evaluate([{"output": "a", "expected": "a"}, {"output": "b", "expected": "c"}], ["ExactMatch", Broken()])
     results = run.collect()
-    assert results[0].errors["Broken"] == {"type": "ImportError", "message": "libfoo.so: cannot open shared object file",
-                                           "unexpected": True}
+    assert results[0].errors["Broken"] == {
+        "type": "ImportError",
+        "message": "libfoo.so: cannot open shared object file",
+        "unexpected": True,
+    }
     assert results[1].scores["ExactMatch"] == 0.0
     summary = run.summary
     assert summary.scorers["Broken"]["unexpected_errors"] == 2 and summary.failed_scorers == ["Broken"]
@@ -235,16 +247,26 @@ WINDOW = [{"answer": str(i), "expected": str(i)} for i in range(COLUMN_CHECK_ROW
 MORE = [{"answer": "x", "expected": "x"}] * 1000
 
 
-@pytest.mark.parametrize("mapping,rows,message", [
-    ({"output": "answr"}, WINDOW + MORE, f"mapping output=answr: no column or path 'answr' in any of the first "
-                                         f"{COLUMN_CHECK_ROWS} rows"),
-    ({"output": "answr"}, WINDOW[:1], "mapping output=answr: no column or path 'answr' in the first row"),
-    ({"outptu": "answer"}, WINDOW + MORE, "no scorer of this run reads a field 'outptu'"),
-    ({}, WINDOW + MORE, f"Counted needs the field 'output', and there is no column 'output' in any of the first "
-                        f"{COLUMN_CHECK_ROWS} rows"),
-    # the evidence is the first COLUMN_CHECK_ROWS rows: a column that only appears later is not seen
-    ({"output": "answr"}, WINDOW + [{"answr": "a", "expected": "a"}] + MORE, "no column or path 'answr'"),
-])
+@pytest.mark.parametrize(
+    "mapping,rows,message",
+    [
+        (
+            {"output": "answr"},
+            WINDOW + MORE,
+            f"mapping output=answr: no column or path 'answr' in any of the first {COLUMN_CHECK_ROWS} rows",
+        ),
+        ({"output": "answr"}, WINDOW[:1], "mapping output=answr: no column or path 'answr' in the first row"),
+        ({"outptu": "answer"}, WINDOW + MORE, "no scorer of this run reads a field 'outptu'"),
+        (
+            {},
+            WINDOW + MORE,
+            f"Counted needs the field 'output', and there is no column 'output' in any of the first "
+            f"{COLUMN_CHECK_ROWS} rows",
+        ),
+        # the evidence is the first COLUMN_CHECK_ROWS rows: a column that only appears later is not seen
+        ({"output": "answr"}, WINDOW + [{"answr": "a", "expected": "a"}] + MORE, "no column or path 'answr'"),
+    ],
+)
 def test_a_column_absent_from_all_the_first_rows_is_a_usage_error_before_scoring(mapping, rows, message):
     consumed = []
 
@@ -262,8 +284,9 @@ def test_a_column_absent_from_all_the_first_rows_is_a_usage_error_before_scoring
 @pytest.mark.parametrize("chunk_size", [1, 4, None])
 def test_a_first_row_without_a_reference_is_that_rows_error_and_the_others_are_scored(chunk_size):
     rows = [{"response": "a"}] + [{"response": str(i), "ref": str(i % 3)} for i in range(1, 50)]
-    results = evaluate(rows, ["ExactMatch"], mapping={"output": "response", "expected": "ref"},
-                       chunk_size=chunk_size).collect()
+    results = evaluate(
+        rows, ["ExactMatch"], mapping={"output": "response", "expected": "ref"}, chunk_size=chunk_size
+    ).collect()
     assert results[0].errors["ExactMatch"]["type"] == "ScorerInputError"
     assert [r.scores["ExactMatch"] for r in results[1:]] == [float(str(i) == str(i % 3)) for i in range(1, 50)]
 
@@ -283,7 +306,7 @@ def test_summaries_of_shards_merge_into_the_summary_of_the_run():
     rows = [{"output": f"a{i % 7}", "expected": f"a{i % 5}"} for i in range(300)] + [{"output": None, "expected": "x"}]
     whole = evaluate(rows, ["Levenshtein", "ExactMatch"])
     whole.collect()
-    shards = [evaluate(rows[a:a + 100], ["Levenshtein", "ExactMatch"]) for a in range(0, len(rows), 100)]
+    shards = [evaluate(rows[a : a + 100], ["Levenshtein", "ExactMatch"]) for a in range(0, len(rows), 100)]
     for shard in shards:
         shard.collect()
     merged = shards[0].summary
@@ -331,12 +354,14 @@ def test_a_worker_process_that_dies_is_a_clear_error(tmp_path):
     import sys
 
     script = tmp_path / "unguarded.py"  # no `if __name__ == "__main__":`: the workers cannot start
-    script.write_text("import os, scorers\n"
-                      "if os.environ.get('SCORERS_TEST_CHILD') is None:\n"
-                      "    os.environ['SCORERS_TEST_CHILD'] = '1'\n"
-                      "else:\n"
-                      "    raise SystemExit(1)  # what re-running an unguarded script does, made quick\n"
-                      "list(scorers.evaluate([{'output': 'a', 'expected': 'a'}] * 10, ['ExactMatch'], workers=2))\n")
+    script.write_text(
+        "import os, scorers\n"
+        "if os.environ.get('SCORERS_TEST_CHILD') is None:\n"
+        "    os.environ['SCORERS_TEST_CHILD'] = '1'\n"
+        "else:\n"
+        "    raise SystemExit(1)  # what re-running an unguarded script does, made quick\n"
+        "list(scorers.evaluate([{'output': 'a', 'expected': 'a'}] * 10, ['ExactMatch'], workers=2))\n"
+    )
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert "ConfigError: workers=2: a worker process ended abruptly" in result.stderr
@@ -382,8 +407,7 @@ def test_a_hung_judge_request_does_not_stop_the_rows_after_it(llm_env: LoopbackL
     configure(backoff_base=0)  # the hung request's retry goes out as soon as the hang ends
     llm_env.default = Reply.choice("C", reasons="same facts")
     llm_env.script(Reply.hang(3), match="HUNG", times=1)  # then a 504, retried
-    rows = [{"input": "q", "output": f"answer {i}" + (" HUNG" if i == 1 else ""), "expected": "a"}
-            for i in range(200)]
+    rows = [{"input": "q", "output": f"answer {i}" + (" HUNG" if i == 1 else ""), "expected": "a"} for i in range(200)]
     results = evaluate(rows, [scorers.get("Factuality")], concurrency=4).collect()
     assert [r.index for r in results] == list(range(200)) and all(r.scores["Factuality"] == 1.0 for r in results)
     sent = [request.last_user_message for request in llm_env.chat_requests]

@@ -1,4 +1,5 @@
 """The runner's failure policy seen from ``python -m scorers run``: what is written before a run stops."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "scorers", "run", *args], capture_output=True, text=True,
-                          timeout=300, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "scorers", "run", *args], capture_output=True, text=True, timeout=300, cwd=REPO
+    )
 
 
 @pytest.mark.parametrize("valid", [2, 1000])
@@ -29,8 +31,7 @@ def test_a_torn_last_line_stops_the_run_after_every_row_before_it_is_written_and
     assert f"bad.jsonl:{valid + 1}: invalid JSON" in stopped.stderr and "Traceback" not in stopped.stderr
     written = [json.loads(line) for line in out.read_text().splitlines()]
     assert [record["id"] for record in written] == list(range(valid))
-    assert [record["scores"]["ExactMatch"] for record in written] == [float(str(i) == str(i % 3))
-                                                                      for i in range(valid)]
+    assert [record["scores"]["ExactMatch"] for record in written] == [float(str(i) == str(i % 3)) for i in range(valid)]
 
     data.write_text(lines + json.dumps({"id": valid, "output": "x", "expected": "x"}) + "\n")  # the line fixed
     resumed = run(str(data), "-s", "ExactMatch", "-o", str(out), "--resume")

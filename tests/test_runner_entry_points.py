@@ -1,5 +1,6 @@
 """``evaluate(..., workers=2)`` from each way of running Python without a script file: it works, or it is refused
 at once with the reason (never a hang, never the "killed or unguarded script" error of a worker that died)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -36,8 +37,14 @@ print("SCORES", sum(r.scores["Shout"] for r in run))
 def python(form: str, script: str, tmp_path: Path) -> subprocess.CompletedProcess:
     """Run ``script`` as ``python -`` (stdin), ``python -c`` or an interactive ``python -i`` session fed a pipe."""
     arguments = {"stdin": ["-"], "-c": ["-c", script], "interactive": ["-i"]}[form]
-    return subprocess.run([sys.executable, *arguments], input=None if form == "-c" else script, capture_output=True,
-                          text=True, timeout=HANG_S, cwd=tmp_path)
+    return subprocess.run(
+        [sys.executable, *arguments],
+        input=None if form == "-c" else script,
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+        cwd=tmp_path,
+    )
 
 
 @pytest.mark.parametrize("form", ["-c", "interactive"])
@@ -67,9 +74,11 @@ def test_a_script_read_from_standard_input_is_refused_at_once(script, tmp_path):
 
 def test_a_guarded_script_file_and_python_m_score_a_class_of_their_own_in_workers(tmp_path):
     guarded = DEFINED_HERE.replace("run = scorers", "if __name__ == '__main__':\n    run = scorers").replace(
-        'print("SCORES"', '    print("SCORES"')
+        'print("SCORES"', '    print("SCORES"'
+    )
     (tmp_path / "shout_script.py").write_text(guarded)
     for command in (["shout_script.py"], ["-m", "shout_script"]):
-        result = subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=HANG_S,
-                                cwd=tmp_path)
+        result = subprocess.run(
+            [sys.executable, *command], capture_output=True, text=True, timeout=HANG_S, cwd=tmp_path
+        )
         assert "SCORES 10.0" in result.stdout, result.stderr

@@ -14,10 +14,17 @@ def test_valid_scores_round_trip_through_json(value):
     assert again.score == (None if value is None else float(value))
 
 
-@pytest.mark.parametrize("value,error", [
-    (-0.1, ValueError), (1.0000001, ValueError), (math.nan, ValueError), (math.inf, ValueError),
-    (True, TypeError), ("0.5", TypeError),
-])
+@pytest.mark.parametrize(
+    "value,error",
+    [
+        (-0.1, ValueError),
+        (1.0000001, ValueError),
+        (math.nan, ValueError),
+        (math.inf, ValueError),
+        (True, TypeError),
+        ("0.5", TypeError),
+    ],
+)
 def test_invalid_scores_are_rejected(value, error):
     with pytest.raises(error, match="S: score"):
         Score("S", value)

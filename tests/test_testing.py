@@ -1,4 +1,5 @@
 """The loopback server, driven by the real openai client over real HTTP."""
+
 from __future__ import annotations
 
 import asyncio
@@ -13,8 +14,17 @@ import pytest
 
 from scorers.testing import LLAMA_CPP_JSON_SCHEMA_REJECTION, LoopbackLLM, RecordedRequest, Reply, fake_embedding
 
-TOOL = {"type": "function", "function": {"name": "select_choice", "parameters": {
-    "type": "object", "properties": {"choice": {"type": "string", "enum": ["A", "B"]}}, "required": ["choice"]}}}
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "select_choice",
+        "parameters": {
+            "type": "object",
+            "properties": {"choice": {"type": "string", "enum": ["A", "B"]}},
+            "required": ["choice"],
+        },
+    },
+}
 
 
 def client(server: LoopbackLLM, **options) -> openai.OpenAI:
@@ -23,16 +33,20 @@ def client(server: LoopbackLLM, **options) -> openai.OpenAI:
 
 def ask(server: LoopbackLLM, text: str, **options):
     return client(server).chat.completions.create(
-        model="gpt-4o-mini", messages=[{"role": "user", "content": text}], **options)
+        model="gpt-4o-mini", messages=[{"role": "user", "content": text}], **options
+    )
 
 
-@pytest.mark.parametrize("reply, content, tool", [
-    (Reply.text("plain words"), "plain words", None),
-    (Reply.json({"choice": "B"}), '{"choice": "B"}', None),
-    (Reply.choice("A"), None, ("select_choice", {"choice": "A"})),
-    (Reply.choice("Z", reasons="r"), None, ("select_choice", {"reasons": "r", "choice": "Z"})),
-    (Reply.tool_call({"x": 1}, name="other_tool"), None, ("other_tool", {"x": 1})),
-])
+@pytest.mark.parametrize(
+    "reply, content, tool",
+    [
+        (Reply.text("plain words"), "plain words", None),
+        (Reply.json({"choice": "B"}), '{"choice": "B"}', None),
+        (Reply.choice("A"), None, ("select_choice", {"choice": "A"})),
+        (Reply.choice("Z", reasons="r"), None, ("select_choice", {"reasons": "r", "choice": "Z"})),
+        (Reply.tool_call({"x": 1}, name="other_tool"), None, ("other_tool", {"x": 1})),
+    ],
+)
 def test_reply_kinds(llm_server, reply, content, tool):
     llm_server.default = reply
     message = ask(llm_server, "hello").choices[0].message
@@ -51,13 +65,16 @@ def test_malformed_arguments_are_sent_verbatim(llm_server):
     assert response.choices[0].finish_reason == "tool_calls"
 
 
-@pytest.mark.parametrize("match, text, expected", [
-    ("France", "The capital of France?", "rule"),
-    ("France", "The capital of Spain?", "default"),
-    (re.compile(r"^\d+$"), "12345", "rule"),
-    (re.compile(r"^\d+$"), "12a45", "default"),
-    (lambda req: req.model == "gpt-4o-mini", "anything", "rule"),
-])
+@pytest.mark.parametrize(
+    "match, text, expected",
+    [
+        ("France", "The capital of France?", "rule"),
+        ("France", "The capital of Spain?", "default"),
+        (re.compile(r"^\d+$"), "12345", "rule"),
+        (re.compile(r"^\d+$"), "12a45", "default"),
+        (lambda req: req.model == "gpt-4o-mini", "anything", "rule"),
+    ],
+)
 def test_matching(llm_server, match, text, expected):
     llm_server.default = Reply.text("default")
     llm_server.script(Reply.text("rule"), match=match)
@@ -91,23 +108,32 @@ def test_rate_limit_sends_retry_after(llm_server):
     assert info.value.response.headers["retry-after"] == "7"
 
 
-@pytest.mark.parametrize("reply, error", [
-    (Reply.hang(60), openai.APITimeoutError),
-    (Reply.drop(), openai.APIConnectionError),
-    (Reply.error(500), openai.InternalServerError),
-    (Reply.error(400, "bad"), openai.BadRequestError),
-])
+@pytest.mark.parametrize(
+    "reply, error",
+    [
+        (Reply.hang(60), openai.APITimeoutError),
+        (Reply.drop(), openai.APIConnectionError),
+        (Reply.error(500), openai.InternalServerError),
+        (Reply.error(400, "bad"), openai.BadRequestError),
+    ],
+)
 def test_faults(llm_server, reply, error):
     llm_server.default = reply
     with pytest.raises(error):
         # only the hang may time out: other replies get a timeout they never come near
         client(llm_server, timeout=1.0 if reply.kind == "hang" else 30.0).chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "x"}])
+            model="m", messages=[{"role": "user", "content": "x"}]
+        )
 
 
 def test_records_what_was_sent(llm_server):
-    ask(llm_server, "judge this", tools=[TOOL], tool_choice={"type": "function", "function": {"name": "select_choice"}},
-        temperature=0)
+    ask(
+        llm_server,
+        "judge this",
+        tools=[TOOL],
+        tool_choice={"type": "function", "function": {"name": "select_choice"}},
+        temperature=0,
+    )
     (request,) = llm_server.chat_requests
     assert isinstance(request, RecordedRequest)
     assert request.body["tools"] == [TOOL]
@@ -142,8 +168,9 @@ def _decode(embedding):
 
 @pytest.mark.parametrize("encoding", [openai.omit, "float", "base64"])
 def test_embeddings_are_deterministic(llm_server, encoding):
-    result = client(llm_server).embeddings.create(model="text-embedding-3-small", input=["a", "b", "a"],
-                                                  encoding_format=encoding)
+    result = client(llm_server).embeddings.create(
+        model="text-embedding-3-small", input=["a", "b", "a"], encoding_format=encoding
+    )
     vectors = [_decode(d.embedding) for d in result.data]
     assert vectors[0] == pytest.approx(vectors[2]) and vectors[0] != pytest.approx(vectors[1])
     assert vectors[0] == pytest.approx(fake_embedding("a", 16), abs=1e-6)
@@ -156,10 +183,15 @@ def test_models(llm_server):
 
 def test_latency_and_max_in_flight():
     with LoopbackLLM(latency=0.05, default=Reply.text("ok")) as server:
+
         async def burst() -> None:
             async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as aclient:
-                await asyncio.gather(*(aclient.chat.completions.create(
-                    model="m", messages=[{"role": "user", "content": str(i)}]) for i in range(12)))
+                await asyncio.gather(
+                    *(
+                        aclient.chat.completions.create(model="m", messages=[{"role": "user", "content": str(i)}])
+                        for i in range(12)
+                    )
+                )
 
         started = time.perf_counter()
         asyncio.run(burst())
@@ -189,9 +221,9 @@ def test_a_stopped_servers_port_is_never_given_to_a_new_one():
 
 
 def test_records_the_query_string(llm_server):
-    openai.OpenAI(base_url=llm_server.base_url, api_key="k", max_retries=0,
-                  default_query={"api-version": "2026-01-01"}).chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "x"}])
+    openai.OpenAI(
+        base_url=llm_server.base_url, api_key="k", max_retries=0, default_query={"api-version": "2026-01-01"}
+    ).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
     assert llm_server.chat_requests[0].query == {"api-version": "2026-01-01"}
 
 
@@ -203,8 +235,11 @@ def respond(server: LoopbackLLM, text: str, **options):
 def test_responses_are_scripted_and_recorded_like_chat(llm_server):
     llm_server.script(Reply.choice("A"), match="tool")
     llm_server.default = Reply.text("plain words", usage=(5, 2))
-    tool = respond(llm_server, "tool please", tools=[{"type": "function", "name": "select_choice",
-                                                       "parameters": TOOL["function"]["parameters"]}])
+    tool = respond(
+        llm_server,
+        "tool please",
+        tools=[{"type": "function", "name": "select_choice", "parameters": TOOL["function"]["parameters"]}],
+    )
     (call,) = tool.output
     assert (call.type, call.name, json.loads(call.arguments)) == ("function_call", "select_choice", {"choice": "A"})
     assert call.call_id.startswith("call_") and tool.status == "completed"
@@ -222,7 +257,8 @@ def test_responses_string_input_and_faults(llm_server):
         client(llm_server).responses.create(model="m", input="just a string")
     reply = client(llm_server).responses.create(model="m", input="just a string")
     assert reply.output_text == "OK" and llm_server.responses_requests[1].messages == [
-        {"role": "user", "content": "just a string"}]
+        {"role": "user", "content": "just a string"}
+    ]
     assert [r.status for r in llm_server.requests] == [503, 200]
 
 
@@ -237,11 +273,18 @@ def test_logprobs_are_served_only_when_asked_and_cut_to_top_logprobs(llm_server)
     assert ask(llm_server, "2+2?").choices[0].logprobs is None
     (token,) = ask(llm_server, "2+2?", logprobs=True, top_logprobs=2).choices[0].logprobs.content
     assert (token.token, token.logprob, [(t.token, t.logprob) for t in token.top_logprobs]) == (
-        "4", -0.1, [("4", -0.1), ("3", -2.5)])
+        "4",
+        -0.1,
+        [("4", -0.1), ("3", -2.5)],
+    )
     assert ask(llm_server, "2+2?", logprobs=True).choices[0].logprobs.content[0].top_logprobs == []
     assert respond(llm_server, "2+2?").output[0].content[0].logprobs is None
-    (token,) = respond(llm_server, "2+2?", include=["message.output_text.logprobs"],
-                       top_logprobs=3).output[0].content[0].logprobs
+    (token,) = (
+        respond(llm_server, "2+2?", include=["message.output_text.logprobs"], top_logprobs=3)
+        .output[0]
+        .content[0]
+        .logprobs
+    )
     assert [(t.token, t.logprob) for t in token.top_logprobs] == [("4", -0.1), ("3", -2.5), ("5", -3.0)]
 
 
@@ -267,16 +310,22 @@ def test_a_llama_cpp_validation_error(llm_server):
     with pytest.raises(openai.InternalServerError) as info:
         ask(llm_server, "x", response_format={"type": "json_schema", "json_schema": {"name": "n", "schema": {}}})
     assert info.value.status_code == 500
-    assert info.value.body == {"message": LLAMA_CPP_JSON_SCHEMA_REJECTION, "type": "internal_server_error",
-                               "param": None, "code": None}
+    assert info.value.body == {
+        "message": LLAMA_CPP_JSON_SCHEMA_REJECTION,
+        "type": "internal_server_error",
+        "param": None,
+        "code": None,
+    }
 
 
 # ------------------------------------------------------------------ automatic answers, replies files
 #: Field values for any judge: ``context`` is a list of chunks, every other field a text.
-JUDGE_FIELDS = {"input": "What is the capital of France, and how many people live there?",
-                "output": "Paris is the capital of France. It has about 2 million people.",
-                "expected": "Paris; about 2.1 million inhabitants.",
-                "context": ["Paris is the capital of France.", "Paris has 2.1 million inhabitants.\n1. A list."]}
+JUDGE_FIELDS = {
+    "input": "What is the capital of France, and how many people live there?",
+    "output": "Paris is the capital of France. It has about 2 million people.",
+    "expected": "Paris; about 2.1 million inhabitants.",
+    "context": ["Paris is the capital of France.", "Paris has 2.1 million inhabitants.\n1. A list."],
+}
 
 
 def _judge_cases():
@@ -287,8 +336,7 @@ def _judge_cases():
         if entry.kind == "llm":
             for mode in type(registry.get(entry.name)).response_modes:
                 for api in ("chat", "responses"):
-                    yield pytest.param(entry.name, {"response_mode": mode, "api": api},
-                                       id=f"{entry.name}-{mode}-{api}")
+                    yield pytest.param(entry.name, {"response_mode": mode, "api": api}, id=f"{entry.name}-{mode}-{api}")
 
 
 def _kind_cases():
@@ -297,17 +345,35 @@ def _kind_cases():
 
     for mode in RatingJudge.response_modes:
         for cot in (True, False):
-            yield pytest.param(RatingJudge, {"prompt_template": "Rate {{output}}", "scale": {"min": 1, "max": 10},
-                                             "response_mode": mode, "use_cot": cot}, id=f"rating-{mode}-cot{cot}")
+            yield pytest.param(
+                RatingJudge,
+                {
+                    "prompt_template": "Rate {{output}}",
+                    "scale": {"min": 1, "max": 10},
+                    "response_mode": mode,
+                    "use_cot": cot,
+                },
+                id=f"rating-{mode}-cot{cot}",
+            )
     for mode in PairwiseJudge.response_modes:
-        yield pytest.param(PairwiseJudge, {"prompt_template": "A: {{output}}\nB: {{expected}}", "swap": True,
-                                           "response_mode": mode}, id=f"pairwise-swap-{mode}")
+        yield pytest.param(
+            PairwiseJudge,
+            {"prompt_template": "A: {{output}}\nB: {{expected}}", "swap": True, "response_mode": mode},
+            id=f"pairwise-swap-{mode}",
+        )
     for mode in GEvalJudge.response_modes:
         for score_mode in ("logprobs", "top_token"):
             if (mode, score_mode) != ("tools", "logprobs"):
-                yield pytest.param(GEvalJudge, {"prompt_template": "Text: {{output}}", "criteria": "Is it clear?",
-                                                "score_mode": score_mode, "response_mode": mode},
-                                   id=f"geval-{score_mode}-{mode}")
+                yield pytest.param(
+                    GEvalJudge,
+                    {
+                        "prompt_template": "Text: {{output}}",
+                        "criteria": "Is it clear?",
+                        "score_mode": score_mode,
+                        "response_mode": mode,
+                    },
+                    id=f"geval-{score_mode}-{mode}",
+                )
 
 
 @pytest.fixture(scope="module")
@@ -365,11 +431,25 @@ def test_auto_reply_counts_the_items_a_verdict_step_lists():
     from scorers.testing import auto_reply
 
     prompt = "Claims:\n1. Paris is in France.\n2. It has\n   2 million people.\n3. It is old.\n\nAnswer by calling."
-    schema = {"type": "object", "properties": {"verdicts": {"type": "array", "items": {
-        "type": "object", "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}}}}}}
-    request = RecordedRequest("POST", "/v1/chat/completions", {}, {
-        "messages": [{"role": "user", "content": prompt}],
-        "tools": [{"type": "function", "function": {"name": "record_verdicts", "parameters": schema}}]}, 0.0)
+    schema = {
+        "type": "object",
+        "properties": {
+            "verdicts": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}}},
+            }
+        },
+    }
+    request = RecordedRequest(
+        "POST",
+        "/v1/chat/completions",
+        {},
+        {
+            "messages": [{"role": "user", "content": prompt}],
+            "tools": [{"type": "function", "function": {"name": "record_verdicts", "parameters": schema}}],
+        },
+        0.0,
+    )
     reply = auto_reply(request)
     assert reply.tool_name == "record_verdicts"
     assert [v["verdict"] in ("yes", "no") for v in json.loads(reply.arguments)["verdicts"]] == [True] * 3
@@ -380,21 +460,27 @@ def test_replies_file_rules_and_their_errors(tmp_path):
     from scorers.testing import load_rules
 
     path = tmp_path / "replies.jsonl"
-    path.write_text('{"match": "Venus", "reply": {"choice": "D", "reasons": "Mercury is"}, "times": 1}\n\n'
-                    '{"reply": {"tool": "grade_rubric", "arguments": {"tone": 4}}}\n'
-                    '{"reply": {"json": {"score": 3}}}\n{"reply": {"text": "C"}}\n'
-                    '{"reply": {"error": 429, "message": "slow down"}}\n')
+    path.write_text(
+        '{"match": "Venus", "reply": {"choice": "D", "reasons": "Mercury is"}, "times": 1}\n\n'
+        '{"reply": {"tool": "grade_rubric", "arguments": {"tone": 4}}}\n'
+        '{"reply": {"json": {"score": 3}}}\n{"reply": {"text": "C"}}\n'
+        '{"reply": {"error": 429, "message": "slow down"}}\n'
+    )
     rules = load_rules(path)
-    assert [(r.match, r.times) for r in rules] == [("Venus", 1), (None, None), (None, None), (None, None),
-                                                    (None, None)]
+    assert [(r.match, r.times) for r in rules] == [("Venus", 1), (None, None), (None, None), (None, None), (None, None)]
     assert rules[0].reply == Reply.choice("D", reasons="Mercury is")
     assert (rules[1].reply.tool_name, json.loads(rules[1].reply.arguments)) == ("grade_rubric", {"tone": 4})
     assert (rules[2].reply.content, rules[3].reply.content) == ('{"score": 3}', "C")
     assert (rules[4].reply.status, rules[4].reply.error_message) == (429, "slow down")
-    for line, message in [('{"match": "x"}', "expected"), ('{"reply": {"choice": "A", "text": "B"}}', "one of"),
-                          ('{"reply": {"choice": 1}}', "choice: a text"), ('{"reply": {"error": 200}}', "400 to 599"),
-                          ('{"reply": {"tool": "t", "arguments": [1]}}', "arguments: a JSON object"),
-                          ('{"reply": {"text": "x"}, "times": 0}', "times"), ("{not json", "Expecting")]:
+    for line, message in [
+        ('{"match": "x"}', "expected"),
+        ('{"reply": {"choice": "A", "text": "B"}}', "one of"),
+        ('{"reply": {"choice": 1}}', "choice: a text"),
+        ('{"reply": {"error": 200}}', "400 to 599"),
+        ('{"reply": {"tool": "t", "arguments": [1]}}', "arguments: a JSON object"),
+        ('{"reply": {"text": "x"}, "times": 0}', "times"),
+        ("{not json", "Expecting"),
+    ]:
         path.write_text('{"reply": {"text": "ok"}}\n' + line + "\n")
         with pytest.raises(ConfigError, match=rf"replies.jsonl:2: .*{re.escape(message)}"):
             load_rules(path)

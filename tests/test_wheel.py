@@ -8,6 +8,7 @@ index like a user's install, from pip's cache after the first time (~60 s). The 
 copy of the build inputs (pyproject.toml, README.md, scorers/, templates/): an in-tree build would reuse a stale
 build/lib, which keeps modules deleted since.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,11 +32,15 @@ BUILD_INPUTS = ("pyproject.toml", "README.md", "scorers", "templates")
 #: Generous guards against a hung pip or server, not measured times.
 PIP_LIMIT_S, STARTUP_LIMIT_S, RUN_LIMIT_S = 900, 120, 300
 
-TEXT_ROWS = [{"id": "a", "output": "Paris", "expected": "Paris"},
-             {"id": "b", "output": "kitten", "expected": "sitting"},
-             {"id": "c", "output": "", "expected": "non-empty"}]
-JUDGE_ROWS = [{"id": "q1", "input": "What is the capital of France?", "output": "Paris", "expected": "Paris"},
-              {"id": "q2", "input": "What is 2 + 2?", "output": "5", "expected": "4"}]
+TEXT_ROWS = [
+    {"id": "a", "output": "Paris", "expected": "Paris"},
+    {"id": "b", "output": "kitten", "expected": "sitting"},
+    {"id": "c", "output": "", "expected": "non-empty"},
+]
+JUDGE_ROWS = [
+    {"id": "q1", "input": "What is the capital of France?", "output": "Paris", "expected": "Paris"},
+    {"id": "q2", "input": "What is 2 + 2?", "output": "5", "expected": "4"},
+]
 
 
 def _run(*args: str | Path, limit: float = RUN_LIMIT_S, **kwargs: Any) -> subprocess.CompletedProcess:
@@ -54,8 +59,11 @@ class Installed:
         self.work = root / "work"
         self.work.mkdir()
         # nothing of this session's environment that could point Python or the judges elsewhere
-        self.env = {name: value for name, value in os.environ.items()
-                    if not name.startswith(("PYTHON", "OPENAI_", "SCORERS_", "VIRTUAL_ENV"))}
+        self.env = {
+            name: value
+            for name, value in os.environ.items()
+            if not name.startswith(("PYTHON", "OPENAI_", "SCORERS_", "VIRTUAL_ENV"))
+        }
         self.env["SCORERS_CACHE_DIR"] = str(root / "judge-cache")
 
     def scorers(self, *args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -73,12 +81,32 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
             shutil.copytree(REPO / name, source / name, ignore=ignore)
         else:
             shutil.copy2(REPO / name, source / name)
-    _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", root / "dist", source,
-         limit=PIP_LIMIT_S, cwd=root)
+    _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-deps",
+        "-w",
+        root / "dist",
+        source,
+        limit=PIP_LIMIT_S,
+        cwd=root,
+    )
     _run(sys.executable, "-m", "venv", root / "venv", limit=PIP_LIMIT_S)
     installed = Installed(root)
-    _run(installed.python, "-m", "pip", "install", "-q", f"{installed.wheel}[aiohttp]", limit=PIP_LIMIT_S, cwd=root,
-         env=installed.env)
+    _run(
+        installed.python,
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        f"{installed.wheel}[aiohttp]",
+        limit=PIP_LIMIT_S,
+        cwd=root,
+        env=installed.env,
+    )
     return installed
 
 
@@ -89,8 +117,11 @@ def _in_wheel(installed: Installed) -> set[str]:
 
 def test_the_wheel_holds_every_module_template_and_py_typed(installed: Installed) -> None:
     names = _in_wheel(installed)
-    modules = {path.relative_to(REPO).as_posix() for path in (REPO / "scorers").rglob("*.py")
-               if "__pycache__" not in path.parts}
+    modules = {
+        path.relative_to(REPO).as_posix()
+        for path in (REPO / "scorers").rglob("*.py")
+        if "__pycache__" not in path.parts
+    }
     assert modules - names == set(), "modules missing from the wheel: is their package in pyproject.toml's list?"
     templates = {f"scorers/judge_templates/{path.name}" for path in (REPO / "templates").glob("*.yaml")}
     prompts = {path.relative_to(REPO).as_posix() for path in (REPO / "scorers/judges/prompts").rglob("*.md")}
@@ -99,11 +130,13 @@ def test_the_wheel_holds_every_module_template_and_py_typed(installed: Installed
 
 
 def test_the_venv_imports_the_installed_package_without_other_extras(installed: Installed) -> None:
-    code = ("import importlib.resources, importlib.util, json, scorers; print(json.dumps({"
-            "'file': scorers.__file__, 'version': scorers.__version__, "
-            "'typed': importlib.resources.files('scorers').joinpath('py.typed').is_file(), "
-            "'missing': [m for m in ('sklearn', 'torch', 'sacrebleu', 'ray', 'pyspark') "
-            "if importlib.util.find_spec(m) is None]}))")
+    code = (
+        "import importlib.resources, importlib.util, json, scorers; print(json.dumps({"
+        "'file': scorers.__file__, 'version': scorers.__version__, "
+        "'typed': importlib.resources.files('scorers').joinpath('py.typed').is_file(), "
+        "'missing': [m for m in ('sklearn', 'torch', 'sacrebleu', 'ray', 'pyspark') "
+        "if importlib.util.find_spec(m) is None]}))"
+    )
     seen = json.loads(_run(installed.python, "-c", code, cwd=installed.work, env=installed.env).stdout)
     assert Path(seen["file"]).is_relative_to(installed.venv), seen["file"]  # not this checkout
     assert seen["version"] == scorers.__version__ and seen["typed"]
@@ -124,8 +157,13 @@ def test_a_text_run_gives_this_checkouts_numbers(installed: Installed) -> None:
     run = installed.scorers("run", rows.name, "-s", "ExactMatch", "-s", "Levenshtein")
     results = [json.loads(line) for line in run.stdout.splitlines()]
     assert [row["id"] for row in results] == ["a", "b", "c"] and "Levenshtein" in run.stderr  # the summary
-    expected = [{name: scorers.get(name)(output=row["output"], expected=row["expected"]).score
-                 for name in ("ExactMatch", "Levenshtein")} for row in TEXT_ROWS]
+    expected = [
+        {
+            name: scorers.get(name)(output=row["output"], expected=row["expected"]).score
+            for name in ("ExactMatch", "Levenshtein")
+        }
+        for row in TEXT_ROWS
+    ]
     assert [row["scores"] for row in results] == expected
     assert expected[1] == {"ExactMatch": 0.0, "Levenshtein": pytest.approx(4 / 7)}
 
@@ -133,8 +171,14 @@ def test_a_text_run_gives_this_checkouts_numbers(installed: Installed) -> None:
 @pytest.fixture
 def loopback(installed: Installed) -> Iterator[dict[str, str]]:
     """``python -m scorers loopback --port 0`` from the venv; yields the environment its export lines give."""
-    process = subprocess.Popen([installed.python, "-m", "scorers", "loopback", "--port", "0"], cwd=installed.work,
-                               env=installed.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    process = subprocess.Popen(
+        [installed.python, "-m", "scorers", "loopback", "--port", "0"],
+        cwd=installed.work,
+        env=installed.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
+    )
     try:
         printed = b""
         with selectors.DefaultSelector() as selector:

@@ -17,6 +17,7 @@ Importing this package imports neither pytest nor any harness.
 ...     assert_score("ExactMatch", 1.0, output="Paris", expected="Paris").score
 1.0
 """
+
 from __future__ import annotations
 
 from .pytest_plugin import assert_score

@@ -16,6 +16,7 @@ Traceback (most recent call last):
 ...
 scorers.errors.ConfigError: ExactMatch does not read a field 'tone' (it reads: output, expected, input, metadata)
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping
@@ -34,8 +35,10 @@ def build_scorer(scorer: Scorer | str, params: Mapping[str, Any]) -> Scorer:
     if not isinstance(scorer, Scorer):
         raise ConfigError(f"not a scorer: {scorer!r}")
     if params:
-        raise ConfigError(f"parameters {sorted(params)} go with a scorer's name, not with an instance: "
-                          f"set them when building {scorer.name}")
+        raise ConfigError(
+            f"parameters {sorted(params)} go with a scorer's name, not with an instance: "
+            f"set them when building {scorer.name}"
+        )
     return scorer
 
 

@@ -47,6 +47,7 @@ In an experiment (``no_send_logs=True`` keeps it local; drop it to log to Braint
     )
     result.summary.scores["ExactMatch"].score   # 1.0
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -56,6 +56,7 @@ install 'scorers[deepeval]'``. The error for a missing field reads:
 >>> print(MissingTestCaseFieldError("ExactMatch", "expected", "expected_output"))
 ExactMatch: field 'expected' is required but the test case has no expected_output (set LLMTestCase(expected_output=...))
 """
+
 from __future__ import annotations
 
 import json
@@ -76,13 +77,24 @@ __all__ = ["DEFAULT_FIELDS", "MissingTestCaseFieldError", "metric", "metric_clas
 
 #: Our field -> the ``LLMTestCase`` attribute it is read from, unless ``fields=`` says otherwise
 #: (``context`` only for scorers that read it).
-DEFAULT_FIELDS = {"input": "input", "output": "actual_output", "expected": "expected_output",
-                  "context": "retrieval_context"}
+DEFAULT_FIELDS = {
+    "input": "input",
+    "output": "actual_output",
+    "expected": "expected_output",
+    "context": "retrieval_context",
+}
 
 
-def metric(scorer: Scorer | str, threshold: float = 0.5, *, fields: Mapping[str, str] | None = None,
-           strict_mode: bool = False, async_mode: bool = True, verbose_mode: bool = False,
-           **params: Any) -> BaseMetric:
+def metric(
+    scorer: Scorer | str,
+    threshold: float = 0.5,
+    *,
+    fields: Mapping[str, str] | None = None,
+    strict_mode: bool = False,
+    async_mode: bool = True,
+    verbose_mode: bool = False,
+    **params: Any,
+) -> BaseMetric:
     """A DeepEval metric scoring with ``scorer`` (an instance, or a registered name built with ``params``).
 
     ``threshold`` is the score a test case needs to pass (DeepEval's usual
@@ -90,8 +102,14 @@ def metric(scorer: Scorer | str, threshold: float = 0.5, *, fields: Mapping[str,
     module's docstring). Needs ``deepeval`` (``pip install 'scorers[deepeval]'``).
     """
     scorer = build_scorer(scorer, params)  # the name is resolved before DeepEval is needed
-    return metric_class()(scorer, threshold=threshold, fields=dict(fields or {}), strict_mode=strict_mode,
-                          async_mode=async_mode, verbose_mode=verbose_mode)
+    return metric_class()(
+        scorer,
+        threshold=threshold,
+        fields=dict(fields or {}),
+        strict_mode=strict_mode,
+        async_mode=async_mode,
+        verbose_mode=verbose_mode,
+    )
 
 
 def _deepeval() -> tuple[type, type, type, type]:
@@ -110,9 +128,13 @@ class MissingTestCaseFieldError(ScorerInputError):
     ``MissingTestCaseParamsError``, built on first use; catch this class or DeepEval's)."""
 
     def __init__(self, scorer: str, field: str, attribute: str) -> None:
-        super().__init__(scorer, field, f"is required but the test case has no {attribute} "
-                                        f"(set LLMTestCase({attribute.split('.')[0]}=...)"
-                                        f"{' or map the field with fields=' if field not in DEFAULT_FIELDS else ''})")
+        super().__init__(
+            scorer,
+            field,
+            f"is required but the test case has no {attribute} "
+            f"(set LLMTestCase({attribute.split('.')[0]}=...)"
+            f"{' or map the field with fields=' if field not in DEFAULT_FIELDS else ''})",
+        )
         self.attribute = attribute
 
 
@@ -140,8 +162,15 @@ def _classes() -> tuple[type, type]:
 
         # DeepEval copies a metric before each run as type(m)(**{name: vars(m)[name] for each __init__
         # parameter}): every argument is kept under an attribute of the same name.
-        def __init__(self, scorer: Scorer, threshold: float = 0.5, fields: dict[str, str] | None = None,
-                     strict_mode: bool = False, async_mode: bool = True, verbose_mode: bool = False) -> None:
+        def __init__(
+            self,
+            scorer: Scorer,
+            threshold: float = 0.5,
+            fields: dict[str, str] | None = None,
+            strict_mode: bool = False,
+            async_mode: bool = True,
+            verbose_mode: bool = False,
+        ) -> None:
             if not isinstance(scorer, Scorer):
                 raise ConfigError(f"not a scorer: {scorer!r}")
             if not is_number(threshold) or not 0 <= threshold <= 1:
@@ -155,12 +184,15 @@ def _classes() -> tuple[type, type]:
             self.include_reason = True
             accepted = scorer.accepted_fields()
             for name, path in self.fields.items():
-                check_field(scorer, name, path,
-                            valid=isinstance(path, str) and path.split(".")[0] in test_case_fields,
-                            wanted=f"name an LLMTestCase attribute or a dotted path into one "
-                                   f"({', '.join(sorted(test_case_fields))})")
-            self._paths = {**{name: path for name, path in DEFAULT_FIELDS.items() if name in accepted},
-                           **self.fields}
+                check_field(
+                    scorer,
+                    name,
+                    path,
+                    valid=isinstance(path, str) and path.split(".")[0] in test_case_fields,
+                    wanted=f"name an LLMTestCase attribute or a dotted path into one "
+                    f"({', '.join(sorted(test_case_fields))})",
+                )
+            self._paths = {**{name: path for name, path in DEFAULT_FIELDS.items() if name in accepted}, **self.fields}
 
         @property
         def __name__(self) -> str:  # DeepEval names the metric's results after it
@@ -175,13 +207,15 @@ def _classes() -> tuple[type, type]:
             return {name: value for name, value in values.items() if value is not ABSENT}
 
         # DeepEval passes _show_indicator and _in_component to every metric; ours shows no progress indicator
-        def measure(self, test_case: LLMTestCase, _show_indicator: bool = True,
-                    _in_component: bool = False) -> float | None:
+        def measure(
+            self, test_case: LLMTestCase, _show_indicator: bool = True, _in_component: bool = False
+        ) -> float | None:
             self._reset()
             return self._record(self.scorer(**self._arguments(test_case)))
 
-        async def a_measure(self, test_case: LLMTestCase, _show_indicator: bool = True,
-                            _in_component: bool = False) -> float | None:
+        async def a_measure(
+            self, test_case: LLMTestCase, _show_indicator: bool = True, _in_component: bool = False
+        ) -> float | None:
             self._reset()
             return self._record(await self.scorer.acall(**self._arguments(test_case)))
 

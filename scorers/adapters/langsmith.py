@@ -59,6 +59,7 @@ tests run it offline over ``langsmith.schemas.Example`` objects)::
         ],
     )
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
@@ -75,9 +76,15 @@ __all__ = ["evaluator", "SOURCES"]
 SOURCES = ("inputs", "outputs", "reference_outputs")
 
 
-def evaluator(scorer: Scorer | str, *, inputs: str | None = None, outputs: str | None = None,
-              reference: str | None = None, fields: Mapping[str, str] | None = None,
-              **params: Any) -> Callable[[dict, dict, dict], dict[str, Any]]:
+def evaluator(
+    scorer: Scorer | str,
+    *,
+    inputs: str | None = None,
+    outputs: str | None = None,
+    reference: str | None = None,
+    fields: Mapping[str, str] | None = None,
+    **params: Any,
+) -> Callable[[dict, dict, dict], dict[str, Any]]:
     """A LangSmith evaluator ``(inputs, outputs, reference_outputs) -> dict`` scoring with ``scorer``.
 
     ``scorer`` is an instance or a registered name (built with ``params``).
@@ -105,18 +112,29 @@ def evaluator(scorer: Scorer | str, *, inputs: str | None = None, outputs: str |
 
     # field -> (source dict, key or dotted path); a None key means "the single key of that dict"
     paths: dict[str, tuple[str, str | None]] = {}
-    for name, source, key in (("input", "inputs", inputs), ("output", "outputs", outputs),
-                              ("expected", "reference_outputs", reference)):
+    for name, source, key in (
+        ("input", "inputs", inputs),
+        ("output", "outputs", outputs),
+        ("expected", "reference_outputs", reference),
+    ):
         if key is not None:
             paths[name] = (source, key)
     for name, spec in (fields or {}).items():
         source, _, key = str(spec).partition(".")
-        check_field(scorer, name, spec, taken=name in paths, valid=source in SOURCES and bool(key),
-                    wanted=f"start with one of {', '.join(s + '.' for s in SOURCES)} and name a key")
+        check_field(
+            scorer,
+            name,
+            spec,
+            taken=name in paths,
+            valid=source in SOURCES and bool(key),
+            wanted=f"start with one of {', '.join(s + '.' for s in SOURCES)} and name a key",
+        )
         paths[name] = (source, key)
-    defaults = {name: (source, None) for name, source in (("input", "inputs"), ("output", "outputs"),
-                                                           ("expected", "reference_outputs"))
-                if name not in paths and name in accepted}
+    defaults = {
+        name: (source, None)
+        for name, source in (("input", "inputs"), ("output", "outputs"), ("expected", "reference_outputs"))
+        if name not in paths and name in accepted
+    }
     required = set(scorer.required_fields())
 
     # LangSmith keys the results it makes up for an evaluator that raised after the def's name in the source
@@ -127,8 +145,11 @@ def evaluator(scorer: Scorer | str, *, inputs: str | None = None, outputs: str |
             for name, (source, key) in paths.items():
                 value = lookup(dicts[source], key)
                 if value is ABSENT:
-                    raise ScorerInputError(scorer.name, name, f"is mapped to {source}.{key}, which this example "
-                                                             f"lacks ({source} has: {_keys(dicts[source])})")
+                    raise ScorerInputError(
+                        scorer.name,
+                        name,
+                        f"is mapped to {source}.{key}, which this example lacks ({source} has: {_keys(dicts[source])})",
+                    )
                 args[name] = value
             for name, (source, _) in defaults.items():
                 given = dicts[source]
@@ -136,14 +157,22 @@ def evaluator(scorer: Scorer | str, *, inputs: str | None = None, outputs: str |
                     args[name] = next(iter(given.values()))
                 elif len(given) > 1 and name in required:
                     argument = {"input": "inputs", "output": "outputs", "expected": "reference"}[name]
-                    raise ConfigError(f"{scorer.name} reads {name!r}: say which key of {source} holds it with "
-                                      f"{argument}=... ({source} has: {_keys(given)})", scorer=scorer.name)
+                    raise ConfigError(
+                        f"{scorer.name} reads {name!r}: say which key of {source} holds it with "
+                        f"{argument}=... ({source} has: {_keys(given)})",
+                        scorer=scorer.name,
+                    )
             result = scorer(**args)
         except ConfigError:
             raise
         except ScorerError as exc:
-            return {"key": scorer.name, "score": None, "comment": f"{type(exc).__name__}: {exc}",
-                    "metadata": {"error": exc.to_dict()}, "extra": {"error": True}}
+            return {
+                "key": scorer.name,
+                "score": None,
+                "comment": f"{type(exc).__name__}: {exc}",
+                "metadata": {"error": exc.to_dict()},
+                "extra": {"error": True},
+            }
         return _as_langsmith(result)
 
     scorers_evaluator.__name__ = scorers_evaluator.__qualname__ = scorer.name

@@ -48,6 +48,7 @@ Scoring needs nothing from promptflow:
 >>> aggregate_scores([line, score_line("ExactMatch", output="Paris", expected="Paris")])
 {'ExactMatch': 0.5, 'Levenshtein': 0.5714285714285714}
 """
+
 from typing import Any, Mapping, Sequence, TypedDict
 
 from ..base import Scorer
@@ -66,8 +67,9 @@ class LineScores(TypedDict):
     metadata: dict
 
 
-def build_scorers(scorers: str | Scorer | Sequence[str | Scorer],
-                  params: Mapping[str, Mapping[str, Any]] | None = None) -> list[Scorer]:
+def build_scorers(
+    scorers: str | Scorer | Sequence[str | Scorer], params: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[Scorer]:
     """Scorer instances from names (a list, or one string of comma-separated names, as ``--init`` gives) or instances.
 
     ``params`` maps a scorer's name to its parameters:
@@ -83,17 +85,23 @@ def build_scorers(scorers: str | Scorer | Sequence[str | Scorer],
     """
     if isinstance(scorers, (str, Scorer)):
         scorers = [scorers]
-    items = [part for item in scorers
-             for part in ([name.strip() for name in item.split(",")] if isinstance(item, str) else [item])]
+    items = [
+        part
+        for item in scorers
+        for part in ([name.strip() for name in item.split(",")] if isinstance(item, str) else [item])
+    ]
     if not items or any(item == "" for item in items):
-        raise ConfigError(f"promptflow adapter: name the scorers, a list or comma-separated names "
-                          f"(python -m scorers list), got {scorers!r}")
+        raise ConfigError(
+            f"promptflow adapter: name the scorers, a list or comma-separated names "
+            f"(python -m scorers list), got {scorers!r}"
+        )
     params = dict(params or {})
     names = [item for item in items if isinstance(item, str)]
     for name in params:
         if name not in names:
-            raise ConfigError(f"promptflow adapter: params for {name!r}, which is not among the scorers "
-                              f"({', '.join(names)})")
+            raise ConfigError(
+                f"promptflow adapter: params for {name!r}, which is not among the scorers ({', '.join(names)})"
+            )
     built = []
     for item in items:
         if isinstance(item, Scorer):
@@ -108,8 +116,14 @@ def build_scorers(scorers: str | Scorer | Sequence[str | Scorer],
     return built
 
 
-def score_line(scorers: str | Scorer | Sequence[str | Scorer], *, output: Any, expected: Any = None,
-               input: Any = None, fields: Mapping[str, Any] | None = None) -> LineScores:
+def score_line(
+    scorers: str | Scorer | Sequence[str | Scorer],
+    *,
+    output: Any,
+    expected: Any = None,
+    input: Any = None,
+    fields: Mapping[str, Any] | None = None,
+) -> LineScores:
     """Score one line with each scorer; ``fields`` holds any other field they read (a judge's variables).
 
     A field that a scorer requires and the line lacks (None) raises
@@ -124,15 +138,20 @@ def score_line(scorers: str | Scorer | Sequence[str | Scorer], *, output: Any, e
     given = {"output": output, "expected": expected, "input": input, **dict(fields or {})}
     unread = [name for name in fields or {} if not any(name in s.accepted_fields() for s in built)]
     if unread:
-        raise ConfigError(f"promptflow adapter: no scorer among {', '.join(s.name for s in built)} reads a field "
-                          f"{unread[0]!r}")
+        raise ConfigError(
+            f"promptflow adapter: no scorer among {', '.join(s.name for s in built)} reads a field {unread[0]!r}"
+        )
     result = LineScores(scores={}, metadata={})
     for scorer in built:
         for f in scorer.fields:
             if f.required and not f.nullable and given.get(f.name) is None:
-                raise ScorerInputError(scorer.name, f.name, f"is required but this line has no value for it (map a "
-                                                            f"data column to it, e.g. --column-mapping "
-                                                            f"{f.name}='${{data.<column>}}')")
+                raise ScorerInputError(
+                    scorer.name,
+                    f.name,
+                    f"is required but this line has no value for it (map a "
+                    f"data column to it, e.g. --column-mapping "
+                    f"{f.name}='${{data.<column>}}')",
+                )
         accepted = scorer.accepted_fields()
         score = scorer(**{name: value for name, value in given.items() if name in accepted})
         result["scores"][score.name] = score.score
@@ -145,8 +164,10 @@ def aggregate_scores(lines: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     totals: dict[str, list[float]] = {}
     for line in lines:
         if not isinstance(line, Mapping) or not isinstance(line.get("scores"), Mapping):
-            raise ConfigError(f"promptflow adapter: the aggregation takes the line results of score_line, "
-                              f"dicts with 'scores', got {line!r}")
+            raise ConfigError(
+                f"promptflow adapter: the aggregation takes the line results of score_line, "
+                f"dicts with 'scores', got {line!r}"
+            )
         for name, value in line["scores"].items():
             totals.setdefault(name, [])
             if value is not None:
@@ -184,8 +205,13 @@ class ScorerFlow:
     def __init__(self, scorers: str, params: dict = None) -> None:  # type: ignore[assignment]
         self.scorers = build_scorers(scorers, params)
 
-    def __call__(self, output: str, expected: str = None, input: str = None,  # type: ignore[assignment]
-                 fields: dict = None) -> LineScores:  # type: ignore[assignment]
+    def __call__(
+        self,
+        output: str,
+        expected: str = None,
+        input: str = None,  # type: ignore[assignment]
+        fields: dict = None,
+    ) -> LineScores:  # type: ignore[assignment]
         return score_line(self.scorers, output=output, expected=expected, input=input, fields=fields)
 
     def __aggregate__(self, line_results: list) -> dict:

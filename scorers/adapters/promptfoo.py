@@ -61,6 +61,7 @@ Traceback (most recent call last):
 ...
 scorers.errors.UnknownScorerError: ...
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping
@@ -88,9 +89,11 @@ def assertion_file() -> str:
     # promptfoo `type: python` assertion: scores with the scorers named in its config (see scorers.adapters.promptfoo)
     from scorers.adapters.promptfoo import get_assert  # noqa: F401
     """
-    return ("# promptfoo `type: python` assertion: scores with the scorers named in its config "
-            "(see scorers.adapters.promptfoo)\n"
-            "from scorers.adapters.promptfoo import get_assert  # noqa: F401\n")
+    return (
+        "# promptfoo `type: python` assertion: scores with the scorers named in its config "
+        "(see scorers.adapters.promptfoo)\n"
+        "from scorers.adapters.promptfoo import get_assert  # noqa: F401\n"
+    )
 
 
 def get_assert(output: Any, context: Mapping[str, Any]) -> dict[str, Any]:
@@ -115,8 +118,15 @@ def get_assert(output: Any, context: Mapping[str, Any]) -> dict[str, Any]:
         except ConfigError:
             raise
         except ScorerError as exc:
-            components.append({"pass": False, "score": None, "reason": f"{scorer.name}: {type(exc).__name__}: {exc}",
-                               "scorer": scorer.name, "error": exc.to_dict()})
+            components.append(
+                {
+                    "pass": False,
+                    "score": None,
+                    "reason": f"{scorer.name}: {type(exc).__name__}: {exc}",
+                    "scorer": scorer.name,
+                    "error": exc.to_dict(),
+                }
+            )
             continue
         components.append(_component(score, threshold))
         if score.score is not None:
@@ -131,8 +141,7 @@ def get_assert(output: Any, context: Mapping[str, Any]) -> dict[str, Any]:
     reason = "; ".join(c["reason"] for c in components)
     if not scored and passed:
         reason = f"skipped: no scorer applies to this test ({reason})"
-    return {"pass": passed, "score": overall, "reason": reason, "namedScores": named,
-            "componentResults": components}
+    return {"pass": passed, "score": overall, "reason": reason, "namedScores": named, "componentResults": components}
 
 
 def _parse_config(config: Mapping[str, Any]) -> tuple[list[Scorer], dict[str, float], dict[str, str]]:
@@ -145,8 +154,10 @@ def _parse_config(config: Mapping[str, Any]) -> tuple[list[Scorer], dict[str, fl
     if isinstance(names, str):
         names = [names]
     if not names or not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise ConfigError("promptfoo assertion: config needs 'scorers', a scorer name or a list of names "
-                          f"(python -m scorers list), got {names!r}")
+        raise ConfigError(
+            "promptfoo assertion: config needs 'scorers', a scorer name or a list of names "
+            f"(python -m scorers list), got {names!r}"
+        )
 
     params = config.get("params") or {}
     if not isinstance(params, Mapping):
@@ -170,8 +181,9 @@ def _parse_config(config: Mapping[str, Any]) -> tuple[list[Scorer], dict[str, fl
         raise ConfigError("promptfoo assertion: 'output' is always promptfoo's output and cannot be mapped")
     for field in mapping:
         if not any(field in s.accepted_fields() for s in scorers):
-            raise ConfigError(f"promptfoo assertion: map[{field!r}]: no scorer in {', '.join(seen)} reads a field "
-                              f"{field!r}")
+            raise ConfigError(
+                f"promptfoo assertion: map[{field!r}]: no scorer in {', '.join(seen)} reads a field {field!r}"
+            )
     return scorers, thresholds, dict(mapping)
 
 
@@ -182,8 +194,9 @@ def _thresholds(spec: Any, names: list[str], scorers: list[Scorer]) -> dict[str,
         default = spec.pop("default", DEFAULT_THRESHOLD)
         for name in spec:
             if name not in by_name:
-                raise ConfigError(f"promptfoo assertion: threshold for {name!r}, which is not in scorers "
-                                  f"({', '.join(names)})")
+                raise ConfigError(
+                    f"promptfoo assertion: threshold for {name!r}, which is not in scorers ({', '.join(names)})"
+                )
         values = {by_name[n]: spec.get(n, default) for n in names}
     else:
         values = {by_name[n]: spec for n in names}
@@ -201,8 +214,12 @@ def _arguments(scorer: Scorer, output: Any, variables: Mapping[str, Any], mappin
         if field in mapping:
             value = lookup(variables, mapping[field])
             if value is ABSENT:
-                raise ScorerInputError(scorer.name, field, f"is mapped to the var {mapping[field]!r}, which this test "
-                                                           f"lacks (vars: {', '.join(map(str, variables)) or 'none'})")
+                raise ScorerInputError(
+                    scorer.name,
+                    field,
+                    f"is mapped to the var {mapping[field]!r}, which this test "
+                    f"lacks (vars: {', '.join(map(str, variables)) or 'none'})",
+                )
             args[field] = value
         elif field in variables:
             args[field] = variables[field]

@@ -26,6 +26,7 @@ AssertionError: ExactMatch scored 0.0, below the threshold 1.0
 >>> [(call["scorer"], call["score"], call["passed"]) for call in calls]
 [('Levenshtein', 0.5714285714285714, True), ('ExactMatch', 0.0, False)]
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -47,8 +48,10 @@ try:  # pluggy comes with pytest; without it the hooks below are plain functions
 
     hookimpl = HookimplMarker("pytest")
 except ImportError:  # pragma: no cover
+
     def hookimpl(**_: Any) -> Any:
         return lambda function: function
+
 
 if TYPE_CHECKING:
     import pytest
@@ -90,15 +93,22 @@ def assert_score(scorer: Scorer | str, threshold: float, /, **fields: Any) -> Sc
 
         scorer = get(scorer)
     elif not isinstance(scorer, Scorer):
-        raise TypeError(f"assert_score: scorer must be a scorers.Scorer or a registered name, "
-                        f"got {type(scorer).__name__}")
-    call: dict[str, Any] = {"nodeid": _current_nodeid(), "scorer": scorer.name, "score": None,
-                            "threshold": threshold, "passed": False}
+        raise TypeError(
+            f"assert_score: scorer must be a scorers.Scorer or a registered name, got {type(scorer).__name__}"
+        )
+    call: dict[str, Any] = {
+        "nodeid": _current_nodeid(),
+        "scorer": scorer.name,
+        "score": None,
+        "threshold": threshold,
+        "passed": False,
+    }
     try:
         result = scorer(**fields)
     except Exception as exc:
-        call["error"] = exc.to_dict() if isinstance(exc, ScorerError) else {"type": type(exc).__name__,
-                                                                          "message": str(exc)}
+        call["error"] = (
+            exc.to_dict() if isinstance(exc, ScorerError) else {"type": type(exc).__name__, "message": str(exc)}
+        )
         _record(call)
         raise
     call["score"] = result.score
@@ -212,13 +222,22 @@ def summarize(calls: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def _table(summary: dict[str, dict[str, Any]]) -> list[str]:
     header = ("scorer", "calls", "mean", "min", "failures", "skipped", "errors")
     rows = [header] + [
-        (name, str(s["calls"]), _number(s["mean"]), _number(s["min"]), str(s["failures"]), str(s["skipped"]),
-         str(s["errors"]))
+        (
+            name,
+            str(s["calls"]),
+            _number(s["mean"]),
+            _number(s["min"]),
+            str(s["failures"]),
+            str(s["skipped"]),
+            str(s["errors"]),
+        )
         for name, s in summary.items()
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return ["  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
-            .rstrip() for row in rows]
+    return [
+        "  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)).rstrip()
+        for row in rows
+    ]
 
 
 def _number(value: float | None) -> str:
@@ -235,9 +254,13 @@ def _is_worker(config: "pytest.Config") -> bool:
 
 def pytest_addoption(parser: "pytest.Parser") -> None:
     group = parser.getgroup("scorers", "scorers: assert_score reports")
-    group.addoption("--scorers-report", metavar="PATH", default=None,
-                    help="write the assert_score calls and a per-scorer summary to PATH as JSON "
-                         "(only when a test called assert_score)")
+    group.addoption(
+        "--scorers-report",
+        metavar="PATH",
+        default=None,
+        help="write the assert_score calls and a per-scorer summary to PATH as JSON "
+        "(only when a test called assert_score)",
+    )
 
 
 @functools.cache
@@ -285,7 +308,7 @@ class _Session:
         outcome = yield
         if _is_worker(self.config) and len(self.calls) > self.forwarded:
             with _lock:
-                new, self.forwarded = self.calls[self.forwarded:], len(self.calls)
+                new, self.forwarded = self.calls[self.forwarded :], len(self.calls)
             setattr(outcome.get_result(), _REPORT_ATTRIBUTE, new)  # type: ignore[attr-defined]
 
     def pytest_runtest_logreport(self, report: "pytest.TestReport") -> None:

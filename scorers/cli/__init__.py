@@ -11,6 +11,7 @@ scorer that failed on every row); 130 interrupted (Ctrl-C), 143 terminated
 One module per command (``run``, ``catalog``: list and show, ``check``: check and
 schema, ...), each with its ``COMMANDS``; :mod:`scorers.cli.parser` holds the table.
 """
+
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """What the commands share: the exit codes epilog, KEY=VALUE options, --price and -p NAME.KEY=VALUE."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """``list`` and ``show``: the registered scorers."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,7 +15,9 @@ from ._common import Command
 
 def add_list(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
     p_list = sub.add_parser("list", help="list the registered scorers", parents=[templates])
-    p_list.add_argument("--json", action="store_true", help="print a JSON array of {name, kind, description, required, ...}")
+    p_list.add_argument(
+        "--json", action="store_true", help="print a JSON array of {name, kind, description, required, ...}"
+    )
     p_list.add_argument("--kind", help="only scorers of this kind (heuristic, text, embedding, llm, ...)")
 
 
@@ -38,9 +41,15 @@ def cmd_list(args: argparse.Namespace) -> int:
             entry_error = str(exc)
         else:
             entry_error = None
-        row = {"name": entry.name, "kind": entry.kind, "description": entry.description,
-               "required": required, "aliases": list(entry.aliases), "source": entry.source,
-               "higher_is_better": entry.higher_is_better}
+        row = {
+            "name": entry.name,
+            "kind": entry.kind,
+            "description": entry.description,
+            "required": required,
+            "aliases": list(entry.aliases),
+            "source": entry.source,
+            "higher_is_better": entry.higher_is_better,
+        }
         if entry_error:
             row["error"] = entry_error
         rows.append(row)
@@ -52,8 +61,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     required = max((len(", ".join(r["required"])) for r in rows), default=8)
     print(f"{'NAME':<{width}}  {'KIND':<{kinds}}  {'REQUIRED':<{required}}  DESCRIPTION")
     for r in rows:
-        print(f"{r['name']:<{width}}  {r['kind']:<{kinds}}  {', '.join(r['required']):<{required}}  "
-              f"{r.get('error') or r['description']}")
+        print(
+            f"{r['name']:<{width}}  {r['kind']:<{kinds}}  {', '.join(r['required']):<{required}}  "
+            f"{r.get('error') or r['description']}"
+        )
     return 0
 
 
@@ -71,8 +82,12 @@ def describe(scorer: Scorer, aliases: Sequence[str] = ()) -> str:
                 lines.append(f"  [{role}]")
                 lines += [f"    {line}" for line in content.rstrip("\n").splitlines()]
             lines.append("")
-        lines += [f"kind: {details.get('kind', 'classifier')}", "",
-                  inspect.cleandoc(type(scorer).__doc__ or "").split("\n\n")[0], ""]
+        lines += [
+            f"kind: {details.get('kind', 'classifier')}",
+            "",
+            inspect.cleandoc(type(scorer).__doc__ or "").split("\n\n")[0],
+            "",
+        ]
         if "choice_scores" in details:
             lines.append("choice_scores:")
             lines += [f"  {choice}: {value}" for choice, value in details["choice_scores"].items()]

@@ -1,4 +1,5 @@
 """``check`` and ``schema``: judge template files."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,13 +11,17 @@ from ._common import Command
 
 def add_check(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
     p_check = sub.add_parser("check", help="validate judge templates (YAML); report every problem with file and key")
-    p_check.add_argument("paths", nargs="*", metavar="PATH",
-                         help="template files or directories (default: built-in, SCORERS_TEMPLATES)")
+    p_check.add_argument(
+        "paths", nargs="*", metavar="PATH", help="template files or directories (default: built-in, SCORERS_TEMPLATES)"
+    )
 
 
 def add_schema(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
-    sub.add_parser("schema", help="print the JSON Schema of judge template files (for editors: "
-                                  "python -m scorers schema > templates.schema.json)")
+    sub.add_parser(
+        "schema",
+        help="print the JSON Schema of judge template files (for editors: "
+        "python -m scorers schema > templates.schema.json)",
+    )
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -27,8 +32,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     for problem in problems:
         print(problem, file=sys.stderr)
     files = len(template_files(paths))
-    print(f"{files} template file{'s' if files != 1 else ''} checked, {len(problems)} problem{'s' if len(problems) != 1 else ''}",
-          file=sys.stderr)
+    print(
+        f"{files} template file{'s' if files != 1 else ''} checked, {len(problems)} problem{'s' if len(problems) != 1 else ''}",
+        file=sys.stderr,
+    )
     return 1 if problems else 0
 
 

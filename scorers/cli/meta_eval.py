@@ -1,4 +1,5 @@
 """``meta-eval``: how well a judge agrees with human labels."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,23 +15,49 @@ from ._common import EXIT_CODES, Command, parse_pairs, scorer_params
 
 def add_meta_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
     p_meta = sub.add_parser(
-        "meta-eval", help="does a judge agree with human labels? accuracy, kappa, correlations, confusion",
-        parents=[templates], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_CODES,
+        "meta-eval",
+        help="does a judge agree with human labels? accuracy, kappa, correlations, confusion",
+        parents=[templates],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXIT_CODES,
         description="Run one judge over DATA, whose rows carry a human label, and report agreement with "
-                    "bootstrap confidence intervals (JSON to -o, a table on stderr; see scorers.stats.metaeval).")
+        "bootstrap confidence intervals (JSON to -o, a table on stderr; see scorers.stats.metaeval).",
+    )
     p_meta.add_argument("data", help="labelled rows (.jsonl, .json array, .csv/.tsv), or - for JSONL on stdin")
     p_meta.add_argument("-s", "--scorer", required=True, dest="judge", metavar="JUDGE", help="the judge to grade")
     p_meta.add_argument("--label", required=True, metavar="FIELD", help="field (or dotted path) of the human label")
-    p_meta.add_argument("--label-scores", metavar="MAP",
-                        help="label scores in [0, 1]: Y=1,N=0 or JSON (default: the judge's choice_scores or scale)")
-    p_meta.add_argument("--samples", type=int, default=1, metavar="K",
-                        help="judge each row K times (needs temperature > 0) and report stability")
-    p_meta.add_argument("--swap", action="store_true",
-                        help="pairwise judges: ask each pair in both orders; report position bias and consistency")
-    p_meta.add_argument("-p", "--param", action="append", default=[], metavar="JUDGE.KEY=VALUE",
-                        help="judge parameter, VALUE parsed as YAML (e.g. -p Factuality.temperature=0.7)")
-    p_meta.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
-                        help="take a judge field from another column or dotted path")
+    p_meta.add_argument(
+        "--label-scores",
+        metavar="MAP",
+        help="label scores in [0, 1]: Y=1,N=0 or JSON (default: the judge's choice_scores or scale)",
+    )
+    p_meta.add_argument(
+        "--samples",
+        type=int,
+        default=1,
+        metavar="K",
+        help="judge each row K times (needs temperature > 0) and report stability",
+    )
+    p_meta.add_argument(
+        "--swap",
+        action="store_true",
+        help="pairwise judges: ask each pair in both orders; report position bias and consistency",
+    )
+    p_meta.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="JUDGE.KEY=VALUE",
+        help="judge parameter, VALUE parsed as YAML (e.g. -p Factuality.temperature=0.7)",
+    )
+    p_meta.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="FIELD=COLUMN",
+        help="take a judge field from another column or dotted path",
+    )
     p_meta.add_argument("--key", metavar="FIELD", help="field naming each row in the report (e.g. id)")
     p_meta.add_argument("-o", "--output", metavar="META.json", help="report file (default: stdout)")
     p_meta.add_argument("--format", choices=["jsonl", "json", "csv"], help="input format (default: from the extension)")
@@ -75,11 +102,19 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
             raise ConfigError(f"--swap: {args.judge} is not a pairwise judge (kind: pairwise)")
         params["swap"] = True
     judge = registry.get(args.judge, **params)
-    report = meta_evaluate(read_rows(args.data, args.format), judge, label=args.label,
-                           label_scores=_label_scores(args.label_scores) if args.label_scores else None,
-                           samples=args.samples, key=args.key, mapping=dict(parse_pairs(args.map, "--map")),
-                           concurrency=args.concurrency, resamples=args.resamples, confidence=args.confidence,
-                           seed=args.seed)
+    report = meta_evaluate(
+        read_rows(args.data, args.format),
+        judge,
+        label=args.label,
+        label_scores=_label_scores(args.label_scores) if args.label_scores else None,
+        samples=args.samples,
+        key=args.key,
+        mapping=dict(parse_pairs(args.map, "--map")),
+        concurrency=args.concurrency,
+        resamples=args.resamples,
+        confidence=args.confidence,
+        seed=args.seed,
+    )
     text = json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str)
     if args.output and args.output != "-":
         Path(args.output).write_text(text + "\n", encoding="utf-8")

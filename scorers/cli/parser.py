@@ -1,4 +1,5 @@
 """The parser of ``python -m scorers``: one subparser per command, from the table of command modules."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,7 +8,9 @@ from .. import __version__
 from . import catalog, check, compare, loopback, meta_eval, promptfoo, report, run
 from ._common import EXIT_CODES, Command
 
-EPILOG = EXIT_CODES + """
+EPILOG = (
+    EXIT_CODES
+    + """
 examples:
   python -m scorers list
   python -m scorers show Levenshtein
@@ -15,6 +18,7 @@ examples:
   python -m scorers run data.csv -s Levenshtein --map output=response --map expected=reference \\
       -o scored.jsonl --threshold Levenshtein=0.8 --resume
 """
+)
 
 # Every command, in the order `--help` lists them: adding a command is a module with its COMMANDS and a line here
 # (and its name in USAGE).
@@ -42,13 +46,21 @@ def build_parser() -> argparse.ArgumentParser:
     'show'
     """
     parser = argparse.ArgumentParser(
-        prog="scorers", description="Score the outputs of LLM applications.", epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        prog="scorers",
+        description="Score the outputs of LLM applications.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"scorers {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(USAGE) + "}")
     templates = argparse.ArgumentParser(add_help=False)
-    templates.add_argument("--templates", action="append", default=[], metavar="DIR",
-                           help="also register the judge templates in DIR (repeatable; like SCORERS_TEMPLATES)")
+    templates.add_argument(
+        "--templates",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also register the judge templates in DIR (repeatable; like SCORERS_TEMPLATES)",
+    )
     for command in COMMANDS.values():
         command.add_parser(sub, templates)
     return parser

@@ -1,4 +1,5 @@
 """``promptfoo init``: write the assertion file of promptfoo's ``type: python``."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,11 +11,16 @@ from ._common import Command
 
 
 def add_promptfoo(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
-    p_promptfoo = sub.add_parser("promptfoo", help="promptfoo: `init [PATH]` writes the assertion file for "
-                                                   "`type: python`, `value: file://PATH`")
+    p_promptfoo = sub.add_parser(
+        "promptfoo", help="promptfoo: `init [PATH]` writes the assertion file for `type: python`, `value: file://PATH`"
+    )
     p_promptfoo.add_argument("action", choices=["init"])
-    p_promptfoo.add_argument("path", nargs="?", metavar="PATH",
-                             help="file to write (default: scorers_assert.py); an existing different file is kept")
+    p_promptfoo.add_argument(
+        "path",
+        nargs="?",
+        metavar="PATH",
+        help="file to write (default: scorers_assert.py); an existing different file is kept",
+    )
 
 
 def cmd_promptfoo(args: argparse.Namespace) -> int:
@@ -27,9 +33,12 @@ def cmd_promptfoo(args: argparse.Namespace) -> int:
     if path.exists() and path.read_text(encoding="utf-8") != text:
         raise ConfigError(f"{path} exists and is not the scorers assertion file: remove it or give another PATH")
     path.write_text(text, encoding="utf-8")
-    print(f"wrote {path}; in promptfooconfig.yaml:\n"
-          f"  assert:\n    - type: python\n      value: file://{path}\n"
-          f"      config: {{scorers: [ExactMatch, Levenshtein], threshold: 0.8}}", file=sys.stderr)
+    print(
+        f"wrote {path}; in promptfooconfig.yaml:\n"
+        f"  assert:\n    - type: python\n      value: file://{path}\n"
+        f"      config: {{scorers: [ExactMatch, Levenshtein], threshold: 0.8}}",
+        file=sys.stderr,
+    )
     return 0
 
 

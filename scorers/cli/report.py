@@ -1,4 +1,5 @@
 """``report``: one self-contained HTML report of results files."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,28 +9,54 @@ from ._common import Command, parse_pairs, parse_prices
 
 
 def add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
-    p_report = sub.add_parser("report", help="write one self-contained HTML report of results files (the first is "
-                                             "the baseline of the comparison)")
+    p_report = sub.add_parser(
+        "report",
+        help="write one self-contained HTML report of results files (the first is the baseline of the comparison)",
+    )
     p_report.add_argument("results", nargs="*", metavar="RESULTS.jsonl", help="results files of `run`")
-    p_report.add_argument("--meta-eval", action="append", default=[], dest="meta_evals", metavar="META.json",
-                          help="also show a meta-eval file (agreement figures, confusion heat map); repeatable")
+    p_report.add_argument(
+        "--meta-eval",
+        action="append",
+        default=[],
+        dest="meta_evals",
+        metavar="META.json",
+        help="also show a meta-eval file (agreement figures, confusion heat map); repeatable",
+    )
     p_report.add_argument("-o", "--output", required=True, metavar="REPORT.html", help="HTML file to write")
-    p_report.add_argument("--key", metavar="FIELD",
-                          help="compare rows matched by this field (default: by position), as `compare --key`")
-    p_report.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
-                          help="column shown as input/output/expected (e.g. --map output=response)")
-    p_report.add_argument("--price", action="append", default=[], metavar="MODEL=IN,OUT",
-                          help="USD per 1M input and output tokens of MODEL, for the judges' cost estimate")
-    p_report.add_argument("--lowest", type=int, default=10, metavar="N",
-                          help="lowest-scoring rows listed per scorer (default: 10)")
+    p_report.add_argument(
+        "--key", metavar="FIELD", help="compare rows matched by this field (default: by position), as `compare --key`"
+    )
+    p_report.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="FIELD=COLUMN",
+        help="column shown as input/output/expected (e.g. --map output=response)",
+    )
+    p_report.add_argument(
+        "--price",
+        action="append",
+        default=[],
+        metavar="MODEL=IN,OUT",
+        help="USD per 1M input and output tokens of MODEL, for the judges' cost estimate",
+    )
+    p_report.add_argument(
+        "--lowest", type=int, default=10, metavar="N", help="lowest-scoring rows listed per scorer (default: 10)"
+    )
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from ..report import write_report
 
-    out = write_report(args.results, args.output, meta_evals=args.meta_evals, key=args.key,
-                       mapping=dict(parse_pairs(args.map, "--map")),
-                       prices=parse_prices(args.price) if args.price else None, lowest=args.lowest)
+    out = write_report(
+        args.results,
+        args.output,
+        meta_evals=args.meta_evals,
+        key=args.key,
+        mapping=dict(parse_pairs(args.map, "--map")),
+        prices=parse_prices(args.price) if args.price else None,
+        lowest=args.lowest,
+    )
     print(f"wrote {out}", file=sys.stderr)
     return 0
 

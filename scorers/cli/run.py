@@ -1,4 +1,5 @@
 """``run``: score a file into a durable results file, with resume, thresholds and a summary."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,8 +10,8 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ..base import Scorer
-from ..errors import ConfigError, DataError
 from ..engines import ParquetResultWriter, read_input
+from ..errors import ConfigError, DataError
 from ..io import ResultWriter, count_rows, escaped_key, read_completed, record_matches
 from ..registry import registry
 from ..runner import RowResult, Summary, evaluate, resolve_scorers
@@ -19,48 +20,97 @@ from ._common import EXIT_CODES, Command, parse_pairs, parse_prices, scorer_para
 
 def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
     p_run = sub.add_parser(
-        "run", help="score a JSONL / JSON / CSV file", formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=[templates], epilog=EXIT_CODES,
+        "run",
+        help="score a JSONL / JSON / CSV file",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[templates],
+        epilog=EXIT_CODES,
         description="Score every row of DATA with the given scorers. Each output line holds the row's fields, "
-                    "\"scores\": {name: float|null}, where a scorer failed on that row \"errors\": "
-                    "{name: {type, message}}, and where a scorer has a corpus figure its row statistics "
-                    "(\"stats\"). A summary table goes to stderr.")
+        '"scores": {name: float|null}, where a scorer failed on that row "errors": '
+        "{name: {type, message}}, and where a scorer has a corpus figure its row statistics "
+        '("stats"). A summary table goes to stderr.',
+    )
     p_run.add_argument("data", help="input file (.jsonl, .json array, .csv/.tsv), or - for JSONL on stdin")
-    p_run.add_argument("-s", "--scorer", action="append", required=True, dest="scorers", metavar="NAME",
-                       help="scorer to run (repeatable); see `list`")
-    p_run.add_argument("-p", "--param", action="append", default=[], metavar="NAME.KEY=VALUE",
-                       help="scorer parameter, VALUE parsed as YAML (e.g. -p BLEU.tokenize=intl)")
-    p_run.add_argument("-o", "--output", metavar="OUT.jsonl",
-                       help="results file (default: stdout); a .parquet name writes Parquet")
-    p_run.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
-                       help="take a scorer field from another column or dotted path (e.g. --map output=response)")
-    p_run.add_argument("--threshold", action="append", default=[], metavar="NAME=LIMIT",
-                       help="fail (exit 1) when NAME's mean score is below LIMIT (above it for a lower-is-better "
-                            "scorer such as Hallucination; see list --json)")
+    p_run.add_argument(
+        "-s",
+        "--scorer",
+        action="append",
+        required=True,
+        dest="scorers",
+        metavar="NAME",
+        help="scorer to run (repeatable); see `list`",
+    )
+    p_run.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME.KEY=VALUE",
+        help="scorer parameter, VALUE parsed as YAML (e.g. -p BLEU.tokenize=intl)",
+    )
+    p_run.add_argument(
+        "-o", "--output", metavar="OUT.jsonl", help="results file (default: stdout); a .parquet name writes Parquet"
+    )
+    p_run.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="FIELD=COLUMN",
+        help="take a scorer field from another column or dotted path (e.g. --map output=response)",
+    )
+    p_run.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="NAME=LIMIT",
+        help="fail (exit 1) when NAME's mean score is below LIMIT (above it for a lower-is-better "
+        "scorer such as Hallucination; see list --json)",
+    )
     p_run.add_argument("--resume", action="store_true", help="continue an interrupted run: skip rows already in OUT")
-    p_run.add_argument("--format", choices=["jsonl", "json", "csv", "parquet"],
-                       help="input format (default: from the extension)")
+    p_run.add_argument(
+        "--format", choices=["jsonl", "json", "csv", "parquet"], help="input format (default: from the extension)"
+    )
     p_run.add_argument("--concurrency", type=int, default=16, help="in-flight async (LLM) calls (default: 16)")
-    p_run.add_argument("--workers", type=int, default=1,
-                       help="processes for the CPU-bound scorers (default: 1, in this process); judges stay async; "
-                            "with --engine, the engine's workers")
-    p_run.add_argument("--engine", choices=["local", "ray", "spark"], default="local",
-                       help="where to score: this machine (default), Ray Data or Spark (pip install 'scorers[ray]' "
-                            "/ 'scorers[spark]')")
+    p_run.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes for the CPU-bound scorers (default: 1, in this process); judges stay async; "
+        "with --engine, the engine's workers",
+    )
+    p_run.add_argument(
+        "--engine",
+        choices=["local", "ray", "spark"],
+        default="local",
+        help="where to score: this machine (default), Ray Data or Spark (pip install 'scorers[ray]' "
+        "/ 'scorers[spark]')",
+    )
     p_run.add_argument("--address", help="--engine ray: the cluster to join (e.g. auto; default: start a local one)")
     p_run.add_argument("--master", help="--engine spark: the master (default: local[WORKERS,3], retrying lost tasks)")
-    p_run.add_argument("--ordered", action="store_true",
-                       help="--engine ray/spark: write rows in input order (default: as they finish; local runs "
-                            "are always in order)")
+    p_run.add_argument(
+        "--ordered",
+        action="store_true",
+        help="--engine ray/spark: write rows in input order (default: as they finish; local runs are always in order)",
+    )
     p_run.add_argument("--model", help="model of the LLM judges (default: SCORERS_MODEL, else the library default)")
     p_run.add_argument("--no-cache", action="store_true", help="do not read or write the LLM judge cache")
-    p_run.add_argument("--price", action="append", default=[], metavar="MODEL=IN,OUT",
-                       help="USD per 1M input and output tokens of MODEL, for the summary's cost estimate")
+    p_run.add_argument(
+        "--price",
+        action="append",
+        default=[],
+        metavar="MODEL=IN,OUT",
+        help="USD per 1M input and output tokens of MODEL, for the summary's cost estimate",
+    )
     p_run.add_argument("--metadata", action="store_true", help="also write each score's metadata (metadata_scores)")
     p_run.add_argument("--summary-json", metavar="PATH", help="also write the summary as JSON")
     p_run.add_argument("--fail-on-error", action="store_true", help="exit 1 when any row has a scorer error")
-    p_run.add_argument("--progress", dest="progress", action="store_true", default=None,
-                       help="force the progress bar (default: only when stderr is a terminal)")
+    p_run.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="force the progress bar (default: only when stderr is a terminal)",
+    )
     p_run.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
 
 
@@ -76,17 +126,26 @@ def _resume_from(out: str, rows: Iterator[dict[str, Any]], scorers: Sequence[Sco
         if written != wanted:
             missing = [n for n in wanted if n not in written]
             extra = [n for n in written if n not in wanted]
-            differences = "; ".join(part for part in (
-                f"not in {out}: {', '.join(missing)}" if missing else "",
-                f"only in {out}: {', '.join(extra)}" if extra else "",
-                "the same scorers in another order" if not missing and not extra else "") if part)
-            raise ConfigError(f"{out}:{i + 1}: was scored with -s {' -s '.join(written)}, this run asks for "
-                              f"-s {' -s '.join(wanted)} ({differences}); resume with the same scorers, "
-                              "or write to a new file")
+            differences = "; ".join(
+                part
+                for part in (
+                    f"not in {out}: {', '.join(missing)}" if missing else "",
+                    f"only in {out}: {', '.join(extra)}" if extra else "",
+                    "the same scorers in another order" if not missing and not extra else "",
+                )
+                if part
+            )
+            raise ConfigError(
+                f"{out}:{i + 1}: was scored with -s {' -s '.join(written)}, this run asks for "
+                f"-s {' -s '.join(wanted)} ({differences}); resume with the same scorers, "
+                "or write to a new file"
+            )
         try:
             row = next(rows)
         except StopIteration:
-            raise DataError(f"{out} holds {len(previous)} rows but the input has only {i}; refusing to resume") from None
+            raise DataError(
+                f"{out} holds {len(previous)} rows but the input has only {i}; refusing to resume"
+            ) from None
         if not record_matches(record, row):
             raise DataError(f"{out}:{i + 1}: does not match input row {i + 1}; is it the results of another file?")
     return previous
@@ -102,14 +161,18 @@ def _print_summary(summary: Summary, stream: Any) -> None:
 
     table = summary.scorers
     width = max([len(n) for n in table] + [6])
-    print(f"\n{'scorer':<{width}}  {'n':>6}  {'mean':>7}  {'stdev':>7}  {'min':>7}  {'max':>7}  {'skipped':>7}  {'errors':>6}",
-          file=stream)
+    print(
+        f"\n{'scorer':<{width}}  {'n':>6}  {'mean':>7}  {'stdev':>7}  {'min':>7}  {'max':>7}  {'skipped':>7}  {'errors':>6}",
+        file=stream,
+    )
     for name, fig in table.items():
-        print(f"{name:<{width}}  {fmt(fig['n']):>6}  {fmt(fig['mean']):>7}  {fmt(fig['stdev']):>7}  {fmt(fig['min']):>7}  "
-              f"{fmt(fig['max']):>7}  {fmt(fig['skipped']):>7}  {fmt(fig['errors']):>6}", file=stream)
+        print(
+            f"{name:<{width}}  {fmt(fig['n']):>6}  {fmt(fig['mean']):>7}  {fmt(fig['stdev']):>7}  {fmt(fig['min']):>7}  "
+            f"{fmt(fig['max']):>7}  {fmt(fig['skipped']):>7}  {fmt(fig['errors']):>6}",
+            file=stream,
+        )
     for name, fig in table.items():
-        extras = {k: v for k, v in fig.items()
-                  if k not in ("n", "mean", "stdev", "min", "max", "skipped", "errors")}
+        extras = {k: v for k, v in fig.items() if k not in ("n", "mean", "stdev", "min", "max", "skipped", "errors")}
         if extras:
             print(f"{name}:", file=stream)
             for key, value in extras.items():
@@ -167,13 +230,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not args.output or args.output == "-" or parquet_out:
             raise ConfigError("--resume needs -o OUT.jsonl")
         if args.engine != "local" and not args.ordered:
-            raise ConfigError(f"--resume with --engine {args.engine} needs --ordered (OUT must hold DATA's first "
-                              "rows in order, and the run continues it in order)")
+            raise ConfigError(
+                f"--resume with --engine {args.engine} needs --ordered (OUT must hold DATA's first "
+                "rows in order, and the run continues it in order)"
+            )
         previous = _resume_from(args.output, rows, scorers)
 
-    run = evaluate(rows, scorers, mapping=mapping, concurrency=args.concurrency, workers=args.workers,
-                   start=len(previous), engine=args.engine, address=args.address, master=args.master,
-                   ordered=args.ordered)
+    run = evaluate(
+        rows,
+        scorers,
+        mapping=mapping,
+        concurrency=args.concurrency,
+        workers=args.workers,
+        start=len(previous),
+        engine=args.engine,
+        address=args.address,
+        master=args.master,
+        ordered=args.ordered,
+    )
     for record in previous:
         run.summary.add(RowResult.from_record(record))
     total = count_rows(args.data, args.format) if args.data != "-" and not parquet_in else None
@@ -190,8 +264,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     handlers = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with ParquetResultWriter(args.output) if parquet_out else ResultWriter(args.output, append=bool(previous)) \
-                as writer:
+        with (
+            ParquetResultWriter(args.output)
+            if parquet_out
+            else ResultWriter(args.output, append=bool(previous)) as writer
+        ):
             for result in run:
                 if not columns.issuperset(result.row):
                     _say_renamed([c for c in result.row if c not in columns], args.output)
@@ -205,8 +282,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         name, code = ("terminated", 143) if received[:1] == [signal.SIGTERM] else ("interrupted", 130)
         if parquet_out:  # written whole when the writer closes; --resume reads JSONL only
-            print(f"{name}; the rows scored so far are in {args.output} (write JSONL, -o OUT.jsonl, to be able to "
-                  "continue with --resume)", file=sys.stderr)
+            print(
+                f"{name}; the rows scored so far are in {args.output} (write JSONL, -o OUT.jsonl, to be able to "
+                "continue with --resume)",
+                file=sys.stderr,
+            )
         else:
             print(f"{name}; the rows written so far are complete (continue with --resume)", file=sys.stderr)
         return code
@@ -225,12 +305,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         mean = run.summary.scorers[name]["mean"]
         bound = "at least" if higher[name] else "at most"
         if mean is None:
-            print(f"threshold not met: {name} has no scores to average (every row failed or was skipped); "
-                  f"needed a mean of {bound} {limit}", file=sys.stderr)
+            print(
+                f"threshold not met: {name} has no scores to average (every row failed or was skipped); "
+                f"needed a mean of {bound} {limit}",
+                file=sys.stderr,
+            )
             status = 1
         elif (mean < limit) if higher[name] else (mean > limit):
-            print(f"threshold not met: {name} mean {mean:.4f} {'<' if higher[name] else '>'} {limit} "
-                  f"({'higher' if higher[name] else 'lower'} is better)", file=sys.stderr)
+            print(
+                f"threshold not met: {name} mean {mean:.4f} {'<' if higher[name] else '>'} {limit} "
+                f"({'higher' if higher[name] else 'lower'} is better)",
+                file=sys.stderr,
+            )
             status = 1
     if args.fail_on_error and failed_rows:
         print(f"{failed_rows} row(s) had scorer errors", file=sys.stderr)
@@ -244,9 +330,11 @@ def _say_renamed(columns: Sequence[str], output: str | None) -> None:
     """Say on stderr which of these input columns the results file holds under another name."""
     renamed = [f"{column!r} as {escaped_key(column)!r}" for column in columns if escaped_key(column) != column]
     if renamed:
-        print(f"note: {output if output and output != '-' else 'the results'} holds the input column(s) "
-              f"{', '.join(renamed)}: scores, errors, stats and metadata_scores are the run's own keys",
-              file=sys.stderr)
+        print(
+            f"note: {output if output and output != '-' else 'the results'} holds the input column(s) "
+            f"{', '.join(renamed)}: scores, errors, stats and metadata_scores are the run's own keys",
+            file=sys.stderr,
+        )
 
 
 def _progress(total: int | None, done: int, wanted: bool | None) -> Any:

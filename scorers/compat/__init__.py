@@ -9,6 +9,7 @@ for where it differs and why.
 >>> autoevals.Levenshtein()("kitten", "sitting").score
 0.5714285714285714
 """
+
 from __future__ import annotations
 
 __all__ = ["autoevals"]

@@ -19,11 +19,11 @@ pickles to its settings and reloads them where it is unpickled.
 >>> round(EmbeddingSimilarity()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.").score, 3)
 0.582
 """
+
 from __future__ import annotations
 
 from .bertscore import BERTScore
 from .models import DEFAULT_MODEL_LABEL
 from .similarity import EMBEDDING_CACHE, EmbeddingSimilarity, OpenAIEmbeddingSimilarity
 
-__all__ = ["BERTScore", "EmbeddingSimilarity", "OpenAIEmbeddingSimilarity", "EMBEDDING_CACHE",
-           "DEFAULT_MODEL_LABEL"]
+__all__ = ["BERTScore", "EmbeddingSimilarity", "OpenAIEmbeddingSimilarity", "EMBEDDING_CACHE", "DEFAULT_MODEL_LABEL"]

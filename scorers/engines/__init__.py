@@ -28,6 +28,7 @@ launches its JVM. A variable the caller has set is never changed.
 >>> rows_table([{"output": "a"}, {"output": "b"}]).column(INDEX_COLUMN).to_pylist()
 [0, 1]
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -42,14 +43,26 @@ from pathlib import Path
 from typing import Any, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 
 from .._util import is_int
-from ..batch import RESULT_COLUMN, BatchScorer, RowResult
 from ..base import Scorer
+from ..batch import RESULT_COLUMN, BatchScorer, RowResult
 from ..errors import ConfigError, DataError, ScorerError
 from ..io import RESULT_KEYS, read_rows, utf8_json
 from ..runner import COLUMN_CHECK_ROWS, Summary, check_columns
 
-__all__ = ["ENGINES", "INDEX_COLUMN", "EngineError", "EngineRun", "ParquetResultWriter", "read_input",
-           "rows_table", "split", "batch_size", "worker_settings", "score_rows", "environ_defaults"]
+__all__ = [
+    "ENGINES",
+    "INDEX_COLUMN",
+    "EngineError",
+    "EngineRun",
+    "ParquetResultWriter",
+    "read_input",
+    "rows_table",
+    "split",
+    "batch_size",
+    "worker_settings",
+    "score_rows",
+    "environ_defaults",
+]
 
 #: The engines :func:`scorers.evaluate` accepts besides ``"local"``.
 ENGINES = ("ray", "spark")
@@ -59,7 +72,6 @@ INDEX_COLUMN = "_scorers_index"
 _RAISE = "_scorers_raise"
 #: Rows per block at most: small enough that every worker gets several blocks of a one-file input.
 MAX_BLOCK_ROWS = 10_000
-
 
 
 class EngineError(ScorerError):
@@ -94,17 +106,22 @@ def rows_table(rows: Sequence[Mapping[str, Any]], start: int = 0) -> Any:
         _refuse_surrogates(rows, start)
         raise
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-        raise DataError(f"the rows cannot be carried as Arrow columns ({exc}); an engine needs every row to have "
-                        "the same fields, each of one type (use the local engine otherwise)") from None
+        raise DataError(
+            f"the rows cannot be carried as Arrow columns ({exc}); an engine needs every row to have "
+            "the same fields, each of one type (use the local engine otherwise)"
+        ) from None
     for i, (row, back) in enumerate(zip(rows, table.to_pylist())):
         if back != row and _canonical(back) != _canonical(row):  # NaN != NaN, yet it comes back as it was
-            _refuse_surrogates(rows[i:i + 1], start + i)
-            differing = sorted(k for k in set(row) | set(back)
-                               if _canonical(row.get(k, ...)) != _canonical(back.get(k, ...)))
-            raise DataError(f"row {start + i}: the field(s) {', '.join(map(repr, differing))} would change as Arrow "
-                            "columns (a field some rows lack, or values of several types); an engine needs every "
-                            "row to have the same fields, each of one type (null where there is none), or use "
-                            "the local engine")
+            _refuse_surrogates(rows[i : i + 1], start + i)
+            differing = sorted(
+                k for k in set(row) | set(back) if _canonical(row.get(k, ...)) != _canonical(back.get(k, ...))
+            )
+            raise DataError(
+                f"row {start + i}: the field(s) {', '.join(map(repr, differing))} would change as Arrow "
+                "columns (a field some rows lack, or values of several types); an engine needs every "
+                "row to have the same fields, each of one type (null where there is none), or use "
+                "the local engine"
+            )
     return table.append_column(INDEX_COLUMN, pa.array(range(start, start + len(rows)), pa.int64()))
 
 
@@ -118,9 +135,11 @@ def _refuse_surrogates(rows: Sequence[Mapping[str, Any]], start: int) -> None:
         found = _lone_surrogate(row)
         if found is not None:
             where, char = found
-            raise DataError(f"row {start + i}: the {where} holds a lone surrogate ({char!r}: valid JSON, but not "
-                            "Unicode text), which the Arrow strings (UTF-8) that carry rows to an engine's workers "
-                            "cannot hold; score these rows with --engine local (engine='local'), which keeps it")
+            raise DataError(
+                f"row {start + i}: the {where} holds a lone surrogate ({char!r}: valid JSON, but not "
+                "Unicode text), which the Arrow strings (UTF-8) that carry rows to an engine's workers "
+                "cannot hold; score these rows with --engine local (engine='local'), which keeps it"
+            )
 
 
 def _lone_surrogate(row: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -166,8 +185,10 @@ def _pyarrow(what: str, module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise ConfigError(f"{what} needs pyarrow, which is not installed; install it with: "
-                          "pip install 'scorers[ray]' (or 'scorers[spark]')") from None
+        raise ConfigError(
+            f"{what} needs pyarrow, which is not installed; install it with: "
+            "pip install 'scorers[ray]' (or 'scorers[spark]')"
+        ) from None
 
 
 def batch_size(*, judges: bool, concurrency: int) -> int:
@@ -204,8 +225,10 @@ def worker_settings(*, judges: bool = True) -> dict[str, Any]:
 
     values = config.configured_values()
     if values.pop("client", None) is not None and judges:
-        raise ConfigError("scorers.configure(client=...) cannot reach an engine's workers (a client holds "
-                          "connections); configure base_url=/api_key= (or OPENAI_BASE_URL/OPENAI_API_KEY) instead")
+        raise ConfigError(
+            "scorers.configure(client=...) cannot reach an engine's workers (a client holds "
+            "connections); configure base_url=/api_key= (or OPENAI_BASE_URL/OPENAI_API_KEY) instead"
+        )
     cache = config.cache_target(values.get("cache", True))
     if cache is None:
         values["cache"] = False
@@ -216,8 +239,12 @@ def worker_settings(*, judges: bool = True) -> dict[str, Any]:
     return {"configured": values, "env": {name: os.environ.get(name) for name in config.FORWARDED_ENV}}
 
 
-async def score_rows(unit: BatchScorer, rows: list[dict[str, Any]], limit: asyncio.Semaphore | None = None,
-                     settings: Mapping[str, Any] | None = None) -> list[str]:
+async def score_rows(
+    unit: BatchScorer,
+    rows: list[dict[str, Any]],
+    limit: asyncio.Semaphore | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> list[str]:
     """In a worker: each row's scores, errors, statistics and score metadata as JSON text that UTF-8 (an Arrow
     string) carries (:func:`scorers.io.utf8_json`). A ConfigError (the run is misconfigured) travels to the driver
     inside the results, which raises it there as it would locally. ``settings`` (the driver's
@@ -233,8 +260,9 @@ async def score_rows(unit: BatchScorer, rows: list[dict[str, Any]], limit: async
     texts = []
     for result in results:
         record = result.to_record(with_metadata=True)
-        texts.append(utf8_json({key: record[key] for key in RESULT_KEYS if key in record},
-                               allow_nan=False, default=str))  # a lone surrogate as a \u escape: UTF-8 text
+        texts.append(
+            utf8_json({key: record[key] for key in RESULT_KEYS if key in record}, allow_nan=False, default=str)
+        )  # a lone surrogate as a \u escape: UTF-8 text
     return texts
 
 
@@ -283,9 +311,20 @@ class EngineRun:
     ``index`` says where each belongs).
     """
 
-    def __init__(self, rows: Iterable[Mapping[str, Any]], scorers: list[Scorer], *, engine: str,
-                 backend: Backend, options: Mapping[str, Any], mapping: Mapping[str, str] | None,
-                 concurrency: int, workers: int, start: int, ordered: bool) -> None:
+    def __init__(
+        self,
+        rows: Iterable[Mapping[str, Any]],
+        scorers: list[Scorer],
+        *,
+        engine: str,
+        backend: Backend,
+        options: Mapping[str, Any],
+        mapping: Mapping[str, str] | None,
+        concurrency: int,
+        workers: int,
+        start: int,
+        ordered: bool,
+    ) -> None:
         if concurrency < 1:
             raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
         if workers < 1:
@@ -340,8 +379,11 @@ class EngineRun:
                 for left, (index, text) in enumerate(zip(indices, texts), 1):
                     offset = index - self._start
                     if received[offset]:
-                        warnings.warn(f"the {self.engine} engine returned row {index} twice; it is kept once",
-                                      RuntimeWarning, stacklevel=2)
+                        warnings.warn(
+                            f"the {self.engine} engine returned row {index} twice; it is kept once",
+                            RuntimeWarning,
+                            stacklevel=2,
+                        )
                         continue
                     received[offset] = 1
                     result = _result(text, index, rows[offset])
@@ -357,8 +399,10 @@ class EngineRun:
             batches.close()
         missing = [self._start + i for i, seen in enumerate(received) if not seen]
         if missing:
-            raise EngineError(f"the {self.engine} engine returned {len(rows) - len(missing)} of {len(rows)} rows; "
-                              f"missing: rows {', '.join(map(str, missing[:10]))}{' ...' if len(missing) > 10 else ''}")
+            raise EngineError(
+                f"the {self.engine} engine returned {len(rows) - len(missing)} of {len(rows)} rows; "
+                f"missing: rows {', '.join(map(str, missing[:10]))}{' ...' if len(missing) > 10 else ''}"
+            )
 
     def _take(self, result: RowResult, waiting: int) -> Iterator[RowResult]:
         if self._interrupted:
@@ -372,24 +416,46 @@ class EngineRun:
         return list(self)
 
 
-def evaluate_on(engine: str, rows: Iterable[Mapping[str, Any]], scorers: list[Scorer], *,
-                mapping: Mapping[str, str] | None, concurrency: int, workers: int, start: int, ordered: bool,
-                address: str | None, master: str | None) -> EngineRun:
+def evaluate_on(
+    engine: str,
+    rows: Iterable[Mapping[str, Any]],
+    scorers: list[Scorer],
+    *,
+    mapping: Mapping[str, str] | None,
+    concurrency: int,
+    workers: int,
+    start: int,
+    ordered: bool,
+    address: str | None,
+    master: str | None,
+) -> EngineRun:
     """:func:`scorers.evaluate` with ``engine="ray"`` (``address``) or ``"spark"`` (``master``)."""
     if engine == "ray":
         if master is not None:
             raise ConfigError("master= is Spark's; a Ray cluster is named by address=")
         from .ray import score_table as backend
+
         options: dict[str, Any] = {"address": address}
     elif engine == "spark":
         if address is not None:
             raise ConfigError("address= is Ray's; a Spark cluster is named by master=")
         from .spark import score_table as backend
+
         options = {"master": master}
     else:
         raise ConfigError(f"unknown engine {engine!r}; expected local, {', '.join(ENGINES)}")
-    return EngineRun(rows, scorers, engine=engine, backend=backend, options=options, mapping=mapping,
-                     concurrency=concurrency, workers=workers, start=start, ordered=ordered)
+    return EngineRun(
+        rows,
+        scorers,
+        engine=engine,
+        backend=backend,
+        options=options,
+        mapping=mapping,
+        concurrency=concurrency,
+        workers=workers,
+        start=start,
+        ordered=ordered,
+    )
 
 
 # ------------------------------------------------------------------ Parquet results
@@ -439,22 +505,27 @@ class ParquetResultWriter:
         found = _lone_surrogate(row)
         if found is not None:
             where, char = found
-            return (f"{where.replace('field', 'column', 1)}, holds a lone surrogate ({char!r}: valid JSON, but not "
-                    "Unicode text), which a Parquet string (UTF-8) cannot hold")
+            return (
+                f"{where.replace('field', 'column', 1)}, holds a lone surrogate ({char!r}: valid JSON, but not "
+                "Unicode text), which a Parquet string (UTF-8) cannot hold"
+            )
         for key, value in row.items():
             kind, before = _kind(value), self._kinds.get(key)
             if None not in (kind, before) and kind != before:
-                return (f"column {key!r} holds {kind}, where the rows before hold {before}; a Parquet column "
-                        "has one type")
-            if is_int(value) and not -2**63 <= value < 2**63:
+                return (
+                    f"column {key!r} holds {kind}, where the rows before hold {before}; a Parquet column has one type"
+                )
+            if is_int(value) and not -(2**63) <= value < 2**63:
                 return f"column {key!r} holds an integer beyond 64 bits, which a Parquet column cannot hold"
         return None
 
     def _refuse(self, problem: str) -> None:
         """Write the rows so far and raise the DataError of the row that Parquet cannot hold."""
         written = len(self._records)
-        message = f"cannot write {self.path}: row {written}, {problem}; write JSONL instead (-o OUT.jsonl keeps " \
-                  "every value JSON can carry)"
+        message = (
+            f"cannot write {self.path}: row {written}, {problem}; write JSONL instead (-o OUT.jsonl keeps "
+            "every value JSON can carry)"
+        )
         try:
             self.close()
         except DataError as exc:
@@ -477,10 +548,11 @@ class ParquetResultWriter:
             with contextlib.suppress(OSError):  # the same failed flush again; the descriptor is closed
                 fh.close()
             once = "there is space" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "that is fixed"
-            raise DataError(f"cannot write {self.path}: {exc.strerror or exc}; a Parquet file is written whole at "
-                            f"the end, so {self.path} is incomplete: run again once {once}, or write JSONL "
-                            "(-o OUT.jsonl), which keeps each row as it is scored and continues with --resume") \
-                from None
+            raise DataError(
+                f"cannot write {self.path}: {exc.strerror or exc}; a Parquet file is written whole at "
+                f"the end, so {self.path} is incomplete: run again once {once}, or write JSONL "
+                "(-o OUT.jsonl), which keeps each row as it is scored and continues with --resume"
+            ) from None
         except BaseException:
             with contextlib.suppress(OSError):
                 fh.close()
@@ -496,11 +568,18 @@ class ParquetResultWriter:
         for name in names:
             try:
                 arrays.append(pa.array([record.get(name) for record in self._records]))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError,
-                    RecursionError) as exc:
-                raise DataError(f"cannot write {self.path}: column {name!r} cannot be one Parquet column ({exc}); "
-                                "nothing is written: write JSONL instead (-o OUT.jsonl keeps every value JSON can "
-                                "carry)") from None
+            except (
+                pa.ArrowInvalid,
+                pa.ArrowTypeError,
+                pa.ArrowNotImplementedError,
+                OverflowError,
+                RecursionError,
+            ) as exc:
+                raise DataError(
+                    f"cannot write {self.path}: column {name!r} cannot be one Parquet column ({exc}); "
+                    "nothing is written: write JSONL instead (-o OUT.jsonl keeps every value JSON can "
+                    "carry)"
+                ) from None
         return pa.Table.from_arrays(arrays, names=list(names))
 
     def __enter__(self) -> "ParquetResultWriter":
@@ -511,7 +590,7 @@ class ParquetResultWriter:
             self.close()
             return
         with contextlib.suppress(OSError, DataError):  # the rows so far are written; the error on its way out is
-            self.close()                                 # the one to report
+            self.close()  # the one to report
 
 
 #: The columns of a Parquet results file that hold JSON text.

@@ -23,6 +23,7 @@ Footguns handled here:
   row once, and the judge cache answers the re-run's calls.
 
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -42,6 +43,7 @@ __all__ = ["score_table", "connect"]
 
 #: Off at Ray's import, Ray's node address is 127.0.0.1 (its default on Windows and macOS).
 _LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
 
 def _ray() -> Any:
     try:
@@ -73,8 +75,13 @@ def connect(address: str | None, workers: int) -> Iterator[Any]:
     temp_dir = tempfile.mkdtemp(prefix="scorers-ray-")
     # no usage statistics; no auth token (else Ray 2.60 writes ~/.ray/auth_token): while the cluster runs
     with environ_defaults({"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}):
-        ray.init(num_cpus=workers + 1, include_dashboard=False, log_to_driver=False, _temp_dir=temp_dir,
-                 logging_level=logging.WARNING)
+        ray.init(
+            num_cpus=workers + 1,
+            include_dashboard=False,
+            log_to_driver=False,
+            _temp_dir=temp_dir,
+            logging_level=logging.WARNING,
+        )
         ray_data_logger = logging.getLogger("ray.data")
         level = ray_data_logger.level
         ray_data_logger.setLevel(logging.WARNING)  # no per-dataset INFO lines on the run's stderr
@@ -99,8 +106,7 @@ class _Scorer:
 
         if self._limit is None:  # one bound on the actor's judge calls, over every batch it runs at once
             self._limit = asyncio.Semaphore(self.unit.concurrency)
-        texts = await score_rows(self.unit, batch.drop_columns([INDEX_COLUMN]).to_pylist(), self._limit,
-                                 self.settings)
+        texts = await score_rows(self.unit, batch.drop_columns([INDEX_COLUMN]).to_pylist(), self._limit, self.settings)
         return pa.table({INDEX_COLUMN: batch.column(INDEX_COLUMN), RESULT_COLUMN: pa.array(texts, pa.string())})
 
 
@@ -133,6 +139,7 @@ def score_table(table: Any, unit: BatchScorer, *, workers: int, ordered: bool, a
             fn_constructor_kwargs={"unit": unit, "settings": settings},
             compute=ray.data.ActorPoolStrategy(size=workers),
             num_cpus=min(1.0, cpus / (workers + 1)),
-            batch_size=size, batch_format="pyarrow")
+            batch_size=size,
+            batch_format="pyarrow",
+        )
         yield from dataset.iter_batches(batch_format="pyarrow", batch_size=None)
-

@@ -23,6 +23,7 @@ Footguns handled here:
 >>> default_master(2)
 'local[2,3]'
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -78,10 +79,15 @@ def session(master: str | None, workers: int) -> Iterator[Any]:
     local = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     with warnings.catch_warnings(), environ_defaults(local):
         warnings.filterwarnings("ignore", _PANDAS_WARNING, FutureWarning)
-        spark = (sql.SparkSession.builder.master(master or default_master(workers)).appName("scorers")
-                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-                 .config("spark.local.dir", scratch).config("spark.driver.host", "127.0.0.1")
-                 .getOrCreate())
+        spark = (
+            sql.SparkSession.builder.master(master or default_master(workers))
+            .appName("scorers")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.local.dir", scratch)
+            .config("spark.driver.host", "127.0.0.1")
+            .getOrCreate()
+        )
     spark.sparkContext.setLogLevel("ERROR")
     if interrupt is not None and threading.current_thread() is threading.main_thread():
         # PySpark's own Ctrl-C handler cancels the job and fails it with a Py4JJavaError; keep the caller's (the
@@ -107,8 +113,9 @@ def _score_partitions(payload: bytes, settings: Mapping[str, Any]) -> Callable[[
         unit = _unit(payload)
         for batch in batches:
             rows = batch.drop_columns([INDEX_COLUMN]).to_pylist()
-            texts = asyncio.run_coroutine_threadsafe(score_rows(unit, rows, settings=settings),
-                                                     background_loop()).result()
+            texts = asyncio.run_coroutine_threadsafe(
+                score_rows(unit, rows, settings=settings), background_loop()
+            ).result()
             yield batch.append_column(RESULT_COLUMN, pa.array(texts, pa.string()))
 
     return score

@@ -8,13 +8,26 @@ the module is all it takes. The prompt data (:mod:`.template`), the spec model (
 the file formats (:mod:`.formats`) never import a judge; :mod:`.discovery` builds judges from
 files and registers them.
 """
+
+from . import rag, selfcheck  # noqa: E402,F401  (registers the RAG and SelfCheck metrics)
 from .base import JudgeAggregator, LLMJudge, ReplyFormat, TemplatedJudge
 from .classifier import LLMClassifier, Verdict, parse_text_choice, read_reply
 from .geval import GEvalJudge
 from .pairwise import PairwiseJudge
 from .rating import RatingJudge
 from .rubric import RubricJudge
-from . import rag, selfcheck  # noqa: E402,F401  (registers the RAG and SelfCheck metrics)
 
-__all__ = ["LLMJudge", "TemplatedJudge", "LLMClassifier", "RubricJudge", "RatingJudge", "GEvalJudge", "PairwiseJudge",
-           "JudgeAggregator", "ReplyFormat", "Verdict", "parse_text_choice", "read_reply"]
+__all__ = [
+    "LLMJudge",
+    "TemplatedJudge",
+    "LLMClassifier",
+    "RubricJudge",
+    "RatingJudge",
+    "GEvalJudge",
+    "PairwiseJudge",
+    "JudgeAggregator",
+    "ReplyFormat",
+    "Verdict",
+    "parse_text_choice",
+    "read_reply",
+]

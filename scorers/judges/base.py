@@ -20,6 +20,7 @@ and reads the reply back as a mapping.
 >>> fmt.request_parts("json_object")[2]["type"]
 'json_object'
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -45,11 +46,23 @@ from .spec import RequestSettings, TemplateSpec, add_kind, kind_of, validate_mod
 from .spec import remove_kind as remove_kind_model
 from .template import JudgeTemplate, mustache_to_jinja, render_value
 
-__all__ = ["LLMJudge", "TemplatedJudge", "KIND_CLASSES", "remove_kind", "ReplyFormat", "JudgeAggregator",
-           "REASONS_DESCRIPTION", "given", "judge_error", "reasons_text", "sum_usage"]
+__all__ = [
+    "LLMJudge",
+    "TemplatedJudge",
+    "KIND_CLASSES",
+    "remove_kind",
+    "ReplyFormat",
+    "JudgeAggregator",
+    "REASONS_DESCRIPTION",
+    "given",
+    "judge_error",
+    "reasons_text",
+    "sum_usage",
+]
 
-REASONS_DESCRIPTION = ("Your reasoning, step by step, written before you decide: weigh the evidence first "
-                       "and only then give your answer.")
+REASONS_DESCRIPTION = (
+    "Your reasoning, step by step, written before you decide: weigh the evidence first and only then give your answer."
+)
 
 
 @dataclass(frozen=True)
@@ -63,12 +76,29 @@ class ReplyFormat:
     def request_parts(self, mode: str) -> tuple[Any, Any, Any]:
         """``(tools, tool_choice, response_format)`` for ``mode`` (``text``: all ``None``)."""
         if mode == "tools":
-            return ([{"type": "function", "function": {"name": self.tool, "description": self.description,
-                                                       "parameters": dict(self.schema)}}],
-                    {"type": "function", "function": {"name": self.tool}}, None)
+            return (
+                [
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": self.tool,
+                            "description": self.description,
+                            "parameters": dict(self.schema),
+                        },
+                    }
+                ],
+                {"type": "function", "function": {"name": self.tool}},
+                None,
+            )
         if mode == "json":
-            return None, None, {"type": "json_schema", "json_schema": {"name": self.tool, "strict": True,
-                                                                       "schema": dict(self.schema)}}
+            return (
+                None,
+                None,
+                {
+                    "type": "json_schema",
+                    "json_schema": {"name": self.tool, "strict": True, "schema": dict(self.schema)},
+                },
+            )
         if mode == "json_object":  # servers that know only json_object take the schema here (llama.cpp, vLLM)
             return None, None, {"type": "json_object", "schema": dict(self.schema)}
         return None, None, None
@@ -115,10 +145,15 @@ _UNSET: Any = object()
 
 #: Per response mode: what a server's rejection mentions when it does not support the mode, and what to use.
 _MODE_HINTS = {
-    "json": ("json_schema", "response_mode='json' sends a json_schema response format, which this server "
-                            "rejected: use response_mode='json_object' (or 'tools')"),
-    "json_object": ("json_object", "this server rejected the json_object response format: use "
-                                   "response_mode='tools' or 'text'"),
+    "json": (
+        "json_schema",
+        "response_mode='json' sends a json_schema response format, which this server "
+        "rejected: use response_mode='json_object' (or 'tools')",
+    ),
+    "json_object": (
+        "json_object",
+        "this server rejected the json_object response format: use response_mode='tools' or 'text'",
+    ),
     "tools": ("tool", "this server rejected the forced tool call: use response_mode='json_object' or 'text'"),
 }
 
@@ -152,7 +187,8 @@ class LLMJudge(Scorer):
     #: the engine's or the server's choice); a kind may change them. The settings themselves are the fields of
     #: :class:`RequestSettings`, declared there only.
     request_defaults: ClassVar[Mapping[str, Any]] = types.MappingProxyType(
-        {"use_cot": True, "temperature": 0, "response_mode": "tools"})
+        {"use_cot": True, "temperature": 0, "response_mode": "tools"}
+    )
     #: Request settings the kind fixes: they are not parameters of its constructor (G-Eval: ``use_cot`` False).
     fixed_settings: ClassVar[Mapping[str, Any]] = types.MappingProxyType({})
     #: The constructor that takes the request settings (``**request``), as a ``TypeError`` names it.
@@ -164,18 +200,33 @@ class LLMJudge(Scorer):
         if init is not None and takes_request_settings(cls, init):
             cls._settings_owner = f"{cls.__qualname__}.__init__()"
 
-    def __init__(self, name: str | None = None, *, engine: LLMEngine | None = None, client: Any = None,
-                 max_reasks: int | None = None, settings: RequestSettings | Mapping[str, Any] | None = None,
-                 **request: Any) -> None:
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        engine: LLMEngine | None = None,
+        client: Any = None,
+        max_reasks: int | None = None,
+        settings: RequestSettings | Mapping[str, Any] | None = None,
+        **request: Any,
+    ) -> None:
         """The request settings are keyword arguments (one per field of :class:`RequestSettings`, listed in the
         signature) or one ``settings`` value (a :class:`RequestSettings` or a mapping); a keyword wins over
         ``settings``, which wins over the kind's :attr:`request_defaults`. Everything is validated at once
         by the judge's spec model (one :class:`ConfigError` listing every problem)."""
         self._init_judge(name, {}, settings, request, engine=engine, client=client, max_reasks=max_reasks)
 
-    def _init_judge(self, name: str | None, kind_data: Mapping[str, Any],
-                    settings: RequestSettings | Mapping[str, Any] | None, request: Mapping[str, Any], *,
-                    engine: LLMEngine | None, client: Any, max_reasks: int | None) -> Any:
+    def _init_judge(
+        self,
+        name: str | None,
+        kind_data: Mapping[str, Any],
+        settings: RequestSettings | Mapping[str, Any] | None,
+        request: Mapping[str, Any],
+        *,
+        engine: LLMEngine | None,
+        client: Any,
+        max_reasks: int | None,
+    ) -> Any:
         """Validate the kind's data and the request settings with :meth:`_spec_model`, build the engine;
         returns the validated spec."""
         Scorer.__init__(self, name=name)
@@ -194,8 +245,9 @@ class LLMJudge(Scorer):
         """The request settings the constructor takes: :class:`RequestSettings`' fields, less the fixed ones."""
         return tuple(n for n in RequestSettings.model_fields if n not in cls.fixed_settings)
 
-    def request_fields(self, settings: RequestSettings | Mapping[str, Any] | None,
-                       request: Mapping[str, Any]) -> dict[str, Any]:
+    def request_fields(
+        self, settings: RequestSettings | Mapping[str, Any] | None, request: Mapping[str, Any]
+    ) -> dict[str, Any]:
         """Every request setting, as the spec model validates it: the kind's defaults, then ``settings``, then the
         keywords ``request``, then the kind's fixed settings."""
         names = self.request_setting_names()
@@ -206,16 +258,25 @@ class LLMJudge(Scorer):
         if settings is not None:
             if not isinstance(settings, RequestSettings):
                 if not isinstance(settings, Mapping):
-                    raise ConfigError(f"{self.name}: settings must be a RequestSettings or a mapping, got "
-                                      f"{type(settings).__name__}", scorer=self.name)
+                    raise ConfigError(
+                        f"{self.name}: settings must be a RequestSettings or a mapping, got {type(settings).__name__}",
+                        scorer=self.name,
+                    )
                 settings = _validated(self.name, RequestSettings, settings)
-            chosen = {key: getattr(settings, key) for key in settings.model_fields_set
-                      if key in RequestSettings.model_fields}
-            fixed = {key: value for key, value in chosen.items()
-                     if key in self.fixed_settings and value != self.fixed_settings[key]}
+            chosen = {
+                key: getattr(settings, key) for key in settings.model_fields_set if key in RequestSettings.model_fields
+            }
+            fixed = {
+                key: value
+                for key, value in chosen.items()
+                if key in self.fixed_settings and value != self.fixed_settings[key]
+            }
             if fixed:
-                raise ConfigError(f"{self.name}: a {self.judge_kind} judge fixes "
-                                  + ", ".join(f"{key}={self.fixed_settings[key]!r}" for key in fixed), scorer=self.name)
+                raise ConfigError(
+                    f"{self.name}: a {self.judge_kind} judge fixes "
+                    + ", ".join(f"{key}={self.fixed_settings[key]!r}" for key in fixed),
+                    scorer=self.name,
+                )
         fields = {name: self.request_defaults.get(name) for name in RequestSettings.model_fields}
         fields.update(chosen)
         fields.update(request)
@@ -224,8 +285,9 @@ class LLMJudge(Scorer):
             fields["extra_args"] = dict(fields["extra_args"])
         return fields
 
-    def _configure(self, name: str, spec: Any, *, engine: LLMEngine | None, client: Any,
-                   max_reasks: int | None) -> None:
+    def _configure(
+        self, name: str, spec: Any, *, engine: LLMEngine | None, client: Any, max_reasks: int | None
+    ) -> None:
         """Take the validated request settings of ``spec`` and build the engine (``None`` for ``use_cot`` or
         ``response_mode`` is the kind's default)."""
         self.spec = spec
@@ -238,12 +300,16 @@ class LLMJudge(Scorer):
         self.api: str | None = spec.api
         self.extra_args: dict[str, Any] = dict(spec.extra_args or {})
         if self.response_mode not in self.response_modes:
-            raise ConfigError(f"{name}: response_mode {self.response_mode!r} is not available for a "
-                              f"{self.judge_kind} judge; use one of {', '.join(self.response_modes)}", scorer=name)
-        if max_reasks is not None and (not is_int(max_reasks)
-                                       or not 0 <= max_reasks <= 10):
-            raise ConfigError(f"{name}: max_reasks must be an integer in [0, 10] or None (the engine's setting), "
-                              f"got {max_reasks!r}", scorer=name)
+            raise ConfigError(
+                f"{name}: response_mode {self.response_mode!r} is not available for a "
+                f"{self.judge_kind} judge; use one of {', '.join(self.response_modes)}",
+                scorer=name,
+            )
+        if max_reasks is not None and (not is_int(max_reasks) or not 0 <= max_reasks <= 10):
+            raise ConfigError(
+                f"{name}: max_reasks must be an integer in [0, 10] or None (the engine's setting), got {max_reasks!r}",
+                scorer=name,
+            )
         if engine is not None and (client is not None or max_reasks is not None):
             raise ConfigError(f"{name}: pass engine= or client=/max_reasks=, not both", scorer=name)
         self.max_reasks = max_reasks
@@ -266,10 +332,14 @@ class LLMJudge(Scorer):
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         if self.client is not None:  # copy.copy (partial) shares it; pickle raises a TypeError that says why
-            state["client"] = NotPicklable(self.client, (
-                f"{self.name}: a judge built with client= cannot be pickled (an openai client holds connections "
-                "and locks); give it engine=LLMEngine(base_url=..., api_key=...), or rely on scorers.configure() "
-                "or OPENAI_API_KEY/OPENAI_BASE_URL in the receiving process"))
+            state["client"] = NotPicklable(
+                self.client,
+                (
+                    f"{self.name}: a judge built with client= cannot be pickled (an openai client holds connections "
+                    "and locks); give it engine=LLMEngine(base_url=..., api_key=...), or rely on scorers.configure() "
+                    "or OPENAI_API_KEY/OPENAI_BASE_URL in the receiving process"
+                ),
+            )
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -302,8 +372,13 @@ class LLMJudge(Scorer):
 
     def describe(self) -> dict[str, Any]:
         """What ``python -m scorers show`` prints for a judge: kind, variables and settings."""
-        return {"name": self.name, "kind": self.judge_kind, "description": self.description,
-                "variables": list(self.variables()), **self.params()}
+        return {
+            "name": self.name,
+            "kind": self.judge_kind,
+            "description": self.description,
+            "variables": list(self.variables()),
+            **self.params(),
+        }
 
     def _model_name(self) -> str:
         return self.model if self.model is not None else self.engine.model
@@ -321,16 +396,37 @@ class LLMJudge(Scorer):
         """The ``max_tokens`` sent: the judge's setting, else the kind's default for its CoT setting."""
         return self.max_tokens if self.max_tokens is not None else self.max_tokens_default[self.use_cot]
 
-    def request(self, messages: list[dict[str, Any]], *, tools: Any = None, tool_choice: Any = None,
-                response_format: Any = None, sample: int | None = None, max_tokens: int | None = None,
-                logprobs: bool = False, top_logprobs: int | None = None, temperature: Any = _UNSET,
-                cache_tag: str | None = None) -> ChatRequest:
+    def request(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: Any = None,
+        tool_choice: Any = None,
+        response_format: Any = None,
+        sample: int | None = None,
+        max_tokens: int | None = None,
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
+        temperature: Any = _UNSET,
+        cache_tag: str | None = None,
+    ) -> ChatRequest:
         """A request carrying this judge's model and request settings."""
-        return ChatRequest(messages=messages, model=self.model, tools=tools, tool_choice=tool_choice,
-                           temperature=self.temperature if temperature is _UNSET else temperature,
-                           max_tokens=max_tokens or self.output_budget(), response_format=response_format,
-                           seed=sample, extra=self.extra_args, reasoning_effort=self.reasoning_effort,
-                           api=self.api, logprobs=logprobs, top_logprobs=top_logprobs, cache_tag=cache_tag)
+        return ChatRequest(
+            messages=messages,
+            model=self.model,
+            tools=tools,
+            tool_choice=tool_choice,
+            temperature=self.temperature if temperature is _UNSET else temperature,
+            max_tokens=max_tokens or self.output_budget(),
+            response_format=response_format,
+            seed=sample,
+            extra=self.extra_args,
+            reasoning_effort=self.reasoning_effort,
+            api=self.api,
+            logprobs=logprobs,
+            top_logprobs=top_logprobs,
+            cache_tag=cache_tag,
+        )
 
     # ---------------------------------------------------------------- scoring
     async def _prepare(self) -> None:
@@ -341,8 +437,9 @@ class LLMJudge(Scorer):
         none by default: the row's calls are made by :meth:`_run_row`. Bad input raises its ScorerError."""
         return []
 
-    async def _run_row(self, fields: Mapping[str, Any], requests: list[ChatRequest],
-                       hits: list[ChatResult | None] | None) -> Score | ScorerError:
+    async def _run_row(
+        self, fields: Mapping[str, Any], requests: list[ChatRequest], hits: list[ChatResult | None] | None
+    ) -> Score | ScorerError:
         """Judge one row: its :meth:`_row_requests` and, in a batch, the cache hits already found for them
         (``None``: read the cache for each). Returns the Score or the row's error (or raises it)."""
         raise NotImplementedError
@@ -396,7 +493,7 @@ class LLMJudge(Scorer):
         misses: list[tuple[int, list[ChatRequest], list[ChatResult | None]]] = []
         position = 0
         for index, requests in prepared:
-            hits = found[position:position + len(requests)]
+            hits = found[position : position + len(requests)]
             position += len(requests)
             if requests and None not in hits:
                 results[index] = self._scored(hits, lookup_latency)  # type: ignore[arg-type]
@@ -405,8 +502,9 @@ class LLMJudge(Scorer):
         if misses:
             refused: list[ConfigError] = []  # once the endpoint refuses the configuration, the rest are not sent
 
-            async def one(index: int, requests: list[ChatRequest], hits: list[ChatResult | None]
-                          ) -> Score | ScorerError:
+            async def one(
+                index: int, requests: list[ChatRequest], hits: list[ChatResult | None]
+            ) -> Score | ScorerError:
                 async with limit:
                     if refused:
                         return refused[0]
@@ -423,8 +521,9 @@ class LLMJudge(Scorer):
                 results[index] = outcome
         return results  # type: ignore[return-value]
 
-    async def _judge_row(self, requests: list[ChatRequest],
-                         hits: list[ChatResult | None] | None = None) -> list[ChatResult]:
+    async def _judge_row(
+        self, requests: list[ChatRequest], hits: list[ChatResult | None] | None = None
+    ) -> list[ChatResult]:
         """The replies of one row's requests, concurrently; ``hits`` are cache hits already found (the others
         are sent without reading the cache). When a call fails, the first error is raised once every call of
         the row has ended, charged with what they all cost (:meth:`_charged`)."""
@@ -448,8 +547,11 @@ class LLMJudge(Scorer):
         if not errors:
             return outcomes  # type: ignore[return-value]
         if isinstance(errors[0], JudgeError):
-            self._charged(errors[0], [e for e in errors if isinstance(e, JudgeError)],
-                          [o for o in outcomes if isinstance(o, ChatResult)])
+            self._charged(
+                errors[0],
+                [e for e in errors if isinstance(e, JudgeError)],
+                [o for o in outcomes if isinstance(o, ChatResult)],
+            )
         raise errors[0]
 
     def _charged(self, error: JudgeError, failed: Sequence[JudgeError], answered: Sequence[ChatResult]) -> JudgeError:
@@ -462,14 +564,16 @@ class LLMJudge(Scorer):
 
     async def _judge(self, request: ChatRequest, *, read_cache: bool = True, validate: Any = None) -> ChatResult:
         try:
-            return await self.engine.complete(request, validate=validate or self._validate, scorer=self.name,
-                                              read_cache=read_cache)
+            return await self.engine.complete(
+                request, validate=validate or self._validate, scorer=self.name, read_cache=read_cache
+            )
         except RequestRejected as exc:
             hint = _MODE_HINTS.get(self.response_mode)
             if hint is None or hint[0] not in exc.detail:
                 raise
-            rejected = RequestRejected(f"{exc} ({hint[1]})", status=exc.status, detail=exc.detail, scorer=self.name,
-                                       attempts=exc.attempts)
+            rejected = RequestRejected(
+                f"{exc} ({hint[1]})", status=exc.status, detail=exc.detail, scorer=self.name, attempts=exc.attempts
+            )
             rejected.usage = getattr(exc, "usage", None)
             raise rejected from exc
 
@@ -519,10 +623,18 @@ def takes_request_settings(cls: type[LLMJudge], init: Any) -> bool:
     names = cls.request_setting_names()
     taken = [p.name for p in parameters if p.name in names]
     if taken:
-        raise TypeError(f"{cls.__qualname__}.__init__ declares {taken}, which are request settings: **request "
-                        "takes them")
-    settings = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=cls.request_defaults.get(name),
-                                  annotation=_plain(RequestSettings.model_fields[name].annotation)) for name in names]
+        raise TypeError(
+            f"{cls.__qualname__}.__init__ declares {taken}, which are request settings: **request takes them"
+        )
+    settings = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=cls.request_defaults.get(name),
+            annotation=_plain(RequestSettings.model_fields[name].annotation),
+        )
+        for name in names
+    ]
     init.__signature__ = signature.replace(parameters=parameters[:-1] + settings)
     return True
 
@@ -545,8 +657,9 @@ def _validated(name: str, model: type[Any], data: Mapping[str, Any]) -> Any:
     """``data`` validated by ``model``; a :class:`ConfigError` of judge ``name`` naming every problem otherwise."""
     spec, problems = validate_model(model, data)
     if problems:
-        raise ConfigError(f"{name}: invalid settings: " + "; ".join(f"{k or '<spec>'}: {m}" for k, m in problems),
-                          scorer=name)
+        raise ConfigError(
+            f"{name}: invalid settings: " + "; ".join(f"{k or '<spec>'}: {m}" for k, m in problems), scorer=name
+        )
     return spec
 
 
@@ -606,11 +719,21 @@ class TemplatedJudge(LLMJudge):
         cls.judge_kind = kind
         KIND_CLASSES[kind] = cls
 
-    def _setup(self, name: str, *, prompt_template: str | None, messages: Sequence[Mapping[str, str]] | None,
-               template: JudgeTemplate | None, description: str | None, engine: LLMEngine | None,
-               client: Any, max_reasks: int | None, spec_fields: Mapping[str, Any],
-               settings: RequestSettings | Mapping[str, Any] | None = None,
-               request: Mapping[str, Any] | None = None) -> Any:
+    def _setup(
+        self,
+        name: str,
+        *,
+        prompt_template: str | None,
+        messages: Sequence[Mapping[str, str]] | None,
+        template: JudgeTemplate | None,
+        description: str | None,
+        engine: LLMEngine | None,
+        client: Any,
+        max_reasks: int | None,
+        spec_fields: Mapping[str, Any],
+        settings: RequestSettings | Mapping[str, Any] | None = None,
+        request: Mapping[str, Any] | None = None,
+    ) -> Any:
         """Validate the kind's settings (``spec_fields``; :func:`given` leaves one to the spec's default) and the
         request settings (``settings``, ``request``: see :meth:`LLMJudge.request_fields`) with the kind's spec
         model (one :class:`ConfigError` listing every problem), build the engine and the template; returns the
@@ -618,24 +741,29 @@ class TemplatedJudge(LLMJudge):
         given = [x is not None for x in (prompt_template, messages, template)]
         if sum(given) != 1:
             raise ConfigError(f"{name}: give exactly one of prompt_template, messages or template", scorer=name)
-        data: dict[str, Any] = {"kind": self.judge_kind,
-                                **{k: v for k, v in spec_fields.items() if v is not _UNSET}}
+        data: dict[str, Any] = {"kind": self.judge_kind, **{k: v for k, v in spec_fields.items() if v is not _UNSET}}
         if template is not None:
             data["messages"] = [{"role": role, "content": content} for role, content in template.messages]
         elif prompt_template is not None:
             data["prompt"] = prompt_template
         else:
             data["messages"] = list(messages or [])
-        spec = self._init_judge(name, data, settings, request or {}, engine=engine, client=client,
-                                max_reasks=max_reasks)
+        spec = self._init_judge(
+            name, data, settings, request or {}, engine=engine, client=client, max_reasks=max_reasks
+        )
         if template is None:
-            template = JudgeTemplate(name=name, messages=tuple((role, mustache_to_jinja(content))
-                                                               for role, content in spec.message_pairs()),
-                                     choice_scores=getattr(spec, "choice_scores", None), description=description or "")
+            template = JudgeTemplate(
+                name=name,
+                messages=tuple((role, mustache_to_jinja(content)) for role, content in spec.message_pairs()),
+                choice_scores=getattr(spec, "choice_scores", None),
+                description=description or "",
+            )
         self.template = template
         self.description = " ".join((description or template.description or type(self).description).split())
-        self.fields = tuple(Field(v, (object,), required=True, description=f"template variable {{{{{v}}}}}",
-                                  convert=_text_or_data) for v in self.variables())
+        self.fields = tuple(
+            Field(v, (object,), required=True, description=f"template variable {{{{{v}}}}}", convert=_text_or_data)
+            for v in self.variables()
+        )
         self.example = f"scorers.get({name!r})({', '.join(f'{v}=...' for v in self.variables())})"
         return spec
 
@@ -646,13 +774,19 @@ class TemplatedJudge(LLMJudge):
         return cls.spec_model
 
     @classmethod
-    def from_definition(cls, template: JudgeTemplate, settings: Mapping[str, Any], /,
-                        **overrides: Any) -> "TemplatedJudge":
+    def from_definition(
+        cls, template: JudgeTemplate, settings: Mapping[str, Any], /, **overrides: Any
+    ) -> "TemplatedJudge":
         """Build from a template file's definition; keyword arguments win over its settings (and so do the
         fields a ``settings=`` value sets)."""
         value = overrides.get("settings")
-        chosen = value.model_fields_set if isinstance(value, RequestSettings) else \
-            set(value) if isinstance(value, Mapping) else set()
+        chosen = (
+            value.model_fields_set
+            if isinstance(value, RequestSettings)
+            else set(value)
+            if isinstance(value, Mapping)
+            else set()
+        )
         arguments = {**{k: v for k, v in settings.items() if k not in chosen}, **overrides}
         return cls(arguments.pop("name", template.name), template=template, **arguments)
 
@@ -663,13 +797,24 @@ class TemplatedJudge(LLMJudge):
 
     def prompt_params(self) -> dict[str, Any]:
         # the file's base name only: an absolute path would make signatures differ between machines
-        return {"template": {"name": self.template.name, "hash": self.template.content_hash(),
-                             "file": os.path.basename(self.template.file) if self.template.file else None}}
+        return {
+            "template": {
+                "name": self.template.name,
+                "hash": self.template.content_hash(),
+                "file": os.path.basename(self.template.file) if self.template.file else None,
+            }
+        }
 
     def describe(self) -> dict[str, Any]:
         """What ``python -m scorers show`` prints for a judge: kind, variables, template file and settings."""
-        return {"name": self.name, "kind": self.judge_kind, "description": self.description,
-                "variables": list(self.variables()), "template_file": self.template.file, **self.params()}
+        return {
+            "name": self.name,
+            "kind": self.judge_kind,
+            "description": self.description,
+            "variables": list(self.variables()),
+            "template_file": self.template.file,
+            **self.params(),
+        }
 
     # --------------------------------------------------------------- requests
     def render(self, variables: Mapping[str, Any], instruction: str) -> list[dict[str, Any]]:
@@ -697,8 +842,13 @@ class TemplatedJudge(LLMJudge):
     def build_request(self, variables: Mapping[str, Any], sample: int | None = None) -> ChatRequest:
         """The request of one judgment; ``sample`` (the seed) makes repeated samples independent."""
         instruction, tools, tool_choice, response_format = self._request_parts()
-        return self.request(self.render(variables, instruction), tools=tools, tool_choice=tool_choice,
-                            response_format=response_format, sample=sample)
+        return self.request(
+            self.render(variables, instruction),
+            tools=tools,
+            tool_choice=tool_choice,
+            response_format=response_format,
+            sample=sample,
+        )
 
     def _requests(self, variables: Mapping[str, Any]) -> list[ChatRequest]:
         """The requests of one row: one judgment by default."""
@@ -716,16 +866,18 @@ class TemplatedJudge(LLMJudge):
             raise
         except ScorerInputError as exc:
             if exc.field in self.template.variables and exc.problem.startswith("is required"):
-                raise ScorerInputError(self.name, exc.field, f"{exc.problem}: it is a template variable of "
-                                                             f"{self.template.where()}") from exc
+                raise ScorerInputError(
+                    self.name, exc.field, f"{exc.problem}: it is a template variable of {self.template.where()}"
+                ) from exc
             raise
 
     def _row_requests(self, fields: Mapping[str, Any]) -> list[ChatRequest]:
         names = set(self.variables())
         return self._requests({k: v for k, v in fields.items() if k in names})
 
-    async def _run_row(self, fields: Mapping[str, Any], requests: list[ChatRequest],
-                       hits: list[ChatResult | None] | None) -> Score | ScorerError:
+    async def _run_row(
+        self, fields: Mapping[str, Any], requests: list[ChatRequest], hits: list[ChatResult | None] | None
+    ) -> Score | ScorerError:
         started = time.perf_counter()
         replies = await self._judge_row(requests, hits)
         return self._scored(replies, time.perf_counter() - started)
@@ -734,8 +886,7 @@ class TemplatedJudge(LLMJudge):
 # -------------------------------------------------------------------- helpers
 def judge_error(judge: LLMJudge, message: str, result: ChatResult | None = None) -> JudgeError:
     """A :class:`JudgeError` of ``judge`` carrying the raw reply."""
-    return JudgeError(f"{judge.name}: {message}", scorer=judge.name,
-                      raw=None if result is None else result.to_dict())
+    return JudgeError(f"{judge.name}: {message}", scorer=judge.name, raw=None if result is None else result.to_dict())
 
 
 def _text_or_data(value: Any) -> Any:

@@ -39,6 +39,7 @@ answers every request with the scripted reply):
 >>> [s.score for s in batch], server.chat_requests[0].body["tool_choice"]["function"]["name"]
 ([1.0, 1.0], 'select_choice')
 """
+
 from __future__ import annotations
 
 import collections
@@ -47,9 +48,9 @@ import string
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from ..errors import ConfigError
 from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from ..score import Score
-from ..errors import ConfigError
 from .base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, reasons_text
 from .spec import ClassifierSpec, RequestSettings
 from .template import JudgeTemplate
@@ -105,8 +106,11 @@ def reply_format(choices: Sequence[str], use_cot: bool) -> ReplyFormat:
     if use_cot:
         properties["reasons"] = {"type": "string", "description": REASONS_DESCRIPTION}
     properties["choice"] = {"type": "string", "enum": list(choices), "description": "The selected choice."}
-    return ReplyFormat(TOOL_NAME, "Record the selected choice.", {
-        "type": "object", "properties": properties, "required": list(properties), "additionalProperties": False})
+    return ReplyFormat(
+        TOOL_NAME,
+        "Record the selected choice.",
+        {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False},
+    )
 
 
 def read_reply(result: ChatResult, mode: str, choices: Sequence[str]) -> Verdict:
@@ -153,26 +157,51 @@ class LLMClassifier(TemplatedJudge):
     spec_model = ClassifierSpec
     max_tokens_default = (64, 1024)
 
-    def __init__(self, name: str, prompt_template: str | None = None, choice_scores: Mapping[str, float] | None = None,
-                 *, samples: int = 1, aggregate: str = "mean", messages: Sequence[Mapping[str, str]] | None = None,
-                 template: JudgeTemplate | None = None, engine: LLMEngine | None = None, client: Any = None,
-                 max_reasks: int | None = None, description: str | None = None,
-                 settings: RequestSettings | Mapping[str, Any] | None = None, **request: Any) -> None:
+    def __init__(
+        self,
+        name: str,
+        prompt_template: str | None = None,
+        choice_scores: Mapping[str, float] | None = None,
+        *,
+        samples: int = 1,
+        aggregate: str = "mean",
+        messages: Sequence[Mapping[str, str]] | None = None,
+        template: JudgeTemplate | None = None,
+        engine: LLMEngine | None = None,
+        client: Any = None,
+        max_reasks: int | None = None,
+        description: str | None = None,
+        settings: RequestSettings | Mapping[str, Any] | None = None,
+        **request: Any,
+    ) -> None:
         scores: Any = choice_scores
         if scores is None and template is not None and template.choice_scores is not None:
             scores = dict(template.choice_scores)
         if scores is None:
             where = template.where() if template is not None else name
             choices = list(template.choices) if template is not None else []
-            raise ConfigError(f"{name}: {where} defines no choice_scores; pass choice_scores={{...}}"
-                              + (f" for the choices {choices}" if choices else ""), scorer=name)
-        spec = self._setup(name, prompt_template=prompt_template, messages=messages, template=template,
-                           description=description, engine=engine, client=client, max_reasks=max_reasks,
-                           spec_fields={"choice_scores": scores, "samples": samples, "aggregate": aggregate},
-                           settings=settings, request=request)
+            raise ConfigError(
+                f"{name}: {where} defines no choice_scores; pass choice_scores={{...}}"
+                + (f" for the choices {choices}" if choices else ""),
+                scorer=name,
+            )
+        spec = self._setup(
+            name,
+            prompt_template=prompt_template,
+            messages=messages,
+            template=template,
+            description=description,
+            engine=engine,
+            client=client,
+            max_reasks=max_reasks,
+            spec_fields={"choice_scores": scores, "samples": samples, "aggregate": aggregate},
+            settings=settings,
+            request=request,
+        )
         if template is not None and list(spec.choice_scores) != list(template.choices):
-            raise ConfigError(f"{name}: choice_scores must cover exactly the template's choices "
-                              f"{list(template.choices)}", scorer=name)
+            raise ConfigError(
+                f"{name}: choice_scores must cover exactly the template's choices {list(template.choices)}", scorer=name
+            )
         self.choice_scores: dict[str, float] = dict(spec.choice_scores)
         self.choices: tuple[str, ...] = tuple(self.choice_scores)
         self.samples: int = spec.samples
@@ -189,19 +218,28 @@ class LLMClassifier(TemplatedJudge):
         options = ", ".join(self.choices)
         if self.response_mode == "tools":
             if self.use_cot:
-                return (f"Answer by calling the {TOOL_NAME} function. Put your step-by-step reasoning in "
-                        f"`reasons` first, then set `choice` to exactly one of: {options}.")
+                return (
+                    f"Answer by calling the {TOOL_NAME} function. Put your step-by-step reasoning in "
+                    f"`reasons` first, then set `choice` to exactly one of: {options}."
+                )
             return f"Answer by calling the {TOOL_NAME} function with `choice` set to exactly one of: {options}."
         if self.response_mode in ("json", "json_object"):
-            schema = (f" It must match this JSON schema: {self._format().schema_text()}"
-                      if self.response_mode == "json_object" else "")
+            schema = (
+                f" It must match this JSON schema: {self._format().schema_text()}"
+                if self.response_mode == "json_object"
+                else ""
+            )
             if self.use_cot:
-                return ("Reply with a JSON object only. Its key \"reasons\" holds your step-by-step reasoning; "
-                        f"its key \"choice\" comes after it and holds exactly one of: {options}.{schema}")
-            return f"Reply with a JSON object only, with the key \"choice\" holding exactly one of: {options}.{schema}"
+                return (
+                    'Reply with a JSON object only. Its key "reasons" holds your step-by-step reasoning; '
+                    f'its key "choice" comes after it and holds exactly one of: {options}.{schema}'
+                )
+            return f'Reply with a JSON object only, with the key "choice" holding exactly one of: {options}.{schema}'
         if self.use_cot:
-            return (f"Reason step by step first. Then write your final answer, exactly one of {options}, alone on "
-                    "the last line, with nothing else on it.")
+            return (
+                f"Reason step by step first. Then write your final answer, exactly one of {options}, alone on "
+                "the last line, with nothing else on it."
+            )
         return f"Reply with exactly one of {options} and nothing else."
 
     def _format(self) -> ReplyFormat:
@@ -225,8 +263,9 @@ class LLMClassifier(TemplatedJudge):
         else:
             counts = collections.Counter(v.choice for v in verdicts)
             top = max(counts.values())
-            modal = min((c for c in counts if counts[c] == top),
-                        key=lambda c: (self.choice_scores[c], self.choices.index(c)))
+            modal = min(
+                (c for c in counts if counts[c] == top), key=lambda c: (self.choice_scores[c], self.choices.index(c))
+            )
             if self.aggregate == "majority":
                 value = self.choice_scores[modal]
             else:
@@ -239,6 +278,10 @@ class LLMClassifier(TemplatedJudge):
         if not self.use_cot:
             metadata.pop("rationale")
         if self.samples > 1:
-            metadata.update(choices=[v.choice for v in verdicts], agreement=top / len(verdicts),
-                            aggregate=self.aggregate, cached_samples=sum(r.cached for r in results))
+            metadata.update(
+                choices=[v.choice for v in verdicts],
+                agreement=top / len(verdicts),
+                aggregate=self.aggregate,
+                cached_samples=sum(r.cached for r in results),
+            )
         return self.make_score(value, **metadata)

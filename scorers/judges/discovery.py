@@ -16,6 +16,7 @@ kinds' classes as they are defined.
 >>> type(judge).__name__, judge.scale.max
 ('RatingJudge', 3)
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,18 @@ from .formats import Definition, Problem, camel_case, parse_document, read_file
 if TYPE_CHECKING:
     from ..registry import Registry
 
-__all__ = ["KIND_CLASSES", "build_judge", "parse_template", "load_template_file", "check_templates",
-           "template_files", "template_dirs", "builtin_template_dir", "add_template_dir", "TEMPLATES_ENV"]
+__all__ = [
+    "KIND_CLASSES",
+    "build_judge",
+    "parse_template",
+    "load_template_file",
+    "check_templates",
+    "template_files",
+    "template_dirs",
+    "builtin_template_dir",
+    "add_template_dir",
+    "TEMPLATES_ENV",
+]
 
 #: Environment variable naming extra template directories (``os.pathsep``-separated).
 TEMPLATES_ENV = "SCORERS_TEMPLATES"
@@ -131,18 +142,30 @@ def _register_files(registry: "Registry", files: Iterable[Path], source: str) ->
         if problems:
             error = TemplateError(f"invalid judge template file {path}:\n  " + "\n  ".join(map(str, problems)))
             try:  # `get(name)` then explains what is wrong with the file
-                registry.add(Entry(name=camel_case(path.stem), factory=_raiser(error), kind="llm",
-                                   description=f"INVALID template ({path}); run `python -m scorers check`",
-                                   source=str(path)))
+                registry.add(
+                    Entry(
+                        name=camel_case(path.stem),
+                        factory=_raiser(error),
+                        kind="llm",
+                        description=f"INVALID template ({path}); run `python -m scorers check`",
+                        source=str(path),
+                    )
+                )
             except ConfigError:
                 warnings.warn(str(error), stacklevel=2)
             continue
         for definition in definitions:
             template = definition.template
             try:
-                registry.add(Entry(name=template.name, factory=_factory(definition), kind="llm",
-                                   description=_one_line(template.description) or f"LLM judge from {path.name}",
-                                   source=source if source == "builtin" else str(path)))
+                registry.add(
+                    Entry(
+                        name=template.name,
+                        factory=_factory(definition),
+                        kind="llm",
+                        description=_one_line(template.description) or f"LLM judge from {path.name}",
+                        source=source if source == "builtin" else str(path),
+                    )
+                )
             except ConfigError as exc:
                 warnings.warn(f"judge template {template.name!r} in {path} is not registered: {exc}", stacklevel=2)
 

@@ -30,6 +30,7 @@ Response modes: ``text`` (the reply is the number) and ``json``/``json_object`` 
 >>> round(score.metadata["expected_score"], 3), round(score.score, 3)
 (3.8, 0.7)
 """
+
 from __future__ import annotations
 
 import math
@@ -61,19 +62,46 @@ class GEvalJudge(TemplatedJudge):
     request_defaults = types.MappingProxyType({"temperature": 0, "response_mode": "text"})
     fixed_settings = types.MappingProxyType({"use_cot": False})  # the steps are the reasoning; the reply is the score
 
-    def __init__(self, name: str, prompt_template: str | None = None, *, criteria: str,
-                 steps: Sequence[str] | None = None, scale: Mapping[str, int] | Scale | None = None,
-                 score_mode: str = "logprobs", top_logprobs: int = 20, min_prob: float = 0.01,
-                 messages: Sequence[Mapping[str, str]] | None = None, template: JudgeTemplate | None = None,
-                 engine: LLMEngine | None = None, client: Any = None, max_reasks: int | None = None,
-                 description: str | None = None, settings: RequestSettings | Mapping[str, Any] | None = None,
-                 **request: Any) -> None:
-        spec = self._setup(name, prompt_template=prompt_template, messages=messages, template=template,
-                           description=description, engine=engine, client=client, max_reasks=max_reasks,
-                           spec_fields={"criteria": criteria, "steps": None if steps is None else list(steps),
-                                        "scale": given(scale), "score_mode": score_mode,
-                                        "top_logprobs": top_logprobs, "min_prob": min_prob},
-                           settings=settings, request=request)
+    def __init__(
+        self,
+        name: str,
+        prompt_template: str | None = None,
+        *,
+        criteria: str,
+        steps: Sequence[str] | None = None,
+        scale: Mapping[str, int] | Scale | None = None,
+        score_mode: str = "logprobs",
+        top_logprobs: int = 20,
+        min_prob: float = 0.01,
+        messages: Sequence[Mapping[str, str]] | None = None,
+        template: JudgeTemplate | None = None,
+        engine: LLMEngine | None = None,
+        client: Any = None,
+        max_reasks: int | None = None,
+        description: str | None = None,
+        settings: RequestSettings | Mapping[str, Any] | None = None,
+        **request: Any,
+    ) -> None:
+        spec = self._setup(
+            name,
+            prompt_template=prompt_template,
+            messages=messages,
+            template=template,
+            description=description,
+            engine=engine,
+            client=client,
+            max_reasks=max_reasks,
+            spec_fields={
+                "criteria": criteria,
+                "steps": None if steps is None else list(steps),
+                "scale": given(scale),
+                "score_mode": score_mode,
+                "top_logprobs": top_logprobs,
+                "min_prob": min_prob,
+            },
+            settings=settings,
+            request=request,
+        )
         self.criteria: str = spec.criteria
         self.steps: tuple[str, ...] | None = None if spec.steps is None else tuple(spec.steps)
         self.scale: Scale = spec.scale
@@ -82,25 +110,47 @@ class GEvalJudge(TemplatedJudge):
         self.min_prob: float = spec.min_prob
 
     def kind_params(self) -> dict[str, Any]:
-        return {"criteria": self.criteria, "steps": None if self.steps is None else list(self.steps),
-                "scale": self.scale.model_dump(), "score_mode": self.score_mode,
-                "top_logprobs": self.top_logprobs if self.score_mode == "logprobs" else None,
-                "min_prob": self.min_prob if self.score_mode == "logprobs" else None}
+        return {
+            "criteria": self.criteria,
+            "steps": None if self.steps is None else list(self.steps),
+            "scale": self.scale.model_dump(),
+            "score_mode": self.score_mode,
+            "top_logprobs": self.top_logprobs if self.score_mode == "logprobs" else None,
+            "min_prob": self.min_prob if self.score_mode == "logprobs" else None,
+        }
 
     # ------------------------------------------------------------------ steps
     def _steps_request(self) -> ChatRequest:
-        fmt = ReplyFormat(STEPS_TOOL, "Record the evaluation steps.", {
-            "type": "object", "properties": {"steps": {"type": "array", "items": {"type": "string"}, "minItems": 1}},
-            "required": ["steps"], "additionalProperties": False})
+        fmt = ReplyFormat(
+            STEPS_TOOL,
+            "Record the evaluation steps.",
+            {
+                "type": "object",
+                "properties": {"steps": {"type": "array", "items": {"type": "string"}, "minItems": 1}},
+                "required": ["steps"],
+                "additionalProperties": False,
+            },
+        )
         mode = "json_object" if self.response_mode == "text" else self.response_mode
         tools, tool_choice, response_format = fmt.request_parts(mode)
-        ask = (f"You will grade texts on this criterion, from {self.scale.min} to {self.scale.max}:\n"
-               f"{self.criteria}\n\nWrite the evaluation steps a careful grader follows, as a short list of "
-               "imperative sentences.")
-        ask += (f" Answer by calling the {STEPS_TOOL} function." if mode == "tools" else
-                f" Reply with a JSON object only, matching this JSON schema: {fmt.schema_text()}")
-        return self.request([{"role": "user", "content": ask}], tools=tools, tool_choice=tool_choice,
-                            response_format=response_format, max_tokens=600, cache_tag="geval-steps")
+        ask = (
+            f"You will grade texts on this criterion, from {self.scale.min} to {self.scale.max}:\n"
+            f"{self.criteria}\n\nWrite the evaluation steps a careful grader follows, as a short list of "
+            "imperative sentences."
+        )
+        ask += (
+            f" Answer by calling the {STEPS_TOOL} function."
+            if mode == "tools"
+            else f" Reply with a JSON object only, matching this JSON schema: {fmt.schema_text()}"
+        )
+        return self.request(
+            [{"role": "user", "content": ask}],
+            tools=tools,
+            tool_choice=tool_choice,
+            response_format=response_format,
+            max_tokens=600,
+            cache_tag="geval-steps",
+        )
 
     def _read_steps(self, result: ChatResult) -> tuple[str, ...]:
         mode = "json_object" if self.response_mode == "text" else self.response_mode
@@ -122,9 +172,16 @@ class GEvalJudge(TemplatedJudge):
 
     # ------------------------------------------------------------ form-filling
     def _format(self) -> ReplyFormat:
-        return ReplyFormat(TOOL_NAME, "Record the score.", {
-            "type": "object", "properties": {"score": self.scale.schema("The score.")},
-            "required": ["score"], "additionalProperties": False})
+        return ReplyFormat(
+            TOOL_NAME,
+            "Record the score.",
+            {
+                "type": "object",
+                "properties": {"score": self.scale.schema("The score.")},
+                "required": ["score"],
+                "additionalProperties": False,
+            },
+        )
 
     def _instruction(self) -> str:
         steps = "\n".join(f"{i}. {step}" for i, step in enumerate(self.evaluation_steps(), 1))
@@ -134,26 +191,37 @@ class GEvalJudge(TemplatedJudge):
             return head + f"Reply with the score only: {span}, nothing else."
         if self.response_mode == "tools":
             return head + f"Answer by calling the {TOOL_NAME} function with `score` set to {span}."
-        schema = f" It must match this JSON schema: {self._format().schema_text()}" \
-            if self.response_mode == "json_object" else ""
-        return head + f"Reply with a JSON object only, holding the key \"score\" set to {span}.{schema}"
+        schema = (
+            f" It must match this JSON schema: {self._format().schema_text()}"
+            if self.response_mode == "json_object"
+            else ""
+        )
+        return head + f'Reply with a JSON object only, holding the key "score" set to {span}.{schema}'
 
     def _requests(self, variables: Mapping[str, Any]) -> list[ChatRequest]:
         tools, tool_choice, response_format = self._format().request_parts(self.response_mode)
         logprobs = self.score_mode == "logprobs"
-        return [self.request(self.render(variables, self._instruction()), tools=tools, tool_choice=tool_choice,
-                             response_format=response_format, logprobs=logprobs,
-                             top_logprobs=self.top_logprobs if logprobs else None)]
+        return [
+            self.request(
+                self.render(variables, self._instruction()),
+                tools=tools,
+                tool_choice=tool_choice,
+                response_format=response_format,
+                logprobs=logprobs,
+                top_logprobs=self.top_logprobs if logprobs else None,
+            )
+        ]
 
     def _validate(self, result: ChatResult) -> tuple[int, float, dict[str, float] | None]:
         if self.response_mode == "text":
             written = parse_text_rating(result.content or "")
         else:
             written = self._format().read(result, self.response_mode).get("score")
-        if not is_int(written) or not \
-                self.scale.min <= written <= self.scale.max:
-            raise InvalidReply(f"no whole-number score on the scale [{self.scale.min}, {self.scale.max}] in the "
-                               f"reply (got {written!r})")
+        if not is_int(written) or not self.scale.min <= written <= self.scale.max:
+            raise InvalidReply(
+                f"no whole-number score on the scale [{self.scale.min}, {self.scale.max}] in the "
+                f"reply (got {written!r})"
+            )
         if self.score_mode == "top_token":
             return written, float(written), None
         expected, distribution = self._weighted(result)
@@ -176,9 +244,13 @@ class GEvalJudge(TemplatedJudge):
 
     def _score_from(self, results: list[ChatResult], latency: float) -> Score:
         written, expected, distribution = results[0].parsed
-        metadata: dict[str, Any] = {"score_mode": self.score_mode, "written_score": written,
-                                    "expected_score": expected, "steps": list(self.evaluation_steps()),
-                                    "steps_generated": self.steps is None}
+        metadata: dict[str, Any] = {
+            "score_mode": self.score_mode,
+            "written_score": written,
+            "expected_score": expected,
+            "steps": list(self.evaluation_steps()),
+            "steps_generated": self.steps is None,
+        }
         if distribution is not None:
             metadata["probabilities"] = distribution
         value = min(1.0, max(0.0, self.scale.normalise(expected)))

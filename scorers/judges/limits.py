@@ -7,10 +7,20 @@ used), and a render past a limit is a :class:`~scorers.errors.TemplateError` nam
 the template, its file and the limit. Each limit is far above what a judge prompt
 needs; the built-in templates use well under 1 % of every one.
 """
+
 from __future__ import annotations
 
-__all__ = ["MAX_TEMPLATE_FILE_BYTES", "MAX_YAML_DEPTH", "MAX_YAML_NODES", "MAX_TEMPLATE_NODES", "MAX_TEMPLATE_DEPTH", "MAX_RENDERED_CHARS",
-           "MAX_RENDER_STEPS", "MAX_RENDER_BUILT", "MAX_NUMBER_DIGITS"]
+__all__ = [
+    "MAX_TEMPLATE_FILE_BYTES",
+    "MAX_YAML_DEPTH",
+    "MAX_YAML_NODES",
+    "MAX_TEMPLATE_NODES",
+    "MAX_TEMPLATE_DEPTH",
+    "MAX_RENDERED_CHARS",
+    "MAX_RENDER_STEPS",
+    "MAX_RENDER_BUILT",
+    "MAX_NUMBER_DIGITS",
+]
 
 # ---------------------------------------------------------------- template files
 #: The largest template file read (1 MiB; the built-in ones are under 2 KB).

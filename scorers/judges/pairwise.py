@@ -17,6 +17,7 @@ disagree because the same position won twice, the position the judge favoured.
 >>> score.score, score.metadata["choices"], score.metadata["agreement"], score.metadata["position_bias"]
 (0.5, ['A', 'A'], False, 'first')
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
@@ -43,22 +44,46 @@ class PairwiseJudge(TemplatedJudge):
     spec_model = PairwiseSpec
     max_tokens_default = (64, 1024)
 
-    def __init__(self, name: str, prompt_template: str | None = None, *, other: str = "expected",
-                 swap: bool = False, allow_tie: bool = True, messages: Sequence[Mapping[str, str]] | None = None,
-                 template: JudgeTemplate | None = None, engine: LLMEngine | None = None, client: Any = None,
-                 max_reasks: int | None = None, description: str | None = None,
-                 settings: RequestSettings | Mapping[str, Any] | None = None, **request: Any) -> None:
-        spec = self._setup(name, prompt_template=prompt_template, messages=messages, template=template,
-                           description=description, engine=engine, client=client, max_reasks=max_reasks,
-                           spec_fields={"other": other, "swap": swap, "allow_tie": allow_tie},
-                           settings=settings, request=request)
+    def __init__(
+        self,
+        name: str,
+        prompt_template: str | None = None,
+        *,
+        other: str = "expected",
+        swap: bool = False,
+        allow_tie: bool = True,
+        messages: Sequence[Mapping[str, str]] | None = None,
+        template: JudgeTemplate | None = None,
+        engine: LLMEngine | None = None,
+        client: Any = None,
+        max_reasks: int | None = None,
+        description: str | None = None,
+        settings: RequestSettings | Mapping[str, Any] | None = None,
+        **request: Any,
+    ) -> None:
+        spec = self._setup(
+            name,
+            prompt_template=prompt_template,
+            messages=messages,
+            template=template,
+            description=description,
+            engine=engine,
+            client=client,
+            max_reasks=max_reasks,
+            spec_fields={"other": other, "swap": swap, "allow_tie": allow_tie},
+            settings=settings,
+            request=request,
+        )
         self.other: str = spec.other
         self.swap: bool = spec.swap
         self.allow_tie: bool = spec.allow_tie
         missing = [v for v in ("output", self.other) if v not in self.template.variables]
         if missing:
-            raise ConfigError(f"{name}: a pairwise template must show both outputs; {self.template.where()} has no "
-                              f"{', '.join('{{' + m + '}}' for m in missing)}", scorer=name)
+            raise ConfigError(
+                f"{name}: a pairwise template must show both outputs; {self.template.where()} has no "
+                f"{', '.join('{{' + m + '}}' for m in missing)}",
+                scorer=name,
+            )
         self.choices: tuple[str, ...] = ("A", "B", "tie") if self.allow_tie else ("A", "B")
 
     def kind_params(self) -> dict[str, Any]:
@@ -72,14 +97,21 @@ class PairwiseJudge(TemplatedJudge):
         options = ", ".join(self.choices)
         if self.response_mode == "tools":
             first = "your step-by-step reasoning in `reasons` first, then " if self.use_cot else ""
-            return (f"Answer by calling the select_choice function with {first}`choice` set to A when the first "
-                    f"answer is better, B when the second is{tie}.")
+            return (
+                f"Answer by calling the select_choice function with {first}`choice` set to A when the first "
+                f"answer is better, B when the second is{tie}."
+            )
         if self.response_mode in ("json", "json_object"):
-            first = "the key \"reasons\" with your step-by-step reasoning first, then " if self.use_cot else ""
-            schema = (f" It must match this JSON schema: {self._format().schema_text()}"
-                      if self.response_mode == "json_object" else "")
-            return (f"Reply with a JSON object only, holding {first}the key \"choice\": A when the first answer is "
-                    f"better, B when the second is{tie}.{schema}")
+            first = 'the key "reasons" with your step-by-step reasoning first, then ' if self.use_cot else ""
+            schema = (
+                f" It must match this JSON schema: {self._format().schema_text()}"
+                if self.response_mode == "json_object"
+                else ""
+            )
+            return (
+                f'Reply with a JSON object only, holding {first}the key "choice": A when the first answer is '
+                f"better, B when the second is{tie}.{schema}"
+            )
         lead = "Reason step by step first. Then write " if self.use_cot else "Write "
         return f"{lead}exactly one of {options} alone on the last line: A for the first answer, B for the second{tie}."
 
@@ -100,8 +132,7 @@ class PairwiseJudge(TemplatedJudge):
         metadata: dict[str, Any] = {"winner": winner, "choices": picks}
         if self.swap:
             metadata["agreement"] = values[0] == values[1]
-            metadata["position_bias"] = ("first" if picks == ["A", "A"] else "second" if picks == ["B", "B"]
-                                         else None)
+            metadata["position_bias"] = "first" if picks == ["A", "A"] else "second" if picks == ["B", "B"] else None
         if self.use_cot:
             metadata["rationale"] = [r.parsed.rationale for r in results] if self.swap else results[0].parsed.rationale
         return self.make_score(value, **metadata, **self.call_metadata(results, latency))

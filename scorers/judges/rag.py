@@ -49,6 +49,7 @@ replaces any of them, with the same variables, and their hashes enter the signat
 >>> score.score, [v["verdict"] for v in score.metadata["verdicts"]], score.metadata["usage"]["requests"]
 (0.5, ['yes', 'no'], 2)
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -69,8 +70,20 @@ from .base import REASONS_DESCRIPTION, LLMJudge, ReplyFormat
 from .spec import RequestSettings
 from .template import JudgeTemplate, mustache_to_jinja
 
-__all__ = ["MultiStepJudge", "ItemVerdict", "Faithfulness", "AnswerRelevancy", "ContextPrecision", "ContextRecall",
-           "ContextRelevancy", "Hallucination", "Summarization", "Bias", "Toxicity", "step_prompt"]
+__all__ = [
+    "MultiStepJudge",
+    "ItemVerdict",
+    "Faithfulness",
+    "AnswerRelevancy",
+    "ContextPrecision",
+    "ContextRecall",
+    "ContextRelevancy",
+    "Hallucination",
+    "Summarization",
+    "Bias",
+    "Toxicity",
+    "step_prompt",
+]
 
 PROMPT_DIR = "prompts/rag"
 YES_NO = ("yes", "no")
@@ -107,7 +120,9 @@ def _chunks(context: Sequence[str]) -> str:
 
 def context_field() -> Field:
     """``context``: a retrieved chunk or a list of chunks in rank order (read by :func:`references_field`)."""
-    return references_field("context", utf8=True, description="retrieved context: one text, or a list of chunks in rank order")
+    return references_field(
+        "context", utf8=True, description="retrieved context: one text, or a list of chunks in rank order"
+    )
 
 
 class MultiStepJudge(LLMJudge):
@@ -130,9 +145,17 @@ class MultiStepJudge(LLMJudge):
     #: The step prompts the metric uses (file names under ``prompts/rag/`` without ``.md``).
     steps: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, *, prompts: Mapping[str, str] | None = None, max_reasks: int | None = None,
-                 engine: LLMEngine | None = None, client: Any = None, name: str | None = None,
-                 settings: RequestSettings | Mapping[str, Any] | None = None, **request: Any) -> None:
+    def __init__(
+        self,
+        *,
+        prompts: Mapping[str, str] | None = None,
+        max_reasks: int | None = None,
+        engine: LLMEngine | None = None,
+        client: Any = None,
+        name: str | None = None,
+        settings: RequestSettings | Mapping[str, Any] | None = None,
+        **request: Any,
+    ) -> None:
         super().__init__(name, engine=engine, client=client, max_reasks=max_reasks, settings=settings, **request)
         self.prompts: dict[str, str] = self._prompts(prompts or {})
         self._templates  # compiles every step prompt now: a syntax error is a ConfigError of the constructor
@@ -140,8 +163,10 @@ class MultiStepJudge(LLMJudge):
     def _prompts(self, given: Mapping[str, str]) -> dict[str, str]:
         unknown = sorted(set(given) - set(self.steps))
         if unknown:
-            raise ConfigError(f"{self.name}: prompts for unknown steps {unknown}; its steps are "
-                              f"{', '.join(self.steps)}", scorer=self.name)
+            raise ConfigError(
+                f"{self.name}: prompts for unknown steps {unknown}; its steps are {', '.join(self.steps)}",
+                scorer=self.name,
+            )
         for step, text in given.items():
             if not isinstance(text, str) or not text.strip():
                 raise ConfigError(f"{self.name}: prompts[{step!r}] must be non-empty text", scorer=self.name)
@@ -152,38 +177,54 @@ class MultiStepJudge(LLMJudge):
         """One compiled template per step (rebuilt after unpickling); a prompt may use only its step's variables."""
         templates = {}
         for step, text in self.prompts.items():
-            template = JudgeTemplate(name=f"{self.name}.{step}", choice_scores=None,
-                                     messages=(("user", mustache_to_jinja(text)),))
-            allowed = JudgeTemplate(name=step, choice_scores=None,
-                                    messages=(("user", mustache_to_jinja(step_prompt(step))),)).variables
+            template = JudgeTemplate(
+                name=f"{self.name}.{step}", choice_scores=None, messages=(("user", mustache_to_jinja(text)),)
+            )
+            allowed = JudgeTemplate(
+                name=step, choice_scores=None, messages=(("user", mustache_to_jinja(step_prompt(step))),)
+            ).variables
             extra = [v for v in template.variables if v not in allowed]
             if extra:
-                raise ConfigError(f"{self.name}: prompts[{step!r}] uses {extra}, which the step does not fill; "
-                                  f"its variables are {list(allowed)}", scorer=self.name)
+                raise ConfigError(
+                    f"{self.name}: prompts[{step!r}] uses {extra}, which the step does not fill; "
+                    f"its variables are {list(allowed)}",
+                    scorer=self.name,
+                )
             templates[step] = template
         return templates
 
     # ------------------------------------------------------------- describing
     def prompt_params(self) -> dict[str, Any]:
         """Each step prompt's hash (the signature's ``prompts``)."""
-        return {"prompts": {step: hashlib.sha256(text.encode()).hexdigest()[:16]
-                            for step, text in self.prompts.items()}}
+        return {
+            "prompts": {step: hashlib.sha256(text.encode()).hexdigest()[:16] for step, text in self.prompts.items()}
+        }
 
     def describe(self) -> dict[str, Any]:
         """What ``python -m scorers show`` prints: the docstring (the formula), variables and settings."""
-        return {"name": self.name, "kind": self.judge_kind, "description": inspect.cleandoc(type(self).__doc__ or ""),
-                "variables": list(self.variables()), "higher_is_better": self.higher_is_better, **self.params()}
+        return {
+            "name": self.name,
+            "kind": self.judge_kind,
+            "description": inspect.cleandoc(type(self).__doc__ or ""),
+            "variables": list(self.variables()),
+            "higher_is_better": self.higher_is_better,
+            **self.params(),
+        }
 
     # --------------------------------------------------------------- requests
     def _step_instruction(self, fmt: ReplyFormat) -> str:
-        cot = " In each verdict, write `reason` first, then `verdict`." if self.use_cot and "verdicts" in \
-            fmt.schema["properties"] else ""
+        cot = (
+            " In each verdict, write `reason` first, then `verdict`."
+            if self.use_cot and "verdicts" in fmt.schema["properties"]
+            else ""
+        )
         if self.response_mode == "tools":
             return f"Answer by calling the {fmt.tool} function.{cot}"
         return f"Reply with a JSON object only, matching this JSON schema: {fmt.schema_text()}{cot}"
 
-    def step_request(self, step: str, variables: Mapping[str, Any], fmt: ReplyFormat | None,
-                     **options: Any) -> ChatRequest:
+    def step_request(
+        self, step: str, variables: Mapping[str, Any], fmt: ReplyFormat | None, **options: Any
+    ) -> ChatRequest:
         """The request of ``step``: its prompt rendered with ``variables``, asking for ``fmt`` (``None``: free
         text); ``options`` go to :meth:`~scorers.judges.base.LLMJudge.request` (``sample``, ``temperature``, ...)."""
         messages = self._templates[step].render(variables)
@@ -191,18 +232,17 @@ class MultiStepJudge(LLMJudge):
             return self.request(messages, **options)
         messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{self._step_instruction(fmt)}"}
         tools, tool_choice, response_format = fmt.request_parts(self.response_mode)
-        return self.request(messages, tools=tools, tool_choice=tool_choice, response_format=response_format,
-                            **options)
+        return self.request(messages, tools=tools, tool_choice=tool_choice, response_format=response_format, **options)
 
-    async def step(self, request: ChatRequest, validate: Callable[[ChatResult], Any],
-                   calls: list[ChatResult]) -> Any:
+    async def step(self, request: ChatRequest, validate: Callable[[ChatResult], Any], calls: list[ChatResult]) -> Any:
         """Send one step's request; record its result in ``calls``; return what ``validate`` read."""
         result = await self._judge(request, validate=validate)
         calls.append(result)
         return result.parsed
 
-    async def extract(self, step: str, text: str, key: str, calls: list[ChatResult],
-                      **variables: Any) -> tuple[str, ...]:
+    async def extract(
+        self, step: str, text: str, key: str, calls: list[ChatResult], **variables: Any
+    ) -> tuple[str, ...]:
         """The items ``step`` extracts from ``text`` (a list under ``key``; may be empty)."""
         fmt = items_format(key)
 
@@ -211,8 +251,9 @@ class MultiStepJudge(LLMJudge):
 
         return await self.step(self.step_request(step, {"text": text, **variables}, fmt), read, calls)
 
-    async def judge_items(self, step: str, items: Sequence[str], choices: Sequence[str], calls: list[ChatResult],
-                          **variables: Any) -> tuple[ItemVerdict, ...]:
+    async def judge_items(
+        self, step: str, items: Sequence[str], choices: Sequence[str], calls: list[ChatResult], **variables: Any
+    ) -> tuple[ItemVerdict, ...]:
         """One verdict per item (in order) from one call of ``step``; no call for no items."""
         if not items:
             return ()
@@ -228,8 +269,9 @@ class MultiStepJudge(LLMJudge):
     async def _evaluate(self, row: Mapping[str, Any], calls: list[ChatResult]) -> tuple[float, dict[str, Any]]:
         raise NotImplementedError
 
-    async def _run_row(self, fields: Mapping[str, Any], requests: list[ChatRequest],
-                       hits: list[ChatResult | None] | None) -> Score:
+    async def _run_row(
+        self, fields: Mapping[str, Any], requests: list[ChatRequest], hits: list[ChatResult | None] | None
+    ) -> Score:
         """The row's chain of calls (:meth:`_evaluate`), then its Score; a failed call's JudgeError is charged
         with the calls of the row that had answered."""
         started = time.perf_counter()
@@ -239,16 +281,27 @@ class MultiStepJudge(LLMJudge):
         except JudgeError as exc:
             self._charged(exc, [exc], calls)
             raise
-        return self.make_score(value, higher_is_better=self.higher_is_better, **details,
-                               **self.call_metadata(calls, time.perf_counter() - started))
+        return self.make_score(
+            value,
+            higher_is_better=self.higher_is_better,
+            **details,
+            **self.call_metadata(calls, time.perf_counter() - started),
+        )
 
 
 # ----------------------------------------------------------------- reply formats
 def items_format(key: str) -> ReplyFormat:
     """``{key: [text, ...]}``: an extraction step's reply."""
-    return ReplyFormat(f"record_{key}", f"Record the {key} extracted from the text.", {
-        "type": "object", "properties": {key: {"type": "array", "items": {"type": "string"}}},
-        "required": [key], "additionalProperties": False})
+    return ReplyFormat(
+        f"record_{key}",
+        f"Record the {key} extracted from the text.",
+        {
+            "type": "object",
+            "properties": {key: {"type": "array", "items": {"type": "string"}}},
+            "required": [key],
+            "additionalProperties": False,
+        },
+    )
 
 
 def verdicts_format(choices: Sequence[str], use_cot: bool) -> ReplyFormat:
@@ -258,9 +311,16 @@ def verdicts_format(choices: Sequence[str], use_cot: bool) -> ReplyFormat:
         properties["reason"] = {"type": "string", "description": REASONS_DESCRIPTION}
     properties["verdict"] = {"type": "string", "enum": list(choices)}
     item = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
-    return ReplyFormat("record_verdicts", "Record one verdict per item, in the items' order.", {
-        "type": "object", "properties": {"verdicts": {"type": "array", "items": item}},
-        "required": ["verdicts"], "additionalProperties": False})
+    return ReplyFormat(
+        "record_verdicts",
+        "Record one verdict per item, in the items' order.",
+        {
+            "type": "object",
+            "properties": {"verdicts": {"type": "array", "items": item}},
+            "required": ["verdicts"],
+            "additionalProperties": False,
+        },
+    )
 
 
 def read_items(parsed: Mapping[str, Any], key: str) -> tuple[str, ...]:
@@ -297,8 +357,10 @@ def read_verdicts(parsed: Mapping[str, Any], count: int, choices: Sequence[str])
 
 
 def _records(items: Sequence[str], verdicts: Sequence[ItemVerdict], key: str) -> list[dict[str, Any]]:
-    return [{key: item, "verdict": v.verdict, **({"reason": v.reason} if v.reason is not None else {})}
-            for item, v in zip(items, verdicts)]
+    return [
+        {key: item, "verdict": v.verdict, **({"reason": v.reason} if v.reason is not None else {})}
+        for item, v in zip(items, verdicts)
+    ]
 
 
 def _share(verdicts: Sequence[ItemVerdict], counts: Callable[[str], bool]) -> float:
@@ -323,8 +385,9 @@ class Faithfulness(MultiStepJudge):
     def __init__(self, *, idk_is_unfaithful: bool = False, **settings: Any) -> None:
         super().__init__(**settings)
         if not isinstance(idk_is_unfaithful, bool):
-            raise ConfigError(f"{self.name}: idk_is_unfaithful must be true or false, got {idk_is_unfaithful!r}",
-                              scorer=self.name)
+            raise ConfigError(
+                f"{self.name}: idk_is_unfaithful must be true or false, got {idk_is_unfaithful!r}", scorer=self.name
+            )
         self.idk_is_unfaithful = idk_is_unfaithful
 
     def kind_params(self) -> dict[str, Any]:
@@ -334,8 +397,7 @@ class Faithfulness(MultiStepJudge):
         claims = await self.extract("claims", row["output"], "claims", calls)
         if not claims:
             return 1.0, {"claims": [], "verdicts": [], "reason": "the output makes no claim, so none is unfaithful"}
-        verdicts = await self.judge_items("claim_support", claims, YES_NO_IDK, calls,
-                                          context=_chunks(row["context"]))
+        verdicts = await self.judge_items("claim_support", claims, YES_NO_IDK, calls, context=_chunks(row["context"]))
         faithful = (lambda v: v == "yes") if self.idk_is_unfaithful else (lambda v: v != "no")
         return _share(verdicts, faithful), {"claims": list(claims), "verdicts": _records(claims, verdicts, "claim")}
 
@@ -356,11 +418,16 @@ class AnswerRelevancy(MultiStepJudge):
     async def _evaluate(self, row: Mapping[str, Any], calls: list[ChatResult]) -> tuple[float, dict[str, Any]]:
         statements = await self.extract("statements", row["output"], "statements", calls)
         if not statements:
-            return 0.0, {"statements": [], "verdicts": [],
-                         "reason": "the output makes no statement, so nothing in it addresses the input"}
+            return 0.0, {
+                "statements": [],
+                "verdicts": [],
+                "reason": "the output makes no statement, so nothing in it addresses the input",
+            }
         verdicts = await self.judge_items("answer_relevance", statements, YES_NO_IDK, calls, input=row["input"])
-        return _share(verdicts, lambda v: v != "no"), {"statements": list(statements),
-                                                       "verdicts": _records(statements, verdicts, "statement")}
+        return _share(verdicts, lambda v: v != "no"), {
+            "statements": list(statements),
+            "verdicts": _records(statements, verdicts, "statement"),
+        }
 
 
 @register
@@ -392,8 +459,9 @@ class ContextPrecision(MultiStepJudge):
 
     async def _evaluate(self, row: Mapping[str, Any], calls: list[ChatResult]) -> tuple[float, dict[str, Any]]:
         chunks = row["context"]
-        verdicts = await self.judge_items("chunk_usefulness", chunks, YES_NO, calls, input=row["input"],
-                                          expected=row["expected"])
+        verdicts = await self.judge_items(
+            "chunk_usefulness", chunks, YES_NO, calls, input=row["input"], expected=row["expected"]
+        )
         relevant = [v.verdict == "yes" for v in verdicts]
         details: dict[str, Any] = {"verdicts": _records(chunks, verdicts, "chunk"), "relevant": sum(relevant)}
         if not any(relevant):
@@ -418,8 +486,10 @@ class ContextRecall(MultiStepJudge):
         if not sentences:
             return 0.0, {"sentences": [], "verdicts": [], "reason": "expected holds no sentence to look for"}
         verdicts = await self.judge_items("attribution", sentences, YES_NO, calls, context=_chunks(row["context"]))
-        return _share(verdicts, lambda v: v == "yes"), {"sentences": list(sentences),
-                                                        "verdicts": _records(sentences, verdicts, "sentence")}
+        return _share(verdicts, lambda v: v == "yes"), {
+            "sentences": list(sentences),
+            "verdicts": _records(sentences, verdicts, "sentence"),
+        }
 
 
 @register
@@ -436,15 +506,18 @@ class ContextRelevancy(MultiStepJudge):
     example = "scorers.get('ContextRelevancy')(input='Capital of France?', context=['Paris is the capital.'])"
 
     async def _evaluate(self, row: Mapping[str, Any], calls: list[ChatResult]) -> tuple[float, dict[str, Any]]:
-        per_chunk = await asyncio.gather(*(self.extract("statements", chunk, "statements", calls)
-                                           for chunk in row["context"]))
+        per_chunk = await asyncio.gather(
+            *(self.extract("statements", chunk, "statements", calls) for chunk in row["context"])
+        )
         statements = [s for chunk in per_chunk for s in chunk]
         details: dict[str, Any] = {"statements": [list(chunk) for chunk in per_chunk]}
         if not statements:
             return 0.0, {**details, "verdicts": [], "reason": "the context holds no statement"}
         verdicts = await self.judge_items("context_relevance", statements, YES_NO, calls, input=row["input"])
-        return _share(verdicts, lambda v: v == "yes"), {**details,
-                                                        "verdicts": _records(statements, verdicts, "statement")}
+        return _share(verdicts, lambda v: v == "yes"), {
+            **details,
+            "verdicts": _records(statements, verdicts, "statement"),
+        }
 
 
 @register
@@ -479,15 +552,19 @@ class Summarization(MultiStepJudge):
     """
 
     description = "min(alignment, coverage) of a summary (output) of the source (input) (LLM, 4 calls)."
-    fields = (text_field("input", utf8=True, description="the source text"), text_field("output", utf8=True, description="the summary"))
+    fields = (
+        text_field("input", utf8=True, description="the source text"),
+        text_field("output", utf8=True, description="the summary"),
+    )
     steps = ("claims", "claim_support", "questions", "answers")
     example = "scorers.get('Summarization')(input='<source text>', output='<summary>')"
 
     def __init__(self, *, questions: int = 5, **settings: Any) -> None:
         super().__init__(**settings)
         if not is_int(questions) or not 1 <= questions <= 50:
-            raise ConfigError(f"{self.name}: questions must be an integer in [1, 50], got {questions!r}",
-                              scorer=self.name)
+            raise ConfigError(
+                f"{self.name}: questions must be an integer in [1, 50], got {questions!r}", scorer=self.name
+            )
         self.questions = questions
 
     def kind_params(self) -> dict[str, Any]:
@@ -507,8 +584,10 @@ class Summarization(MultiStepJudge):
         if not asked:
             return {"coverage": 0.0, "questions": [], "coverage_reason": "the source raised no question"}
         answers = await self.judge_items("answers", [q for q, _ in asked], YES_NO_IDK, calls, text=row["output"])
-        records = [{"question": q, "source": a, "summary": v.verdict,
-                    **({"reason": v.reason} if v.reason is not None else {})} for (q, a), v in zip(asked, answers)]
+        records = [
+            {"question": q, "source": a, "summary": v.verdict, **({"reason": v.reason} if v.reason is not None else {})}
+            for (q, a), v in zip(asked, answers)
+        ]
         same = sum(a == v.verdict for (_, a), v in zip(asked, answers))
         return {"coverage": same / len(asked), "questions": records}
 
@@ -523,12 +602,22 @@ class Summarization(MultiStepJudge):
 
 def questions_format() -> ReplyFormat:
     """``{"questions": [{"question", "answer": yes|no}, ...]}``: closed questions with the source's answers."""
-    item = {"type": "object", "properties": {"question": {"type": "string"},
-                                             "answer": {"type": "string", "enum": list(YES_NO)}},
-            "required": ["question", "answer"], "additionalProperties": False}
-    return ReplyFormat("record_questions", "Record the questions and the source's answers.", {
-        "type": "object", "properties": {"questions": {"type": "array", "items": item}},
-        "required": ["questions"], "additionalProperties": False})
+    item = {
+        "type": "object",
+        "properties": {"question": {"type": "string"}, "answer": {"type": "string", "enum": list(YES_NO)}},
+        "required": ["question", "answer"],
+        "additionalProperties": False,
+    }
+    return ReplyFormat(
+        "record_questions",
+        "Record the questions and the source's answers.",
+        {
+            "type": "object",
+            "properties": {"questions": {"type": "array", "items": item}},
+            "required": ["questions"],
+            "additionalProperties": False,
+        },
+    )
 
 
 def read_questions(parsed: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -559,8 +648,10 @@ class _OpinionJudge(MultiStepJudge):
         if not opinions:
             return 0.0, {"opinions": [], "verdicts": [], "reason": "the output expresses no opinion"}
         verdicts = await self.judge_items(self.verdict_step, opinions, YES_NO, calls)
-        return _share(verdicts, lambda v: v == "yes"), {"opinions": list(opinions),
-                                                        "verdicts": _records(opinions, verdicts, "opinion")}
+        return _share(verdicts, lambda v: v == "yes"), {
+            "opinions": list(opinions),
+            "verdicts": _records(opinions, verdicts, "opinion"),
+        }
 
 
 @register

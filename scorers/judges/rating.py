@@ -14,6 +14,7 @@ number of the reply's last non-empty line.
 >>> round(score.score, 4), score.metadata["rating"]
 (0.6667, 7)
 """
+
 from __future__ import annotations
 
 import re
@@ -52,14 +53,34 @@ class RatingJudge(TemplatedJudge):
     spec_model = RatingSpec
     max_tokens_default = (32, 1024)
 
-    def __init__(self, name: str, prompt_template: str | None = None, *, scale: Mapping[str, int] | Scale,
-                 messages: Sequence[Mapping[str, str]] | None = None, template: JudgeTemplate | None = None,
-                 engine: LLMEngine | None = None, client: Any = None, max_reasks: int | None = None,
-                 description: str | None = None, settings: RequestSettings | Mapping[str, Any] | None = None,
-                 **request: Any) -> None:
-        spec = self._setup(name, prompt_template=prompt_template, messages=messages, template=template,
-                           description=description, engine=engine, client=client, max_reasks=max_reasks,
-                           spec_fields={"scale": scale}, settings=settings, request=request)
+    def __init__(
+        self,
+        name: str,
+        prompt_template: str | None = None,
+        *,
+        scale: Mapping[str, int] | Scale,
+        messages: Sequence[Mapping[str, str]] | None = None,
+        template: JudgeTemplate | None = None,
+        engine: LLMEngine | None = None,
+        client: Any = None,
+        max_reasks: int | None = None,
+        description: str | None = None,
+        settings: RequestSettings | Mapping[str, Any] | None = None,
+        **request: Any,
+    ) -> None:
+        spec = self._setup(
+            name,
+            prompt_template=prompt_template,
+            messages=messages,
+            template=template,
+            description=description,
+            engine=engine,
+            client=client,
+            max_reasks=max_reasks,
+            spec_fields={"scale": scale},
+            settings=settings,
+            request=request,
+        )
         self.scale: Scale = spec.scale
 
     def kind_params(self) -> dict[str, Any]:
@@ -70,8 +91,11 @@ class RatingJudge(TemplatedJudge):
         if self.use_cot:
             properties["reasons"] = {"type": "string", "description": REASONS_DESCRIPTION}
         properties["rating"] = self.scale.schema("The rating.")
-        return ReplyFormat(TOOL_NAME, "Record the rating.", {
-            "type": "object", "properties": properties, "required": list(properties), "additionalProperties": False})
+        return ReplyFormat(
+            TOOL_NAME,
+            "Record the rating.",
+            {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False},
+        )
 
     def _instruction(self) -> str:
         span = f"a whole number from {self.scale.min} (worst) to {self.scale.max} (best)"
@@ -79,10 +103,13 @@ class RatingJudge(TemplatedJudge):
             first = "your step-by-step reasoning in `reasons` first, then " if self.use_cot else ""
             return f"Answer by calling the {TOOL_NAME} function with {first}`rating` set to {span}."
         if self.response_mode in ("json", "json_object"):
-            first = "the key \"reasons\" with your step-by-step reasoning first, then " if self.use_cot else ""
-            schema = (f" It must match this JSON schema: {self._format().schema_text()}"
-                      if self.response_mode == "json_object" else "")
-            return f"Reply with a JSON object only, holding {first}the key \"rating\" set to {span}.{schema}"
+            first = 'the key "reasons" with your step-by-step reasoning first, then ' if self.use_cot else ""
+            schema = (
+                f" It must match this JSON schema: {self._format().schema_text()}"
+                if self.response_mode == "json_object"
+                else ""
+            )
+            return f'Reply with a JSON object only, holding {first}the key "rating" set to {span}.{schema}'
         if self.use_cot:
             return f"Reason step by step first. Then write your rating, {span}, alone on the last line."
         return f"Reply with your rating only: {span}."

@@ -19,6 +19,7 @@ whether the weighted mean of the raw values reaches it.
 >>> round(score.score, 4), score.metadata["criteria"], score.metadata["passed"]
 (0.8333, {'concise': 5, 'accurate': 4}, False)
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
@@ -48,23 +49,46 @@ class RubricJudge(TemplatedJudge):
     max_tokens_default = (200, 1200)
     response_modes = ("tools", "json", "json_object")
 
-    def __init__(self, name: str, prompt_template: str | None = None, *,
-                 criteria: Sequence[Mapping[str, Any] | Criterion], scale: Mapping[str, int] | Scale | None = None,
-                 threshold: float | None = None, messages: Sequence[Mapping[str, str]] | None = None,
-                 template: JudgeTemplate | None = None, engine: LLMEngine | None = None, client: Any = None,
-                 max_reasks: int | None = None, description: str | None = None,
-                 settings: RequestSettings | Mapping[str, Any] | None = None, **request: Any) -> None:
-        spec = self._setup(name, prompt_template=prompt_template, messages=messages, template=template,
-                           description=description, engine=engine, client=client, max_reasks=max_reasks,
-                           spec_fields={"criteria": list(criteria), "scale": given(scale), "threshold": threshold},
-                           settings=settings, request=request)
+    def __init__(
+        self,
+        name: str,
+        prompt_template: str | None = None,
+        *,
+        criteria: Sequence[Mapping[str, Any] | Criterion],
+        scale: Mapping[str, int] | Scale | None = None,
+        threshold: float | None = None,
+        messages: Sequence[Mapping[str, str]] | None = None,
+        template: JudgeTemplate | None = None,
+        engine: LLMEngine | None = None,
+        client: Any = None,
+        max_reasks: int | None = None,
+        description: str | None = None,
+        settings: RequestSettings | Mapping[str, Any] | None = None,
+        **request: Any,
+    ) -> None:
+        spec = self._setup(
+            name,
+            prompt_template=prompt_template,
+            messages=messages,
+            template=template,
+            description=description,
+            engine=engine,
+            client=client,
+            max_reasks=max_reasks,
+            spec_fields={"criteria": list(criteria), "scale": given(scale), "threshold": threshold},
+            settings=settings,
+            request=request,
+        )
         self.criteria: tuple[Criterion, ...] = tuple(spec.criteria)
         self.scale: Scale = spec.scale
         self.threshold: float | None = spec.threshold
 
     def kind_params(self) -> dict[str, Any]:
-        return {"criteria": [c.model_dump() for c in self.criteria], "scale": self.scale.model_dump(),
-                "threshold": self.threshold}
+        return {
+            "criteria": [c.model_dump() for c in self.criteria],
+            "scale": self.scale.model_dump(),
+            "threshold": self.threshold,
+        }
 
     def _format(self) -> ReplyFormat:
         properties: dict[str, Any] = {}
@@ -72,12 +96,17 @@ class RubricJudge(TemplatedJudge):
             properties["reasons"] = {"type": "string", "description": REASONS_DESCRIPTION}
         for criterion in self.criteria:
             properties[criterion.name] = self.scale.schema(criterion.description)
-        return ReplyFormat(TOOL_NAME, "Record one grade per criterion.", {
-            "type": "object", "properties": properties, "required": list(properties), "additionalProperties": False})
+        return ReplyFormat(
+            TOOL_NAME,
+            "Record one grade per criterion.",
+            {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False},
+        )
 
     def _instruction(self) -> str:
-        lines = [f"Grade the answer on each criterion below with a whole number from {self.scale.min} "
-                 f"(worst) to {self.scale.max} (best)."]
+        lines = [
+            f"Grade the answer on each criterion below with a whole number from {self.scale.min} "
+            f"(worst) to {self.scale.max} (best)."
+        ]
         for criterion in self.criteria:
             lines.append(f"- {criterion.name}: {criterion.description}")
             for value, text in sorted((criterion.anchors or {}).items()):
@@ -102,8 +131,9 @@ class RubricJudge(TemplatedJudge):
             if not is_int(value):
                 raise InvalidReply(f"no integer grade for criterion {criterion.name!r} (got {value!r})")
             if not self.scale.min <= value <= self.scale.max:
-                raise InvalidReply(f"grade {value} for {criterion.name!r} is outside the scale "
-                                   f"[{self.scale.min}, {self.scale.max}]")
+                raise InvalidReply(
+                    f"grade {value} for {criterion.name!r} is outside the scale [{self.scale.min}, {self.scale.max}]"
+                )
             grades[criterion.name] = value
         return grades, reasons_text(parsed.get("reasons"))
 

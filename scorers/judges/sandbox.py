@@ -20,6 +20,7 @@ A limit reached while rendering raises :class:`LimitExceeded`, which
 :mod:`scorers.judges.template` turns into a :class:`~scorers.errors.TemplateError`
 naming the template and its file.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,14 @@ from jinja2.sandbox import (
 from jinja2.visitor import NodeTransformer
 from markupsafe import Markup
 
-from .limits import MAX_NUMBER_DIGITS, MAX_RENDER_BUILT, MAX_RENDER_STEPS, MAX_RENDERED_CHARS, \
-    MAX_TEMPLATE_DEPTH, MAX_TEMPLATE_NODES
+from .limits import (
+    MAX_NUMBER_DIGITS,
+    MAX_RENDER_BUILT,
+    MAX_RENDER_STEPS,
+    MAX_RENDERED_CHARS,
+    MAX_TEMPLATE_DEPTH,
+    MAX_TEMPLATE_NODES,
+)
 
 __all__ = ["JudgeEnvironment", "LimitExceeded", "compile_template", "render", "bounded_json"]
 
@@ -76,15 +83,18 @@ def _step() -> None:
     if budget is not None:
         budget.steps += 1
         if budget.steps > MAX_RENDER_STEPS:
-            raise LimitExceeded(f"the render took more than {MAX_RENDER_STEPS:,} steps (loop iterations, calls, "
-                                "filters, operators, values built)")
+            raise LimitExceeded(
+                f"the render took more than {MAX_RENDER_STEPS:,} steps (loop iterations, calls, "
+                "filters, operators, values built)"
+            )
 
 
 def _check_size(size: int, what: str) -> None:
     """Refuse a value of ``size`` characters (or items) before ``what`` builds it."""
     if size > MAX_RENDERED_CHARS:
-        raise LimitExceeded(f"{what} would build a value of {size:,} characters or items; "
-                            f"the limit is {MAX_RENDERED_CHARS:,}")
+        raise LimitExceeded(
+            f"{what} would build a value of {size:,} characters or items; the limit is {MAX_RENDERED_CHARS:,}"
+        )
 
 
 def _charged(value: Any, what: str) -> Any:
@@ -151,7 +161,7 @@ def _int(value: Any) -> int:
 
 def _number(digits: str) -> int:
     """A run of digits as a number, without converting more digits than Python allows."""
-    return int(digits) if len(digits) < 18 else 10 ** 18
+    return int(digits) if len(digits) < 18 else 10**18
 
 
 def _sizes(values: Iterable[Any]) -> list[int]:
@@ -177,8 +187,9 @@ def check_binop(symbol: str, left: Any, right: Any) -> None:
 
 def _check_digits(digits: int, what: str) -> None:
     if digits > MAX_NUMBER_DIGITS:
-        raise LimitExceeded(f"{what} would compute a number of about {digits:,} digits; "
-                            f"the limit is {MAX_NUMBER_DIGITS:,}")
+        raise LimitExceeded(
+            f"{what} would compute a number of about {digits:,} digits; the limit is {MAX_NUMBER_DIGITS:,}"
+        )
 
 
 _PRINTF_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
@@ -232,14 +243,21 @@ def _tabs_bound(text: Any, tabsize: Any = 8) -> int:
 
 
 def _translate_bound(text: Any, table: Any = None, *_: Any) -> int:
-    longest = max((len(v) for v in table.values() if isinstance(v, str)), default=1) if isinstance(table, Mapping) else 1
+    longest = (
+        max((len(v) for v in table.values() if isinstance(v, str)), default=1) if isinstance(table, Mapping) else 1
+    )
     return len(text) * max(longest, 1)
 
 
 #: str and bytes methods whose result can outgrow their operands, and the longest result each can give.
 _TEXT_METHOD_BOUNDS: dict[str, Callable[..., int]] = {
-    "center": _fill_bound, "ljust": _fill_bound, "rjust": _fill_bound, "zfill": _fill_bound,
-    "expandtabs": _tabs_bound, "replace": replace_bound, "translate": _translate_bound,
+    "center": _fill_bound,
+    "ljust": _fill_bound,
+    "rjust": _fill_bound,
+    "zfill": _fill_bound,
+    "expandtabs": _tabs_bound,
+    "replace": replace_bound,
+    "translate": _translate_bound,
     "join": lambda separator, items: join_bound(separator, items),
 }
 
@@ -276,15 +294,22 @@ def _sum_bound(iterable: Any, attribute: Any = None, start: Any = 0) -> int:
     return len(items) * (sum(_sizes(items)) + value_size(start, {}))
 
 
-def _urlize_bound(value: Any, trim_url_limit: Any = None, nofollow: Any = False, target: Any = None,
-                  rel: Any = None, extra_schemes: Any = None) -> int:
+def _urlize_bound(
+    value: Any,
+    trim_url_limit: Any = None,
+    nofollow: Any = False,
+    target: Any = None,
+    rel: Any = None,
+    extra_schemes: Any = None,
+) -> int:
     text = str(value)
     links = text.count(".") + text.count("@") + text.count(":") + 1  # every link has one of these
     return 2 * len(text) + links * (64 + len(str(target or "")) + len(str(rel or "")))
 
 
-def _wordwrap_bound(s: Any, width: Any = 79, break_long_words: Any = True, wrapstring: Any = None,
-                    break_on_hyphens: Any = True) -> int:
+def _wordwrap_bound(
+    s: Any, width: Any = 79, break_long_words: Any = True, wrapstring: Any = None, break_on_hyphens: Any = True
+) -> int:
     text = str(s)
     lines = 2 * len(text) // max(_int(width), 1) + text.count("\n") + 1 if break_long_words else len(text) + 1
     return len(text) + lines * (1 if wrapstring is None else len(str(wrapstring)))
@@ -294,14 +319,23 @@ def _wordwrap_bound(s: Any, width: Any = 79, break_long_words: Any = True, wraps
 #: (for ``sum``: the items its running total copies). A filter not listed here gives at most a
 #: small multiple of its arguments' size.
 _FILTER_BOUNDS: dict[str, Callable[..., int]] = {
-    "batch": _batch_bound, "center": _center_bound, "format": _format_filter_bound, "indent": _indent_bound,
-    "join": _join_filter_bound, "replace": _replace_filter_bound, "sum": _sum_bound, "urlize": _urlize_bound,
+    "batch": _batch_bound,
+    "center": _center_bound,
+    "format": _format_filter_bound,
+    "indent": _indent_bound,
+    "join": _join_filter_bound,
+    "replace": _replace_filter_bound,
+    "sum": _sum_bound,
+    "urlize": _urlize_bound,
     "wordwrap": _wordwrap_bound,
 }
 
 #: What Jinja passes a filter before its value, by the filter's ``pass_*`` decorator.
-_PASSED = {"context": lambda c: (c,), "eval_context": lambda c: (c.eval_ctx,),
-           "environment": lambda c: (c.environment,)}
+_PASSED = {
+    "context": lambda c: (c,),
+    "eval_context": lambda c: (c.eval_ctx,),
+    "environment": lambda c: (c.environment,),
+}
 
 
 def _bounded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -416,8 +450,11 @@ class JudgeEnvironment(ImmutableSandboxedEnvironment):
         text, by_name = value.__self__, value.__name__ == "format_map"
 
         def bounded_format(*args: Any, **kwargs: Any) -> str:
-            values = list(args[0].values()) if by_name and args and isinstance(args[0], Mapping) else \
-                [*args, *kwargs.values()]
+            values = (
+                list(args[0].values())
+                if by_name and args and isinstance(args[0], Mapping)
+                else [*args, *kwargs.values()]
+            )
             _check_size(format_bound(text, values), f"{value.__name__}()")
             return formatted(*args, **kwargs)
 
@@ -439,9 +476,15 @@ class _Metering(NodeTransformer):
 
     def visit_Output(self, node: nodes.Output) -> nodes.Output:
         self.generic_visit(node)
-        node.nodes = [child if _is_metered(child) else self._through("value", nodes.Const(
-            child.data, lineno=child.lineno) if isinstance(child, nodes.TemplateData) else child)
-            for child in node.nodes]
+        node.nodes = [
+            child
+            if _is_metered(child)
+            else self._through(
+                "value",
+                nodes.Const(child.data, lineno=child.lineno) if isinstance(child, nodes.TemplateData) else child,
+            )
+            for child in node.nodes
+        ]
         return node
 
     def _built(self, node: nodes.Expr) -> nodes.Expr:
@@ -457,14 +500,29 @@ def _is_metered(node: nodes.Node) -> bool:
     return isinstance(node, nodes.Call) and isinstance(node.node, nodes.ExtensionAttribute)
 
 
-_UNSUPPORTED_TAGS = {nodes.Include: "include", nodes.Import: "import", nodes.FromImport: "from ... import",
-                     nodes.Extends: "extends"}
+_UNSUPPORTED_TAGS = {
+    nodes.Include: "include",
+    nodes.Import: "import",
+    nodes.FromImport: "from ... import",
+    nodes.Extends: "extends",
+}
 #: Attribute names the sandbox refuses on Python objects besides those starting with ``_``.
-_INTERNAL_NAMES = (UNSAFE_GENERATOR_ATTRIBUTES | UNSAFE_COROUTINE_ATTRIBUTES | UNSAFE_ASYNC_GENERATOR_ATTRIBUTES
-                   | {"mro", "tb_frame", "tb_next", "f_back", "f_builtins", "f_code", "f_globals", "f_locals"})
+_INTERNAL_NAMES = (
+    UNSAFE_GENERATOR_ATTRIBUTES
+    | UNSAFE_COROUTINE_ATTRIBUTES
+    | UNSAFE_ASYNC_GENERATOR_ATTRIBUTES
+    | {"mro", "tb_frame", "tb_next", "f_back", "f_builtins", "f_code", "f_globals", "f_locals"}
+)
 _UNKNOWN = object()  # a value known only when rendering
-_ARITHMETIC = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-               "//": operator.floordiv, "%": operator.mod, "**": operator.pow}
+_ARITHMETIC = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "**": operator.pow,
+}
 
 
 def static_problems(ast: nodes.Template) -> list[tuple[int | None, str]]:
@@ -475,14 +533,22 @@ def static_problems(ast: nodes.Template) -> list[tuple[int | None, str]]:
         found.setdefault((node.lineno, message), None)
 
     for node in ast.find_all(tuple(_UNSUPPORTED_TAGS)):
-        add(node, f"{{% {_UNSUPPORTED_TAGS[type(node)]} %}} is not supported: a judge prompt is one template "
-                  "that cannot load others")
+        add(
+            node,
+            f"{{% {_UNSUPPORTED_TAGS[type(node)]} %}} is not supported: a judge prompt is one template "
+            "that cannot load others",
+        )
     for node in ast.find_all(nodes.Getattr):
         if _is_internal(node.attr):
             add(node, _internal_message(node.attr))
     for node in ast.find_all(nodes.Filter):
-        if node.name == "attr" and node.args and isinstance(node.args[0], nodes.Const) \
-                and isinstance(node.args[0].value, str) and _is_internal(node.args[0].value):
+        if (
+            node.name == "attr"
+            and node.args
+            and isinstance(node.args[0], nodes.Const)
+            and isinstance(node.args[0].value, str)
+            and _is_internal(node.args[0].value)
+        ):
             add(node, _internal_message(node.args[0].value))
     for node in ast.find_all((nodes.BinExpr, nodes.Filter, nodes.Call)):
         try:
@@ -498,8 +564,10 @@ def _is_internal(name: str) -> bool:
 
 
 def _internal_message(name: str) -> str:
-    return (f"attribute {name!r} is refused by the sandbox (it can reach Python internals); "
-            f"to read a key of that name, write x[{name!r}]")
+    return (
+        f"attribute {name!r} is refused by the sandbox (it can reach Python internals); "
+        f"to read a key of that name, write x[{name!r}]"
+    )
 
 
 def _static_value(node: nodes.Node) -> Any:
@@ -527,8 +595,13 @@ def _static_value(node: nodes.Node) -> Any:
         value = _static_value(node.node)
         args = [_static_value(a) for a in node.args]
         kwargs = {k.key: _static_value(k.value) for k in node.kwargs}
-        if value is not _UNKNOWN and _UNKNOWN not in args and _UNKNOWN not in kwargs.values() \
-                and node.dyn_args is None and node.dyn_kwargs is None:
+        if (
+            value is not _UNKNOWN
+            and _UNKNOWN not in args
+            and _UNKNOWN not in kwargs.values()
+            and node.dyn_args is None
+            and node.dyn_kwargs is None
+        ):
             try:
                 size = _FILTER_BOUNDS[node.name](value, *args, **kwargs)
             except (TypeError, ValueError):  # the render reports the wrong arguments
@@ -544,8 +617,14 @@ def _static_value(node: nodes.Node) -> Any:
 
 def _range_length(node: nodes.Node) -> int | None:
     """How many numbers ``range(...)`` with constant arguments gives; ``None`` when ``node`` is not one."""
-    if not (isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name) and node.node.name == "range"
-            and not node.kwargs and node.dyn_args is None and node.dyn_kwargs is None):
+    if not (
+        isinstance(node, nodes.Call)
+        and isinstance(node.node, nodes.Name)
+        and node.node.name == "range"
+        and not node.kwargs
+        and node.dyn_args is None
+        and node.dyn_kwargs is None
+    ):
         return None
     args = [_static_value(a) for a in node.args]
     if not args or not all(isinstance(a, int) for a in args):
@@ -565,14 +644,17 @@ def _loop_problems(node: nodes.Node, runs: int, add: Callable[[nodes.Node, str],
         if length is None:
             _loop_problems(child, runs, add)
         elif runs * length > MAX_RENDER_STEPS:
-            add(child, f"nested loops run their body {runs * length:,} times; a render stops after "
-                       f"{MAX_RENDER_STEPS:,} steps")
+            add(
+                child,
+                f"nested loops run their body {runs * length:,} times; a render stops after {MAX_RENDER_STEPS:,} steps",
+            )
         else:
             _loop_problems(child, runs * max(length, 1), add)
 
 
-def compile_template(environment: JudgeEnvironment, source: str
-                     ) -> tuple[Any, frozenset[str], list[tuple[int | None, str]]]:
+def compile_template(
+    environment: JudgeEnvironment, source: str
+) -> tuple[Any, frozenset[str], list[tuple[int | None, str]]]:
     """``(compiled template, its undeclared variables, [])``, or ``(None, frozenset(), problems)``.
 
     Each problem is ``(line in source, message)``: a syntax error (which hides the rest of the text),
@@ -594,8 +676,10 @@ def compile_template(environment: JudgeEnvironment, source: str
         return None, frozenset(), [(None, _TOO_DEEP)]
 
 
-_TOO_DEEP = (f"the template nests blocks or expressions too deeply to compile (the limit is {MAX_TEMPLATE_DEPTH} "
-             "levels, fewer for parentheses)")
+_TOO_DEEP = (
+    f"the template nests blocks or expressions too deeply to compile (the limit is {MAX_TEMPLATE_DEPTH} "
+    "levels, fewer for parentheses)"
+)
 
 
 def _size_problems(ast: nodes.Template) -> list[tuple[int | None, str]]:
@@ -607,8 +691,13 @@ def _size_problems(ast: nodes.Template) -> list[tuple[int | None, str]]:
         if depth > MAX_TEMPLATE_DEPTH:
             return [(node.lineno, _TOO_DEEP)]
         if count > MAX_TEMPLATE_NODES:
-            return [(None, f"the template has more than {MAX_TEMPLATE_NODES:,} parts (text, tags, names, "
-                           "operators), the limit for one message")]
+            return [
+                (
+                    None,
+                    f"the template has more than {MAX_TEMPLATE_NODES:,} parts (text, tags, names, "
+                    "operators), the limit for one message",
+                )
+            ]
         stack.extend((child, depth + 1) for child in node.iter_child_nodes())
     return []
 

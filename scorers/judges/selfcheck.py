@@ -32,6 +32,7 @@ drawn. The metadata holds the sentences, the samples, the per-sentence support
 >>> score.score, score.metadata["sentence_scores"], score.metadata["usage"]["requests"]
 (0.5, [1.0, 0.0], 5)
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -72,10 +73,12 @@ class SelfCheck(MultiStepJudge):
         super().__init__(**settings)
         if not is_int(samples) or not 1 <= samples <= 20:
             raise ConfigError(f"{self.name}: samples must be an integer in [1, 20], got {samples!r}", scorer=self.name)
-        if not is_number(sample_temperature) \
-                or not 0 < sample_temperature <= 2:
-            raise ConfigError(f"{self.name}: sample_temperature must be a number in (0, 2]: at temperature 0 the "
-                              f"samples repeat one answer, got {sample_temperature!r}", scorer=self.name)
+        if not is_number(sample_temperature) or not 0 < sample_temperature <= 2:
+            raise ConfigError(
+                f"{self.name}: sample_temperature must be a number in (0, 2]: at temperature 0 the "
+                f"samples repeat one answer, got {sample_temperature!r}",
+                scorer=self.name,
+            )
         self.samples = samples
         self.sample_temperature = float(sample_temperature)
 
@@ -83,22 +86,39 @@ class SelfCheck(MultiStepJudge):
         return {"samples": self.samples, "sample_temperature": self.sample_temperature}
 
     async def _sample(self, question: str, index: int, calls: list[ChatResult]) -> str:
-        request = self.step_request("sample", {"input": question}, None, sample=index,
-                                    temperature=self.sample_temperature, cache_tag=f"selfcheck-sample-{index}")
+        request = self.step_request(
+            "sample",
+            {"input": question},
+            None,
+            sample=index,
+            temperature=self.sample_temperature,
+            cache_tag=f"selfcheck-sample-{index}",
+        )
         return await self.step(request, read_sample, calls)
 
     async def _evaluate(self, row: Mapping[str, Any], calls: list[ChatResult]) -> tuple[float, dict[str, Any]]:
         sentences = await self.extract("sentences", row["output"], "sentences", calls)
         if not sentences:
-            return 1.0, {"sentences": [], "samples": [], "sentence_scores": [], "verdicts": [],
-                         "reason": "the output has no sentence, so none is unsupported"}
+            return 1.0, {
+                "sentences": [],
+                "samples": [],
+                "sentence_scores": [],
+                "verdicts": [],
+                "reason": "the output has no sentence, so none is unsupported",
+            }
         drawn = await asyncio.gather(*(self._sample(row["input"], j, calls) for j in range(self.samples)))
-        judged = await asyncio.gather(*(self.judge_items("support", sentences, YES_NO, calls, sample=sample)
-                                        for sample in drawn))
+        judged = await asyncio.gather(
+            *(self.judge_items("support", sentences, YES_NO, calls, sample=sample) for sample in drawn)
+        )
         support = [[verdicts[i].verdict == "yes" for verdicts in judged] for i in range(len(sentences))]
         sentence_scores = [sum(row_support) / self.samples for row_support in support]
-        verdicts = [[{"verdict": v[i].verdict, **({"reason": v[i].reason} if v[i].reason is not None else {})}
-                     for v in judged] for i in range(len(sentences))]
+        verdicts = [
+            [{"verdict": v[i].verdict, **({"reason": v[i].reason} if v[i].reason is not None else {})} for v in judged]
+            for i in range(len(sentences))
+        ]
         return sum(sentence_scores) / len(sentences), {
-            "sentences": list(sentences), "samples": list(drawn), "sentence_scores": sentence_scores,
-            "verdicts": verdicts}
+            "sentences": list(sentences),
+            "samples": list(drawn),
+            "sentence_scores": sentence_scores,
+            "verdicts": verdicts,
+        }

@@ -21,6 +21,7 @@ defines the built-in kinds' models and never imports a judge; the built-in judge
 register them when :mod:`scorers.judges` is imported. Kinds are listed (``KINDS``, the
 schema's ``oneOf``) in the order their models were defined, whatever the order of imports.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,9 +35,30 @@ from .._util import is_number
 from ..llm.protocol import extra_conflict
 
 # KINDS and JudgeSpec are computed on first read (module __getattr__), from the kinds registered by then.
-__all__ = ["RESPONSE_MODES", "APIS", "KINDS", "Message", "RequestSettings", "TemplateSpec", "Scale", "Criterion",  # noqa: F822
-           "ClassifierSpec", "RubricSpec", "RatingSpec", "GEvalSpec", "PairwiseSpec", "JudgeSpec", "validate_spec",  # noqa: F822
-           "validate_model", "json_schema", "COMMON_SETTINGS", "add_kind", "remove_kind", "kind_model", "kind_of"]
+__all__ = [
+    "RESPONSE_MODES",
+    "APIS",
+    "KINDS",  # noqa: F822
+    "Message",
+    "RequestSettings",
+    "TemplateSpec",
+    "Scale",
+    "Criterion",
+    "ClassifierSpec",
+    "RubricSpec",
+    "RatingSpec",
+    "GEvalSpec",
+    "PairwiseSpec",
+    "JudgeSpec",  # noqa: F822
+    "validate_spec",
+    "validate_model",
+    "json_schema",
+    "COMMON_SETTINGS",
+    "add_kind",
+    "remove_kind",
+    "kind_model",
+    "kind_of",
+]
 
 #: How a judge asks for its verdict: a forced tool call, a JSON-schema ``response_format``, a plain
 #: ``json_object`` ``response_format`` (the schema in the prompt; for servers without ``json_schema``), or text.
@@ -44,8 +66,16 @@ RESPONSE_MODES = ("tools", "json", "json_object", "text")
 #: The OpenAI APIs a judge can call.
 APIS = ("chat", "responses")
 #: Settings every kind takes, passed to the judge's constructor when given.
-COMMON_SETTINGS = ("use_cot", "model", "temperature", "max_tokens", "response_mode", "reasoning_effort", "api",
-                   "extra_args")
+COMMON_SETTINGS = (
+    "use_cot",
+    "model",
+    "temperature",
+    "max_tokens",
+    "response_mode",
+    "reasoning_effort",
+    "api",
+    "extra_args",
+)
 
 _NAME_PATTERN = r"^[A-Za-z][\w\-.]*$"
 _IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -124,8 +154,9 @@ class Criterion(_Strict):
     @classmethod
     def _anchor_keys(cls, value: Any) -> Any:  # YAML keys 1: "..." arrive as ints; "1" as text is accepted too
         if isinstance(value, Mapping):
-            return {int(k) if isinstance(k, str) and k.strip().lstrip("-").isdigit() else k: v
-                    for k, v in value.items()}
+            return {
+                int(k) if isinstance(k, str) and k.strip().lstrip("-").isdigit() else k: v for k, v in value.items()
+            }
         return value
 
 
@@ -166,8 +197,12 @@ class TemplateSpec(RequestSettings):
         _DEFINED[cls] = len(_DEFINED)  # kinds are listed in the order their models were defined
 
     # exactly one of prompt and messages, for editors too (the validator below says it in words)
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra={
-        "oneOf": [{"required": ["prompt"]}, {"required": ["messages"]}]})
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        json_schema_extra={"oneOf": [{"required": ["prompt"]}, {"required": ["messages"]}]},
+    )
 
     name: Annotated[str, Field(pattern=_NAME_PATTERN)] | None = None
     description: str = ""
@@ -179,8 +214,9 @@ class TemplateSpec(RequestSettings):
         if (self.prompt is None) == (self.messages is None):
             raise _KeyError("prompt", "give exactly one of prompt or messages")
         if self.messages is not None and self.messages[-1].role != "user":
-            raise _KeyError("messages", "the last message must have role user (the judge instruction is appended "
-                                        "to it)")
+            raise _KeyError(
+                "messages", "the last message must have role user (the judge instruction is appended to it)"
+            )
         return self
 
     def settings(self) -> dict[str, Any]:
@@ -205,10 +241,12 @@ class _KeyError(ValueError):
 
 def _choice_key(key: Any) -> str:
     if isinstance(key, bool):
-        raise ValueError(f"choice key {key!r} is a boolean, not a string: YAML 1.1 reads bare Yes/No/On/Off/"
-                         f"True/False as booleans. Quote the key, e.g. \"Yes\": 1")
+        raise ValueError(
+            f"choice key {key!r} is a boolean, not a string: YAML 1.1 reads bare Yes/No/On/Off/"
+            f'True/False as booleans. Quote the key, e.g. "Yes": 1'
+        )
     if not isinstance(key, str):
-        raise ValueError(f"choice key {key!r} is a {type(key).__name__}, not a string; quote it, e.g. \"{key}\"")
+        raise ValueError(f'choice key {key!r} is a {type(key).__name__}, not a string; quote it, e.g. "{key}"')
     if not key.strip() or key != key.strip():
         raise ValueError(f"choice key {key!r} must be non-empty without surrounding spaces")
     return key
@@ -225,16 +263,23 @@ class ClassifierSpec(TemplateSpec):
     @model_validator(mode="after")
     def _check(self) -> "ClassifierSpec":
         if self.samples > 1 and not self.temperature:
-            raise _KeyError("samples", f"samples={self.samples} needs temperature > 0: at temperature 0 the "
-                                       "samples are the same judgment repeated")
+            raise _KeyError(
+                "samples",
+                f"samples={self.samples} needs temperature > 0: at temperature 0 the "
+                "samples are the same judgment repeated",
+            )
         if self.samples > 1 and "seed" in (self.extra_args or {}):
-            raise _KeyError("extra_args", f"a seed in extra_args would give all {self.samples} samples the same "
-                                          "seed (each sample is sent its own): leave it out")
+            raise _KeyError(
+                "extra_args",
+                f"a seed in extra_args would give all {self.samples} samples the same "
+                "seed (each sample is sent its own): leave it out",
+            )
         if self.response_mode == "text":
             bad = [c for c in self.choice_scores if c != c.translate(_PUNCTUATION) or c != " ".join(c.split())]
             if bad:
-                raise _KeyError("response_mode", f"response_mode text cannot read choices with punctuation or "
-                                                 f"extra spaces: {bad}")
+                raise _KeyError(
+                    "response_mode", f"response_mode text cannot read choices with punctuation or extra spaces: {bad}"
+                )
         return self
 
     @field_validator("choice_scores", mode="before")
@@ -244,8 +289,7 @@ class ClassifierSpec(TemplateSpec):
             raise _KeyError("choice_scores", "must be a non-empty mapping of choice → score")
         for key, score in value.items():
             _choice_key(key)
-            if not is_number(score) or not math.isfinite(score) \
-                    or not 0 <= score <= 1:
+            if not is_number(score) or not math.isfinite(score) or not 0 <= score <= 1:
                 raise _KeyError(f"choice_scores.{key}", f"must be a number in [0, 1], got {score!r}")
         return {key: float(score) for key, score in value.items()}
 
@@ -270,11 +314,14 @@ class RubricSpec(TemplateSpec):
         for index, criterion in enumerate(self.criteria):
             outside = [v for v in criterion.anchors or () if not self.scale.min <= v <= self.scale.max]
             if outside:
-                raise _KeyError(f"criteria[{index}].anchors", f"anchors {outside} are outside the scale "
-                                                             f"[{self.scale.min}, {self.scale.max}]")
+                raise _KeyError(
+                    f"criteria[{index}].anchors",
+                    f"anchors {outside} are outside the scale [{self.scale.min}, {self.scale.max}]",
+                )
         if self.threshold is not None and not self.scale.min <= self.threshold <= self.scale.max:
-            raise _KeyError("threshold", f"must be on the scale [{self.scale.min}, {self.scale.max}], "
-                                         f"got {self.threshold!r}")
+            raise _KeyError(
+                "threshold", f"must be on the scale [{self.scale.min}, {self.scale.max}], got {self.threshold!r}"
+            )
         if self.response_mode == "text":
             raise _KeyError("response_mode", "a rubric needs a structured reply: tools, json or json_object")
         return self
@@ -306,8 +353,11 @@ class GEvalSpec(TemplateSpec):
     @model_validator(mode="after")
     def _check(self) -> "GEvalSpec":
         if self.response_mode == "tools" and self.score_mode == "logprobs":
-            raise _KeyError("response_mode", "score_mode logprobs reads the score token of the reply's text: use "
-                                             "response_mode text, json or json_object")
+            raise _KeyError(
+                "response_mode",
+                "score_mode logprobs reads the score token of the reply's text: use "
+                "response_mode text, json or json_object",
+            )
         if self.scale.max - self.scale.min > 20:
             raise _KeyError("scale", "logprobs see at most 20 alternatives: use a scale of at most 21 values")
         return self
@@ -342,8 +392,10 @@ def kind_of(model: type[BaseModel]) -> str:
     field = model.model_fields.get("kind") if isinstance(model, type) and issubclass(model, TemplateSpec) else None
     values = get_args(field.annotation) if field is not None and get_origin(field.annotation) is Literal else ()
     if len(values) != 1 or not isinstance(values[0], str) or not re.fullmatch(_NAME_PATTERN, values[0]):
-        raise TypeError(f"{getattr(model, '__name__', model)!r} is not a judge kind's spec model: it must subclass "
-                        "TemplateSpec and declare kind: Literal['<name>'] (one name)")
+        raise TypeError(
+            f"{getattr(model, '__name__', model)!r} is not a judge kind's spec model: it must subclass "
+            "TemplateSpec and declare kind: Literal['<name>'] (one name)"
+        )
     return values[0]
 
 
@@ -437,8 +489,10 @@ def _problems(exc: ValidationError, model: type[BaseModel]) -> list[tuple[str, s
     allowed = ", ".join(sorted(model.model_fields))
     for error in exc.errors(include_url=False):
         loc = [str(part) for part in error["loc"]]
-        key = "".join(f"[{part}]" if part.isdigit() and index else f"{'.' if index else ''}{part}"
-                      for index, part in enumerate(loc))
+        key = "".join(
+            f"[{part}]" if part.isdigit() and index else f"{'.' if index else ''}{part}"
+            for index, part in enumerate(loc)
+        )
         cause = (error.get("ctx") or {}).get("error")
         if isinstance(cause, _KeyError):
             out.append((cause.key, cause.message))

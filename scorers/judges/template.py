@@ -14,6 +14,7 @@ templates and settings, :mod:`scorers.judges.discovery` registers them.
 >>> t.render({"output": "red"})
 [{'role': 'user', 'content': 'Is red a colour?'}]
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,9 +29,7 @@ from typing import Any, Iterable, Mapping
 from .._util import lazy, lazy_names, memoize
 from ..errors import TemplateError
 
-
 __all__ = ["JudgeTemplate", "mustache_to_jinja", "format_to_jinja", "template_problems", "render_value"]
-
 
 
 # ------------------------------------------------------------------- rendering
@@ -67,8 +66,9 @@ def _environment() -> Any:
 
     from .sandbox import JudgeEnvironment
 
-    return JudgeEnvironment(autoescape=False, undefined=StrictUndefined, finalize=render_value,
-                            keep_trailing_newline=False)
+    return JudgeEnvironment(
+        autoescape=False, undefined=StrictUndefined, finalize=render_value, keep_trailing_newline=False
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -80,14 +80,20 @@ def _compile(source: str) -> tuple[Any, frozenset[str], tuple[str, ...]]:
     """
     from .sandbox import compile_template
 
-    sections = [f"mustache tag {match.group(0)!r} is not supported; use Jinja blocks "
-                "({% if x %}…{% endif %}, {% for x in xs %}…{% endfor %}) instead" for match in _SECTION.finditer(source)]
+    sections = [
+        f"mustache tag {match.group(0)!r} is not supported; use Jinja blocks "
+        "({% if x %}…{% endif %}, {% for x in xs %}…{% endfor %}) instead"
+        for match in _SECTION.finditer(source)
+    ]
     if sections:
         return None, frozenset(), tuple(sections)
     compiled, variables, problems = compile_template(_environment(), source)
     several_lines = "\n" in source
-    return compiled, variables, tuple(f"line {line}: {message}" if line and several_lines else message
-                                      for line, message in problems)
+    return (
+        compiled,
+        variables,
+        tuple(f"line {line}: {message}" if line and several_lines else message for line, message in problems),
+    )
 
 
 def template_problems(texts: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -186,21 +192,27 @@ class JudgeTemplate:
         compiled, names, problems = [], set(), []
         for index, (_role, content) in enumerate(self.messages):
             template, variables, found = _compile(content)
-            key = "prompt" if len(self.messages) == 1 and self.format != "openai-evals" else f"messages[{index}].content"
+            key = (
+                "prompt" if len(self.messages) == 1 and self.format != "openai-evals" else f"messages[{index}].content"
+            )
             problems += [f"{self.where(key)}: {message}" for message in found]
             compiled.append(template)
             names |= variables
         if problems:
-            raise TemplateError("\n  ".join(problems if len(problems) == 1 else
-                                              [f"{len(problems)} problems in {self.where()}:", *problems]),
-                                scorer=self.name)
+            raise TemplateError(
+                "\n  ".join(
+                    problems if len(problems) == 1 else [f"{len(problems)} problems in {self.where()}:", *problems]
+                ),
+                scorer=self.name,
+            )
         names.discard("__choices")
         if not self.choices:
             object.__setattr__(self, "choices", tuple(self.choice_scores or ()))
         object.__setattr__(self, "_compiled", tuple(compiled))  # what the lazy attribute would build
         object.__setattr__(self, "_plain", tuple(_plain_parts(content) for _, content in self.messages))
-        object.__setattr__(self, "_variables",
-                           tuple(_variables_in_order("\n".join(c for _, c in self.messages), names)))
+        object.__setattr__(
+            self, "_variables", tuple(_variables_in_order("\n".join(c for _, c in self.messages), names))
+        )
 
     @lazy
     def _compiled(self) -> tuple[Any, ...]:
@@ -234,9 +246,11 @@ class JudgeTemplate:
         return self._hash
 
     def _compute_hash(self) -> str:
-        body = json.dumps({"messages": self.messages, "choices": self.choices,
-                           "choice_scores": dict(self.choice_scores or {})},
-                          sort_keys=True, ensure_ascii=False)
+        body = json.dumps(
+            {"messages": self.messages, "choices": self.choices, "choice_scores": dict(self.choice_scores or {})},
+            sort_keys=True,
+            ensure_ascii=False,
+        )
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
     def where(self, key: str = "") -> str:
@@ -255,8 +269,10 @@ class JudgeTemplate:
             if name not in context:
                 missing = [v for v in self._variables if v not in context]
                 names = ", ".join(repr(m) for m in missing)
-                raise TemplateError(f"{self.name}: missing template variable{'s' if len(missing) > 1 else ''} "
-                                    f"{names} ({self.where()})", scorer=self.name)
+                raise TemplateError(
+                    f"{self.name}: missing template variable{'s' if len(missing) > 1 else ''} {names} ({self.where()})",
+                    scorer=self.name,
+                )
         context["__choices"] = list(self.choices)
         out = []
         for index, plain in enumerate(self._plain):
@@ -272,8 +288,9 @@ class JudgeTemplate:
                             value = context[part]
                             pieces.append(value if type(value) is str else render_value(value))
                 except (TypeError, ValueError) as exc:
-                    raise TemplateError(f"{self.name}: rendering failed: {exc} ({self.where()})",
-                                        scorer=self.name) from exc
+                    raise TemplateError(
+                        f"{self.name}: rendering failed: {exc} ({self.where()})", scorer=self.name
+                    ) from exc
                 content = "".join(pieces)
             out.append({"role": self.messages[index][0], "content": content})
         return out
@@ -287,17 +304,23 @@ class JudgeTemplate:
         try:
             return render(self._compiled[index], context)
         except LimitExceeded as exc:
-            raise TemplateError(f"{self.name}: rendering stopped at a limit: {exc} ({self.where()})",
-                                scorer=self.name) from None
+            raise TemplateError(
+                f"{self.name}: rendering stopped at a limit: {exc} ({self.where()})", scorer=self.name
+            ) from None
         except RecursionError:
-            raise TemplateError(f"{self.name}: rendering stopped: macros or values nested too deeply "
-                                f"({self.where()})", scorer=self.name) from None
+            raise TemplateError(
+                f"{self.name}: rendering stopped: macros or values nested too deeply ({self.where()})", scorer=self.name
+            ) from None
         except SecurityError as exc:
-            raise TemplateError(f"{self.name}: the template tried to reach Python internals, which is not "
-                                f"allowed: {exc} ({self.where()})", scorer=self.name) from exc
+            raise TemplateError(
+                f"{self.name}: the template tried to reach Python internals, which is not "
+                f"allowed: {exc} ({self.where()})",
+                scorer=self.name,
+            ) from exc
         except UndefinedError as exc:
-            raise TemplateError(f"{self.name}: undefined value while rendering: {exc} ({self.where()})",
-                                scorer=self.name) from exc
+            raise TemplateError(
+                f"{self.name}: undefined value while rendering: {exc} ({self.where()})", scorer=self.name
+            ) from exc
         except (JinjaTemplateError, TypeError, ValueError, ArithmeticError) as exc:
             raise TemplateError(f"{self.name}: rendering failed: {exc} ({self.where()})", scorer=self.name) from exc
 
@@ -310,7 +333,7 @@ def _plain_parts(source: str) -> tuple[tuple[bool, str], ...] | None:
     parts: list[tuple[bool, str]] = []
     position = 0
     for match in _PLAIN_TAG.finditer(source):
-        parts.append((True, source[position:match.start()]))
+        parts.append((True, source[position : match.start()]))
         parts.append((False, match.group(1)))
         position = match.end()
     parts.append((True, source[position:]))

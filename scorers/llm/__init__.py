@@ -10,17 +10,48 @@ Modules: :mod:`~scorers.llm.protocol` (requests and replies of the chat and Resp
 :mod:`~scorers.llm.config` (settings and environment variables), :mod:`~scorers.llm.usage`.
 Importing this package does not import ``openai``.
 """
+
 from __future__ import annotations
 
 from .cache import CacheError, LLMCache, RedisCache, cache_key
 from .config import DEFAULT_DEADLINE, DEFAULT_MODEL, LLMSettings, configure, default_cache_path, is_reasoning_model
-from .engine import (ChatRequest, ChatResult, EndpointConfigError, InvalidReply, LLMEngine, RequestRejected,
-                     TokenLogprob, ToolCall, aclose, complete, complete_sync)
+from .engine import (
+    ChatRequest,
+    ChatResult,
+    EndpointConfigError,
+    InvalidReply,
+    LLMEngine,
+    RequestRejected,
+    TokenLogprob,
+    ToolCall,
+    aclose,
+    complete,
+    complete_sync,
+)
 from .usage import ModelUsage, Usage
 
 __all__ = [
-    "ChatRequest", "ChatResult", "ToolCall", "TokenLogprob", "InvalidReply", "EndpointConfigError", "RequestRejected",
-    "LLMEngine", "complete", "complete_sync", "aclose", "configure", "LLMSettings", "DEFAULT_MODEL", "DEFAULT_DEADLINE",
-    "is_reasoning_model", "default_cache_path", "LLMCache", "RedisCache", "CacheError", "cache_key", "Usage",
+    "ChatRequest",
+    "ChatResult",
+    "ToolCall",
+    "TokenLogprob",
+    "InvalidReply",
+    "EndpointConfigError",
+    "RequestRejected",
+    "LLMEngine",
+    "complete",
+    "complete_sync",
+    "aclose",
+    "configure",
+    "LLMSettings",
+    "DEFAULT_MODEL",
+    "DEFAULT_DEADLINE",
+    "is_reasoning_model",
+    "default_cache_path",
+    "LLMCache",
+    "RedisCache",
+    "CacheError",
+    "cache_key",
+    "Usage",
     "ModelUsage",
 ]

@@ -19,6 +19,7 @@ True
 For many machines, :class:`RedisCache` keeps the same keys and replies on a Redis server that every
 worker reaches (``SCORERS_CACHE_URL=redis://host:6379/0``), so work an engine retries elsewhere is free.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,8 +37,16 @@ from .._util import lazy, memoize, optional_import
 from ..errors import ConfigError
 from .redaction import mask_urls
 
-__all__ = ["LLMCache", "RedisCache", "CacheError", "ReplyCache", "cache_key", "cache_keys", "is_redis_url",
-           "open_cache"]
+__all__ = [
+    "LLMCache",
+    "RedisCache",
+    "CacheError",
+    "ReplyCache",
+    "cache_key",
+    "cache_keys",
+    "is_redis_url",
+    "open_cache",
+]
 
 #: Bump when the stored reply format changes; old entries are then simply not found.
 CACHE_FORMAT = 1
@@ -65,8 +74,9 @@ def cache_key(body: Mapping[str, Any], *, base_url: str, tag: str | None = None)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def cache_keys(bodies: Sequence[Mapping[str, Any]], *, base_url: str,
-               tags: Sequence[str | None] | None = None) -> list[str]:
+def cache_keys(
+    bodies: Sequence[Mapping[str, Any]], *, base_url: str, tags: Sequence[str | None] | None = None
+) -> list[str]:
     """``[cache_key(body, base_url=base_url, tag=tag) ...]``, faster for a batch of similar requests.
 
     The canonical JSON of a body is assembled from its encoded values in key order
@@ -162,8 +172,9 @@ class LLMCache:
             conn = None
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None,
-                                       check_same_thread=False)
+                conn = sqlite3.connect(
+                    self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
+                )
                 if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                     conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
@@ -189,13 +200,17 @@ class LLMCache:
                 raise self._unusable(exc) from exc
 
     def _unusable(self, exc: BaseException) -> ConfigError:
-        return ConfigError(f"cannot open the LLM reply cache {str(self.path)!r}: {exc} "
-                           f"(set SCORERS_CACHE_DIR, or disable the cache with cache=False / --no-cache)")
+        return ConfigError(
+            f"cannot open the LLM reply cache {str(self.path)!r}: {exc} "
+            f"(set SCORERS_CACHE_DIR, or disable the cache with cache=False / --no-cache)"
+        )
 
     def _corrupt(self, exc: BaseException) -> ConfigError:
-        return ConfigError(f"the LLM reply cache {str(self.path)!r} is not a sound SQLite database ({exc}): "
-                           f"delete it (with its -wal and -shm files) to start an empty cache, or run without "
-                           f"the cache (cache=False, --no-cache or SCORERS_CACHE=off)")
+        return ConfigError(
+            f"the LLM reply cache {str(self.path)!r} is not a sound SQLite database ({exc}): "
+            f"delete it (with its -wal and -shm files) to start an empty cache, or run without "
+            f"the cache (cache=False, --no-cache or SCORERS_CACHE=off)"
+        )
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored reply for ``key``, or ``None``."""
@@ -217,7 +232,7 @@ class LLMCache:
         with self._lock:
             connection = self._connection()
             for start in range(0, len(wanted), _KEYS_PER_QUERY):
-                chunk = wanted[start:start + _KEYS_PER_QUERY]
+                chunk = wanted[start : start + _KEYS_PER_QUERY]
                 query = f"SELECT key, reply FROM replies WHERE key IN ({','.join('?' * len(chunk))})"
                 found.update(connection.execute(query, chunk).fetchall())
         return {key: json.loads(text) for key, text in found.items()}
@@ -226,8 +241,10 @@ class LLMCache:
         """Store ``reply`` (JSON-serialisable) under ``key``, replacing any older entry."""
         text = json.dumps(reply, ensure_ascii=False, separators=(",", ":"))
         with self._lock:
-            self._connection().execute("INSERT OR REPLACE INTO replies (key, model, reply, created) VALUES (?, ?, ?, ?)",
-                                       (key, model, text, time.time()))
+            self._connection().execute(
+                "INSERT OR REPLACE INTO replies (key, model, reply, created) VALUES (?, ?, ?, ?)",
+                (key, model, text, time.time()),
+            )
 
     def clear(self) -> int:
         """Delete every entry; returns how many there were."""
@@ -296,8 +313,9 @@ class RedisCache:
         parts = urllib.parse.urlsplit(self.url)
         query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
         self.ttl_s = _ttl_seconds(self.url, [value for name, value in query if name == "ttl"])
-        self._client_url = parts._replace(query=urllib.parse.urlencode([(n, v) for n, v in query if n != "ttl"]))\
-            .geturl()
+        self._client_url = parts._replace(
+            query=urllib.parse.urlencode([(n, v) for n, v in query if n != "ttl"])
+        ).geturl()
         self._client: Any = None
         self._pid = -1
         self._down_until = 0.0
@@ -328,9 +346,11 @@ class RedisCache:
                 client = redis.Redis.from_url(self._client_url, retry=Retry(NoBackoff(), 1))
                 client.ping()
             except (redis.RedisError, ValueError) as exc:
-                raise ConfigError(f"cannot use the Redis reply cache {mask_urls(self.url)!r}: "
-                                  f"{type(exc).__name__}: {exc} (start the server or fix SCORERS_CACHE_URL / cache=, or disable the cache "
-                                  f"with cache=False / --no-cache)") from exc
+                raise ConfigError(
+                    f"cannot use the Redis reply cache {mask_urls(self.url)!r}: "
+                    f"{type(exc).__name__}: {exc} (start the server or fix SCORERS_CACHE_URL / cache=, or disable the cache "
+                    f"with cache=False / --no-cache)"
+                ) from exc
             self._client, self._pid, self._down_until = client, os.getpid(), 0.0
             return client
 
@@ -338,16 +358,19 @@ class RedisCache:
         """Run ``command(client)``; a Redis failure raises :class:`CacheError` (and pauses the cache)."""
         client = self.connect()
         if time.monotonic() < self._down_until:
-            raise CacheError(f"the Redis reply cache {mask_urls(self.url)!r} failed less than "
-                             f"{REDIS_RETRY_AFTER_S:g} s ago; not asking it yet")
+            raise CacheError(
+                f"the Redis reply cache {mask_urls(self.url)!r} failed less than "
+                f"{REDIS_RETRY_AFTER_S:g} s ago; not asking it yet"
+            )
         import redis
 
         try:
             return command(client)
         except redis.RedisError as exc:
             self._down_until = time.monotonic() + REDIS_RETRY_AFTER_S
-            raise CacheError(f"the Redis reply cache {mask_urls(self.url)!r} failed: {type(exc).__name__}: "
-                             f"{exc}") from exc
+            raise CacheError(
+                f"the Redis reply cache {mask_urls(self.url)!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored reply for ``key``, or ``None``."""
@@ -363,7 +386,7 @@ class RedisCache:
         def fetch(client: Any) -> list[Any]:
             pipeline = client.pipeline(transaction=False)
             for start in range(0, len(wanted), _KEYS_PER_QUERY):
-                pipeline.mget([self.prefix + key for key in wanted[start:start + _KEYS_PER_QUERY]])
+                pipeline.mget([self.prefix + key for key in wanted[start : start + _KEYS_PER_QUERY]])
             return [text for chunk in pipeline.execute() for text in chunk]
 
         return {key: json.loads(text) for key, text in zip(wanted, self._call(fetch)) if text is not None}
@@ -381,9 +404,10 @@ class RedisCache:
 
     def clear(self) -> int:
         """Delete every entry under :attr:`prefix`; returns how many there were."""
+
         def delete(client: Any) -> int:
             keys = self._keys(client)
-            return sum(client.unlink(*keys[start:start + 1000]) for start in range(0, len(keys), 1000))
+            return sum(client.unlink(*keys[start : start + 1000]) for start in range(0, len(keys), 1000))
 
         return self._call(delete)
 
@@ -406,8 +430,10 @@ def _ttl_seconds(url: str, values: list[str]) -> int | None:
         return None
     if len(values) == 1 and values[0].isdigit() and int(values[0]) > 0:
         return int(values[0])
-    raise ConfigError(f"the Redis cache URL {mask_urls(url)!r} has ttl={'&ttl='.join(values)}; "
-                      f"give one ttl=<whole seconds > 0>, or none to keep entries until Redis evicts them")
+    raise ConfigError(
+        f"the Redis cache URL {mask_urls(url)!r} has ttl={'&ttl='.join(values)}; "
+        f"give one ttl=<whole seconds > 0>, or none to keep entries until Redis evicts them"
+    )
 
 
 #: A reply cache: the SQLite file of one machine or a Redis server shared by many.

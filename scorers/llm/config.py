@@ -53,6 +53,7 @@ Settings without an environment variable (``configure()``, ``LLMEngine(...)``):
 >>> is_reasoning_model("o4-mini"), is_reasoning_model("gpt-5.1"), is_reasoning_model("gpt-4o")
 (True, True, False)
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -71,9 +72,27 @@ from .._util import memoize
 from ..errors import ConfigError
 from .redaction import mask_urls
 
-__all__ = ["DEFAULT_MODEL", "DEFAULT_BASE_URL", "LLMSettings", "Setting", "configure", "resolve", "configured_prices",
-           "default_model", "default_cache_path", "settings_state", "is_reasoning_model", "DEFAULT_DEADLINE", "APIS",
-           "configured_values", "cache_target", "check_options", "FORWARDED_ENV", "ENV_NAMES", "scoped"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "DEFAULT_BASE_URL",
+    "LLMSettings",
+    "Setting",
+    "configure",
+    "resolve",
+    "configured_prices",
+    "default_model",
+    "default_cache_path",
+    "settings_state",
+    "is_reasoning_model",
+    "DEFAULT_DEADLINE",
+    "APIS",
+    "configured_values",
+    "cache_target",
+    "check_options",
+    "FORWARDED_ENV",
+    "ENV_NAMES",
+    "scoped",
+]
 
 #: The judge model used when neither an argument, :func:`configure` nor ``SCORERS_MODEL`` names one.
 DEFAULT_MODEL = "gpt-4o-mini"
@@ -204,23 +223,27 @@ def _env_cache(environ: Mapping[str, str]) -> Any:
         if env.lower() in _OFF:
             return False
         if url is not None:
-            raise ConfigError(f"SCORERS_CACHE={env!r} and SCORERS_CACHE_URL are both set: keep the file path "
-                              f"(one machine) or the Redis URL (shared), not both")
+            raise ConfigError(
+                f"SCORERS_CACHE={env!r} and SCORERS_CACHE_URL are both set: keep the file path "
+                f"(one machine) or the Redis URL (shared), not both"
+            )
         return Path(env).expanduser()
     if environ.get("SCORERS_CACHE") is not None:  # set but empty: off
         return False
     if url is not None:
         if not is_redis_url(url):
-            raise ConfigError(f"SCORERS_CACHE_URL={mask_urls(url)!r} is not a redis:// or rediss:// URL "
-                              f"(for a file, set SCORERS_CACHE to its path)")
+            raise ConfigError(
+                f"SCORERS_CACHE_URL={mask_urls(url)!r} is not a redis:// or rediss:// URL "
+                f"(for a file, set SCORERS_CACHE to its path)"
+            )
         return url
     return None
 
 
-_Seconds = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False),
-                     Setting("a finite number of seconds >= 0")]
-_PositiveSeconds = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False),
-                             Setting("a finite number of seconds > 0")]
+_Seconds = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False), Setting("a finite number of seconds >= 0")]
+_PositiveSeconds = Annotated[
+    float, Strict(), Field(gt=0, allow_inf_nan=False), Setting("a finite number of seconds > 0")
+]
 _Tries = Annotated[int, Strict(), Field(ge=0, le=50), Setting("an integer in [0, 50]")]
 
 
@@ -243,15 +266,17 @@ class LLMSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=False)
 
-    model: Annotated[str, BeforeValidator(_text), Setting("a non-empty string", env=("SCORERS_MODEL",))] = \
-        DEFAULT_MODEL
-    base_url: Annotated[str, BeforeValidator(_text),
-                        Setting("a non-empty string", env=("OPENAI_BASE_URL",), url=True)] = DEFAULT_BASE_URL
-    api_key: Annotated[str | None, BeforeValidator(_text),
-                       Setting("a non-empty string", env=("OPENAI_API_KEY",), secret=True)] = Field(None, repr=False)
+    model: Annotated[str, BeforeValidator(_text), Setting("a non-empty string", env=("SCORERS_MODEL",))] = DEFAULT_MODEL
+    base_url: Annotated[
+        str, BeforeValidator(_text), Setting("a non-empty string", env=("OPENAI_BASE_URL",), url=True)
+    ] = DEFAULT_BASE_URL
+    api_key: Annotated[
+        str | None, BeforeValidator(_text), Setting("a non-empty string", env=("OPENAI_API_KEY",), secret=True)
+    ] = Field(None, repr=False)
     #: An ``openai.AsyncOpenAI`` or ``openai.OpenAI`` client (instead of ``base_url``/``api_key``).
-    client: Annotated[Any, AfterValidator(_client), Setting("an openai.AsyncOpenAI or openai.OpenAI client")] = \
-        Field(None, repr=False)
+    client: Annotated[Any, AfterValidator(_client), Setting("an openai.AsyncOpenAI or openai.OpenAI client")] = Field(
+        None, repr=False
+    )
     #: Requests in flight per endpoint and event loop.
     max_concurrency: Annotated[int, Strict(), Field(ge=1), Setting("an integer >= 1")] = 32
     #: Seconds per HTTP attempt.
@@ -267,23 +292,32 @@ class LLMSettings(BaseModel):
     #: Cap of a server's Retry-After.
     retry_after_max: _Seconds = 60.0
     #: ``auto``: ``SCORERS_HTTP_TRANSPORT``, else aiohttp when installed, else httpx.
-    transport: Annotated[Literal["auto", "aiohttp", "httpx"],
-                         Setting("one of auto, aiohttp, httpx", env=("SCORERS_HTTP_TRANSPORT",), from_env="auto",
-                                 read=_env_transport)] = "auto"
+    transport: Annotated[
+        Literal["auto", "aiohttp", "httpx"],
+        Setting("one of auto, aiohttp, httpx", env=("SCORERS_HTTP_TRANSPORT",), from_env="auto", read=_env_transport),
+    ] = "auto"
     api: Annotated[Literal[APIS], Setting(f"one of {', '.join(APIS)}")] = "chat"
     #: ``None``: derived per request from the model name (:func:`is_reasoning_model`).
     reasoning: Annotated[bool | None, Strict(), Setting("True, False or None (derive from the model)")] = None
     deadline: _PositiveSeconds = DEFAULT_DEADLINE
     #: As an option: ``True`` (the environment's cache, else the default file), ``False``, a file path, a Redis
     #: URL, an ``LLMCache``/``RedisCache``. Resolved: ``None`` (no cache), a path, a Redis URL or a cache object.
-    cache: Annotated[Any, BeforeValidator(_cache),
-                     Setting("True/False, a file path, a redis:// URL, an LLMCache or a RedisCache",
-                             env=("SCORERS_CACHE", "SCORERS_CACHE_URL", "SCORERS_CACHE_DIR"),
-                             local_env=("XDG_CACHE_HOME", "LOCALAPPDATA", "HOME"), from_env=True, read=_env_cache,
-                             url=True)] = True
+    cache: Annotated[
+        Any,
+        BeforeValidator(_cache),
+        Setting(
+            "True/False, a file path, a redis:// URL, an LLMCache or a RedisCache",
+            env=("SCORERS_CACHE", "SCORERS_CACHE_URL", "SCORERS_CACHE_DIR"),
+            local_env=("XDG_CACHE_HOME", "LOCALAPPDATA", "HOME"),
+            from_env=True,
+            read=_env_cache,
+            url=True,
+        ),
+    ] = True
     #: Model name → (input, output) USD per 1M tokens, for cost estimates (:func:`configure` only).
-    prices: Annotated[Any, BeforeValidator(_prices), Setting("a mapping of model names to prices")] = \
-        Field(default_factory=dict, repr=False)
+    prices: Annotated[Any, BeforeValidator(_prices), Setting("a mapping of model names to prices")] = Field(
+        default_factory=dict, repr=False
+    )
 
     #: The :class:`Setting` of each field.
     settings: ClassVar[dict[str, Setting]]
@@ -342,13 +376,15 @@ def _shown_value(setting: Setting, value: Any) -> str:
     return repr(mask_urls(value)) if setting.url and isinstance(value, str) else repr(value)
 
 
-LLMSettings.settings = {name: next(m for m in info.metadata if isinstance(m, Setting))
-                        for name, info in LLMSettings.model_fields.items()}
+LLMSettings.settings = {
+    name: next(m for m in info.metadata if isinstance(m, Setting)) for name, info in LLMSettings.model_fields.items()
+}
 #: The environment variables that decide settings, which an engine's workers take from the driver.
 FORWARDED_ENV: tuple[str, ...] = tuple(dict.fromkeys(v for s in LLMSettings.settings.values() for v in s.env))
 #: Every environment variable :func:`resolve` reads (also this machine's, which locate the default cache folder).
-ENV_NAMES: tuple[str, ...] = FORWARDED_ENV + tuple(dict.fromkeys(
-    v for s in LLMSettings.settings.values() for v in s.local_env))
+ENV_NAMES: tuple[str, ...] = FORWARDED_ENV + tuple(
+    dict.fromkeys(v for s in LLMSettings.settings.values() for v in s.local_env)
+)
 
 
 # ---------------------------------------------------------------- configure
@@ -405,8 +441,9 @@ def scoped(configured: Mapping[str, Any], environ: Mapping[str, str | None] | No
     unknown = sorted(set(configured) - set(LLMSettings.model_fields))
     if unknown:
         raise ConfigError(f"unknown LLM settings {unknown}")
-    scope = _Scope({name: _check(name, value) for name, value in configured.items() if value is not None},
-                   dict(environ or {}))
+    scope = _Scope(
+        {name: _check(name, value) for name, value in configured.items() if value is not None}, dict(environ or {})
+    )
     token = _SCOPE.set(scope)
     try:
         yield
@@ -455,8 +492,9 @@ def configure(*, reset: bool = False, **options: Any) -> None:
     if unknown is not None:
         raise TypeError(f"configure() got an unexpected keyword argument {unknown!r}")
     checked = {name: _check(name, value) for name, value in options.items()}
-    if checked.get("client") is not None and (checked.get("api_key") is not None
-                                              or checked.get("base_url") is not None):
+    if checked.get("client") is not None and (
+        checked.get("api_key") is not None or checked.get("base_url") is not None
+    ):
         raise ConfigError("configure(): pass either client= or api_key=/base_url=, not both")
     state = _configured()
     with state.lock:
@@ -473,7 +511,8 @@ def configure(*, reset: bool = False, **options: Any) -> None:
 configure.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=_UNSET) for name in LLMSettings.model_fields]
     + [inspect.Parameter("reset", inspect.Parameter.KEYWORD_ONLY, default=False, annotation="bool")],
-    return_annotation="None")
+    return_annotation="None",
+)
 
 
 def configured_values() -> dict[str, Any]:
@@ -525,8 +564,7 @@ def default_cache_path() -> Path:
     environ = _environ()
     folder = _env_text(environ, "SCORERS_CACHE_DIR")
     if folder is None:
-        base = _env_text(environ, "XDG_CACHE_HOME") or _env_text(environ, "LOCALAPPDATA") or \
-            str(Path.home() / ".cache")
+        base = _env_text(environ, "XDG_CACHE_HOME") or _env_text(environ, "LOCALAPPDATA") or str(Path.home() / ".cache")
         folder = str(Path(base) / "scorers")
     return Path(folder).expanduser() / "llm-cache.sqlite"
 
@@ -554,7 +592,9 @@ def resolve(**overrides: Any) -> LLMSettings:
     explicit_client = overrides.get("client")
     explicit_endpoint = overrides.get("api_key") is not None or overrides.get("base_url") is not None
     # A per-engine endpoint (api_key/base_url) replaces a configured client, and vice versa.
-    client = explicit_client if explicit_client is not None else (None if explicit_endpoint else configured.get("client"))
+    client = (
+        explicit_client if explicit_client is not None else (None if explicit_endpoint else configured.get("client"))
+    )
     chosen = {**configured, **{k: v for k, v in overrides.items() if v is not None}}
     environ = _environ()
     values: dict[str, Any] = {}
@@ -572,6 +612,7 @@ def resolve(**overrides: Any) -> LLMSettings:
     if client is None and values["api_key"] is None:
         raise ConfigError(
             "no API key for the LLM judge: set OPENAI_API_KEY, call scorers.configure(api_key=...) "
-            "or pass client=/api_key= to the scorer (a local server that ignores keys still needs a placeholder)")
+            "or pass client=/api_key= to the scorer (a local server that ignores keys still needs a placeholder)"
+        )
     values["base_url"] = values["base_url"].rstrip("/")
     return LLMSettings.model_construct(**values)

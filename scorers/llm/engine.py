@@ -83,6 +83,7 @@ both APIs, though OpenAI's Responses API has no such parameter and rejects it.
 >>> thought.sent
 {'api': 'responses', 'max_output_tokens': 400, 'reasoning': {'effort': 'low'}}
 """
+
 from __future__ import annotations
 
 import logging
@@ -97,20 +98,40 @@ from .._util import memoize
 from ..errors import ConfigError, JudgeError
 from .cache import CacheError, LLMCache, cache_key, cache_keys, open_cache
 from .config import LLMSettings, check_options, default_model, resolve, settings_state
-from .protocol import (ChatRequest, ChatResult, InvalidReply, TokenLogprob, ToolCall, parse_reply, reply_tokens,
-                       sent_settings)
+from .protocol import (
+    ChatRequest,
+    ChatResult,
+    InvalidReply,
+    TokenLogprob,
+    ToolCall,
+    parse_reply,
+    reply_tokens,
+    sent_settings,
+)
 from .redaction import mask_urls, redact
 from .transport import Budget, EndpointConfigError, RequestRejected, aclose, send
 from .usage import failed_call_usage
 
-__all__ = ["ChatRequest", "ChatResult", "ToolCall", "TokenLogprob", "InvalidReply", "EndpointConfigError",
-           "RequestRejected", "LLMEngine", "complete", "complete_sync", "aclose"]
+__all__ = [
+    "ChatRequest",
+    "ChatResult",
+    "ToolCall",
+    "TokenLogprob",
+    "InvalidReply",
+    "EndpointConfigError",
+    "RequestRejected",
+    "LLMEngine",
+    "complete",
+    "complete_sync",
+    "aclose",
+]
 
 log = logging.getLogger("scorers.llm")
 
 
-def _cache_hit(stored: Mapping[str, Any], latency_s: float, validate: Callable[[ChatResult], Any] | None,
-               sent: Mapping[str, Any]) -> ChatResult | None:
+def _cache_hit(
+    stored: Mapping[str, Any], latency_s: float, validate: Callable[[ChatResult], Any] | None, sent: Mapping[str, Any]
+) -> ChatResult | None:
     """A stored reply as a cache hit (``cached``, no attempts), or ``None`` when it no longer passes ``validate``.
 
     ``sent`` comes from the request's body (the cache key), so replies stored before ``ChatResult``
@@ -155,18 +176,46 @@ class LLMEngine:
     connection itself, so it can be pickled (unless ``client=`` is given).
     """
 
-    def __init__(self, *, client: Any = None, model: str | None = None, base_url: str | None = None,
-                 api_key: str | None = None, max_concurrency: int | None = None, timeout: float | None = None,
-                 max_retries: int | None = None, max_reasks: int | None = None,
-                 cache: bool | str | LLMCache | None = None, transport: str | None = None,
-                 backoff_base: float | None = None, backoff_max: float | None = None,
-                 retry_after_max: float | None = None, api: str | None = None, reasoning: bool | None = None,
-                 deadline: float | None = None) -> None:
-        options = check_options(dict(
-            client=client, model=model, base_url=base_url, api_key=api_key, max_concurrency=max_concurrency,
-            timeout=timeout, max_retries=max_retries, max_reasks=max_reasks, cache=cache, transport=transport,
-            backoff_base=backoff_base, backoff_max=backoff_max, retry_after_max=retry_after_max, api=api,
-            reasoning=reasoning, deadline=deadline))
+    def __init__(
+        self,
+        *,
+        client: Any = None,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_concurrency: int | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        max_reasks: int | None = None,
+        cache: bool | str | LLMCache | None = None,
+        transport: str | None = None,
+        backoff_base: float | None = None,
+        backoff_max: float | None = None,
+        retry_after_max: float | None = None,
+        api: str | None = None,
+        reasoning: bool | None = None,
+        deadline: float | None = None,
+    ) -> None:
+        options = check_options(
+            dict(
+                client=client,
+                model=model,
+                base_url=base_url,
+                api_key=api_key,
+                max_concurrency=max_concurrency,
+                timeout=timeout,
+                max_retries=max_retries,
+                max_reasks=max_reasks,
+                cache=cache,
+                transport=transport,
+                backoff_base=backoff_base,
+                backoff_max=backoff_max,
+                retry_after_max=retry_after_max,
+                api=api,
+                reasoning=reasoning,
+                deadline=deadline,
+            )
+        )
         if "client" in options and ("api_key" in options or "base_url" in options):
             raise ConfigError("pass either client= or api_key=/base_url=, not both")
         self._options = options
@@ -200,22 +249,29 @@ class LLMEngine:
     def __getstate__(self) -> dict[str, Any]:
         state = {**self.__dict__, "_memo": None}  # the memo holds the key and an open cache
         if "client" in self._options:  # copy.copy works; pickling raises a TypeError that says why
-            state["_options"] = {**self._options, "client": NotPicklable(
-                self._options["client"], "an LLMEngine with a client= cannot be pickled (an openai client holds "
-                "connections and locks); pass base_url=/api_key= instead")}
+            state["_options"] = {
+                **self._options,
+                "client": NotPicklable(
+                    self._options["client"],
+                    "an LLMEngine with a client= cannot be pickled (an openai client holds "
+                    "connections and locks); pass base_url=/api_key= instead",
+                ),
+            }
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(NotPicklable.unwrap_values(state))
         self._options = NotPicklable.unwrap_values(self._options)
 
-    def complete_sync(self, request: ChatRequest, *, validate: Callable[[ChatResult], Any] | None = None,
-                      scorer: str | None = None) -> ChatResult:
+    def complete_sync(
+        self, request: ChatRequest, *, validate: Callable[[ChatResult], Any] | None = None, scorer: str | None = None
+    ) -> ChatResult:
         """:meth:`complete` from synchronous code (works inside a running event loop too)."""
         return run_sync(self.complete(request, validate=validate, scorer=scorer))
 
-    def lookup(self, requests: Sequence[ChatRequest], *,
-               validate: Callable[[ChatResult], Any] | None = None) -> list[ChatResult | None]:
+    def lookup(
+        self, requests: Sequence[ChatRequest], *, validate: Callable[[ChatResult], Any] | None = None
+    ) -> list[ChatResult | None]:
         """The cached replies of many requests at once: a hit (``cached=True``) or ``None`` per request, in order.
 
         Settings are resolved once and the cache is read in a few queries, so a
@@ -229,16 +285,26 @@ class LLMEngine:
         if cache is None or not requests:
             return [None] * len(requests)
         bodies = [_body(r, settings) for r in requests]
-        keys = cache_keys([body for body, _ in bodies], base_url=settings.shown_url,
-                          tags=[r.cache_tag for r in requests])
+        keys = cache_keys(
+            [body for body, _ in bodies], base_url=settings.shown_url, tags=[r.cache_tag for r in requests]
+        )
         stored = _cache_call(cache.get_many, keys) or {}
         latency = time.perf_counter() - started
-        return [None if (entry := stored.get(key)) is None else
-                _cache_hit(entry, latency, validate, sent_settings(body, api))
-                for key, (body, api) in zip(keys, bodies)]
+        return [
+            None
+            if (entry := stored.get(key)) is None
+            else _cache_hit(entry, latency, validate, sent_settings(body, api))
+            for key, (body, api) in zip(keys, bodies)
+        ]
 
-    async def complete(self, request: ChatRequest, *, validate: Callable[[ChatResult], Any] | None = None,
-                       scorer: str | None = None, read_cache: bool = True) -> ChatResult:
+    async def complete(
+        self,
+        request: ChatRequest,
+        *,
+        validate: Callable[[ChatResult], Any] | None = None,
+        scorer: str | None = None,
+        read_cache: bool = True,
+    ) -> ChatResult:
         """Send ``request``; return a reply that passed ``validate``, or raise :class:`JudgeError`.
 
         ``scorer`` names the judge in error messages. ``read_cache=False`` skips the
@@ -292,9 +358,17 @@ class _Spent:
         self.failed_completion += tokens[1]
 
 
-async def _ask(request: ChatRequest, body: dict[str, Any], sent: Mapping[str, Any], api: str, settings: LLMSettings,
-               validate: Callable[[ChatResult], Any] | None, scorer: str | None, budget: Budget,
-               spent: _Spent) -> ChatResult:
+async def _ask(
+    request: ChatRequest,
+    body: dict[str, Any],
+    sent: Mapping[str, Any],
+    api: str,
+    settings: LLMSettings,
+    validate: Callable[[ChatResult], Any] | None,
+    scorer: str | None,
+    budget: Budget,
+    spent: _Spent,
+) -> ChatResult:
     """Send ``body`` until a reply passes ``validate`` (at most ``max_reasks`` more times); charge every reply's
     tokens to ``spent``. Raises :class:`JudgeError`."""
     label = f"{scorer}: " if scorer else ""
@@ -317,10 +391,20 @@ async def _ask(request: ChatRequest, body: dict[str, Any], sent: Mapping[str, An
                 f"{label}the endpoint returned no logprobs for model {body['model']!r} at {settings.shown_url} "
                 f"({api} API) although logprobs=True asked for them: the endpoint or model does not support "
                 f"them, or not for this kind of reply (OpenAI gives none for tool calls)",
-                scorer=scorer, raw=reply.to_dict(), attempts=budget.attempts)
-        reply = replace(reply, prompt_tokens=spent.prompt, completion_tokens=spent.completion,
-                        failed_prompt_tokens=spent.failed_prompt, failed_completion_tokens=spent.failed_completion,
-                        attempts=budget.attempts, reasks=reask, sent=sent)
+                scorer=scorer,
+                raw=reply.to_dict(),
+                attempts=budget.attempts,
+            )
+        reply = replace(
+            reply,
+            prompt_tokens=spent.prompt,
+            completion_tokens=spent.completion,
+            failed_prompt_tokens=spent.failed_prompt,
+            failed_completion_tokens=spent.failed_completion,
+            attempts=budget.attempts,
+            reasks=reask,
+            sent=sent,
+        )
         try:
             parsed = validate(reply) if validate is not None else None
         except InvalidReply as exc:
@@ -330,9 +414,14 @@ async def _ask(request: ChatRequest, body: dict[str, Any], sent: Mapping[str, An
             continue
         return replace(reply, parsed=parsed)
     raise JudgeError(
-        redact(f"{label}the judge's reply was unusable after {asks} ask{'s' if asks > 1 else ''}: {last_reason}",
-               settings.api_key),
-        scorer=scorer, raw=None if last_reply is None else last_reply.to_dict(), attempts=budget.attempts)
+        redact(
+            f"{label}the judge's reply was unusable after {asks} ask{'s' if asks > 1 else ''}: {last_reason}",
+            settings.api_key,
+        ),
+        scorer=scorer,
+        raw=None if last_reply is None else last_reply.to_dict(),
+        attempts=budget.attempts,
+    )
 
 
 def _body(request: ChatRequest, settings: LLMSettings) -> tuple[dict[str, Any], str]:
@@ -347,8 +436,9 @@ def _cache_call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
         return method(*args, **kwargs)
     except (sqlite3.Error, CacheError) as exc:
-        warnings.warn(f"the LLM reply cache failed ({exc}); going on without it for this call", RuntimeWarning,
-                      stacklevel=3)
+        warnings.warn(
+            f"the LLM reply cache failed ({exc}); going on without it for this call", RuntimeWarning, stacklevel=3
+        )
         return None
 
 
@@ -358,13 +448,15 @@ def _default_engine() -> LLMEngine:
     return LLMEngine()
 
 
-async def complete(request: ChatRequest, *, validate: Callable[[ChatResult], Any] | None = None,
-                   scorer: str | None = None) -> ChatResult:
+async def complete(
+    request: ChatRequest, *, validate: Callable[[ChatResult], Any] | None = None, scorer: str | None = None
+) -> ChatResult:
     """:meth:`LLMEngine.complete` with the process-wide settings (:func:`scorers.llm.configure`)."""
     return await _default_engine().complete(request, validate=validate, scorer=scorer)
 
 
-def complete_sync(request: ChatRequest, *, validate: Callable[[ChatResult], Any] | None = None,
-                  scorer: str | None = None) -> ChatResult:
+def complete_sync(
+    request: ChatRequest, *, validate: Callable[[ChatResult], Any] | None = None, scorer: str | None = None
+) -> ChatResult:
     """:func:`complete` from synchronous code."""
     return _default_engine().complete_sync(request, validate=validate, scorer=scorer)

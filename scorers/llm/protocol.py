@@ -9,6 +9,7 @@ a :class:`ChatResult`. See :mod:`scorers.llm.engine` for how requests are sent.
 >>> body["input"], body["max_output_tokens"], "temperature" in body
 ([{'role': 'user', 'content': 'Hi'}], 50, False)
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,17 @@ from .._util import memoize
 from ..errors import ConfigError
 from .config import APIS, is_reasoning_model
 
-__all__ = ["ChatRequest", "ChatResult", "ToolCall", "TokenLogprob", "InvalidReply", "parse_reply", "reply_tokens",
-           "engine_owned_keys", "extra_conflict"]
+__all__ = [
+    "ChatRequest",
+    "ChatResult",
+    "ToolCall",
+    "TokenLogprob",
+    "InvalidReply",
+    "parse_reply",
+    "reply_tokens",
+    "engine_owned_keys",
+    "extra_conflict",
+]
 
 
 #: Body keys that are the request's content, not its generation settings (left out of ``ChatResult.sent``).
@@ -102,8 +112,11 @@ class ChatRequest:
             _put(body, "tool_choice", _responses_tool_choice(self.tool_choice))
             _put(body, "temperature", temperature)
             _put(body, "max_output_tokens", self.max_tokens)
-            _put(body, "text", None if self.response_format is None else {"format": _responses_format(
-                self.response_format)})
+            _put(
+                body,
+                "text",
+                None if self.response_format is None else {"format": _responses_format(self.response_format)},
+            )
             _put(body, "seed", self.seed)
             _put(body, "reasoning", None if self.reasoning_effort is None else {"effort": self.reasoning_effort})
             if self.logprobs:
@@ -115,11 +128,21 @@ class ChatRequest:
 
 #: What to set instead of an engine-owned key in ``extra`` (keys without an entry are set by the engine alone).
 _INSTEAD = {
-    "model": "model=", "messages": "prompt= or messages=", "input": "prompt= or messages=",
-    "instructions": "a system message in messages=", "tools": "response_mode=", "tool_choice": "response_mode=",
-    "response_format": "response_mode=", "text": "response_mode=", "temperature": "temperature=",
-    "max_tokens": "max_tokens=", "max_completion_tokens": "max_tokens=", "max_output_tokens": "max_tokens=",
-    "reasoning_effort": "reasoning_effort=", "reasoning": "reasoning_effort=", "n": "samples=",
+    "model": "model=",
+    "messages": "prompt= or messages=",
+    "input": "prompt= or messages=",
+    "instructions": "a system message in messages=",
+    "tools": "response_mode=",
+    "tool_choice": "response_mode=",
+    "response_format": "response_mode=",
+    "text": "response_mode=",
+    "temperature": "temperature=",
+    "max_tokens": "max_tokens=",
+    "max_completion_tokens": "max_tokens=",
+    "max_output_tokens": "max_tokens=",
+    "reasoning_effort": "reasoning_effort=",
+    "reasoning": "reasoning_effort=",
+    "n": "samples=",
     "api_key": "OPENAI_API_KEY, configure(api_key=) or an engine's api_key=",
     "base_url": "OPENAI_BASE_URL, configure(base_url=) or an engine's base_url=",
 }
@@ -138,11 +161,25 @@ def engine_owned_keys() -> frozenset[str]:
     >>> sorted(engine_owned_keys() & {"model", "max_output_tokens", "top_p", "api_key"})
     ['api_key', 'max_output_tokens', 'model']
     """
-    every_field = ChatRequest(messages=[{"role": "user", "content": "x"}], model="m", tools=[{"type": "function"}],
-                              tool_choice="auto", temperature=0, max_tokens=1, response_format={"type": "text"},
-                              seed=0, reasoning_effort="low", logprobs=True, top_logprobs=1)
-    written = {key for api in APIS for reasoning in (False, True)
-               for key in every_field.body("m", api=api, reasoning=reasoning)}
+    every_field = ChatRequest(
+        messages=[{"role": "user", "content": "x"}],
+        model="m",
+        tools=[{"type": "function"}],
+        tool_choice="auto",
+        temperature=0,
+        max_tokens=1,
+        response_format={"type": "text"},
+        seed=0,
+        reasoning_effort="low",
+        logprobs=True,
+        top_logprobs=1,
+    )
+    written = {
+        key
+        for api in APIS
+        for reasoning in (False, True)
+        for key in every_field.body("m", api=api, reasoning=reasoning)
+    }
     return frozenset(written - {"seed"}) | frozenset(_OWNED_OUTSIDE_BODY)
 
 
@@ -159,8 +196,10 @@ def extra_conflict(extra: Mapping[str, Any]) -> str | None:
     if not clashes:
         return None
     named = ", ".join(f"{key} (use {_INSTEAD[key]})" if key in _INSTEAD else key for key in clashes)
-    return (f"cannot set {named}: the engine sets {'it' if len(clashes) == 1 else 'them'}. "
-            f"Keys the engine owns: {', '.join(sorted(owned))}")
+    return (
+        f"cannot set {named}: the engine sets {'it' if len(clashes) == 1 else 'them'}. "
+        f"Keys the engine owns: {', '.join(sorted(owned))}"
+    )
 
 
 def _put(body: dict[str, Any], name: str, value: Any) -> None:
@@ -271,14 +310,23 @@ class ChatResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able form (``parsed`` is left out: it may not be JSON)."""
-        return {"content": self.content,
-                "tool_calls": [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in self.tool_calls],
-                "finish_reason": self.finish_reason, "model": self.model, "response_model": self.response_model,
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "failed_prompt_tokens": self.failed_prompt_tokens,
-                "failed_completion_tokens": self.failed_completion_tokens, "latency_s": self.latency_s, "attempts": self.attempts, "reasks": self.reasks, "cached": self.cached,
-                "sent": dict(self.sent),
-                "logprobs": None if self.logprobs is None else [t.to_dict() for t in self.logprobs]}
+        return {
+            "content": self.content,
+            "tool_calls": [{"name": c.name, "arguments": c.arguments, "id": c.id} for c in self.tool_calls],
+            "finish_reason": self.finish_reason,
+            "model": self.model,
+            "response_model": self.response_model,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "failed_prompt_tokens": self.failed_prompt_tokens,
+            "failed_completion_tokens": self.failed_completion_tokens,
+            "latency_s": self.latency_s,
+            "attempts": self.attempts,
+            "reasks": self.reasks,
+            "cached": self.cached,
+            "sent": dict(self.sent),
+            "logprobs": None if self.logprobs is None else [t.to_dict() for t in self.logprobs],
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ChatResult":
@@ -305,8 +353,11 @@ def _parse_chat(data: Any, *, model: str) -> ChatResult:
         function = call.get("function") if isinstance(call, Mapping) else None
         if not isinstance(function, Mapping):
             raise InvalidReply(f"a tool call has no function: {str(call)[:200]!r}")
-        calls.append(ToolCall(name=str(function.get("name") or ""), arguments=_arguments(function.get("arguments")),
-                              id=call.get("id")))
+        calls.append(
+            ToolCall(
+                name=str(function.get("name") or ""), arguments=_arguments(function.get("arguments")), id=call.get("id")
+            )
+        )
     prompt_tokens, completion_tokens = reply_tokens(data, "chat")
     content = message.get("content")
     logprobs = choices[0].get("logprobs")
@@ -345,8 +396,13 @@ def _parse_responses(data: Any, *, model: str) -> ChatResult:
     for item in output:
         kind = item.get("type") if isinstance(item, Mapping) else None
         if kind == "function_call":
-            calls.append(ToolCall(name=str(item.get("name") or ""), arguments=_arguments(item.get("arguments")),
-                                  id=item.get("call_id")))
+            calls.append(
+                ToolCall(
+                    name=str(item.get("name") or ""),
+                    arguments=_arguments(item.get("arguments")),
+                    id=item.get("call_id"),
+                )
+            )
         elif kind == "message":
             for part in item.get("content") or ():
                 if isinstance(part, Mapping) and part.get("type") == "output_text":
@@ -405,12 +461,18 @@ def _arguments(arguments: Any) -> str:
 def _token_logprobs(tokens: Any) -> tuple[TokenLogprob, ...]:
     """``[{token, logprob, top_logprobs: [{token, logprob}]}]`` (both APIs' shape) as :class:`TokenLogprob`s."""
     try:
-        return tuple(TokenLogprob(str(t["token"]), float(t["logprob"]),
-                                  tuple((str(a["token"]), float(a["logprob"])) for a in t.get("top_logprobs") or ()))
-                     for t in tokens)
+        return tuple(
+            TokenLogprob(
+                str(t["token"]),
+                float(t["logprob"]),
+                tuple((str(a["token"]), float(a["logprob"])) for a in t.get("top_logprobs") or ()),
+            )
+            for t in tokens
+        )
     except (TypeError, KeyError, ValueError, AttributeError) as exc:
-        raise InvalidReply(f"the reply's logprobs are malformed ({type(exc).__name__}: {exc}): "
-                           f"{str(tokens)[:200]!r}") from None
+        raise InvalidReply(
+            f"the reply's logprobs are malformed ({type(exc).__name__}: {exc}): {str(tokens)[:200]!r}"
+        ) from None
 
 
 def parse_reply(data: Any, api: str, *, model: str) -> ChatResult:

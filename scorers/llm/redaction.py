@@ -6,6 +6,7 @@
 >>> redact("Bearer sk-live-0123 at https://tok3n@host/v1", "sk-live-0123")
 'Bearer [API key] at https://***@host/v1'
 """
+
 from __future__ import annotations
 
 import re
@@ -14,16 +15,22 @@ __all__ = ["mask_urls", "redact"]
 
 #: The user information of a URL: what lies between ``scheme://`` and the authority's last ``@`` (a password may
 #: hold an ``@`` of its own).
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^/?#@\s:'\"<>]*)"
-                       r"(?P<password>:[^/?#\s'\"<>]*)?@")
+_USERINFO = re.compile(
+    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^/?#@\s:'\"<>]*)"
+    r"(?P<password>:[^/?#\s'\"<>]*)?@"
+)
 #: A query parameter whose name says it holds a secret (``key``, ``api-key``, ``access_token``, ``sig``, ...).
-_SECRET_PARAMETER = re.compile(r"(?P<name>[?&;][^=&#\s'\"<>]*(?:key|token|secret|passw(?:or)?d|pwd|sig|auth|credential)"
-                               r"[^=&#\s'\"<>]*=)[^&#\s'\"<>]*", re.IGNORECASE)
+_SECRET_PARAMETER = re.compile(
+    r"(?P<name>[?&;][^=&#\s'\"<>]*(?:key|token|secret|passw(?:or)?d|pwd|sig|auth|credential)"
+    r"[^=&#\s'\"<>]*=)[^&#\s'\"<>]*",
+    re.IGNORECASE,
+)
 
 
 def mask_urls(text: str) -> str:
     """``text`` with ``***`` for the password (or the lone user, often a token) of every URL in it, and for the
     value of every query parameter named like a secret. Anything else is kept, so the endpoint stays readable."""
+
     def userinfo(match: re.Match[str]) -> str:
         if match["password"] is None:
             return f"{match['scheme']}***@"

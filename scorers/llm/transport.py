@@ -10,6 +10,7 @@ retries with backoff, and the mapping of HTTP failures onto typed errors.
 >>> _retry_after({"retry-after": "2"})
 2.0
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -62,8 +63,9 @@ class RequestRejected(JudgeError):
     message, which no retry can change. ``status`` is the HTTP status, ``detail`` the server's message.
     """
 
-    def __init__(self, message: str, *, status: int, detail: str, scorer: str | None = None,
-                 attempts: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, status: int, detail: str, scorer: str | None = None, attempts: int | None = None
+    ) -> None:
         super().__init__(message, scorer=scorer, attempts=attempts)
         self.status = status
         self.detail = detail
@@ -91,9 +93,12 @@ class Budget:
         return self.seconds if self.ends is None else self.ends - time.monotonic()
 
     def exceeded(self, label: str, scorer: str | None, cause: str) -> JudgeError:
-        return JudgeError(f"{label}no usable reply within the deadline of {self.seconds:g} s (deadline=) after "
-                          f"{self.attempts} attempt{'s' if self.attempts != 1 else ''}; last: {cause}",
-                          scorer=scorer, attempts=self.attempts)
+        return JudgeError(
+            f"{label}no usable reply within the deadline of {self.seconds:g} s (deadline=) after "
+            f"{self.attempts} attempt{'s' if self.attempts != 1 else ''}; last: {cause}",
+            scorer=scorer,
+            attempts=self.attempts,
+        )
 
 
 async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: str | None, budget: Budget) -> Any:
@@ -119,23 +124,37 @@ async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: st
             budget.attempts += 1
             try:
                 async with _deadline(limit):
-                    response = await client.post(_PATHS[api], body=body, cast_to=response_class,
-                                                 options={"max_retries": 0, "timeout": settings.timeout})
+                    response = await client.post(
+                        _PATHS[api],
+                        body=body,
+                        cast_to=response_class,
+                        options={"max_retries": 0, "timeout": settings.timeout},
+                    )
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 if status in (401, 403):
-                    raise EndpointConfigError(f"{label}authentication failed (HTTP {status}) at {endpoint}; "
-                                              f"check the API key (OPENAI_API_KEY or api_key=)",
-                                              scorer=scorer, attempts=budget.attempts) from None
+                    raise EndpointConfigError(
+                        f"{label}authentication failed (HTTP {status}) at {endpoint}; "
+                        f"check the API key (OPENAI_API_KEY or api_key=)",
+                        scorer=scorer,
+                        attempts=budget.attempts,
+                    ) from None
                 detail = redact(_error_detail(exc), settings.api_key)
                 if status == 404:
-                    raise EndpointConfigError(f"{label}the endpoint rejected the request (HTTP 404): {detail}; check "
-                                              f"the base URL ({endpoint}) and the model ({body['model']})",
-                                              scorer=scorer, attempts=budget.attempts) from None
+                    raise EndpointConfigError(
+                        f"{label}the endpoint rejected the request (HTTP 404): {detail}; check "
+                        f"the base URL ({endpoint}) and the model ({body['model']})",
+                        scorer=scorer,
+                        attempts=budget.attempts,
+                    ) from None
                 if (status not in _RETRY_STATUSES and status < 500) or (status >= 500 and _is_validation_error(detail)):
-                    raise RequestRejected(f"{label}the endpoint rejected the request (HTTP {status}): {detail}",
-                                          status=status, detail=detail, scorer=scorer,
-                                          attempts=budget.attempts) from None
+                    raise RequestRejected(
+                        f"{label}the endpoint rejected the request (HTTP {status}): {detail}",
+                        status=status,
+                        detail=detail,
+                        scorer=scorer,
+                        attempts=budget.attempts,
+                    ) from None
                 cause = f"HTTP {status}: {detail}"
                 retry_after = _retry_after(exc.response.headers)
             except asyncio.TimeoutError:
@@ -164,19 +183,28 @@ async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: st
             raise budget.exceeded(label, scorer, cause)
         log.info("%s%s; retrying in %.2f s (attempt %d of %d)", label, cause, delay, attempt + 1, attempts_allowed)
         await asyncio.sleep(delay)
-    raise JudgeError(f"{label}the request to {endpoint} failed after {attempts_allowed} "
-                     f"attempt{'s' if attempts_allowed > 1 else ''}: {cause}", scorer=scorer, attempts=budget.attempts)
+    raise JudgeError(
+        f"{label}the request to {endpoint} failed after {attempts_allowed} "
+        f"attempt{'s' if attempts_allowed > 1 else ''}: {cause}",
+        scorer=scorer,
+        attempts=budget.attempts,
+    )
 
 
-def _client_refused(label: str, scorer: str | None, budget: Budget, settings: LLMSettings,
-                    exc: BaseException) -> EndpointConfigError:
+def _client_refused(
+    label: str, scorer: str | None, budget: Budget, settings: LLMSettings, exc: BaseException
+) -> EndpointConfigError:
     """The HTTP client's own refusal of the request (a URL it cannot use, credentials in the URL that the aiohttp
     transport will not send next to the API key): the same for every request, so a configuration error."""
     refusal = redact(f"{type(exc).__name__}: {exc}"[:300], settings.api_key)
-    return EndpointConfigError(f"{label}the HTTP client (transport={settings.transport!r}) refused the request to "
-                               f"{settings.shown_url} before sending it: {refusal}; check the base URL "
-                               f"(OPENAI_BASE_URL or base_url=) or the transport (SCORERS_HTTP_TRANSPORT or "
-                               f"transport=)", scorer=scorer, attempts=budget.attempts)
+    return EndpointConfigError(
+        f"{label}the HTTP client (transport={settings.transport!r}) refused the request to "
+        f"{settings.shown_url} before sending it: {refusal}; check the base URL "
+        f"(OPENAI_BASE_URL or base_url=) or the transport (SCORERS_HTTP_TRANSPORT or "
+        f"transport=)",
+        scorer=scorer,
+        attempts=budget.attempts,
+    )
 
 
 def _is_unusable_url(exc: BaseException) -> bool:
@@ -373,8 +401,9 @@ async def _client_for(settings: LLMSettings) -> Any:
     import openai
 
     user_client = settings.client
-    if isinstance(user_client, openai.AsyncOpenAI) or (user_client is not None and not isinstance(user_client,
-                                                                                                 openai.OpenAI)):
+    if isinstance(user_client, openai.AsyncOpenAI) or (
+        user_client is not None and not isinstance(user_client, openai.OpenAI)
+    ):
         return user_client
     if state.closer is None:
         closer = _close_at_loop_shutdown()
@@ -445,8 +474,15 @@ def _async_twin(client: Any, transport: str) -> Any:
     (:func:`_openai_client`).
     """
     headers, query = _custom_defaults(client)
-    return _openai_client(str(client.base_url), transport, api_key=client.api_key, organization=client.organization,
-                          project=client.project, default_headers=headers, default_query=query)
+    return _openai_client(
+        str(client.base_url),
+        transport,
+        api_key=client.api_key,
+        organization=client.organization,
+        project=client.project,
+        default_headers=headers,
+        default_query=query,
+    )
 
 
 def _custom_defaults(client: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -464,10 +500,14 @@ def _custom_defaults(client: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         headers = _added(client.default_headers, plain.default_headers)
         query = _added(client.default_query, plain.default_query)
     except (AttributeError, TypeError, ValueError) as exc:
-        warnings.warn(f"cannot read the custom headers and query parameters of the openai.OpenAI client "
-                      f"through openai {getattr(openai, '__version__', '?')}'s public API ({type(exc).__name__}: "
-                      f"{exc}); the judges' async copy of it sends none. Pass an openai.AsyncOpenAI client "
-                      "(client=) to keep them", RuntimeWarning, stacklevel=4)
+        warnings.warn(
+            f"cannot read the custom headers and query parameters of the openai.OpenAI client "
+            f"through openai {getattr(openai, '__version__', '?')}'s public API ({type(exc).__name__}: "
+            f"{exc}); the judges' async copy of it sends none. Pass an openai.AsyncOpenAI client "
+            "(client=) to keep them",
+            RuntimeWarning,
+            stacklevel=4,
+        )
         return {}, {}
     return headers, query
 
@@ -531,8 +571,9 @@ def _http_client(transport: str) -> Any:
                 raise
         except (AttributeError, RuntimeError) as exc:  # an openai without the aiohttp client
             if transport == "aiohttp":
-                raise ConfigError(f"transport='aiohttp' needs openai's aiohttp support: pip install "
-                                  f"'scorers[aiohttp]' ({exc})") from exc
+                raise ConfigError(
+                    f"transport='aiohttp' needs openai's aiohttp support: pip install 'scorers[aiohttp]' ({exc})"
+                ) from exc
     return openai.DefaultAsyncHttpxClient()
 
 

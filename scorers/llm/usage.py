@@ -28,6 +28,7 @@ and in total:
 >>> usage.to_dict()["requests"], usage.to_dict()["cached"]
 (1, 1)
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
@@ -35,8 +36,16 @@ from typing import Any, Iterable, Mapping
 
 from .config import configured_prices
 
-__all__ = ["Usage", "ModelUsage", "USAGE_FIELDS", "call_usage", "failed_call_usage", "summed_usage", "as_failed",
-           "describe_usage"]
+__all__ = [
+    "Usage",
+    "ModelUsage",
+    "USAGE_FIELDS",
+    "call_usage",
+    "failed_call_usage",
+    "summed_usage",
+    "as_failed",
+    "describe_usage",
+]
 
 Prices = Mapping[str, "tuple[float, float]"]
 
@@ -61,8 +70,10 @@ class ModelUsage:
 
     def cost(self, price_in: float, price_out: float) -> tuple[float, float]:
         """USD of every token billed, and of the failed part."""
-        return ((self.prompt_tokens * price_in + self.completion_tokens * price_out) / 1_000_000,
-                (self.failed_prompt_tokens * price_in + self.failed_completion_tokens * price_out) / 1_000_000)
+        return (
+            (self.prompt_tokens * price_in + self.completion_tokens * price_out) / 1_000_000,
+            (self.failed_prompt_tokens * price_in + self.failed_completion_tokens * price_out) / 1_000_000,
+        )
 
 
 #: The figures of :class:`ModelUsage`, in the order summaries show them.
@@ -73,16 +84,26 @@ def call_usage(result: Any) -> dict[str, int]:
     """The figures of one answered call (a :class:`~scorers.llm.engine.ChatResult`); a cached one costs nothing."""
     if result.cached:
         return {"cached": 1}
-    return {"requests": 1, "attempts": result.attempts, "prompt_tokens": result.prompt_tokens,
-            "completion_tokens": result.completion_tokens, "failed_prompt_tokens": result.failed_prompt_tokens,
-            "failed_completion_tokens": result.failed_completion_tokens}
+    return {
+        "requests": 1,
+        "attempts": result.attempts,
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "failed_prompt_tokens": result.failed_prompt_tokens,
+        "failed_completion_tokens": result.failed_completion_tokens,
+    }
 
 
 def failed_call_usage(attempts: int, prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
     """The figures of a call that got no usable reply: its attempts, and its tokens, all failed."""
-    return {"failed_calls": 1, "attempts": attempts, "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens, "failed_prompt_tokens": prompt_tokens,
-            "failed_completion_tokens": completion_tokens}
+    return {
+        "failed_calls": 1,
+        "attempts": attempts,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "failed_prompt_tokens": prompt_tokens,
+        "failed_completion_tokens": completion_tokens,
+    }
 
 
 def summed_usage(figures: Iterable[Mapping[str, Any]]) -> dict[str, int]:
@@ -98,8 +119,9 @@ def as_failed(figures: Mapping[str, Any]) -> dict[str, int]:
     count as failed calls and all their tokens as failed tokens (cached calls stay cached)."""
     failed = summed_usage([figures])
     failed["failed_calls"] += failed.pop("requests")
-    failed.update(requests=0, failed_prompt_tokens=failed["prompt_tokens"],
-                  failed_completion_tokens=failed["completion_tokens"])
+    failed.update(
+        requests=0, failed_prompt_tokens=failed["prompt_tokens"], failed_completion_tokens=failed["completion_tokens"]
+    )
     return failed
 
 
@@ -111,8 +133,11 @@ class Usage:
 
     def add_tokens(self, model: str, prompt_tokens: int, completion_tokens: int, *, cached: bool = False) -> None:
         """Count one answered call of one attempt; cached calls add no billed tokens."""
-        figures = {"cached": 1} if cached else {"requests": 1, "attempts": 1, "prompt_tokens": prompt_tokens,
-                                               "completion_tokens": completion_tokens}
+        figures = (
+            {"cached": 1}
+            if cached
+            else {"requests": 1, "attempts": 1, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+        )
         self.add_figures(model, figures)
 
     def add(self, result: Any) -> None:
@@ -136,7 +161,9 @@ class Usage:
         return sum(m.completion_tokens for m in self.by_model.values())
 
     def _billed(self) -> dict[str, ModelUsage]:
-        return {model: entry for model, entry in self.by_model.items() if entry.prompt_tokens or entry.completion_tokens}
+        return {
+            model: entry for model, entry in self.by_model.items() if entry.prompt_tokens or entry.completion_tokens
+        }
 
     def costs(self, prices: Prices | None = None) -> tuple[float, float] | None:
         """Estimated USD of every billed token and of the failed part, or ``None`` when a model with billed
@@ -177,10 +204,12 @@ def describe_usage(figures: Mapping[str, Any]) -> str:
     >>> print(describe_usage(usage.to_dict({"m": (1.0, 4.0)})))
     9 calls answered, 1 failed, 0 cached; 14 HTTP attempts; tokens in/out 1,200/90, of which failed attempts 300/20; cost $0.0016 (failed attempts $0.0004)
     """
-    line = (f"{figures['requests']:,} calls answered, {figures['failed_calls']:,} failed, {figures['cached']:,} cached; "
-            f"{figures['attempts']:,} HTTP attempts; tokens in/out {figures['prompt_tokens']:,}/"
-            f"{figures['completion_tokens']:,}, of which failed attempts {figures['failed_prompt_tokens']:,}/"
-            f"{figures['failed_completion_tokens']:,}")
+    line = (
+        f"{figures['requests']:,} calls answered, {figures['failed_calls']:,} failed, {figures['cached']:,} cached; "
+        f"{figures['attempts']:,} HTTP attempts; tokens in/out {figures['prompt_tokens']:,}/"
+        f"{figures['completion_tokens']:,}, of which failed attempts {figures['failed_prompt_tokens']:,}/"
+        f"{figures['failed_completion_tokens']:,}"
+    )
     if figures.get("cost_usd") is None:
         unpriced = ", ".join(figures.get("unpriced_models") or ())
         return f"{line}; no cost estimate{f' (no price for {unpriced})' if unpriced else ''}: --price MODEL=IN,OUT"

@@ -7,6 +7,7 @@ judges the choices, token usage and cost; the lowest-scoring rows and the rows
 with errors, with the judge's rationale. matplotlib draws the charts and is
 imported only when a report is written.
 """
+
 from __future__ import annotations
 
 from .html import write_report

@@ -8,6 +8,7 @@ escaped by matplotlib's SVG writer.
 >>> svg.startswith("<svg") and "BLEU" in svg and "<script" not in svg
 True
 """
+
 from __future__ import annotations
 
 import io
@@ -44,7 +45,7 @@ def _svg(figure: Any) -> str:
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     text = buffer.getvalue()
-    text = text[text.index("<svg"):]
+    text = text[text.index("<svg") :]
     return re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)
 
 
@@ -74,8 +75,15 @@ def histogram(series: Mapping[str, Sequence[float]], *, title: str) -> str:
         ax = figure.add_subplot()
         several = len(series) > 1
         for i, (label, values) in enumerate(series.items()):
-            ax.hist(values, bins=bins, histtype="step" if several else "bar", linewidth=1.6,
-                    color=_colour(i), label=f"{label} (n={len(values)})", alpha=1.0 if several else 0.85)
+            ax.hist(
+                values,
+                bins=bins,
+                histtype="step" if several else "bar",
+                linewidth=1.6,
+                color=_colour(i),
+                label=f"{label} (n={len(values)})",
+                alpha=1.0 if several else 0.85,
+            )
         ax.set_xlim(0, 1)
         ax.yaxis.get_major_locator().set_params(integer=True)  # counts of rows
         ax.set_xlabel("score")
@@ -101,8 +109,14 @@ def differences(series: Mapping[str, Sequence[float]], *, title: str) -> str:
     def draw(figure: Any) -> None:
         ax = figure.add_subplot()
         for i, (label, values) in enumerate(series.items(), 1):
-            ax.hist(values, bins=bins, histtype="step", linewidth=1.6, color=_colour(i),
-                    label=f"{label} (n={len(values)} pairs)")
+            ax.hist(
+                values,
+                bins=bins,
+                histtype="step",
+                linewidth=1.6,
+                color=_colour(i),
+                label=f"{label} (n={len(values)} pairs)",
+            )
         ax.axvline(0.0, color="0.4", linewidth=0.8, linestyle="--")
         ax.set_xlim(bins[0], bins[-1])
         ax.yaxis.get_major_locator().set_params(integer=True)
@@ -130,8 +144,9 @@ def choices(counts: Mapping[str, Mapping[str, int]], *, title: str) -> str:
         positions = np.arange(len(labels))
         bar = 0.8 / max(1, len(counts))
         for i, (label, per_file) in enumerate(counts.items()):
-            ax.barh(positions + i * bar, [per_file.get(c, 0) for c in labels], height=bar, color=_colour(i),
-                    label=label)
+            ax.barh(
+                positions + i * bar, [per_file.get(c, 0) for c in labels], height=bar, color=_colour(i), label=label
+            )
         ax.set_yticks(positions + bar * (len(counts) - 1) / 2, labels)
         ax.invert_yaxis()
         ax.xaxis.get_major_locator().set_params(integer=True)
@@ -143,8 +158,14 @@ def choices(counts: Mapping[str, Mapping[str, int]], *, title: str) -> str:
     return _draw(draw, height=height)
 
 
-def confusion(matrix: Sequence[Sequence[int]], labels: Sequence[str], *, title: str,
-              rows_label: str = "reference", columns_label: str = "judge") -> str:
+def confusion(
+    matrix: Sequence[Sequence[int]],
+    labels: Sequence[str],
+    *,
+    title: str,
+    rows_label: str = "reference",
+    columns_label: str = "judge",
+) -> str:
     """Confusion matrix as a heat map (darker: more rows), each cell annotated with its count.
 
     >>> svg = confusion([[5, 1], [2, 7]], ["N", "Y"], title="agreement")
@@ -161,8 +182,14 @@ def confusion(matrix: Sequence[Sequence[int]], labels: Sequence[str], *, title: 
         ax.pcolormesh(data, cmap="Blues", edgecolors="white", linewidth=1.0, vmin=0)
         peak = data.max() if data.size else 0.0
         for (i, j), value in np.ndenumerate(data):
-            ax.text(j + 0.5, i + 0.5, f"{int(value)}", ha="center", va="center",
-                    color="white" if peak and value > peak / 2 else "black")
+            ax.text(
+                j + 0.5,
+                i + 0.5,
+                f"{int(value)}",
+                ha="center",
+                va="center",
+                color="white" if peak and value > peak / 2 else "black",
+            )
         ticks = np.arange(len(labels)) + 0.5
         ax.set_xticks(ticks, labels, rotation=45 if max(map(len, labels), default=0) > 3 else 0, ha="right")
         ax.set_yticks(ticks, labels)

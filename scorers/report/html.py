@@ -4,6 +4,7 @@ The page loads nothing: its CSS and its charts (inline SVG) are in the file, it
 has no JavaScript, and its Content-Security-Policy forbids any request and any
 script. Row text is untrusted and is HTML-escaped (Jinja2 autoescaping).
 """
+
 from __future__ import annotations
 
 import json
@@ -61,23 +62,49 @@ def _comparison(files: list[ResultsFile], labels: list[str], key: str | None) ->
 
     result = compare([f.path for f in files], key=key)
     names = dict(zip(result.files, labels))
-    figures = [{"scorer": f.scorer, "figure": f.figure, "rows": f.rows, "excluded": f.excluded, "note": f.note,
-                "direction": {True: "higher is better", False: "lower is better", None: "direction unknown"}[
-                    f.higher_is_better],
-                "systems": [{**vars(s), "label": names[s.file], "p_text": None if s.p_value is None else
-                             format_p_value(s.p_value, result.alpha)} for s in f.systems]} for f in result.figures]
+    figures = [
+        {
+            "scorer": f.scorer,
+            "figure": f.figure,
+            "rows": f.rows,
+            "excluded": f.excluded,
+            "note": f.note,
+            "direction": {True: "higher is better", False: "lower is better", None: "direction unknown"}[
+                f.higher_is_better
+            ],
+            "systems": [
+                {
+                    **vars(s),
+                    "label": names[s.file],
+                    "p_text": None if s.p_value is None else format_p_value(s.p_value, result.alpha),
+                }
+                for s in f.systems
+            ],
+        }
+        for f in result.figures
+    ]
     aligned = align_rows([f.path for f in files], [f.records for f in files], key)
     charts_ = []
     for name in dict.fromkeys(f.scorer for f in result.figures):
         base = [_score(r, name) for r in aligned[0]]
-        series = {f"{label} − {labels[0]}": [b - a for a, b in zip(base, (_score(r, name) for r in records))
-                                              if a is not None and b is not None]
-                  for label, records in zip(labels[1:], aligned[1:])}
+        series = {
+            f"{label} − {labels[0]}": [
+                b - a for a, b in zip(base, (_score(r, name) for r in records)) if a is not None and b is not None
+            ]
+            for label, records in zip(labels[1:], aligned[1:])
+        }
         charts_.append({"scorer": name, "svg": charts.differences(series, title=f"{name}: per-row differences")})
-    return {"figures": figures, "charts": charts_, "not_compared": result.not_compared, "rows": result.rows,
-            "matched_by": f"the field {key}" if key else "position", "resamples": result.resamples,
-            "seed": result.seed, "alpha": result.alpha,
-            "test": {"bs": "paired bootstrap", "ar": "approximate randomisation"}[result.test]}
+    return {
+        "figures": figures,
+        "charts": charts_,
+        "not_compared": result.not_compared,
+        "rows": result.rows,
+        "matched_by": f"the field {key}" if key else "position",
+        "resamples": result.resamples,
+        "seed": result.seed,
+        "alpha": result.alpha,
+        "test": {"bs": "paired bootstrap", "ar": "approximate randomisation"}[result.test],
+    }
 
 
 def _meta_eval(path: str) -> dict[str, Any]:
@@ -92,21 +119,37 @@ def _meta_eval(path: str) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise DataError(f"{path}: not a meta-eval file (no \"format\": \"{FORMAT}\"); write one with "
-                        "python -m scorers meta-eval DATA -s JUDGE --label FIELD -o META.json")
+        raise DataError(
+            f'{path}: not a meta-eval file (no "format": "{FORMAT}"); write one with '
+            "python -m scorers meta-eval DATA -s JUDGE --label FIELD -o META.json"
+        )
     if data.get("format_version") != FORMAT_VERSION:
-        raise DataError(f"{path}: meta-eval format_version {data.get('format_version')!r}; this scorers "
-                        f"reads version {FORMAT_VERSION}")
+        raise DataError(
+            f"{path}: meta-eval format_version {data.get('format_version')!r}; this scorers "
+            f"reads version {FORMAT_VERSION}"
+        )
     confusion = data.get("confusion")
     svg = None
     if confusion:
-        svg = charts.confusion(confusion["matrix"], confusion["labels"], title=f"{data['judge']['name']} vs "
-                               f"{data['label']}", rows_label=f"label ({confusion['rows']})",
-                               columns_label=confusion["columns"])
-    failures = [(f.get("key", f["index"]), "; ".join(f"{e['type']}: {_text(e['message'])}" for e in f["errors"]))
-                for f in data["failures"][:50]]
-    return {**data, "path": path, "label_field": data["label"], "svg": svg, "failure_rows": failures,
-            "model": (data["judge"].get("signature") or {}).get("model")}
+        svg = charts.confusion(
+            confusion["matrix"],
+            confusion["labels"],
+            title=f"{data['judge']['name']} vs {data['label']}",
+            rows_label=f"label ({confusion['rows']})",
+            columns_label=confusion["columns"],
+        )
+    failures = [
+        (f.get("key", f["index"]), "; ".join(f"{e['type']}: {_text(e['message'])}" for e in f["errors"]))
+        for f in data["failures"][:50]
+    ]
+    return {
+        **data,
+        "path": path,
+        "label_field": data["label"],
+        "svg": svg,
+        "failure_rows": failures,
+        "model": (data["judge"].get("signature") or {}).get("model"),
+    }
 
 
 def _score(record: Mapping[str, Any], name: str) -> float | None:
@@ -137,9 +180,11 @@ class _Columns:
         _Columns(shown=(('expected', 'expected'), ('response', 'response')), missing=('input', 'output'))
         """
         rows = [results.row(i) for i in range(len(results.records))]
-        shown = [(name if name not in mapping else f"{name} ({mapping[name]})", mapping.get(name, name))
-                 for name in SHOWN_FIELDS
-                 if name in mapping or any(lookup(row, name) is not ABSENT for row in rows)]
+        shown = [
+            (name if name not in mapping else f"{name} ({mapping[name]})", mapping.get(name, name))
+            for name in SHOWN_FIELDS
+            if name in mapping or any(lookup(row, name) is not ABSENT for row in rows)
+        ]
         missing = tuple(name for name in SHOWN_FIELDS if name not in mapping and (name, name) not in shown)
         if missing:
             taken = {column for _, column in shown} | {"id"}
@@ -162,12 +207,20 @@ class _Row:
         rationale = metadata.get("rationale")
         self.choice = _text(metadata.get("choice"))
         self.rationale = _text(" | ".join(map(str, rationale)) if isinstance(rationale, list) else rationale)
-        self.errors = [(name, _text(e.get("type")), _text(e.get("message")))
-                       for name, e in (record.get("errors") or {}).items()]
+        self.errors = [
+            (name, _text(e.get("type")), _text(e.get("message"))) for name, e in (record.get("errors") or {}).items()
+        ]
 
 
-def _context(files: list[ResultsFile], labels: list[str], mapping: Mapping[str, str], prices: Prices | None,
-             lowest: int, max_errors: int, key: str | None) -> dict[str, Any]:
+def _context(
+    files: list[ResultsFile],
+    labels: list[str],
+    mapping: Mapping[str, str],
+    prices: Prices | None,
+    lowest: int,
+    max_errors: int,
+    key: str | None,
+) -> dict[str, Any]:
     scorers = list(dict.fromkeys(name for f in files for name in f.scorers))
     summaries = [f.summary(prices) for f in files]
     summary_rows = []
@@ -182,19 +235,33 @@ def _context(files: list[ResultsFile], labels: list[str], mapping: Mapping[str, 
             cells.append({**figures, "ci": ci})
         summary_rows.append({"scorer": name, "cells": cells})
 
-    histograms = [{"scorer": name, "svg": charts.histogram(
-        {label: f.values(name) for f, label in zip(files, labels) if name in f.scorers}, title=name)}
-        for name in scorers]
+    histograms = [
+        {
+            "scorer": name,
+            "svg": charts.histogram(
+                {label: f.values(name) for f, label in zip(files, labels) if name in f.scorers}, title=name
+            ),
+        }
+        for name in scorers
+    ]
 
     judges = []
     for name in scorers:
         if not any(f.is_judge(name) for f in files):
             continue
         counts = {label: f.choices(name) for f, label in zip(files, labels) if f.choices(name)}
-        usage = [(label, summary[name]["usage"]) for label, summary in zip(labels, summaries)
-                 if "usage" in summary.get(name, {})]
-        judges.append({"scorer": name, "usage": usage,
-                       "svg": charts.choices(counts, title=f"{name}: choices") if counts else None})
+        usage = [
+            (label, summary[name]["usage"])
+            for label, summary in zip(labels, summaries)
+            if "usage" in summary.get(name, {})
+        ]
+        judges.append(
+            {
+                "scorer": name,
+                "usage": usage,
+                "svg": charts.choices(counts, title=f"{name}: choices") if counts else None,
+            }
+        )
 
     per_file = []
     for results, label in zip(files, labels):
@@ -205,16 +272,36 @@ def _context(files: list[ResultsFile], labels: list[str], mapping: Mapping[str, 
             scored.sort()
             low.append({"scorer": name, "rows": [_Row(results, i, columns, name) for _, i in scored[:lowest]]})
         failed = [i for i, r in enumerate(results.records) if r.get("errors")]
-        per_file.append({"label": label, "lowest": low, "errors_total": len(failed), "missing": columns.missing,
-                         "errors": [_Row(results, i, columns, None) for i in failed[:max_errors]]})
+        per_file.append(
+            {
+                "label": label,
+                "lowest": low,
+                "errors_total": len(failed),
+                "missing": columns.missing,
+                "errors": [_Row(results, i, columns, None) for i in failed[:max_errors]],
+            }
+        )
 
-    return {"version": __version__, "files": [{"label": label, "path": f.path, "rows": len(f.records),
-                                               "metadata": f.has_metadata} for f, label in zip(files, labels)],
-            "confidence": CONFIDENCE, "summary": summary_rows, "comparison": _comparison(files, labels, key),
-            "histograms": histograms, "judges": judges,
-            "per_file": per_file, "lowest": lowest, "max_errors": max_errors,
-            "without_metadata": [(label, judges_run) for f, label in zip(files, labels)
-                                 if not f.has_metadata and (judges_run := _judges(f.scorers))]}
+    return {
+        "version": __version__,
+        "files": [
+            {"label": label, "path": f.path, "rows": len(f.records), "metadata": f.has_metadata}
+            for f, label in zip(files, labels)
+        ],
+        "confidence": CONFIDENCE,
+        "summary": summary_rows,
+        "comparison": _comparison(files, labels, key),
+        "histograms": histograms,
+        "judges": judges,
+        "per_file": per_file,
+        "lowest": lowest,
+        "max_errors": max_errors,
+        "without_metadata": [
+            (label, judges_run)
+            for f, label in zip(files, labels)
+            if not f.has_metadata and (judges_run := _judges(f.scorers))
+        ],
+    }
 
 
 def _judges(names: Sequence[str]) -> list[str]:
@@ -227,14 +314,26 @@ def _judges(names: Sequence[str]) -> list[str]:
 def _environment() -> Any:
     import jinja2
 
-    return jinja2.Environment(loader=jinja2.PackageLoader("scorers.report", "templates"),
-                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
-                              lstrip_blocks=True)
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("scorers.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
 
-def write_report(paths: Sequence[str | Path], out: str | Path, *, meta_evals: Sequence[str | Path] = (),
-                 key: str | None = None, mapping: Mapping[str, str] | None = None, prices: Prices | None = None,
-                 lowest: int = 10, max_errors: int = 50) -> Path:
+def write_report(
+    paths: Sequence[str | Path],
+    out: str | Path,
+    *,
+    meta_evals: Sequence[str | Path] = (),
+    key: str | None = None,
+    mapping: Mapping[str, str] | None = None,
+    prices: Prices | None = None,
+    lowest: int = 10,
+    max_errors: int = 50,
+) -> Path:
     """Write one self-contained HTML report of the results files ``paths`` to ``out``; returns ``out``.
 
     ``meta_evals``: meta-eval JSON files (``python -m scorers meta-eval -o``), shown
@@ -262,9 +361,14 @@ def write_report(paths: Sequence[str | Path], out: str | Path, *, meta_evals: Se
         raise ConfigError(f"write_report: lowest and max_errors must be at least 0, got {lowest}, {max_errors}")
     files = [ResultsFile.read(p) for p in paths]
     labels = _labels([str(p) for p in paths])
-    page = _environment().get_template("report.html.j2").render(
-        **_context(files, labels, dict(mapping or {}), prices, lowest, max_errors, key),
-        meta_evals=[_meta_eval(str(p)) for p in meta_evals])
+    page = (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            **_context(files, labels, dict(mapping or {}), prices, lowest, max_errors, key),
+            meta_evals=[_meta_eval(str(p)) for p in meta_evals],
+        )
+    )
     out = Path(out)
     try:
         out.write_text(page, encoding="utf-8", errors="backslashreplace")  # a lone surrogate shows as \ud800

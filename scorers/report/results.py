@@ -7,6 +7,7 @@
 >>> results.scorers, results.values("ExactMatch"), results.summary()["ExactMatch"]["n"]
 (['ExactMatch'], [1.0], 1)
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -41,17 +42,21 @@ class ResultsFile:
         for line, record in enumerate(read_rows(path, "jsonl"), 1):
             scores = record.get("scores")
             if not isinstance(scores, dict):
-                raise DataError(f"{path}: record {line} has no \"scores\" object: is it a results file of "
-                                "`python -m scorers run`? (the input data file has no scores)")
+                raise DataError(
+                    f'{path}: record {line} has no "scores" object: is it a results file of '
+                    "`python -m scorers run`? (the input data file has no scores)"
+                )
             for name, value in scores.items():
                 if value is not None and not isinstance(value, (int, float)):
                     raise DataError(f"{path}: record {line}: scores.{name} is {value!r}, not a number or null")
                 names.setdefault(name)
             for key in ("errors", "stats", "metadata_scores"):
                 if not isinstance(record.get(key, {}), dict):
-                    raise DataError(f"{path}: record {line}: \"{key}\" is a {type(record[key]).__name__}, not an "
-                                    "object (a results file of a version of scorers that let an input column of "
-                                    "that name overwrite it? run it again)")
+                    raise DataError(
+                        f'{path}: record {line}: "{key}" is a {type(record[key]).__name__}, not an '
+                        "object (a results file of a version of scorers that let an input column of "
+                        "that name overwrite it? run it again)"
+                    )
             records.append(record)
         if not records:
             raise DataError(f"{path}: no results (the file is empty)")
@@ -79,8 +84,10 @@ class ResultsFile:
 
     def is_judge(self, scorer: str) -> bool:
         """Whether the scorer's metadata shows LLM calls (a model and token usage)."""
-        return any(isinstance(m.get("usage"), Mapping) and isinstance(m.get("model"), str)
-                   for m in (self.metadata(r, scorer) for r in self.records))
+        return any(
+            isinstance(m.get("usage"), Mapping) and isinstance(m.get("model"), str)
+            for m in (self.metadata(r, scorer) for r in self.records)
+        )
 
     def summary(self, prices: Prices | None = None) -> dict[str, dict[str, Any]]:
         """Per scorer: the run summary's figures (n, mean, stdev, min, max, skipped, errors; judges: usage).

@@ -3,6 +3,7 @@
 :func:`compare`: results files of the same rows, each against a baseline, with
 confidence intervals and paired significance tests (:mod:`scorers.stats.resample`).
 """
+
 from __future__ import annotations
 
 from .compare import Comparison, FigureComparison, SystemFigure, compare

@@ -27,6 +27,7 @@ never a NaN.
 >>> figure.value, figure.low <= figure.value <= figure.high
 (0.75, True)
 """
+
 from __future__ import annotations
 
 import itertools
@@ -36,8 +37,19 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-__all__ = ["Estimate", "accuracy", "mean_abs_diff", "cohen_kappa", "spearman", "kendall", "with_ci", "confusion",
-           "per_label", "stability", "BOOTSTRAP_METHOD"]
+__all__ = [
+    "Estimate",
+    "accuracy",
+    "mean_abs_diff",
+    "cohen_kappa",
+    "spearman",
+    "kendall",
+    "with_ci",
+    "confusion",
+    "per_label",
+    "stability",
+    "BOOTSTRAP_METHOD",
+]
 
 #: The ``method`` given to ``scipy.stats.bootstrap``: the percentile interval of the resampled figures.
 #: Not BCa: its jackknife acceleration is undefined (NaN) for the discrete figures here whenever the
@@ -59,9 +71,11 @@ class Estimate:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"value", "ci": [low, high] | None, "n"}`` plus ``"reason"`` when something is undefined."""
-        out: dict[str, Any] = {"value": self.value,
-                               "ci": None if self.low is None or self.high is None else [self.low, self.high],
-                               "n": self.n}
+        out: dict[str, Any] = {
+            "value": self.value,
+            "ci": None if self.low is None or self.high is None else [self.low, self.high],
+            "n": self.n,
+        }
         if self.reason is not None:
             out["reason"] = self.reason
         return out
@@ -139,9 +153,17 @@ def kendall(label_scores: ArrayLike, judge_scores: ArrayLike) -> float:
     return _correlation("kendalltau", label_scores, judge_scores)
 
 
-def with_ci(statistic: Callable[..., Any], x: ArrayLike, y: ArrayLike, *, resamples: int = 2000,
-            confidence: float = 0.95, seed: int = 0, vectorized: bool = False,
-            undefined: str = "undefined on these rows") -> Estimate:
+def with_ci(
+    statistic: Callable[..., Any],
+    x: ArrayLike,
+    y: ArrayLike,
+    *,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    vectorized: bool = False,
+    undefined: str = "undefined on these rows",
+) -> Estimate:
     """``statistic(x, y)`` and its percentile bootstrap interval, the rows resampled in pairs.
 
     ``scipy.stats.bootstrap(..., paired=True, method="percentile", n_resamples=resamples,
@@ -163,13 +185,25 @@ def with_ci(statistic: Callable[..., Any], x: ArrayLike, y: ArrayLike, *, resamp
         return Estimate(value, None, None, n, "a confidence interval needs at least 2 rows")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # degenerate resamples: counted and reported below instead
-        result = stats.bootstrap((x, y), statistic, paired=True, vectorized=vectorized, n_resamples=resamples,
-                                 confidence_level=confidence, method=BOOTSTRAP_METHOD,
-                                 rng=np.random.default_rng(seed))
+        result = stats.bootstrap(
+            (x, y),
+            statistic,
+            paired=True,
+            vectorized=vectorized,
+            n_resamples=resamples,
+            confidence_level=confidence,
+            method=BOOTSTRAP_METHOD,
+            rng=np.random.default_rng(seed),
+        )
     undefined_in = int(np.isnan(result.bootstrap_distribution).sum())
     if undefined_in:
-        return Estimate(value, None, None, n, f"no confidence interval: the figure is undefined in {undefined_in} "
-                                            f"of {resamples} resamples ({undefined})")
+        return Estimate(
+            value,
+            None,
+            None,
+            n,
+            f"no confidence interval: the figure is undefined in {undefined_in} of {resamples} resamples ({undefined})",
+        )
     return Estimate(value, float(result.confidence_interval.low), float(result.confidence_interval.high), n)
 
 
@@ -202,8 +236,14 @@ def per_label(labels: ArrayLike, verdicts: ArrayLike, *, categories: int) -> lis
     out = []
     for k in range(categories):
         hits, support, predicted = int(matrix[k, k]), int(matrix[k].sum()), int(matrix[:, k].sum())
-        out.append({"precision": hits / predicted if predicted else None,
-                    "recall": hits / support if support else None, "support": support, "predicted": predicted})
+        out.append(
+            {
+                "precision": hits / predicted if predicted else None,
+                "recall": hits / support if support else None,
+                "support": support,
+                "predicted": predicted,
+            }
+        )
     return out
 
 

@@ -31,6 +31,7 @@ is reported per file.
 >>> figure.scorer, figure.figure, round(figure.systems[1].difference, 4), figure.systems[1].p_value
 ('S', 'mean', 0.1, 0.004975124378109453)
 """
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,17 @@ from ..registry import registry
 from ..score import Score
 from . import resample
 
-__all__ = ["compare", "Comparison", "FigureComparison", "SystemFigure", "TESTS", "DEFAULT_RESAMPLES", "DEFAULT_SEED",
-           "align_rows", "mean_interval"]
+__all__ = [
+    "compare",
+    "Comparison",
+    "FigureComparison",
+    "SystemFigure",
+    "TESTS",
+    "DEFAULT_RESAMPLES",
+    "DEFAULT_SEED",
+    "align_rows",
+    "mean_interval",
+]
 
 #: ``bs``: paired bootstrap; ``ar``: approximate randomisation.
 TESTS = ("bs", "ar")
@@ -129,8 +139,10 @@ class Comparison:
         """The figure that decides for ``scorer``: its corpus figure if it has one, else its mean."""
         found = [f for f in self.figures if f.scorer.lower() == scorer.lower()]
         if not found:
-            raise ConfigError(f"{scorer}: not a scorer compared here "
-                              f"(compared: {', '.join(dict.fromkeys(f.scorer for f in self.figures))})")
+            raise ConfigError(
+                f"{scorer}: not a scorer compared here "
+                f"(compared: {', '.join(dict.fromkeys(f.scorer for f in self.figures))})"
+            )
         return found[-1]
 
     def worse(self, scorer: str) -> list[str]:
@@ -142,23 +154,34 @@ class Comparison:
         return [s.file for s in figure.systems[1:] if s.worse or not figure.rows]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"files": list(self.files), "baseline": self.files[0], "rows": self.rows,
-                "matched_by": {"key": self.key} if self.key else "position", "test": self.test,
-                "resamples": self.resamples, "interval_resamples": self.interval_resamples, "seed": self.seed,
-                "alpha": self.alpha, "confidence": CONFIDENCE, "intervals": INTERVALS,
-                "not_compared": self.not_compared,
-                "figures": [asdict(f) for f in self.figures]}
+        return {
+            "files": list(self.files),
+            "baseline": self.files[0],
+            "rows": self.rows,
+            "matched_by": {"key": self.key} if self.key else "position",
+            "test": self.test,
+            "resamples": self.resamples,
+            "interval_resamples": self.interval_resamples,
+            "seed": self.seed,
+            "alpha": self.alpha,
+            "confidence": CONFIDENCE,
+            "intervals": INTERVALS,
+            "not_compared": self.not_compared,
+            "figures": [asdict(f) for f in self.figures],
+        }
 
     def table(self) -> str:
         """A plain-text table: one line per scorer, figure and file."""
         names = [os.path.basename(f) for f in self.files]
         if len(set(names)) < len(names):
             names = list(self.files)
-        lines = [f"{len(self.files)} files, {self.rows} rows matched by "
-                 f"{'key ' + self.key if self.key else 'position'}; baseline {names[0]}; "
-                 f"{_TEST_NAMES[self.test]}, {self.resamples} {'trials' if self.test == 'ar' else 'resamples'}, "
-                 f"seed {self.seed}; 95 % intervals of {self.interval_resamples} resamples; "
-                 f"significant at p < {self.alpha}"]
+        lines = [
+            f"{len(self.files)} files, {self.rows} rows matched by "
+            f"{'key ' + self.key if self.key else 'position'}; baseline {names[0]}; "
+            f"{_TEST_NAMES[self.test]}, {self.resamples} {'trials' if self.test == 'ar' else 'resamples'}, "
+            f"seed {self.seed}; 95 % intervals of {self.interval_resamples} resamples; "
+            f"significant at p < {self.alpha}"
+        ]
         header = ("scorer", "figure", "system", "value", "95 % interval", "diff", "p", "")
         body = []
         for figure in self.figures:
@@ -171,18 +194,31 @@ class Comparison:
                     interval = "-"
                 verdict = "worse" if system.worse else "better" if system.better else ""
                 p_value = "-" if system.p_value is None else format_p_value(system.p_value, self.alpha)
-                body.append((figure.scorer, figure.figure, name, _number(system.value), interval,
-                             _number(system.difference, "+.4f"), p_value, verdict))
+                body.append(
+                    (
+                        figure.scorer,
+                        figure.figure,
+                        name,
+                        _number(system.value),
+                        interval,
+                        _number(system.difference, "+.4f"),
+                        p_value,
+                        verdict,
+                    )
+                )
         widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
         for row in [header, *body]:
             lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
         for figure in self.figures:
             direction = {True: "higher is better", False: "lower is better", None: "direction unknown"}[
-                figure.higher_is_better]
+                figure.higher_is_better
+            ]
             counts = ", ".join(f"{os.path.basename(f)} {n}" for f, n in figure.failed.items() if n)
-            lines.append(f"{figure.scorer} {figure.figure}: {figure.rows} rows, {figure.excluded} left out"
-                         f"{' (failed: ' + counts + ')' if counts else ''}; "
-                         f"{direction}" + (f"; {figure.note}" if figure.note else ""))
+            lines.append(
+                f"{figure.scorer} {figure.figure}: {figure.rows} rows, {figure.excluded} left out"
+                f"{' (failed: ' + counts + ')' if counts else ''}; "
+                f"{direction}" + (f"; {figure.note}" if figure.note else "")
+            )
         for name, where in self.not_compared.items():
             lines.append(f"{name}: not compared, only in {where}")
         return "\n".join(lines)
@@ -211,9 +247,16 @@ def format_p_value(p_value: float, alpha: float) -> str:
 LOWER_IS_BETTER_CORPUS = ("corpus_ter",)
 
 
-def compare(files: Sequence[str | os.PathLike[str]], *, key: str | None = None, test: str = "bs",
-            resamples: int | None = None, seed: int = DEFAULT_SEED, alpha: float = 0.05,
-            params: Mapping[str, Mapping[str, Any]] | None = None) -> Comparison:
+def compare(
+    files: Sequence[str | os.PathLike[str]],
+    *,
+    key: str | None = None,
+    test: str = "bs",
+    resamples: int | None = None,
+    seed: int = DEFAULT_SEED,
+    alpha: float = 0.05,
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Comparison:
     """Compare results files of the same rows; the first file is the baseline.
 
     ``key``: match rows by this field (a dotted path allowed) instead of by
@@ -252,8 +295,9 @@ def _read(path: str) -> list[dict[str, Any]]:
     records = []
     for number, record in enumerate(read_rows(path, "jsonl"), 1):
         if not isinstance(record.get("scores"), dict):
-            raise DataError(f"{path}: row {number} has no \"scores\" object; compare reads the results files "
-                            "of `scorers run`")
+            raise DataError(
+                f'{path}: row {number} has no "scores" object; compare reads the results files of `scorers run`'
+            )
         records.append(record)
     if not records:
         raise DataError(f"{path}: no rows")
@@ -266,8 +310,10 @@ def align_rows(paths: list[str], tables: list[list[dict[str, Any]]], key: str | 
     if key is None:
         for path, records in zip(paths[1:], tables[1:]):
             if len(records) != len(base):
-                raise DataError(f"{path} has {len(records)} rows and {paths[0]} has {len(base)}: not results of "
-                                "the same rows (rows are matched by position; --key FIELD matches them by a field)")
+                raise DataError(
+                    f"{path} has {len(records)} rows and {paths[0]} has {len(base)}: not results of "
+                    "the same rows (rows are matched by position; --key FIELD matches them by a field)"
+                )
         numbers = [list(range(1, len(base) + 1)) for _ in paths]
         aligned = tables
     else:
@@ -276,19 +322,28 @@ def align_rows(paths: list[str], tables: list[list[dict[str, Any]]], key: str | 
             missing = [k for k in indexes[0] if k not in index]
             extra = [k for k in index if k not in indexes[0]]
             if missing or extra:
-                raise DataError("; ".join(part for part in (
-                    _listed(f"{key} values of {paths[0]} missing from {path}", missing, indexes[0], paths[0]),
-                    _listed(f"{key} values of {path} not in {paths[0]}", extra, index, path)) if part)
-                    + ": the files must hold the same rows")
+                raise DataError(
+                    "; ".join(
+                        part
+                        for part in (
+                            _listed(f"{key} values of {paths[0]} missing from {path}", missing, indexes[0], paths[0]),
+                            _listed(f"{key} values of {path} not in {paths[0]}", extra, index, path),
+                        )
+                        if part
+                    )
+                    + ": the files must hold the same rows"
+                )
         numbers = [[index[k] + 1 for k in indexes[0]] for index in indexes]
         aligned = [[records[index[k]] for k in indexes[0]] for records, index in zip(tables, indexes)]
     for path, records, rows in zip(paths[1:], aligned[1:], numbers[1:]):
         for i, (first, other) in enumerate(zip(aligned[0], records)):
             for name in CHECKED_FIELDS:
                 if name in first and name in other and first[name] != other[name]:
-                    raise DataError(f"{paths[0]} row {numbers[0][i]} and {path} row {rows[i]} have different "
-                                    f"{name!r} ({_short(first[name])} vs {_short(other[name])}): not the same row"
-                                    + ("" if key else "; if the files list the rows in another order, use --key FIELD"))
+                    raise DataError(
+                        f"{paths[0]} row {numbers[0][i]} and {path} row {rows[i]} have different "
+                        f"{name!r} ({_short(first[name])} vs {_short(other[name])}): not the same row"
+                        + ("" if key else "; if the files list the rows in another order, use --key FIELD")
+                    )
     return aligned
 
 
@@ -300,8 +355,10 @@ def _index(path: str, records: list[dict[str, Any]], key: str) -> dict[str, int]
             raise DataError(f"{path}: row {position + 1} has no field {key!r} (--key)")
         text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
         if text in index:
-            raise DataError(f"{path}: rows {index[text] + 1} and {position + 1} have the same {key} {text}; "
-                            "--key needs a field that is unique per row")
+            raise DataError(
+                f"{path}: rows {index[text] + 1} and {position + 1} have the same {key} {text}; "
+                "--key needs a field that is unique per row"
+            )
         index[text] = position
     return index
 
@@ -326,8 +383,9 @@ def _scorer_names(paths: list[str], aligned: list[list[dict[str, Any]]]) -> tupl
     return names, {name: ", ".join(p for p, found in zip(paths, per_file) if name in found) for name in others}
 
 
-def _check_params(params: Mapping[str, Mapping[str, Any]], names: list[str],
-                  aligned: list[list[dict[str, Any]]]) -> dict[str, Mapping[str, Any]]:
+def _check_params(
+    params: Mapping[str, Mapping[str, Any]], names: list[str], aligned: list[list[dict[str, Any]]]
+) -> dict[str, Mapping[str, Any]]:
     known = {name.lower(): name for name in names}
     checked = {}
     for given, values in params.items():
@@ -335,8 +393,10 @@ def _check_params(params: Mapping[str, Mapping[str, Any]], names: list[str],
         if name is None:
             raise ConfigError(f"-p {given}.…: {given} is not a scorer of every file (compared: {', '.join(names)})")
         if not any((record.get("stats") or {}).get(name) is not None for records in aligned for record in records):
-            raise ConfigError(f"-p {given}.…: {name} has no corpus statistics in these files; parameters only "
-                              "change corpus figures here")
+            raise ConfigError(
+                f"-p {given}.…: {name} has no corpus statistics in these files; parameters only "
+                "change corpus figures here"
+            )
         checked[name] = values
     return checked
 
@@ -351,8 +411,16 @@ def _row_score(record: dict[str, Any], name: str) -> Score | None:
     return Score(name, float(value), stats=None if stats is None else tuple(stats))
 
 
-def _compare_scorer(name: str, paths: list[str], aligned: list[list[dict[str, Any]]], test: str, resamples: int,
-                    seed: int, alpha: float, params: Mapping[str, Any] | None) -> list[FigureComparison]:
+def _compare_scorer(
+    name: str,
+    paths: list[str],
+    aligned: list[list[dict[str, Any]]],
+    test: str,
+    resamples: int,
+    seed: int,
+    alpha: float,
+    params: Mapping[str, Any] | None,
+) -> list[FigureComparison]:
     per_file = [[_row_score(record, name) for record in records] for records in aligned]
     failed = {path: sum(s is None for s in scores) for path, scores in zip(paths, per_file)}
     kept = [i for i in range(len(aligned[0])) if all(scores[i] is not None for scores in per_file)]
@@ -362,22 +430,45 @@ def _compare_scorer(name: str, paths: list[str], aligned: list[list[dict[str, An
     except UnknownScorerError:
         higher = None  # not registered in this process: figures and p-values, but no "better"/"worse"
 
-    def figure(label: str, direction: bool | None, systems: Sequence[SystemFigure],
-               note: str | None = None) -> FigureComparison:
-        return FigureComparison(name, label, direction, len(kept), failed, len(aligned[0]) - len(kept),
-                                tuple(systems), note)
+    def figure(
+        label: str, direction: bool | None, systems: Sequence[SystemFigure], note: str | None = None
+    ) -> FigureComparison:
+        return FigureComparison(
+            name, label, direction, len(kept), failed, len(aligned[0]) - len(kept), tuple(systems), note
+        )
 
     if not kept:
-        return [figure("mean", higher, [SystemFigure(p, None) for p in paths],
-                       "no row has a score of this scorer in every file")]
+        return [
+            figure(
+                "mean",
+                higher,
+                [SystemFigure(p, None) for p in paths],
+                "no row has a score of this scorer in every file",
+            )
+        ]
     means = [_mean(row_scores) for row_scores in scores]
     mean_figures = [resample.Figure.mean(np.array([s.score for s in row_scores])) for row_scores in scores]
-    mean_systems = _systems(paths, means, mean_figures, test, resamples, seed, alpha, higher,
-                            lambda values: mean_interval(values, _interval_resamples(test, resamples), seed))
+    mean_systems = _systems(
+        paths,
+        means,
+        mean_figures,
+        test,
+        resamples,
+        seed,
+        alpha,
+        higher,
+        lambda values: mean_interval(values, _interval_resamples(test, resamples), seed),
+    )
     with_stats = [sum(s.stats is not None for s in row_scores) for row_scores in scores]
     if min(with_stats) < len(kept):
-        note = (f"no corpus figure: {len(kept) - min(with_stats)} compared rows carry no statistics in some file "
-                "(results of an older version?)") if any(with_stats) else None
+        note = (
+            (
+                f"no corpus figure: {len(kept) - min(with_stats)} compared rows carry no statistics in some file "
+                "(results of an older version?)"
+            )
+            if any(with_stats)
+            else None
+        )
         return [figure("mean", higher, mean_systems, note)]
     if higher is None:
         return [figure("mean", higher, mean_systems, "no corpus figure: not a registered scorer here")]
@@ -392,12 +483,17 @@ def _compare_scorer(name: str, paths: list[str], aligned: list[list[dict[str, An
             aggregator.add(score)
         observed.append(aggregator.result()[key])
     rows = len(kept)
-    corpus_figures = [resample.Figure(np.array([s.stats for s in row_scores]),
-                                      lambda totals: corpus(list(totals), rows)[key], np.float32)
-                      for row_scores in scores]
+    corpus_figures = [
+        resample.Figure(
+            np.array([s.stats for s in row_scores]), lambda totals: corpus(list(totals), rows)[key], np.float32
+        )
+        for row_scores in scores
+    ]
     direction = higher != (key in LOWER_IS_BETTER_CORPUS)
-    return [figure("mean", higher, mean_systems),
-            figure(key, direction, _systems(paths, observed, corpus_figures, test, resamples, seed, alpha, direction))]
+    return [
+        figure("mean", higher, mean_systems),
+        figure(key, direction, _systems(paths, observed, corpus_figures, test, resamples, seed, alpha, direction)),
+    ]
 
 
 def _interval_resamples(test: str, resamples: int) -> int:
@@ -419,19 +515,34 @@ def mean_interval(values: np.ndarray, resamples: int, seed: int) -> tuple[float 
         return None, None
     if np.all(values == values[0]):
         return float(values[0]), float(values[0])
-    result = bootstrap((values,), np.mean, n_resamples=resamples, confidence_level=CONFIDENCE, method="BCa",
-                       batch=max(1, _BATCH_VALUES // len(values)), rng=np.random.default_rng(seed))
+    result = bootstrap(
+        (values,),
+        np.mean,
+        n_resamples=resamples,
+        confidence_level=CONFIDENCE,
+        method="BCa",
+        batch=max(1, _BATCH_VALUES // len(values)),
+        rng=np.random.default_rng(seed),
+    )
     low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
     if not (np.isfinite(low) and np.isfinite(high)):
-        raise DataError(f"scipy's BCa interval of a mean of {len(values)} rows is undefined ({low}, {high}); "
-                        "try more --resamples")
+        raise DataError(
+            f"scipy's BCa interval of a mean of {len(values)} rows is undefined ({low}, {high}); try more --resamples"
+        )
     return low, high
 
 
-def _systems(paths: list[str], observed: list[float], figures: list[resample.Figure], test: str, resamples: int,
-             seed: int, alpha: float, higher: bool | None,
-             mean_interval: Callable[[np.ndarray], tuple[float | None, float | None]] | None = None,
-             ) -> list[SystemFigure]:
+def _systems(
+    paths: list[str],
+    observed: list[float],
+    figures: list[resample.Figure],
+    test: str,
+    resamples: int,
+    seed: int,
+    alpha: float,
+    higher: bool | None,
+    mean_interval: Callable[[np.ndarray], tuple[float | None, float | None]] | None = None,
+) -> list[SystemFigure]:
     """Every file's figure; each file after the first with the paired test against the first.
 
     Intervals are sacrebleu's bootstrap estimates, or ``mean_interval`` of the row values when given.
@@ -446,12 +557,22 @@ def _systems(paths: list[str], observed: list[float], figures: list[resample.Fig
             if test == "bs":
                 result = resample.paired_bootstrap(base_figure, system_figure, difference, resamples, seed)
             else:
-                result = resample.approximate_randomisation(base_figure, system_figure, difference, resamples, seed,
-                                                            0 if mean_interval else DEFAULT_RESAMPLES["bs"])
+                result = resample.approximate_randomisation(
+                    base_figure,
+                    system_figure,
+                    difference,
+                    resamples,
+                    seed,
+                    0 if mean_interval else DEFAULT_RESAMPLES["bs"],
+                )
             significant = result.p_value < alpha and value != base
             gain = None if higher is None else (value > base) == higher
-            extra = {"difference": value - base, "p_value": result.p_value,
-                     "worse": significant and gain is False, "better": significant and gain is True}
+            extra = {
+                "difference": value - base,
+                "p_value": result.p_value,
+                "worse": significant and gain is False,
+                "better": significant and gain is True,
+            }
             estimate = result.system
         elif mean_interval is None:
             estimate = resample.baseline_interval(base_figure, _interval_resamples(test, resamples), seed)
@@ -459,7 +580,11 @@ def _systems(paths: list[str], observed: list[float], figures: list[resample.Fig
             extra["low"], extra["high"] = mean_interval(system_figure.stats[:, 0])
         else:
             assert estimate is not None
-            extra |= {"low": estimate.low, "high": estimate.high, "resample_mean": estimate.resample_mean,
-                      "halfwidth": estimate.halfwidth}
+            extra |= {
+                "low": estimate.low,
+                "high": estimate.high,
+                "resample_mean": estimate.resample_mean,
+                "halfwidth": estimate.halfwidth,
+            }
         out.append(SystemFigure(path, value, **extra))
     return out

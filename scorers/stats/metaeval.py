@@ -62,6 +62,7 @@ JSON format (``MetaEvaluation.to_dict()``, ``python -m scorers meta-eval -o meta
 >>> report.n, report.figures["accuracy"].value, report.confusion.tolist()
 (3, 0.6666666666666666, [[1, 0], [1, 1]])
 """
+
 from __future__ import annotations
 
 import collections
@@ -105,8 +106,12 @@ class LabelScale:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "labels": list(self.labels), "scores": list(self.scores),
-                "kappa_weights": "quadratic" if self.weighted else None}
+        return {
+            "type": self.type,
+            "labels": list(self.labels),
+            "scores": list(self.scores),
+            "kappa_weights": "quadratic" if self.weighted else None,
+        }
 
 
 @dataclass
@@ -141,66 +146,105 @@ class MetaEvaluation:
         found = [f"{self.judge}: failed on every row"] if self.rows and not self.verdicts else []
         unexpected = [f["index"] for f in self.failures if any(e.get("unexpected") for e in f["errors"])]
         if unexpected:
-            found.append(f"{self.judge}: {len(unexpected)} row(s) failed with an unexpected error (a bug or a "
-                         f"broken environment, not bad input): rows {', '.join(map(str, unexpected))}")
+            found.append(
+                f"{self.judge}: {len(unexpected)} row(s) failed with an unexpected error (a bug or a "
+                f"broken environment, not bad input): rows {', '.join(map(str, unexpected))}"
+            )
         return found
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "format": FORMAT, "format_version": FORMAT_VERSION,
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
             "judge": {"name": self.judge, "signature": self.signature},
-            "label": self.label, "key": self.key, "scale": self.scale.to_dict(),
-            "samples": self.samples, "rows": self.rows, "n": self.n,
-            "failed": len(self.failures), "failures": self.failures,
+            "label": self.label,
+            "key": self.key,
+            "scale": self.scale.to_dict(),
+            "samples": self.samples,
+            "rows": self.rows,
+            "n": self.n,
+            "failed": len(self.failures),
+            "failures": self.failures,
             "figures": {name: figure.to_dict() for name, figure in self.figures.items()},
             "bootstrap": self.bootstrap,
-            "confusion": None if self.confusion is None else {
-                "labels": list(self.scale.labels), "rows": "label", "columns": "judge",
-                "matrix": self.confusion.tolist()},
-            "per_label": self.per_label, "stability": self.stability, "swap": self.swap,
+            "confusion": None
+            if self.confusion is None
+            else {
+                "labels": list(self.scale.labels),
+                "rows": "label",
+                "columns": "judge",
+                "matrix": self.confusion.tolist(),
+            },
+            "per_label": self.per_label,
+            "stability": self.stability,
+            "swap": self.swap,
             "verdicts": self.verdicts,
         }
 
     def table(self) -> str:
         """The human-readable summary the CLI prints on stderr."""
+
         def fmt(value: float | None) -> str:
             return "-" if value is None else f"{value:.4f}"
 
         model = self.signature.get("model")
         template = (self.signature.get("template") or {}).get("hash")
-        lines = [f"meta-eval: {self.judge}" + (f" (model {model}, template {template})" if model else "")
-                 + f" vs label {self.label!r}: {self.rows} rows, {self.n} scored, {len(self.failures)} failed"
-                 + (f", {self.samples} samples each" if self.samples > 1 else ""),
-                 "",
-                 f"{'figure':<14} {'value':>8}  {int(self.bootstrap['confidence'] * 100)}% CI{'':<14} {'n':>5}"]
+        lines = [
+            f"meta-eval: {self.judge}"
+            + (f" (model {model}, template {template})" if model else "")
+            + f" vs label {self.label!r}: {self.rows} rows, {self.n} scored, {len(self.failures)} failed"
+            + (f", {self.samples} samples each" if self.samples > 1 else ""),
+            "",
+            f"{'figure':<14} {'value':>8}  {int(self.bootstrap['confidence'] * 100)}% CI{'':<14} {'n':>5}",
+        ]
         for name, figure in self.figures.items():
             ci = "-" if figure.low is None else f"[{fmt(figure.low)}, {fmt(figure.high)}]"
-            lines.append(f"{name:<14} {fmt(figure.value):>8}  {ci:<20} {figure.n:>5}"
-                         + (f"  ({figure.reason})" if figure.reason else ""))
+            lines.append(
+                f"{name:<14} {fmt(figure.value):>8}  {ci:<20} {figure.n:>5}"
+                + (f"  ({figure.reason})" if figure.reason else "")
+            )
         if self.confusion is not None and self.per_label is not None:
             width = max(7, *(len(name) for name in self.scale.labels))
-            lines += ["", "confusion (rows: label, columns: judge)",
-                      " " * width + "".join(f"{name:>{width}}" for name in self.scale.labels)]
-            lines += [f"{name:<{width}}" + "".join(f"{count:>{width}}" for count in row)
-                      for name, row in zip(self.scale.labels, self.confusion.tolist())]
+            lines += [
+                "",
+                "confusion (rows: label, columns: judge)",
+                " " * width + "".join(f"{name:>{width}}" for name in self.scale.labels),
+            ]
+            lines += [
+                f"{name:<{width}}" + "".join(f"{count:>{width}}" for count in row)
+                for name, row in zip(self.scale.labels, self.confusion.tolist())
+            ]
             lines += ["", f"{'label':<{width}} {'precision':>9} {'recall':>8} {'support':>8} {'judged':>7}"]
-            lines += [f"{entry['label']:<{width}} {fmt(entry['precision']):>9} {fmt(entry['recall']):>8} "
-                      f"{entry['support']:>8} {entry['predicted']:>7}" for entry in self.per_label]
+            lines += [
+                f"{entry['label']:<{width}} {fmt(entry['precision']):>9} {fmt(entry['recall']):>8} "
+                f"{entry['support']:>8} {entry['predicted']:>7}"
+                for entry in self.per_label
+            ]
         if self.stability is not None:
-            lines += ["", f"stability over {self.stability['samples']} samples ({self.stability['n']} rows): "
-                          f"unchanged {fmt(self.stability['unchanged'])}, mean pairwise agreement "
-                          f"{fmt(self.stability['pairwise_agreement'])}"]
+            lines += [
+                "",
+                f"stability over {self.stability['samples']} samples ({self.stability['n']} rows): "
+                f"unchanged {fmt(self.stability['unchanged'])}, mean pairwise agreement "
+                f"{fmt(self.stability['pairwise_agreement'])}",
+            ]
         if self.swap is not None:
-            lines += ["", f"swap ({self.swap['n']} judgments in both orders): consistency "
-                          f"{fmt(self.swap['consistency'])}, position bias {fmt(self.swap['position_bias'])} "
-                          f"(first {self.swap['first']}, second {self.swap['second']})"]
+            lines += [
+                "",
+                f"swap ({self.swap['n']} judgments in both orders): consistency "
+                f"{fmt(self.swap['consistency'])}, position bias {fmt(self.swap['position_bias'])} "
+                f"(first {self.swap['first']}, second {self.swap['second']})",
+            ]
         if self.failures:
             lines += ["", "failed rows:"]
             for failure in self.failures:
                 where = f"row {failure['index']}" + (f" ({failure['key']})" if "key" in failure else "")
-                lines += [f"  {where}: " + "; ".join(
-                    (f"sample {e['sample']}: " if self.samples > 1 else "") + f"{e['type']}: {e['message']}"
-                    for e in failure["errors"])]
+                lines += [
+                    f"  {where}: "
+                    + "; ".join(
+                        (f"sample {e['sample']}: " if self.samples > 1 else "") + f"{e['type']}: {e['message']}"
+                        for e in failure["errors"]
+                    )
+                ]
         return "\n".join(lines)
 
 
@@ -220,8 +264,10 @@ def _check_label_scores(label_scores: Mapping[str, float]) -> dict[str, float]:
     checked = {}
     for name, value in label_scores.items():
         if not is_number(value) or not 0 <= value <= 1:
-            raise ConfigError(f"label_scores: the score of label {name!r} must be a number in [0, 1] (judge scores "
-                              f"lie there), got {value!r}")
+            raise ConfigError(
+                f"label_scores: the score of label {name!r} must be a number in [0, 1] (judge scores "
+                f"lie there), got {value!r}"
+            )
         checked[str(name)] = float(value)
     if not checked:
         raise ConfigError("label_scores is empty: give at least one label=score")
@@ -242,8 +288,9 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _scale(judge: Scorer, labels: list[Any], label_scores: dict[str, float] | None,
-           label: str) -> tuple[LabelScale, list[float], list[int]]:
+def _scale(
+    judge: Scorer, labels: list[Any], label_scores: dict[str, float] | None, label: str
+) -> tuple[LabelScale, list[float], list[int]]:
     """The label scale, each row's label score and each row's category."""
     choices = _choices(judge)
     if choices is not None and all(str(v) in choices[0] for v in labels):
@@ -251,35 +298,53 @@ def _scale(judge: Scorer, labels: list[Any], label_scores: dict[str, float] | No
         scores = label_scores if label_scores is not None else defaults
         missing = [c for c in names if c not in scores]
         if missing:
-            raise ConfigError(f"label_scores must give a score to every choice of {judge.name} "
-                              f"({', '.join(names)}); missing: {', '.join(missing)}")
-        return (LabelScale("choices", tuple(names), tuple(scores[c] for c in names), False),
-                [scores[str(v)] for v in labels], [names.index(str(v)) for v in labels])
+            raise ConfigError(
+                f"label_scores must give a score to every choice of {judge.name} "
+                f"({', '.join(names)}); missing: {', '.join(missing)}"
+            )
+        return (
+            LabelScale("choices", tuple(names), tuple(scores[c] for c in names), False),
+            [scores[str(v)] for v in labels],
+            [names.index(str(v)) for v in labels],
+        )
     if choices is not None and label_scores is None and any(str(v) in choices[0] for v in labels):
         index, value = next((i, v) for i, v in enumerate(labels) if str(v) not in choices[0])
-        raise DataError(f"row {index}: label {value!r} (field {label!r}) is not one of {judge.name}'s choices "
-                        f"({', '.join(choices[0])}), as the other labels are; correct it, or give every label a "
-                        "score with --label-scores (label_scores=)")
+        raise DataError(
+            f"row {index}: label {value!r} (field {label!r}) is not one of {judge.name}'s choices "
+            f"({', '.join(choices[0])}), as the other labels are; correct it, or give every label a "
+            "score with --label-scores (label_scores=)"
+        )
     judge_scale = getattr(judge, "scale", None)
     row_scores = []
     for index, value in enumerate(labels):
         number = _number(value)
         if label_scores is not None:
             if str(value) not in label_scores:
-                raise DataError(f"row {index}: label {value!r} (field {label!r}) has no score in label_scores "
-                                f"({', '.join(label_scores)}); add it, e.g. --label-scores {value}=1")
+                raise DataError(
+                    f"row {index}: label {value!r} (field {label!r}) has no score in label_scores "
+                    f"({', '.join(label_scores)}); add it, e.g. --label-scores {value}=1"
+                )
             row_scores.append(label_scores[str(value)])
-        elif judge_scale is not None and number is not None and number.is_integer() \
-                and judge_scale.min <= number <= judge_scale.max:
+        elif (
+            judge_scale is not None
+            and number is not None
+            and number.is_integer()
+            and judge_scale.min <= number <= judge_scale.max
+        ):
             row_scores.append(judge_scale.normalise(number))
         elif number is not None and 0 <= number <= 1 and judge_scale is None:
             row_scores.append(number)
         else:
             options = [f"one of {judge.name}'s choices ({', '.join(choices[0])})"] if choices else []
-            options.append(f"an integer on its scale {judge_scale.min}..{judge_scale.max}" if judge_scale is not None
-                           else "a number in [0, 1]")
-            raise DataError(f"row {index}: label {value!r} (field {label!r}) is not {' or '.join(options)}; map "
-                            f"labels to scores with --label-scores (label_scores=), e.g. Y=1,N=0")
+            options.append(
+                f"an integer on its scale {judge_scale.min}..{judge_scale.max}"
+                if judge_scale is not None
+                else "a number in [0, 1]"
+            )
+            raise DataError(
+                f"row {index}: label {value!r} (field {label!r}) is not {' or '.join(options)}; map "
+                f"labels to scores with --label-scores (label_scores=), e.g. Y=1,N=0"
+            )
     if label_scores is not None:
         values = sorted(set(label_scores.values()))
         names = tuple("/".join(k for k, v in label_scores.items() if v == value) for value in values)
@@ -305,13 +370,17 @@ def _sample_judges(judge: Scorer, samples: int) -> list[Scorer]:
     if not isinstance(judge, LLMJudge):
         raise ConfigError(f"samples={samples}: {judge.name} is not an LLM judge, so repeated runs give the same score")
     if judge.temperature == 0:
-        raise ConfigError(f"samples={samples}: {samples} samples need temperature > 0, and {judge.name} is at "
-                          f"temperature 0 (its samples would repeat one answer); set it, e.g. "
-                          f"-p {judge.name}.temperature=0.7 or temperature=0.7")
+        raise ConfigError(
+            f"samples={samples}: {samples} samples need temperature > 0, and {judge.name} is at "
+            f"temperature 0 (its samples would repeat one answer); set it, e.g. "
+            f"-p {judge.name}.temperature=0.7 or temperature=0.7"
+        )
     own = getattr(judge, "samples", 1)
     if own > 1:
-        raise ConfigError(f"samples={samples}: {judge.name} already draws samples={own} per row "
-                          "(self-consistency); use one or the other")
+        raise ConfigError(
+            f"samples={samples}: {judge.name} already draws samples={own} per row "
+            "(self-consistency); use one or the other"
+        )
     copies = []
     for index in range(samples):
         sample = copy.copy(judge)
@@ -321,8 +390,9 @@ def _sample_judges(judge: Scorer, samples: int) -> list[Scorer]:
     return copies
 
 
-def _verdict(scale: LabelScale, metadata: Mapping[str, Any], value: float,
-             score_of: Mapping[str, float]) -> tuple[str | float, float, int | None]:
+def _verdict(
+    scale: LabelScale, metadata: Mapping[str, Any], value: float, score_of: Mapping[str, float]
+) -> tuple[str | float, float, int | None]:
     """One judgment as (verdict shown, normalised score, category)."""
     if scale.type == "choices":
         choice = metadata["choice"] if "choice" in metadata else _PAIRWISE_VERDICT[metadata["winner"]]
@@ -332,10 +402,20 @@ def _verdict(scale: LabelScale, metadata: Mapping[str, Any], value: float,
 
 
 # ------------------------------------------------------------------ the report
-def meta_evaluate(rows: Iterable[Mapping[str, Any]], judge: Scorer | str, *, label: str,
-                  label_scores: Mapping[str, float] | None = None, samples: int = 1, key: str | None = None,
-                  mapping: Mapping[str, str] | None = None, concurrency: int = 16, resamples: int = 2000,
-                  confidence: float = 0.95, seed: int = 0) -> MetaEvaluation:
+def meta_evaluate(
+    rows: Iterable[Mapping[str, Any]],
+    judge: Scorer | str,
+    *,
+    label: str,
+    label_scores: Mapping[str, float] | None = None,
+    samples: int = 1,
+    key: str | None = None,
+    mapping: Mapping[str, str] | None = None,
+    concurrency: int = 16,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> MetaEvaluation:
     """Judge ``rows`` and measure agreement with each row's human ``label`` (a field or dotted path).
 
     ``label_scores`` maps labels to scores in [0, 1]; ``samples`` judges each row that many times
@@ -358,8 +438,10 @@ def meta_evaluate(rows: Iterable[Mapping[str, Any]], judge: Scorer | str, *, lab
     for index, row in enumerate(rows):
         value = lookup(row, label)
         if value is ABSENT or value is None or value == "":
-            raise DataError(f"row {index}: no label in field {label!r} (columns: {', '.join(map(str, row))}); "
-                            "every row needs one (--label FIELD)")
+            raise DataError(
+                f"row {index}: no label in field {label!r} (columns: {', '.join(map(str, row))}); "
+                "every row needs one (--label FIELD)"
+            )
         labels.append(value)
         if key is not None:
             found = lookup(row, key)
@@ -378,11 +460,19 @@ def meta_evaluate(rows: Iterable[Mapping[str, Any]], judge: Scorer | str, *, lab
     for result in evaluate(rows, judges, mapping=mapping, concurrency=concurrency):
         index = result.index
         named = {"index": index, **({"key": keys[index]} if key is not None else {})}
-        errors = [{"sample": s + 1, **{k: v for k, v in result.errors[j.name].items()
-                                       if k in ("type", "message", "unexpected")}}
-                  for s, j in enumerate(judges) if j.name in result.errors]
-        errors += [{"sample": s + 1, "type": "NoScore", "message": "the judge returned no score for this row"}
-                   for s, j in enumerate(judges) if j.name in result.results and result.results[j.name].score is None]
+        errors = [
+            {
+                "sample": s + 1,
+                **{k: v for k, v in result.errors[j.name].items() if k in ("type", "message", "unexpected")},
+            }
+            for s, j in enumerate(judges)
+            if j.name in result.errors
+        ]
+        errors += [
+            {"sample": s + 1, "type": "NoScore", "message": "the judge returned no score for this row"}
+            for s, j in enumerate(judges)
+            if j.name in result.results and result.results[j.name].score is None
+        ]
         if errors:
             failures.append({**named, "errors": errors})
             continue
@@ -394,9 +484,13 @@ def meta_evaluate(rows: Iterable[Mapping[str, Any]], judge: Scorer | str, *, lab
             counts = collections.Counter(categories)
             top = max(counts.values())
             category = min((c for c in counts if counts[c] == top), key=lambda c: (scale.scores[c], c))
-        entry = {**named, "label": str(labels[index]), "label_score": label_values[index],
-                 "verdict": None if category is None else scale.labels[category],
-                 "judge_score": float(np.mean([s for _, s, _ in outcomes]))}
+        entry = {
+            **named,
+            "label": str(labels[index]),
+            "label_score": label_values[index],
+            "verdict": None if category is None else scale.labels[category],
+            "judge_score": float(np.mean([s for _, s, _ in outcomes])),
+        }
         if samples > 1:
             entry["sample_verdicts"] = [v for v, _, _ in outcomes]
         verdicts.append(entry)
@@ -412,39 +506,58 @@ def meta_evaluate(rows: Iterable[Mapping[str, Any]], judge: Scorer | str, *, lab
     judge_codes = np.array([c for _, c in codes], int) if not off else None
     figures: dict[str, agreement.Estimate] = {}
     if judge_codes is not None:
+
         def kappa(x: np.ndarray, y: np.ndarray) -> float:
             return agreement.cohen_kappa(x, y, categories=len(scale.labels), weighted=scale.weighted)
 
-        figures["accuracy"] = agreement.with_ci(agreement.accuracy, label_codes, judge_codes, vectorized=True,
-                                                **options)
-        figures["kappa"] = agreement.with_ci(kappa, label_codes, judge_codes, **options,
-                                             undefined="labels and verdicts all fall in one category")
+        figures["accuracy"] = agreement.with_ci(
+            agreement.accuracy, label_codes, judge_codes, vectorized=True, **options
+        )
+        figures["kappa"] = agreement.with_ci(
+            kappa, label_codes, judge_codes, **options, undefined="labels and verdicts all fall in one category"
+        )
     else:
-        off_scale = (f"the judge's scores are not on the label scale ({off[0]:g} in {len(off)} row(s)), so its "
-                     "verdicts are not categories")
+        off_scale = (
+            f"the judge's scores are not on the label scale ({off[0]:g} in {len(off)} row(s)), so its "
+            "verdicts are not categories"
+        )
         figures["accuracy"] = figures["kappa"] = agreement.Estimate(None, None, None, len(verdicts), off_scale)
-    figures["mean_abs_diff"] = agreement.with_ci(agreement.mean_abs_diff, label_scores_arr, judge_scores_arr,
-                                                 vectorized=True, **options)
+    figures["mean_abs_diff"] = agreement.with_ci(
+        agreement.mean_abs_diff, label_scores_arr, judge_scores_arr, vectorized=True, **options
+    )
     constant = "the labels' or the judge's scores are constant"
     for name, function in (("spearman", agreement.spearman), ("kendall", agreement.kendall)):
-        figures[name] = agreement.with_ci(function, label_scores_arr, judge_scores_arr, **options,
-                                          undefined=constant)
+        figures[name] = agreement.with_ci(function, label_scores_arr, judge_scores_arr, **options, undefined=constant)
     figures = {name: figures[name] for name in ("accuracy", "mean_abs_diff", "kappa", "spearman", "kendall")}
 
     report = MetaEvaluation(
-        judge=judge.name, signature=judge.signature(), label=label, key=key, scale=scale, samples=samples,
-        rows=len(rows), verdicts=verdicts, failures=failures, figures=figures,
-        bootstrap={"method": agreement.BOOTSTRAP_METHOD, **options, "paired_over": "rows"})
+        judge=judge.name,
+        signature=judge.signature(),
+        label=label,
+        key=key,
+        scale=scale,
+        samples=samples,
+        rows=len(rows),
+        verdicts=verdicts,
+        failures=failures,
+        figures=figures,
+        bootstrap={"method": agreement.BOOTSTRAP_METHOD, **options, "paired_over": "rows"},
+    )
     if judge_codes is not None and verdicts:
         count = len(scale.labels)
         report.confusion = agreement.confusion(label_codes, judge_codes, categories=count)
-        report.per_label = [{"label": name, **figures_of} for name, figures_of in
-                            zip(scale.labels, agreement.per_label(label_codes, judge_codes, categories=count))]
+        report.per_label = [
+            {"label": name, **figures_of}
+            for name, figures_of in zip(scale.labels, agreement.per_label(label_codes, judge_codes, categories=count))
+        ]
     if samples > 1 and verdicts:
         report.stability = {"samples": samples, "n": len(verdicts), **agreement.stability(sample_verdicts)}
     if getattr(judge, "swap", False) and judgments:
-        report.swap = {"n": len(judgments), "consistency": float(np.mean([m["agreement"] for m in judgments])),
-                       "position_bias": float(np.mean([m["position_bias"] is not None for m in judgments])),
-                       "first": sum(m["position_bias"] == "first" for m in judgments),
-                       "second": sum(m["position_bias"] == "second" for m in judgments)}
+        report.swap = {
+            "n": len(judgments),
+            "consistency": float(np.mean([m["agreement"] for m in judgments])),
+            "position_bias": float(np.mean([m["position_bias"] is not None for m in judgments])),
+            "first": sum(m["position_bias"] == "first" for m in judgments),
+            "second": sum(m["position_bias"] == "second" for m in judgments),
+        }
     return report

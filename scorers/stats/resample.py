@@ -22,6 +22,7 @@ then, for the system's interval, bootstrap indices from the same generator.
 >>> 0 < test.p_value <= 1, test.system.resample_mean > 0.5
 (True, True)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,8 +30,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["Figure", "Interval", "PairedResult", "bootstrap_indices", "interval", "p_value", "paired_bootstrap",
-           "approximate_randomisation", "baseline_interval"]
+__all__ = [
+    "Figure",
+    "Interval",
+    "PairedResult",
+    "bootstrap_indices",
+    "interval",
+    "p_value",
+    "paired_bootstrap",
+    "approximate_randomisation",
+    "baseline_interval",
+]
 
 
 @dataclass(frozen=True)
@@ -63,8 +73,7 @@ class Figure:
     def shuffled(self, other: "Figure", keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The figures of the two pseudo-systems of each trial: rows where ``keep`` is false trade places."""
         first, second = keep @ self.stats + ~keep @ other.stats, ~keep @ self.stats + keep @ other.stats
-        return (np.array([self.score(totals) for totals in first]),
-                np.array([self.score(totals) for totals in second]))
+        return (np.array([self.score(totals) for totals in first]), np.array([self.score(totals) for totals in second]))
 
 
 @dataclass(frozen=True)
@@ -139,8 +148,9 @@ def paired_bootstrap(baseline: Figure, system: Figure, observed: float, resample
     return PairedResult(p_value(differences - differences.mean(), observed), interval(resampled))
 
 
-def approximate_randomisation(baseline: Figure, system: Figure, observed: float, trials: int, seed: int,
-                              resamples: int) -> PairedResult:
+def approximate_randomisation(
+    baseline: Figure, system: Figure, observed: float, trials: int, seed: int, resamples: int
+) -> PairedResult:
     """Paired approximate randomisation (as sacrebleu's ``ar`` test): each row's two outputs swapped at random.
 
     The p-value is the share of ``trials`` whose absolute difference is at least

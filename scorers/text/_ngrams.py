@@ -12,6 +12,7 @@ batch instead of one ``Counter`` per text.
 >>> clipped_ngram_matches(hyp, np.array([3]), ref, np.array([3]), np.array([0]), 2).tolist()
 [[2, 1]]
 """
+
 from __future__ import annotations
 
 import threading
@@ -107,11 +108,12 @@ class TokenCache:
 
         row = len(self._index)
         if row == len(self._counts):
-            self._counts, self._starts, self._first = (np.concatenate((a, np.zeros_like(a)))
-                                                       for a in (self._counts, self._starts, self._first))
+            self._counts, self._starts, self._first = (
+                np.concatenate((a, np.zeros_like(a))) for a in (self._counts, self._starts, self._first)
+            )
         while self._n_flat + len(ids) > len(self._flat):
             self._flat = np.concatenate((self._flat, np.zeros_like(self._flat)))
-        self._flat[self._n_flat:self._n_flat + len(ids)] = ids
+        self._flat[self._n_flat : self._n_flat + len(ids)] = ids
         self._counts[row], self._starts[row] = len(ids), self._n_flat
         self._first[row] = ids[0] if ids else -1
         self._n_flat += len(ids)
@@ -165,7 +167,7 @@ def split_flat(flat: np.ndarray, lens: np.ndarray) -> list[list[int]]:
     """The per-sequence lists of a concatenated array."""
     values, out, at = flat.tolist(), [], 0
     for length in lens.tolist():
-        out.append(values[at:at + length])
+        out.append(values[at : at + length])
         at += length
     return out
 
@@ -199,8 +201,15 @@ def _count(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return keys[starts], counts
 
 
-def clipped_ngram_matches(hyp_ids: np.ndarray, hyp_lens: np.ndarray, ref_ids: np.ndarray, ref_lens: np.ndarray,
-                          ref_owner: np.ndarray, max_order: int, min_order: int = 1) -> np.ndarray:
+def clipped_ngram_matches(
+    hyp_ids: np.ndarray,
+    hyp_lens: np.ndarray,
+    ref_ids: np.ndarray,
+    ref_lens: np.ndarray,
+    ref_owner: np.ndarray,
+    max_order: int,
+    min_order: int = 1,
+) -> np.ndarray:
     """Clipped n-gram matches of ``P`` hypotheses against their references.
 
     ``hyp_ids``/``hyp_lens``: the ``P`` hypotheses' token ids, concatenated, and
@@ -232,7 +241,7 @@ def clipped_ngram_matches(hyp_ids: np.ndarray, hyp_lens: np.ndarray, ref_ids: np
         if n > 1:
             if key_size * vocab >= _PACK_LIMIT:
                 keys, key_size = _dense(keys)
-            keys = keys[:-1] * vocab + tokens[n - 1:]
+            keys = keys[:-1] * vocab + tokens[n - 1 :]
             key_size *= vocab
         if n < min_order:
             continue
@@ -263,5 +272,7 @@ def clipped_ngram_matches(hyp_ids: np.ndarray, hyp_lens: np.ndarray, ref_ids: np
             ref_keys, ref_counts = owned[firsts], np.maximum.reduceat(per_ref_counts, firsts)
         at = np.minimum(np.searchsorted(ref_keys, hyp_keys), len(ref_keys) - 1)
         clipped = np.where(ref_keys[at] == hyp_keys, np.minimum(hyp_counts, ref_counts[at]), 0)
-        out[:, n - min_order] = np.bincount(hyp_keys // key_size, weights=clipped, minlength=n_hyp)[:n_hyp].astype(np.int64)
+        out[:, n - min_order] = np.bincount(hyp_keys // key_size, weights=clipped, minlength=n_hyp)[:n_hyp].astype(
+            np.int64
+        )
     return out

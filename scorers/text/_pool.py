@@ -13,6 +13,7 @@ module: a script must guard its entry point with ``if __name__ == "__main__":``.
 A process that is itself a worker of some pool (the runner's ``workers``, a
 multiprocessing pool) does not start one: its parent already spread the work.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -65,9 +66,12 @@ class ProcessPool:
         try:
             return list(executor.map(func, chunks))
         except (OSError, RuntimeError) as exc:  # BrokenProcessPool, or closed by another thread meanwhile
-            warnings.warn(f"{self.owner}: worker processes failed ({exc!r}); scoring in this process. A script that "
-                          "starts worker processes must guard its entry point with `if __name__ == '__main__':`",
-                          RuntimeWarning, stacklevel=3)
+            warnings.warn(
+                f"{self.owner}: worker processes failed ({exc!r}); scoring in this process. A script that "
+                "starts worker processes must guard its entry point with `if __name__ == '__main__':`",
+                RuntimeWarning,
+                stacklevel=3,
+            )
             self.close()
             return None
 

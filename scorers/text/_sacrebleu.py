@@ -15,6 +15,7 @@ sacrebleu's segment statistics followed by the row's number of references and it
 square: summed, those two tell exactly whether all rows had the same number of
 references (the ``nrefs`` of the corpus signature).
 """
+
 from __future__ import annotations
 
 import copy
@@ -53,8 +54,12 @@ def sacrebleu_private(owner: Any, name: str, fallback: T) -> T:
         return found
     version = optional_import("sacrebleu", scorer="sacrebleu", extra="text").__version__
     owner_name = getattr(owner, "__name__", type(owner).__name__)
-    warnings.warn(f"sacrebleu {version} has no {owner_name}.{name}; scorers uses its public-API equivalent, which "
-                  "gives sacrebleu 2.6.0's numbers (check them against this release)", RuntimeWarning, stacklevel=2)
+    warnings.warn(
+        f"sacrebleu {version} has no {owner_name}.{name}; scorers uses its public-API equivalent, which "
+        "gives sacrebleu 2.6.0's numbers (check them against this release)",
+        RuntimeWarning,
+        stacklevel=2,
+    )
     return fallback
 
 
@@ -66,7 +71,7 @@ def chrf_f_score(stats: Sequence[int], *, order: int, beta: int, eps_smoothing: 
     precision and recall averaged over the orders where both sides have n-grams.
     The floating-point operations are sacrebleu's, in its order, so the floats are equal.
     """
-    eps, factor = 1e-16, beta ** 2
+    eps, factor = 1e-16, beta**2
     f_sum, precision_sum, recall_sum, effective = 0.0, 0.0, 0.0, 0
     for at in range(0, 3 * order, 3):
         n_hyp, n_ref, n_match = stats[at], stats[at + 1], stats[at + 2]
@@ -158,16 +163,21 @@ class SacrebleuScorer(CachedSignature, Scorer):
     def aggregator(self) -> Aggregator:
         """Mean figures plus ``corpus_<metric>`` (sacrebleu's corpus figure), ``corpus_score``,
         ``corpus_signature`` and ``corpus_details``, from the rows' summed ``Score.stats``; mergeable."""
-        return StatsAggregator(self._corpus_figures, (f"corpus_{self.native_key}", "corpus_score",
-                                                      "corpus_signature", "corpus_details"))
+        return StatsAggregator(
+            self._corpus_figures, (f"corpus_{self.native_key}", "corpus_score", "corpus_signature", "corpus_details")
+        )
 
     def _corpus_figures(self, totals: Sequence[Any], rows: int) -> dict[str, Any]:
         *metric_totals, nrefs_sum, nrefs_squares = totals
         # The reference counts are all equal exactly when their variance is 0: rows * sum(k^2) == (sum k)^2.
         nrefs: int | str = nrefs_sum // rows if rows * nrefs_squares == nrefs_sum * nrefs_sum else "var"
         native, score, details = self._corpus_from_stats(metric_totals)
-        return {f"corpus_{self.native_key}": native, "corpus_score": score,
-                "corpus_signature": self._sacrebleu_signature(nrefs, corpus=True), "corpus_details": details}
+        return {
+            f"corpus_{self.native_key}": native,
+            "corpus_score": score,
+            "corpus_signature": self._sacrebleu_signature(nrefs, corpus=True),
+            "corpus_details": details,
+        }
 
     def _corpus_from_stats(self, totals: list[Any]) -> tuple[float, float, dict[str, Any]]:
         raise NotImplementedError

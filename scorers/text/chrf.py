@@ -8,6 +8,7 @@ the same rows. chrF++ is :class:`ChrF` with ``word_order=2``, registered as ``ch
 >>> round(ChrF(word_order=2)(output="the cat sat on the mat", expected="the cat sat on a mat").metadata["chrf"], 4)
 72.0304
 """
+
 from __future__ import annotations
 
 import string
@@ -48,13 +49,23 @@ class ChrF(SacrebleuScorer):
     algorithm_version = "1"
     native_key = "chrf"
 
-    def __init__(self, *, char_order: int = 6, word_order: int = 0, beta: int = 2, lowercase: bool = False,
-                 whitespace: bool = False, eps_smoothing: bool = False, name: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        char_order: int = 6,
+        word_order: int = 0,
+        beta: int = 2,
+        lowercase: bool = False,
+        whitespace: bool = False,
+        eps_smoothing: bool = False,
+        name: str | None = None,
+    ) -> None:
         super().__init__(name=name)
         for label, value, least in (("char_order", char_order, 0), ("word_order", word_order, 0), ("beta", beta, 0)):
             if not is_int(value) or value < least:
-                raise ConfigError(f"{self.name}: {label} must be a non-negative integer, got {value!r}",
-                                  scorer=self.name)
+                raise ConfigError(
+                    f"{self.name}: {label} must be a non-negative integer, got {value!r}", scorer=self.name
+                )
         if char_order + word_order == 0:
             raise ConfigError(f"{self.name}: char_order and word_order cannot both be 0", scorer=self.name)
         self.char_order, self.word_order, self.beta = char_order, word_order, beta
@@ -63,20 +74,36 @@ class ChrF(SacrebleuScorer):
     def _build_metric(self) -> Any:
         from sacrebleu.metrics.chrf import CHRF
 
-        return CHRF(char_order=self.char_order, word_order=self.word_order, beta=self.beta, lowercase=self.lowercase,
-                    whitespace=self.whitespace, eps_smoothing=self.eps_smoothing)
+        return CHRF(
+            char_order=self.char_order,
+            word_order=self.word_order,
+            beta=self.beta,
+            lowercase=self.lowercase,
+            whitespace=self.whitespace,
+            eps_smoothing=self.eps_smoothing,
+        )
 
     @lazy
     def _f_score(self) -> Callable[[Sequence[int]], float]:
         """chrF (0-100) from one segment's or the corpus' summed statistics."""
-        return sacrebleu_private(self._metric, "_compute_f_score",
-                                 partial(chrf_f_score, order=self.char_order + self.word_order, beta=self.beta,
-                                         eps_smoothing=self.eps_smoothing))
+        return sacrebleu_private(
+            self._metric,
+            "_compute_f_score",
+            partial(
+                chrf_f_score, order=self.char_order + self.word_order, beta=self.beta, eps_smoothing=self.eps_smoothing
+            ),
+        )
 
     def params(self) -> dict[str, Any]:
-        return {"char_order": self.char_order, "word_order": self.word_order, "beta": self.beta,
-                "lowercase": self.lowercase, "whitespace": self.whitespace, "eps_smoothing": self.eps_smoothing,
-                "sacrebleu_version": self._sacrebleu_version}
+        return {
+            "char_order": self.char_order,
+            "word_order": self.word_order,
+            "beta": self.beta,
+            "lowercase": self.lowercase,
+            "whitespace": self.whitespace,
+            "eps_smoothing": self.eps_smoothing,
+            "sacrebleu_version": self._sacrebleu_version,
+        }
 
     @lazy
     def _words(self) -> TokenCache:
@@ -107,14 +134,20 @@ class ChrF(SacrebleuScorer):
         out, at = [], 0
         for group in groups:
             best_stats, best_f = stats[at], -1.0
-            for candidate in stats[at:at + len(group)]:  # the first reference with the best F, as sacrebleu picks
+            for candidate in stats[at : at + len(group)]:  # the first reference with the best F, as sacrebleu picks
                 f = f_score(candidate)
                 if f > best_f:
                     best_f, best_stats = f, candidate
             at += len(group)
-            out.append(self.make_score(clamp_unit(best_f / 100), stats=with_nrefs(best_stats, len(group)),
-                                       chrf=best_f, nrefs=len(group),
-                                       sacrebleu_signature=self._sacrebleu_signature(len(group))))
+            out.append(
+                self.make_score(
+                    clamp_unit(best_f / 100),
+                    stats=with_nrefs(best_stats, len(group)),
+                    chrf=best_f,
+                    nrefs=len(group),
+                    sacrebleu_signature=self._sacrebleu_signature(len(group)),
+                )
+            )
         return out
 
     def _pair_stats(self, hyps: list[str], refs: list[str]) -> list[list[int]]:
@@ -139,14 +172,17 @@ class ChrF(SacrebleuScorer):
         return stats
 
     @staticmethod
-    def _order_columns(hyp: tuple[np.ndarray, np.ndarray], ref: tuple[np.ndarray, np.ndarray],
-                       max_order: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def _order_columns(
+        hyp: tuple[np.ndarray, np.ndarray], ref: tuple[np.ndarray, np.ndarray], max_order: int
+    ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         import numpy as np
 
         (hyp_ids, hyp_lens), (ref_ids, ref_lens) = hyp, ref
         matches = clipped_ngram_matches(hyp_ids, hyp_lens, ref_ids, ref_lens, np.arange(len(ref_lens)), max_order)
-        return [(np.maximum(hyp_lens - n + 1, 0), np.maximum(ref_lens - n + 1, 0), matches[:, n - 1])
-                for n in range(1, max_order + 1)]
+        return [
+            (np.maximum(hyp_lens - n + 1, 0), np.maximum(ref_lens - n + 1, 0), matches[:, n - 1])
+            for n in range(1, max_order + 1)
+        ]
 
     def _corpus_from_stats(self, totals: list[Any]) -> tuple[float, float, dict[str, Any]]:
         chrf = self._f_score(totals)

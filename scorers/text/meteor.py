@@ -26,6 +26,7 @@ on whitespace with ``tokenizer="whitespace"``.
 >>> round(METEOR()(output="the cat is glad", expected="the cat is happy").score, 4)
 0.7361
 """
+
 from __future__ import annotations
 
 import re
@@ -62,17 +63,41 @@ _WORD_CACHE_LIMIT = 500_000
 # apostrophe; the final str.split splits on every character that rule's \s
 # matches (a test checks this over all of Unicode).
 _TRIGGERS: dict[int, tuple[str, ...]] = {
-    0xF5F97B16: tuple("«“‘„`"), 0x552B5817: ('"',), 0x7A6ACDC1: ("`",), 0xA552A2E6: ('"', "'"),
-    0x0A4C0891: ("'",), 0x97E6B5A4: (".",), 0x20BD63CF: (":", ","), 0xF3ECCE43: (":", ","),
-    0x9CBCC8E7: (".",), 0x5AEC1400: tuple(";@#$%&"), 0x85436E84: tuple("\u2012\u2013\u2014\u2015"),
-    0x2FF832EA: (".",), 0x4D8DE2A1: ("?", "!"), 0x9A8F529F: ("'",), 0x68070C76: ("*",),
-    0xBDA0B379: tuple("»”’"), 0x536BAC96: ("'",), 0x251244EA: ('"',), 0xB1A97009: ("'",),
-    0x1322D0FE: ("'",), 0x09F447D7: ("'",), 0x118E0A43: tuple("[](){}<>"), 0x5680D0BE: ("-",),
-    0x531EC6D3: ("'",), 0x8CBBF7CF: ("'",),
+    0xF5F97B16: tuple("«“‘„`"),
+    0x552B5817: ('"',),
+    0x7A6ACDC1: ("`",),
+    0xA552A2E6: ('"', "'"),
+    0x0A4C0891: ("'",),
+    0x97E6B5A4: (".",),
+    0x20BD63CF: (":", ","),
+    0xF3ECCE43: (":", ","),
+    0x9CBCC8E7: (".",),
+    0x5AEC1400: tuple(";@#$%&"),
+    0x85436E84: tuple("\u2012\u2013\u2014\u2015"),
+    0x2FF832EA: (".",),
+    0x4D8DE2A1: ("?", "!"),
+    0x9A8F529F: ("'",),
+    0x68070C76: ("*",),
+    0xBDA0B379: tuple("»”’"),
+    0x536BAC96: ("'",),
+    0x251244EA: ('"',),
+    0xB1A97009: ("'",),
+    0x1322D0FE: ("'",),
+    0x09F447D7: ("'",),
+    0x118E0A43: tuple("[](){}<>"),
+    0x5680D0BE: ("-",),
+    0x531EC6D3: ("'",),
+    0x8CBBF7CF: ("'",),
 }
 _CASELESS_TRIGGERS: dict[int, str] = {
-    0xE043691E: "can", 0x987E9949: "d'", 0xC7EF1006: "gim", 0x33D3300C: "gon",
-    0xCC3C995D: "got", 0xAF200B39: "lem", 0xE3D748D8: "more'", 0x9148CCB4: "wan",
+    0xE043691E: "can",
+    0x987E9949: "d'",
+    0xC7EF1006: "gim",
+    0x33D3300C: "gon",
+    0xCC3C995D: "got",
+    0xAF200B39: "lem",
+    0xE3D748D8: "more'",
+    0x9148CCB4: "wan",
 }
 
 
@@ -99,8 +124,9 @@ class _WordTokenizer:
             return pattern, _replacement(template), _TRIGGERS.get(key), _CASELESS_TRIGGERS.get(key)
 
         t = nltk_tokenizer
-        self._before_padding = [rule(p, r) for p, r in (*t.STARTING_QUOTES, *t.PUNCTUATION,
-                                                         t.PARENS_BRACKETS, t.DOUBLE_DASHES)]
+        self._before_padding = [
+            rule(p, r) for p, r in (*t.STARTING_QUOTES, *t.PUNCTUATION, t.PARENS_BRACKETS, t.DOUBLE_DASHES)
+        ]
         self._after_padding = [rule(p, r) for p, r in t.ENDING_QUOTES]
         self._after_padding += [rule(p, r" \1 \2 ") for p in (*t.CONTRACTIONS2, *t.CONTRACTIONS3)]
 
@@ -136,7 +162,7 @@ def _replacement(template: str) -> str | Callable[[Any], str]:
     parts: list[str | int] = []
     position = 0
     for reference in _GROUP_REFERENCE.finditer(template):
-        parts.append(template[position:reference.start()])
+        parts.append(template[position : reference.start()])
         parts.append(int(reference.group(1) or reference.group(2)))
         position = reference.end()
     parts.append(template[position:])
@@ -208,8 +234,12 @@ def _index_synonyms() -> Callable[[str], Iterable[str]]:
     try:
         return synonym_index().synonyms
     except (ValueError, KeyError, IndexError) as exc:  # WordNet files nltk reads differently: use nltk itself
-        warnings.warn(f"METEOR: cannot index WordNet's synonyms ({exc}); using nltk's WordNet reader, which takes "
-                      "seconds to load", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"METEOR: cannot index WordNet's synonyms ({exc}); using nltk's WordNet reader, which takes "
+            "seconds to load",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return _nltk_wordnet_synonyms()
 
 
@@ -221,8 +251,12 @@ def _nltk_wordnet_synonyms() -> Callable[[str], Iterable[str]]:
 
     def synonyms_of(word: str) -> set[str]:
         with nltk_may_read_copy():  # a built copy is on nltk's path only while nltk reads it
-            return {name for synset in wordnet.synsets(word) for name in (lemma.name() for lemma in synset.lemmas())
-                    if "_" not in name}
+            return {
+                name
+                for synset in wordnet.synsets(word)
+                for name in (lemma.name() for lemma in synset.lemmas())
+                if "_" not in name
+            }
 
     return synonyms_of
 
@@ -283,8 +317,9 @@ def _align(hyp: list[str], ref: list[str], lexicon: _Lexicon, use_synonyms: bool
     hyp_left, ref_left = _match_stage(list(enumerate(hyp)), list(enumerate(ref)), matches)
     if hyp_left and ref_left:
         stem = lexicon.stem
-        hyp_left, ref_left = _match_stage([(i, stem(w)) for i, w in hyp_left],
-                                          [(j, stem(w)) for j, w in ref_left], matches)
+        hyp_left, ref_left = _match_stage(
+            [(i, stem(w)) for i, w in hyp_left], [(j, stem(w)) for j, w in ref_left], matches
+        )
         if use_synonyms and hyp_left and ref_left:
             _synonym_stage(hyp_left, ref_left, matches, lexicon)
     matches.sort()
@@ -300,8 +335,9 @@ def _chunks(matches: list[tuple[int, int]]) -> int:
     return chunks
 
 
-def _meteor(matched: int, hyp_length: int, ref_length: int, chunks: int,
-            alpha: float, beta: float, gamma: float) -> float:
+def _meteor(
+    matched: int, hyp_length: int, ref_length: int, chunks: int, alpha: float, beta: float, gamma: float
+) -> float:
     """nltk's formula, with its operations in its order so that the floats are the same."""
     if matched == 0:  # nltk's ZeroDivisionError branch: no match or an empty side
         return 0.0
@@ -326,7 +362,9 @@ class METEOR(Scorer):
 
     name = "METEOR"
     kind = "text"
-    description = "METEOR (nltk meteor_score): exact, stem and WordNet-synonym unigram alignment with a fragmentation penalty"
+    description = (
+        "METEOR (nltk meteor_score): exact, stem and WordNet-synonym unigram alignment with a fragmentation penalty"
+    )
     fields = (
         text_field("output", description="the hypothesis text"),
         references_field(description="the reference text, or a list of references (the best score counts)"),
@@ -334,9 +372,18 @@ class METEOR(Scorer):
     example = 'METEOR()(output="the cat is glad", expected="the cat is happy")'
     algorithm_version = "1"
 
-    def __init__(self, *, alpha: float = 0.9, beta: float = 3.0, gamma: float = 0.5, preprocess: str = "lower",
-                 stemmer: str = "porter", synonyms: str = "wordnet", tokenizer: str = "nltk",
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        alpha: float = 0.9,
+        beta: float = 3.0,
+        gamma: float = 0.5,
+        preprocess: str = "lower",
+        stemmer: str = "porter",
+        synonyms: str = "wordnet",
+        tokenizer: str = "nltk",
+        name: str | None = None,
+    ) -> None:
         super().__init__(name=name)
         self.alpha = _number("alpha", alpha, 0.0, 1.0, self.name)
         self.beta = _number("beta", beta, 0.0, None, self.name)
@@ -357,8 +404,13 @@ class METEOR(Scorer):
 
     def params(self) -> dict[str, Any]:
         params: dict[str, Any] = {
-            "alpha": self.alpha, "beta": self.beta, "gamma": self.gamma, "preprocess": self.preprocess,
-            "stemmer": self.stemmer, "synonyms": self.synonyms, "tokenizer": self.tokenizer,
+            "alpha": self.alpha,
+            "beta": self.beta,
+            "gamma": self.gamma,
+            "preprocess": self.preprocess,
+            "stemmer": self.stemmer,
+            "synonyms": self.synonyms,
+            "tokenizer": self.tokenizer,
             "nltk": self._nltk_version,
         }
         if self._wordnet_version is not None:
@@ -414,6 +466,7 @@ def _number(param: str, value: Any, low: float, high: float | None, scorer: str)
 
 def _choice(param: str, value: Any, allowed: Sequence[str], scorer: str) -> str:
     if value not in allowed:
-        raise ConfigError(f"{scorer}: {param} must be one of {', '.join(map(repr, allowed))}, got {value!r}",
-                          scorer=scorer)
+        raise ConfigError(
+            f"{scorer}: {param} must be one of {', '.join(map(repr, allowed))}, got {value!r}", scorer=scorer
+        )
     return value

@@ -23,6 +23,7 @@ characters, as rouge-score does (with ``"unicode"``: to ASCII tokens only).
 >>> s.score, s.metadata["precision"], round(s.metadata["recall"], 4)
 (0.5, 1.0, 0.3333)
 """
+
 from __future__ import annotations
 
 import re
@@ -56,8 +57,9 @@ _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
 _UNICODE_WORD = re.compile(r"[^\W_]+")
 _ONE_CHAR_SCRIPTS = re.compile(
-    "[\u3040-\u30ff\u3100-\u312f\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-    "\U00020000-\U0002fa1f]")
+    "[\u3040-\u30ff\u3100-\u312f\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]"
+)
+
 
 def _default_word_splitter(stem: Callable[[str], str] | None) -> Callable[[str], list[str]]:
     """rouge-score's tokenizer applied to one whitespace-separated word.
@@ -110,22 +112,35 @@ class ROUGE(CachedSignature, Scorer):
     name = "ROUGE"
     kind = "text"
     description = "rouge-score ROUGE F-measure (rougeN, rougeL, rougeLsum; optional Porter stemming)"
-    fields = (text_field("output", description="prediction (system output)"),
-              references_field(description="target text, or a list of targets (best F wins)"))
+    fields = (
+        text_field("output", description="prediction (system output)"),
+        references_field(description="target text, or a list of targets (best F wins)"),
+    )
     example = 'ROUGE(rouge_type="rouge1")(output="the cat sat", expected="the cat sat down")'
     algorithm_version = "1"
 
-    def __init__(self, *, rouge_type: str = "rougeL", use_stemmer: bool = False, tokenizer: str = "default",
-                 max_chars: int | Literal["auto"] | None = "auto", name: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        rouge_type: str = "rougeL",
+        use_stemmer: bool = False,
+        tokenizer: str = "default",
+        max_chars: int | Literal["auto"] | None = "auto",
+        name: str | None = None,
+    ) -> None:
         super().__init__(name=name)
         match = _ROUGE_N.match(rouge_type) if isinstance(rouge_type, str) else None
         if rouge_type not in ("rougeL", "rougeLsum") and match is None:
-            raise ConfigError(f"{self.name}: unknown rouge_type {rouge_type!r}; use rouge1 to rouge9 (rouge-score's "
-                              "range), rougeL or rougeLsum", scorer=self.name)
+            raise ConfigError(
+                f"{self.name}: unknown rouge_type {rouge_type!r}; use rouge1 to rouge9 (rouge-score's "
+                "range), rougeL or rougeLsum",
+                scorer=self.name,
+            )
         self._set_max_chars(DEFAULT_MAX_CHARS.get(rouge_type) if max_chars == "auto" else max_chars)
         if tokenizer not in TOKENIZERS:
-            raise ConfigError(f"{self.name}: unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}",
-                              scorer=self.name)
+            raise ConfigError(
+                f"{self.name}: unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}", scorer=self.name
+            )
         self.rouge_type = rouge_type
         self.order = int(match.group(1)) if match else 0
         self.use_stemmer = bool(use_stemmer)
@@ -137,8 +152,12 @@ class ROUGE(CachedSignature, Scorer):
         return porter_stem(self.name) if self.use_stemmer else None
 
     def params(self) -> dict[str, Any]:
-        params: dict[str, Any] = {"rouge_type": self.rouge_type, "use_stemmer": self.use_stemmer,
-                                  "tokenizer": self.tokenizer, "reference": REFERENCE}
+        params: dict[str, Any] = {
+            "rouge_type": self.rouge_type,
+            "use_stemmer": self.use_stemmer,
+            "tokenizer": self.tokenizer,
+            "reference": REFERENCE,
+        }
         if self.use_stemmer:
             params["nltk_version"] = optional_import("nltk", scorer=self.name, extra="text").__version__
         return params
@@ -168,8 +187,11 @@ class ROUGE(CachedSignature, Scorer):
         sizes = [len(row["expected"]) for row in rows]
         if self.rouge_type == "rougeLsum":
             predictions = [self._sentence_ids(row["output"], cache) for row in rows]
-            prf = [_summary_lcs_prf(self._sentence_ids(target, cache), predictions[i])
-                   for i, row in enumerate(rows) for target in row["expected"]]
+            prf = [
+                _summary_lcs_prf(self._sentence_ids(target, cache), predictions[i])
+                for i, row in enumerate(rows)
+                for target in row["expected"]
+            ]
         else:
             prepared = [self._prepared(row["output"]) for row in rows]
             pred_ids, pred_lens = cache.ids_of_texts([prepared[i] for i, size in enumerate(sizes) for _ in range(size)])
@@ -177,27 +199,35 @@ class ROUGE(CachedSignature, Scorer):
             if self.order:
                 prf = self._ngram_prf(pred_ids, pred_lens, target_ids, target_lens)
             else:
-                prf = [_lcs_prf(t, p) for p, t in zip(split_flat(pred_ids, pred_lens), split_flat(target_ids, target_lens))]
+                prf = [
+                    _lcs_prf(t, p) for p, t in zip(split_flat(pred_ids, pred_lens), split_flat(target_ids, target_lens))
+                ]
         if len(prf) == len(rows):  # one reference each
             chosen = [(p, r, f, 1, 0) for p, r, f in prf]
         else:
             chosen, at = [], 0
             for size in sizes:
-                scores = prf[at:at + size]
+                scores = prf[at : at + size]
                 best = max(range(size), key=lambda i: (scores[i][2], -i))  # first of the best F, like score_multi
                 chosen.append((*scores[best], size, best))
                 at += size
         rouge_type, make_score = self.rouge_type, self.make_score
-        return [make_score(min(1.0, f), precision=p, recall=r, fmeasure=f, rouge_type=rouge_type, nrefs=size,
-                           best_reference=best) for p, r, f, size, best in chosen]
+        return [
+            make_score(
+                min(1.0, f), precision=p, recall=r, fmeasure=f, rouge_type=rouge_type, nrefs=size, best_reference=best
+            )
+            for p, r, f, size, best in chosen
+        ]
 
-    def _ngram_prf(self, pred_ids: np.ndarray, pred_lens: np.ndarray, target_ids: np.ndarray,
-                   target_lens: np.ndarray) -> list[tuple[float, float, float]]:
+    def _ngram_prf(
+        self, pred_ids: np.ndarray, pred_lens: np.ndarray, target_ids: np.ndarray, target_lens: np.ndarray
+    ) -> list[tuple[float, float, float]]:
         import numpy as np
 
         n = self.order
-        overlap = clipped_ngram_matches(pred_ids, pred_lens, target_ids, target_lens, np.arange(len(target_lens)),
-                                        max_order=n, min_order=n)[:, 0]
+        overlap = clipped_ngram_matches(
+            pred_ids, pred_lens, target_ids, target_lens, np.arange(len(target_lens)), max_order=n, min_order=n
+        )[:, 0]
         # Element-wise IEEE operations in rouge-score's order, so the floats are the same as its Python ones.
         precision = overlap / np.maximum(pred_lens - n + 1, 1)
         recall = overlap / np.maximum(target_lens - n + 1, 1)
@@ -268,6 +298,10 @@ def _summary_lcs_prf(target: list[list[int]], prediction: list[list[int]]) -> tu
     return precision, recall, _fmeasure(precision, recall)
 
 
-for _name, _type, _aliases in (("ROUGE-1", "rouge1", ("rouge1",)), ("ROUGE-2", "rouge2", ("rouge2",)),
-                               ("ROUGE-L", "rougeL", ("rougeL",)), ("ROUGE-Lsum", "rougeLsum", ("rougeLsum",))):
+for _name, _type, _aliases in (
+    ("ROUGE-1", "rouge1", ("rouge1",)),
+    ("ROUGE-2", "rouge2", ("rouge2",)),
+    ("ROUGE-L", "rougeL", ("rougeL",)),
+    ("ROUGE-Lsum", "rougeLsum", ("rougeLsum",)),
+):
     register(name=_name, aliases=_aliases, rouge_type=_type)(ROUGE)

@@ -11,6 +11,7 @@ processes that the scorer owns (:mod:`scorers.text._pool`); close them with
 >>> TER()(output="the cat sat", expected="the cat sat down").score
 0.75
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -38,8 +39,9 @@ def _sacrebleu_ter(settings: _TERSettings) -> Any:
     from sacrebleu.metrics.ter import TER as SacreTER
 
     normalized, no_punct, asian_support, case_sensitive = settings
-    return SacreTER(normalized=normalized, no_punct=no_punct, asian_support=asian_support,
-                    case_sensitive=case_sensitive)
+    return SacreTER(
+        normalized=normalized, no_punct=no_punct, asian_support=asian_support, case_sensitive=case_sensitive
+    )
 
 
 def _ter_chunk(settings: _TERSettings, rows: list[tuple[str, tuple[str, ...]]]) -> list[tuple[float, int, float]]:
@@ -94,14 +96,21 @@ class TER(SacrebleuScorer):
     algorithm_version = "1"
     native_key = "ter"
 
-    def __init__(self, *, normalized: bool = False, no_punct: bool = False, asian_support: bool = False,
-                 case_sensitive: bool = False, max_chars: int | None = 5_000, processes: int = 1,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        normalized: bool = False,
+        no_punct: bool = False,
+        asian_support: bool = False,
+        case_sensitive: bool = False,
+        max_chars: int | None = 5_000,
+        processes: int = 1,
+        name: str | None = None,
+    ) -> None:
         super().__init__(name=name)
         self._set_max_chars(max_chars)
         if not is_int(processes) or processes < 1:
-            raise ConfigError(f"{self.name}: processes must be a positive integer, got {processes!r}",
-                              scorer=self.name)
+            raise ConfigError(f"{self.name}: processes must be a positive integer, got {processes!r}", scorer=self.name)
         #: Worker processes for big batches (1: none; not part of the signature, the numbers are the same).
         self.processes = processes
         self.normalized, self.no_punct = bool(normalized), bool(no_punct)
@@ -119,8 +128,13 @@ class TER(SacrebleuScorer):
         return sacrebleu_private(self._metric, "_compute_score_from_stats", ter_from_stats)
 
     def params(self) -> dict[str, Any]:
-        return {"normalized": self.normalized, "no_punct": self.no_punct, "asian_support": self.asian_support,
-                "case_sensitive": self.case_sensitive, "sacrebleu_version": self._sacrebleu_version}
+        return {
+            "normalized": self.normalized,
+            "no_punct": self.no_punct,
+            "asian_support": self.asian_support,
+            "case_sensitive": self.case_sensitive,
+            "sacrebleu_version": self._sacrebleu_version,
+        }
 
     # ------------------------------------------------------------- processes
     @lazy
@@ -145,7 +159,9 @@ class TER(SacrebleuScorer):
         settings = self._settings()
         if self.processes > 1 and len(rows) >= TER_PARALLEL_MIN_ROWS:
             size = -(-len(rows) // (4 * self.processes))
-            done = self._pool.map(partial(_ter_chunk, settings), [rows[i:i + size] for i in range(0, len(rows), size)])
+            done = self._pool.map(
+                partial(_ter_chunk, settings), [rows[i : i + size] for i in range(0, len(rows), size)]
+            )
             if done is not None:
                 return [r for chunk in done for r in chunk]
         return _ter_chunk(settings, rows)
@@ -163,9 +179,17 @@ class TER(SacrebleuScorer):
             # the averages are integers (kept as int here: one reference, or lengths divisible by their
             # count) or halves and quarters (2 or 4 references), as long as the sums stay below 2**50.
             average = int(ref_length) if float(ref_length).is_integer() else ref_length
-            out.append(self.make_score(self._unit(ter), stats=with_nrefs([num_edits, average], nrefs), ter=ter,
-                                       num_edits=num_edits, ref_length=ref_length, nrefs=nrefs,
-                                       sacrebleu_signature=self._sacrebleu_signature(nrefs)))
+            out.append(
+                self.make_score(
+                    self._unit(ter),
+                    stats=with_nrefs([num_edits, average], nrefs),
+                    ter=ter,
+                    num_edits=num_edits,
+                    ref_length=ref_length,
+                    nrefs=nrefs,
+                    sacrebleu_signature=self._sacrebleu_signature(nrefs),
+                )
+            )
         return out
 
     @staticmethod
@@ -174,5 +198,4 @@ class TER(SacrebleuScorer):
 
     def _corpus_from_stats(self, totals: list[Any]) -> tuple[float, float, dict[str, Any]]:
         result = self._from_stats(totals)
-        return result.score, self._unit(result.score), {"num_edits": result.num_edits,
-                                                        "ref_length": result.ref_length}
+        return result.score, self._unit(result.score), {"num_edits": result.num_edits, "ref_length": result.ref_length}

@@ -34,6 +34,7 @@ SHA-256 and the nltk version; its synonym sets equal nltk's (the tests compare).
 Setup scripts can build the copy and the index eagerly with
 ``python -m scorers.text.wordnet`` (prints the corpus folder and the index file).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -75,22 +76,69 @@ DEBIAN_WORDNET_DIR = Path("/usr/share/wordnet")
 
 #: The files nltk's ``WordNetCorpusReader`` reads, besides ``lexnames``.
 SOURCE_FILES = (
-    "adj.exc", "adv.exc", "noun.exc", "verb.exc",
-    "data.adj", "data.adv", "data.noun", "data.verb",
-    "index.adj", "index.adv", "index.noun", "index.verb",
-    "index.sense", "cntlist.rev",
+    "adj.exc",
+    "adv.exc",
+    "noun.exc",
+    "verb.exc",
+    "data.adj",
+    "data.adv",
+    "data.noun",
+    "data.verb",
+    "index.adj",
+    "index.adv",
+    "index.noun",
+    "index.verb",
+    "index.sense",
+    "cntlist.rev",
 )
 
 #: WordNet 3.0's 45 lexicographer files, in file-number order (see ``lexnames(5WN)``).
 LEXICOGRAPHER_FILES = (
-    "adj.all", "adj.pert", "adv.all", "noun.Tops", "noun.act", "noun.animal", "noun.artifact",
-    "noun.attribute", "noun.body", "noun.cognition", "noun.communication", "noun.event", "noun.feeling",
-    "noun.food", "noun.group", "noun.location", "noun.motive", "noun.object", "noun.person",
-    "noun.phenomenon", "noun.plant", "noun.possession", "noun.process", "noun.quantity", "noun.relation",
-    "noun.shape", "noun.state", "noun.substance", "noun.time", "verb.body", "verb.change", "verb.cognition",
-    "verb.communication", "verb.competition", "verb.consumption", "verb.contact", "verb.creation",
-    "verb.emotion", "verb.motion", "verb.perception", "verb.possession", "verb.social", "verb.stative",
-    "verb.weather", "adj.ppl",
+    "adj.all",
+    "adj.pert",
+    "adv.all",
+    "noun.Tops",
+    "noun.act",
+    "noun.animal",
+    "noun.artifact",
+    "noun.attribute",
+    "noun.body",
+    "noun.cognition",
+    "noun.communication",
+    "noun.event",
+    "noun.feeling",
+    "noun.food",
+    "noun.group",
+    "noun.location",
+    "noun.motive",
+    "noun.object",
+    "noun.person",
+    "noun.phenomenon",
+    "noun.plant",
+    "noun.possession",
+    "noun.process",
+    "noun.quantity",
+    "noun.relation",
+    "noun.shape",
+    "noun.state",
+    "noun.substance",
+    "noun.time",
+    "verb.body",
+    "verb.change",
+    "verb.cognition",
+    "verb.communication",
+    "verb.competition",
+    "verb.consumption",
+    "verb.contact",
+    "verb.creation",
+    "verb.emotion",
+    "verb.motion",
+    "verb.perception",
+    "verb.possession",
+    "verb.social",
+    "verb.stative",
+    "verb.weather",
+    "adj.ppl",
 )
 
 #: Syntactic category numbers used in ``lexnames``' third column.
@@ -114,8 +162,7 @@ def lexnames_table() -> str:
     '44\\tadj.ppl\\t3'
     """
     return "".join(
-        f"{number:02d}\t{name}\t{_CATEGORY[name.split('.')[0]]}\n"
-        for number, name in enumerate(LEXICOGRAPHER_FILES)
+        f"{number:02d}\t{name}\t{_CATEGORY[name.split('.')[0]]}\n" for number, name in enumerate(LEXICOGRAPHER_FILES)
     )
 
 
@@ -297,8 +344,10 @@ def _reader(location: str) -> Any:
         if pointer is None:
             raise ConfigError(f"METEOR needs WordNet 3.0, which nltk cannot find. {_INSTALL_HINT}")
         # As nltk.corpus defines ``wordnet``: the multilingual data is found on nltk's path if it is ever used.
-        return WordNetCorpusReader(str(pointer) if isinstance(pointer, Path) else pointer,
-                                   LazyCorpusLoader("omw-2.0", CorpusReader, r".*/wn-data-.*\.tab", encoding="utf8"))
+        return WordNetCorpusReader(
+            str(pointer) if isinstance(pointer, Path) else pointer,
+            LazyCorpusLoader("omw-2.0", CorpusReader, r".*/wn-data-.*\.tab", encoding="utf8"),
+        )
 
 
 def wordnet_version() -> str:
@@ -323,8 +372,9 @@ INDEX_FORMAT = 1
 #: Parts of speech in the order nltk's ``wordnet.synsets`` visits them, with their file suffixes.
 _PARTS_OF_SPEECH = (("n", "noun"), ("v", "verb"), ("a", "adj"), ("r", "adv"))
 #: The corpus files whose content the index is built from (their SHA-256 keys it).
-INDEX_SOURCE_FILES = (tuple(f"{kind}.{suffix}" for kind in ("index", "data") for _, suffix in _PARTS_OF_SPEECH)
-                      + tuple(f"{suffix}.exc" for _, suffix in _PARTS_OF_SPEECH))
+INDEX_SOURCE_FILES = tuple(f"{kind}.{suffix}" for kind in ("index", "data") for _, suffix in _PARTS_OF_SPEECH) + tuple(
+    f"{suffix}.exc" for _, suffix in _PARTS_OF_SPEECH
+)
 #: A lemma's syntactic marker in the data files, e.g. ``(a)`` in ``galore(ip)``, which nltk strips from its name.
 _MARKER = re.compile(r"(.*?)(\([^()]*\))?$")
 _HEADER = "# scorers WordNet synonym index"
@@ -350,8 +400,9 @@ class SynonymIndex:
         self.header: dict[str, Any] = json.loads(header)
         if self.header.get("format") != INDEX_FORMAT:
             raise ValueError(f"synonym index format {self.header.get('format')!r}, expected {INDEX_FORMAT}")
-        self._rules = [tuple((old, new) for old, new in self.header["substitutions"][pos]) for pos, _ in
-                       _PARTS_OF_SPEECH]
+        self._rules = [
+            tuple((old, new) for old, new in self.header["substitutions"][pos]) for pos, _ in _PARTS_OF_SPEECH
+        ]
         self._lines = rest.split("\n")
         if len(self._lines) != self.header["entries"]:
             raise ValueError(f"synonym index with {len(self._lines)} entries, its header says {self.header['entries']}")
@@ -377,7 +428,7 @@ class SynonymIndex:
             if exceptions:  # "+" then the base forms: the form is on this part of speech's exception list
                 candidates = [form, *exceptions[1:].split()]
             else:
-                candidates = [form, *(form[:-len(old)] + new for old, new in rules if form.endswith(old))]
+                candidates = [form, *(form[: -len(old)] + new for old, new in rules if form.endswith(old))]
             for candidate in candidates:
                 entry = own if candidate == form else self._entry(candidate)
                 if entry is not None and entry[1 + p]:
@@ -409,9 +460,14 @@ def build_synonym_index(read: Callable[[str], bytes], *, checksum: str = "") -> 
             offset, _, _, count, rest = line.split(None, 4)  # lex_filenum, ss_type, w_cnt, then the words
             if int(offset) != at:
                 raise ValueError(f"data.{suffix}: the line at byte {at} gives offset {offset}")
-            words = rest.split(None, 2 * int(count, 16))[:2 * int(count, 16):2]  # each word is followed by its lex_id
-            names[(pos, at)] = [name for name in (_MARKER.match(word).group(1) if word[-1] == ")" else word
-                                                  for word in words) if "_" not in name]
+            words = rest.split(None, 2 * int(count, 16))[
+                : 2 * int(count, 16) : 2
+            ]  # each word is followed by its lex_id
+            names[(pos, at)] = [
+                name
+                for name in (_MARKER.match(word).group(1) if word[-1] == ")" else word for word in words)
+                if "_" not in name
+            ]
     table: dict[str, list[Any]] = {}  # form -> [names per part of speech (None: not listed), exceptions per part]
 
     def row(form: str) -> list[Any]:
@@ -427,7 +483,7 @@ def build_synonym_index(read: Callable[[str], bytes], *, checksum: str = "") -> 
                 continue
             fields = line.split()
             lemma, listed_pos, synsets, pointers = fields[0], fields[1], int(fields[2]), int(fields[3])
-            offsets = [int(offset) for offset in fields[6 + pointers:6 + pointers + synsets]]
+            offsets = [int(offset) for offset in fields[6 + pointers : 6 + pointers + synsets]]
             if listed_pos not in positions or len(offsets) != synsets or synsets < 1:
                 raise ValueError(f"index.{suffix}: unreadable line {line[:60]!r}")
             try:  # nltk looks a lemma's synsets up in the data file of the part of speech it was listed under
@@ -444,11 +500,22 @@ def build_synonym_index(read: Callable[[str], bytes], *, checksum: str = "") -> 
         if not form or any(c in form for c in "\t\n"):
             continue  # split() never makes such a form
         fields = table[form]
-        lines.append("\t".join([form, *(" ".join(sorted(n)) if n else "" for n in fields[:4]),
-                                 *("" if e is None else "+" + " ".join(e) for e in fields[4:])]))
-    header = {"format": INDEX_FORMAT, "nltk": _nltk_version(), "source_sha256": checksum,
-              "substitutions": {pos: [list(rule) for rule in substitutions[pos]] for pos, _ in _PARTS_OF_SPEECH},
-              "entries": len(lines)}
+        lines.append(
+            "\t".join(
+                [
+                    form,
+                    *(" ".join(sorted(n)) if n else "" for n in fields[:4]),
+                    *("" if e is None else "+" + " ".join(e) for e in fields[4:]),
+                ]
+            )
+        )
+    header = {
+        "format": INDEX_FORMAT,
+        "nltk": _nltk_version(),
+        "source_sha256": checksum,
+        "substitutions": {pos: [list(rule) for rule in substitutions[pos]] for pos, _ in _PARTS_OF_SPEECH},
+        "entries": len(lines),
+    }
     return "\n".join([f"{_HEADER}\t{json.dumps(header, sort_keys=True)}", *lines])
 
 
@@ -485,8 +552,11 @@ class _Source:
 
     def stamp(self) -> str:
         """Sizes and modification times of the files: when unchanged, the recorded checksum still holds."""
-        files = [self.folder / name for name in INDEX_SOURCE_FILES] if self.folder else [
-            Path(self.pointer.zipfile.filename)]
+        files = (
+            [self.folder / name for name in INDEX_SOURCE_FILES]
+            if self.folder
+            else [Path(self.pointer.zipfile.filename)]
+        )
         return json.dumps([(str(f), st.st_size, st.st_mtime_ns) for f in files for st in [f.stat()]])
 
     def checksum(self) -> str:
@@ -539,9 +609,12 @@ def _load_synonym_index(location: str, cache_dir: str, nltk_version: str) -> Syn
         stamps[location] = {"stamp": stamp, "sha256": checksum}
         _write_atomically(stamps_file, json.dumps(stamps, indent=1, sort_keys=True))
     except OSError as exc:
-        warnings.warn(f"METEOR: could not save the WordNet synonym index to {path} ({exc}); it is rebuilt in every "
-                      "process (about a second). Set SCORERS_NLTK_DATA to a writable folder.", RuntimeWarning,
-                      stacklevel=3)
+        warnings.warn(
+            f"METEOR: could not save the WordNet synonym index to {path} ({exc}); it is rebuilt in every "
+            "process (about a second). Set SCORERS_NLTK_DATA to a writable folder.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return SynonymIndex(text)
     return SynonymIndex(text, path=path)
 

@@ -1,4 +1,5 @@
 """Tests of the harness adapters, and the scorers they share."""
+
 from scorers import Scorer, text_field
 
 

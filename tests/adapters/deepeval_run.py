@@ -5,6 +5,7 @@ Usage: ``python deepeval_run.py SCENARIO OUT.json``. Writes what DeepEval return
 raised, the error's type names and message. DeepEval is imported inside the functions: our own suite collects this
 file for doctests (``--doctest-modules``) in the main environment, which has no DeepEval.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,11 @@ from typing import Any
 from scorers import Scorer, references_field, text_field
 from scorers.adapters.deepeval import MissingTestCaseFieldError, metric
 
-QUESTIONS = [("Capital of France?", "Paris", "Paris"), ("Capital of Italy?", "Roma", "Rome"),
-             ("Largest planet?", "Saturn", "Jupiter")]
+QUESTIONS = [
+    ("Capital of France?", "Paris", "Paris"),
+    ("Capital of Italy?", "Roma", "Rome"),
+    ("Largest planet?", "Saturn", "Jupiter"),
+]
 
 
 class Grounded(Scorer):
@@ -33,11 +37,27 @@ def run(cases: list, metrics: list, **config: Any) -> list[dict[str, Any]]:
     from deepeval.evaluate.configs import DisplayConfig
 
     result = evaluate(cases, metrics, display_config=DisplayConfig(show_indicator=False, print_results=False), **config)
-    return [{"name": t.name, "success": t.success, "input": t.input,
-             "metrics": [{"name": m.name, "score": m.score, "success": m.success, "reason": m.reason,
-                          "error": m.error, "threshold": m.threshold, "strict_mode": m.strict_mode,
-                          "evaluation_model": m.evaluation_model} for m in t.metrics_data or []]}
-            for t in result.test_results]
+    return [
+        {
+            "name": t.name,
+            "success": t.success,
+            "input": t.input,
+            "metrics": [
+                {
+                    "name": m.name,
+                    "score": m.score,
+                    "success": m.success,
+                    "reason": m.reason,
+                    "error": m.error,
+                    "threshold": m.threshold,
+                    "strict_mode": m.strict_mode,
+                    "evaluation_model": m.evaluation_model,
+                }
+                for m in t.metrics_data or []
+            ],
+        }
+        for t in result.test_results
+    ]
 
 
 def scenario(name: str) -> Any:
@@ -53,35 +73,56 @@ def scenario(name: str) -> Any:
     if name == "scores":  # run_async (DeepEval's default) calls a_measure
         return run(CASES, [metric("ExactMatch"), metric("Levenshtein", threshold=0.7), metric(OnlyCapitals())])
     if name == "scores_sync":  # AsyncConfig(run_async=False) calls measure
-        return run(CASES, [metric("ExactMatch"), metric("Levenshtein", threshold=0.7), metric(OnlyCapitals())],
-                   async_config=AsyncConfig(run_async=False))
+        return run(
+            CASES,
+            [metric("ExactMatch"), metric("Levenshtein", threshold=0.7), metric(OnlyCapitals())],
+            async_config=AsyncConfig(run_async=False),
+        )
     if name == "strict":
-        return run(CASES, [metric("Levenshtein", strict_mode=True, verbose_mode=True),
-                           metric("ExactMatch", ignore_case=True)])
+        return run(
+            CASES, [metric("Levenshtein", strict_mode=True, verbose_mode=True), metric("ExactMatch", ignore_case=True)]
+        )
     if name == "fields":  # the reference from the metadata, the input from another attribute
         case = LLMTestCase(input="q", actual_output="Rome", metadata={"gold": {"answer": "Rome"}})
         return run([case], [metric("ExactMatch", fields={"expected": "metadata.gold.answer"})])
     if name == "missing_ignored":
         return run(NO_EXPECTED, [metric("ExactMatch")], error_config=ErrorConfig(ignore_errors=True))
     if name == "missing_skipped":
-        return run(NO_EXPECTED, [metric("ExactMatch"), metric(OnlyCapitals())],
-                   error_config=ErrorConfig(skip_on_missing_params=True))
+        return run(
+            NO_EXPECTED,
+            [metric("ExactMatch"), metric(OnlyCapitals())],
+            error_config=ErrorConfig(skip_on_missing_params=True),
+        )
     if name == "missing_raised":
         return run(NO_EXPECTED, [metric("ExactMatch")])
     if name == "context":  # retrieval_context by default, as text or RetrievedContextData; context on request
-        case = LLMTestCase(input="q", actual_output="Paris", context=["Rome is in Italy."],
-                           retrieval_context=["Lyon is in France.",
-                                              RetrievedContextData(context="Paris is in France.", source="atlas")])
-        return run([case], [metric(Grounded()),
-                            metric(Grounded(name="GroundedInContext"), fields={"context": "context"})])
+        case = LLMTestCase(
+            input="q",
+            actual_output="Paris",
+            context=["Rome is in Italy."],
+            retrieval_context=[
+                "Lyon is in France.",
+                RetrievedContextData(context="Paris is in France.", source="atlas"),
+            ],
+        )
+        return run(
+            [case], [metric(Grounded()), metric(Grounded(name="GroundedInContext"), fields={"context": "context"})]
+        )
     if name == "pickle":  # the missing-field error crosses process boundaries intact
         import pickle
+
         try:
             metric("ExactMatch").measure(NO_EXPECTED[0])
         except MissingTestCaseFieldError as exc:
             back = pickle.loads(pickle.dumps(exc))
-            return [type(back).__name__, str(back), back.field, back.attribute, back.scorer,
-                    [c.__name__ for c in type(back).__mro__]]
+            return [
+                type(back).__name__,
+                str(back),
+                back.field,
+                back.attribute,
+                back.scorer,
+                [c.__name__ for c in type(back).__mro__],
+            ]
         raise AssertionError("no error")
     if name == "config_errors":  # mistakes in metric()'s arguments, found before anything runs
         found = []

@@ -1,11 +1,13 @@
 """Our scorers and judges inside a real ``braintrust.Eval``, run locally (``no_send_logs=True``), offline."""
+
 from __future__ import annotations
 
 import pytest
 
 import scorers
 from scorers import Scorer, UnknownArgumentError, text_field
-from scorers.adapters.braintrust import DROPPED, scorer, scorers as bt_scorers
+from scorers.adapters.braintrust import DROPPED, scorer
+from scorers.adapters.braintrust import scorers as bt_scorers
 from scorers.testing import LoopbackLLM, Reply
 
 from . import OnlyCapitals
@@ -18,8 +20,12 @@ ROWS = [
     {"input": "Largest planet?", "expected": "Jupiter"},
     {"input": "Author of Hamlet?", "expected": "William Shakespeare"},
 ]
-ANSWERS = {"Capital of France?": "Paris", "Capital of Italy?": "Milan", "Largest planet?": "jupiter",
-           "Author of Hamlet?": "Shakespeare"}
+ANSWERS = {
+    "Capital of France?": "Paris",
+    "Capital of Italy?": "Milan",
+    "Largest planet?": "jupiter",
+    "Author of Hamlet?": "Shakespeare",
+}
 
 
 def task(input: str) -> str:
@@ -27,8 +33,9 @@ def task(input: str) -> str:
 
 
 def run_eval(scores: list, data: list[dict] | None = None) -> "braintrust.framework.EvalResultWithSummary":
-    return braintrust.Eval("scorers-adapter-test", data=lambda: list(data or ROWS), task=task, scores=scores,
-                           no_send_logs=True)
+    return braintrust.Eval(
+        "scorers-adapter-test", data=lambda: list(data or ROWS), task=task, scores=scores, no_send_logs=True
+    )
 
 
 def test_braintrust_passes_exactly_these_extra_keywords() -> None:
@@ -52,8 +59,9 @@ def test_summary_equals_ours(llm_env: LoopbackLLM) -> None:
 
     assert [r.error for r in result.results] == [None] * len(ROWS)
     assert [r.metadata.get("scorer_errors") for r in result.results] == [None] * len(ROWS)
-    run = scorers.evaluate([{**row, "output": task(row["input"])} for row in ROWS],
-                           ["ExactMatch", "Levenshtein", "Factuality"])
+    run = scorers.evaluate(
+        [{**row, "output": task(row["input"])} for row in ROWS], ["ExactMatch", "Levenshtein", "Factuality"]
+    )
     ours = run.collect()
     for bt_row, our_row in zip(result.results, ours):
         assert bt_row.scores == our_row.scores
@@ -70,13 +78,16 @@ def test_summary_equals_ours(llm_env: LoopbackLLM) -> None:
 def test_metadata_and_partial_fields_reach_the_scorer() -> None:
     class Echo(Scorer):
         """1 if the row's metadata names the output; reads a judge-style extra field bound with partial."""
+
         fields = (text_field("output"), text_field("topic"))
 
         def _score(self, *, output, topic, metadata):
             return self.make_score(float(metadata.get("answer") == output), topic=topic)
 
-    data = [{"input": "Capital of France?", "expected": "Paris", "metadata": {"answer": "Paris"}},
-            {"input": "Capital of Italy?", "expected": "Rome", "metadata": {"answer": "Rome"}}]
+    data = [
+        {"input": "Capital of France?", "expected": "Paris", "metadata": {"answer": "Paris"}},
+        {"input": "Capital of Italy?", "expected": "Rome", "metadata": {"answer": "Rome"}},
+    ]
     result = run_eval([scorer(Echo().partial(topic="geography"))], data)
     assert [r.scores for r in result.results] == [{"Echo": 1.0}, {"Echo": 0.0}]
 

@@ -10,6 +10,7 @@ temporary folder with ``DEEPEVAL_TELEMETRY_OPT_OUT=YES`` and
 DeepEval produced: each test result's metrics data, the junit report of the
 pytest run.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -31,8 +32,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 VENV = ROOT / ".cache" / "harness" / "deepeval"
 PYTHON = VENV / "bin" / "python"
-QUESTIONS = [("Capital of France?", "Paris", "Paris"), ("Capital of Italy?", "Roma", "Rome"),
-             ("Largest planet?", "Saturn", "Jupiter")]
+QUESTIONS = [
+    ("Capital of France?", "Paris", "Paris"),
+    ("Capital of Italy?", "Roma", "Rome"),
+    ("Largest planet?", "Saturn", "Jupiter"),
+]
 
 
 def python() -> Path:
@@ -42,15 +46,26 @@ def python() -> Path:
 
 
 def harness_env(tmp_path: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    return {**os.environ, "DEEPEVAL_TELEMETRY_OPT_OUT": "YES", "DEEPEVAL_CACHE_FOLDER": str(tmp_path / "deepeval"),
-            "HOME": str(tmp_path), **(extra or {})}
+    return {
+        **os.environ,
+        "DEEPEVAL_TELEMETRY_OPT_OUT": "YES",
+        "DEEPEVAL_CACHE_FOLDER": str(tmp_path / "deepeval"),
+        "HOME": str(tmp_path),
+        **(extra or {}),
+    }
 
 
 def scenario(tmp_path: Path, name: str, env: dict[str, str] | None = None) -> Any:
     """What ``deepeval_run.py NAME`` got from ``deepeval.evaluate``: the test results, or what it raised."""
     out = tmp_path / f"{name}.json"
-    done = subprocess.run([str(python()), str(HERE / "deepeval_run.py"), name, str(out)], cwd=tmp_path,
-                          env=harness_env(tmp_path, env), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [str(python()), str(HERE / "deepeval_run.py"), name, str(out)],
+        cwd=tmp_path,
+        env=harness_env(tmp_path, env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0 and out.exists(), f"{done.stdout}\n{done.stderr}"
     return json.loads(out.read_text())
 
@@ -73,8 +88,9 @@ def test_evaluate_scores_equal_ours(tmp_path: Path, name: str) -> None:
         assert {n: case[n]["score"] for n in our.scores} == our.scores
     assert [{n: m["success"] for n, m in case.items()} for case in cases] == [
         {"ExactMatch": True, "Levenshtein": True, "OnlyCapitals": True},
-        {"ExactMatch": False, "Levenshtein": True, "OnlyCapitals": True},   # 0.75 >= 0.7
-        {"ExactMatch": False, "Levenshtein": False, "OnlyCapitals": False}]
+        {"ExactMatch": False, "Levenshtein": True, "OnlyCapitals": True},  # 0.75 >= 0.7
+        {"ExactMatch": False, "Levenshtein": False, "OnlyCapitals": False},
+    ]
     assert sorted(r["success"] for r in results) == [False, False, True]
     assert cases[1]["Levenshtein"]["reason"] == "Levenshtein 0.750 >= 0.7"
     assert cases[1]["Levenshtein"]["threshold"] == 0.7 and cases[1]["ExactMatch"]["threshold"] == 0.5
@@ -85,8 +101,9 @@ def test_evaluate_scores_equal_ours(tmp_path: Path, name: str) -> None:
 
 def test_strict_mode_and_parameters(tmp_path: Path) -> None:
     cases = metrics_by_case(scenario(tmp_path, "strict")["results"])
-    assert [(c["Levenshtein"]["score"], c["Levenshtein"]["threshold"], c["Levenshtein"]["strict_mode"])
-            for c in cases] == [(1.0, 1.0, True), (0.0, 1.0, True), (0.0, 1.0, True)]
+    assert [
+        (c["Levenshtein"]["score"], c["Levenshtein"]["threshold"], c["Levenshtein"]["strict_mode"]) for c in cases
+    ] == [(1.0, 1.0, True), (0.0, 1.0, True), (0.0, 1.0, True)]
     assert cases[1]["Levenshtein"]["reason"] == "Levenshtein 0.750 < 1"  # the reason keeps our score
 
 
@@ -103,16 +120,22 @@ def test_context_is_the_retrieval_context(tmp_path: Path) -> None:
 def test_the_missing_field_error_pickles(tmp_path: Path) -> None:
     name, message, field, attribute, scorer, mro = scenario(tmp_path, "pickle")["results"]
     assert (name, field, attribute, scorer) == (
-        "MissingTestCaseFieldError", "expected", "expected_output", "ExactMatch")
+        "MissingTestCaseFieldError",
+        "expected",
+        "expected_output",
+        "ExactMatch",
+    )
     assert message.startswith("ExactMatch: field 'expected' is required") and "MissingTestCaseParamsError" in mro
 
 
-def test_a_judge_gives_its_rationale_as_the_reason(tmp_path: Path, llm_server: LoopbackLLM,
-                                                    fake_api_key: str) -> None:
+def test_a_judge_gives_its_rationale_as_the_reason(tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str) -> None:
     llm_server.script(Reply.choice("D", reasons="Roma is not the English name asked for."), match="Roma")
     llm_server.default = Reply.choice("C", reasons="Same facts.")
-    env = {"OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": fake_api_key,
-           "SCORERS_CACHE_DIR": str(tmp_path / "judge-cache")}
+    env = {
+        "OPENAI_BASE_URL": llm_server.base_url,
+        "OPENAI_API_KEY": fake_api_key,
+        "SCORERS_CACHE_DIR": str(tmp_path / "judge-cache"),
+    }
     results = scenario(tmp_path, "judge", env)["results"]
     cases = metrics_by_case(results)
     assert [c["Factuality"]["score"] for c in cases] == [1.0, 0.0]
@@ -127,8 +150,10 @@ def test_a_judge_gives_its_rationale_as_the_reason(tmp_path: Path, llm_server: L
 def test_a_missing_field_stops_evaluate_by_default(tmp_path: Path) -> None:
     raised = scenario(tmp_path, "missing_raised")
     assert {"scorers.errors.ScorerInputError", "deepeval.errors.MissingTestCaseParamsError"} <= set(raised["raised"])
-    assert raised["message"] == ("ExactMatch: field 'expected' is required but the test case has no expected_output "
-                                 "(set LLMTestCase(expected_output=...))")
+    assert raised["message"] == (
+        "ExactMatch: field 'expected' is required but the test case has no expected_output "
+        "(set LLMTestCase(expected_output=...))"
+    )
 
 
 def test_a_missing_field_is_the_metrics_error_when_errors_are_ignored(tmp_path: Path) -> None:
@@ -156,9 +181,14 @@ def test_assert_test_under_pytest(tmp_path: Path) -> None:
     cases = tmp_path / "test_cases.py"
     cases.write_text((HERE / "deepeval_assert_cases.py").read_text())
     report = tmp_path / "junit.xml"
-    done = subprocess.run([str(python()), "-m", "pytest", "-p", "no:cacheprovider", "-q", str(cases),
-                           f"--junitxml={report}"], cwd=tmp_path, env=harness_env(tmp_path), capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [str(python()), "-m", "pytest", "-p", "no:cacheprovider", "-q", str(cases), f"--junitxml={report}"],
+        cwd=tmp_path,
+        env=harness_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 1, f"{done.stdout}\n{done.stderr}"
     outcomes = {}
     for case in ElementTree.parse(report).getroot().iter("testcase"):
@@ -168,10 +198,12 @@ def test_assert_test_under_pytest(tmp_path: Path) -> None:
     assert outcomes["test_too_far"] == (
         "AssertionError: Metrics: Levenshtein (score: 0.1428571428571429, threshold: 0.7, strict: False, error: None, "
         "reason: Levenshtein 0.143 < 0.7), ExactMatch (score: 0.0, threshold: 0.5, strict: False, error: None, "
-        "reason: ExactMatch 0.000 < 0.5) failed.")
+        "reason: ExactMatch 0.000 < 0.5) failed."
+    )
     assert outcomes["test_no_expected_output"] == (
         "scorers.adapters.deepeval.MissingTestCaseFieldError: ExactMatch: field 'expected' is required but the test "
-        "case has no expected_output (set LLMTestCase(expected_output=...))")
+        "case has no expected_output (set LLMTestCase(expected_output=...))"
+    )
 
 
 # ------------------------------------------------------------ docs/adapters.md
@@ -186,10 +218,19 @@ def test_the_readme_example_runs(tmp_path: Path, llm_server: LoopbackLLM, fake_a
     llm_server.default = Reply.choice("A", reasons="Roma is Rome in Italian.")
     example = tmp_path / "example.py"
     example.write_text(readme_example())
-    env = {"OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": fake_api_key,
-           "SCORERS_CACHE_DIR": str(tmp_path / "judge-cache")}
-    done = subprocess.run([str(python()), str(example)], cwd=tmp_path, env=harness_env(tmp_path, env),
-                          capture_output=True, text=True, timeout=300)
+    env = {
+        "OPENAI_BASE_URL": llm_server.base_url,
+        "OPENAI_API_KEY": fake_api_key,
+        "SCORERS_CACHE_DIR": str(tmp_path / "judge-cache"),
+    }
+    done = subprocess.run(
+        [str(python()), str(example)],
+        cwd=tmp_path,
+        env=harness_env(tmp_path, env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"  # assert_test passed
     printed = [line for line in done.stdout.splitlines() if line.startswith("{")]
     assert printed[-1] == "{'ExactMatch': False, 'Levenshtein': True, 'Factuality': False}"  # A scores 0.4

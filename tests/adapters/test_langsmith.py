@@ -3,6 +3,7 @@
 The client is LangSmith's silent one (no background thread, no ``GET /info``) and
 ``upload_results=False`` keeps the experiment in memory.
 """
+
 from __future__ import annotations
 
 import logging
@@ -23,10 +24,18 @@ pytestmark = pytest.mark.filterwarnings("ignore:'upload_runs' parameter is in be
 from langsmith import Client  # noqa: E402
 from langsmith.schemas import Example, LangSmithInfo  # noqa: E402
 
-QUESTIONS = [("Capital of France?", "Paris"), ("Capital of Italy?", "Rome"), ("Largest planet?", "Jupiter"),
-             ("Author of Hamlet?", "William Shakespeare")]
-ANSWERS = {"Capital of France?": "Paris", "Capital of Italy?": "Milan", "Largest planet?": "jupiter",
-           "Author of Hamlet?": "Shakespeare"}
+QUESTIONS = [
+    ("Capital of France?", "Paris"),
+    ("Capital of Italy?", "Rome"),
+    ("Largest planet?", "Jupiter"),
+    ("Author of Hamlet?", "William Shakespeare"),
+]
+ANSWERS = {
+    "Capital of France?": "Paris",
+    "Capital of Italy?": "Milan",
+    "Largest planet?": "jupiter",
+    "Author of Hamlet?": "Shakespeare",
+}
 
 
 def target(inputs: dict) -> dict:
@@ -41,15 +50,20 @@ def run(evaluators: list, data: list[Example] | None = None) -> list[dict[str, A
     """Each example's {question, key: (score, comment, metadata, extra)}, in input order."""
     client = Client(api_key="offline", auto_batch_tracing=False, info=LangSmithInfo())
     data = data if data is not None else examples()
-    results = langsmith.evaluate(target, data=data, evaluators=evaluators, upload_results=False, client=client,
-                                 max_concurrency=0)
+    results = langsmith.evaluate(
+        target, data=data, evaluators=evaluators, upload_results=False, client=client, max_concurrency=0
+    )
     by_example = {row["example"].id: row for row in results}
     assert len(by_example) == len(data)
     out = []
     for example in data:
         row = by_example[example.id]
-        out.append({"question": example.inputs["question"],
-                    **{r.key: (r.score, r.comment, r.metadata, r.extra) for r in row["evaluation_results"]["results"]}})
+        out.append(
+            {
+                "question": example.inputs["question"],
+                **{r.key: (r.score, r.comment, r.metadata, r.extra) for r in row["evaluation_results"]["results"]},
+            }
+        )
     return out
 
 
@@ -57,16 +71,26 @@ def test_scores_equal_ours(llm_env: LoopbackLLM) -> None:
     llm_env.script(Reply.choice("D", reasons="Milan is not Rome."), match="Milan")
     llm_env.script(Reply.choice("A", reasons="Leaves out the first name."), match="William")
     llm_env.default = Reply.choice("C", reasons="Same facts.")
-    rows = run([evaluator("ExactMatch", outputs="answer", reference="answer"),
-                evaluator(scorers.get("Levenshtein"), outputs="answer", reference="answer"),
-                evaluator("Factuality", inputs="question", outputs="answer", reference="answer")])
+    rows = run(
+        [
+            evaluator("ExactMatch", outputs="answer", reference="answer"),
+            evaluator(scorers.get("Levenshtein"), outputs="answer", reference="answer"),
+            evaluator("Factuality", inputs="question", outputs="answer", reference="answer"),
+        ]
+    )
 
-    ours = scorers.evaluate([{"input": q, "output": ANSWERS[q], "expected": a} for q, a in QUESTIONS],
-                            ["ExactMatch", "Levenshtein", "Factuality"]).collect()
+    ours = scorers.evaluate(
+        [{"input": q, "output": ANSWERS[q], "expected": a} for q, a in QUESTIONS],
+        ["ExactMatch", "Levenshtein", "Factuality"],
+    ).collect()
     for row, our in zip(rows, ours):
         assert {key: row[key][0] for key in our.scores} == our.scores
     assert [row["Factuality"][:2] for row in rows] == [
-        (1.0, "Same facts."), (0.0, "Milan is not Rome."), (1.0, "Same facts."), (0.4, "Leaves out the first name.")]
+        (1.0, "Same facts."),
+        (0.0, "Milan is not Rome."),
+        (1.0, "Same facts."),
+        (0.4, "Leaves out the first name."),
+    ]
     assert rows[1]["ExactMatch"][1] is None and rows[1]["ExactMatch"][2]["signature"]["scorer"] == "ExactMatch"
     assert rows[0]["Factuality"][2]["choice"] == "C"
     assert len(llm_env.chat_requests) == len(QUESTIONS)  # ours came from the judge cache
@@ -84,8 +108,10 @@ def test_fields_map_other_variables() -> None:
         def _score(self, *, output, topic):
             return self.make_score(float(topic == "geography"), topic=topic)
 
-    rows = run([evaluator(Topic(), outputs="answer", fields={"topic": "inputs.topic"})],
-               examples(QUESTIONS[:2], topic="geography"))
+    rows = run(
+        [evaluator(Topic(), outputs="answer", fields={"topic": "inputs.topic"})],
+        examples(QUESTIONS[:2], topic="geography"),
+    )
     assert [row["Topic"][0] for row in rows] == [1.0, 1.0]
     assert rows[0]["Topic"][2]["topic"] == "geography"
 
@@ -93,14 +119,16 @@ def test_fields_map_other_variables() -> None:
 def test_skipped_is_none_with_a_comment_never_a_number() -> None:
     rows = run([evaluator(OnlyCapitals(), inputs="question", outputs="answer")])
     assert [row["OnlyCapitals"][0] for row in rows] == [1.0, 1.0, None, None]
-    assert rows[2]["OnlyCapitals"][1] == ("skipped: OnlyCapitals does not apply to this example "
-                                           "(not a capital question)")
+    assert rows[2]["OnlyCapitals"][1] == (
+        "skipped: OnlyCapitals does not apply to this example (not a capital question)"
+    )
     assert rows[2]["OnlyCapitals"][3] is None  # not an error
 
 
 def test_a_scorer_error_is_that_examples_result_and_the_run_goes_on() -> None:
-    data = examples(QUESTIONS[:2]) + [Example(id=uuid.uuid4(), inputs={"question": "Capital of France?"},
-                                              outputs={"answer": None})]
+    data = examples(QUESTIONS[:2]) + [
+        Example(id=uuid.uuid4(), inputs={"question": "Capital of France?"}, outputs={"answer": None})
+    ]
     rows = run([evaluator("Levenshtein", outputs="answer", reference="answer")], data)
     assert [row["Levenshtein"][0] for row in rows] == [1.0, 0.0, None]
     score, comment, metadata, extra = rows[2]["Levenshtein"]
@@ -111,12 +139,15 @@ def test_a_scorer_error_is_that_examples_result_and_the_run_goes_on() -> None:
 def test_a_key_the_example_lacks_is_named_in_the_comment() -> None:
     rows = run([evaluator("ExactMatch", outputs="answer", reference="gold")], examples(QUESTIONS[:1]))
     assert rows[0]["ExactMatch"][0] is None
-    assert rows[0]["ExactMatch"][1] == ("ScorerInputError: ExactMatch: field 'expected' is mapped to "
-                                        "reference_outputs.gold, which this example lacks (reference_outputs has: answer)")
+    assert rows[0]["ExactMatch"][1] == (
+        "ScorerInputError: ExactMatch: field 'expected' is mapped to "
+        "reference_outputs.gold, which this example lacks (reference_outputs has: answer)"
+    )
 
 
-def test_a_config_error_is_raised(llm_env: LoopbackLLM, monkeypatch: pytest.MonkeyPatch,
-                                  caplog: pytest.LogCaptureFixture) -> None:
+def test_a_config_error_is_raised(
+    llm_env: LoopbackLLM, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """Raised, not turned into a score; LangSmith then records it as an evaluator error and logs it."""
     monkeypatch.delenv("OPENAI_API_KEY")
     judge = evaluator("Factuality", inputs="question", outputs="answer", reference="answer")
@@ -128,8 +159,11 @@ def test_a_config_error_is_raised(llm_env: LoopbackLLM, monkeypatch: pytest.Monk
     [(key, (score, comment, _, extra))] = [(k, v) for k, v in rows[0].items() if k != "question"]
     assert key == "scorers_evaluator" and score is None and extra == {"error": True}
     assert comment.startswith("ConfigError('no API key for the LLM judge")
-    assert any(r.getMessage().startswith("Error running evaluator <DynamicRunEvaluator Factuality>")
-               and "ConfigError" in r.getMessage() for r in caplog.records)
+    assert any(
+        r.getMessage().startswith("Error running evaluator <DynamicRunEvaluator Factuality>")
+        and "ConfigError" in r.getMessage()
+        for r in caplog.records
+    )
     assert len(llm_env.chat_requests) == 0
 
 

@@ -13,6 +13,7 @@ What the runs produced is read back from ``pf run show-metrics`` and the run's
 ``flow_outputs/output.jsonl``, and compared with :func:`scorers.evaluate` on the
 same rows.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -54,24 +55,54 @@ class Pf:
         self.home.mkdir()
         (self.home / "pf.yaml").write_text("telemetry:\n  enabled: false\ntrace:\n  destination: none\n")
         now = str(datetime.datetime.now())
-        (self.home / "pf_version_check.json").write_text(json.dumps(
-            {"last_check_time": now, "last_hint_time": now, "latest_version": PF_VERSION,
-             "current_version": PF_VERSION}))
+        (self.home / "pf_version_check.json").write_text(
+            json.dumps(
+                {
+                    "last_check_time": now,
+                    "last_hint_time": now,
+                    "latest_version": PF_VERSION,
+                    "current_version": PF_VERSION,
+                }
+            )
+        )
         shutil.copytree(EXAMPLES, work / "flows")
         self.flows = work / "flows"
-        self.env = {**os.environ, "PF_HOME_DIRECTORY": str(self.home),
-                    "APPLICATIONINSIGHTS_CONTROLPLANE_DISABLED": "true",
-                    "TMPDIR": str(tmp), "PATH": f"{VENV / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+        self.env = {
+            **os.environ,
+            "PF_HOME_DIRECTORY": str(self.home),
+            "APPLICATIONINSIGHTS_CONTROLPLANE_DISABLED": "true",
+            "TMPDIR": str(tmp),
+            "PATH": f"{VENV / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
 
     def __call__(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(PF), *args], cwd=self.work, env={**self.env, **(env or {})}, capture_output=True,
-                              text=True, timeout=300)
+        return subprocess.run(
+            [str(PF), *args],
+            cwd=self.work,
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
-    def run(self, name: str, flow: str, data: Path, columns: dict[str, str], *extra: str,
-            env: dict[str, str] | None = None) -> dict[str, Any]:
+    def run(
+        self, name: str, flow: str, data: Path, columns: dict[str, str], *extra: str, env: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         """``pf run create``; the run as ``pf run show`` gives it."""
-        done = self("run", "create", "--flow", str(self.flows / flow), "--data", str(data), "--name", name,
-                    "--column-mapping", *(f"{k}={v}" for k, v in columns.items()), *extra, env=env)
+        done = self(
+            "run",
+            "create",
+            "--flow",
+            str(self.flows / flow),
+            "--data",
+            str(data),
+            "--name",
+            name,
+            "--column-mapping",
+            *(f"{k}={v}" for k, v in columns.items()),
+            *extra,
+            env=env,
+        )
         assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
         shown = self("run", "show", "--name", name)
         assert shown.returncode == 0, shown.stderr
@@ -102,16 +133,27 @@ def pf(tmp_path: Path) -> Iterator[Pf]:
 
 def ours(data: Path, names: list[str]) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """Each line's scores and each scorer's mean, from scorers.evaluate on the same rows."""
-    run = scorers.evaluate(rows_of(data), names, mapping={"output": "answer", "expected": "reference",
-                                                          "input": "question"})
+    run = scorers.evaluate(
+        rows_of(data), names, mapping={"output": "answer", "expected": "reference", "input": "question"}
+    )
     results = run.collect()
     return [r.scores for r in results], {n: s["mean"] for n, s in run.summary.to_dict()["scorers"].items()}
 
 
 # ------------------------------------------------------------------ flex flow
 def test_flex_flow_test_scores_one_line(pf: Pf) -> None:
-    done = pf("flow", "test", "--flow", str(pf.flows / "flex"), "--init", "scorers=ExactMatch,Levenshtein",
-              "--inputs", "output=Roma", "expected=Rome", "input=Capital of Italy?")
+    done = pf(
+        "flow",
+        "test",
+        "--flow",
+        str(pf.flows / "flex"),
+        "--init",
+        "scorers=ExactMatch,Levenshtein",
+        "--inputs",
+        "output=Roma",
+        "expected=Rome",
+        "input=Capital of Italy?",
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads((pf.flows / "flex" / ".promptflow" / "flow.output.json").read_text())
     assert result["scores"] == {"ExactMatch": 0.0, "Levenshtein": 0.75}
@@ -130,9 +172,20 @@ def test_flex_flow_batch_run(pf: Pf) -> None:
 
 def test_flex_flow_through_the_python_api(pf: Pf) -> None:
     out = pf.work / "client.json"
-    done = subprocess.run([str(VENV / "bin" / "python"), str(ROOT / "tests" / "adapters" / "promptflow_client.py"),
-                           str(pf.flows / "flex"), str(pf.flows / "data.jsonl"), str(out)], cwd=pf.work, env=pf.env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            str(VENV / "bin" / "python"),
+            str(ROOT / "tests" / "adapters" / "promptflow_client.py"),
+            str(pf.flows / "flex"),
+            str(pf.flows / "data.jsonl"),
+            str(out),
+        ],
+        cwd=pf.work,
+        env=pf.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     _, means = ours(pf.flows / "data.jsonl", ["ExactMatch", "Levenshtein"])
     assert json.loads(out.read_text()) == {"status": "Completed", "metrics": means}
@@ -160,10 +213,16 @@ def test_dag_flow_batch_run_logs_the_means(pf: Pf) -> None:
 # ------------------------------------------------------------------ bad input
 def test_a_line_without_a_required_field_fails_alone(pf: Pf) -> None:
     data = pf.work / "gaps.jsonl"
-    data.write_text("".join(json.dumps(row) + "\n" for row in [
-        {"question": "Capital of France?", "answer": "Paris", "reference": "Paris"},
-        {"question": "Capital of Italy?", "answer": "Roma", "reference": None},
-        {"question": "Largest planet?", "answer": "Saturn", "reference": "Jupiter"}]))
+    data.write_text(
+        "".join(
+            json.dumps(row) + "\n"
+            for row in [
+                {"question": "Capital of France?", "answer": "Paris", "reference": "Paris"},
+                {"question": "Capital of Italy?", "answer": "Roma", "reference": None},
+                {"question": "Largest planet?", "answer": "Saturn", "reference": "Jupiter"},
+            ]
+        )
+    )
     run = pf.run("gaps_run", "flex", data, COLUMNS, "--init", "scorers=ExactMatch")
     # promptflow ends the run Completed and names the first failed line's error: ours, with its type
     assert run["status"] == "Completed"
@@ -175,12 +234,24 @@ def test_a_line_without_a_required_field_fails_alone(pf: Pf) -> None:
 
 
 def test_an_unknown_scorer_fails_the_flow(pf: Pf) -> None:
-    done = pf("flow", "test", "--flow", str(pf.flows / "flex"), "--init", "scorers=ExactMatch,Levenstein",
-              "--inputs", "output=Roma", "expected=Rome")
+    done = pf(
+        "flow",
+        "test",
+        "--flow",
+        str(pf.flows / "flex"),
+        "--init",
+        "scorers=ExactMatch,Levenstein",
+        "--inputs",
+        "output=Roma",
+        "expected=Rome",
+    )
     assert done.returncode == 1  # the flex flow's __init__ raised: promptflow shows our message, not its type
-    assert ("pf.flow.test failed with FlowEntryInitializationError: Failed to initialize flow entry with "
-            "'{'scorers': 'ExactMatch,Levenstein'}', ex:'no scorer named 'Levenstein'. Did you mean Levenshtein?"
-            in done.stdout + done.stderr)
+    assert (
+        "pf.flow.test failed with FlowEntryInitializationError: Failed to initialize flow entry with "
+        "'{'scorers': 'ExactMatch,Levenstein'}', ex:'no scorer named 'Levenstein'. Did you mean Levenshtein?"
+        in done.stdout
+        + done.stderr
+    )
     run = pf.run("unknown_run", "flex", pf.flows / "data.jsonl", COLUMNS, "--init", "scorers=Levenstein")
     assert run["status"] == "Failed" and "no scorer named 'Levenstein'" in run["error"]["message"]
 
@@ -218,8 +289,11 @@ def test_a_judge_in_a_batch_run(pf: Pf, llm_server: LoopbackLLM, fake_api_key: s
     llm_server.script(Reply.choice("D", reasons="Roma is not the English name asked for."), match="Roma")
     llm_server.default = Reply.choice("C", reasons="Same facts.")
     data = pf.flows / "data.jsonl"
-    env = {"OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": fake_api_key,
-           "SCORERS_CACHE_DIR": str(pf.work / "judge-cache")}
+    env = {
+        "OPENAI_BASE_URL": llm_server.base_url,
+        "OPENAI_API_KEY": fake_api_key,
+        "SCORERS_CACHE_DIR": str(pf.work / "judge-cache"),
+    }
     run = pf.run("judge_run", "flex", data, COLUMNS, "--init", "scorers=Factuality", env=env)
     assert run["status"] == "Completed" and "error" not in run
     outputs = pf.outputs("judge_run")
@@ -238,7 +312,6 @@ def test_without_promptflow_the_aggregation_names_the_install() -> None:
         aggregate([line])
 
 
-
 def test_skipped_scores_are_left_out_of_the_means() -> None:
     lines = [{"scores": {"A": 1.0, "B": None}}, {"scores": {"A": 0.0, "B": None}}]
     assert aggregate_scores(lines) == {"A": 0.5}  # B skipped every line: no metric, never a made-up number
@@ -252,17 +325,26 @@ def test_fields_feed_a_judges_variables(llm_env: LoopbackLLM) -> None:
     assert "names a city" in json.dumps(llm_env.chat_requests[0].body)
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda: build_scorers(""), ConfigError, "name the scorers"),
-    (lambda: build_scorers("ExactMatch,exactmatch"), ConfigError, "listed twice"),
-    (lambda: build_scorers("ExactMatch", {"BLEU": {"tokenize": "intl"}}), ConfigError, "params for 'BLEU'"),
-    (lambda: ScorerFlow("Nope"), UnknownScorerError, "no scorer named 'Nope'"),
-    (lambda: score_line("ExactMatch", output="a", expected="a", fields={"criteria": "x"}), ConfigError,
-     "no scorer among ExactMatch reads a field 'criteria'"),
-    (lambda: score_line("Levenshtein", output=None, expected="a"), ScorerInputError,
-     "Levenshtein: field 'output' is required but this line has no value for it"),
-    (lambda: aggregate_scores([{"ExactMatch": 1.0}]), ConfigError, "dicts with 'scores'"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: build_scorers(""), ConfigError, "name the scorers"),
+        (lambda: build_scorers("ExactMatch,exactmatch"), ConfigError, "listed twice"),
+        (lambda: build_scorers("ExactMatch", {"BLEU": {"tokenize": "intl"}}), ConfigError, "params for 'BLEU'"),
+        (lambda: ScorerFlow("Nope"), UnknownScorerError, "no scorer named 'Nope'"),
+        (
+            lambda: score_line("ExactMatch", output="a", expected="a", fields={"criteria": "x"}),
+            ConfigError,
+            "no scorer among ExactMatch reads a field 'criteria'",
+        ),
+        (
+            lambda: score_line("Levenshtein", output=None, expected="a"),
+            ScorerInputError,
+            "Levenshtein: field 'output' is required but this line has no value for it",
+        ),
+        (lambda: aggregate_scores([{"ExactMatch": 1.0}]), ConfigError, "dicts with 'scores'"),
+    ],
+)
 def test_errors_are_typed(call: Any, error: type[Exception], message: str) -> None:
     with pytest.raises(error) as info:
         call()

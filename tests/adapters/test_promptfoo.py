@@ -6,6 +6,7 @@ the ``echo`` provider (the "model output" is the rendered prompt, here a var),
 a throw-away ``PROMPTFOO_CONFIG_DIR``, no telemetry, update check or sharing,
 and a dead proxy, so nothing leaves the machine.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,9 @@ def promptfoo_cli() -> Path:
 def init(directory: Path, name: str = "assert.py") -> Path:
     """The assertion file, written by the command users run."""
     path = directory / name
-    done = subprocess.run([sys.executable, "-m", "scorers", "promptfoo", "init", str(path)], capture_output=True,
-                          text=True, cwd=directory)
+    done = subprocess.run(
+        [sys.executable, "-m", "scorers", "promptfoo", "init", str(path)], capture_output=True, text=True, cwd=directory
+    )
     assert done.returncode == 0, done.stderr
     assert path.read_text() == promptfoo.assertion_file()
     return path
@@ -50,11 +52,24 @@ def eval_(tmp_path: Path, config: dict[str, Any], env: dict[str, str] | None = N
     """Run ``promptfoo eval`` on ``config``; its exit code and the result rows of out.json, in test order."""
     cli = promptfoo_cli()
     (tmp_path / "promptfooconfig.yaml").write_text(yaml.safe_dump(config))
-    run_env = {**os.environ, "PROMPTFOO_CONFIG_DIR": str(tmp_path / ".promptfoo"),
-               "PROMPTFOO_DISABLE_TELEMETRY": "1", "PROMPTFOO_DISABLE_UPDATE": "1", "PROMPTFOO_DISABLE_SHARING": "1",
-               "HTTPS_PROXY": "http://127.0.0.1:9", "PROMPTFOO_PYTHON": sys.executable, **(env or {})}
-    done = subprocess.run([str(cli), "eval", "-c", "promptfooconfig.yaml", "--no-cache", "--no-table",
-                           "-o", "out.json"], cwd=tmp_path, env=run_env, capture_output=True, text=True, timeout=300)
+    run_env = {
+        **os.environ,
+        "PROMPTFOO_CONFIG_DIR": str(tmp_path / ".promptfoo"),
+        "PROMPTFOO_DISABLE_TELEMETRY": "1",
+        "PROMPTFOO_DISABLE_UPDATE": "1",
+        "PROMPTFOO_DISABLE_SHARING": "1",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "PROMPTFOO_PYTHON": sys.executable,
+        **(env or {}),
+    }
+    done = subprocess.run(
+        [str(cli), "eval", "-c", "promptfooconfig.yaml", "--no-cache", "--no-table", "-o", "out.json"],
+        cwd=tmp_path,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = tmp_path / "out.json"
     assert out.exists(), f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     rows = json.loads(out.read_text())["results"]["results"]
@@ -83,19 +98,28 @@ def test_eval_passes_fails_skips_and_errors(tmp_path: Path) -> None:
     assertion = init(tmp_path)
     custom = tmp_path / "custom_assert.py"  # the user's own scorer, registered next to the import
     custom.write_text(SKIPPING_SCORER + promptfoo.assertion_file())
-    checks = {"type": "python", "value": f"file://{assertion}",
-              "config": {"scorers": ["ExactMatch", "Levenshtein"], "threshold": {"Levenshtein": 0.5},
-                         "map": {"expected": "reference"}}}
+    checks = {
+        "type": "python",
+        "value": f"file://{assertion}",
+        "config": {
+            "scorers": ["ExactMatch", "Levenshtein"],
+            "threshold": {"Levenshtein": 0.5},
+            "map": {"expected": "reference"},
+        },
+    }
     config = {
-        "prompts": ["{{answer}}"], "providers": ["echo"],
+        "prompts": ["{{answer}}"],
+        "providers": ["echo"],
         "defaultTest": {"assert": [checks]},
         "tests": [
             {"vars": {"answer": "Paris", "reference": "Paris"}},
             {"vars": {"answer": "kitten", "reference": "sitting"}},
             {"vars": {"answer": "Rome"}},  # no reference: both scorers raise ScorerInputError
-            {"vars": {"answer": "Paris", "reference": ""},
-             "options": {"disableDefaultAsserts": True},
-             "assert": [{"type": "python", "value": f"file://{custom}", "config": {"scorers": "NonEmptyExpected"}}]},
+            {
+                "vars": {"answer": "Paris", "reference": ""},
+                "options": {"disableDefaultAsserts": True},
+                "assert": [{"type": "python", "value": f"file://{custom}", "config": {"scorers": "NonEmptyExpected"}}],
+            },
         ],
     }
     code, rows = eval_(tmp_path, config)
@@ -117,7 +141,9 @@ def test_eval_passes_fails_skips_and_errors(tmp_path: Path) -> None:
     assert broken["namedScores"] == {} and broken["failureReason"] == 1
     errors = components(broken)
     assert {n: (c["pass"], c["score"], c["error"]["type"]) for n, c in errors.items()} == {
-        "ExactMatch": (False, None, "ScorerInputError"), "Levenshtein": (False, None, "ScorerInputError")}
+        "ExactMatch": (False, None, "ScorerInputError"),
+        "Levenshtein": (False, None, "ScorerInputError"),
+    }
     assert "is mapped to the var 'reference', which this test lacks" in errors["Levenshtein"]["reason"]
 
     assert skipped["namedScores"] == {}  # no made-up number for a skipped score
@@ -129,10 +155,22 @@ def test_eval_passes_fails_skips_and_errors(tmp_path: Path) -> None:
 
 def test_eval_reports_a_config_error(tmp_path: Path) -> None:
     assertion = init(tmp_path)
-    config = {"prompts": ["{{answer}}"], "providers": ["echo"],
-              "tests": [{"vars": {"answer": "Paris", "expected": "Paris"},
-                         "assert": [{"type": "python", "value": f"file://{assertion}",
-                                     "config": {"scorers": ["ExactMatch", "NoSuchScorer"]}}]}]}
+    config = {
+        "prompts": ["{{answer}}"],
+        "providers": ["echo"],
+        "tests": [
+            {
+                "vars": {"answer": "Paris", "expected": "Paris"},
+                "assert": [
+                    {
+                        "type": "python",
+                        "value": f"file://{assertion}",
+                        "config": {"scorers": ["ExactMatch", "NoSuchScorer"]},
+                    }
+                ],
+            }
+        ],
+    }
     code, [row] = eval_(tmp_path, config)
     assert code == 100
     assert row["success"] is False
@@ -145,13 +183,28 @@ def test_eval_with_a_judge(tmp_path: Path, llm_server: LoopbackLLM, fake_api_key
     llm_server.script(Reply.choice("D", reasons="Milan is not Rome."), match="Milan")
     llm_server.default = Reply.choice("C", reasons="Same facts.")
     assertion = init(tmp_path)
-    config = {"prompts": ["{{answer}}"], "providers": ["echo"],
-              "defaultTest": {"assert": [{"type": "python", "value": f"file://{assertion}",
-                                          "config": {"scorers": ["Factuality"], "map": {"input": "question"}}}]},
-              "tests": [{"vars": {"question": "Capital of France?", "answer": "Paris", "expected": "Paris"}},
-                        {"vars": {"question": "Capital of Italy?", "answer": "Milan", "expected": "Rome"}}]}
-    env = {"OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": fake_api_key,
-           "SCORERS_CACHE_DIR": str(tmp_path / "judge-cache")}
+    config = {
+        "prompts": ["{{answer}}"],
+        "providers": ["echo"],
+        "defaultTest": {
+            "assert": [
+                {
+                    "type": "python",
+                    "value": f"file://{assertion}",
+                    "config": {"scorers": ["Factuality"], "map": {"input": "question"}},
+                }
+            ]
+        },
+        "tests": [
+            {"vars": {"question": "Capital of France?", "answer": "Paris", "expected": "Paris"}},
+            {"vars": {"question": "Capital of Italy?", "answer": "Milan", "expected": "Rome"}},
+        ],
+    }
+    env = {
+        "OPENAI_BASE_URL": llm_server.base_url,
+        "OPENAI_API_KEY": fake_api_key,
+        "SCORERS_CACHE_DIR": str(tmp_path / "judge-cache"),
+    }
     code, rows = eval_(tmp_path, config, env)
     assert code == 100
     assert [(r["success"], r["namedScores"]) for r in rows] == [(True, {"Factuality": 1}), (False, {"Factuality": 0})]
@@ -176,8 +229,9 @@ class MaybeSkips(Scorer):
 @pytest.fixture
 def maybe_skips(monkeypatch: pytest.MonkeyPatch) -> None:
     real_get = promptfoo.get
-    monkeypatch.setattr(promptfoo, "get", lambda name, **params: MaybeSkips() if name == "MaybeSkips"
-                        else real_get(name, **params))
+    monkeypatch.setattr(
+        promptfoo, "get", lambda name, **params: MaybeSkips() if name == "MaybeSkips" else real_get(name, **params)
+    )
 
 
 def test_a_skipped_score_is_explicit(maybe_skips: None) -> None:
@@ -186,7 +240,10 @@ def test_a_skipped_score_is_explicit(maybe_skips: None) -> None:
     assert result["namedScores"] == {"ExactMatch": 1.0}
     skipped = result["componentResults"][0]
     assert (skipped["pass"], skipped["score"], skipped["reason"]) == (
-        True, None, "skipped: MaybeSkips does not apply to this test")
+        True,
+        None,
+        "skipped: MaybeSkips does not apply to this test",
+    )
 
 
 def test_every_scorer_skipped(maybe_skips: None) -> None:
@@ -200,13 +257,19 @@ def test_a_rows_error_fails_its_component_only() -> None:
     result = get_assert(None, context({"scorers": ["ExactMatch"]}, expected="x"))
     assert result["pass"] is False and result["score"] == 0.0 and result["namedScores"] == {}
     [part] = result["componentResults"]
-    assert part["error"] == {"type": "ScorerInputError",
-                             "message": "ExactMatch: field 'output' is required but was None"}
+    assert part["error"] == {
+        "type": "ScorerInputError",
+        "message": "ExactMatch: field 'output' is required but was None",
+    }
 
 
 def test_thresholds_params_and_map() -> None:
-    config = {"scorers": ["ExactMatch", "Levenshtein", "BLEU"], "threshold": {"default": 0.5, "ExactMatch": 1},
-              "params": {"ExactMatch": {"ignore_case": True}}, "map": {"expected": "gold.text"}}
+    config = {
+        "scorers": ["ExactMatch", "Levenshtein", "BLEU"],
+        "threshold": {"default": 0.5, "ExactMatch": 1},
+        "params": {"ExactMatch": {"ignore_case": True}},
+        "map": {"expected": "gold.text"},
+    }
     result = get_assert("PARIS", context(config, gold={"text": "Paris"}))
     assert result["namedScores"]["ExactMatch"] == 1.0
     assert [c["pass"] for c in result["componentResults"]] == [True, False, False]
@@ -214,16 +277,22 @@ def test_thresholds_params_and_map() -> None:
     assert result["reason"].startswith("ExactMatch 1.000 >= 1; Levenshtein 0.200 < 0.5; BLEU ")
 
 
-@pytest.mark.parametrize("config, message", [
-    ({}, "config needs 'scorers'"),
-    ({"scorers": ["ExactMatch"], "thresold": 0.5}, "unknown config key 'thresold'"),
-    ({"scorers": ["ExactMatch"], "threshold": 2}, "must be a number in [0, 1]"),
-    ({"scorers": ["ExactMatch"], "threshold": {"BLEU": 0.3}}, "threshold for 'BLEU', which is not in scorers"),
-    ({"scorers": ["ExactMatch"], "params": {"BLEU": {"tokenize": "intl"}}}, "params for 'BLEU'"),
-    ({"scorers": ["ExactMatch"], "map": {"output": "answer"}}, "'output' is always promptfoo's output"),
-    ({"scorers": ["ExactMatch"], "map": {"criteria": "rubric"}}, "no scorer in ExactMatch reads a field 'criteria'"),
-    ({"scorers": ["ExactMatch", "exactmatch"]}, "listed twice"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({}, "config needs 'scorers'"),
+        ({"scorers": ["ExactMatch"], "thresold": 0.5}, "unknown config key 'thresold'"),
+        ({"scorers": ["ExactMatch"], "threshold": 2}, "must be a number in [0, 1]"),
+        ({"scorers": ["ExactMatch"], "threshold": {"BLEU": 0.3}}, "threshold for 'BLEU', which is not in scorers"),
+        ({"scorers": ["ExactMatch"], "params": {"BLEU": {"tokenize": "intl"}}}, "params for 'BLEU'"),
+        ({"scorers": ["ExactMatch"], "map": {"output": "answer"}}, "'output' is always promptfoo's output"),
+        (
+            {"scorers": ["ExactMatch"], "map": {"criteria": "rubric"}},
+            "no scorer in ExactMatch reads a field 'criteria'",
+        ),
+        ({"scorers": ["ExactMatch", "exactmatch"]}, "listed twice"),
+    ],
+)
 def test_config_errors_are_raised(config: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as info:
         get_assert("x", context(config, expected="x"))
@@ -237,15 +306,15 @@ def test_unknown_scorer_is_raised() -> None:
 
 def test_a_judge_without_api_key_is_a_config_error() -> None:
     with pytest.raises(ConfigError):
-        get_assert("Paris", context({"scorers": ["Factuality"], "map": {"input": "q"}},
-                                    q="Capital?", expected="Paris"))
+        get_assert("Paris", context({"scorers": ["Factuality"], "map": {"input": "q"}}, q="Capital?", expected="Paris"))
 
 
 def test_init_keeps_a_different_file(tmp_path: Path) -> None:
     other = tmp_path / "assert.py"
     other.write_text("def get_assert(output, context):\n    return True\n")
-    done = subprocess.run([sys.executable, "-m", "scorers", "promptfoo", "init", str(other)], capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "scorers", "promptfoo", "init", str(other)], capture_output=True, text=True
+    )
     assert done.returncode == 2 and "is not the scorers assertion file" in done.stderr
     assert other.read_text().startswith("def get_assert")
     assert init(tmp_path, "again.py").exists() and init(tmp_path, "again.py").exists()  # idempotent

@@ -3,6 +3,7 @@
 The plugin tests run ``python -m pytest`` as a subprocess on a temporary test suite, so they exercise the
 installed entry point exactly as a user's project would.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,7 @@ import pytest
 
 import scorers
 from scorers import Scorer
-from scorers.adapters import assert_score
-from scorers.adapters import pytest_plugin
+from scorers.adapters import assert_score, pytest_plugin
 from scorers.adapters.pytest_plugin import recording, summarize
 from scorers.errors import ScorerInputError, UnknownScorerError
 from scorers.testing import LoopbackLLM, Reply
@@ -43,8 +43,7 @@ def test_passing_call_returns_the_score_and_is_recorded() -> None:
     assert score.name == "Levenshtein" and score.score == pytest.approx(0.5714285714285714)
     assert same.score == 1.0
     assert calls == [
-        {"nodeid": calls[0]["nodeid"], "scorer": "Levenshtein", "score": score.score, "threshold": 0.5,
-         "passed": True},
+        {"nodeid": calls[0]["nodeid"], "scorer": "Levenshtein", "score": score.score, "threshold": 0.5, "passed": True},
         {"nodeid": calls[0]["nodeid"], "scorer": "ExactMatch", "score": 1.0, "threshold": 1.0, "passed": True},
     ]
     assert calls[0]["nodeid"].endswith("test_pytest_plugin.py::test_passing_call_returns_the_score_and_is_recorded")
@@ -80,19 +79,31 @@ def test_long_fields_are_truncated_in_the_message() -> None:
 def test_a_skipped_example_fails() -> None:
     with recording() as calls, pytest.raises(AssertionError) as info:
         assert_score(Abstains(), 0.0, output="x")
-    assert str(info.value).startswith("Abstains skipped this example (score None), so it cannot reach the threshold 0.0")
-    assert calls == [{"nodeid": calls[0]["nodeid"], "scorer": "Abstains", "score": None, "threshold": 0.0,
-                      "passed": False}]
-    assert summarize(calls)["Abstains"] == {"calls": 1, "mean": None, "min": None, "max": None, "failures": 1,
-                                            "skipped": 1, "errors": 0}
+    assert str(info.value).startswith(
+        "Abstains skipped this example (score None), so it cannot reach the threshold 0.0"
+    )
+    assert calls == [
+        {"nodeid": calls[0]["nodeid"], "scorer": "Abstains", "score": None, "threshold": 0.0, "passed": False}
+    ]
+    assert summarize(calls)["Abstains"] == {
+        "calls": 1,
+        "mean": None,
+        "min": None,
+        "max": None,
+        "failures": 1,
+        "skipped": 1,
+        "errors": 0,
+    }
 
 
 def test_bad_input_propagates_as_the_scorer_error_and_is_recorded() -> None:
     with recording() as calls, pytest.raises(ScorerInputError) as info:
         assert_score("Levenshtein", 0.5, output=None, expected="sitting")
     assert info.value.field == "output" and not isinstance(info.value, AssertionError)
-    assert calls[0]["error"] == {"type": "ScorerInputError",
-                                 "message": "Levenshtein: field 'output' is required but was None"}
+    assert calls[0]["error"] == {
+        "type": "ScorerInputError",
+        "message": "Levenshtein: field 'output' is required but was None",
+    }
     assert calls[0]["passed"] is False and summarize(calls)["Levenshtein"]["errors"] == 1
 
 
@@ -145,20 +156,31 @@ def test_the_plugin_is_registered_as_a_pytest11_entry_point() -> None:
 
 
 def test_importing_assert_score_does_not_import_pytest() -> None:
-    code = ("import sys; from scorers.adapters import assert_score; "
-            "assert not {'pytest', '_pytest'} & set(sys.modules), sorted(sys.modules)")
+    code = (
+        "import sys; from scorers.adapters import assert_score; "
+        "assert not {'pytest', '_pytest'} & set(sys.modules), sorted(sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
 
 
 def run_pytest(suite: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``python -m pytest`` on ``suite`` (a folder with its own pytest.ini), with a clean environment."""
-    clean = {k: v for k, v in os.environ.items()
-             if not k.startswith(("PYTEST_", "OPENAI_", "SCORERS_")) and k != "PYTHONPATH"}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTEST_", "OPENAI_", "SCORERS_")) and k != "PYTHONPATH"
+    }
     clean["SCORERS_CACHE_DIR"] = str(suite / ".llm-cache")
     clean.update(env or {})
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
-                          capture_output=True, text=True, cwd=suite, env=clean, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
+        capture_output=True,
+        text=True,
+        cwd=suite,
+        env=clean,
+        timeout=300,
+    )
 
 
 def make_suite(tmp_path: Path, source: str) -> Path:
@@ -169,7 +191,7 @@ def make_suite(tmp_path: Path, source: str) -> Path:
     return suite
 
 
-SUITE = '''
+SUITE = """
     from scorers import Scorer
     from scorers.adapters import assert_score
 
@@ -197,7 +219,7 @@ SUITE = '''
 
     def test_bad_input():
         assert_score("Levenshtein", 0.5, output=None, expected="sitting")
-'''
+"""
 
 
 def test_plugin_summary_table_and_json_report(tmp_path: Path) -> None:
@@ -210,12 +232,13 @@ def test_plugin_summary_table_and_json_report(tmp_path: Path) -> None:
     assert "E       AssertionError: Levenshtein scored 0.5714285714285714, below the threshold 0.9" in out
     assert "E         output: 'kitten'" in out and "E         expected: 'sitting'" in out
     assert "E       AssertionError: Abstains skipped this example (score None)" in out
-    assert re.search(r"\nE +scorers\.errors\.ScorerInputError: Levenshtein: field 'output' is required but was None",
-                     out)
-    assert ">       assert_score(\"Levenshtein\", 0.9, output=\"kitten\", expected=\"sitting\")" in out
+    assert re.search(
+        r"\nE +scorers\.errors\.ScorerInputError: Levenshtein: field 'output' is required but was None", out
+    )
+    assert '>       assert_score("Levenshtein", 0.9, output="kitten", expected="sitting")' in out
 
     # the terminal summary: one row per scorer, in first-call order
-    section = out[out.index("scorers: assert_score"):]
+    section = out[out.index("scorers: assert_score") :]
     table = [line.split() for line in section.splitlines()[1:5]]
     assert table == [
         ["scorer", "calls", "mean", "min", "failures", "skipped", "errors"],
@@ -230,17 +253,36 @@ def test_plugin_summary_table_and_json_report(tmp_path: Path) -> None:
     assert report["scorers_version"] == scorers.__version__
     lev = 0.5714285714285714
     assert report["calls"] == [
-        {"nodeid": "test_suite.py::test_exact", "scorer": "ExactMatch", "score": 1.0, "threshold": 1.0,
-         "passed": True},
-        {"nodeid": "test_suite.py::test_close_enough", "scorer": "Levenshtein", "score": lev, "threshold": 0.5,
-         "passed": True},
-        {"nodeid": "test_suite.py::test_too_far", "scorer": "Levenshtein", "score": lev, "threshold": 0.9,
-         "passed": False},
-        {"nodeid": "test_suite.py::test_abstains", "scorer": "Abstains", "score": None, "threshold": 0.5,
-         "passed": False},
-        {"nodeid": "test_suite.py::test_bad_input", "scorer": "Levenshtein", "score": None, "threshold": 0.5,
-         "passed": False, "error": {"type": "ScorerInputError",
-                                    "message": "Levenshtein: field 'output' is required but was None"}},
+        {"nodeid": "test_suite.py::test_exact", "scorer": "ExactMatch", "score": 1.0, "threshold": 1.0, "passed": True},
+        {
+            "nodeid": "test_suite.py::test_close_enough",
+            "scorer": "Levenshtein",
+            "score": lev,
+            "threshold": 0.5,
+            "passed": True,
+        },
+        {
+            "nodeid": "test_suite.py::test_too_far",
+            "scorer": "Levenshtein",
+            "score": lev,
+            "threshold": 0.9,
+            "passed": False,
+        },
+        {
+            "nodeid": "test_suite.py::test_abstains",
+            "scorer": "Abstains",
+            "score": None,
+            "threshold": 0.5,
+            "passed": False,
+        },
+        {
+            "nodeid": "test_suite.py::test_bad_input",
+            "scorer": "Levenshtein",
+            "score": None,
+            "threshold": 0.5,
+            "passed": False,
+            "error": {"type": "ScorerInputError", "message": "Levenshtein: field 'output' is required but was None"},
+        },
     ]
     assert report["summary"] == {
         "ExactMatch": {"calls": 1, "mean": 1.0, "min": 1.0, "max": 1.0, "failures": 0, "skipped": 0, "errors": 0},
@@ -258,7 +300,9 @@ def test_without_the_option_the_table_is_printed_and_no_report_written(tmp_path:
 
 
 def test_plugin_is_inert_when_no_test_calls_assert_score(tmp_path: Path) -> None:
-    suite = make_suite(tmp_path, '''
+    suite = make_suite(
+        tmp_path,
+        """
         import scorers
 
 
@@ -268,7 +312,8 @@ def test_plugin_is_inert_when_no_test_calls_assert_score(tmp_path: Path) -> None
 
         def test_fails():
             assert 1 == 2
-    ''')
+    """,
+    )
     with_plugin = run_pytest(suite, "--scorers-report", "report.json")
     without_plugin = run_pytest(suite, "-p", "no:scorers")
     assert with_plugin.returncode == without_plugin.returncode == 1
@@ -288,10 +333,11 @@ def test_the_option_is_listed_in_help(tmp_path: Path) -> None:
     assert result.returncode == 0 and "--scorers-report=PATH" in result.stdout
 
 
-def test_judge_over_http_fails_with_its_rationale(tmp_path: Path, llm_server: LoopbackLLM,
-                                                  fake_api_key: str) -> None:
+def test_judge_over_http_fails_with_its_rationale(tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str) -> None:
     llm_server.default = Reply.choice("D", reasons=RATIONALE)
-    suite = make_suite(tmp_path, '''
+    suite = make_suite(
+        tmp_path,
+        """
         import scorers
         from scorers.adapters import assert_score
 
@@ -307,11 +353,15 @@ def test_judge_over_http_fails_with_its_rationale(tmp_path: Path, llm_server: Lo
                 name="Polite", prompt_template="Is this reply polite? {{output}}",
                 choice_scores={"Y": 1.0, "N": 0.0}, model="gpt-4o-mini")
             assert_score(judge, 1.0, output="Go away.")
-    ''')
+    """,
+    )
     llm_server.script(Reply.choice("N", reasons="The reply is curt."), match="Is this reply polite?")
-    result = run_pytest(suite, "--scorers-report", "report.json",
-                        env={"OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": fake_api_key,
-                             "SCORERS_MODEL": "gpt-4o-mini"})
+    result = run_pytest(
+        suite,
+        "--scorers-report",
+        "report.json",
+        env={"OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": fake_api_key, "SCORERS_MODEL": "gpt-4o-mini"},
+    )
     out = result.stdout
     assert result.returncode == 1 and "2 failed" in out, out + result.stderr
     assert "E       AssertionError: Factuality scored 0.0, below the threshold 0.5" in out
@@ -322,5 +372,7 @@ def test_judge_over_http_fails_with_its_rationale(tmp_path: Path, llm_server: Lo
     assert len(llm_server.chat_requests) == 2
     report = json.loads((suite / "report.json").read_text())
     assert [(c["scorer"], c["score"], c["choice"], c["rationale"]) for c in report["calls"]] == [
-        ("Factuality", 0.0, "D", RATIONALE), ("Polite", 0.0, "N", "The reply is curt.")]
+        ("Factuality", 0.0, "D", RATIONALE),
+        ("Polite", 0.0, "N", "The reply is curt."),
+    ]
     assert fake_api_key not in out and fake_api_key not in (suite / "report.json").read_text()

@@ -11,6 +11,7 @@ process (the autoevals venv); importing this module does nothing. At configure t
 
 and at the end writes every test's outcome to ``AUTOEVALS_SUITE_REPORT`` (JSON: node id → outcome).
 """
+
 from __future__ import annotations
 
 import importlib

@@ -2,6 +2,7 @@
 
 LLM judges answer from a LoopbackLLM over real HTTP through the openai client.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -93,7 +94,7 @@ def test_valid_json_takes_the_schema_second_and_honours_the_constructor_schema()
     assert autoevals.ValidJSON()('{"b": 1}', schema).score == 0.0
     assert autoevals.ValidJSON()('{"a": 1}', schema).score == 1.0
     assert autoevals.ValidJSON()("100").score == scorers.get("ValidJSON")(output="100").score == 0.0
-    assert autoevals.ValidJSON(schema=schema)('{"b": 1}').score == 0.0   # autoevals ignores it
+    assert autoevals.ValidJSON(schema=schema)('{"b": 1}').score == 0.0  # autoevals ignores it
 
 
 # ------------------------------------------------------------------ call forms
@@ -110,7 +111,7 @@ def test_class_level_partial_binds_fields_and_keeps_the_name():
     assert bound.__name__ == "Levenshtein" and issubclass(bound, autoevals.Levenshtein)
     assert bound._partial_args() == {"expected": "abcd"}
     assert bound()(output="abc").score == 0.75
-    assert bound()("abc", "abc").score == 1.0                  # the call's value wins
+    assert bound()("abc", "abc").score == 1.0  # the call's value wins
     assert asyncio.run(bound().eval_async("abc")).score == 0.75
 
 
@@ -125,8 +126,9 @@ def test_scorer_subclass_written_for_autoevals_works_and_serves_as_an_option():
     assert diff({"a": "apple", "b": "kiwi"}, {"a": "avocado", "b": "pear"}).score == 0.5
 
 
-@pytest.mark.parametrize("option", [autoevals.ExactMatch, autoevals.ExactMatch(), "ExactMatch",
-                                    scorers.get("ExactMatch")])
+@pytest.mark.parametrize(
+    "option", [autoevals.ExactMatch, autoevals.ExactMatch(), "ExactMatch", scorers.get("ExactMatch")]
+)
 def test_scorer_valued_options_take_autoevals_classes_instances_ours_and_names(option):
     diff = autoevals.JSONDiff(number_scorer=option)
     assert diff({"a": 1, "b": 2}, {"a": 1, "b": 3}).score == 0.5
@@ -189,18 +191,26 @@ def test_misnamed_and_call_time_options_are_errors():
         autoevals.JSONDiff(number_scorer=3)
 
 
-@pytest.mark.parametrize("use", [
-    lambda: autoevals.Moderation().eval("hello"),
-    lambda: autoevals.Faithfulness()(output="a", input="q", context="c"),
-    lambda: autoevals.ContextRelevancy().eval_async("a"),
-    lambda: autoevals.LiteLLMClient(api_key="k").chat,
-    lambda: autoevals.compute_thread_template_vars([]),
-    lambda: autoevals.template_uses_thread_variables("{{thread}}"),
-    lambda: __import__("scorers.compat.autoevals.oai", fromlist=["x"]).prepare_openai(),
-    lambda: autoevals.LLMClassifier("x", "{{output}}", {"A": 1}, engine="my-deployment"),
-    lambda: autoevals.OpenAILLMClassifier("x", [{"role": "user", "content": "{{output}}"}], None, {"A": 1},
-                                          [{"type": "function", "function": {"name": "other"}}]),
-])
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda: autoevals.Moderation().eval("hello"),
+        lambda: autoevals.Faithfulness()(output="a", input="q", context="c"),
+        lambda: autoevals.ContextRelevancy().eval_async("a"),
+        lambda: autoevals.LiteLLMClient(api_key="k").chat,
+        lambda: autoevals.compute_thread_template_vars([]),
+        lambda: autoevals.template_uses_thread_variables("{{thread}}"),
+        lambda: __import__("scorers.compat.autoevals.oai", fromlist=["x"]).prepare_openai(),
+        lambda: autoevals.LLMClassifier("x", "{{output}}", {"A": 1}, engine="my-deployment"),
+        lambda: autoevals.OpenAILLMClassifier(
+            "x",
+            [{"role": "user", "content": "{{output}}"}],
+            None,
+            {"A": 1},
+            [{"type": "function", "function": {"name": "other"}}],
+        ),
+    ],
+)
 def test_features_we_do_not_provide_import_and_raise_when_used(use):
     with pytest.raises(NotSupportedError) as error:
         use()
@@ -214,11 +224,13 @@ def test_init_default_models():
     assert autoevals.get_default_embedding_model() == "text-embedding-ada-002"
     autoevals.init(default_model={"embedding": "text-embedding-3-small"})
     autoevals.init(default_model={"completion": "gpt-4o"})
-    assert (autoevals.get_default_model(), autoevals.get_default_embedding_model()) == ("gpt-4o",
-                                                                                       "text-embedding-3-small")
-    autoevals.init(default_model="gpt-4o-mini")                      # a name resets the embedding model
+    assert (autoevals.get_default_model(), autoevals.get_default_embedding_model()) == (
+        "gpt-4o",
+        "text-embedding-3-small",
+    )
+    autoevals.init(default_model="gpt-4o-mini")  # a name resets the embedding model
     assert autoevals.get_default_embedding_model() == "text-embedding-ada-002"
-    assert scorers.get("Humor").params()["model"] == "gpt-4o-mini"   # our judges use it too (configure)
+    assert scorers.get("Humor").params()["model"] == "gpt-4o-mini"  # our judges use it too (configure)
     with pytest.raises(ConfigError):
         autoevals.init(default_model={"completions": "x"})
 
@@ -228,8 +240,9 @@ def test_llm_classifier_equals_our_judge_and_sends_autoevals_request_options(ser
     prompt = "Which title fits {{page}} better? 1: {{output}} 2: {{expected}}"
     choices = {"1": 1, "2": 0}
     server.script(Reply.choice("1", reasons="first"))
-    compat = autoevals.LLMClassifier("title", prompt, choices, model="gpt-4o-mini", base_url=server.base_url,
-                                     api_key="sk-loopback", page={"id": 7})
+    compat = autoevals.LLMClassifier(
+        "title", prompt, choices, model="gpt-4o-mini", base_url=server.base_url, api_key="sk-loopback", page={"id": 7}
+    )
     got = compat("Short", "Long")
     engine = LLMEngine(base_url=server.base_url, api_key="sk-loopback", cache=False)
     ours = OurClassifier("title", prompt, choices, model="gpt-4o-mini", temperature=None, engine=engine)
@@ -238,41 +251,60 @@ def test_llm_classifier_equals_our_judge_and_sends_autoevals_request_options(ser
     assert got.name == "title" and got.metadata["choice"] == "1" and got.metadata["rationale"] == "first"
     first, second = server.chat_requests
     assert first.messages == second.messages
-    assert "{'id': 7}" in first.last_user_message                  # non-text values as their str()
+    assert "{'id': 7}" in first.last_user_message  # non-text values as their str()
     assert "temperature" not in first.body
     assert first.body["tool_choice"]["function"]["name"] == "select_choice"
 
 
 def test_call_time_template_variables_and_constructor_ones(server):
-    judge = autoevals.LLMClassifier("grade", "Grade {{output}} for {{audience}} in {{language}}", {"Y": 1, "N": 0},
-                                    model="gpt-4o-mini", client=loopback_client(server), language="French")
+    judge = autoevals.LLMClassifier(
+        "grade",
+        "Grade {{output}} for {{audience}} in {{language}}",
+        {"Y": 1, "N": 0},
+        model="gpt-4o-mini",
+        client=loopback_client(server),
+        language="French",
+    )
     assert judge("Bonjour", audience=["kids", "adults"]).score == 1.0
     text = server.chat_requests[-1].last_user_message
     assert "for ['kids', 'adults'] in French" in text
-    judge("Salut", audience="kids", language="German")             # the call's value wins
+    judge("Salut", audience="kids", language="German")  # the call's value wins
     assert "in German" in server.chat_requests[-1].last_user_message
     with pytest.raises(UnknownArgumentError):
-        judge("Hi", audience="kids", tone="warm")                  # not a template variable
+        judge("Hi", audience="kids", tone="warm")  # not a template variable
     with pytest.raises(ScorerInputError):
         judge("Hi", audience=None)
 
 
 def test_gpt5_models_and_use_responses_api_go_through_the_responses_api(server):
     client = loopback_client(server)
-    autoevals.LLMClassifier("t", "{{output}}?", {"Y": 1, "N": 0}, client=client)("x")           # gpt-5-mini
-    autoevals.LLMClassifier("t", "{{output}}?", {"Y": 1, "N": 0}, model="gpt-4o-mini", client=client,
-                            use_responses_api=True)("x")
+    autoevals.LLMClassifier("t", "{{output}}?", {"Y": 1, "N": 0}, client=client)("x")  # gpt-5-mini
+    autoevals.LLMClassifier(
+        "t", "{{output}}?", {"Y": 1, "N": 0}, model="gpt-4o-mini", client=client, use_responses_api=True
+    )("x")
     autoevals.LLMClassifier("t", "{{output}}?", {"Y": 1, "N": 0}, model="gpt-4o-mini", client=client)("x")
     assert [r.model for r in server.responses_requests] == ["gpt-5-mini", "gpt-4o-mini"]
     assert [r.model for r in server.chat_requests] == ["gpt-4o-mini"]
 
 
 def test_reasoning_and_extra_args(server):
-    judge = autoevals.LLMClassifier("t", "{{output}}?", {"Y": 1, "N": 0}, model="gpt-4o-mini",
-                                    client=loopback_client(server), temperature=0.5, reasoning_effort="low",
-                                    reasoning_enabled=True, reasoning_budget=512)
-    assert judge.extra_args == {"temperature": 0.5, "reasoning_effort": "low", "reasoning_enabled": True,
-                                "reasoning_budget": 512}
+    judge = autoevals.LLMClassifier(
+        "t",
+        "{{output}}?",
+        {"Y": 1, "N": 0},
+        model="gpt-4o-mini",
+        client=loopback_client(server),
+        temperature=0.5,
+        reasoning_effort="low",
+        reasoning_enabled=True,
+        reasoning_budget=512,
+    )
+    assert judge.extra_args == {
+        "temperature": 0.5,
+        "reasoning_effort": "low",
+        "reasoning_enabled": True,
+        "reasoning_budget": 512,
+    }
     judge("x")
     body = server.chat_requests[-1].body
     assert (body["temperature"], body["reasoning_effort"]) == (0.5, "low")
@@ -285,9 +317,20 @@ def test_reasoning_and_extra_args(server):
     assert server.chat_requests[-1].body["seed"] == 7
 
 
-@pytest.mark.parametrize("cls", [autoevals.Battle, autoevals.ClosedQA, autoevals.Factuality, autoevals.Humor,
-                                 autoevals.Possible, autoevals.Security, autoevals.Sql, autoevals.Summary,
-                                 autoevals.Translation])
+@pytest.mark.parametrize(
+    "cls",
+    [
+        autoevals.Battle,
+        autoevals.ClosedQA,
+        autoevals.Factuality,
+        autoevals.Humor,
+        autoevals.Possible,
+        autoevals.Security,
+        autoevals.Sql,
+        autoevals.Summary,
+        autoevals.Translation,
+    ],
+)
 def test_named_judges_are_our_templates(cls, server):
     judge = cls(model="gpt-4o-mini", client=loopback_client(server), use_cot=False)
     ours = scorers.get(cls.__name__)
@@ -310,7 +353,7 @@ def test_init_client_and_model_reach_the_named_judges(server):
 
 
 def test_partial_of_a_named_judge(server, monkeypatch):
-    monkeypatch.setenv("SCORERS_CACHE", "off")              # both calls reach the server
+    monkeypatch.setenv("SCORERS_CACHE", "off")  # both calls reach the server
     autoevals.init(client=loopback_client(server), default_model="gpt-4o-mini")
     basic = autoevals.ClosedQA()(criteria="Is it correct?", input="1+1?", output="2")
     bound = autoevals.ClosedQA.partial(criteria="Is it correct?")()(input="1+1?", output="2")
@@ -321,13 +364,22 @@ def test_partial_of_a_named_judge(server, monkeypatch):
 def test_openai_llm_classifier_messages_and_render(server):
     tools = autoevals.build_classification_tools(True, ["Y", "N"])
     judge = autoevals.OpenAILLMClassifier(
-        "msgs", [{"role": "system", "content": "Be strict."}, {"role": "user", "content": ""},
-                 {"role": "user", "content": "{{value}} and {{{value}}}: {{output}}"}],
-        "gpt-4o-mini", {"Y": 1, "N": 0}, tools, client=loopback_client(server))
+        "msgs",
+        [
+            {"role": "system", "content": "Be strict."},
+            {"role": "user", "content": ""},
+            {"role": "user", "content": "{{value}} and {{{value}}}: {{output}}"},
+        ],
+        "gpt-4o-mini",
+        {"Y": 1, "N": 0},
+        tools,
+        client=loopback_client(server),
+    )
     assert judge.scorer.use_cot is True
     assert judge._render_messages(value="<b>x</b>", output={"k": 1}) == [
         {"role": "system", "content": "Be strict."},
-        {"role": "user", "content": "<b>x</b> and <b>x</b>: {'k': 1}"}]
+        {"role": "user", "content": "<b>x</b> and <b>x</b>: {'k': 1}"},
+    ]
     assert judge("out", value="v").score == 1.0
     assert [m["role"] for m in server.chat_requests[-1].messages] == ["system", "user"]
 
@@ -336,10 +388,20 @@ def test_openai_llm_classifier_messages_and_render(server):
 def test_embedding_similarity_is_ours_and_sends_lists_and_dicts_as_json_text(server):
     autoevals.init(client=loopback_client(server), default_model={"embedding": "text-embedding-3-small"})
     compat = autoevals.EmbeddingSimilarity(prefix="q: ")
-    ours = scorers.get("EmbeddingSimilarity", provider="openai", model="text-embedding-3-small", prefix="q: ",
-                       expected_min=0.7, client=loopback_client(server))
-    for output, expected in [("water", "wind"), (["cold", "water"], ["cold", "wind"]),
-                             ({"water": "wet"}, {"wind": "dry"}), (True, 1.5)]:
+    ours = scorers.get(
+        "EmbeddingSimilarity",
+        provider="openai",
+        model="text-embedding-3-small",
+        prefix="q: ",
+        expected_min=0.7,
+        client=loopback_client(server),
+    )
+    for output, expected in [
+        ("water", "wind"),
+        (["cold", "water"], ["cold", "wind"]),
+        ({"water": "wet"}, {"wind": "dry"}),
+        (True, 1.5),
+    ]:
         as_text = [json.dumps(v) if isinstance(v, (dict, list)) else str(v) for v in (output, expected)]
         assert compat(output, expected).score == ours(output=as_text[0], expected=as_text[1]).score
         assert asyncio.run(compat.eval_async(output, expected)).score == compat(output, expected).score
@@ -351,8 +413,11 @@ def test_embedding_similarity_is_ours_and_sends_lists_and_dicts_as_json_text(ser
 
 def test_from_spec_file_reads_an_autoevals_spec_file(server, tmp_path):
     spec = tmp_path / "tone.yaml"
-    spec.write_text('prompt: |-\n  Is this reply kind? {{output}}\nchoice_scores:\n  "Yes": 1\n  "No": 0\n'
-                    "model: gpt-4o-mini\ntemperature: 0.2\n", encoding="utf-8")
+    spec.write_text(
+        'prompt: |-\n  Is this reply kind? {{output}}\nchoice_scores:\n  "Yes": 1\n  "No": 0\n'
+        "model: gpt-4o-mini\ntemperature: 0.2\n",
+        encoding="utf-8",
+    )
     judge = autoevals.LLMClassifier.from_spec_file("Tone", spec, client=loopback_client(server), use_cot=False)
     server.script(Reply.choice("Yes"))
     assert judge("Thanks!").score == 1.0

@@ -7,6 +7,7 @@ answer our engine's real HTTP requests). Every test passes, or is a listed diffe
 xfail, its docs/autoevals.md row named), or is skipped with its listed reason (network, or a feature we do
 not claim): ``autoevals_suite.json``.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,12 +34,25 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Run the suite once; every test id → passed, xfailed, skipped, failed or error."""
     if not VENV_PYTHON.exists():
         pytest.fail(f"{VENV_PYTHON} is missing: run `bash scripts/setup_autoevals.sh` (scripts/setup.sh runs it)")
-    found = subprocess.run([str(VENV_PYTHON), "-c", "import autoevals, os; print(autoevals.__version__ if hasattr("
-                            "autoevals, '__version__') else '', os.path.dirname(autoevals.__file__))"],
-                           capture_output=True, text=True, check=True, cwd=tmp_path_factory.getbasetemp())
+    found = subprocess.run(
+        [
+            str(VENV_PYTHON),
+            "-c",
+            "import autoevals, os; print(autoevals.__version__ if hasattr("
+            "autoevals, '__version__') else '', os.path.dirname(autoevals.__file__))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path_factory.getbasetemp(),
+    )
     source = Path(found.stdout.split()[-1])
-    version = subprocess.run([str(VENV_PYTHON), "-c", "import importlib.metadata as m; print(m.version('autoevals'))"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    version = subprocess.run(
+        [str(VENV_PYTHON), "-c", "import importlib.metadata as m; print(m.version('autoevals'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert version == json.loads(LISTS.read_text())["autoevals"], f"autoevals {version} in the venv; rerun setup"
     suite = tmp_path_factory.mktemp("autoevals-suite")
     tests = suite / "autoevals_tests"
@@ -50,19 +64,45 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         (tests / path.name).write_text(text, encoding="utf-8")
     (suite / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     report = suite / "report.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(HERE)]), "AUTOEVALS_SUITE_LIST": str(LISTS),
-           "AUTOEVALS_SUITE_REPORT": str(report), "OPENAI_API_KEY": "sk-placeholder-autoevals-suite",
-           "SCORERS_CACHE": "off", "SCORERS_HTTP_TRANSPORT": "httpx"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), str(HERE)]),
+        "AUTOEVALS_SUITE_LIST": str(LISTS),
+        "AUTOEVALS_SUITE_REPORT": str(report),
+        "OPENAI_API_KEY": "sk-placeholder-autoevals-suite",
+        "SCORERS_CACHE": "off",
+        "SCORERS_HTTP_TRANSPORT": "httpx",
+    }
     for name in ("OPENAI_BASE_URL", "SCORERS_MODEL", "PYTEST_ADDOPTS"):
         env.pop(name, None)
-    run = subprocess.run([str(VENV_PYTHON), "-m", "pytest", "-p", "autoevals_suite_plugin", "-p", "no:cacheprovider",
-                          "-q", "-rfE", "autoevals_tests"], cwd=suite, env=env, capture_output=True, text=True,
-                         timeout=600)
+    run = subprocess.run(
+        [
+            str(VENV_PYTHON),
+            "-m",
+            "pytest",
+            "-p",
+            "autoevals_suite_plugin",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-rfE",
+            "autoevals_tests",
+        ],
+        cwd=suite,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert report.exists(), run.stdout[-4000:] + run.stderr[-4000:]
     result = json.loads(report.read_text())
-    print(f"autoevals {version} suite: " + ", ".join(f"{sum(v == o for v in result.values())} {o}" for o in
-                                                     ("passed", "xfailed", "skipped", "failed", "error"))
-          + f" of {len(result)}")
+    print(
+        f"autoevals {version} suite: "
+        + ", ".join(
+            f"{sum(v == o for v in result.values())} {o}" for o in ("passed", "xfailed", "skipped", "failed", "error")
+        )
+        + f" of {len(result)}"
+    )
     result["<pytest exit>"] = f"{run.returncode}\n{run.stdout[-4000:]}"
     return result
 
@@ -93,13 +133,18 @@ def test_the_lists_name_only_existing_tests(outcomes: dict[str, str]) -> None:
 def test_the_claimed_features_are_tested(outcomes: dict[str, str]) -> None:
     """The suite's tests of what we claim run and pass: call forms, heuristics, init, judges over HTTP."""
     passed = {k for k, v in _tests(outcomes).items() if v == "passed"}
-    assert {"test_values.py::test_levenshtein", "test_values.py::test_numeric", "test_json.py::test_json",
-            "test_json.py::test_valid_json", "test_llm.py::test_factuality", "test_llm.py::test_init_client",
-            "test_llm.py::test_llm_classifier_uses_configured_default_model",
-            "test_init_models.py::test_object_form_can_set_both_models",
-            "test_reasoning_effort.py::test_all_reasoning_parameters",
-            "test_serializable_data_class.py::TestSerializableDataClass::test_from_dict_deep_with_none_values",
-            } <= passed
+    assert {
+        "test_values.py::test_levenshtein",
+        "test_values.py::test_numeric",
+        "test_json.py::test_json",
+        "test_json.py::test_valid_json",
+        "test_llm.py::test_factuality",
+        "test_llm.py::test_init_client",
+        "test_llm.py::test_llm_classifier_uses_configured_default_model",
+        "test_init_models.py::test_object_form_can_set_both_models",
+        "test_reasoning_effort.py::test_all_reasoning_parameters",
+        "test_serializable_data_class.py::TestSerializableDataClass::test_from_dict_deep_with_none_values",
+    } <= passed
     assert len(passed) >= 31
 
 
@@ -120,7 +165,10 @@ def test_the_readme_states_the_figures(outcomes: dict[str, str]) -> None:
     network = sum(1 for k, v in tests.items() if v == "skipped" and listed(skips, k).startswith("network"))
     count = {o: sum(v == o for v in tests.values()) for o in ("passed", "xfailed", "skipped")}
     text = " ".join(_readme_section().split())
-    assert (f"of its {len(tests)} tests, {count['passed']} pass, {count['xfailed']} fail on the differences below"
-            in text), "update the figures in docs/autoevals.md"
-    assert (f"{count['skipped']} are skipped: {network} need a live OpenAI endpoint, "
-            f"{count['skipped'] - network} test what we do not provide") in text
+    assert (
+        f"of its {len(tests)} tests, {count['passed']} pass, {count['xfailed']} fail on the differences below" in text
+    ), "update the figures in docs/autoevals.md"
+    assert (
+        f"{count['skipped']} are skipped: {network} need a live OpenAI endpoint, "
+        f"{count['skipped'] - network} test what we do not provide"
+    ) in text

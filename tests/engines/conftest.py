@@ -1,5 +1,6 @@
 """Fixtures of tests/engines: one local Ray cluster and one Spark session for the whole test session (each takes
 seconds to start), both with 2 workers, started and stopped by scorers.engines itself."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -37,4 +38,3 @@ def engine(request: pytest.FixtureRequest) -> str:
     """Each engine in turn, its cluster running."""
     request.getfixturevalue({"ray": "ray_cluster", "spark": "spark_session"}[request.param])
     return request.param
-

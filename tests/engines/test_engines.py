@@ -1,5 +1,6 @@
 """scorers.engines: Ray Data and Spark runs give the local run's records and summary, each row exactly once, also
 when a worker is killed mid-run, and a killed worker's rows do not pay their judge calls again (shared cache)."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,14 @@ from .conftest import WORKERS
 
 WORDS = "the a cat dog sat ran on under mat log quick brown fox jumps over lazy".split()
 #: 240 pairs of short sentences (no two alike), and a row whose output is missing: every scorer records an error.
-ROWS = [{"id": i, "output": " ".join(WORDS[(i * k) % len(WORDS)] for k in range(1, 4 + i % 5)),
-         "expected": " ".join(WORDS[(i + k) % len(WORDS)] for k in range(1, 4 + i % 3))} for i in range(240)]
+ROWS = [
+    {
+        "id": i,
+        "output": " ".join(WORDS[(i * k) % len(WORDS)] for k in range(1, 4 + i % 5)),
+        "expected": " ".join(WORDS[(i + k) % len(WORDS)] for k in range(1, 4 + i % 3)),
+    }
+    for i in range(240)
+]
 ROWS[17]["output"] = None
 SCORERS = ["ExactMatch", "ROUGE-L", "BLEU"]
 
@@ -57,16 +64,21 @@ def summary_table(stderr: str) -> list[str]:
     return [line for line in lines[start:] if " rows in " not in line]
 
 
-def test_cli_writes_the_local_run_file_from_csv(engine: str, tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_writes_the_local_run_file_from_csv(
+    engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = tmp_path / "rows.csv"
-    data.write_text("id,output,expected\n" + "".join(f"{r['id']},{r['output'] or ''},{r['expected']}\n"
-                                                     for r in ROWS[:60]), encoding="utf-8")
+    data.write_text(
+        "id,output,expected\n" + "".join(f"{r['id']},{r['output'] or ''},{r['expected']}\n" for r in ROWS[:60]),
+        encoding="utf-8",
+    )
     base = ["run", str(data), *[f"-s{name}" for name in SCORERS], "--no-progress"]
     assert main([*base, "-o", str(tmp_path / "local.jsonl")]) == 0
     local_table = summary_table(capsys.readouterr().err)
-    assert main([*base, "-o", str(tmp_path / "engine.jsonl"), "--engine", engine, "--workers", str(WORKERS),
-                 "--ordered"]) == 0
+    assert (
+        main([*base, "-o", str(tmp_path / "engine.jsonl"), "--engine", engine, "--workers", str(WORKERS), "--ordered"])
+        == 0
+    )
     assert summary_table(capsys.readouterr().err) == local_table
     assert (tmp_path / "engine.jsonl").read_bytes() == (tmp_path / "local.jsonl").read_bytes()
 
@@ -88,8 +100,23 @@ def test_cli_parquet_in_and_out(engine: str, tmp_path: Path, capsys: pytest.Capt
     import pyarrow.parquet as pq
 
     pq.write_table(rows_table(ROWS).drop_columns([INDEX_COLUMN]), tmp_path / "rows.parquet")
-    assert main(["run", str(tmp_path / "rows.parquet"), *[f"-s{name}" for name in SCORERS], "-o",
-                 str(tmp_path / "out.parquet"), "--engine", engine, "--workers", str(WORKERS), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(tmp_path / "rows.parquet"),
+                *[f"-s{name}" for name in SCORERS],
+                "-o",
+                str(tmp_path / "out.parquet"),
+                "--engine",
+                engine,
+                "--workers",
+                str(WORKERS),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     written = pq.read_table(tmp_path / "out.parquet").to_pylist()
     expected, _ = local(ROWS, SCORERS)
@@ -141,15 +168,20 @@ def test_a_killed_worker_loses_no_row_and_repays_no_judge_call(engine: str, llm_
     killer = threading.Thread(target=kill_one_worker, daemon=True)
     killer.start()
     concurrency = 4  # a worker has at most this many judge calls in flight
-    results = list(scorers.evaluate(rows, [judge, "ExactMatch"], engine=engine, workers=WORKERS,
-                                    concurrency=concurrency, ordered=True))
+    results = list(
+        scorers.evaluate(
+            rows, [judge, "ExactMatch"], engine=engine, workers=WORKERS, concurrency=concurrency, ordered=True
+        )
+    )
     killer.join()
     assert killed, "no worker was killed: the run ended first"
     assert [r.index for r in results] == list(range(len(rows)))
     prompts = [request.last_user_message for request in server.chat_requests]
     repeats = len(prompts) - len(set(prompts))
-    print(f"\n{engine}: killed pid {killed['pid']} after {killed['requests']} requests with {killed['in_flight']} in "
-          f"flight; {len(prompts)} requests for {len(rows)} rows ({repeats} repeated)")
+    print(
+        f"\n{engine}: killed pid {killed['pid']} after {killed['requests']} requests with {killed['in_flight']} in "
+        f"flight; {len(prompts)} requests for {len(rows)} rows ({repeats} repeated)"
+    )
     assert len(set(prompts)) == len(rows)
     # only calls whose reply the dead worker never received are made again: at most its calls in flight (the
     # server's in_flight snapshot just before the kill races with the worker's next sends, so it is not the bound)
@@ -167,26 +199,41 @@ def test_a_local_ray_cluster_stays_on_loopback(ray_cluster: Any) -> None:
 # ---------------------------------------------------------------- the driver, without an engine
 def backend_returning(indices: list[int]) -> Any:
     """A fake engine that scores every row, returns them in the order (and with the repeats) of ``indices``."""
+
     def backend(table: Any, unit: BatchScorer, **options: Any) -> Iterator[Any]:
         scored = unit(table.drop_columns([INDEX_COLUMN]))
         yield scored.append_column(INDEX_COLUMN, table.column(INDEX_COLUMN)).take(indices)
+
     return backend
 
 
 def engine_run(indices: list[int], *, ordered: bool) -> EngineRun:
     rows = [{"output": str(i), "expected": "1"} for i in range(4)]
-    return EngineRun(rows, scorers.batch.resolve_scorers(["ExactMatch"]), engine="fake",
-                     backend=backend_returning(indices), options={}, mapping=None, concurrency=4, workers=1,
-                     start=0, ordered=ordered)
+    return EngineRun(
+        rows,
+        scorers.batch.resolve_scorers(["ExactMatch"]),
+        engine="fake",
+        backend=backend_returning(indices),
+        options={},
+        mapping=None,
+        concurrency=4,
+        workers=1,
+        start=0,
+        ordered=ordered,
+    )
 
 
-@pytest.mark.parametrize(("returned", "ordered", "given"), [
-    ([3, 1, 0, 2], True, [0, 1, 2, 3]),
-    ([3, 1, 0, 2], False, [3, 1, 0, 2]),
-    ([1, 1, 0, 3, 2, 3], True, [0, 1, 2, 3]),
-])
-def test_the_driver_gives_each_row_once_in_order_when_asked(returned: list[int], ordered: bool,
-                                                             given: list[int]) -> None:
+@pytest.mark.parametrize(
+    ("returned", "ordered", "given"),
+    [
+        ([3, 1, 0, 2], True, [0, 1, 2, 3]),
+        ([3, 1, 0, 2], False, [3, 1, 0, 2]),
+        ([1, 1, 0, 3, 2, 3], True, [0, 1, 2, 3]),
+    ],
+)
+def test_the_driver_gives_each_row_once_in_order_when_asked(
+    returned: list[int], ordered: bool, given: list[int]
+) -> None:
     run = engine_run(returned, ordered=ordered)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -206,26 +253,48 @@ def test_the_driver_finds_a_mapping_typo_in_the_first_rows_before_the_engine_sta
         raise AssertionError("the engine was started")
 
     rows = [{"output": str(i), "answer": None if i == 0 else "1"} for i in range(150)]
-    run = EngineRun(rows, scorers.batch.resolve_scorers(["ExactMatch"]), engine="fake", backend=backend, options={},
-                    mapping={"expected": "answr"}, concurrency=4, workers=1, start=0, ordered=True)
+    run = EngineRun(
+        rows,
+        scorers.batch.resolve_scorers(["ExactMatch"]),
+        engine="fake",
+        backend=backend,
+        options={},
+        mapping={"expected": "answr"},
+        concurrency=4,
+        workers=1,
+        start=0,
+        ordered=True,
+    )
     with pytest.raises(ConfigError, match="no column or path 'answr' in any of the first 100 rows"):
         list(run)
 
 
 def test_a_reference_the_first_row_lacks_is_that_rows_error_on_an_engine_too() -> None:
     rows = [{"output": str(i), "answer": None if i == 0 else "1"} for i in range(4)]
-    run = EngineRun(rows, scorers.batch.resolve_scorers(["ExactMatch"]), engine="fake",
-                    backend=backend_returning([0, 1, 2, 3]), options={}, mapping={"expected": "answer"},
-                    concurrency=4, workers=1, start=0, ordered=True)
+    run = EngineRun(
+        rows,
+        scorers.batch.resolve_scorers(["ExactMatch"]),
+        engine="fake",
+        backend=backend_returning([0, 1, 2, 3]),
+        options={},
+        mapping={"expected": "answer"},
+        concurrency=4,
+        workers=1,
+        start=0,
+        ordered=True,
+    )
     results = list(run)
     assert results[0].errors["ExactMatch"]["type"] == "ScorerInputError"
     assert [r.scores["ExactMatch"] for r in results[1:]] == [1.0, 0.0, 0.0]
 
 
-@pytest.mark.parametrize("rows", [
-    [{"output": "a", "expected": "b"}, {"output": "c"}],           # a field some rows lack
-    [{"output": "a", "expected": "b"}, {"output": "c", "expected": ["d", "e"]}],  # two types in one column
-])
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [{"output": "a", "expected": "b"}, {"output": "c"}],  # a field some rows lack
+        [{"output": "a", "expected": "b"}, {"output": "c", "expected": ["d", "e"]}],  # two types in one column
+    ],
+)
 def test_rows_arrow_would_change_are_refused(rows: list[dict[str, Any]]) -> None:
     with pytest.raises(DataError, match="row 1|Arrow"):
         rows_table(rows)
@@ -256,8 +325,9 @@ def test_workers_get_the_drivers_cache_path_and_settings(monkeypatch: pytest.Mon
     assert "client" not in worker_settings(judges=False)["configured"]
 
 
-def test_a_worker_judges_with_the_drivers_settings_without_touching_its_process(llm_server: LoopbackLLM,
-                                                                                 fake_api_key: str) -> None:
+def test_a_worker_judges_with_the_drivers_settings_without_touching_its_process(
+    llm_server: LoopbackLLM, fake_api_key: str
+) -> None:
     """What a worker does with the payload, here: the driver's settings hold while its rows are scored, and the
     worker's environment and configure() state are as before afterwards."""
     import asyncio
@@ -287,19 +357,23 @@ def test_engines_set_process_wide_variables_only_while_they_need_them(engine: st
 
 
 @pytest.mark.parametrize(("engine", "module", "extra"), [("ray", "ray", "ray"), ("spark", "pyspark.sql", "spark")])
-def test_a_missing_engine_names_its_extra(engine: str, module: str, extra: str,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_engine_names_its_extra(
+    engine: str, module: str, extra: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(__import__("sys").modules, module, None)
     with pytest.raises(MissingExtraError, match=rf"pip install 'scorers\[{extra}\]'"):
         list(scorers.evaluate(ROWS[:2], SCORERS, engine=engine))
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({"engine": "dask"}, "unknown engine 'dask'"),
-    ({"engine": "ray", "master": "local[2]"}, "master= is Spark's"),
-    ({"engine": "spark", "address": "auto"}, "address= is Ray's"),
-    ({"address": "auto"}, "pass engine='ray' or 'spark'"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"engine": "dask"}, "unknown engine 'dask'"),
+        ({"engine": "ray", "master": "local[2]"}, "master= is Spark's"),
+        ({"engine": "spark", "address": "auto"}, "address= is Ray's"),
+        ({"address": "auto"}, "pass engine='ray' or 'spark'"),
+    ],
+)
 def test_engine_options_are_checked(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         scorers.evaluate(ROWS[:2], SCORERS, **options)

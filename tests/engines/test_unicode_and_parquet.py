@@ -5,6 +5,7 @@ Parquet strings and Arrow strings are UTF-8, which cannot hold a lone surrogate:
 refused (naming the row and column, and saying to write JSONL, which keeps it); the JSON text the run adds (errors,
 stats, metadata, a worker's result) holds it as a ``\\u`` escape, read back as the same text.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -53,13 +54,18 @@ def jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------- -o OUT.parquet
-@pytest.mark.parametrize(("row", "where"), [
-    ({"output": "b" + SURROGATE, "expected": "b"}, "column 'output'"),
-    ({"output": "b", "expected": "b", "tags": [{"note": "x"}, {"note": SURROGATE}]}, "column 'tags'"),
-    ({"output": "b", "expected": "b", "note" + SURROGATE: 1}, "column name 'note\\ud800'"),
-], ids=["value", "nested", "column-name"])
-def test_parquet_refuses_an_input_surrogate_and_keeps_the_rows_before(row: dict[str, Any], where: str, tmp_path: Path,
-                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("row", "where"),
+    [
+        ({"output": "b" + SURROGATE, "expected": "b"}, "column 'output'"),
+        ({"output": "b", "expected": "b", "tags": [{"note": "x"}, {"note": SURROGATE}]}, "column 'tags'"),
+        ({"output": "b", "expected": "b", "note" + SURROGATE: 1}, "column name 'note\\ud800'"),
+    ],
+    ids=["value", "nested", "column-name"],
+)
+def test_parquet_refuses_an_input_surrogate_and_keeps_the_rows_before(
+    row: dict[str, Any], where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rows = [{"output": "a", "expected": "a"}, row, {"output": "c", "expected": "c"}]
     data, out = write_jsonl(tmp_path / "in.jsonl", rows), tmp_path / "out.parquet"
     assert main(["run", str(data), "-s", "ExactMatch", "-o", str(out), "--no-progress"]) == 2
@@ -73,8 +79,9 @@ def test_parquet_refuses_an_input_surrogate_and_keeps_the_rows_before(row: dict[
     assert [r["scores"]["ExactMatch"] for r in jsonl(tmp_path / "out.jsonl")] == [1.0, float(row["output"] == "b"), 1.0]
 
 
-def test_parquet_writes_a_judges_surrogate_in_metadata_and_errors(llm_env: LoopbackLLM, tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_parquet_writes_a_judges_surrogate_in_metadata_and_errors(
+    llm_env: LoopbackLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The input is plain text; the judge's server sends a lone surrogate (a JSON escape) in its reasons and in
     an error: both are written, and read back as the JSONL run's records."""
     llm_env.script(Reply.error(400, "refused " + SURROGATE), match="Nice")  # first: every prompt holds "Paris"
@@ -94,8 +101,13 @@ def test_parquet_writes_a_judges_surrogate_in_metadata_and_errors(llm_env: Loopb
 
 
 def test_parquet_json_columns_hold_a_surrogate_as_an_escape(tmp_path: Path) -> None:
-    record = {"output": "a", "scores": {"X": None}, "errors": {"X": {"type": "ScorerInputError", "message": SURROGATE}},
-              "stats": {"X": [1.0, 2.0]}, "metadata_scores": {"X": {"why": "é" + SURROGATE, SURROGATE: [SURROGATE]}}}
+    record = {
+        "output": "a",
+        "scores": {"X": None},
+        "errors": {"X": {"type": "ScorerInputError", "message": SURROGATE}},
+        "stats": {"X": [1.0, 2.0]},
+        "metadata_scores": {"X": {"why": "é" + SURROGATE, SURROGATE: [SURROGATE]}},
+    }
     with ParquetResultWriter(str(tmp_path / "out.parquet")) as writer:
         writer.write(record)
     assert decoded(tmp_path / "out.parquet") == [record]
@@ -107,13 +119,15 @@ def test_parquet_keeps_a_column_the_first_row_lacks(tmp_path: Path) -> None:
         writer.write({"output": "b", "note": "kept", "scores": {"X": 0.0}})
     assert pq.read_table(tmp_path / "out.parquet").to_pylist() == [
         {"output": "a", "scores": {"X": 1.0}, "note": None, "errors": None, "stats": None, "metadata_scores": None},
-        {"output": "b", "scores": {"X": 0.0}, "note": "kept", "errors": None, "stats": None, "metadata_scores": None}]
+        {"output": "b", "scores": {"X": 0.0}, "note": "kept", "errors": None, "stats": None, "metadata_scores": None},
+    ]
 
 
-def test_parquet_refuses_a_column_of_two_types_at_its_row(tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    data = write_jsonl(tmp_path / "in.jsonl", [{"output": "a", "expected": "a", "id": 1},
-                                                {"output": "b", "expected": "b", "id": "two"}])
+def test_parquet_refuses_a_column_of_two_types_at_its_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = write_jsonl(
+        tmp_path / "in.jsonl",
+        [{"output": "a", "expected": "a", "id": 1}, {"output": "b", "expected": "b", "id": "two"}],
+    )
     out = tmp_path / "out.parquet"
     assert main(["run", str(data), "-s", "ExactMatch", "-o", str(out), "--no-progress"]) == 2
     err = capsys.readouterr().err
@@ -123,13 +137,18 @@ def test_parquet_refuses_a_column_of_two_types_at_its_row(tmp_path: Path,
     assert [r["id"] for r in decoded(out)] == [1]
 
 
-@pytest.mark.parametrize(("rows", "problem"), [
-    ([{"id": None}, {"id": 1}, {"id": "two"}], "row 2, column 'id' holds text, where the rows before hold numbers"),
-    ([{"id": 1}, {"id": True}], "row 1, column 'id' holds booleans, where the rows before hold numbers"),
-    ([{"id": 1}, {"id": 10**20}], "row 1, column 'id' holds an integer beyond 64 bits"),
-], ids=["after-null", "bool", "big-int"])
-def test_parquet_refuses_what_a_column_cannot_hold_at_its_row(rows: list[dict[str, Any]], problem: str,
-                                                              tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("rows", "problem"),
+    [
+        ([{"id": None}, {"id": 1}, {"id": "two"}], "row 2, column 'id' holds text, where the rows before hold numbers"),
+        ([{"id": 1}, {"id": True}], "row 1, column 'id' holds booleans, where the rows before hold numbers"),
+        ([{"id": 1}, {"id": 10**20}], "row 1, column 'id' holds an integer beyond 64 bits"),
+    ],
+    ids=["after-null", "bool", "big-int"],
+)
+def test_parquet_refuses_what_a_column_cannot_hold_at_its_row(
+    rows: list[dict[str, Any]], problem: str, tmp_path: Path
+) -> None:
     out = tmp_path / "out.parquet"
     with pytest.raises(DataError, match=rf"cannot write {out}: {problem}.*holds the {len(rows) - 1} rows? before it"):
         with ParquetResultWriter(str(out)) as writer:
@@ -139,8 +158,10 @@ def test_parquet_refuses_what_a_column_cannot_hold_at_its_row(rows: list[dict[st
 
 
 def test_parquet_refuses_nested_values_of_two_types(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    data = write_jsonl(tmp_path / "in.jsonl", [{"output": "a", "expected": "a", "meta": {"n": 1}},
-                                                {"output": "b", "expected": "b", "meta": {"n": "two"}}])
+    data = write_jsonl(
+        tmp_path / "in.jsonl",
+        [{"output": "a", "expected": "a", "meta": {"n": 1}}, {"output": "b", "expected": "b", "meta": {"n": "two"}}],
+    )
     out = tmp_path / "out.parquet"
     assert main(["run", str(data), "-s", "ExactMatch", "-o", str(out), "--no-progress"]) == 2
     err = capsys.readouterr().err
@@ -159,8 +180,9 @@ def test_a_full_disk_under_parquet_is_a_data_error(tmp_path: Path, capsys: pytes
     assert f"error: cannot write {out}: No space left on device;" in err and "-o OUT.jsonl" in err
 
 
-def test_an_unwritable_parquet_path_stops_the_run_before_it_starts(tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unwritable_parquet_path_stops_the_run_before_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = write_jsonl(tmp_path / "in.jsonl", [{"output": "a", "expected": "a"}])
     out = tmp_path / "missing" / "out.parquet"
     assert main(["run", str(data), "-s", "ExactMatch", "-o", str(out), "--no-progress"]) == 2
@@ -177,12 +199,28 @@ def test_engine_input_refuses_a_surrogate_naming_row_and_field() -> None:
         rows_table([{"output": "a", "x" + SURROGATE: 1}])
 
 
-def test_an_engine_run_refuses_a_surrogate_before_the_engine_starts(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    data = write_jsonl(tmp_path / "in.jsonl", [{"output": "a", "expected": "a"},
-                                                {"output": SURROGATE, "expected": "b"}])
-    assert main(["run", str(data), "-s", "ExactMatch", "-o", str(tmp_path / "out.jsonl"), "--engine", "ray",
-                 "--no-progress"]) == 2
+def test_an_engine_run_refuses_a_surrogate_before_the_engine_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_jsonl(
+        tmp_path / "in.jsonl", [{"output": "a", "expected": "a"}, {"output": SURROGATE, "expected": "b"}]
+    )
+    assert (
+        main(
+            [
+                "run",
+                str(data),
+                "-s",
+                "ExactMatch",
+                "-o",
+                str(tmp_path / "out.jsonl"),
+                "--engine",
+                "ray",
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "Traceback" not in err and "row 1: the field 'output' holds a lone surrogate" in err
 
@@ -206,8 +244,9 @@ class Echo(Scorer):
 def test_a_workers_result_text_is_utf8_with_a_surrogate_in_metadata_and_errors() -> None:
     import pyarrow as pa
 
-    texts = asyncio.run(score_rows(BatchScorer([Echo()]), [{"output": "ok" + SURROGATE},
-                                                            {"output": "fail" + SURROGATE}]))
+    texts = asyncio.run(
+        score_rows(BatchScorer([Echo()]), [{"output": "ok" + SURROGATE}, {"output": "fail" + SURROGATE}])
+    )
     assert pa.array(texts, pa.string()).to_pylist() == texts  # an Arrow string column carries them
     first, second = (json.loads(text) for text in texts)
     assert first["metadata_scores"]["Echo"]["echo"] == "ok" + SURROGATE

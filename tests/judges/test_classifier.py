@@ -1,4 +1,5 @@
 """LLMClassifier through the real openai client over HTTP against the loopback server."""
+
 from __future__ import annotations
 
 import gc
@@ -7,17 +8,16 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+import autoevals
 import cloudpickle
 import openai
 import pytest
 
-import autoevals
 import scorers
-
 from scorers.errors import ConfigError, JudgeError, ScorerInputError, UnknownArgumentError
 from scorers.judges import LLMClassifier, parse_text_choice, read_reply
-from scorers.llm.engine import ChatResult, InvalidReply, LLMEngine, ToolCall
 from scorers.judges.discovery import build_judge, load_template_file
+from scorers.llm.engine import ChatResult, InvalidReply, LLMEngine, ToolCall
 from scorers.testing import LoopbackLLM, RecordedRequest, Reply
 
 MODEL = "gpt-4o-mini"
@@ -45,8 +45,11 @@ def test_tools_request_shape_and_metadata(llm_env: LoopbackLLM, fake_api_key: st
     parameters = tool["function"]["parameters"]
     assert list(parameters["properties"]) == ["reasons", "choice"]  # reasons before choice
     assert parameters["required"] == ["reasons", "choice"]
-    assert parameters["properties"]["choice"] == {**parameters["properties"]["choice"], "type": "string",
-                                                  "enum": ["A", "B", "C", "D", "E"]}
+    assert parameters["properties"]["choice"] == {
+        **parameters["properties"]["choice"],
+        "type": "string",
+        "enum": ["A", "B", "C", "D", "E"],
+    }
     assert sent["tool_choice"] == {"type": "function", "function": {"name": "select_choice"}}
     assert "response_format" not in sent and "seed" not in sent
     (message,) = sent["messages"]
@@ -72,22 +75,31 @@ def test_without_cot_only_choice_is_asked(llm_env: LoopbackLLM) -> None:
     assert score.score == 0.4 and "rationale" not in score.metadata
 
 
-@pytest.mark.parametrize("mode, reply, choice", [
-    ("tools", Reply.tool_call('  { "reasons": "ok",  "choice": " B " }'), "B"),  # odd whitespace, padded choice
-    ("tools", Reply.tool_call({"reasons": ["one", "two"], "choice": "E"}), "E"),
-    ("json", Reply.json({"reasons": "superset", "choice": "B"}), "B"),
-    ("json", Reply.text('```json\n{"reasons": "r", "choice": "D"}\n```'), "D"),
-    ("text", Reply.text("The answer adds detail.\nIt agrees otherwise.\n\n**B**"), "B"),
-    ("text", Reply.text("Reasoning here.\nFinal answer: D."), "D"),
-])
+@pytest.mark.parametrize(
+    "mode, reply, choice",
+    [
+        ("tools", Reply.tool_call('  { "reasons": "ok",  "choice": " B " }'), "B"),  # odd whitespace, padded choice
+        ("tools", Reply.tool_call({"reasons": ["one", "two"], "choice": "E"}), "E"),
+        ("json", Reply.json({"reasons": "superset", "choice": "B"}), "B"),
+        ("json", Reply.text('```json\n{"reasons": "r", "choice": "D"}\n```'), "D"),
+        ("text", Reply.text("The answer adds detail.\nIt agrees otherwise.\n\n**B**"), "B"),
+        ("text", Reply.text("Reasoning here.\nFinal answer: D."), "D"),
+    ],
+)
 def test_response_modes(llm_env: LoopbackLLM, mode: str, reply: Reply, choice: str) -> None:
     llm_env.default = reply
     score = factuality(response_mode=mode)(**FACTS)
-    assert (score.score, score.metadata["choice"], score.metadata["response_mode"]) == (FACTUALITY[choice], choice,
-                                                                                         mode)
+    assert (score.score, score.metadata["choice"], score.metadata["response_mode"]) == (
+        FACTUALITY[choice],
+        choice,
+        mode,
+    )
     sent = body(llm_env)
-    assert ("tools" in sent, "response_format" in sent) == {"tools": (True, False), "json": (False, True),
-                                                            "text": (False, False)}[mode]
+    assert ("tools" in sent, "response_format" in sent) == {
+        "tools": (True, False),
+        "json": (False, True),
+        "text": (False, False),
+    }[mode]
     if mode == "json":
         schema = sent["response_format"]["json_schema"]["schema"]
         assert list(schema["properties"]) == ["reasons", "choice"]
@@ -111,8 +123,7 @@ BAD_REPLIES = [
 
 
 @pytest.mark.parametrize("mode, reply, reason", BAD_REPLIES, ids=[f"{m}-{r}" for m, _, r in BAD_REPLIES])
-def test_unusable_reply_is_reasked_then_judge_error(llm_env: LoopbackLLM, mode: str, reply: Reply,
-                                                    reason: str) -> None:
+def test_unusable_reply_is_reasked_then_judge_error(llm_env: LoopbackLLM, mode: str, reply: Reply, reason: str) -> None:
     llm_env.default = reply
     judge = factuality(response_mode=mode, max_reasks=2)
     with pytest.raises(JudgeError) as info:
@@ -131,27 +142,33 @@ def test_reask_recovers(llm_env: LoopbackLLM, bad: Reply) -> None:
     assert len(llm_env.chat_requests) == 2
 
 
-@pytest.mark.parametrize("text, choices, expected", [
-    ("C", "ABCDE", "C"),
-    ("reasoning\nC", "ABCDE", "C"),
-    ("reasoning\n(C)", "ABCDE", "C"),
-    ("reasoning\nThe answer is E.", "ABCDE", "E"),
-    ("B is my pick\n\n", "ABCDE", "B"),
-    ("A\nthen B\nthen nothing", "ABCDE", "B"),
-    ("Actually unsure", "ABCDE", None),
-    ("Yes, it is funny.", ["Yes", "No", "Unsure"], "Yes"),
-    ("Incorrect", ["Correct", "Incorrect"], "Incorrect"),
-    ("", "AB", None),
-])
+@pytest.mark.parametrize(
+    "text, choices, expected",
+    [
+        ("C", "ABCDE", "C"),
+        ("reasoning\nC", "ABCDE", "C"),
+        ("reasoning\n(C)", "ABCDE", "C"),
+        ("reasoning\nThe answer is E.", "ABCDE", "E"),
+        ("B is my pick\n\n", "ABCDE", "B"),
+        ("A\nthen B\nthen nothing", "ABCDE", "B"),
+        ("Actually unsure", "ABCDE", None),
+        ("Yes, it is funny.", ["Yes", "No", "Unsure"], "Yes"),
+        ("Incorrect", ["Correct", "Incorrect"], "Incorrect"),
+        ("", "AB", None),
+    ],
+)
 def test_parse_text_choice(text: str, choices: Any, expected: str | None) -> None:
     assert parse_text_choice(text, choices) == expected
 
 
-@pytest.mark.parametrize("arguments, reason", [('{"choice": "Q"}', "'Q' is not one of"), ("{", "malformed JSON"),
-                                               ('{"reasons": "r"}', "no 'choice'")])
+@pytest.mark.parametrize(
+    "arguments, reason",
+    [('{"choice": "Q"}', "'Q' is not one of"), ("{", "malformed JSON"), ('{"reasons": "r"}', "no 'choice'")],
+)
 def test_read_reply_raises_invalid_reply(arguments: str, reason: str) -> None:
-    result = ChatResult(content=None, tool_calls=(ToolCall("select_choice", arguments),), finish_reason="stop",
-                        model=MODEL)
+    result = ChatResult(
+        content=None, tool_calls=(ToolCall("select_choice", arguments),), finish_reason="stop", model=MODEL
+    )
     with pytest.raises(InvalidReply, match=reason):
         read_reply(result, "tools", ("A", "B"))
 
@@ -173,9 +190,17 @@ def test_samples_aggregate_with_agreement(llm_env: LoopbackLLM, aggregate: str, 
     meta = score.metadata
     assert meta["choice"] == "C" and meta["choices"] == ["C", "D", "C"] and meta["agreement"] == pytest.approx(2 / 3)
     assert sorted(r.body["seed"] for r in llm_env.chat_requests) == [0, 1, 2]
-    assert meta["usage"] == {"prompt_tokens": 30, "completion_tokens": 15, "total_tokens": 45, "requests": 3,
-                             "cached": 0, "attempts": 3, "failed_calls": 0, "failed_prompt_tokens": 0,
-                             "failed_completion_tokens": 0}
+    assert meta["usage"] == {
+        "prompt_tokens": 30,
+        "completion_tokens": 15,
+        "total_tokens": 45,
+        "requests": 3,
+        "cached": 0,
+        "attempts": 3,
+        "failed_calls": 0,
+        "failed_prompt_tokens": 0,
+        "failed_completion_tokens": 0,
+    }
     assert meta["signature"]["samples"] == 3 and meta["signature"]["aggregate"] == aggregate
 
 
@@ -204,32 +229,38 @@ def test_cached_rerun_makes_no_request(llm_env: LoopbackLLM) -> None:
 
 
 # ------------------------------------------------------------- configuration
-@pytest.mark.parametrize("params, message", [
-    ({"response_mode": "grammar"}, "response_mode"),
-    ({"samples": 0}, "samples"),
-    ({"samples": 3}, "temperature > 0"),
-    ({"samples": 2, "temperature": 0.5, "aggregate": "median"}, "aggregate"),
-    ({"temperature": 3}, "temperature"),
-    ({"max_tokens": 0}, "max_tokens"),
-    ({"use_cot": "yes"}, "use_cot"),
-    ({"max_reasks": -1}, "max_reasks"),
-    ({"choice_scores": {"A": 1}}, "choice_scores"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"response_mode": "grammar"}, "response_mode"),
+        ({"samples": 0}, "samples"),
+        ({"samples": 3}, "temperature > 0"),
+        ({"samples": 2, "temperature": 0.5, "aggregate": "median"}, "aggregate"),
+        ({"temperature": 3}, "temperature"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"use_cot": "yes"}, "use_cot"),
+        ({"max_reasks": -1}, "max_reasks"),
+        ({"choice_scores": {"A": 1}}, "choice_scores"),
+    ],
+)
 def test_bad_parameters_raise_config_error(params: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         factuality(**params)
 
 
-@pytest.mark.parametrize("args, kwargs, message", [
-    (("J", "{{output}}", {True: 1, "No": 0}), {}, "boolean"),
-    (("J", "{{output}}", {"Y": 2}), {}, r"\[0, 1\]"),
-    (("J", "{{output}}", {}), {}, "non-empty"),
-    (("J", None, {"Y": 1}), {}, "exactly one of"),
-    (("J", "{{output}}", {"Y": 1}), {"messages": [{"role": "user", "content": "x"}]}, "exactly one of"),
-    (("J", None, {"Y": 1}), {"messages": [{"role": "bot", "content": "x"}]}, "role"),
-    (("J", "{{output}}", {"Y.": 1, "N": 0}), {"response_mode": "text"}, "punctuation"),
-    (("J", "{% if %}", {"Y": 1}), {}, "syntax error"),
-])
+@pytest.mark.parametrize(
+    "args, kwargs, message",
+    [
+        (("J", "{{output}}", {True: 1, "No": 0}), {}, "boolean"),
+        (("J", "{{output}}", {"Y": 2}), {}, r"\[0, 1\]"),
+        (("J", "{{output}}", {}), {}, "non-empty"),
+        (("J", None, {"Y": 1}), {}, "exactly one of"),
+        (("J", "{{output}}", {"Y": 1}), {"messages": [{"role": "user", "content": "x"}]}, "exactly one of"),
+        (("J", None, {"Y": 1}), {"messages": [{"role": "bot", "content": "x"}]}, "role"),
+        (("J", "{{output}}", {"Y.": 1, "N": 0}), {"response_mode": "text"}, "punctuation"),
+        (("J", "{% if %}", {"Y": 1}), {}, "syntax error"),
+    ],
+)
 def test_bad_construction(args: tuple, kwargs: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         LLMClassifier(*args, **kwargs)
@@ -259,9 +290,13 @@ def test_a_missing_variable_is_bad_input_naming_the_variable_and_the_file(llm_en
 
 def test_messages_template_sends_system_and_user(llm_env: LoopbackLLM) -> None:
     llm_env.default = Reply.choice("Y")
-    judge = LLMClassifier("Tone", messages=[{"role": "system", "content": "You grade tone."},
-                                            {"role": "user", "content": "Reply: {{output}}"}],
-                          choice_scores={"Y": 1, "N": 0}, model=MODEL, use_cot=False)
+    judge = LLMClassifier(
+        "Tone",
+        messages=[{"role": "system", "content": "You grade tone."}, {"role": "user", "content": "Reply: {{output}}"}],
+        choice_scores={"Y": 1, "N": 0},
+        model=MODEL,
+        use_cot=False,
+    )
     assert judge(output="Thanks!").score == 1.0
     roles = [m["role"] for m in body(llm_env)["messages"]]
     assert roles == ["system", "user"] and "select_choice" in body(llm_env)["messages"][-1]["content"]
@@ -274,11 +309,15 @@ def test_non_string_values_render_as_json(llm_env: LoopbackLLM) -> None:
     assert 'Data: {"city": "Paris", "ok": true, "n": null}' in body(llm_env)["messages"][0]["content"]
 
 
-@pytest.mark.parametrize("value, problem", [(object(), "cannot be shown in a judge prompt: cannot render a object"),
-                                            ({"a": {1, 2}, "b": object()}, "cannot render a object"),
-                                            (float("nan"), "is NaN")])
-def test_a_value_the_prompt_cannot_show_is_bad_input_of_its_row(llm_env: LoopbackLLM, value: Any,
-                                                                problem: str) -> None:
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        (object(), "cannot be shown in a judge prompt: cannot render a object"),
+        ({"a": {1, 2}, "b": object()}, "cannot render a object"),
+        (float("nan"), "is NaN"),
+    ],
+)
+def test_a_value_the_prompt_cannot_show_is_bad_input_of_its_row(llm_env: LoopbackLLM, value: Any, problem: str) -> None:
     llm_env.default = Reply.choice("Y")
     judge = LLMClassifier("Valid", "Data: {{output}}", {"Y": 1, "N": 0}, model=MODEL)
     with pytest.raises(ScorerInputError, match=problem) as info:
@@ -343,10 +382,13 @@ def test_batch_run_every_fault_ends_scored_or_typed(llm_env: LoopbackLLM) -> Non
     # a timeout well above any reply's time, so only the scripted hangs time out
     engine = LLMEngine(timeout=1.0, max_retries=1, max_reasks=1, backoff_base=0.01)
     run = evaluate(rows, [factuality(engine=engine)], concurrency=4)
-    outcomes = {r.row["output"].strip(): (r.scores["Factuality"], r.errors.get("Factuality", {}).get("type"))
-                for r in run}
-    assert outcomes == {**{name: outcome for name, (_rule, outcome) in faults.items()},
-                        "row-missing-expected": (None, "ScorerInputError")}
+    outcomes = {
+        r.row["output"].strip(): (r.scores["Factuality"], r.errors.get("Factuality", {}).get("type")) for r in run
+    }
+    assert outcomes == {
+        **{name: outcome for name, (_rule, outcome) in faults.items()},
+        "row-missing-expected": (None, "ScorerInputError"),
+    }
     summary = run.summary.scorers["Factuality"]
     assert summary["n"] == 7 and summary["errors"] == 6
     usage = summary["usage"]
@@ -378,11 +420,14 @@ def _expected_choice(i: int) -> str:
     return "ABCDE"[i % 5]
 
 
-@pytest.mark.parametrize("params", [{}, {"use_cot": False}, {"response_mode": "json"},
-                                    {"samples": 3, "temperature": 0.5, "aggregate": "majority"}],
-                         ids=["tools", "no-cot", "json", "samples"])
-def test_batch_gives_the_per_row_scores_and_a_cached_rerun_sends_nothing(llm_env: LoopbackLLM, tmp_path: Path,
-                                                                           params: dict) -> None:
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"use_cot": False}, {"response_mode": "json"}, {"samples": 3, "temperature": 0.5, "aggregate": "majority"}],
+    ids=["tools", "no-cot", "json", "samples"],
+)
+def test_batch_gives_the_per_row_scores_and_a_cached_rerun_sends_nothing(
+    llm_env: LoopbackLLM, tmp_path: Path, params: dict
+) -> None:
     llm_env.default = _choice_by_row
     rows = [_row(i) for i in range(12)]
     per_row = factuality(engine=LLMEngine(cache=str(tmp_path / "per-row.sqlite")), **params)
@@ -408,7 +453,8 @@ def test_batch_mixes_hits_and_misses_in_input_order(llm_env: LoopbackLLM) -> Non
     llm_env.reset()
     results = _batch(judge, rows, concurrency=3)
     assert sorted(int(r.last_user_message.split("reply ")[1].split()[0]) for r in llm_env.chat_requests) == list(
-        range(1, 20, 2))
+        range(1, 20, 2)
+    )
     assert [s.metadata["choice"] for s in results] == [_expected_choice(i) for i in range(20)]
     assert [s.metadata["cached"] for s in results] == [i % 2 == 0 for i in range(20)]
 
@@ -423,8 +469,9 @@ def test_batch_reasks_a_cached_reply_that_no_longer_validates(llm_env: LoopbackL
     settings = judge.engine.settings()
     stale = judge.build_request({k: v for k, v in rows[2].items()})
     key = cache_key(stale.body(settings.model), base_url=settings.base_url)
-    bad = ChatResult(content=None, tool_calls=(ToolCall("select_choice", '{"choice": "Z"}'),), finish_reason="stop",
-                     model=MODEL)
+    bad = ChatResult(
+        content=None, tool_calls=(ToolCall("select_choice", '{"choice": "Z"}'),), finish_reason="stop", model=MODEL
+    )
     open_cache(settings.cache).put(key, bad.to_dict(), model=MODEL)
     llm_env.reset()
     results = _batch(judge, rows)
@@ -493,9 +540,11 @@ def test_samples_batch_asks_only_the_missing_samples(llm_env: LoopbackLLM) -> No
     first = _batch(judge, [FACTS])[0]
     settings = judge.engine.settings()
     sample_one = judge.build_request({k: FACTS[k] for k in ("input", "expected", "output")}, sample=1)
-    open_cache(settings.cache).put(cache_key(sample_one.body(settings.model), base_url=settings.base_url),
-                                   {"content": "not a tool call", "tool_calls": [], "finish_reason": "stop",
-                                    "model": MODEL}, model=MODEL)
+    open_cache(settings.cache).put(
+        cache_key(sample_one.body(settings.model), base_url=settings.base_url),
+        {"content": "not a tool call", "tool_calls": [], "finish_reason": "stop", "model": MODEL},
+        model=MODEL,
+    )
     llm_env.reset()
     again = _batch(judge, [FACTS])[0]
     assert [r.body["seed"] for r in llm_env.chat_requests] == [1]
@@ -518,8 +567,7 @@ def test_runner_uses_the_batch_cache(llm_env: LoopbackLLM) -> None:
 
 
 # ------------------------------------------------------------------- pickling
-BUILTIN_JUDGES = ["Factuality", "Battle", "ClosedQA", "Humor", "Possible", "Security", "Sql", "Summary",
-                  "Translation"]
+BUILTIN_JUDGES = ["Factuality", "Battle", "ClosedQA", "Humor", "Possible", "Security", "Sql", "Summary", "Translation"]
 
 
 def _last_choice(request: RecordedRequest) -> Reply:
@@ -529,8 +577,13 @@ def _last_choice(request: RecordedRequest) -> Reply:
 
 
 def _hand_built(**options: Any) -> LLMClassifier:
-    return LLMClassifier("Grounded", "Is {{output}} supported by {{context}}?", {"Yes": 1.0, "Partly": 0.5, "No": 0.0},
-                         model=MODEL, **options)
+    return LLMClassifier(
+        "Grounded",
+        "Is {{output}} supported by {{context}}?",
+        {"Yes": 1.0, "Partly": 0.5, "No": 0.0},
+        model=MODEL,
+        **options,
+    )
 
 
 def _travel_cases() -> list[str]:
@@ -547,8 +600,9 @@ def _values(judge: LLMClassifier) -> dict[str, str]:
 
 @pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps], ids=["pickle", "cloudpickle"])
 @pytest.mark.parametrize("name", _travel_cases())
-def test_judges_travel_before_and_after_first_use(llm_env: LoopbackLLM, monkeypatch: pytest.MonkeyPatch,
-                                                  fake_api_key: str, name: str, dumps: Any) -> None:
+def test_judges_travel_before_and_after_first_use(
+    llm_env: LoopbackLLM, monkeypatch: pytest.MonkeyPatch, fake_api_key: str, name: str, dumps: Any
+) -> None:
     monkeypatch.setenv("SCORERS_CACHE", "off")  # every call below reaches the server
     llm_env.default = _last_choice
     judge = _make(name)
@@ -567,15 +621,17 @@ def test_judges_travel_before_and_after_first_use(llm_env: LoopbackLLM, monkeypa
         assert [_without_timing(s) for s in batch[:1]] == [_without_timing(first)]
         assert batch[1].metadata["choice"] == first.metadata["choice"]
     assert len(llm_env.chat_requests) == 1 + 2 * 3
-    assert len({json.dumps(r.body, sort_keys=True) for r in llm_env.chat_requests if "another" not in
-                r.last_user_message}) == 1  # the copies sent the very request the original sent
+    assert (
+        len({json.dumps(r.body, sort_keys=True) for r in llm_env.chat_requests if "another" not in r.last_user_message})
+        == 1
+    )  # the copies sent the very request the original sent
 
 
-def test_a_judge_with_its_own_engine_travels_with_its_settings(llm_server: LoopbackLLM, fake_api_key: str,
-                                                               tmp_path: Path) -> None:
+def test_a_judge_with_its_own_engine_travels_with_its_settings(
+    llm_server: LoopbackLLM, fake_api_key: str, tmp_path: Path
+) -> None:
     llm_server.default = _last_choice
-    engine = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, cache=tmp_path / "own.sqlite",
-                       max_reasks=0)
+    engine = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, cache=tmp_path / "own.sqlite", max_reasks=0)
     judge = _hand_built(engine=engine)
     first = judge(output="x", context="y")
     for dumps in (pickle.dumps, cloudpickle.dumps):
@@ -587,12 +643,10 @@ def test_a_judge_with_its_own_engine_travels_with_its_settings(llm_server: Loopb
 
 
 @pytest.mark.parametrize("via", ["client", "engine"])
-def test_a_judge_with_an_openai_client_refuses_to_pickle_clearly_but_copies(llm_server: LoopbackLLM,
-                                                                            via: str) -> None:
+def test_a_judge_with_an_openai_client_refuses_to_pickle_clearly_but_copies(llm_server: LoopbackLLM, via: str) -> None:
     llm_server.default = _last_choice
     client = openai.OpenAI(base_url=llm_server.base_url, api_key="k")
-    judge = _hand_built(client=client) if via == "client" else _hand_built(engine=LLMEngine(client=client,
-                                                                                            cache=False))
+    judge = _hand_built(client=client) if via == "client" else _hand_built(engine=LLMEngine(client=client, cache=False))
     for dumps in (pickle.dumps, cloudpickle.dumps):
         with pytest.raises(TypeError, match="client= cannot be pickled"):
             dumps(judge)

@@ -4,6 +4,7 @@ nothing else in the package is edited. Importing it registers the kind everywher
 ``check`` accepts its files, and the judge scores against a real openai client over HTTP (LoopbackLLM).
 The kind is forgotten after each test, so the built-in kinds' schema and messages stay as they are.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -79,8 +80,9 @@ def test_a_yesno_template_validates_through_the_same_loader(yesno: ModuleType, t
     assert "maybe: unknown key (allowed: " in str(caught.value)
 
 
-def test_the_json_schema_holds_the_kind_and_the_builtins_unchanged(yesno: ModuleType, template_file: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_json_schema_holds_the_kind_and_the_builtins_unchanged(
+    yesno: ModuleType, template_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from scorers.cli import main
 
     assert main(["schema"]) == 0  # what `python -m scorers schema` prints in a process that imported the module
@@ -128,8 +130,9 @@ def test_the_judge_built_in_code_checks_its_settings_like_a_template(yesno: Modu
         yesno.YesNoJudge("Polite", "Is {{output}} polite?", response_mode="text")
 
 
-def test_check_accepts_the_kind_and_reports_its_problems(yesno: ModuleType, template_file: Path, tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_accepts_the_kind_and_reports_its_problems(
+    yesno: ModuleType, template_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from scorers.cli import main
 
     assert check_templates([template_file]) == []

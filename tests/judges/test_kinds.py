@@ -1,4 +1,5 @@
 """The judge kinds of the template DSL (rubric, rating, pairwise, geval) over real HTTP against LoopbackLLM."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,10 @@ from scorers.judges.spec import json_schema
 from scorers.llm import EndpointConfigError, LLMEngine
 from scorers.testing import LoopbackLLM, Reply
 
-CRITERIA = [{"name": "concise", "description": "No needless words."},
-            {"name": "accurate", "description": "Agrees with the source.", "weight": 3}]
+CRITERIA = [
+    {"name": "concise", "description": "No needless words."},
+    {"name": "accurate", "description": "Agrees with the source.", "weight": 3},
+]
 
 
 def engine(server: LoopbackLLM, **settings: Any) -> LLMEngine:
@@ -30,17 +33,21 @@ def engine(server: LoopbackLLM, **settings: Any) -> LLMEngine:
 
 
 def rubric(server: LoopbackLLM, **settings: Any) -> RubricJudge:
-    return RubricJudge("Rubric", "Source: {{input}}\nSummary: {{output}}", criteria=CRITERIA, engine=engine(server),
-                       **settings)
+    return RubricJudge(
+        "Rubric", "Source: {{input}}\nSummary: {{output}}", criteria=CRITERIA, engine=engine(server), **settings
+    )
 
 
 # -------------------------------------------------------------------- rubric
-@pytest.mark.parametrize("grades, score, passed", [
-    ({"concise": 5, "accurate": 5}, 1.0, True),
-    ({"concise": 1, "accurate": 1}, 0.0, False),
-    ({"concise": 1, "accurate": 5}, 0.75, True),   # weights 1 and 3: (0 + 3·1) / 4; raw mean (1 + 15) / 4 = 4
-    ({"concise": 5, "accurate": 4}, (1 + 3 * 0.75) / 4, False),  # raw mean 4.25 < 4.5
-])
+@pytest.mark.parametrize(
+    "grades, score, passed",
+    [
+        ({"concise": 5, "accurate": 5}, 1.0, True),
+        ({"concise": 1, "accurate": 1}, 0.0, False),
+        ({"concise": 1, "accurate": 5}, 0.75, True),  # weights 1 and 3: (0 + 3·1) / 4; raw mean (1 + 15) / 4 = 4
+        ({"concise": 5, "accurate": 4}, (1 + 3 * 0.75) / 4, False),  # raw mean 4.25 < 4.5
+    ],
+)
 def test_rubric_weighted_mean_and_threshold(llm_server: LoopbackLLM, grades: dict, score: float, passed: bool) -> None:
     threshold = 4.0 if grades == {"concise": 1, "accurate": 5} else 4.5
     llm_server.default = Reply.tool_call({"reasons": "checked", **grades}, name="grade_rubric")
@@ -49,8 +56,11 @@ def test_rubric_weighted_mean_and_threshold(llm_server: LoopbackLLM, grades: dic
     assert result.metadata["criteria"] == grades and result.metadata["rationale"] == "checked"
     parameters = llm_server.chat_requests[0].body["tools"][0]["function"]["parameters"]
     assert list(parameters["properties"]) == ["reasons", "concise", "accurate"]  # reasons first
-    assert parameters["properties"]["accurate"] == {"type": "integer", "enum": [1, 2, 3, 4, 5],
-                                                    "description": "Agrees with the source."}
+    assert parameters["properties"]["accurate"] == {
+        "type": "integer",
+        "enum": [1, 2, 3, 4, 5],
+        "description": "Agrees with the source.",
+    }
 
 
 def test_rubric_grade_off_the_scale_is_reasked_then_a_judge_error(llm_server: LoopbackLLM) -> None:
@@ -69,14 +79,17 @@ def test_rubric_json_object_mode_puts_the_schema_in_the_prompt_and_the_request(l
     assert math.isclose(result.score, (0.75 + 3 * 0.25) / 4) and "passed" not in result.metadata
 
 
-@pytest.mark.parametrize("settings, message", [
-    ({"response_mode": "text"}, "structured reply"),
-    ({"criteria": [{"name": "a", "description": "x", "anchors": {9: "too high"}}]}, "outside the scale"),
-    ({"criteria": [{"name": "a", "description": "x"}, {"name": "a", "description": "y"}]}, "distinct"),
-    ({"threshold": 7}, "threshold"),
-    ({"scale": {"min": 5, "max": 1}}, "below max"),
-    ({"criteria": []}, "criteria"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"response_mode": "text"}, "structured reply"),
+        ({"criteria": [{"name": "a", "description": "x", "anchors": {9: "too high"}}]}, "outside the scale"),
+        ({"criteria": [{"name": "a", "description": "x"}, {"name": "a", "description": "y"}]}, "distinct"),
+        ({"threshold": 7}, "threshold"),
+        ({"scale": {"min": 5, "max": 1}}, "below max"),
+        ({"criteria": []}, "criteria"),
+    ],
+)
 def test_rubric_bad_settings_are_config_errors(settings: dict, message: str) -> None:
     arguments = {"criteria": CRITERIA, **settings}
     with pytest.raises(ConfigError, match=message):
@@ -91,15 +104,19 @@ def test_the_shipped_rubric_example() -> None:
 
 
 # -------------------------------------------------------------------- rating
-@pytest.mark.parametrize("mode, reply, rating", [
-    ("tools", Reply.tool_call({"reasons": "ok", "rating": 10}, name="record_rating"), 10),
-    ("json", Reply.json({"reasons": "ok", "rating": 1}), 1),
-    ("text", Reply.text("Clear, a bit long.\nRating: 4/10"), 4),
-])
+@pytest.mark.parametrize(
+    "mode, reply, rating",
+    [
+        ("tools", Reply.tool_call({"reasons": "ok", "rating": 10}, name="record_rating"), 10),
+        ("json", Reply.json({"reasons": "ok", "rating": 1}), 1),
+        ("text", Reply.text("Clear, a bit long.\nRating: 4/10"), 4),
+    ],
+)
 def test_rating_maps_the_scale_onto_zero_one(llm_server: LoopbackLLM, mode: str, reply: Reply, rating: int) -> None:
     llm_server.default = reply
-    judge = RatingJudge("Clarity", "Rate {{output}}", scale={"min": 1, "max": 10}, response_mode=mode,
-                        engine=engine(llm_server))
+    judge = RatingJudge(
+        "Clarity", "Rate {{output}}", scale={"min": 1, "max": 10}, response_mode=mode, engine=engine(llm_server)
+    )
     result = judge(output="x")
     assert result.score == (rating - 1) / 9 and result.metadata["rating"] == rating
     assert result.metadata["response_mode"] == mode
@@ -109,8 +126,9 @@ def test_rating_needs_a_scale_and_rejects_a_rating_off_it(llm_server: LoopbackLL
     with pytest.raises(ConfigError, match="scale"):
         RatingJudge("R", "{{output}}", scale={"min": 3, "max": 3})
     llm_server.default = Reply.text("11")
-    judge = RatingJudge("R", "{{output}}", scale={"min": 1, "max": 10}, response_mode="text", use_cot=False,
-                        engine=engine(llm_server))
+    judge = RatingJudge(
+        "R", "{{output}}", scale={"min": 1, "max": 10}, response_mode="text", use_cot=False, engine=engine(llm_server)
+    )
     with pytest.raises(JudgeError, match="outside the scale"):
         judge(output="x")
 
@@ -127,13 +145,21 @@ def test_pairwise_swap_asks_both_orders_and_reports_agreement(llm_server: Loopba
     assert first.startswith("A: mine\nB: theirs") and second.startswith("A: theirs\nB: mine")
 
 
-@pytest.mark.parametrize("picks, score, bias", [(["A", "A"], 0.5, "first"), (["B", "B"], 0.5, "second"),
-                                                (["tie", "tie"], 0.5, None), (["B", "A"], 0.0, None)])
+@pytest.mark.parametrize(
+    "picks, score, bias",
+    [(["A", "A"], 0.5, "first"), (["B", "B"], 0.5, "second"), (["tie", "tie"], 0.5, None), (["B", "A"], 0.0, None)],
+)
 def test_pairwise_mean_of_both_orders(llm_server: LoopbackLLM, picks: list, score: float, bias: Any) -> None:
     llm_server.script(Reply.choice(picks[0]), match="A: mine")
     llm_server.script(Reply.choice(picks[1]), match="A: theirs")
-    judge = PairwiseJudge("Pref", "A: {{output}}\nB: {{reference}}", other="reference", swap=True, use_cot=False,
-                          engine=engine(llm_server))
+    judge = PairwiseJudge(
+        "Pref",
+        "A: {{output}}\nB: {{reference}}",
+        other="reference",
+        swap=True,
+        use_cot=False,
+        engine=engine(llm_server),
+    )
     result = judge(output="mine", reference="theirs")
     assert result.score == score and result.metadata["position_bias"] == bias
 
@@ -149,22 +175,30 @@ def test_pairwise_without_tie_and_with_one_output_shown(llm_server: LoopbackLLM)
 
 # --------------------------------------------------------------------- geval
 def geval(server: LoopbackLLM, **settings: Any) -> GEvalJudge:
-    arguments = {"criteria": "Is it coherent?", "steps": ["Read it.", "Judge the flow."],
-                 "scale": {"min": 1, "max": 5}, "engine": engine(server), **settings}
+    arguments = {
+        "criteria": "Is it coherent?",
+        "steps": ["Read it.", "Judge the flow."],
+        "scale": {"min": 1, "max": 5},
+        "engine": engine(server),
+        **settings,
+    }
     return GEvalJudge("Coherence", "Text: {{output}}", **arguments)
 
 
 def test_geval_logprobs_weights_the_alternatives_on_the_scale(llm_server: LoopbackLLM) -> None:
     # p(4)=0.6, p(5)=0.3, p(2)=0.005 (< min_prob: dropped), "x" is not a number
-    llm_server.default = Reply.text("4", top_logprobs=[{"4": math.log(0.6), "5": math.log(0.3),
-                                                        "2": math.log(0.005), "x": math.log(0.095)}])
+    llm_server.default = Reply.text(
+        "4", top_logprobs=[{"4": math.log(0.6), "5": math.log(0.3), "2": math.log(0.005), "x": math.log(0.095)}]
+    )
     result = geval(llm_server)(output="text")
     expected = (4 * 0.6 + 5 * 0.3) / 0.9
     assert math.isclose(result.metadata["expected_score"], expected)
     assert math.isclose(result.score, (expected - 1) / 4) and result.metadata["written_score"] == 4
     assert set(result.metadata["probabilities"]) == {"4", "5"}
     body = llm_server.chat_requests[0].body
-    assert body["logprobs"] is True and body["top_logprobs"] == 20 and "Judge the flow." in body["messages"][-1]["content"]
+    assert (
+        body["logprobs"] is True and body["top_logprobs"] == 20 and "Judge the flow." in body["messages"][-1]["content"]
+    )
 
 
 def test_geval_top_token_mode_reads_the_number(llm_server: LoopbackLLM) -> None:
@@ -183,8 +217,9 @@ def test_geval_without_logprobs_is_a_config_error_never_a_fallback() -> None:
 
 
 def test_geval_generates_steps_once_and_the_cache_pins_them(llm_server: LoopbackLLM, tmp_path: Path) -> None:
-    llm_server.script(Reply.json({"steps": ["Read the text.", "Check each sentence follows."]}),
-                      match="evaluation steps")
+    llm_server.script(
+        Reply.json({"steps": ["Read the text.", "Check each sentence follows."]}), match="evaluation steps"
+    )
     llm_server.default = Reply.text("3", top_logprobs=[{"3": 0.0}])
     cached = LLMEngine(base_url=llm_server.base_url, api_key="placeholder", cache=str(tmp_path / "cache.sqlite"))
     judge = GEvalJudge("G", "Text: {{output}}", criteria="Is it coherent?", engine=cached)
@@ -199,20 +234,30 @@ def test_geval_generates_steps_once_and_the_cache_pins_them(llm_server: Loopback
 # ---------------------------------------------------- request settings (every kind)
 def test_reasoning_model_gets_no_temperature_and_a_completion_token_bound(llm_server: LoopbackLLM) -> None:
     llm_server.default = Reply.tool_call({"reasons": "r", "rating": 3}, name="record_rating")
-    judge = RatingJudge("R", "{{output}}", scale={"min": 1, "max": 5}, model="o3-mini", reasoning_effort="low",
-                        engine=engine(llm_server))
+    judge = RatingJudge(
+        "R",
+        "{{output}}",
+        scale={"min": 1, "max": 5},
+        model="o3-mini",
+        reasoning_effort="low",
+        engine=engine(llm_server),
+    )
     result = judge(output="x")
     body = llm_server.chat_requests[0].body
     assert "temperature" not in body and "max_tokens" not in body and body["max_completion_tokens"] > 0
     assert body["reasoning_effort"] == "low" and result.metadata["sent"]["reasoning_effort"] == "low"
 
 
-@pytest.mark.parametrize("make", [
-    lambda e: LLMClassifier("C", "{{output}}", {"Y": 1, "N": 0}, engine=e),
-    lambda e: RubricJudge("Ru", "{{output}}", criteria=CRITERIA, engine=e),
-    lambda e: RatingJudge("Ra", "{{output}}", scale={"min": 1, "max": 5}, engine=e),
-    lambda e: PairwiseJudge("P", "{{output}} {{expected}}", engine=e),
-], ids=["classifier", "rubric", "rating", "pairwise"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda e: LLMClassifier("C", "{{output}}", {"Y": 1, "N": 0}, engine=e),
+        lambda e: RubricJudge("Ru", "{{output}}", criteria=CRITERIA, engine=e),
+        lambda e: RatingJudge("Ra", "{{output}}", scale={"min": 1, "max": 5}, engine=e),
+        lambda e: PairwiseJudge("P", "{{output}} {{expected}}", engine=e),
+    ],
+    ids=["classifier", "rubric", "rating", "pairwise"],
+)
 def test_every_call_is_bounded_and_extra_args_pass_through(llm_server: LoopbackLLM, make: Any) -> None:
     judge = make(engine(llm_server))
     with_extra = make(engine(llm_server)).partial()
@@ -225,8 +270,11 @@ def test_every_call_is_bounded_and_extra_args_pass_through(llm_server: LoopbackL
 
 
 def _settings(judge: Any) -> dict:
-    kind = {"criteria": getattr(judge, "criteria", None), "scale": getattr(judge, "scale", None),
-            "choice_scores": getattr(judge, "choice_scores", None)}
+    kind = {
+        "criteria": getattr(judge, "criteria", None),
+        "scale": getattr(judge, "scale", None),
+        "choice_scores": getattr(judge, "choice_scores", None),
+    }
     return {"engine": judge._engine, **{k: v for k, v in kind.items() if v is not None}}
 
 
@@ -235,15 +283,21 @@ def test_responses_api_judges_through_function_call_items(llm_server: LoopbackLL
     result = rubric(llm_server, api="responses")(input="t", output="s")
     assert result.score == 1.0 and llm_server.chat_requests == [] and len(llm_server.responses_requests) == 1
     body = llm_server.responses_requests[0].body
-    assert body["tool_choice"] == {"type": "function", "name": "grade_rubric"} and result.metadata["sent"]["api"] == \
-        "responses"
+    assert (
+        body["tool_choice"] == {"type": "function", "name": "grade_rubric"}
+        and result.metadata["sent"]["api"] == "responses"
+    )
 
 
-@pytest.mark.parametrize("make", [
-    lambda: RubricJudge("Ru", "{{output}}", criteria=CRITERIA, threshold=3),
-    lambda: GEvalJudge("G", "{{output}}", criteria="c", steps=["s"]),
-    lambda: PairwiseJudge("P", "{{output}} {{expected}}", swap=True),
-], ids=["rubric", "geval", "pairwise"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: RubricJudge("Ru", "{{output}}", criteria=CRITERIA, threshold=3),
+        lambda: GEvalJudge("G", "{{output}}", criteria="c", steps=["s"]),
+        lambda: PairwiseJudge("P", "{{output}} {{expected}}", swap=True),
+    ],
+    ids=["rubric", "geval", "pairwise"],
+)
 def test_kinds_pickle(make: Any) -> None:
     judge = make()
     copy = pickle.loads(pickle.dumps(judge))
@@ -252,14 +306,16 @@ def test_kinds_pickle(make: Any) -> None:
 
 # -------------------------------------------------------------- YAML + schema
 def test_kinds_load_from_yaml_and_register(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "clarity.yaml").write_text(textwrap.dedent("""\
+    (tmp_path / "clarity.yaml").write_text(
+        textwrap.dedent("""\
         kind: rating
         prompt: "Rate {{output}}"
         scale: {min: 0, max: 10}
         response_mode: json_object
         extra_args: {top_p: 0.9}
-        """))
-    from scorers.judges.discovery import load_template_file, build_judge
+        """)
+    )
+    from scorers.judges.discovery import build_judge, load_template_file
 
     (definition,) = load_template_file(tmp_path / "clarity.yaml")
     judge = build_judge(definition)
@@ -269,8 +325,10 @@ def test_kinds_load_from_yaml_and_register(tmp_path: Path, monkeypatch: pytest.M
 
 def test_check_reports_kind_problems_with_line_numbers(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
-    path.write_text("kind: rubric\nprompt: x {{output}}\ncriteria:\n  - name: tone\n    description: d\n"
-                    "    anchors: {1: a, 9: b}\nthreshold: 9\n")
+    path.write_text(
+        "kind: rubric\nprompt: x {{output}}\ncriteria:\n  - name: tone\n    description: d\n"
+        "    anchors: {1: a, 9: b}\nthreshold: 9\n"
+    )
     problems = check_templates([path])
     assert [(p.key, p.line) for p in problems] == [("criteria[0].anchors", 6)], problems
     path.write_text("kind: pairwise\nprompt: Only {{output}}\n")

@@ -1,4 +1,5 @@
 """The multi-step RAG and reference-free judges through the real openai client over HTTP (loopback server)."""
+
 from __future__ import annotations
 
 import json
@@ -30,11 +31,15 @@ def tool(request: RecordedRequest) -> str | None:
     return tools[0]["function"]["name"] if tools else None
 
 
-def answer(server: LoopbackLLM, name: str, arguments: Any, *, contains: str | None = None,
-           times: int | None = None) -> None:
+def answer(
+    server: LoopbackLLM, name: str, arguments: Any, *, contains: str | None = None, times: int | None = None
+) -> None:
     """Answer requests forcing ``name`` (and holding ``contains``) with a call of it with ``arguments``."""
-    server.script(Reply.tool_call(arguments, name=name), times=times,
-                  match=lambda r: tool(r) == name and (contains is None or contains in r.last_user_message))
+    server.script(
+        Reply.tool_call(arguments, name=name),
+        times=times,
+        match=lambda r: tool(r) == name and (contains is None or contains in r.last_user_message),
+    )
 
 
 def extracted(server: LoopbackLLM, key: str, items: list[str], **options: Any) -> None:
@@ -42,8 +47,12 @@ def extracted(server: LoopbackLLM, key: str, items: list[str], **options: Any) -
 
 
 def verdicts(server: LoopbackLLM, *values: str, **options: Any) -> None:
-    answer(server, "record_verdicts", {"verdicts": [{"reason": f"reason {i}", "verdict": v}
-                                                    for i, v in enumerate(values)]}, **options)
+    answer(
+        server,
+        "record_verdicts",
+        {"verdicts": [{"reason": f"reason {i}", "verdict": v} for i, v in enumerate(values)]},
+        **options,
+    )
 
 
 def numbered_items(request: RecordedRequest) -> int:
@@ -54,8 +63,15 @@ def alternating(request: RecordedRequest) -> Reply:
     """A judge for any row: two items per extraction, verdicts yes, no, yes, ... per numbered item."""
     name = tool(request)
     if name == "record_verdicts":
-        return Reply.tool_call({"verdicts": [{"reason": "scripted", "verdict": "yes" if i % 2 == 0 else "no"}
-                                             for i in range(numbered_items(request))]}, name=name)
+        return Reply.tool_call(
+            {
+                "verdicts": [
+                    {"reason": "scripted", "verdict": "yes" if i % 2 == 0 else "no"}
+                    for i in range(numbered_items(request))
+                ]
+            },
+            name=name,
+        )
     key = name.removeprefix("record_")
     return Reply.tool_call({key: [f"first {key[:-1]}", f"second {key[:-1]}"]}, name=name)
 
@@ -66,8 +82,11 @@ def requests_to(server: LoopbackLLM, name: str) -> list[RecordedRequest]:
 
 # ---------------------------------------------------------------- Faithfulness
 def test_faithfulness_mixed_verdicts_request_shape_and_metadata(llm_env: LoopbackLLM, fake_api_key: str) -> None:
-    extracted(llm_env, "claims", ["Paris is the capital.", "Paris has 9 million people.", "Paris is old.",
-                                  "The Seine crosses Paris."])
+    extracted(
+        llm_env,
+        "claims",
+        ["Paris is the capital.", "Paris has 9 million people.", "Paris is old.", "The Seine crosses Paris."],
+    )
     verdicts(llm_env, "yes", "no", "idk", "yes")
     score = scorers.get("Faithfulness", model="judge-model")(output="Paris ...", context=CHUNKS)
     assert score.score == 0.75  # #(verdict ≠ no) / #claims
@@ -123,7 +142,9 @@ def test_context_as_one_string_or_a_list(llm_env: LoopbackLLM) -> None:
     assert listed.metadata["cached"] and listed.score == one.score == 1.0
 
 
-@pytest.mark.parametrize("context, problem", [([], "at least one"), ([1.5, None], "reference 1"), ({"a": 1}, "must be")])
+@pytest.mark.parametrize(
+    "context, problem", [([], "at least one"), ([1.5, None], "reference 1"), ({"a": 1}, "must be")]
+)
 def test_a_bad_context_is_bad_input_naming_scorer_and_field(llm_env: LoopbackLLM, context: Any, problem: str) -> None:
     with pytest.raises(ScorerInputError, match=problem) as info:
         scorers.get("Faithfulness")(output="x", context=context)
@@ -147,17 +168,22 @@ def test_answer_relevancy_without_statements_scores_0(llm_env: LoopbackLLM) -> N
 
 
 # ------------------------------------------------------------ ContextPrecision
-@pytest.mark.parametrize("relevant, expected", [
-    ("yes yes no", 1.0),
-    ("no yes yes", (1 / 2 + 2 / 3) / 2),  # rank order matters
-    ("yes no yes", (1 + 2 / 3) / 2),
-    ("no no yes", 1 / 3),
-])
-def test_context_precision_is_average_precision_in_rank_order(llm_env: LoopbackLLM, relevant: str,
-                                                              expected: float) -> None:
+@pytest.mark.parametrize(
+    "relevant, expected",
+    [
+        ("yes yes no", 1.0),
+        ("no yes yes", (1 / 2 + 2 / 3) / 2),  # rank order matters
+        ("yes no yes", (1 + 2 / 3) / 2),
+        ("no no yes", 1 / 3),
+    ],
+)
+def test_context_precision_is_average_precision_in_rank_order(
+    llm_env: LoopbackLLM, relevant: str, expected: float
+) -> None:
     verdicts(llm_env, *relevant.split())
-    score = scorers.get("ContextPrecision")(input="How many people live in Paris?", expected="About 2.1 million.",
-                                            context=CHUNKS)
+    score = scorers.get("ContextPrecision")(
+        input="How many people live in Paris?", expected="About 2.1 million.", context=CHUNKS
+    )
     assert score.score == pytest.approx(expected)
     assert score.metadata["relevant"] == relevant.split().count("yes") and "reason" not in score.metadata
     (request,) = llm_env.chat_requests
@@ -165,7 +191,8 @@ def test_context_precision_is_average_precision_in_rank_order(llm_env: LoopbackL
     assert prompt.index(CHUNKS[0]) < prompt.index(CHUNKS[1]) < prompt.index(CHUNKS[2])
     assert "About 2.1 million." in prompt
     assert request.body["tools"][0]["function"]["parameters"]["properties"]["verdicts"]["items"]["properties"][
-        "verdict"]["enum"] == ["yes", "no"]
+        "verdict"
+    ]["enum"] == ["yes", "no"]
 
 
 def test_context_precision_without_relevant_chunks_scores_0_with_a_reason(llm_env: LoopbackLLM) -> None:
@@ -184,8 +211,9 @@ def test_average_precision_formula() -> None:
 def test_context_recall(llm_env: LoopbackLLM) -> None:
     extracted(llm_env, "sentences", ["Paris is the capital.", "It has 2.1 million people.", "It rains a lot."])
     verdicts(llm_env, "yes", "yes", "no")
-    score = scorers.get("ContextRecall")(expected="Paris is the capital. It has 2.1 million people. It rains.",
-                                         context=CHUNKS)
+    score = scorers.get("ContextRecall")(
+        expected="Paris is the capital. It has 2.1 million people. It rains.", context=CHUNKS
+    )
     assert score.score == pytest.approx(2 / 3) and len(score.metadata["sentences"]) == 3
     assert "It rains." in requests_to(llm_env, "record_sentences")[0].last_user_message
 
@@ -203,8 +231,10 @@ def test_context_relevancy_extracts_per_chunk_and_judges_all_statements_at_once(
     verdicts(llm_env, "yes", "no", "no")
     score = scorers.get("ContextRelevancy")(input="Capital of France?", context=[CHUNKS[0], CHUNKS[2]])
     assert score.score == pytest.approx(1 / 3)
-    assert score.metadata["statements"] == [["Paris is the capital.", "France is in Europe."],
-                                            ["The Seine crosses Paris."]]
+    assert score.metadata["statements"] == [
+        ["Paris is the capital.", "France is in Europe."],
+        ["The Seine crosses Paris."],
+    ]
     assert score.metadata["usage"]["requests"] == 3
     (judging,) = requests_to(llm_env, "record_verdicts")
     assert "3. The Seine crosses Paris." in judging.last_user_message
@@ -226,14 +256,30 @@ def test_hallucination_is_the_share_of_contradicted_contexts_and_lower_is_better
 
 
 def test_list_json_says_which_metrics_are_lower_is_better() -> None:
-    result = subprocess.run([sys.executable, "-m", "scorers", "list", "--json", "--kind", "llm"], capture_output=True,
-                            text=True, cwd=REPO, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "scorers", "list", "--json", "--kind", "llm"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     listed = {row["name"]: row for row in json.loads(result.stdout)}
     assert {name for name, row in listed.items() if row["higher_is_better"] is False} >= {
-        "Hallucination", "Bias", "Toxicity"}
-    for name in ("Faithfulness", "AnswerRelevancy", "ContextPrecision", "ContextRecall", "ContextRelevancy",
-                 "Summarization", "SelfCheck", "Factuality"):
+        "Hallucination",
+        "Bias",
+        "Toxicity",
+    }
+    for name in (
+        "Faithfulness",
+        "AnswerRelevancy",
+        "ContextPrecision",
+        "ContextRecall",
+        "ContextRelevancy",
+        "Summarization",
+        "SelfCheck",
+        "Factuality",
+    ):
         assert listed[name]["higher_is_better"] is True
     assert listed["ContextPrecision"]["required"] == ["input", "expected", "context"]
 
@@ -242,15 +288,28 @@ def test_list_json_says_which_metrics_are_lower_is_better() -> None:
 def test_summarization_is_the_minimum_of_alignment_and_coverage(llm_env: LoopbackLLM) -> None:
     extracted(llm_env, "claims", ["The tower opened in 1889.", "It is 500 m tall."])
     verdicts(llm_env, "yes", "idk", contains="Claims:")  # idk is unsupported: alignment 1/2
-    answer(llm_env, "record_questions", {"questions": [
-        {"question": "Did it open in 1889?", "answer": "yes"}, {"question": "Is it made of wood?", "answer": "no"},
-        {"question": "Was it built for a fair?", "answer": "yes"}, {"question": "Is it in Rome?", "answer": "no"}]})
+    answer(
+        llm_env,
+        "record_questions",
+        {
+            "questions": [
+                {"question": "Did it open in 1889?", "answer": "yes"},
+                {"question": "Is it made of wood?", "answer": "no"},
+                {"question": "Was it built for a fair?", "answer": "yes"},
+                {"question": "Is it in Rome?", "answer": "no"},
+            ]
+        },
+    )
     verdicts(llm_env, "yes", "no", "yes", "idk", contains="Questions:")  # 3 of 4 answered alike
     score = scorers.get("Summarization", questions=4)(input="<source>", output="<summary>")
     meta = score.metadata
     assert (score.score, meta["alignment"], meta["coverage"]) == (0.5, 0.5, 0.75)
-    assert meta["questions"][3] == {"question": "Is it in Rome?", "source": "no", "summary": "idk",
-                                    "reason": "reason 3"}
+    assert meta["questions"][3] == {
+        "question": "Is it in Rome?",
+        "source": "no",
+        "summary": "idk",
+        "reason": "reason 3",
+    }
     assert [c["verdict"] for c in meta["claims"]] == ["yes", "idk"] and meta["usage"]["requests"] == 4
     (asking,) = requests_to(llm_env, "record_questions")
     assert "Write 4 closed questions" in asking.last_user_message and "<source>" in asking.last_user_message
@@ -284,12 +343,18 @@ def test_no_opinion_scores_0(llm_env: LoopbackLLM, name: str) -> None:
 
 
 # ----------------------------------------------------------- replies and modes
-@pytest.mark.parametrize("bad, reason", [
-    (Reply.tool_call({"verdicts": [{"verdict": "yes"}]}, name="record_verdicts"), "1 verdicts for 2 items"),
-    (Reply.tool_call({"verdicts": [{"verdict": "yes"}, {"verdict": "maybe"}]}, name="record_verdicts"), "not one of"),
-    (Reply.tool_call('{"verdicts": [', name="record_verdicts"), "malformed JSON"),
-    (Reply.text("yes, yes"), "no tool call"),
-])
+@pytest.mark.parametrize(
+    "bad, reason",
+    [
+        (Reply.tool_call({"verdicts": [{"verdict": "yes"}]}, name="record_verdicts"), "1 verdicts for 2 items"),
+        (
+            Reply.tool_call({"verdicts": [{"verdict": "yes"}, {"verdict": "maybe"}]}, name="record_verdicts"),
+            "not one of",
+        ),
+        (Reply.tool_call('{"verdicts": [', name="record_verdicts"), "malformed JSON"),
+        (Reply.text("yes, yes"), "no tool call"),
+    ],
+)
 def test_an_unusable_verdict_reply_is_reasked_then_judge_error(llm_env: LoopbackLLM, bad: Reply, reason: str) -> None:
     extracted(llm_env, "claims", ["a", "b"])
     llm_env.default = bad
@@ -319,7 +384,8 @@ def test_json_response_modes(llm_env: LoopbackLLM, mode: str) -> None:
     assert score.score == 0.5 and score.metadata["response_mode"] == mode
     extraction = llm_env.chat_requests[0]
     assert "tools" not in extraction.body and extraction.body["response_format"]["type"] == (
-        "json_schema" if mode == "json" else "json_object")
+        "json_schema" if mode == "json" else "json_object"
+    )
     assert '"claims":{"type":"array"' in extraction.last_user_message  # the schema, in the prompt
 
 
@@ -347,29 +413,35 @@ def test_prompts_override_a_step_and_enter_the_signature(llm_env: LoopbackLLM) -
     assert step_prompt("claims") in scorers.get("Faithfulness").prompts["claims"]
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"prompts": {"opinions": "x {{text}}"}}, "unknown steps"),
-    ({"prompts": {"claims": "{{output}}"}}, "does not fill"),
-    ({"prompts": {"claims": " "}}, "non-empty"),
-    ({"prompts": {"claims": "{% if %}"}}, "syntax error"),
-    ({"response_mode": "text"}, "response_mode"),
-    ({"temperature": 3}, "temperature"),
-    ({"max_tokens": 0}, "max_tokens"),
-    ({"use_cot": "yes"}, "use_cot"),
-    ({"api": "soap"}, "api"),
-    ({"max_reasks": 11}, "max_reasks"),
-    ({"idk_is_unfaithful": 1}, "idk_is_unfaithful"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"prompts": {"opinions": "x {{text}}"}}, "unknown steps"),
+        ({"prompts": {"claims": "{{output}}"}}, "does not fill"),
+        ({"prompts": {"claims": " "}}, "non-empty"),
+        ({"prompts": {"claims": "{% if %}"}}, "syntax error"),
+        ({"response_mode": "text"}, "response_mode"),
+        ({"temperature": 3}, "temperature"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"use_cot": "yes"}, "use_cot"),
+        ({"api": "soap"}, "api"),
+        ({"max_reasks": 11}, "max_reasks"),
+        ({"idk_is_unfaithful": 1}, "idk_is_unfaithful"),
+    ],
+)
 def test_bad_settings_raise_config_error(params: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         scorers.get("Faithfulness", **params)
 
 
-@pytest.mark.parametrize("name, params, message", [
-    ("Summarization", {"questions": 0}, "questions"),
-    ("SelfCheck", {"samples": 0}, "samples"),
-    ("SelfCheck", {"sample_temperature": 0}, "sample_temperature"),
-])
+@pytest.mark.parametrize(
+    "name, params, message",
+    [
+        ("Summarization", {"questions": 0}, "questions"),
+        ("SelfCheck", {"samples": 0}, "samples"),
+        ("SelfCheck", {"sample_temperature": 0}, "sample_temperature"),
+    ],
+)
 def test_bad_metric_settings(name: str, params: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         scorers.get(name, **params)
@@ -392,8 +464,9 @@ def test_batch_scores_rows_in_order_with_errors_per_row(llm_env: LoopbackLLM) ->
 
 def test_a_refused_key_stops_the_batch_without_more_requests() -> None:
     with LoopbackLLM(api_key="the-right-key", default=alternating) as server:
-        judge = scorers.get("Faithfulness", engine=LLMEngine(base_url=server.base_url, api_key="a-wrong-key",
-                                                             cache=False))
+        judge = scorers.get(
+            "Faithfulness", engine=LLMEngine(base_url=server.base_url, api_key="a-wrong-key", cache=False)
+        )
         results = run_sync(judge.ascore_batch(_rows(20), concurrency=2))
         assert all(isinstance(r, EndpointConfigError) for r in results)
         assert len(server.chat_requests) <= 2  # only the rows in flight when the first refusal came back
@@ -409,9 +482,17 @@ def test_a_rerun_is_answered_by_the_cache_without_a_request(llm_env: LoopbackLLM
     assert sent == 6 and len(llm_env.chat_requests) == sent
     assert [s.score for s in again] == [s.score for s in first] and single.score == first[0].score
     assert all(s.metadata["cached"] for s in again) and not first[0].metadata["cached"]
-    assert again[0].metadata["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
-                                          "requests": 0, "cached": 2, "attempts": 0, "failed_calls": 0,
-                                          "failed_prompt_tokens": 0, "failed_completion_tokens": 0}
+    assert again[0].metadata["usage"] == {
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "total_tokens": 0,
+        "requests": 0,
+        "cached": 2,
+        "attempts": 0,
+        "failed_calls": 0,
+        "failed_prompt_tokens": 0,
+        "failed_completion_tokens": 0,
+    }
 
 
 @pytest.mark.parametrize("dumps", [pickle.dumps, cloudpickle.dumps], ids=["pickle", "cloudpickle"])
@@ -443,8 +524,9 @@ def test_selfcheck_samples_are_independent_and_the_score_is_the_mean_support(llm
     verdicts(llm_env, "yes", "yes", contains="Sample 0 about")
     verdicts(llm_env, "yes", "no", contains="Sample 1 about")
     verdicts(llm_env, "yes", "no", contains="Sample 2 about")
-    score = scorers.get("SelfCheck", model="judge-model")(input="Tell me about Paris.",
-                                                          output="Paris is the capital. It has 90 million people.")
+    score = scorers.get("SelfCheck", model="judge-model")(
+        input="Tell me about Paris.", output="Paris is the capital. It has 90 million people."
+    )
     assert score.score == pytest.approx((1 + 1 / 3) / 2)
     assert score.metadata["sentence_scores"] == pytest.approx([1.0, 1 / 3])
     assert score.metadata["samples"] == [f"Sample {i} about Paris." for i in range(3)]
@@ -481,38 +563,85 @@ def test_selfcheck_empty_sample_is_reasked(llm_env: LoopbackLLM) -> None:
 
 
 # -------------------------------------------------------------------------- CLI
-def test_cli_runs_the_rag_example_against_the_loopback_server(tmp_path: Path, llm_server: LoopbackLLM,
-                                                               fake_api_key: str) -> None:
+def test_cli_runs_the_rag_example_against_the_loopback_server(
+    tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str
+) -> None:
     llm_server.default = alternating
-    env = {**os.environ, "OPENAI_API_KEY": fake_api_key, "OPENAI_BASE_URL": llm_server.base_url,
-           "SCORERS_CACHE_DIR": str(tmp_path / "cache")}
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": fake_api_key,
+        "OPENAI_BASE_URL": llm_server.base_url,
+        "SCORERS_CACHE_DIR": str(tmp_path / "cache"),
+    }
     out = tmp_path / "out.jsonl"
-    result = subprocess.run([sys.executable, "-m", "scorers", "run", "examples/rag.jsonl", "-s", "Faithfulness",
-                             "-s", "ContextPrecision", "-o", str(out), "--metadata"],
-                            capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scorers",
+            "run",
+            "examples/rag.jsonl",
+            "-s",
+            "Faithfulness",
+            "-s",
+            "ContextPrecision",
+            "-o",
+            str(out),
+            "--metadata",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [line["id"] for line in lines] == ["rag-01", "rag-02", "rag-03", "rag-04"]
     assert [line["scores"]["Faithfulness"] for line in lines] == [0.5] * 4  # yes, no over two claims
     # chunks judged yes, no, yes, ...: rows of 3, 2, 3 and 1 chunks
-    assert [line["scores"]["ContextPrecision"] for line in lines] == pytest.approx([(1 + 2 / 3) / 2, 1.0,
-                                                                                   (1 + 2 / 3) / 2, 1.0])
+    assert [line["scores"]["ContextPrecision"] for line in lines] == pytest.approx(
+        [(1 + 2 / 3) / 2, 1.0, (1 + 2 / 3) / 2, 1.0]
+    )
     assert lines[3]["metadata_scores"]["ContextPrecision"]["verdicts"][0]["chunk"].startswith("Mercury")
     assert "Faithfulness" in result.stderr and "usage" in result.stderr and fake_api_key not in result.stderr
     assert len(llm_server.chat_requests) == 4 * 2 + 4
 
 
 @pytest.mark.parametrize("limit, code", [("0.6", 0), ("0.4", 1)])
-def test_cli_threshold_of_a_lower_is_better_metric_is_a_maximum(tmp_path: Path, llm_server: LoopbackLLM,
-                                                                 fake_api_key: str, limit: str, code: int) -> None:
-    llm_server.default = Reply.tool_call({"verdicts": [{"reason": "r", "verdict": "yes"},
-                                                       {"reason": "r", "verdict": "no"}]}, name="record_verdicts")
+def test_cli_threshold_of_a_lower_is_better_metric_is_a_maximum(
+    tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str, limit: str, code: int
+) -> None:
+    llm_server.default = Reply.tool_call(
+        {"verdicts": [{"reason": "r", "verdict": "yes"}, {"reason": "r", "verdict": "no"}]}, name="record_verdicts"
+    )
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"output": "Paris.", "context": ["Paris is in France.", "Lyon is in France."]}) + "\n")
-    env = {**os.environ, "OPENAI_API_KEY": fake_api_key, "OPENAI_BASE_URL": llm_server.base_url,
-           "SCORERS_CACHE_DIR": str(tmp_path / "cache")}
-    result = subprocess.run([sys.executable, "-m", "scorers", "run", str(data), "-s", "Hallucination", "-o",
-                             str(tmp_path / "out.jsonl"), "--threshold", f"Hallucination={limit}"],
-                            capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": fake_api_key,
+        "OPENAI_BASE_URL": llm_server.base_url,
+        "SCORERS_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scorers",
+            "run",
+            str(data),
+            "-s",
+            "Hallucination",
+            "-o",
+            str(tmp_path / "out.jsonl"),
+            "--threshold",
+            f"Hallucination={limit}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
+    )
     assert result.returncode == code, result.stderr
     assert ("mean 0.5000 > 0.4 (lower is better)" in result.stderr) == (code == 1)

@@ -6,6 +6,7 @@ grammar (built from the JSON schema) constrains ``tools`` and ``json_object`` re
 free, so a text-mode judge either scores or fails with a JudgeError carrying the raw reply, never a made-up
 number. llama.cpp rejects ``json_schema`` response formats: that is a RequestRejected naming the mode to use.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,30 +21,46 @@ pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
 PROMPT = "Question: {{input}}\nAnswer: {{output}}"
 ROW = {"input": "What is the capital of France?", "output": "Paris is the capital of France."}
-CRITERIA = [{"name": "correct", "description": "The answer is right."},
-            {"name": "brief", "description": "The answer is short."}]
+CRITERIA = [
+    {"name": "correct", "description": "The answer is right."},
+    {"name": "brief", "description": "The answer is short."},
+]
 
 
 @pytest.fixture(scope="module")
 def engine(real_llm_server: Any) -> LLMEngine:
-    return LLMEngine(base_url=real_llm_server.base_url, api_key="local", model=real_llm_server.model, cache=False,
-                     max_reasks=1, timeout=120)
+    return LLMEngine(
+        base_url=real_llm_server.base_url,
+        api_key="local",
+        model=real_llm_server.model,
+        cache=False,
+        max_reasks=1,
+        timeout=120,
+    )
 
 
 JUDGES = {
     "classifier-tools-cot": lambda e: LLMClassifier("C", PROMPT, {"Y": 1, "N": 0}, max_tokens=96, engine=e),
-    "classifier-json_object": lambda e: LLMClassifier("C", PROMPT, {"Y": 1, "N": 0}, use_cot=False,
-                                                      response_mode="json_object", engine=e),
+    "classifier-json_object": lambda e: LLMClassifier(
+        "C", PROMPT, {"Y": 1, "N": 0}, use_cot=False, response_mode="json_object", engine=e
+    ),
     "rubric-tools": lambda e: RubricJudge("R", PROMPT, criteria=CRITERIA, use_cot=False, engine=e),
-    "rubric-json_object": lambda e: RubricJudge("R", PROMPT, criteria=CRITERIA, use_cot=False,
-                                                response_mode="json_object", engine=e),
+    "rubric-json_object": lambda e: RubricJudge(
+        "R", PROMPT, criteria=CRITERIA, use_cot=False, response_mode="json_object", engine=e
+    ),
     "rating-tools": lambda e: RatingJudge("Ra", PROMPT, scale={"min": 1, "max": 10}, use_cot=False, engine=e),
-    "rating-json_object": lambda e: RatingJudge("Ra", PROMPT, scale={"min": 1, "max": 10}, use_cot=False,
-                                                response_mode="json_object", engine=e),
+    "rating-json_object": lambda e: RatingJudge(
+        "Ra", PROMPT, scale={"min": 1, "max": 10}, use_cot=False, response_mode="json_object", engine=e
+    ),
     "pairwise-tools": lambda e: PairwiseJudge("P", "A: {{output}}\nB: {{expected}}", use_cot=False, engine=e),
-    "geval-logprobs-json_object": lambda e: GEvalJudge("G", PROMPT, criteria="Is the answer correct?",
-                                                       steps=["Read the question.", "Check the answer."],
-                                                       response_mode="json_object", engine=e),
+    "geval-logprobs-json_object": lambda e: GEvalJudge(
+        "G",
+        PROMPT,
+        criteria="Is the answer correct?",
+        steps=["Read the question.", "Check the answer."],
+        response_mode="json_object",
+        engine=e,
+    ),
 }
 
 
@@ -66,13 +83,17 @@ def test_structured_modes_give_an_in_range_score_with_metadata(engine: LLMEngine
         assert score.metadata["choice"] in ("Y", "N")
 
 
-@pytest.mark.parametrize("make", [
-    lambda e: LLMClassifier("C", PROMPT, {"Y": 1, "N": 0}, use_cot=False, response_mode="text", engine=e),
-    lambda e: RatingJudge("Ra", PROMPT, scale={"min": 1, "max": 10}, use_cot=False, response_mode="text",
-                          engine=e),
-    lambda e: GEvalJudge("G", PROMPT, criteria="Is the answer correct?", steps=["Check the answer."],
-                         response_mode="text", engine=e),
-], ids=["classifier-text", "rating-text", "geval-logprobs-text"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda e: LLMClassifier("C", PROMPT, {"Y": 1, "N": 0}, use_cot=False, response_mode="text", engine=e),
+        lambda e: RatingJudge("Ra", PROMPT, scale={"min": 1, "max": 10}, use_cot=False, response_mode="text", engine=e),
+        lambda e: GEvalJudge(
+            "G", PROMPT, criteria="Is the answer correct?", steps=["Check the answer."], response_mode="text", engine=e
+        ),
+    ],
+    ids=["classifier-text", "rating-text", "geval-logprobs-text"],
+)
 def test_text_mode_scores_in_range_or_fails_with_the_raw_reply(engine: LLMEngine, make: Any) -> None:
     judge = make(engine)
     try:

@@ -1,4 +1,5 @@
 """The request settings are declared once (:class:`RequestSettings`); every judge's constructor takes them from there."""
+
 from __future__ import annotations
 
 import inspect
@@ -55,8 +56,16 @@ def test_subclasses_passing_settings_on_list_them_through_the_registry():
 
 
 def test_one_settings_value_is_the_same_as_its_keywords():
-    keywords = {"model": "m2", "temperature": 0.5, "max_tokens": 99, "response_mode": "json", "use_cot": False,
-                "reasoning_effort": "high", "api": "responses", "extra_args": {"top_p": 0.5}}
+    keywords = {
+        "model": "m2",
+        "temperature": 0.5,
+        "max_tokens": 99,
+        "response_mode": "json",
+        "use_cot": False,
+        "reasoning_effort": "high",
+        "api": "responses",
+        "extra_args": {"top_p": 0.5},
+    }
     by_keywords = _judges(**keywords)
     by_value = _judges(settings=RequestSettings(**keywords))
     by_mapping = _judges(settings=keywords)
@@ -67,12 +76,19 @@ def test_one_settings_value_is_the_same_as_its_keywords():
 
 
 def test_unset_fields_of_settings_keep_the_kinds_defaults_and_keywords_win():
-    judge = LLMClassifier("C", "Is {{output}} ok?", {"Y": 1, "N": 0}, settings=RequestSettings(model="m2"),
-                          model="m3", max_tokens=5)
-    assert (judge.model, judge.max_tokens, judge.temperature, judge.use_cot, judge.response_mode) == \
-        ("m3", 5, 0, True, "tools")
-    assert judge.params() == LLMClassifier("C", "Is {{output}} ok?", {"Y": 1, "N": 0}, model="m3",
-                                           max_tokens=5).params()
+    judge = LLMClassifier(
+        "C", "Is {{output}} ok?", {"Y": 1, "N": 0}, settings=RequestSettings(model="m2"), model="m3", max_tokens=5
+    )
+    assert (judge.model, judge.max_tokens, judge.temperature, judge.use_cot, judge.response_mode) == (
+        "m3",
+        5,
+        0,
+        True,
+        "tools",
+    )
+    assert (
+        judge.params() == LLMClassifier("C", "Is {{output}} ok?", {"Y": 1, "N": 0}, model="m3", max_tokens=5).params()
+    )
 
 
 def test_settings_are_checked_like_keywords():
@@ -92,6 +108,7 @@ def test_settings_are_checked_like_keywords():
 
 def test_a_constructor_cannot_declare_a_request_setting_twice():
     with pytest.raises(TypeError, match=r"declares \['model'\], which are request settings"):
+
         class Twice(MultiStepJudge):
             def __init__(self, *, model: str | None = None, **request) -> None:
                 super().__init__(model=model, **request)

@@ -1,4 +1,5 @@
 """Judge templates: the YAML DSL, OpenAI evals specs, sandboxed rendering, `check` and registration."""
+
 from __future__ import annotations
 
 import os
@@ -8,12 +9,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import autoevals
 import cloudpickle
 import pytest
 
-import autoevals
 from scorers.errors import TemplateError
-from scorers.registry import Registry
 from scorers.judges.discovery import (
     _load_default_dirs,
     _register_files,
@@ -25,6 +25,7 @@ from scorers.judges.discovery import (
 )
 from scorers.judges.formats import camel_case
 from scorers.judges.template import JudgeTemplate, format_to_jinja
+from scorers.registry import Registry
 
 AUTOEVALS_TEMPLATES = Path(autoevals.__file__).parent / "templates"
 
@@ -91,22 +92,25 @@ def simple(prompt: str, **extra: object) -> JudgeTemplate:
 
 
 # ---------------------------------------------------------------- rendering
-@pytest.mark.parametrize("prompt, variables, expected", [
-    ("{{output}}", {"output": "plain"}, "plain"),
-    ("{{{output}}}", {"output": "<b>&\"x\"</b>"}, "<b>&\"x\"</b>"),  # no HTML escaping, triple-stache
-    ("{{ output }}", {"output": "<i>"}, "<i>"),
-    ("{{& output}}", {"output": "a&b"}, "a&b"),
-    ("{{row.answer.text}}", {"row": {"answer": {"text": "deep"}}}, "deep"),  # dotted
-    ("{{d.items}}", {"d": {"items": "the key, not the method"}}, "the key, not the method"),
-    ("{{output}}", {"output": {"b": [1, 2], "a": None}}, '{"b": [1, 2], "a": null}'),  # JSON, not repr
-    ("{{output}}", {"output": [True, 1.5, "x"]}, '[true, 1.5, "x"]'),
-    ("{{output}}", {"output": 3}, "3"),
-    ("{{output}}", {"output": ("t", 1)}, '["t", 1]'),
-    ("{{output}}{{! a comment }}", {"output": "c"}, "c"),
-    ("{% if output %}yes{% endif %}", {"output": "x"}, "yes"),
-    ("{{__choices}}", {}, '["Y", "N"]'),
-    ("{{output}}", {"output": "{{ not rendered again }}"}, "{{ not rendered again }}"),
-])
+@pytest.mark.parametrize(
+    "prompt, variables, expected",
+    [
+        ("{{output}}", {"output": "plain"}, "plain"),
+        ("{{{output}}}", {"output": '<b>&"x"</b>'}, '<b>&"x"</b>'),  # no HTML escaping, triple-stache
+        ("{{ output }}", {"output": "<i>"}, "<i>"),
+        ("{{& output}}", {"output": "a&b"}, "a&b"),
+        ("{{row.answer.text}}", {"row": {"answer": {"text": "deep"}}}, "deep"),  # dotted
+        ("{{d.items}}", {"d": {"items": "the key, not the method"}}, "the key, not the method"),
+        ("{{output}}", {"output": {"b": [1, 2], "a": None}}, '{"b": [1, 2], "a": null}'),  # JSON, not repr
+        ("{{output}}", {"output": [True, 1.5, "x"]}, '[true, 1.5, "x"]'),
+        ("{{output}}", {"output": 3}, "3"),
+        ("{{output}}", {"output": ("t", 1)}, '["t", 1]'),
+        ("{{output}}{{! a comment }}", {"output": "c"}, "c"),
+        ("{% if output %}yes{% endif %}", {"output": "x"}, "yes"),
+        ("{{__choices}}", {}, '["Y", "N"]'),
+        ("{{output}}", {"output": "{{ not rendered again }}"}, "{{ not rendered again }}"),
+    ],
+)
 def test_render(prompt: str, variables: dict, expected: str) -> None:
     template = simple(prompt)
     assert template.render(variables) == [{"role": "user", "content": expected}]
@@ -119,10 +123,20 @@ def test_templates_pickle_without_compiled_code_and_render_the_same(dumps: Any) 
     from scorers.judges.template import _environment
 
     variables = {"output": {"a": 1}, "items": ["x", "y"], "user": {"name": "Ann"}}
-    template = parse_template({"messages": [
-        {"role": "system", "content": "Plain {{output}}"},
-        {"role": "user", "content": "{% for i in items %}{{ i|upper }}{% endfor %} {{user.name}} {{__choices}}"},
-    ], "choice_scores": {"Y": 1, "N": 0}}, name="Both", file="/somewhere/both.yaml").template
+    template = parse_template(
+        {
+            "messages": [
+                {"role": "system", "content": "Plain {{output}}"},
+                {
+                    "role": "user",
+                    "content": "{% for i in items %}{{ i|upper }}{% endfor %} {{user.name}} {{__choices}}",
+                },
+            ],
+            "choice_scores": {"Y": 1, "N": 0},
+        },
+        name="Both",
+        file="/somewhere/both.yaml",
+    ).template
     expected = template.render(variables)
     copy = pickle.loads(dumps(template))
     assert "_compiled" not in vars(copy) and copy == template
@@ -136,28 +150,44 @@ def test_one_jinja_environment_per_process() -> None:
     assert simple("{{ x|upper }}")._compiled[0].environment is _environment() is _environment()
 
 
-@pytest.mark.parametrize("prompt, plain", [
-    ("a {{x}} b {{ y }}", True), ("{{{x}}}", True), ("{{x.y}}", False), ("{{ x|upper }}", False),
-    ("{% if x %}{% endif %}", False), ("{{- x }}", False), ("{{ none }}", False), ("{{x}}\r\nmore", False),
-])
+@pytest.mark.parametrize(
+    "prompt, plain",
+    [
+        ("a {{x}} b {{ y }}", True),
+        ("{{{x}}}", True),
+        ("{{x.y}}", False),
+        ("{{ x|upper }}", False),
+        ("{% if x %}{% endif %}", False),
+        ("{{- x }}", False),
+        ("{{ none }}", False),
+        ("{{x}}\r\nmore", False),
+    ],
+)
 def test_fast_path_only_for_plain_substitution(prompt: str, plain: bool) -> None:
     assert (simple(prompt)._plain[0] is not None) == plain
 
 
-@pytest.mark.parametrize("prompt, variables", [
-    ("{{output}} {{ x }} {{{language}}} {{a.b.c}} {{ output }}", ("output", "x", "language", "a")),
-    ("{% for item in items %}{{ item }}{% endfor %}{{ expected }}", ("items", "expected")),
-    ("no variables at all", ()),
-])
+@pytest.mark.parametrize(
+    "prompt, variables",
+    [
+        ("{{output}} {{ x }} {{{language}}} {{a.b.c}} {{ output }}", ("output", "x", "language", "a")),
+        ("{% for item in items %}{{ item }}{% endfor %}{{ expected }}", ("items", "expected")),
+        ("no variables at all", ()),
+    ],
+)
 def test_variables_in_order_of_first_use(prompt: str, variables: tuple) -> None:
     assert simple(prompt).variables == variables
 
 
 def test_missing_variable_names_variable_template_and_file(tmp_path: Path) -> None:
-    path = write(tmp_path, "grade_answer.yaml", """\
+    path = write(
+        tmp_path,
+        "grade_answer.yaml",
+        """\
         prompt: "Q {{input}} A {{output}} C {{criteria}}"
         choice_scores: {"Y": 1, "N": 0}
-    """)
+    """,
+    )
     (template,) = templates_in(path)
     with pytest.raises(TemplateError) as info:
         template.render({"input": "q", "output": "a", "criteria": None})
@@ -170,15 +200,18 @@ def test_missing_nested_key_is_a_template_error() -> None:
         simple("{{a.b}}").render({"a": {"c": 1}})
 
 
-@pytest.mark.parametrize("attack", [
-    "{{ ''.__class__.__mro__ }}",
-    "{{ ''.__class__.__mro__[1].__subclasses__() }}",
-    "{{ output.__class__.__init__.__globals__ }}",
-    "{{ cycler.__init__.__globals__.os }}",
-    "{{ lipsum.__globals__['os'].popen('echo pwned').read() }}",
-    "{{ output.format.__self__ }}",
-    "{{ ''|attr('__class__') }}",
-])
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "{{ ''.__class__.__mro__ }}",
+        "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+        "{{ output.__class__.__init__.__globals__ }}",
+        "{{ cycler.__init__.__globals__.os }}",
+        "{{ lipsum.__globals__['os'].popen('echo pwned').read() }}",
+        "{{ output.format.__self__ }}",
+        "{{ ''|attr('__class__') }}",
+    ],
+)
 def test_sandbox_blocks_python_internals(attack: str) -> None:
     with pytest.raises(TemplateError, match="Python internals|undefined|rendering failed"):
         simple(attack).render({"output": "x"})
@@ -194,8 +227,10 @@ def test_format_to_jinja_escapes_jinja_syntax_in_literal_text() -> None:
     assert simple(source).render({"output": "o"})[0]["content"] == "o {% raw %} {{y}}"
 
 
-@pytest.mark.parametrize("stem, name", [("closed_q_a", "ClosedQA"), ("factuality", "Factuality"),
-                                        ("my-judge", "MyJudge"), ("tone.v2", "ToneV2")])
+@pytest.mark.parametrize(
+    "stem, name",
+    [("closed_q_a", "ClosedQA"), ("factuality", "Factuality"), ("my-judge", "MyJudge"), ("tone.v2", "ToneV2")],
+)
 def test_camel_case_names(stem: str, name: str) -> None:
     assert camel_case(stem) == name
 
@@ -209,27 +244,55 @@ BAD_FILES = [
     ("out_of_range.yaml", 'prompt: "{{output}}"\nchoice_scores: {"Y": 5, "N": 0}\n', "choice_scores.Y", "[0, 1]"),
     ("bool_score.yaml", 'prompt: "{{output}}"\nchoice_scores: {"Y": true, "N": 0}\n', "choice_scores.Y", "[0, 1]"),
     ("no_scores.yaml", 'prompt: "{{output}}"\n', "choice_scores", "required"),
-    ("both.yaml", 'prompt: "a"\nmessages: [{role: user, content: b}]\nchoice_scores: {"Y": 1}\n', "prompt",
-     "exactly one"),
-    ("bad_role.yaml", 'messages: [{role: robot, content: b}]\nchoice_scores: {"Y": 1}\n', "messages[0].role",
-     "must be one of"),
-    ("last_not_user.yaml", 'messages: [{role: user, content: a}, {role: system, content: b}]\n'
-                           'choice_scores: {"Y": 1}\n', "messages", "last message"),
+    (
+        "both.yaml",
+        'prompt: "a"\nmessages: [{role: user, content: b}]\nchoice_scores: {"Y": 1}\n',
+        "prompt",
+        "exactly one",
+    ),
+    (
+        "bad_role.yaml",
+        'messages: [{role: robot, content: b}]\nchoice_scores: {"Y": 1}\n',
+        "messages[0].role",
+        "must be one of",
+    ),
+    (
+        "last_not_user.yaml",
+        'messages: [{role: user, content: a}, {role: system, content: b}]\nchoice_scores: {"Y": 1}\n',
+        "messages",
+        "last message",
+    ),
     ("bad_mode.yaml", 'prompt: a\nchoice_scores: {"Y": 1}\nresponse_mode: grammar\n', "response_mode", "tools"),
     ("bad_temp.yaml", 'prompt: a\nchoice_scores: {"Y": 1}\ntemperature: hot\n', "temperature", "number"),
     ("bad_cot.yaml", 'prompt: a\nchoice_scores: {"Y": 1}\nuse_cot: "yes"\n', "use_cot", "true or false"),
     ("section.yaml", 'prompt: "{{#items}}{{.}}{{/items}}"\nchoice_scores: {"Y": 1}\n', "prompt", "not supported"),
     ("syntax.yaml", 'prompt: "{% if %}"\nchoice_scores: {"Y": 1}\n', "prompt", "syntax error"),
-    ("not_yaml.yaml", 'prompt: [unclosed\n', "", "invalid YAML"),
-    ("python_tag.yaml", 'prompt: !!python/object/apply:os.system ["echo pwned"]\nchoice_scores: {"Y": 1}\n', "",
-     "invalid YAML"),
-    ("list.yaml", '- a\n- b\n', "", "mapping"),
-    ("evals_punct.yaml", 'x:\n  prompt: "{completion}"\n  choice_strings: ["Y.", "N"]\n', "x.choice_strings",
-     "punctuation"),
-    ("evals_from_n.yaml", 'x:\n  prompt: "{completion}"\n  choice_strings: from_n\n', "x.choice_strings",
-     "not supported"),
-    ("evals_bad_key.yaml", 'x:\n  prompt: "{completion}"\n  choice_strings: AB\n  grader: gpt\n', "x.grader",
-     "unknown key"),
+    ("not_yaml.yaml", "prompt: [unclosed\n", "", "invalid YAML"),
+    (
+        "python_tag.yaml",
+        'prompt: !!python/object/apply:os.system ["echo pwned"]\nchoice_scores: {"Y": 1}\n',
+        "",
+        "invalid YAML",
+    ),
+    ("list.yaml", "- a\n- b\n", "", "mapping"),
+    (
+        "evals_punct.yaml",
+        'x:\n  prompt: "{completion}"\n  choice_strings: ["Y.", "N"]\n',
+        "x.choice_strings",
+        "punctuation",
+    ),
+    (
+        "evals_from_n.yaml",
+        'x:\n  prompt: "{completion}"\n  choice_strings: from_n\n',
+        "x.choice_strings",
+        "not supported",
+    ),
+    (
+        "evals_bad_key.yaml",
+        'x:\n  prompt: "{completion}"\n  choice_strings: AB\n  grader: gpt\n',
+        "x.grader",
+        "unknown key",
+    ),
     ("evals_placeholder.yaml", 'x:\n  prompt: "{a.b}"\n  choice_strings: AB\n', "x.prompt", "plain variable"),
 ]
 
@@ -312,12 +375,20 @@ def test_openai_evals_spec_file(tmp_path: Path) -> None:
     assert dict(likert.choice_scores) == {"1": 0.0, "2": 0.25, "3": 0.5, "4": 0.75, "5": 1.0}
     assert "rescaled" in likert.description
     assert [m["role"] for m in likert.render({"output": "joke"})] == ["system", "user"]
-    assert unscored.choice_scores is None and unscored.choices == ("A", "B") and load_template_file(path)[2].settings == {"use_cot": True}
+    assert (
+        unscored.choice_scores is None
+        and unscored.choices == ("A", "B")
+        and load_template_file(path)[2].settings == {"use_cot": True}
+    )
 
 
 def test_single_top_level_evals_spec(tmp_path: Path) -> None:
-    path = write(tmp_path, "yes_no.yaml", 'prompt: "Is {completion} ok?"\nchoice_strings: [Yes, "No"]\n'
-                                          'choice_scores: {"Yes": 1, "No": 0}\ninput_outputs: {input: completion}\n')
+    path = write(
+        tmp_path,
+        "yes_no.yaml",
+        'prompt: "Is {completion} ok?"\nchoice_strings: [Yes, "No"]\n'
+        'choice_scores: {"Yes": 1, "No": 0}\ninput_outputs: {input: completion}\n',
+    )
     problems = check_templates([path])
     assert [p.key for p in problems] == ["yes_no.choice_strings"] and "bool" in problems[0].message
 
@@ -325,8 +396,11 @@ def test_single_top_level_evals_spec(tmp_path: Path) -> None:
 # ------------------------------------------------------------- registration
 def test_files_register_as_scorers(tmp_path: Path) -> None:
     write(tmp_path, "polite_reply.yaml", 'prompt: "Polite? {{output}}"\nchoice_scores: {"Y": 1, "N": 0}\n')
-    write(tmp_path, "named.yaml", 'name: ToneCheck\ndescription: Checks tone.\nprompt: "{{output}}"\n'
-                                  'choice_scores: {"Y": 1, "N": 0}\n')
+    write(
+        tmp_path,
+        "named.yaml",
+        'name: ToneCheck\ndescription: Checks tone.\nprompt: "{{output}}"\nchoice_scores: {"Y": 1, "N": 0}\n',
+    )
     write(tmp_path, "modelgraded.yaml", EVALS_SPEC_FILE)
     write(tmp_path, "broken.yaml", 'prompt: "{{output}}"\nchoice_scores:\n  Yes: 1\n')
     registry = Registry()
@@ -371,10 +445,12 @@ def test_global_registry_has_builtin_judges() -> None:
         assert scorers.registry.entry(name).kind == "llm"
 
 
-@pytest.mark.parametrize("files, code", [((), 0), (("bare_yes_no.yaml",), 1), (("good.yaml", "unknown_key.yaml"), 1),
-                                         (("good.yaml",), 0)])
-def test_cli_check_exit_code_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                        monkeypatch: pytest.MonkeyPatch, files: tuple, code: int) -> None:
+@pytest.mark.parametrize(
+    "files, code", [((), 0), (("bare_yes_no.yaml",), 1), (("good.yaml", "unknown_key.yaml"), 1), (("good.yaml",), 0)]
+)
+def test_cli_check_exit_code_and_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, files: tuple, code: int
+) -> None:
     from scorers.cli import main
 
     monkeypatch.delenv("SCORERS_TEMPLATES", raising=False)

@@ -4,6 +4,7 @@ Every case that hung, took the machine's memory or crashed before the limits exi
 in a child process with a 2 GiB address-space limit and a timeout, so a regression fails
 the test instead of wedging the machine.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,15 @@ def _limit_memory() -> None:
 def bounded(args: list[str], **kwargs: object) -> subprocess.CompletedProcess:
     """Run ``python ARGS`` in a child limited to 2 GiB of address space and :data:`HANG_TIMEOUT` seconds."""
     try:
-        return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=HANG_TIMEOUT,
-                              preexec_fn=_limit_memory, cwd=REPO, **kwargs)
+        return subprocess.run(
+            [sys.executable, *args],
+            capture_output=True,
+            text=True,
+            timeout=HANG_TIMEOUT,
+            preexec_fn=_limit_memory,
+            cwd=REPO,
+            **kwargs,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"still running after {HANG_TIMEOUT} s: {args}")
 
@@ -57,7 +65,7 @@ def in_child(code: str) -> str:
 
 
 def prompt_file(prompt: str) -> str:
-    return f"prompt: {json.dumps(prompt)}\nchoice_scores: {{\"Y\": 1, \"N\": 0}}\n"
+    return f'prompt: {json.dumps(prompt)}\nchoice_scores: {{"Y": 1, "N": 0}}\n'
 
 
 def laughs(levels: int = 9) -> str:
@@ -71,8 +79,11 @@ def laughs(levels: int = 9) -> str:
 BOMB_FILES = {
     "power.yaml": (prompt_file("{{ 9 ** (9 ** 9) }}"), 1, f"the limit is {MAX_NUMBER_DIGITS:,}"),
     "repeat.yaml": (prompt_file("{{ 'x' * 10000000000 }}"), 1, f"the limit is {MAX_RENDERED_CHARS:,}"),
-    "nested_range.yaml": (prompt_file("{% for i in range(100000) %}{% for j in range(100000) %}"
-                                      "{% endfor %}{% endfor %}"), 1, "10,000,000,000 times"),
+    "nested_range.yaml": (
+        prompt_file("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"),
+        1,
+        "10,000,000,000 times",
+    ),
     "center.yaml": (prompt_file("{{ 'x'|center(10000000000) }}"), 1, "'center' filter"),
     "laughs.yaml": (laughs(), 6, f"more than {MAX_YAML_NODES:,} values"),
     "deep.yaml": ("prompt: " + "[" * 20000 + "]" * 20000 + "\n", 1, f"nested more than {MAX_YAML_DEPTH} deep"),
@@ -83,8 +94,11 @@ BOMB_FILES = {
     "open_comments.yaml": (prompt_file("{{! " * 100000), 1, "template syntax error"),
     "open_triples.yaml": (prompt_file("{{{ " * 100000), 1, "too deeply"),
     "open_ampersands.yaml": (prompt_file("{{& " * 100000), 1, "template syntax error"),
-    "many_ifs.yaml": (prompt_file(" ".join(f"{{{{ v{i} }}}}{{% if v{i} %}}x{{% endif %}}" for i in range(20000))), 1,
-                      f"more than {MAX_TEMPLATE_NODES:,} parts"),
+    "many_ifs.yaml": (
+        prompt_file(" ".join(f"{{{{ v{i} }}}}{{% if v{i} %}}x{{% endif %}}" for i in range(20000))),
+        1,
+        f"more than {MAX_TEMPLATE_NODES:,} parts",
+    ),
     "attribute_chain.yaml": (prompt_file("{{ x" + ".a" * 300 + " }}"), 1, "too deeply"),
     "parentheses.yaml": (prompt_file("{{ " + "(" * 5000 + "x" + ")" * 5000 + " }}"), 1, "too deeply"),
 }
@@ -108,13 +122,17 @@ def test_check_on_a_directory_of_bombs_reports_every_file_and_exits_1(tmp_path: 
     for name, (text, _line, _message) in BOMB_FILES.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "good.yaml").write_text(prompt_file("Is {{output}} polite?"))
-    result = bounded(["-m", "scorers", "check", str(tmp_path)],
-                     env={k: v for k, v in os.environ.items() if k != "SCORERS_TEMPLATES"})
+    result = bounded(
+        ["-m", "scorers", "check", str(tmp_path)], env={k: v for k, v in os.environ.items() if k != "SCORERS_TEMPLATES"}
+    )
     assert result.returncode == 1, result.stderr[-3000:]
     assert "Traceback" not in result.stderr
     for name, (_text, line, message) in BOMB_FILES.items():
         where = f"{tmp_path / name}:{line}: " if line else f"{tmp_path / name}: "
-        assert any(row.startswith(where) and message in row for row in result.stderr.splitlines()), (name, result.stderr)
+        assert any(row.startswith(where) and message in row for row in result.stderr.splitlines()), (
+            name,
+            result.stderr,
+        )
     assert "good.yaml" not in result.stderr
     assert f"{len(BOMB_FILES) + 1} template files checked, {len(BOMB_FILES)} problems" in result.stderr
 
@@ -131,31 +149,55 @@ def test_a_file_past_the_size_limit_is_not_read(tmp_path: Path) -> None:
 # Each: a prompt whose cost depends on the row, so only the render can stop it, and what the error says.
 RENDER_BOMBS = {
     "power": ("{{ n ** (n ** n) }}", {"n": 9}, "digits"),
-    "repeat": ("{{ text * n }}", {"text": "x", "n": 10 ** 10}, "'*'"),
-    "nested_range": ("{% for i in range(n) %}{% for j in range(n) %}{% endfor %}{% endfor %}", {"n": 100000},
-                     f"more than {MAX_RENDER_STEPS:,} steps"),
-    "doubling_set": ("{% set a = text %}" + "{% set a = a ~ a %}" * 40 + "{{ a }}", {"text": "xxxxxxxxxx"},
-                     "the template would build"),
-    "doubling_namespace": ("{% set ns = namespace(s=text) %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}"
-                           "{% endfor %}{{ ns.s }}", {"text": "xxxxxxxxxx"}, "the template would build"),
-    "nested_lists": ("".join(f"{{% set l{i + 1} = [{', '.join([f'l{i}'] * 10)}] %}}" for i in range(9))
-                     + "{{ l9|string }}", {"l0": "x" * 100}, "the template would build"),
-    "macro_recursion": ("{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(60) }}",
-                        {}, "steps"),
-    "captured_output": ("{% set x %}{% for i in range(100000) %}{{ big }}{% endfor %}{% endset %}{{ x|length }}",
-                        {"big": "y" * 1_000_000}, f"more than {MAX_RENDER_BUILT:,} characters in all"),
-    "output": ("{% for i in range(100000) %}{{ big }}{% endfor %}", {"big": "y" * 1000},
-               f"more than {MAX_RENDERED_CHARS:,} characters"),
-    "center_filter": ("{{ text|center(n) }}", {"text": "x", "n": 10 ** 10}, "'center' filter"),
-    "indent_filter": ("{{ text|indent(n) }}", {"text": "\n" * 1000, "n": 10 ** 6}, "'indent' filter"),
-    "format_method": ("{{ '{:>{w}}'.format('x', w=n) }}", {"n": 10 ** 10}, "format()"),
-    "printf": ("{{ '%*s' % (n, 'x') }}", {"n": 10 ** 10}, "'%' formatting"),
+    "repeat": ("{{ text * n }}", {"text": "x", "n": 10**10}, "'*'"),
+    "nested_range": (
+        "{% for i in range(n) %}{% for j in range(n) %}{% endfor %}{% endfor %}",
+        {"n": 100000},
+        f"more than {MAX_RENDER_STEPS:,} steps",
+    ),
+    "doubling_set": (
+        "{% set a = text %}" + "{% set a = a ~ a %}" * 40 + "{{ a }}",
+        {"text": "xxxxxxxxxx"},
+        "the template would build",
+    ),
+    "doubling_namespace": (
+        "{% set ns = namespace(s=text) %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}",
+        {"text": "xxxxxxxxxx"},
+        "the template would build",
+    ),
+    "nested_lists": (
+        "".join(f"{{% set l{i + 1} = [{', '.join([f'l{i}'] * 10)}] %}}" for i in range(9)) + "{{ l9|string }}",
+        {"l0": "x" * 100},
+        "the template would build",
+    ),
+    "macro_recursion": (
+        "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(60) }}",
+        {},
+        "steps",
+    ),
+    "captured_output": (
+        "{% set x %}{% for i in range(100000) %}{{ big }}{% endfor %}{% endset %}{{ x|length }}",
+        {"big": "y" * 1_000_000},
+        f"more than {MAX_RENDER_BUILT:,} characters in all",
+    ),
+    "output": (
+        "{% for i in range(100000) %}{{ big }}{% endfor %}",
+        {"big": "y" * 1000},
+        f"more than {MAX_RENDERED_CHARS:,} characters",
+    ),
+    "center_filter": ("{{ text|center(n) }}", {"text": "x", "n": 10**10}, "'center' filter"),
+    "indent_filter": ("{{ text|indent(n) }}", {"text": "\n" * 1000, "n": 10**6}, "'indent' filter"),
+    "format_method": ("{{ '{:>{w}}'.format('x', w=n) }}", {"n": 10**10}, "format()"),
+    "printf": ("{{ '%*s' % (n, 'x') }}", {"n": 10**10}, "'%' formatting"),
     "replace_method": ("{{ text.replace('', other) }}", {"text": "x" * 100000, "other": "y" * 100000}, "replace()"),
     "join_method": ("{{ sep.join(range(100000)|map('string')) }}", {"sep": "y" * 100000}, "join()"),
-    "slice_filter": ("{{ items|slice(n)|list|length }}", {"items": [1], "n": 10 ** 10}, "steps"),
+    "slice_filter": ("{{ items|slice(n)|list|length }}", {"items": [1], "n": 10**10}, "steps"),
     "tojson_indent": ("{{ data|tojson(indent=n) }}", {"data": [[[1] * 1000] * 100], "n": 100000}, "JSON text"),
-    "recursive_loop": ("{% for x in range(100000) recursive %}{% if x < 3 %}{{ loop(range(100000)) }}{% endif %}"
-                       "{% endfor %}", {}, "rendering stopped"),
+    "recursive_loop": (
+        "{% for x in range(100000) recursive %}{% if x < 3 %}{{ loop(range(100000)) }}{% endif %}{% endfor %}",
+        {},
+        "rendering stopped",
+    ),
 }
 
 
@@ -194,7 +236,8 @@ def test_striptags_is_linear_and_keeps_jinjas_meaning() -> None:
 
 
 def test_run_with_a_templates_dir_holding_a_bomb_scores_the_good_judge_and_refuses_the_bad_one(
-        tmp_path: Path, fake_api_key: str) -> None:
+    tmp_path: Path, fake_api_key: str
+) -> None:
     from scorers.testing import LoopbackLLM, Reply
 
     templates = tmp_path / "judges"
@@ -205,8 +248,12 @@ def test_run_with_a_templates_dir_holding_a_bomb_scores_the_good_judge_and_refus
     data = tmp_path / "rows.jsonl"
     data.write_text("".join(json.dumps({"output": f"reply {i}"}) + "\n" for i in range(3)))
     with LoopbackLLM(default=Reply.choice("Y")) as server:
-        env = {**os.environ, "OPENAI_API_KEY": fake_api_key, "OPENAI_BASE_URL": server.base_url,
-               "SCORERS_CACHE_DIR": str(tmp_path / "cache")}
+        env = {
+            **os.environ,
+            "OPENAI_API_KEY": fake_api_key,
+            "OPENAI_BASE_URL": server.base_url,
+            "SCORERS_CACHE_DIR": str(tmp_path / "cache"),
+        }
         env.pop("SCORERS_TEMPLATES", None)
         good = bounded(["-m", "scorers", "run", str(data), "-s", "Polite", "--templates", str(templates)], env=env)
         assert good.returncode == 0, good.stderr[-3000:]
@@ -221,19 +268,22 @@ def render(prompt: str, **variables: object) -> str:
     return JudgeTemplate(name="T", messages=(("user", prompt),), choice_scores={"Y": 1}).render(variables)[0]["content"]
 
 
-@pytest.mark.parametrize("prompt, message", [
-    ("{% include 'other.txt' %}", "{% include %} is not supported"),
-    ("{% import 'macros.txt' as m %}", "{% import %} is not supported"),
-    ("{% from 'macros.txt' import m %}", "{% from ... import %} is not supported"),
-    ("{% extends 'base.txt' %}", "{% extends %} is not supported"),
-    ("{{ output.__class__ }}", "attribute '__class__' is refused by the sandbox"),
-    ("{{ output._private }}", "write x['_private']"),
-    ("{{ output.mro }}", "attribute 'mro' is refused"),
-    ("{{ output|attr('__globals__') }}", "attribute '__globals__' is refused"),
-    ("{{ range(1000000)|list }}", "range() of 1,000,000 numbers"),
-    ("{{ '%99999999999s' % 'x' }}", "'%' formatting"),
-    ("{{ output|unknown_filter }}", "No filter named 'unknown_filter'"),
-])
+@pytest.mark.parametrize(
+    "prompt, message",
+    [
+        ("{% include 'other.txt' %}", "{% include %} is not supported"),
+        ("{% import 'macros.txt' as m %}", "{% import %} is not supported"),
+        ("{% from 'macros.txt' import m %}", "{% from ... import %} is not supported"),
+        ("{% extends 'base.txt' %}", "{% extends %} is not supported"),
+        ("{{ output.__class__ }}", "attribute '__class__' is refused by the sandbox"),
+        ("{{ output._private }}", "write x['_private']"),
+        ("{{ output.mro }}", "attribute 'mro' is refused"),
+        ("{{ output|attr('__globals__') }}", "attribute '__globals__' is refused"),
+        ("{{ range(1000000)|list }}", "range() of 1,000,000 numbers"),
+        ("{{ '%99999999999s' % 'x' }}", "'%' formatting"),
+        ("{{ output|unknown_filter }}", "No filter named 'unknown_filter'"),
+    ],
+)
 def test_check_reports_what_the_sandbox_would_refuse(tmp_path: Path, prompt: str, message: str) -> None:
     path = tmp_path / "judge.yaml"
     path.write_text(prompt_file(prompt))
@@ -245,7 +295,8 @@ def test_check_reports_what_the_sandbox_would_refuse(tmp_path: Path, prompt: str
 
 def test_check_reports_every_problem_of_a_file_not_only_the_first(tmp_path: Path) -> None:
     path = tmp_path / "many.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         messages:
           - role: system
             content: "{% if %}"
@@ -256,37 +307,58 @@ def test_check_reports_every_problem_of_a_file_not_only_the_first(tmp_path: Path
               {% include 'x' %}
         choice_scores: {"Y": 2}
         temperature: hot
-    """))
+    """)
+    )
     problems = {(p.key, p.line, p.message) for p in check_templates([path])}
     keys = sorted(key for key, _line, _message in problems)
-    assert keys == ["choice_scores.Y", "messages[0].content", "messages[1].content", "messages[1].content",
-                    "temperature"], problems
-    assert ("messages[1].content", 5, "line 2: attribute '__class__' is refused by the sandbox (it can reach "
-                                      "Python internals); to read a key of that name, write x['__class__']") in problems
+    assert keys == [
+        "choice_scores.Y",
+        "messages[0].content",
+        "messages[1].content",
+        "messages[1].content",
+        "temperature",
+    ], problems
+    assert (
+        "messages[1].content",
+        5,
+        "line 2: attribute '__class__' is refused by the sandbox (it can reach "
+        "Python internals); to read a key of that name, write x['__class__']",
+    ) in problems
     assert any(key == "messages[0].content" and "syntax error" in message for key, _line, message in problems)
 
 
 def test_a_template_built_in_code_lists_every_problem() -> None:
     with pytest.raises(TemplateError) as info:
-        JudgeTemplate(name="Code", messages=(("system", "{{ x.__class__ }}"), ("user", "{% if %}")),
-                      choice_scores={"Y": 1})
+        JudgeTemplate(
+            name="Code", messages=(("system", "{{ x.__class__ }}"), ("user", "{% if %}")), choice_scores={"Y": 1}
+        )
     message = str(info.value)
     assert "2 problems in template 'Code'" in message
     assert "messages[0].content" in message and "messages[1].content" in message
 
 
 # ------------------------------------------------------- what still works as before
-@pytest.mark.parametrize("prompt, variables, expected", [
-    ("{% for e in items %}{{ loop.index }}. {{ e.q ~ '?' }} {% endfor %}", {"items": [{"q": "a"}, {"q": "b"}]},
-     "1. a? 2. b? "),
-    ("{{ items|join(', ') }}|{{ items|map('upper')|join }}", {"items": ["a", "b"]}, "a, b|AB"),
-    ("{{ '%-3s|' % x }}{{ '{:>3}'.format(x) }}|{{ x * 3 }}|{{ 2 ** 10 }}", {"x": "a"}, "a  |  a|aaa|1024"),
-    ("{{ text|replace(' ', '_')|center(9)|indent(2) }}", {"text": "a b"}, "   a_b   "),
-    ("{{ data|tojson }}", {"data": {"b": "<", "a": [1]}}, '{"a": [1], "b": "\\u003c"}'),
-    ("{{ [1, 2] + [3] }} {{ {'k': x} }} {{ (x, x) }}", {"x": "v"}, '[1, 2, 3] {"k": "v"} ["v", "v"]'),
-    ("{% set ns = namespace(n=0) %}{% for i in range(5) %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}", {}, "10"),
-    ("{{ row['_id'] }} {{ row.items }}", {"row": {"_id": 7, "items": "key"}}, "7 key"),
-])
+@pytest.mark.parametrize(
+    "prompt, variables, expected",
+    [
+        (
+            "{% for e in items %}{{ loop.index }}. {{ e.q ~ '?' }} {% endfor %}",
+            {"items": [{"q": "a"}, {"q": "b"}]},
+            "1. a? 2. b? ",
+        ),
+        ("{{ items|join(', ') }}|{{ items|map('upper')|join }}", {"items": ["a", "b"]}, "a, b|AB"),
+        ("{{ '%-3s|' % x }}{{ '{:>3}'.format(x) }}|{{ x * 3 }}|{{ 2 ** 10 }}", {"x": "a"}, "a  |  a|aaa|1024"),
+        ("{{ text|replace(' ', '_')|center(9)|indent(2) }}", {"text": "a b"}, "   a_b   "),
+        ("{{ data|tojson }}", {"data": {"b": "<", "a": [1]}}, '{"a": [1], "b": "\\u003c"}'),
+        ("{{ [1, 2] + [3] }} {{ {'k': x} }} {{ (x, x) }}", {"x": "v"}, '[1, 2, 3] {"k": "v"} ["v", "v"]'),
+        (
+            "{% set ns = namespace(n=0) %}{% for i in range(5) %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}",
+            {},
+            "10",
+        ),
+        ("{{ row['_id'] }} {{ row.items }}", {"row": {"_id": 7, "items": "key"}}, "7 key"),
+    ],
+)
 def test_ordinary_templates_render_as_before(prompt: str, variables: dict, expected: str) -> None:
     assert render(prompt, **variables) == expected
 

@@ -5,6 +5,7 @@ defining the class registers the kind (``kind: yesno`` in templates, ``scorers.j
 the schema, ``scorers.judges.discovery.build_judge``, ``python -m scorers check``). Nothing else
 in the package names it. ``tests/judges/test_kind_module.py`` imports it and forgets it after.
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Mapping, Sequence
@@ -37,15 +38,35 @@ class YesNoJudge(TemplatedJudge):
     max_tokens_default = (32, 1024)
     response_modes = ("tools", "json", "json_object")
 
-    def __init__(self, name: str, prompt_template: str | None = None, *, yes_score: float = 1.0,
-                 no_score: float = 0.0, messages: Sequence[Mapping[str, str]] | None = None,
-                 template: JudgeTemplate | None = None, engine: LLMEngine | None = None, client: Any = None,
-                 max_reasks: int | None = None, description: str | None = None,
-                 settings: RequestSettings | None = None, **request: Any) -> None:
-        spec = self._setup(name, prompt_template=prompt_template, messages=messages, template=template,
-                           description=description, engine=engine, client=client, max_reasks=max_reasks,
-                           spec_fields={"yes_score": yes_score, "no_score": no_score}, settings=settings,
-                           request=request)
+    def __init__(
+        self,
+        name: str,
+        prompt_template: str | None = None,
+        *,
+        yes_score: float = 1.0,
+        no_score: float = 0.0,
+        messages: Sequence[Mapping[str, str]] | None = None,
+        template: JudgeTemplate | None = None,
+        engine: LLMEngine | None = None,
+        client: Any = None,
+        max_reasks: int | None = None,
+        description: str | None = None,
+        settings: RequestSettings | None = None,
+        **request: Any,
+    ) -> None:
+        spec = self._setup(
+            name,
+            prompt_template=prompt_template,
+            messages=messages,
+            template=template,
+            description=description,
+            engine=engine,
+            client=client,
+            max_reasks=max_reasks,
+            spec_fields={"yes_score": yes_score, "no_score": no_score},
+            settings=settings,
+            request=request,
+        )
         self.yes_score: float = spec.yes_score
         self.no_score: float = spec.no_score
 
@@ -57,8 +78,11 @@ class YesNoJudge(TemplatedJudge):
         if self.use_cot:
             properties["reasons"] = {"type": "string", "description": REASONS_DESCRIPTION}
         properties["answer"] = {"type": "string", "enum": ["yes", "no"]}
-        return ReplyFormat(TOOL_NAME, "Record the answer.", {
-            "type": "object", "properties": properties, "required": list(properties), "additionalProperties": False})
+        return ReplyFormat(
+            TOOL_NAME,
+            "Record the answer.",
+            {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False},
+        )
 
     def _instruction(self) -> str:
         if self.response_mode == "tools":

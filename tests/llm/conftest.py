@@ -1,4 +1,5 @@
 """Fixtures of tests/llm: a real ``redis-server`` (Debian's package, installed by ``scripts/setup.sh``)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -55,8 +56,24 @@ def start_redis(folder: Path) -> RedisServer:
     port = free_port()
     log_path = folder / "redis.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-                                    "no", "--dir", str(folder)], stdout=log, stderr=subprocess.STDOUT, cwd=folder)
+        process = subprocess.Popen(
+            [
+                binary,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(folder),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=folder,
+        )
     server = RedisServer(url=f"redis://127.0.0.1:{port}/0", process=process, log_path=log_path)
     for _ in range(300):  # up to 30 s on a loaded machine; it answers within milliseconds
         if process.poll() is not None:

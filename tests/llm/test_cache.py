@@ -1,4 +1,5 @@
 """The SQLite reply cache: keys, storage, locations and several processes at once."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -12,8 +13,12 @@ from scorers.llm import LLMCache, cache_key, default_cache_path
 from scorers.llm.cache import cache_keys
 from scorers.llm.config import resolve
 
-BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0,
-        "tools": [{"type": "function", "function": {"name": "select_choice"}}]}
+BODY = {
+    "model": "m",
+    "messages": [{"role": "user", "content": "hi"}],
+    "temperature": 0,
+    "tools": [{"type": "function", "function": {"name": "select_choice"}}],
+}
 
 
 def test_key_ignores_dict_order_and_a_trailing_slash():
@@ -21,10 +26,19 @@ def test_key_ignores_dict_order_and_a_trailing_slash():
     assert cache_key(BODY, base_url="http://h/v1") == cache_key(reordered, base_url="http://h/v1/")
 
 
-@pytest.mark.parametrize("change", [
-    {"model": "other"}, {"temperature": 1}, {"messages": [{"role": "user", "content": "hi!"}]}, {"seed": 3},
-    {"tools": []}, {"tool_choice": "auto"}, {"max_tokens": 5}, {"response_format": {"type": "json_object"}},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"model": "other"},
+        {"temperature": 1},
+        {"messages": [{"role": "user", "content": "hi!"}]},
+        {"seed": 3},
+        {"tools": []},
+        {"tool_choice": "auto"},
+        {"max_tokens": 5},
+        {"response_format": {"type": "json_object"}},
+    ],
+)
 def test_key_changes_with_every_request_field(change):
     assert cache_key({**BODY, **change}, base_url="http://h/v1") != cache_key(BODY, base_url="http://h/v1")
 
@@ -38,7 +52,7 @@ SHARED_TOOLS = [{"type": "function", "function": {"name": "select_choice", "para
 KEY_VECTORS = [
     BODY,
     {},
-    {"model": "m", "messages": [{"role": "user", "content": "caf\u00e9 \u2028 \x7f \x00 \"quoted\" \\ tab\t"}]},
+    {"model": "m", "messages": [{"role": "user", "content": 'caf\u00e9 \u2028 \x7f \x00 "quoted" \\ tab\t'}]},
     {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "parts"}]}]},
     {"model": "m", "messages": [{"content": "x", "role": "system", "name": "n"}, {}]},
     {"model": "m", "messages": ({"role": "user", "content": "a tuple"},)},
@@ -46,12 +60,24 @@ KEY_VECTORS = [
     {"model": "m", "messages": [{"role": "user", "content": "same tools"}], "tools": list(SHARED_TOOLS)},
     {"model": "m", "top_p": 0.5, "temperature": 1e-7, "max_tokens": 9, "extra": {"z": [1.5, True, None]}},
     {"model": "m", "stop": ["\n"], "logit_bias": {"50256": -100}, "when": Path("/not/json")},
-    {"model": "o3", "input": [{"role": "user", "content": "responses"}], "max_output_tokens": 9,
-     "tools": [{"type": "function", "name": "select_choice", "parameters": {}, "strict": False}],
-     "text": {"format": {"type": "json_object"}}, "reasoning": {"effort": "low"},
-     "include": ["message.output_text.logprobs"], "top_logprobs": 2},
-    {"model": "o3", "messages": [{"role": "user", "content": "responses"}], "max_completion_tokens": 9,
-     "reasoning_effort": "low", "logprobs": True, "top_logprobs": 2},
+    {
+        "model": "o3",
+        "input": [{"role": "user", "content": "responses"}],
+        "max_output_tokens": 9,
+        "tools": [{"type": "function", "name": "select_choice", "parameters": {}, "strict": False}],
+        "text": {"format": {"type": "json_object"}},
+        "reasoning": {"effort": "low"},
+        "include": ["message.output_text.logprobs"],
+        "top_logprobs": 2,
+    },
+    {
+        "model": "o3",
+        "messages": [{"role": "user", "content": "responses"}],
+        "max_completion_tokens": 9,
+        "reasoning_effort": "low",
+        "logprobs": True,
+        "top_logprobs": 2,
+    },
 ]
 
 
@@ -121,13 +147,16 @@ def test_connection_is_reopened_after_fork(tmp_path):
     assert child.exitcode == 0 and cache.get("9-4") == {"worker": 9, "i": 4}
 
 
-@pytest.mark.parametrize("env, expected", [
-    ({"SCORERS_CACHE_DIR": "/somewhere/dir"}, Path("/somewhere/dir/llm-cache.sqlite")),
-    ({"XDG_CACHE_HOME": "/xdg"}, Path("/xdg/scorers/llm-cache.sqlite")),
-    ({"SCORERS_CACHE": "/exact/file.db"}, Path("/exact/file.db")),
-    ({"SCORERS_CACHE": "off"}, None),
-    ({"SCORERS_CACHE": "0"}, None),
-])
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({"SCORERS_CACHE_DIR": "/somewhere/dir"}, Path("/somewhere/dir/llm-cache.sqlite")),
+        ({"XDG_CACHE_HOME": "/xdg"}, Path("/xdg/scorers/llm-cache.sqlite")),
+        ({"SCORERS_CACHE": "/exact/file.db"}, Path("/exact/file.db")),
+        ({"SCORERS_CACHE": "off"}, None),
+        ({"SCORERS_CACHE": "0"}, None),
+    ],
+)
 def test_cache_location_from_environment(monkeypatch, env, expected):
     for name in ("SCORERS_CACHE_DIR", "XDG_CACHE_HOME", "SCORERS_CACHE"):
         monkeypatch.delenv(name, raising=False)
@@ -205,9 +234,9 @@ def _damaged_caches(folder: Path) -> dict[str, Path]:
     data = real.read_bytes()
     garbage, truncated, overwritten = folder / "garbage.sqlite", folder / "truncated.sqlite", folder / "page.sqlite"
     garbage.write_bytes(b"not a database, just bytes\n" * 200)
-    truncated.write_bytes(data[:len(data) // 2])
+    truncated.write_bytes(data[: len(data) // 2])
     middle = (len(data) // 4096 // 2) * 4096  # the header and the schema stay intact
-    overwritten.write_bytes(data[:middle] + b"\xff" * 4096 + data[middle + 4096:])
+    overwritten.write_bytes(data[:middle] + b"\xff" * 4096 + data[middle + 4096 :])
     return {"garbage": garbage, "truncated": truncated, "overwritten-page": overwritten}
 
 

@@ -1,5 +1,6 @@
 """The Redis reply cache (scorers.llm.cache.RedisCache) against a real redis-server: the same keys, replies and
 batch lookups as the SQLite cache, shared by processes, no secrets, TTL, and its two failure paths."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -90,8 +91,10 @@ def _score_rows(base_url: str, api_key: str, cache_url: str, rows: list[dict[str
     """In a spawned process: score ``rows`` with Factuality against the parent's server and Redis."""
     engine = LLMEngine(base_url=base_url, api_key=api_key, cache=cache_url, **FAST)
     judge = scorers.get("Factuality", engine=engine)
-    return [(row.scores["Factuality"], row.results["Factuality"].metadata["cached"])
-            for row in scorers.evaluate(rows, [judge], concurrency=4)]
+    return [
+        (row.scores["Factuality"], row.results["Factuality"].metadata["cached"])
+        for row in scorers.evaluate(rows, [judge], concurrency=4)
+    ]
 
 
 def test_two_processes_share_hits(redis_url, llm_server, fake_api_key):
@@ -153,21 +156,27 @@ def test_a_bad_ttl_is_a_config_error_when_configured(redis_url, query):
 
 
 # ------------------------------------------------------------------ settings
-@pytest.mark.parametrize("env, expected", [
-    ({"SCORERS_CACHE_URL": "redis://cache.internal:6379/1"}, "redis://cache.internal:6379/1"),
-    ({"SCORERS_CACHE_URL": "rediss://cache.internal:6380/0?ttl=60"}, "rediss://cache.internal:6380/0?ttl=60"),
-    ({"SCORERS_CACHE_URL": "redis://cache.internal:6379/1", "SCORERS_CACHE": "off"}, None),
-])
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({"SCORERS_CACHE_URL": "redis://cache.internal:6379/1"}, "redis://cache.internal:6379/1"),
+        ({"SCORERS_CACHE_URL": "rediss://cache.internal:6380/0?ttl=60"}, "rediss://cache.internal:6380/0?ttl=60"),
+        ({"SCORERS_CACHE_URL": "redis://cache.internal:6379/1", "SCORERS_CACHE": "off"}, None),
+    ],
+)
 def test_cache_url_from_environment(monkeypatch, env, expected):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert resolve(api_key="k").cache == expected
 
 
-@pytest.mark.parametrize("env, message", [
-    ({"SCORERS_CACHE_URL": "redis://h:6379/0", "SCORERS_CACHE": "/exact/file.db"}, "not both"),
-    ({"SCORERS_CACHE_URL": "http://:pw-secret@h:6379/0"}, r"not a redis:// or rediss:// URL"),
-])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"SCORERS_CACHE_URL": "redis://h:6379/0", "SCORERS_CACHE": "/exact/file.db"}, "not both"),
+        ({"SCORERS_CACHE_URL": "http://:pw-secret@h:6379/0"}, r"not a redis:// or rediss:// URL"),
+    ],
+)
 def test_cache_url_conflicts_are_config_errors(monkeypatch, env, message):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -189,8 +198,9 @@ def test_configure_and_engine_accept_the_url(monkeypatch, redis_url):
 def test_redis_down_at_the_start_stops_the_run_with_a_config_error(llm_server, fake_api_key):
     url = f"redis://:pw-LEAKCANARY@127.0.0.1:{free_port()}/0"  # nothing listens there
     judge = factuality(llm_server, fake_api_key, url)
-    with pytest.raises(ConfigError, match=r"cannot use the Redis reply cache 'redis://:\*\*\*@127\.0\.0\.1:\d+/0'") \
-            as error:
+    with pytest.raises(
+        ConfigError, match=r"cannot use the Redis reply cache 'redis://:\*\*\*@127\.0\.0\.1:\d+/0'"
+    ) as error:
         run(judge)
     assert "pw-LEAKCANARY" not in str(error.value) and llm_server.request_count == 0
 
@@ -198,6 +208,7 @@ def test_redis_down_at_the_start_stops_the_run_with_a_config_error(llm_server, f
 def test_redis_killed_mid_run_warns_and_the_run_completes(tmp_path, llm_server, fake_api_key):
     server = start_redis(tmp_path)
     try:
+
         def answer(request: RecordedRequest) -> Reply:
             if "question 2" in request.last_user_message:  # the third row: Redis goes away mid-run
                 server.stop()

@@ -1,4 +1,5 @@
 """The LLM settings are declared once (``LLMSettings``): configure(), validation, the environment, masking, scopes."""
+
 from __future__ import annotations
 
 import inspect
@@ -26,16 +27,19 @@ def test_the_defaults_are_the_models():
             assert getattr(settings, name) == field.default, name
 
 
-@pytest.mark.parametrize("name,value,message", [
-    ("max_concurrency", 0, "LLM setting 'max_concurrency' must be an integer >= 1, got 0"),
-    ("timeout", 0, "LLM setting 'timeout' must be a finite number of seconds > 0, got 0"),
-    ("backoff_base", float("nan"), "LLM setting 'backoff_base' must be a finite number of seconds >= 0, got nan"),
-    ("max_reasks", True, "LLM setting 'max_reasks' must be an integer in [0, 50], got True"),
-    ("transport", "curl", "LLM setting 'transport' must be one of auto, aiohttp, httpx, got 'curl'"),
-    ("api_key", " ", "LLM setting 'api_key' must be a non-empty string"),
-    ("base_url", 3, "LLM setting 'base_url' must be a non-empty string, got 3"),
-    ("client", object(), "LLM setting 'client' must be an openai.AsyncOpenAI or openai.OpenAI client, got object"),
-])
+@pytest.mark.parametrize(
+    "name,value,message",
+    [
+        ("max_concurrency", 0, "LLM setting 'max_concurrency' must be an integer >= 1, got 0"),
+        ("timeout", 0, "LLM setting 'timeout' must be a finite number of seconds > 0, got 0"),
+        ("backoff_base", float("nan"), "LLM setting 'backoff_base' must be a finite number of seconds >= 0, got nan"),
+        ("max_reasks", True, "LLM setting 'max_reasks' must be an integer in [0, 50], got True"),
+        ("transport", "curl", "LLM setting 'transport' must be one of auto, aiohttp, httpx, got 'curl'"),
+        ("api_key", " ", "LLM setting 'api_key' must be a non-empty string"),
+        ("base_url", 3, "LLM setting 'base_url' must be a non-empty string, got 3"),
+        ("client", object(), "LLM setting 'client' must be an openai.AsyncOpenAI or openai.OpenAI client, got object"),
+    ],
+)
 def test_a_bad_value_names_the_setting_and_what_it_must_be(name, value, message):
     for call in (lambda: configure(**{name: value}), lambda: LLMEngine(**{name: value})):
         with pytest.raises(ConfigError) as info:

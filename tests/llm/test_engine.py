@@ -1,4 +1,5 @@
 """The LLM engine against the loopback server, through the real openai client over HTTP."""
+
 from __future__ import annotations
 
 import asyncio
@@ -29,8 +30,18 @@ from scorers.llm.config import resolve
 from scorers.llm.transport import _backoff, _retry_after
 from scorers.testing import LoopbackLLM, Reply
 
-TOOL = {"type": "function", "function": {"name": "select_choice", "description": "Pick one.", "parameters": {
-    "type": "object", "properties": {"choice": {"type": "string", "enum": ["A", "B"]}}, "required": ["choice"]}}}
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "select_choice",
+        "description": "Pick one.",
+        "parameters": {
+            "type": "object",
+            "properties": {"choice": {"type": "string", "enum": ["A", "B"]}},
+            "required": ["choice"],
+        },
+    },
+}
 FORCED = {"type": "function", "function": {"name": "select_choice"}}
 #: Short backoffs; a timeout no reply of the loopback server comes near, so that only scripted hangs time out.
 FAST = dict(timeout=30.0, backoff_base=0.001, backoff_max=0.01, retry_after_max=0.5)
@@ -62,18 +73,42 @@ def engine(llm_server: LoopbackLLM, fake_api_key: str, tmp_path) -> LLMEngine:
 # ------------------------------------------------------------------------- request and reply
 def test_request_is_sent_as_given_and_reply_is_parsed(engine, llm_server):
     llm_server.default = Reply.choice("B", usage=(11, 3))
-    request = req(tools=[TOOL], tool_choice=FORCED, temperature=0, max_tokens=50, seed=7,
-                  response_format=None, extra={"top_p": 1}, model="judge-model")
+    request = req(
+        tools=[TOOL],
+        tool_choice=FORCED,
+        temperature=0,
+        max_tokens=50,
+        seed=7,
+        response_format=None,
+        extra={"top_p": 1},
+        model="judge-model",
+    )
     result = engine.complete_sync(request, validate=choice_of)
     (sent,) = llm_server.chat_requests
-    assert sent.body == {"model": "judge-model", "messages": [{"role": "user", "content": "Judge this"}],
-                         "tools": [TOOL], "tool_choice": FORCED, "temperature": 0, "max_tokens": 50, "seed": 7,
-                         "top_p": 1}
+    assert sent.body == {
+        "model": "judge-model",
+        "messages": [{"role": "user", "content": "Judge this"}],
+        "tools": [TOOL],
+        "tool_choice": FORCED,
+        "temperature": 0,
+        "max_tokens": 50,
+        "seed": 7,
+        "top_p": 1,
+    }
     assert result.tool_calls == (ToolCall("select_choice", '{"choice": "B"}', result.tool_calls[0].id),)
     assert (result.parsed, result.finish_reason, result.model, result.response_model) == (
-        "B", "tool_calls", "judge-model", "judge-model")
+        "B",
+        "tool_calls",
+        "judge-model",
+        "judge-model",
+    )
     assert (result.prompt_tokens, result.completion_tokens, result.attempts, result.reasks, result.cached) == (
-        11, 3, 1, 0, False)
+        11,
+        3,
+        1,
+        0,
+        False,
+    )
     assert result.latency_s > 0
 
 
@@ -100,35 +135,48 @@ def test_model_precedence(llm_server, fake_api_key, monkeypatch):
 
 
 # ------------------------------------------------------------------------- faults and retries
-@pytest.mark.parametrize("fault", [
-    Reply.rate_limited(retry_after=0),
-    Reply.rate_limited(retry_after=None),
-    Reply.error(500),
-    Reply.error(503),
-    Reply.hang(60),
-    Reply.drop(),
-    Reply.raw("<html>bad gateway</html>"),
-], ids=["429", "429-no-retry-after", "500", "503", "hang", "drop", "not-json"])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Reply.rate_limited(retry_after=0),
+        Reply.rate_limited(retry_after=None),
+        Reply.error(500),
+        Reply.error(503),
+        Reply.hang(60),
+        Reply.drop(),
+        Reply.raw("<html>bad gateway</html>"),
+    ],
+    ids=["429", "429-no-retry-after", "500", "503", "hang", "drop", "not-json"],
+)
 def test_transient_fault_then_success(llm_server, fake_api_key, tmp_path, fault):
     llm_server.script(fault, times=2)
     llm_server.default = Reply.choice("A")
-    engine = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, cache=tmp_path / "cache.sqlite",
-                       **(HANGS if fault.kind == "hang" else FAST))
+    engine = LLMEngine(
+        base_url=llm_server.base_url,
+        api_key=fake_api_key,
+        cache=tmp_path / "cache.sqlite",
+        **(HANGS if fault.kind == "hang" else FAST),
+    )
     result = engine.complete_sync(req(), validate=choice_of)
     assert (result.parsed, result.attempts) == ("A", 3)
     assert len(llm_server.chat_requests) == 3
 
 
-@pytest.mark.parametrize("fault, cause", [
-    (Reply.error(500, "overloaded"), "HTTP 500: overloaded"),
-    (Reply.rate_limited(retry_after=0), "HTTP 429"),
-    (Reply.hang(60), "timeout"),
-    (Reply.drop(), "connection failed"),
-], ids=["500", "429", "hang", "drop"])
+@pytest.mark.parametrize(
+    "fault, cause",
+    [
+        (Reply.error(500, "overloaded"), "HTTP 500: overloaded"),
+        (Reply.rate_limited(retry_after=0), "HTTP 429"),
+        (Reply.hang(60), "timeout"),
+        (Reply.drop(), "connection failed"),
+    ],
+    ids=["500", "429", "hang", "drop"],
+)
 def test_persistent_fault_raises_judge_error_after_bounded_attempts(llm_server, fake_api_key, tmp_path, fault, cause):
     llm_server.default = fault
-    engine = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, max_retries=2,
-                       **(HANGS if fault.kind == "hang" else FAST))
+    engine = LLMEngine(
+        base_url=llm_server.base_url, api_key=fake_api_key, max_retries=2, **(HANGS if fault.kind == "hang" else FAST)
+    )
     with pytest.raises(JudgeError) as info:
         engine.complete_sync(req(), scorer="Factuality")
     assert cause in str(info.value) and str(info.value).startswith("Factuality: ")
@@ -144,13 +192,16 @@ def test_retry_after_is_honoured(engine, llm_server):
     assert second.received_at - first.received_at >= 0.2  # backoff alone would be ~0.001 s
 
 
-@pytest.mark.parametrize("status, words", [
-    (400, "rejected the request (HTTP 400): nope"),
-    (422, "rejected the request (HTTP 422): nope"),
-    (404, "rejected the request (HTTP 404): nope"),
-    (401, "authentication failed (HTTP 401)"),
-    (403, "authentication failed (HTTP 403)"),
-])
+@pytest.mark.parametrize(
+    "status, words",
+    [
+        (400, "rejected the request (HTTP 400): nope"),
+        (422, "rejected the request (HTTP 422): nope"),
+        (404, "rejected the request (HTTP 404): nope"),
+        (401, "authentication failed (HTTP 401)"),
+        (403, "authentication failed (HTTP 403)"),
+    ],
+)
 def test_non_retryable_errors_fail_at_once(engine, llm_server, status, words):
     llm_server.default = Reply.error(status, "nope")
     with pytest.raises(JudgeError) as info:
@@ -171,25 +222,31 @@ def test_wrong_key_is_an_authentication_error(llm_server, fake_api_key):
             LLMEngine(base_url=server.base_url, api_key=fake_api_key, cache=False).complete_sync(req())
 
 
-@pytest.mark.parametrize("headers, seconds", [
-    ({"retry-after": "2"}, 2.0),
-    ({"retry-after": "0.25"}, 0.25),
-    ({"retry-after-ms": "150", "retry-after": "9"}, 0.15),
-    ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),  # a date in the past
-    ({"retry-after": "soon"}, None),
-    ({}, None),
-])
+@pytest.mark.parametrize(
+    "headers, seconds",
+    [
+        ({"retry-after": "2"}, 2.0),
+        ({"retry-after": "0.25"}, 0.25),
+        ({"retry-after-ms": "150", "retry-after": "9"}, 0.15),
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),  # a date in the past
+        ({"retry-after": "soon"}, None),
+        ({}, None),
+    ],
+)
 def test_retry_after_parsing(headers, seconds):
     assert _retry_after(headers) == (pytest.approx(seconds) if seconds is not None else None)
 
 
-@pytest.mark.parametrize("attempt, retry_after, low, high", [
-    (1, None, 0.25, 0.5),
-    (3, None, 1.0, 2.0),
-    (30, None, 10.0, 20.0),      # capped by backoff_max
-    (1, 3.0, 3.0, 3.05),         # Retry-After wins
-    (1, 1000.0, 60.0, 60.05),    # capped by retry_after_max
-])
+@pytest.mark.parametrize(
+    "attempt, retry_after, low, high",
+    [
+        (1, None, 0.25, 0.5),
+        (3, None, 1.0, 2.0),
+        (30, None, 10.0, 20.0),  # capped by backoff_max
+        (1, 3.0, 3.0, 3.05),  # Retry-After wins
+        (1, 1000.0, 60.0, 60.05),  # capped by retry_after_max
+    ],
+)
 def test_backoff_bounds(attempt, retry_after, low, high):
     settings = resolve(api_key="k")
     for _ in range(50):
@@ -197,13 +254,17 @@ def test_backoff_bounds(attempt, retry_after, low, high):
 
 
 # ------------------------------------------------------------------------- re-asks
-@pytest.mark.parametrize("bad", [
-    Reply.text("I think A"),
-    Reply.tool_call({"choice": "A"}, name="other_tool"),
-    Reply.tool_call('{"choice": "A"'),
-    Reply.choice("Z"),
-    Reply.raw({"object": "chat.completion", "choices": []}),
-], ids=["no-tool-call", "wrong-tool", "malformed-arguments", "out-of-enum", "no-choices"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        Reply.text("I think A"),
+        Reply.tool_call({"choice": "A"}, name="other_tool"),
+        Reply.tool_call('{"choice": "A"'),
+        Reply.choice("Z"),
+        Reply.raw({"object": "chat.completion", "choices": []}),
+    ],
+    ids=["no-tool-call", "wrong-tool", "malformed-arguments", "out-of-enum", "no-choices"],
+)
 def test_unusable_reply_is_reasked(engine, llm_server, bad):
     llm_server.script(bad, times=1)
     llm_server.default = Reply.choice("B", usage=(10, 2))
@@ -255,11 +316,23 @@ def test_cached_rerun_makes_zero_requests(llm_server, fake_api_key, tmp_path):
     assert [r.prompt_tokens for r in second] == [r.prompt_tokens for r in first]
 
 
-@pytest.mark.parametrize("change", [
-    dict(temperature=0.5), dict(model="other"), dict(seed=1), dict(max_tokens=9), dict(cache_tag="sample-2"),
-    dict(tools=[TOOL]), dict(response_format={"type": "json_object"}), dict(extra={"top_p": 0.5}),
-    dict(reasoning_effort="low"), dict(logprobs=True), dict(logprobs=True, top_logprobs=2), dict(api="responses"),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        dict(temperature=0.5),
+        dict(model="other"),
+        dict(seed=1),
+        dict(max_tokens=9),
+        dict(cache_tag="sample-2"),
+        dict(tools=[TOOL]),
+        dict(response_format={"type": "json_object"}),
+        dict(extra={"top_p": 0.5}),
+        dict(reasoning_effort="low"),
+        dict(logprobs=True),
+        dict(logprobs=True, top_logprobs=2),
+        dict(api="responses"),
+    ],
+)
 def test_changed_request_misses_the_cache(engine, llm_server, change):
     engine.complete_sync(req())
     engine.complete_sync(req(**change))
@@ -381,8 +454,9 @@ def test_concurrency_cap_is_honoured():
 
 def test_cap_is_shared_by_engines_on_one_endpoint():
     with LoopbackLLM(latency=0.2) as server:
-        engines = [LLMEngine(base_url=server.base_url, api_key=f"key-{i}", max_concurrency=3, cache=False)
-                   for i in range(3)]
+        engines = [
+            LLMEngine(base_url=server.base_url, api_key=f"key-{i}", max_concurrency=3, cache=False) for i in range(3)
+        ]
 
         async def run():
             await asyncio.gather(*(engines[i % 3].complete(req(f"row {i}")) for i in range(24)))
@@ -429,11 +503,20 @@ def test_configure_sets_process_defaults(llm_server, fake_api_key):
     assert fake_api_key not in repr(settings)
 
 
-@pytest.mark.parametrize("options", [
-    dict(max_concurrency=0), dict(timeout=-1), dict(max_retries=-1), dict(max_reasks=1.5),
-    dict(transport="curl"), dict(cache=3), dict(model=""), dict(client=object()),
-    dict(client=openai.AsyncOpenAI(api_key="k"), api_key="k"),
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(max_concurrency=0),
+        dict(timeout=-1),
+        dict(max_retries=-1),
+        dict(max_reasks=1.5),
+        dict(transport="curl"),
+        dict(cache=3),
+        dict(model=""),
+        dict(client=object()),
+        dict(client=openai.AsyncOpenAI(api_key="k"), api_key="k"),
+    ],
+)
 def test_bad_options_raise_config_error(options):
     with pytest.raises(ConfigError):
         LLMEngine(**options)
@@ -451,32 +534,43 @@ def test_user_clients_are_used(llm_server, fake_api_key):
     assert llm_server.chat_requests[-1].headers["authorization"] == "Bearer sync-key"
 
 
-SYNC_OPTIONS = dict(api_key="sync-key", organization="org-1", project="proj-1",
-                    default_headers={"X-Team": "evals", "User-Agent": "my-app/1.0"},
-                    default_query={"api-version": "2026-01-01"})
+SYNC_OPTIONS = dict(
+    api_key="sync-key",
+    organization="org-1",
+    project="proj-1",
+    default_headers={"X-Team": "evals", "User-Agent": "my-app/1.0"},
+    default_query={"api-version": "2026-01-01"},
+)
 
 
 def test_a_sync_client_is_copied_through_the_public_api(llm_server, recwarn):
     """The engine's async copy of a sync client sends exactly what an AsyncOpenAI built by hand with the
     same options sends, and the user's headers, query, key, organization and project as the client itself."""
     sync_client = openai.OpenAI(base_url=llm_server.base_url, **SYNC_OPTIONS)
-    by_hand = openai.AsyncOpenAI(base_url=llm_server.base_url, **SYNC_OPTIONS, max_retries=0,
-                                 http_client=openai.DefaultAsyncHttpxClient())
+    by_hand = openai.AsyncOpenAI(
+        base_url=llm_server.base_url, **SYNC_OPTIONS, max_retries=0, http_client=openai.DefaultAsyncHttpxClient()
+    )
     LLMEngine(client=sync_client, cache=False, transport="httpx").complete_sync(req())
     LLMEngine(client=by_hand, cache=False).complete_sync(req())
     sync_client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "Judge this"}])
     twin, hand, direct = llm_server.chat_requests
     assert twin.headers == hand.headers and twin.query == hand.query == direct.query == SYNC_OPTIONS["default_query"]
-    given = {"authorization": "Bearer sync-key", "openai-organization": "org-1", "openai-project": "proj-1",
-             "x-team": "evals", "user-agent": "my-app/1.0"}
+    given = {
+        "authorization": "Bearer sync-key",
+        "openai-organization": "org-1",
+        "openai-project": "proj-1",
+        "x-team": "evals",
+        "user-agent": "my-app/1.0",
+    }
     assert {k: twin.headers.get(k) for k in given} == {k: direct.headers.get(k) for k in given} == given
     assert not [w for w in recwarn if "custom headers" in str(w.message)]
 
 
 def test_a_sync_client_without_custom_options_gets_none(llm_server):
     sync_client = openai.OpenAI(base_url=llm_server.base_url, api_key="plain-key")
-    by_hand = openai.AsyncOpenAI(base_url=llm_server.base_url, api_key="plain-key", max_retries=0,
-                                 http_client=openai.DefaultAsyncHttpxClient())
+    by_hand = openai.AsyncOpenAI(
+        base_url=llm_server.base_url, api_key="plain-key", max_retries=0, http_client=openai.DefaultAsyncHttpxClient()
+    )
     LLMEngine(client=sync_client, cache=False, transport="httpx").complete_sync(req())
     LLMEngine(client=by_hand, cache=False).complete_sync(req())
     twin, hand = llm_server.chat_requests
@@ -493,7 +587,10 @@ def test_without_the_public_api_the_copy_warns_and_sends_no_custom_headers(llm_s
         assert LLMEngine(client=sync_client, cache=False).complete_sync(req()).content == "OK"
     (sent,) = llm_server.chat_requests
     assert (sent.headers["authorization"], sent.headers["openai-organization"], sent.headers["openai-project"]) == (
-        "Bearer sync-key", "org-1", "proj-1")
+        "Bearer sync-key",
+        "org-1",
+        "proj-1",
+    )
     assert "x-team" not in sent.headers and sent.query == {}
 
 
@@ -539,14 +636,21 @@ def test_one_engine_across_several_event_loops(engine, llm_server):
 def test_api_key_appears_nowhere(llm_server, fake_api_key, tmp_path, caplog):
     caplog.set_level(logging.DEBUG)
     cache_file = tmp_path / "leak.sqlite"
-    engine = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, cache=cache_file, max_retries=1,
-                       max_reasks=1, **HANGS)
+    engine = LLMEngine(
+        base_url=llm_server.base_url, api_key=fake_api_key, cache=cache_file, max_retries=1, max_reasks=1, **HANGS
+    )
+
     # A server that echoes the key in its error messages must not get it into ours.
     def echo(r):
         return Reply.error(500, f"bad key {r.headers['authorization']}")
 
-    faults = [echo, Reply.error(401, f"Incorrect API key provided: {fake_api_key}"), Reply.drop(), Reply.hang(60),
-              Reply.choice("Z")]
+    faults = [
+        echo,
+        Reply.error(401, f"Incorrect API key provided: {fake_api_key}"),
+        Reply.drop(),
+        Reply.hang(60),
+        Reply.choice("Z"),
+    ]
     seen: list[str] = []
     for i, fault in enumerate(faults):
         llm_server.script(fault, match=f"fault {i}")

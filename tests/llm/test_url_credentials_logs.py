@@ -2,6 +2,7 @@
 (httpx's ``HTTP Request: POST <url>`` at INFO, the ``openai`` client's debug lines) as well as ours, while they are
 still sent as HTTP Basic auth in place of the API key, as httpx sends a URL's credentials itself (issue 15, item 6).
 Nothing here changes how logging is set up: the clients the engine makes are given the URL without them."""
+
 from __future__ import annotations
 
 import base64
@@ -28,8 +29,11 @@ def with_credentials(base_url: str) -> str:
 
 def http_client_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     """The HTTP client's ``HTTP Request: ...`` lines (logger ``httpx`` or the ``httpx2`` the SDK may use)."""
-    return [record.getMessage() for record in caplog.records
-            if record.name.split(".")[0] in ("httpx", "httpx2") and "HTTP Request:" in record.getMessage()]
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name.split(".")[0] in ("httpx", "httpx2") and "HTTP Request:" in record.getMessage()
+    ]
 
 
 def assert_nowhere(caplog: pytest.LogCaptureFixture, *texts: str) -> None:
@@ -49,11 +53,12 @@ def debug_logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
 def test_a_judge_call_sends_the_urls_credentials_as_basic_auth_and_logs_none(fake_api_key, debug_logs):
     with LoopbackLLM(default=Reply.choice("Y")) as server:
         server.script(Reply.error(500, "upstream is down"), match="down")
-        engine = LLMEngine(base_url=with_credentials(server.base_url), api_key=fake_api_key, transport="httpx",
-                           **FAST)
+        engine = LLMEngine(base_url=with_credentials(server.base_url), api_key=fake_api_key, transport="httpx", **FAST)
         judge = LLMClassifier("Polite", "Is {{output}} polite?", {"Y": 1.0, "N": 0.0}, engine=engine)
-        records = [result.to_record(with_metadata=True)
-                   for result in scorers.evaluate([{"output": "fine"}, {"output": "down"}], [judge])]
+        records = [
+            result.to_record(with_metadata=True)
+            for result in scorers.evaluate([{"output": "fine"}, {"output": "down"}], [judge])
+        ]
         with pytest.raises(JudgeError) as info:
             engine.complete_sync(ChatRequest(messages=[{"role": "user", "content": "down"}]))
         requests, base_url = list(server.requests), server.base_url
@@ -96,8 +101,9 @@ def test_openai_embeddings_send_the_urls_credentials_as_basic_auth_and_log_none(
     from scorers.embedding.similarity import OpenAIEmbeddingSimilarity
 
     with LoopbackLLM() as server:
-        scorer = OpenAIEmbeddingSimilarity(api_key=fake_api_key, base_url=with_credentials(server.base_url),
-                                           model="text-embedding-3-small")
+        scorer = OpenAIEmbeddingSimilarity(
+            api_key=fake_api_key, base_url=with_credentials(server.base_url), model="text-embedding-3-small"
+        )
         score = scorer(output="a cat", expected="a cat")
         requests = list(server.requests)
     assert score.score == pytest.approx(1.0)

@@ -1,5 +1,6 @@
 """Credentials in the endpoint's URL (``http://user:pw@host``, ``?api-key=...``) appear nowhere we write: errors,
 results, logs, ``repr``s; and the HTTP client's own refusal is reported as the client's."""
+
 from __future__ import annotations
 
 import json
@@ -38,16 +39,25 @@ def assert_no_secret(*texts: str) -> None:
         assert not any(secret in text for secret in SECRETS), text
 
 
-@pytest.mark.parametrize("url, shown", [
-    ("http://user:pw@host:8080/v1", "http://user:***@host:8080/v1"),
-    ("redis://:s3cret@cache:6379/0?ttl=60", "redis://:***@cache:6379/0?ttl=60"),
-    ("https://sk-token@host/v1", "https://***@host/v1"),
-    ("http://user:p@ss@host/v1", "http://user:***@host/v1"),
-    ("https://x.azure.com/openai?api-version=1&api-key=abc", "https://x.azure.com/openai?api-version=1&api-key=***"),
-    ("https://host/v1?key=a&access_token=b&sig=c&model=m", "https://host/v1?key=***&access_token=***&sig=***&model=m"),
-    ("error at htp://u:pw@host/v1/chat/completions.", "error at htp://u:***@host/v1/chat/completions."),
-    ("http://host:8080/v1 (mail me@example.org)", "http://host:8080/v1 (mail me@example.org)"),
-])
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("http://user:pw@host:8080/v1", "http://user:***@host:8080/v1"),
+        ("redis://:s3cret@cache:6379/0?ttl=60", "redis://:***@cache:6379/0?ttl=60"),
+        ("https://sk-token@host/v1", "https://***@host/v1"),
+        ("http://user:p@ss@host/v1", "http://user:***@host/v1"),
+        (
+            "https://x.azure.com/openai?api-version=1&api-key=abc",
+            "https://x.azure.com/openai?api-version=1&api-key=***",
+        ),
+        (
+            "https://host/v1?key=a&access_token=b&sig=c&model=m",
+            "https://host/v1?key=***&access_token=***&sig=***&model=m",
+        ),
+        ("error at htp://u:pw@host/v1/chat/completions.", "error at htp://u:***@host/v1/chat/completions."),
+        ("http://host:8080/v1 (mail me@example.org)", "http://host:8080/v1 (mail me@example.org)"),
+    ],
+)
 def test_mask_urls(url, shown):
     assert mask_urls(url) == shown
 
@@ -63,15 +73,17 @@ def test_an_unreachable_url_with_credentials_fails_rows_without_showing_them(fak
     assert "http://user:***@127.0.0.1" in error["message"] and "api-key=***" in error["message"]
     with pytest.raises(JudgeError) as info:
         engine.complete_sync(ChatRequest(messages=[{"role": "user", "content": "hi"}]))
-    assert_no_secret(json.dumps(records), str(info.value), repr(info.value), repr(engine), repr(engine.settings()),
-                     *our_log(caplog))
+    assert_no_secret(
+        json.dumps(records), str(info.value), repr(info.value), repr(engine), repr(engine.settings()), *our_log(caplog)
+    )
 
 
 def test_the_aiohttp_clients_refusal_is_its_own_not_a_body_that_is_not_json(fake_api_key):
     pytest.importorskip("aiohttp")
     with LoopbackLLM(default=Reply.choice("Y")) as server:
-        engine = LLMEngine(base_url=with_credentials(server.base_url), api_key=fake_api_key, transport="aiohttp",
-                           **FAST)
+        engine = LLMEngine(
+            base_url=with_credentials(server.base_url), api_key=fake_api_key, transport="aiohttp", **FAST
+        )
         with pytest.raises(EndpointConfigError) as info:  # a ConfigError: every request would be refused alike
             engine.complete_sync(ChatRequest(messages=[{"role": "user", "content": "hi"}]))
         assert server.request_count == 0
@@ -82,8 +94,7 @@ def test_the_aiohttp_clients_refusal_is_its_own_not_a_body_that_is_not_json(fake
 
 
 def test_an_unusable_scheme_is_a_configuration_error_at_once(fake_api_key):
-    engine = LLMEngine(base_url="htp://user:pw-CANARY@127.0.0.1:9/v1", api_key=fake_api_key, transport="httpx",
-                       **FAST)
+    engine = LLMEngine(base_url="htp://user:pw-CANARY@127.0.0.1:9/v1", api_key=fake_api_key, transport="httpx", **FAST)
     with pytest.raises(EndpointConfigError, match="UnsupportedProtocol") as info:
         engine.complete_sync(ChatRequest(messages=[{"role": "user", "content": "hi"}]))
     assert info.value.attempts == 1
@@ -98,8 +109,10 @@ def test_a_server_message_echoing_the_url_is_masked_and_replies_keep_no_secret(f
         server.script(Reply.error(500, f"upstream {url} is down"), match="down")
         engine = LLMEngine(base_url=url, api_key=fake_api_key, transport="httpx", **FAST)
         judge = LLMClassifier("Polite", "Is {{output}} polite?", {"Y": 1.0, "N": 0.0}, engine=engine)
-        records = [result.to_record(with_metadata=True)
-                   for result in scorers.evaluate([{"output": "fine"}, {"output": "down"}], [judge])]
+        records = [
+            result.to_record(with_metadata=True)
+            for result in scorers.evaluate([{"output": "fine"}, {"output": "down"}], [judge])
+        ]
     assert records[0]["scores"]["Polite"] == 1.0 and records[0]["metadata_scores"]["Polite"]["attempts"] == 2
     assert "upstream http://user:***@127.0.0.1" in records[1]["errors"]["Polite"]["message"]
     assert any("HTTP 503: upstream http://user:***@" in line for line in our_log(caplog))

@@ -1,5 +1,6 @@
 """Usage counts every attempt the server saw and every token it billed: retries, re-asks and the calls of rows that
 failed, the failed part shown apart and priced."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,11 +25,15 @@ def ask(text: str) -> ChatRequest:
 
 def test_a_call_counts_every_attempt_and_keeps_the_tokens_of_unused_replies_apart(fake_api_key):
     with LoopbackLLM() as server:
-        for fault in (Reply.rate_limited(retry_after=0), Reply.error(500),
-                      Reply.tool_call('{"choice": "A"', usage=(50, 7)),  # malformed arguments: asked again
-                      Reply.raw({"object": "chat.completion", "choices": [], "usage": {"prompt_tokens": 45,
-                                                                                       "completion_tokens": 1}}),
-                      Reply.choice("Z", usage=(40, 3))):  # a choice outside the enum: asked again
+        for fault in (
+            Reply.rate_limited(retry_after=0),
+            Reply.error(500),
+            Reply.tool_call('{"choice": "A"', usage=(50, 7)),  # malformed arguments: asked again
+            Reply.raw(
+                {"object": "chat.completion", "choices": [], "usage": {"prompt_tokens": 45, "completion_tokens": 1}}
+            ),
+            Reply.choice("Z", usage=(40, 3)),
+        ):  # a choice outside the enum: asked again
             server.script(fault, times=1)
         server.default = Reply.choice("A", usage=(30, 2))
         engine = LLMEngine(base_url=server.base_url, api_key=fake_api_key, max_reasks=3, **FAST)
@@ -51,19 +56,28 @@ def test_a_call_that_fails_carries_what_it_cost(fake_api_key):
         with pytest.raises(JudgeError) as info:
             engine.complete_sync(ask("judge"), validate=choice_of)
         assert server.request_count == 3
-    assert info.value.usage == {"model": "gpt-4o-mini", "failed_calls": 1, "attempts": 3, "prompt_tokens": 80,
-                                "completion_tokens": 6, "failed_prompt_tokens": 80, "failed_completion_tokens": 6}
+    assert info.value.usage == {
+        "model": "gpt-4o-mini",
+        "failed_calls": 1,
+        "attempts": 3,
+        "prompt_tokens": 80,
+        "completion_tokens": 6,
+        "failed_prompt_tokens": 80,
+        "failed_completion_tokens": 6,
+    }
 
 
 def test_the_calls_of_a_row_that_fails_are_counted_even_those_that_answered(fake_api_key):
     """Self-consistency samples: one sample fails, the others answered; the row has no score, so all are failed."""
+
     def reply(request):
         return Reply.choice("maybe" if request.body.get("seed") == 2 else "Y", usage=(10, 1))
 
     with LoopbackLLM(default=reply) as server:
         engine = LLMEngine(base_url=server.base_url, api_key=fake_api_key, max_reasks=1, **FAST)
-        judge = LLMClassifier("Polite", "Is {{output}} polite?", {"Y": 1.0, "N": 0.0}, samples=3, temperature=0.7,
-                              engine=engine)
+        judge = LLMClassifier(
+            "Polite", "Is {{output}} polite?", {"Y": 1.0, "N": 0.0}, samples=3, temperature=0.7, engine=engine
+        )
         (outcome,) = judge.score_batch([{"output": "hello"}])
         assert isinstance(outcome, JudgeError)
         assert outcome.usage["attempts"] == server.request_count == 2 + 2
@@ -74,6 +88,7 @@ def test_the_calls_of_a_row_that_fails_are_counted_even_those_that_answered(fake
 def run_mixed_rows(api_key: str) -> tuple[Any, list[dict[str, Any]], int]:
     """A run whose rows are scored at once, scored after faults and a bad reply, or never given a usable reply:
     the evaluation, its records (with metadata) and how many requests the server saw."""
+
     def reply(request: Any) -> Reply:
         if "never" in request.last_user_message:
             return Reply.choice("maybe", usage=(20, 4))

@@ -1,4 +1,5 @@
 """A run's usage as the CLI's summary and the report show it: every attempt and token, the failed part apart."""
+
 from __future__ import annotations
 
 import io
@@ -18,8 +19,10 @@ def test_the_cli_summary_and_the_report_show_the_failed_attempts_apart(fake_api_
     usage = evaluation.summary.scorers["Polite"]["usage"]
     printed = io.StringIO()
     _print_summary(evaluation.summary, printed)
-    assert "  spent: 6 calls answered, 1 failed, 0 cached; 13 HTTP attempts; tokens in/out 135/20, of which failed " \
-           "attempts 75/14; no cost estimate (no price for gpt-4o-mini): --price MODEL=IN,OUT" in printed.getvalue()
+    assert (
+        "  spent: 6 calls answered, 1 failed, 0 cached; 13 HTTP attempts; tokens in/out 135/20, of which failed "
+        "attempts 75/14; no cost estimate (no price for gpt-4o-mini): --price MODEL=IN,OUT" in printed.getvalue()
+    )
 
     path = tmp_path / "results.jsonl"  # the report reads the same figures back from the results file
     path.write_text("".join(json.dumps(record) + "\n" for record in records))

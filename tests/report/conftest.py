@@ -1,4 +1,5 @@
 """Results files for the report tests, built as `python -m scorers run --metadata` writes them (seeded)."""
+
 from __future__ import annotations
 
 import json
@@ -13,19 +14,26 @@ CHOICES = {"A": 0.4, "B": 0.6, "C": 1.0, "D": 0.0, "E": 1.0}
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 
 
-def results_records(rows: int, *, seed: int, judge: bool = True, hostile: bool = False,
-                    shift: float = 0.0) -> list[dict[str, Any]]:
+def results_records(
+    rows: int, *, seed: int, judge: bool = True, hostile: bool = False, shift: float = 0.0
+) -> list[dict[str, Any]]:
     """Records with Levenshtein, BLEU and (optionally) a Factuality judge; every 17th row fails, every 23rd skips."""
     rng = random.Random(seed)
     records = []
     for i in range(rows):
         base = min(1.0, max(0.0, rng.betavariate(2, 1.5) + shift))
-        record: dict[str, Any] = {"id": f"row-{i}", "input": f"Question {i}?", "output": f"answer {i} " * 3,
-                                  "expected": f"reference {i}"}
+        record: dict[str, Any] = {
+            "id": f"row-{i}",
+            "input": f"Question {i}?",
+            "output": f"answer {i} " * 3,
+            "expected": f"reference {i}",
+        }
         if hostile and i == 0:  # the lowest score of every scorer: listed with its text
             record["output"], base = HOSTILE, 0.0
-        scores: dict[str, float | None] = {"Levenshtein": round(base, 6),
-                                           "BLEU": None if i % 23 == 5 else round(base * rng.random(), 6)}
+        scores: dict[str, float | None] = {
+            "Levenshtein": round(base, 6),
+            "BLEU": None if i % 23 == 5 else round(base * rng.random(), 6),
+        }
         metadata: dict[str, Any] = {"Levenshtein": {}, "BLEU": {}}
         errors = {}
         if judge:
@@ -36,9 +44,18 @@ def results_records(rows: int, *, seed: int, judge: bool = True, hostile: bool =
                 choice = "D" if hostile and i == 0 else rng.choice(sorted(CHOICES))
                 scores["Factuality"] = CHOICES[choice]
                 rationale = HOSTILE if hostile and i == 0 else f"choice {choice} because of row {i}"
-                metadata["Factuality"] = {"choice": choice, "rationale": rationale, "model": "gpt-4o-mini",
-                                          "usage": {"prompt_tokens": 150 + i % 7, "completion_tokens": 12,
-                                                    "total_tokens": 162 + i % 7, "requests": 1, "cached": 0}}
+                metadata["Factuality"] = {
+                    "choice": choice,
+                    "rationale": rationale,
+                    "model": "gpt-4o-mini",
+                    "usage": {
+                        "prompt_tokens": 150 + i % 7,
+                        "completion_tokens": 12,
+                        "total_tokens": 162 + i % 7,
+                        "requests": 1,
+                        "cached": 0,
+                    },
+                }
         record["scores"] = scores
         if errors:
             record["errors"] = errors
@@ -76,12 +93,14 @@ def meta_eval_file(tmp_path_factory) -> Path:
     rows = [json.loads(line) for line in LABELS.read_text().splitlines() if line.strip()]
     with LoopbackLLM(default=Reply.choice("C", reasons="same facts")) as server:
         for i, row in enumerate(rows):
-            reply = Reply.text("<b>no choice</b>") if i == 5 else Reply.choice(
-                {2: "C", 7: "A", 11: "D"}.get(i, row["label"]), reasons=f"row {row['id']}")
+            reply = (
+                Reply.text("<b>no choice</b>")
+                if i == 5
+                else Reply.choice({2: "C", 7: "A", 11: "D"}.get(i, row["label"]), reasons=f"row {row['id']}")
+            )
             server.script(reply, match=row["output"])
         engine = LLMEngine(base_url=server.base_url, api_key="placeholder", cache=False, max_reasks=0)
-        report = meta_evaluate(rows, registry.get("Factuality", engine=engine), label="label", key="id",
-                               resamples=200)
+        report = meta_evaluate(rows, registry.get("Factuality", engine=engine), label="label", key="id", resamples=200)
     path = tmp_path_factory.mktemp("meta") / "meta.json"
     path.write_text(json.dumps(report.to_dict()), encoding="utf-8")
     return path
@@ -90,8 +109,11 @@ def meta_eval_file(tmp_path_factory) -> Path:
 @pytest.fixture(params=sorted(CASES))
 def case(request, tmp_path) -> tuple[str, list[Path], list[Path]]:
     """(case name, results files, meta-eval files) for each of :data:`CASES`."""
-    paths = [write_results(tmp_path / f"run{i}.jsonl", results_records(rows, seed=seed, judge=judge, hostile=hostile,
-                                                                      shift=shift))
-             for i, (rows, seed, judge, hostile, shift) in enumerate(CASES[request.param])]
+    paths = [
+        write_results(
+            tmp_path / f"run{i}.jsonl", results_records(rows, seed=seed, judge=judge, hostile=hostile, shift=shift)
+        )
+        for i, (rows, seed, judge, hostile, shift) in enumerate(CASES[request.param])
+    ]
     meta = [request.getfixturevalue("meta_eval_file")] if request.param == "meta-eval" else []
     return request.param, paths, meta

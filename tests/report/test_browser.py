@@ -1,5 +1,6 @@
 """The report in a real headless browser (Debian's Chromium, driven by playwright): it renders every chart,
 logs no error, requests nothing but its own file, and runs none of the row text."""
+
 from __future__ import annotations
 
 from pathlib import Path

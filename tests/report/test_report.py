@@ -1,4 +1,5 @@
 """The report's content: the summary's figures, escaping, judges, errors, size; the CLI command; import cost."""
+
 from __future__ import annotations
 
 import html
@@ -27,8 +28,10 @@ def summary_cells(page: str) -> dict[str, list[str]]:
     table = re.search(r'<table class="summary">(.*?)</table>', page, flags=re.S).group(1)
     rows = {}
     for row in re.findall(r"<tr><th>(.*?)</th>(.*?)</tr>", table, flags=re.S):
-        rows[html.unescape(row[0])] = [html.unescape(re.sub(r"<[^>]+>", " ", c)).split()[0] if c.strip() else ""
-                                       for c in re.findall(r"<td[^>]*>(.*?)</td>", row[1], flags=re.S)]
+        rows[html.unescape(row[0])] = [
+            html.unescape(re.sub(r"<[^>]+>", " ", c)).split()[0] if c.strip() else ""
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", row[1], flags=re.S)
+        ]
     return rows
 
 
@@ -39,7 +42,7 @@ def test_the_summary_shows_the_run_summary_figures(case, tmp_path):
     for i, path in enumerate(paths):
         records = ResultsFile.read(path).records
         for scorer, figures in ResultsFile.read(path).summary().items():
-            n, mean, stdev, skipped, errors = cells[scorer][5 * i: 5 * i + 5]
+            n, mean, stdev, skipped, errors = cells[scorer][5 * i : 5 * i + 5]
             assert int(n) == figures["n"] == sum(r["scores"][scorer] is not None for r in records)
             assert mean == f"{figures['mean']:.4f}" and stdev == f"{figures['stdev']:.4f}"
             assert int(skipped) == figures["skipped"] and int(errors) == figures["errors"]
@@ -70,7 +73,7 @@ def test_judges_show_choices_usage_and_rationale(tmp_path):
     judged = [r for r in records if "Factuality" not in r.get("errors", {})]
     prompt = sum(r["metadata_scores"]["Factuality"]["usage"]["prompt_tokens"] for r in judged)
     completion = 12 * len(judged)
-    assert f"<td class=\"num\">{prompt:,}</td>" in page and f"<td class=\"num\">{completion:,}</td>" in page
+    assert f'<td class="num">{prompt:,}</td>' in page and f'<td class="num">{completion:,}</td>' in page
     assert f"{(prompt * 0.15 + completion * 0.60) / 1e6:.4f}" in page
     assert 'data-chart="choices"' in page
     lowest = min(judged, key=lambda r: (r["scores"]["Factuality"], records.index(r)))
@@ -81,16 +84,16 @@ def test_without_prices_or_metadata_the_page_says_what_to_pass(tmp_path):
     records = results_records(20, seed=6)
     with_metadata = write_results(tmp_path / "a.jsonl", records)
     assert "pass --price MODEL=IN,OUT" in write_report([with_metadata], tmp_path / "a.html").read_text()
-    bare = write_results(tmp_path / "b.jsonl", [{k: v for k, v in r.items() if k != "metadata_scores"}
-                                                for r in records])
+    bare = write_results(
+        tmp_path / "b.jsonl", [{k: v for k, v in r.items() if k != "metadata_scores"} for r in records]
+    )
     page = write_report([bare], tmp_path / "b.html").read_text()
     assert "run with <code>--metadata</code>" in page and 'data-chart="choices"' not in page
 
 
 def test_rows_with_errors_are_listed_with_their_fields(tmp_path):
     records = results_records(40, seed=8)
-    page = write_report([write_results(tmp_path / "run.jsonl", records)], tmp_path / "r.html",
-                        max_errors=2).read_text()
+    page = write_report([write_results(tmp_path / "run.jsonl", records)], tmp_path / "r.html", max_errors=2).read_text()
     failed = [r for r in records if r.get("errors")]
     assert len(failed) == 3
     assert "The first 2 of 3 rows with errors." in page
@@ -103,21 +106,26 @@ def test_the_records_round_trip_through_the_runner_format(tmp_path):
     """The test files are what RowResult.to_record writes: from_record reads them back identically."""
     for record in results_records(30, seed=9):
         assert RowResult.from_record(record).to_record(with_metadata=True) == {
-            k: v for k, v in record.items() if k not in ("id", "input", "output", "expected")}
+            k: v for k, v in record.items() if k not in ("id", "input", "output", "expected")
+        }
 
 
 def test_a_10000_row_report_is_under_1_mb(tmp_path):
-    paths = [write_results(tmp_path / f"run{i}.jsonl", results_records(10_000, seed=10, shift=0.1 * i))
-             for i in range(2)]
+    paths = [
+        write_results(tmp_path / f"run{i}.jsonl", results_records(10_000, seed=10, shift=0.1 * i)) for i in range(2)
+    ]
     size = write_report(paths, tmp_path / "report.html").stat().st_size
     assert size < 1_000_000
 
 
-@pytest.mark.parametrize("content, message", [
-    ('{"output": "a"}\n', 'has no "scores" object'),
-    ('{"scores": {"BLEU": "high"}}\n', "scores.BLEU is 'high'"),
-    ("", "the file is empty"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"output": "a"}\n', 'has no "scores" object'),
+        ('{"scores": {"BLEU": "high"}}\n', "scores.BLEU is 'high'"),
+        ("", "the file is empty"),
+    ],
+)
 def test_a_file_that_is_not_results_is_a_data_error(tmp_path, content, message):
     path = tmp_path / "data.jsonl"
     path.write_text(content)
@@ -148,9 +156,11 @@ def test_cli_report(tmp_path, capsys):
 
 
 def test_import_scorers_and_list_do_not_import_matplotlib():
-    code = ("import sys, scorers, scorers.report; from scorers.cli import main; "
-            "import contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()): main(['list'])\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'playwright')))")
+    code = (
+        "import sys, scorers, scorers.report; from scorers.cli import main; "
+        "import contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()): main(['list'])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'playwright')))"
+    )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
 
 
@@ -160,8 +170,7 @@ def table_numbers(page: str, table: str) -> list[str]:
 
 
 def test_the_comparison_table_is_compare_s(tmp_path):
-    paths = [write_results(tmp_path / f"run{i}.jsonl", results_records(60, seed=12, shift=0.05 * i))
-             for i in range(3)]
+    paths = [write_results(tmp_path / f"run{i}.jsonl", results_records(60, seed=12, shift=0.05 * i)) for i in range(3)]
     page = write_report(paths, tmp_path / "report.html").read_text()
     expected = []
     for figure in compare(paths).figures:
@@ -202,11 +211,14 @@ def test_meta_eval_figures_and_confusion_matrix(meta_eval_file, tmp_path):
     assert "f05" in page and "&lt;b&gt;no choice&lt;/b&gt;" in page  # the failed row, its reply escaped
 
 
-@pytest.mark.parametrize("content, message", [
-    ('{"format": "something-else"}', "not a meta-eval file"),
-    ('{"format": "scorers-meta-eval", "format_version": 99}', "format_version 99"),
-    ("{", "invalid JSON"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"format": "something-else"}', "not a meta-eval file"),
+        ('{"format": "scorers-meta-eval", "format_version": 99}', "format_version 99"),
+        ("{", "invalid JSON"),
+    ],
+)
 def test_a_bad_meta_eval_file_is_a_data_error(tmp_path, content, message):
     path = tmp_path / "meta.json"
     path.write_text(content)
@@ -255,12 +267,15 @@ def test_the_comparison_shows_on_which_side_of_alpha_a_p_value_lies(tmp_path, mo
 
     def near_alpha(*args, **kwargs):
         result = compare_module(*args, **kwargs)
-        figures = tuple(dataclasses.replace(f, systems=(f.systems[0], dataclasses.replace(
-            f.systems[1], p_value=0.04996, better=True, worse=False))) for f in result.figures)
+        figures = tuple(
+            dataclasses.replace(
+                f, systems=(f.systems[0], dataclasses.replace(f.systems[1], p_value=0.04996, better=True, worse=False))
+            )
+            for f in result.figures
+        )
         return dataclasses.replace(result, figures=figures)
 
     monkeypatch.setattr(module, "compare", near_alpha)
-    paths = [write_results(tmp_path / f"run{i}.jsonl", results_records(30, seed=16, shift=0.05 * i))
-             for i in range(2)]
+    paths = [write_results(tmp_path / f"run{i}.jsonl", results_records(30, seed=16, shift=0.05 * i)) for i in range(2)]
     page = write_report(paths, tmp_path / "report.html").read_text()
     assert table_numbers(page, "comparison").count("0.04996") == 3 and "0.0500<" not in page

@@ -1,4 +1,5 @@
 """scorers.stats.agreement: each figure against hand-computed cases."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,14 +26,20 @@ KAPPA_CASES = [
 
 
 @pytest.mark.parametrize("labels, verdicts, categories, weighted, expected", KAPPA_CASES)
-def test_cohen_kappa_by_hand(labels: list[int], verdicts: list[int], categories: int, weighted: bool,
-                             expected: float) -> None:
+def test_cohen_kappa_by_hand(
+    labels: list[int], verdicts: list[int], categories: int, weighted: bool, expected: float
+) -> None:
     assert agreement.cohen_kappa(labels, verdicts, categories=categories, weighted=weighted) == pytest.approx(expected)
 
 
 def test_kappa_is_undefined_when_both_raters_use_one_category() -> None:
-    estimate = agreement.with_ci(lambda x, y: agreement.cohen_kappa(x, y, categories=2), [1, 1, 1], [1, 1, 1],
-                                 resamples=100, undefined="one category")
+    estimate = agreement.with_ci(
+        lambda x, y: agreement.cohen_kappa(x, y, categories=2),
+        [1, 1, 1],
+        [1, 1, 1],
+        resamples=100,
+        undefined="one category",
+    )
     assert estimate.to_dict() == {"value": None, "ci": None, "n": 3, "reason": "one category"}
 
 
@@ -67,8 +74,9 @@ def test_correlations_by_hand(x: list[float], y: list[float], rho: float, tau: f
 
 
 def test_a_constant_side_makes_correlations_undefined_not_nan() -> None:
-    estimate = agreement.with_ci(agreement.spearman, [1.0, 1.0, 1.0], [0.0, 0.5, 1.0], resamples=100,
-                                 undefined="constant")
+    estimate = agreement.with_ci(
+        agreement.spearman, [1.0, 1.0, 1.0], [0.0, 0.5, 1.0], resamples=100, undefined="constant"
+    )
     assert (estimate.value, estimate.low, estimate.high, estimate.reason) == (None, None, None, "constant")
 
 
@@ -76,8 +84,15 @@ def test_with_ci_is_scipy_percentile_bootstrap_paired_and_seeded() -> None:
     x = np.array([0.0, 0.4, 1.0, 1.0, 0.6, 0.0, 1.0, 0.4])
     y = np.array([0.0, 1.0, 1.0, 0.6, 0.6, 0.0, 1.0, 0.0])
     estimate = agreement.with_ci(agreement.mean_abs_diff, x, y, resamples=500, seed=7, vectorized=True)
-    direct = stats.bootstrap((x, y), agreement.mean_abs_diff, paired=True, vectorized=True, n_resamples=500,
-                             method="percentile", rng=np.random.default_rng(7)).confidence_interval
+    direct = stats.bootstrap(
+        (x, y),
+        agreement.mean_abs_diff,
+        paired=True,
+        vectorized=True,
+        n_resamples=500,
+        method="percentile",
+        rng=np.random.default_rng(7),
+    ).confidence_interval
     assert estimate.value == pytest.approx(np.mean(np.abs(x - y)))
     assert (estimate.low, estimate.high) == (direct.low, direct.high)
     assert estimate.low <= estimate.value <= estimate.high
@@ -102,7 +117,11 @@ def test_no_rows_and_one_row() -> None:
 def test_confusion_and_per_label() -> None:
     labels, verdicts = [0, 0, 1, 2, 2, 2], [0, 1, 1, 2, 2, 0]
     assert agreement.confusion(labels, verdicts, categories=4).tolist() == [
-        [1, 1, 0, 0], [0, 1, 0, 0], [1, 0, 2, 0], [0, 0, 0, 0]]
+        [1, 1, 0, 0],
+        [0, 1, 0, 0],
+        [1, 0, 2, 0],
+        [0, 0, 0, 0],
+    ]
     assert agreement.per_label(labels, verdicts, categories=4) == [
         {"precision": 1 / 2, "recall": 1 / 2, "support": 2, "predicted": 2},
         {"precision": 1 / 2, "recall": 1.0, "support": 1, "predicted": 2},
@@ -152,8 +171,11 @@ def test_confusion_ignores_codes_outside_the_scale_as_scikit_learn_does() -> Non
     from sklearn.metrics import confusion_matrix
 
     labels, verdicts = [0, 1, 5, 1, -1], [0, 3, 1, 1, 0]
-    assert agreement.confusion(labels, verdicts, categories=2).tolist() == \
-        confusion_matrix(labels, verdicts, labels=[0, 1]).tolist() == [[1, 0], [0, 1]]
+    assert (
+        agreement.confusion(labels, verdicts, categories=2).tolist()
+        == confusion_matrix(labels, verdicts, labels=[0, 1]).tolist()
+        == [[1, 0], [0, 1]]
+    )
 
 
 def test_scorers_imports_no_scikit_learn() -> None:
@@ -161,17 +183,24 @@ def test_scorers_imports_no_scikit_learn() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, scorers, scorers.stats.agreement as a; a.cohen_kappa([0, 1], [0, 1], categories=2); "
-            "a.confusion([0], [0], categories=1); print('sklearn' in sys.modules)")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True).stdout.strip() == "False"
+    code = (
+        "import sys, scorers, scorers.stats.agreement as a; a.cohen_kappa([0, 1], [0, 1], categories=2); "
+        "a.confusion([0], [0], categories=1); print('sklearn' in sys.modules)"
+    )
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )
 
 
-@pytest.mark.parametrize("samples, unchanged, pairwise", [
-    ([["A", "A"], ["A", "B"]], 0.5, 0.5),
-    # 3 samples: pairs per row 3; row 2 agrees on 1 of 3, row 3 on 0 of 3
-    ([["Y", "Y", "Y"], ["Y", "N", "Y"], ["A", "B", "C"]], 1 / 3, (1 + 1 / 3 + 0) / 3),
-    ([[0.5, 0.5, 0.5, 0.5]], 1.0, 1.0),
-])
+@pytest.mark.parametrize(
+    "samples, unchanged, pairwise",
+    [
+        ([["A", "A"], ["A", "B"]], 0.5, 0.5),
+        # 3 samples: pairs per row 3; row 2 agrees on 1 of 3, row 3 on 0 of 3
+        ([["Y", "Y", "Y"], ["Y", "N", "Y"], ["A", "B", "C"]], 1 / 3, (1 + 1 / 3 + 0) / 3),
+        ([[0.5, 0.5, 0.5, 0.5]], 1.0, 1.0),
+    ],
+)
 def test_stability(samples: list[list[object]], unchanged: float, pairwise: float) -> None:
     assert agreement.stability(samples) == pytest.approx({"unchanged": unchanged, "pairwise_agreement": pairwise})

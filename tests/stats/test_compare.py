@@ -1,4 +1,5 @@
 """scorers.compare / ``python -m scorers compare``: against scipy, against sacrebleu's PairedTest, by hand."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,9 @@ SEED, RESAMPLES = 4321, 400
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "scorers", "compare", *args], capture_output=True, text=True,
-                          timeout=300, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "scorers", "compare", *args], capture_output=True, text=True, timeout=300, cwd=REPO
+    )
 
 
 def write(path: Path, records: list[dict]) -> str:
@@ -35,8 +37,10 @@ def write(path: Path, records: list[dict]) -> str:
 
 def scored(path: Path, outputs: list[str], references: list[str], names: list[str]) -> str:
     """A results file as `run` writes it: the runner's records of these rows."""
-    rows = [{"id": f"r{i}", "input": f"q{i}", "output": o, "expected": r}
-            for i, (o, r) in enumerate(zip(outputs, references))]
+    rows = [
+        {"id": f"r{i}", "input": f"q{i}", "output": o, "expected": r}
+        for i, (o, r) in enumerate(zip(outputs, references))
+    ]
     return write(path, [result.to_record() for result in scorers.evaluate(rows, names)])
 
 
@@ -52,8 +56,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict:
     folder = tmp_path_factory.mktemp("compare")
     references = sentences(rng)
     systems = [sentences(rng) for _ in range(3)]
-    paths = [scored(folder / f"sys{i}.jsonl", hyps, references, ["BLEU", "chrF", "TER", "Levenshtein"])
-             for i, hyps in enumerate(systems)]
+    paths = [
+        scored(folder / f"sys{i}.jsonl", hyps, references, ["BLEU", "chrF", "TER", "Levenshtein"])
+        for i, hyps in enumerate(systems)
+    ]
     return {"references": references, "systems": systems, "paths": paths}
 
 
@@ -68,14 +74,18 @@ def levenshtein(path: str) -> np.ndarray:
 # ------------------------------------------------------------------ means: scipy on the same data
 @pytest.mark.parametrize("test", TESTS)
 def test_means_and_intervals_are_scipys_bootstrap_on_the_same_rows(corpus, test):
-    figure = by_figure(compare(corpus["paths"][:2], test=test, resamples=RESAMPLES, seed=SEED))[
-        ("Levenshtein", "mean")]
+    figure = by_figure(compare(corpus["paths"][:2], test=test, resamples=RESAMPLES, seed=SEED))[("Levenshtein", "mean")]
     assert figure.rows == ROWS and figure.excluded == 0
     for path, system in zip(corpus["paths"], figure.systems):
         values = levenshtein(path)
-        expected = scipy.stats.bootstrap((values,), np.mean, n_resamples=RESAMPLES if test == "bs" else 1000,
-                                         confidence_level=0.95,
-                                         method="BCa", rng=np.random.default_rng(SEED)).confidence_interval
+        expected = scipy.stats.bootstrap(
+            (values,),
+            np.mean,
+            n_resamples=RESAMPLES if test == "bs" else 1000,
+            confidence_level=0.95,
+            method="BCa",
+            rng=np.random.default_rng(SEED),
+        ).confidence_interval
         assert system.value == float(sum(map(Fraction, values)) / len(values))  # the exact mean, rounded once
         assert (system.low, system.high) == (expected.low, expected.high)
         assert system.resample_mean is None and system.halfwidth is None
@@ -89,8 +99,9 @@ def sacrebleu_paired(corpus: dict, test: str, metrics: dict) -> dict:
 
     named = [(f"sys{i}", hyps) for i, hyps in enumerate(corpus["systems"])]
     # under ar, the intervals take sacrebleu's default 1000 resamples (n_ar_confidence=0), as ours do
-    _, results = PairedTest(named, metrics, [corpus["references"]], test_type=test, n_samples=RESAMPLES,
-                            n_ar_confidence=0)()
+    _, results = PairedTest(
+        named, metrics, [corpus["references"]], test_type=test, n_samples=RESAMPLES, n_ar_confidence=0
+    )()
     return results
 
 
@@ -101,8 +112,11 @@ def test_corpus_figures_intervals_and_p_values_equal_sacrebleus_paired_test(corp
     monkeypatch.setenv("SACREBLEU_SEED", str(SEED))  # PairedTest reads its seed from there
     theirs = sacrebleu_paired(corpus, test, {"BLEU": BLEU(), "chrF": CHRF(), "TER": TER()})
     ours = by_figure(compare(corpus["paths"], test=test, resamples=RESAMPLES, seed=SEED))
-    for key, figure, name in (("BLEU", "corpus_bleu", "BLEU"), ("chrF2", "corpus_chrf", "chrF"),
-                              ("TER", "corpus_ter", "TER")):
+    for key, figure, name in (
+        ("BLEU", "corpus_bleu", "BLEU"),
+        ("chrF2", "corpus_chrf", "chrF"),
+        ("TER", "corpus_ter", "TER"),
+    ):
         for system, result in zip(ours[(name, figure)].systems, theirs[key]):
             assert system.value == result.score
             assert system.resample_mean == result.mean and system.halfwidth == result.ci
@@ -114,8 +128,14 @@ def test_corpus_settings_come_from_params(corpus, monkeypatch):
 
     monkeypatch.setenv("SACREBLEU_SEED", str(SEED))
     theirs = sacrebleu_paired(corpus, "bs", {"BLEU": BLEU(smooth_method="floor", smooth_value=0.2)})["BLEU"]
-    ours = by_figure(compare(corpus["paths"], resamples=RESAMPLES, seed=SEED,
-                             params={"bleu": {"smooth_method": "floor", "smooth_value": 0.2}}))[("BLEU", "corpus_bleu")]
+    ours = by_figure(
+        compare(
+            corpus["paths"],
+            resamples=RESAMPLES,
+            seed=SEED,
+            params={"bleu": {"smooth_method": "floor", "smooth_value": 0.2}},
+        )
+    )[("BLEU", "corpus_bleu")]
     default = by_figure(compare(corpus["paths"], resamples=RESAMPLES, seed=SEED))[("BLEU", "corpus_bleu")]
     assert [s.value for s in ours.systems] == [r.score for r in theirs]
     assert [s.halfwidth for s in ours.systems] == [r.ci for r in theirs]
@@ -134,11 +154,16 @@ def test_identical_systems_have_p_1_where_sacrebleu_reports_its_minimum(corpus, 
 
 
 # ------------------------------------------------------------------ hand-checkable cases
-def exact_match_files(tmp_path: Path, first: list[float | None], second: list[float | None],
-                      name: str = "ExactMatch") -> list[str]:
-    return [write(tmp_path / f"{label}.jsonl", [{"id": i, "input": f"q{i}", "scores": {name: value}}
-                                                for i, value in enumerate(values)])
-            for label, values in (("a", first), ("b", second))]
+def exact_match_files(
+    tmp_path: Path, first: list[float | None], second: list[float | None], name: str = "ExactMatch"
+) -> list[str]:
+    return [
+        write(
+            tmp_path / f"{label}.jsonl",
+            [{"id": i, "input": f"q{i}", "scores": {name: value}} for i, value in enumerate(values)],
+        )
+        for label, values in (("a", first), ("b", second))
+    ]
 
 
 @pytest.mark.parametrize("test", TESTS)
@@ -160,8 +185,9 @@ def test_better_on_every_row_approximate_randomisation(tmp_path):
     """Only a trial that keeps all 10 rows or swaps all 10 reaches the observed difference, and it only ties
     it: sacrebleu's count (trials strictly above) leaves it out, so p is 1 / (trials + 1)."""
     trials, seed = 3000, 5
-    figure = compare(exact_match_files(tmp_path, [0.0] * 10, [1.0] * 10), test="ar", resamples=trials,
-                     seed=seed).figures[0]
+    figure = compare(
+        exact_match_files(tmp_path, [0.0] * 10, [1.0] * 10), test="ar", resamples=trials, seed=seed
+    ).figures[0]
     keep = np.random.default_rng(seed).integers(2, size=(trials, 10), dtype=bool)
     assert int(np.sum(keep.all(axis=1) | (~keep).all(axis=1))) > 0  # ties exist, and are not counted
     assert figure.systems[1].p_value == 1 / (trials + 1)
@@ -193,24 +219,40 @@ def test_key_matches_rows_in_any_order(corpus, tmp_path):
     by_key = compare([corpus["paths"][0], shuffled], key="id", resamples=200)
     by_position = compare(corpus["paths"][:2], resamples=200)
     for keyed, positional in zip(by_key.figures, by_position.figures):
-        assert [(s.value, s.low, s.high, s.p_value) for s in keyed.systems] == \
-               [(s.value, s.low, s.high, s.p_value) for s in positional.systems]
+        assert [(s.value, s.low, s.high, s.p_value) for s in keyed.systems] == [
+            (s.value, s.low, s.high, s.p_value) for s in positional.systems
+        ]
     with pytest.raises(DataError, match="different 'input'.*--key FIELD"):
         compare([corpus["paths"][0], shuffled], resamples=200)
 
 
-@pytest.mark.parametrize("edit, key, message", [
-    (lambda rows: rows[:-1], None, r"b\.jsonl has 5 rows and .*a\.jsonl has 6"),
-    (lambda rows: [{**r, "input": "other"} if r["id"] == 2 else r for r in rows], None,
-     r"a\.jsonl row 3 and .*b\.jsonl row 3 have different 'input'"),
-    (lambda rows: [{k: v for k, v in r.items() if not (k == "id" and r["id"] == 4)} for r in rows], "id",
-     r"b\.jsonl: row 5 has no field 'id'"),
-    (lambda rows: [{**r, "id": 0} if r["id"] == 1 else r for r in rows], "id",
-     r"b\.jsonl: rows 1 and 2 have the same id 0"),
-    (lambda rows: [{**r, "id": 9} if r["id"] == 5 else r for r in rows], "id",
-     r"1 id values of .*a\.jsonl missing from .*b\.jsonl: 5 \(row 6\); 1 id values of .*b\.jsonl not in .*: 9"),
-    (lambda rows: [{"id": r["id"]} for r in rows], None, r"b\.jsonl: row 1 has no \"scores\" object"),
-])
+@pytest.mark.parametrize(
+    "edit, key, message",
+    [
+        (lambda rows: rows[:-1], None, r"b\.jsonl has 5 rows and .*a\.jsonl has 6"),
+        (
+            lambda rows: [{**r, "input": "other"} if r["id"] == 2 else r for r in rows],
+            None,
+            r"a\.jsonl row 3 and .*b\.jsonl row 3 have different 'input'",
+        ),
+        (
+            lambda rows: [{k: v for k, v in r.items() if not (k == "id" and r["id"] == 4)} for r in rows],
+            "id",
+            r"b\.jsonl: row 5 has no field 'id'",
+        ),
+        (
+            lambda rows: [{**r, "id": 0} if r["id"] == 1 else r for r in rows],
+            "id",
+            r"b\.jsonl: rows 1 and 2 have the same id 0",
+        ),
+        (
+            lambda rows: [{**r, "id": 9} if r["id"] == 5 else r for r in rows],
+            "id",
+            r"1 id values of .*a\.jsonl missing from .*b\.jsonl: 5 \(row 6\); 1 id values of .*b\.jsonl not in .*: 9",
+        ),
+        (lambda rows: [{"id": r["id"]} for r in rows], None, r"b\.jsonl: row 1 has no \"scores\" object"),
+    ],
+)
 def test_rows_that_do_not_match_are_a_data_error_naming_them(tmp_path, edit, key, message):
     first, second = exact_match_files(tmp_path, [1.0] * 6, [0.0] * 6)
     write(Path(second), edit([json.loads(x) for x in Path(second).read_text().splitlines()]))
@@ -218,11 +260,17 @@ def test_rows_that_do_not_match_are_a_data_error_naming_them(tmp_path, edit, key
         compare([first, second], key=key, resamples=50)
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"test": "t"}, "choose bs"), ({"resamples": 0}, "positive integer"), ({"seed": -1}, "non-negative"),
-    ({"alpha": 1.5}, "strictly between"), ({"params": {"Nope": {"x": 1}}}, "Nope is not a scorer"),
-    ({"params": {"ExactMatch": {"ignore_case": True}}}, "no corpus statistics"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"test": "t"}, "choose bs"),
+        ({"resamples": 0}, "positive integer"),
+        ({"seed": -1}, "non-negative"),
+        ({"alpha": 1.5}, "strictly between"),
+        ({"params": {"Nope": {"x": 1}}}, "Nope is not a scorer"),
+        ({"params": {"ExactMatch": {"ignore_case": True}}}, "no corpus statistics"),
+    ],
+)
 def test_bad_options_are_config_errors(tmp_path, options, message):
     with pytest.raises(ConfigError, match=message):
         compare(exact_match_files(tmp_path, [1.0, 0.0], [0.0, 1.0]), **options)
@@ -243,19 +291,57 @@ def test_json_schema_and_table(corpus):
     result = cli(*corpus["paths"], "--json", "--resamples", "200", "--seed", "9")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert {k: data[k] for k in ("files", "baseline", "rows", "matched_by", "test", "resamples", "interval_resamples",
-                                 "seed", "alpha", "not_compared")} \
-        == {"files": corpus["paths"], "baseline": corpus["paths"][0], "rows": ROWS, "matched_by": "position",
-            "test": "bs", "resamples": 200, "interval_resamples": 200, "seed": 9, "alpha": 0.05, "not_compared": {}}
+    assert {
+        k: data[k]
+        for k in (
+            "files",
+            "baseline",
+            "rows",
+            "matched_by",
+            "test",
+            "resamples",
+            "interval_resamples",
+            "seed",
+            "alpha",
+            "not_compared",
+        )
+    } == {
+        "files": corpus["paths"],
+        "baseline": corpus["paths"][0],
+        "rows": ROWS,
+        "matched_by": "position",
+        "test": "bs",
+        "resamples": 200,
+        "interval_resamples": 200,
+        "seed": 9,
+        "alpha": 0.05,
+        "not_compared": {},
+    }
     assert [(f["scorer"], f["figure"]) for f in data["figures"]] == [
-        ("BLEU", "mean"), ("BLEU", "corpus_bleu"), ("chrF", "mean"), ("chrF", "corpus_chrf"),
-        ("TER", "mean"), ("TER", "corpus_ter"), ("Levenshtein", "mean")]
+        ("BLEU", "mean"),
+        ("BLEU", "corpus_bleu"),
+        ("chrF", "mean"),
+        ("chrF", "corpus_chrf"),
+        ("TER", "mean"),
+        ("TER", "corpus_ter"),
+        ("Levenshtein", "mean"),
+    ]
     for figure in data["figures"]:
         assert set(figure) == {"scorer", "figure", "higher_is_better", "rows", "failed", "excluded", "systems", "note"}
         assert figure["higher_is_better"] is (figure["figure"] != "corpus_ter")
         for i, system in enumerate(figure["systems"]):
-            assert set(system) == {"file", "value", "low", "high", "resample_mean", "halfwidth", "difference",
-                                   "p_value", "worse", "better"}
+            assert set(system) == {
+                "file",
+                "value",
+                "low",
+                "high",
+                "resample_mean",
+                "halfwidth",
+                "difference",
+                "p_value",
+                "worse",
+                "better",
+            }
             assert system["low"] <= system["high"]
             assert (system["p_value"] is None) is (i == 0)
             assert (system["halfwidth"] is None) is (figure["figure"] == "mean")
@@ -265,17 +351,21 @@ def test_json_schema_and_table(corpus):
     assert "TER corpus_ter: 40 rows, 0 left out; lower is better" in result.stderr
 
 
-@pytest.mark.parametrize("baseline, other, name, code", [
-    ([1.0] * 8, [0.0] * 8, "ExactMatch", 1),        # higher is better: the other file is worse
-    ([0.0] * 8, [1.0] * 8, "ExactMatch", 0),
-    ([0.0] * 8, [1.0] * 8, "Hallucination", 1),     # lower is better: a higher score is worse
-    ([1.0] * 8, [0.0] * 8, "Hallucination", 0),
-    ([1.0, 0.0] * 4, [1.0, 0.0] * 4, "ExactMatch", 0),
-    ([None] * 8, [1.0] * 8, "ExactMatch", 1),       # no row to compare: nothing shows it is not worse
-])
+@pytest.mark.parametrize(
+    "baseline, other, name, code",
+    [
+        ([1.0] * 8, [0.0] * 8, "ExactMatch", 1),  # higher is better: the other file is worse
+        ([0.0] * 8, [1.0] * 8, "ExactMatch", 0),
+        ([0.0] * 8, [1.0] * 8, "Hallucination", 1),  # lower is better: a higher score is worse
+        ([1.0] * 8, [0.0] * 8, "Hallucination", 0),
+        ([1.0, 0.0] * 4, [1.0, 0.0] * 4, "ExactMatch", 0),
+        ([None] * 8, [1.0] * 8, "ExactMatch", 1),  # no row to compare: nothing shows it is not worse
+    ],
+)
 def test_fail_if_worse_exit_codes(tmp_path, baseline, other, name, code):
-    result = cli(*exact_match_files(tmp_path, baseline, other, name), "--fail-if-worse", name.lower(),
-                 "--resamples", "200")
+    result = cli(
+        *exact_match_files(tmp_path, baseline, other, name), "--fail-if-worse", name.lower(), "--resamples", "200"
+    )
     assert result.returncode == code, result.stderr
     assert ("worse than" in result.stderr) is (code == 1)
 
@@ -284,8 +374,10 @@ def test_ter_is_worse_when_its_corpus_figure_rises(tmp_path):
     pytest.importorskip("sacrebleu")
     rng = random.Random(3)
     references = sentences(rng)
-    paths = [scored(tmp_path / "perfect.jsonl", references, references, ["TER"]),
-             scored(tmp_path / "random.jsonl", sentences(rng), references, ["TER"])]
+    paths = [
+        scored(tmp_path / "perfect.jsonl", references, references, ["TER"]),
+        scored(tmp_path / "random.jsonl", sentences(rng), references, ["TER"]),
+    ]
     figures = by_figure(compare(paths, resamples=200))
     corpus_ter = figures[("TER", "corpus_ter")].systems[1]
     assert corpus_ter.difference > 0 and corpus_ter.worse  # TER up: worse
@@ -308,12 +400,26 @@ def test_the_table_shows_on_which_side_of_alpha_a_p_value_lies():
     from scorers.stats.compare import Comparison, FigureComparison, SystemFigure
 
     def system(name: str, p_value: float | None) -> SystemFigure:
-        return SystemFigure(name, 0.5, low=0.4, high=0.6, difference=None if p_value is None else 0.1,
-                            p_value=p_value, better=p_value is not None and p_value < 0.05)
+        return SystemFigure(
+            name,
+            0.5,
+            low=0.4,
+            high=0.6,
+            difference=None if p_value is None else 0.1,
+            p_value=p_value,
+            better=p_value is not None and p_value < 0.05,
+        )
 
     files = ("base.jsonl", "below.jsonl", "above.jsonl", "at.jsonl")
-    figure = FigureComparison("Levenshtein", "mean", True, 10, {}, 0,
-                              tuple(system(name, p) for name, p in zip(files, (None, 0.04996, 0.05004, 0.05))))
+    figure = FigureComparison(
+        "Levenshtein",
+        "mean",
+        True,
+        10,
+        {},
+        0,
+        tuple(system(name, p) for name, p in zip(files, (None, 0.04996, 0.05004, 0.05))),
+    )
     table = Comparison(files, 10, None, "bs", 1000, 12345, 0.05, (figure,)).table()
     rows = {line.split()[2]: line.split()[-2:] for line in table.splitlines() if line.startswith("Levenshtein  mean")}
     assert rows["below.jsonl"] == ["0.04996", "better"]  # was "0.0500 better" under "significant at p < 0.05"

@@ -1,4 +1,5 @@
 """Fixtures shared by the text-metric tests."""
+
 from __future__ import annotations
 
 from typing import Iterator

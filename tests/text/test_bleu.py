@@ -1,4 +1,5 @@
 """sacrebleu scorers: upstream vectors, exact equality with sacrebleu itself, corpus figures, signatures, errors."""
+
 from __future__ import annotations
 
 import json
@@ -21,21 +22,72 @@ from scorers.text.ter import TER  # noqa: E402
 
 VECTORS = json.loads((Path(__file__).parent / "vectors" / "sacrebleu_2.6.0.json").read_text(encoding="utf-8"))
 
-_PIECES = ["the", "cat", "sat", "on", "a", "mat", "Dog", "didn't", "U.S.", "3.5%", "1,000", "e-mail", "(hi)", "&quot;",
-           "&amp;", "<skipped>", "café", "naïve", "Straße", "我们", "今天", "散步。", "Привет", "мир", "😀", "...", "!!",
-           "-", "—", "«", "»", ",", ".", "?", "\t", "\n", "-\n", "\xa0", "  ", "'s", "A.", "x,y", "5.", ".5"]
+_PIECES = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "a",
+    "mat",
+    "Dog",
+    "didn't",
+    "U.S.",
+    "3.5%",
+    "1,000",
+    "e-mail",
+    "(hi)",
+    "&quot;",
+    "&amp;",
+    "<skipped>",
+    "café",
+    "naïve",
+    "Straße",
+    "我们",
+    "今天",
+    "散步。",
+    "Привет",
+    "мир",
+    "😀",
+    "...",
+    "!!",
+    "-",
+    "—",
+    "«",
+    "»",
+    ",",
+    ".",
+    "?",
+    "\t",
+    "\n",
+    "-\n",
+    "\xa0",
+    "  ",
+    "'s",
+    "A.",
+    "x,y",
+    "5.",
+    ".5",
+]
 
 
-def generated_rows(n: int, seed: int, lengths: tuple[int, ...] = (6, 30, 120),
-                   nrefs: tuple[int, ...] = (1, 1, 2, 4)) -> list[tuple[str, list[str]]]:
+def generated_rows(
+    n: int, seed: int, lengths: tuple[int, ...] = (6, 30, 120), nrefs: tuple[int, ...] = (1, 1, 2, 4)
+) -> list[tuple[str, list[str]]]:
     """Seeded (output, references) rows: Unicode, punctuation-only, empty, multi-reference and long texts."""
     rng = random.Random(seed)
 
     def text(max_words: int) -> str:
         return " ".join(rng.choice(_PIECES) for _ in range(rng.randint(0, max_words)))
 
-    rows = [("", [""]), ("", ["a b"]), ("a b", [""]), ("... !!", ["?"]), ("hello world", ["hello world"]),
-            ("我们今天去公园散步了。", ["我们今天在公园里散步。"]), ("the cat", ["the cat", "a cat", ""])]
+    rows = [
+        ("", [""]),
+        ("", ["a b"]),
+        ("a b", [""]),
+        ("... !!", ["?"]),
+        ("hello world", ["hello world"]),
+        ("我们今天去公园散步了。", ["我们今天在公园里散步。"]),
+        ("the cat", ["the cat", "a cat", ""]),
+    ]
     while len(rows) < n:
         hyp = text(rng.choice(lengths))
         refs = [text(rng.choice(lengths)) for _ in range(rng.choice(nrefs))]
@@ -57,8 +109,10 @@ def batch(scorer, outputs, expecteds):
 
 
 # ------------------------------------------------------------------ upstream vectors
-@pytest.mark.parametrize("smooth_method, smooth_value, lowercase, tokenize, expected",
-                         VECTORS["sentence_bleu"]["cases"] + VECTORS["sentence_bleu_zero"]["cases"])
+@pytest.mark.parametrize(
+    "smooth_method, smooth_value, lowercase, tokenize, expected",
+    VECTORS["sentence_bleu"]["cases"] + VECTORS["sentence_bleu_zero"]["cases"],
+)
 def test_sentence_bleu_upstream_vectors(smooth_method, smooth_value, lowercase, tokenize, expected):
     table = VECTORS["sentence_bleu"] if expected else VECTORS["sentence_bleu_zero"]
     scorer = BLEU(smooth_method=smooth_method, smooth_value=smooth_value, lowercase=lowercase, tokenize=tokenize)
@@ -108,9 +162,14 @@ def test_chrf_sentence_upstream_vectors(hypothesis, references, expected):
     assert abs(score.metadata["chrf"] - expected) < VECTORS["chrf_sentence_eps"]["tolerance"]
 
 
-@pytest.mark.parametrize("table, settings", [("chrf_corpus_beta3_eps", {"eps_smoothing": True}),
-                                             ("chrf_corpus_beta3_effective_order", {}),
-                                             ("chrf_corpus_beta3_keep_whitespace", {"whitespace": True})])
+@pytest.mark.parametrize(
+    "table, settings",
+    [
+        ("chrf_corpus_beta3_eps", {"eps_smoothing": True}),
+        ("chrf_corpus_beta3_effective_order", {}),
+        ("chrf_corpus_beta3_keep_whitespace", {"whitespace": True}),
+    ],
+)
 def test_chrf_corpus_upstream_vectors(table, settings):
     for hypotheses, references, expected in VECTORS[table]:
         result = _corpus(ChrF(beta=3, **settings), hypotheses, references)
@@ -125,31 +184,55 @@ def test_ter_corpus_upstream_vectors(hypotheses, references, expected):
 
 
 # ------------------------------------------------------------- equality with sacrebleu
-BLEU_SETTINGS = [{}, {"tokenize": "intl"}, {"tokenize": "zh"}, {"tokenize": "char"}, {"tokenize": "none"},
-                 {"lowercase": True}, {"smooth_method": "floor"}, {"smooth_method": "add-k", "smooth_value": 2},
-                 {"smooth_method": "none"}, {"effective_order": False}, {"max_ngram_order": 2}]
+BLEU_SETTINGS = [
+    {},
+    {"tokenize": "intl"},
+    {"tokenize": "zh"},
+    {"tokenize": "char"},
+    {"tokenize": "none"},
+    {"lowercase": True},
+    {"smooth_method": "floor"},
+    {"smooth_method": "add-k", "smooth_value": 2},
+    {"smooth_method": "none"},
+    {"effective_order": False},
+    {"max_ngram_order": 2},
+]
 
 
-@pytest.mark.parametrize("settings", BLEU_SETTINGS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default")
+@pytest.mark.parametrize(
+    "settings", BLEU_SETTINGS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()) or "default"
+)
 def test_bleu_equals_sacrebleu_on_generated_rows(settings):
     reference = sacrebleu.BLEU(**{"effective_order": True, **settings})
     scores = batch(BLEU(**settings), OUTPUTS, EXPECTEDS)
     for (hyp, refs), score in zip(ROWS, scores):
         native = reference.sentence_score(hyp, refs)
-        assert (score.metadata["bleu"], score.metadata["bp"], score.metadata["precisions"]) == \
-            (native.score, native.bp, native.precisions), (hyp, refs)
+        assert (score.metadata["bleu"], score.metadata["bp"], score.metadata["precisions"]) == (
+            native.score,
+            native.bp,
+            native.precisions,
+        ), (hyp, refs)
         assert (score.metadata["sys_len"], score.metadata["ref_len"]) == (native.sys_len, native.ref_len)
         assert score.score == min(1.0, native.score / 100) and not math.isnan(score.score)
 
 
 def test_bleu_single_call_equals_batch():
     scorer = BLEU()
-    assert [scorer(output=o, expected=e).to_dict() for o, e in ROWS[:40]] == \
-        [s.to_dict() for s in batch(scorer, OUTPUTS[:40], EXPECTEDS[:40])]
+    assert [scorer(output=o, expected=e).to_dict() for o, e in ROWS[:40]] == [
+        s.to_dict() for s in batch(scorer, OUTPUTS[:40], EXPECTEDS[:40])
+    ]
 
 
-@pytest.mark.parametrize("settings", [{}, {"word_order": 2}, {"lowercase": True, "whitespace": True},
-                                      {"eps_smoothing": True, "beta": 3}, {"char_order": 4, "word_order": 1}])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},
+        {"word_order": 2},
+        {"lowercase": True, "whitespace": True},
+        {"eps_smoothing": True, "beta": 3},
+        {"char_order": 4, "word_order": 1},
+    ],
+)
 def test_chrf_equals_sacrebleu_on_generated_rows(settings):
     reference = sacrebleu.CHRF(**settings)
     scores = batch(ChrF(**settings), OUTPUTS, EXPECTEDS)
@@ -157,8 +240,10 @@ def test_chrf_equals_sacrebleu_on_generated_rows(settings):
         assert score.metadata["chrf"] == reference.sentence_score(hyp, refs).score, (hyp, refs)
 
 
-@pytest.mark.parametrize("settings", [{}, {"normalized": True, "case_sensitive": True},
-                                      {"no_punct": True, "asian_support": True, "normalized": True}])
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"normalized": True, "case_sensitive": True}, {"no_punct": True, "asian_support": True, "normalized": True}],
+)
 def test_ter_equals_sacrebleu_on_generated_rows(settings):
     rows = [row for row in ROWS if len(" ".join([row[0], *row[1]])) < 400][:150]  # TER's search is slow on long texts
     reference = sacrebleu.TER(**settings)
@@ -186,8 +271,9 @@ def test_aggregator_corpus_bleu_equals_sacrebleu_corpus_bleu(settings):
     assert result["corpus_signature"] == metric.get_signature().format()
     assert result["corpus_signature"].startswith("nrefs:var|") and "|eff:no|" in result["corpus_signature"]
     assert result["n"] == len(OUTPUTS) and result["corpus_rows"] == len(OUTPUTS)
-    assert result["mean"] == pytest.approx(sum(s.score for s in batch(BLEU(**settings), OUTPUTS, EXPECTEDS))
-                                           / len(OUTPUTS))
+    assert result["mean"] == pytest.approx(
+        sum(s.score for s in batch(BLEU(**settings), OUTPUTS, EXPECTEDS)) / len(OUTPUTS)
+    )
 
 
 def test_corpus_bleu_signature_matches_sacrebleu_with_fixed_reference_count():
@@ -227,19 +313,26 @@ def _aggregate(scorer, scores):
     return aggregator
 
 
-@pytest.mark.parametrize("name, key, native", [
-    ("BLEU", "corpus_bleu", lambda o, r: sacrebleu.corpus_bleu(o, r)),
-    ("chrF", "corpus_chrf", lambda o, r: sacrebleu.corpus_chrf(o, r)),
-    ("chrF++", "corpus_chrf", lambda o, r: sacrebleu.corpus_chrf(o, r, word_order=2)),
-    ("TER", "corpus_ter", lambda o, r: sacrebleu.corpus_ter(o, r)),
-])
+@pytest.mark.parametrize(
+    "name, key, native",
+    [
+        ("BLEU", "corpus_bleu", lambda o, r: sacrebleu.corpus_bleu(o, r)),
+        ("chrF", "corpus_chrf", lambda o, r: sacrebleu.corpus_chrf(o, r)),
+        ("chrF++", "corpus_chrf", lambda o, r: sacrebleu.corpus_chrf(o, r, word_order=2)),
+        ("TER", "corpus_ter", lambda o, r: sacrebleu.corpus_ter(o, r)),
+    ],
+)
 def test_merged_shards_give_sacrebleus_corpus_figure_exactly(name, key, native):
     rows = SHORT_ROWS if name == "TER" else ROWS
     outputs, expecteds = [r[0] for r in rows], [r[1] for r in rows]
     scorer = scorers.get(name)
     scores = batch(scorer, outputs, expecteds)
     one_pass = _aggregate(scorer, scores).result()
-    thirds = [scores[: len(scores) // 3], scores[len(scores) // 3: 2 * len(scores) // 3], scores[2 * len(scores) // 3:]]
+    thirds = [
+        scores[: len(scores) // 3],
+        scores[len(scores) // 3 : 2 * len(scores) // 3],
+        scores[2 * len(scores) // 3 :],
+    ]
     shards = [_aggregate(scorers.get(name), shard) for shard in thirds]
     merged = shards[0].merge(shards[1]).merge(shards[2]).result()
     reversed_merge = [_aggregate(scorers.get(name), shard) for shard in reversed(thirds)]
@@ -307,8 +400,9 @@ def test_fallbacks_of_sacrebleus_private_parts_give_identical_numbers():
         totals = [sum(column) for column in zip(*stats)]
         order = scorer.char_order + scorer.word_order
         for row in [*stats, totals, [0] * (3 * order)]:
-            assert chrf_f_score(row, order=order, beta=scorer.beta, eps_smoothing=scorer.eps_smoothing) == \
-                metric._compute_f_score(row)
+            assert chrf_f_score(
+                row, order=order, beta=scorer.beta, eps_smoothing=scorer.eps_smoothing
+            ) == metric._compute_f_score(row)
     metric = sacrebleu.TER()
     ter_stats = [[0, 0], [3, 0], [0, 5], [2, 3.5], [7, 10 / 3], [12345, 678.25]]
     for stats in ter_stats:
@@ -344,8 +438,11 @@ def test_corpus_ter_warns_and_keeps_its_number_when_the_private_part_is_gone(mon
     monkeypatch.delattr(SacreTER, "_compute_score_from_stats")  # (sacrebleu's own scoring needs it: rows first)
     with pytest.warns(RuntimeWarning, match="no TER._compute_score_from_stats"):
         result = _aggregate(TER(normalized=True), scores).result()
-    assert (result["corpus_ter"], result["corpus_details"]["num_edits"], result["corpus_details"]["ref_length"]) == \
-        (corpus.score, corpus.num_edits, corpus.ref_length)
+    assert (result["corpus_ter"], result["corpus_details"]["num_edits"], result["corpus_details"]["ref_length"]) == (
+        corpus.score,
+        corpus.num_edits,
+        corpus.ref_length,
+    )
 
 
 # -------------------------------------------------------- behaviour, signature, registry
@@ -358,19 +455,33 @@ def test_sentence_defaults_do_not_zero_short_outputs():
 
 def test_signature_holds_every_setting():
     score = BLEU(tokenize="intl", smooth_method="floor", smooth_value=0.2, lowercase=True)(
-        output="a b c", expected=["a b c", "a b d"])
+        output="a b c", expected=["a b c", "a b d"]
+    )
     sig = score.metadata["signature"]
     assert sig["scorer"] == "BLEU" and sig["sacrebleu_version"] == sacrebleu.__version__
-    assert {k: sig[k] for k in ("tokenize", "smooth_method", "smooth_value", "lowercase", "effective_order",
-                                "max_ngram_order")} == {"tokenize": "intl", "smooth_method": "floor",
-                                                         "smooth_value": 0.2, "lowercase": True,
-                                                         "effective_order": True, "max_ngram_order": 4}
-    assert score.metadata["sacrebleu_signature"] == \
-        f"nrefs:2|case:lc|eff:yes|tok:intl|smooth:floor[0.20]|version:{sacrebleu.__version__}"
-    assert ChrF(word_order=2)(output="a", expected="a").metadata["sacrebleu_signature"] == \
-        f"nrefs:1|case:mixed|eff:yes|nc:6|nw:2|space:no|version:{sacrebleu.__version__}"
-    assert TER()(output="a", expected="a").metadata["sacrebleu_signature"] == \
-        f"nrefs:1|case:lc|tok:tercom|norm:no|punct:yes|asian:no|version:{sacrebleu.__version__}"
+    assert {
+        k: sig[k]
+        for k in ("tokenize", "smooth_method", "smooth_value", "lowercase", "effective_order", "max_ngram_order")
+    } == {
+        "tokenize": "intl",
+        "smooth_method": "floor",
+        "smooth_value": 0.2,
+        "lowercase": True,
+        "effective_order": True,
+        "max_ngram_order": 4,
+    }
+    assert (
+        score.metadata["sacrebleu_signature"]
+        == f"nrefs:2|case:lc|eff:yes|tok:intl|smooth:floor[0.20]|version:{sacrebleu.__version__}"
+    )
+    assert (
+        ChrF(word_order=2)(output="a", expected="a").metadata["sacrebleu_signature"]
+        == f"nrefs:1|case:mixed|eff:yes|nc:6|nw:2|space:no|version:{sacrebleu.__version__}"
+    )
+    assert (
+        TER()(output="a", expected="a").metadata["sacrebleu_signature"]
+        == f"nrefs:1|case:lc|tok:tercom|norm:no|punct:yes|asian:no|version:{sacrebleu.__version__}"
+    )
 
 
 def test_registry_names():
@@ -385,9 +496,16 @@ def test_ter_score_mapping():
     assert TER()(output="a b c d e", expected="x").score == 0.0  # TER 500 is floored at 0
 
 
-@pytest.mark.parametrize("settings", [{"tokenize": "bogus"}, {"smooth_method": "bogus"},
-                                      {"smooth_method": "exp", "smooth_value": 0.1},
-                                      {"smooth_method": "floor", "smooth_value": -1}, {"max_ngram_order": 0}])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"tokenize": "bogus"},
+        {"smooth_method": "bogus"},
+        {"smooth_method": "exp", "smooth_value": 0.1},
+        {"smooth_method": "floor", "smooth_value": -1},
+        {"max_ngram_order": 0},
+    ],
+)
 def test_bad_settings_raise_config_error(settings):
     with pytest.raises(ConfigError):
         BLEU(**settings)
@@ -420,10 +538,16 @@ def test_mecab_tokenizers_raise_config_error_when_missing(monkeypatch):
             BLEU(tokenize=name)
 
 
-@pytest.mark.parametrize("kwargs, field", [({"output": "a"}, "expected"), ({"expected": "a"}, "output"),
-                                           ({"output": "a", "expected": []}, "expected"),
-                                           ({"output": "a", "expected": ["a", None]}, "expected"),
-                                           ({"output": ["a"], "expected": "a"}, "output")])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"output": "a"}, "expected"),
+        ({"expected": "a"}, "output"),
+        ({"output": "a", "expected": []}, "expected"),
+        ({"output": "a", "expected": ["a", None]}, "expected"),
+        ({"output": ["a"], "expected": "a"}, "output"),
+    ],
+)
 @pytest.mark.parametrize("scorer", [BLEU, ChrF, TER])
 def test_bad_input_raises_scorer_input_error(scorer, kwargs, field):
     with pytest.raises(ScorerInputError) as info:
@@ -450,7 +574,7 @@ def test_clipped_ngram_matches_equal_counter_arithmetic():
     refs = [[rng.randrange(6) for _ in range(rng.randrange(12))] for _ in owner]
 
     def grams(seq, n):
-        return Counter(tuple(seq[i:i + n]) for i in range(len(seq) - n + 1))
+        return Counter(tuple(seq[i : i + n]) for i in range(len(seq) - n + 1))
 
     got = clipped_ngram_matches(*concat_ids(hyps), *concat_ids(refs), np.array(owner), 4)
     for i, hyp in enumerate(hyps):
@@ -470,7 +594,8 @@ def test_ter_worker_processes_are_the_callers_and_give_the_serial_numbers(tmp_pa
     import textwrap
 
     script = tmp_path / "guarded.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import gc, multiprocessing, threading
         from concurrent.futures import ProcessPoolExecutor
         import sacrebleu
@@ -514,7 +639,8 @@ def test_ter_worker_processes_are_the_callers_and_give_the_serial_numbers(tmp_pa
                 assert list(outer.map(in_a_worker, [0])) == [True], "a worker started workers of its own"
             stop.set()
             print("ok")
-    """))
+    """)
+    )
     root = str(Path(__file__).resolve().parents[2])  # a script's folder, not the cwd, heads sys.path
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=root, env=env)
@@ -544,8 +670,12 @@ def test_text_modules_register_no_exit_hook_and_fork_nothing():
 
     for path in sorted(Path(scorers.text.__file__).parent.glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        imported = {alias.name for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
-                    for alias in node.names}
+        imported = {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for alias in node.names
+        }
         assert "atexit" not in imported, path.name
         assert '"fork"' not in path.read_text(encoding="utf-8"), path.name
 
@@ -568,8 +698,12 @@ def test_one_scorer_shared_by_threads_gives_the_serial_numbers():
     assert threaded == serial
 
 
-SURROGATES = [("the c\ud800at sat \udfff on", ["the c\ud800at is \udfff here"]), ("\ud800", ["\ud800"]),
-              ("a\udfffb", ["ab", "\udfff"]), ("x", ["\ud800\udc00"])]  # a pair of surrogates, not joined
+SURROGATES = [
+    ("the c\ud800at sat \udfff on", ["the c\ud800at is \udfff here"]),
+    ("\ud800", ["\ud800"]),
+    ("a\udfffb", ["ab", "\udfff"]),
+    ("x", ["\ud800\udc00"]),
+]  # a pair of surrogates, not joined
 
 
 @pytest.mark.parametrize("word_order", [0, 2])
@@ -592,8 +726,12 @@ def test_ter_bounds_its_texts_by_default():
     with pytest.raises(ScorerInputError, match=r"TER: field 'output' has 5,001 characters, more than max_chars=5,000"):
         TER()(output="x" * 5_001, expected="x")
     small = TER(max_chars=10)
-    outcomes = small.score_batch([{"output": "the cat", "expected": ["the cat", "the cat sat down"]},
-                                  {"output": "the cat", "expected": "the cat"}])
+    outcomes = small.score_batch(
+        [
+            {"output": "the cat", "expected": ["the cat", "the cat sat down"]},
+            {"output": "the cat", "expected": "the cat"},
+        ]
+    )
     assert isinstance(outcomes[0], ScorerInputError) and "reference 1" in str(outcomes[0])
     assert outcomes[1].metadata["ter"] == 0.0
     assert small.signature() == TER().signature()

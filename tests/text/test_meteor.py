@@ -1,4 +1,5 @@
 """METEOR: nltk's published values, and identical numbers to nltk's own meteor_score."""
+
 from __future__ import annotations
 
 import math
@@ -13,7 +14,6 @@ import scorers.text.meteor as meteor  # noqa: E402
 from scorers.errors import ConfigError, ScorerInputError  # noqa: E402
 from scorers.registry import get  # noqa: E402
 from scorers.text.meteor import METEOR  # noqa: E402
-
 
 pytestmark = pytest.mark.usefixtures("offline_wordnet")
 
@@ -42,8 +42,7 @@ NLTK_VECTORS = [
 
 
 @pytest.mark.parametrize(("output", "expected", "tokenizer", "value", "decimals"), NLTK_VECTORS)
-def test_nltk_reference_values(output: str, expected: Any, tokenizer: str, value: float,
-                               decimals: int | None) -> None:
+def test_nltk_reference_values(output: str, expected: Any, tokenizer: str, value: float, decimals: int | None) -> None:
     score = METEOR(tokenizer=tokenizer)(output=output, expected=expected).score
     assert (score if decimals is None else round(score, decimals)) == value
 
@@ -59,9 +58,18 @@ class _NoWordNet:
         return []
 
 
-def nltk_meteor(output: str, expected: str | list[str], *, tokenizer: str = "nltk", preprocess: str = "lower",
-                stemmer: str = "porter", synonyms: str = "wordnet", alpha: float = 0.9, beta: float = 3.0,
-                gamma: float = 0.5) -> float:
+def nltk_meteor(
+    output: str,
+    expected: str | list[str],
+    *,
+    tokenizer: str = "nltk",
+    preprocess: str = "lower",
+    stemmer: str = "porter",
+    synonyms: str = "wordnet",
+    alpha: float = 0.9,
+    beta: float = 3.0,
+    gamma: float = 0.5,
+) -> float:
     """The number nltk's own meteor_score gives for texts, tokenised as the scorer documents."""
     from nltk.corpus import wordnet
     from nltk.stem.porter import PorterStemmer
@@ -71,11 +79,14 @@ def nltk_meteor(output: str, expected: str | list[str], *, tokenizer: str = "nlt
     tokenize = NLTKWordTokenizer().tokenize if tokenizer == "nltk" else str.split
     references = [expected] if isinstance(expected, str) else expected
     return meteor_score(
-        [tokenize(r) for r in references], tokenize(output),
+        [tokenize(r) for r in references],
+        tokenize(output),
         preprocess=str.lower if preprocess == "lower" else (lambda word: word),
         stemmer=PorterStemmer() if stemmer == "porter" else _IdentityStemmer(),
         wordnet=wordnet if synonyms == "wordnet" else _NoWordNet(),
-        alpha=alpha, beta=beta, gamma=gamma,
+        alpha=alpha,
+        beta=beta,
+        gamma=gamma,
     )
 
 
@@ -88,7 +99,9 @@ _VOCABULARY = (
 ).split()
 _UNICODE_WORDS = "café naïve Straße İstanbul Kelvin\u212a 日本語 東京 Привет мир ﬁne résumé Ωmega ñandú 😀".split()
 _PUNCTUATION = ". , ; : ! ? ... -- – — ( ) [ ] { } < > \" ' `` '' « » “ ” ‘ ’ $ % & @ # *".split()
-_CONTRACTIONS = "don't can't cannot gimme gonna gotta lemme wanna more'n d'ye 'tis 'Twas I'm they'll it's 3,36 3.88".split()
+_CONTRACTIONS = (
+    "don't can't cannot gimme gonna gotta lemme wanna more'n d'ye 'tis 'Twas I'm they'll it's 3,36 3.88".split()
+)
 #: Words that are their own Porter stem (nltk looks synonyms up for stems) and WordNet synonyms of several
 #: others, so that a hypothesis word often has several free synonyms to choose from.
 _SYNONYM_CLUSTERS = "big great bad fast quick firm start begin get go run move make take hold give keep the".split()
@@ -108,7 +121,7 @@ def _edited(rng: random.Random, ref: list[str], pool: list[str]) -> list[str]:
         hyp.append(rng.choice(pool) if r < 0.25 else word.upper() if r < 0.3 else word)
     for _ in range(len(hyp) // 5):
         i = rng.randrange(max(1, len(hyp) - 1))
-        hyp[i:i + 2] = hyp[i:i + 2][::-1]
+        hyp[i : i + 2] = hyp[i : i + 2][::-1]
     return hyp
 
 
@@ -125,8 +138,12 @@ def _generated_cases() -> list[tuple[str, Any]]:
             ref = [rng.choice(pool) for _ in range(rng.randint(1, 30))]
             cases.append((_text(rng, _edited(rng, ref, pool)), _text(rng, ref)))
     for _ in range(60):  # many synonym candidates per word: which free reference word is taken matters
-        cases.append((_text(rng, [rng.choice(_SYNONYM_CLUSTERS) for _ in range(rng.randint(1, 10))]),
-                      _text(rng, [rng.choice(_SYNONYM_CLUSTERS) for _ in range(rng.randint(1, 10))])))
+        cases.append(
+            (
+                _text(rng, [rng.choice(_SYNONYM_CLUSTERS) for _ in range(rng.randint(1, 10))]),
+                _text(rng, [rng.choice(_SYNONYM_CLUSTERS) for _ in range(rng.randint(1, 10))]),
+            )
+        )
     for _ in range(30):  # several references
         ref = [rng.choice(_VOCABULARY) for _ in range(rng.randint(3, 20))]
         refs = [_text(rng, _edited(rng, ref, _VOCABULARY)) for _ in range(rng.randint(2, 4))]
@@ -135,12 +152,27 @@ def _generated_cases() -> list[tuple[str, Any]]:
     cases += [
         (_text(rng, _edited(rng, long_ref, _VOCABULARY)), _text(rng, long_ref)),
         (" ".join(f"h{i}" for i in range(3000)), " ".join(f"r{i}" for i in range(3000))),  # long and disjoint
-        ("", ""), ("", "the cat"), ("the cat", ""), ("   ", "\t\n"), ("the cat", ["", "the dog"]),
-        ("...", "..."), ("!!!", "?"), ("?!", "?!"), (".", "."), ("--", "—"), ("''", '"'),
-        ("the the the the", "the"), ("the", "the the the the"), ("THE CAT", "the cat"),
-        ("the big dog", "great the great dog"), ("the big dog", "great the bad dog"),
-        ("Geese ran.", "The goose runs."), ("They cannot go.", "They can not go."),
-        ("😀", "😀"), ("日本語 東京", "東京 日本語"), ("İstanbul", "istanbul"),
+        ("", ""),
+        ("", "the cat"),
+        ("the cat", ""),
+        ("   ", "\t\n"),
+        ("the cat", ["", "the dog"]),
+        ("...", "..."),
+        ("!!!", "?"),
+        ("?!", "?!"),
+        (".", "."),
+        ("--", "—"),
+        ("''", '"'),
+        ("the the the the", "the"),
+        ("the", "the the the the"),
+        ("THE CAT", "the cat"),
+        ("the big dog", "great the great dog"),
+        ("the big dog", "great the bad dog"),
+        ("Geese ran.", "The goose runs."),
+        ("They cannot go.", "They can not go."),
+        ("😀", "😀"),
+        ("日本語 東京", "東京 日本語"),
+        ("İstanbul", "istanbul"),
     ]
     return cases
 
@@ -182,10 +214,14 @@ def test_batch_equals_single_calls() -> None:
 
 
 # ------------------------------------------------------------------ the tokenizer
-from hypothesis import given, settings as hypothesis_settings, strategies as st  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import settings as hypothesis_settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
-_TRICKY = ("abcgimnotwaAZKk '\"`,.;:!?()[]{}<>-–—…«»“”‘’„$%&@#*_0123456789\t\n\u00a0\u3000\u2028\x1c"
-           "\u0130\u0131\u212a\u017féß日")
+_TRICKY = (
+    "abcgimnotwaAZKk '\"`,.;:!?()[]{}<>-–—…«»“”‘’„$%&@#*_0123456789\t\n\u00a0\u3000\u2028\x1c"
+    "\u0130\u0131\u212a\u017féß日"
+)
 
 
 @hypothesis_settings(max_examples=400, deadline=None)
@@ -197,9 +233,10 @@ def test_tokenizer_matches_nltk_on_tricky_characters(text: str) -> None:
 
 
 @hypothesis_settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(_CONTRACTIONS + _PUNCTUATION + ["WANNA", "CanNot", "GIMME", "Gonna", "ok"]),
-                max_size=12),
-       st.sampled_from([" ", "", "\t", ",", "\u00a0"]))
+@given(
+    st.lists(st.sampled_from(_CONTRACTIONS + _PUNCTUATION + ["WANNA", "CanNot", "GIMME", "Gonna", "ok"]), max_size=12),
+    st.sampled_from([" ", "", "\t", ",", "\u00a0"]),
+)
 def test_tokenizer_matches_nltk_on_contractions_and_quotes(words: list[str], separator: str) -> None:
     from nltk.tokenize import NLTKWordTokenizer
 
@@ -210,8 +247,9 @@ def test_tokenizer_matches_nltk_on_contractions_and_quotes(words: list[str], sep
 def _nltk_rules() -> list[Any]:
     from nltk.tokenize.destructive import NLTKWordTokenizer as t
 
-    return [p for p, _ in (*t.STARTING_QUOTES, *t.PUNCTUATION, t.PARENS_BRACKETS, t.DOUBLE_DASHES, *t.ENDING_QUOTES)] \
-        + [*t.CONTRACTIONS2, *t.CONTRACTIONS3]
+    return [
+        p for p, _ in (*t.STARTING_QUOTES, *t.PUNCTUATION, t.PARENS_BRACKETS, t.DOUBLE_DASHES, *t.ENDING_QUOTES)
+    ] + [*t.CONTRACTIONS2, *t.CONTRACTIONS3]
 
 
 @pytest.mark.parametrize("rule", _nltk_rules(), ids=lambda p: p.pattern)
@@ -225,8 +263,9 @@ def test_whitespace_rule_only_squeezes_what_str_split_splits() -> None:
     """Skipping nltk's \\s+ squeeze (without apostrophes) is safe only if str.split splits on all of \\s."""
     import regex
 
-    squeeze = next(p for p in _nltk_rules() if meteor._TRIGGERS.get(meteor._fingerprint(p)) == ("'",)
-                   and p.pattern == r"\s+")
+    squeeze = next(
+        p for p in _nltk_rules() if meteor._TRIGGERS.get(meteor._fingerprint(p)) == ("'",) and p.pattern == r"\s+"
+    )
     every_character = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
     spaces = "".join(regex.compile(squeeze.pattern, squeeze.flags).findall(every_character))
     assert spaces and all(c.isspace() for c in spaces)
@@ -238,13 +277,26 @@ def test_signature_names_every_setting_and_version() -> None:
 
     signature = METEOR()(output="a cat", expected="a cat").metadata["signature"]
     assert signature == {
-        "scorer": "METEOR", "scorers_version": signature["scorers_version"], "algorithm": "1",
-        "alpha": 0.9, "beta": 3.0, "gamma": 0.5, "preprocess": "lower", "stemmer": "porter",
-        "synonyms": "wordnet", "tokenizer": "nltk", "nltk": nltk.__version__, "wordnet": "3.0",
+        "scorer": "METEOR",
+        "scorers_version": signature["scorers_version"],
+        "algorithm": "1",
+        "alpha": 0.9,
+        "beta": 3.0,
+        "gamma": 0.5,
+        "preprocess": "lower",
+        "stemmer": "porter",
+        "synonyms": "wordnet",
+        "tokenizer": "nltk",
+        "nltk": nltk.__version__,
+        "wordnet": "3.0",
     }
     plain = METEOR(tokenizer="whitespace", synonyms="none", stemmer="none", preprocess="none").signature()
     assert (plain["tokenizer"], plain["synonyms"], plain["stemmer"], plain["preprocess"]) == (
-        "whitespace", "none", "none", "none")
+        "whitespace",
+        "none",
+        "none",
+        "none",
+    )
     assert "wordnet" not in plain
 
 
@@ -258,9 +310,20 @@ def test_registered_and_reports_best_reference() -> None:
 
 @pytest.mark.parametrize(
     "settings",
-    [{"alpha": 1.5}, {"alpha": -0.1}, {"alpha": "0.9"}, {"alpha": True}, {"beta": -1}, {"beta": math.inf},
-     {"gamma": 2.0}, {"gamma": math.nan}, {"tokenizer": "punkt"}, {"stemmer": "snowball"},
-     {"preprocess": "upper"}, {"synonyms": "omw"}],
+    [
+        {"alpha": 1.5},
+        {"alpha": -0.1},
+        {"alpha": "0.9"},
+        {"alpha": True},
+        {"beta": -1},
+        {"beta": math.inf},
+        {"gamma": 2.0},
+        {"gamma": math.nan},
+        {"tokenizer": "punkt"},
+        {"stemmer": "snowball"},
+        {"preprocess": "upper"},
+        {"synonyms": "omw"},
+    ],
     ids=repr,
 )
 def test_bad_settings_raise_config_error(settings: dict[str, Any]) -> None:
@@ -336,8 +399,35 @@ def test_index_synonym_sets_equal_nltks_over_a_sweep_of_wordnet() -> None:
     for lemma in lemmas[::200]:
         words += [lemma + suffix for suffix in ("s", "es", "ies", "ed", "ing", "er", "est", "men")]
         words += [lemma.upper(), lemma.title(), lemma[:-1], lemma[:-2] + "ies"]
-    words += ["geese", "mice", "went", "was", "were", "better", "best", "children", "oxen", "feet", "ran", "Geese",
-              "the", "a", "of", "", "_", "-", "'s", "3", "café", "İstanbul", "a\tb", "don't", "hot_dog", "s", "es"]
+    words += [
+        "geese",
+        "mice",
+        "went",
+        "was",
+        "were",
+        "better",
+        "best",
+        "children",
+        "oxen",
+        "feet",
+        "ran",
+        "Geese",
+        "the",
+        "a",
+        "of",
+        "",
+        "_",
+        "-",
+        "'s",
+        "3",
+        "café",
+        "İstanbul",
+        "a\tb",
+        "don't",
+        "hot_dog",
+        "s",
+        "es",
+    ]
     different = [w for w in words if index.synonyms(w) != reference(w)]
     assert not different and len(words) > 4000
 
@@ -347,10 +437,13 @@ def test_cold_meteor_does_not_load_nltks_wordnet_reader() -> None:
     import subprocess
     import sys
 
-    script = ("import nltk, scorers\n"
-              "before = list(nltk.data.path)\n"
-              "s = scorers.get('METEOR')(output='the cat is glad', expected='the cat is happy')\n"
-              "print(round(s.score, 4), type(nltk.corpus.wordnet).__name__, nltk.data.path == before)")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ), check=True)
+    script = (
+        "import nltk, scorers\n"
+        "before = list(nltk.data.path)\n"
+        "s = scorers.get('METEOR')(output='the cat is glad', expected='the cat is happy')\n"
+        "print(round(s.score, 4), type(nltk.corpus.wordnet).__name__, nltk.data.path == before)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=dict(os.environ), check=True
+    )
     assert done.stdout.split() == ["0.7361", "LazyCorpusLoader", "True"], done.stdout + done.stderr

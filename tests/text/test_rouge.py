@@ -1,4 +1,5 @@
 """ROUGE scorers: upstream vectors, exact equality with rouge-score itself, tokenizers, registry, errors."""
+
 from __future__ import annotations
 
 import json
@@ -19,9 +20,45 @@ from scorers.text.rouge import REFERENCE, ROUGE  # noqa: E402
 VECTORS = json.loads((Path(__file__).parent / "vectors" / "rouge_score_0.1.2.json").read_text(encoding="utf-8"))
 PLACES = VECTORS["places"]
 
-_PIECES = ["the", "The", "cats", "cat", "running", "runs", "ran", "generously", "happily", "meeting", "friends",
-           "don't", "U.S.", "3.5", "a-b", "x_y", "café", "très", "naïve", "İstanbul", "我们", "今天散步", "Привет",
-           "мир", "😀", "...", "!", "?", "\t", "\n", "\n\n", "  ", "a", "1,000", "e-mail", "(hi)", "ＡＢＣ"]
+_PIECES = [
+    "the",
+    "The",
+    "cats",
+    "cat",
+    "running",
+    "runs",
+    "ran",
+    "generously",
+    "happily",
+    "meeting",
+    "friends",
+    "don't",
+    "U.S.",
+    "3.5",
+    "a-b",
+    "x_y",
+    "café",
+    "très",
+    "naïve",
+    "İstanbul",
+    "我们",
+    "今天散步",
+    "Привет",
+    "мир",
+    "😀",
+    "...",
+    "!",
+    "?",
+    "\t",
+    "\n",
+    "\n\n",
+    "  ",
+    "a",
+    "1,000",
+    "e-mail",
+    "(hi)",
+    "ＡＢＣ",
+]
 
 
 def generated_rows(n: int, seed: int) -> list[tuple[str, list[str]]]:
@@ -31,8 +68,14 @@ def generated_rows(n: int, seed: int) -> list[tuple[str, list[str]]]:
     def text(max_words: int) -> str:
         return " ".join(rng.choice(_PIECES) for _ in range(rng.randint(0, max_words)))
 
-    rows = [("", [""]), ("", ["a b"]), ("a b", [""]), ("... !!", ["?"]), ("我们今天散步", ["我们今天散步"]),
-            ("the cat\nsat down", ["the cat sat\ndown", "cat", ""])]
+    rows = [
+        ("", [""]),
+        ("", ["a b"]),
+        ("a b", [""]),
+        ("... !!", ["?"]),
+        ("我们今天散步", ["我们今天散步"]),
+        ("the cat\nsat down", ["the cat sat\ndown", "cat", ""]),
+    ]
     while len(rows) < n:
         out = text(rng.choice((5, 25, 100)))
         refs = [text(rng.choice((5, 25, 100))) for _ in range(rng.choice((1, 1, 2, 3)))]
@@ -56,8 +99,8 @@ def batch(scorer, outputs, expecteds):
 def test_upstream_vectors(rouge_type, use_stemmer, target, prediction, prf):
     score = ROUGE(rouge_type=rouge_type, use_stemmer=use_stemmer)(output=prediction, expected=target)
     got = (score.metadata["precision"], score.metadata["recall"], score.metadata["fmeasure"])
-    assert got == pytest.approx(tuple(prf), abs=10 ** -PLACES)
-    assert score.score == pytest.approx(prf[2], abs=10 ** -PLACES)
+    assert got == pytest.approx(tuple(prf), abs=10**-PLACES)
+    assert score.score == pytest.approx(prf[2], abs=10**-PLACES)
 
 
 @pytest.mark.parametrize("rouge_type, targets, prediction, prf", VECTORS["multi"])
@@ -65,7 +108,7 @@ def test_upstream_multi_reference_vectors(rouge_type, targets, prediction, prf):
     score = ROUGE(rouge_type=rouge_type)(output=prediction, expected=targets)
     for key, value in zip(("precision", "recall", "fmeasure"), prf):
         if value is not None:
-            assert score.metadata[key] == pytest.approx(value, abs=10 ** -PLACES)
+            assert score.metadata[key] == pytest.approx(value, abs=10**-PLACES)
 
 
 @pytest.mark.parametrize("text, tokens", VECTORS["stemmed_tokens"])
@@ -90,8 +133,9 @@ def test_equals_rouge_score_on_generated_rows(rouge_type, use_stemmer):
 
 def test_single_call_equals_batch_and_best_reference_is_reported():
     scorer = ROUGE(rouge_type="rouge1")
-    assert [scorer(output=o, expected=e).to_dict() for o, e in ROWS[:40]] == \
-        [s.to_dict() for s in batch(scorer, OUTPUTS[:40], EXPECTEDS[:40])]
+    assert [scorer(output=o, expected=e).to_dict() for o, e in ROWS[:40]] == [
+        s.to_dict() for s in batch(scorer, OUTPUTS[:40], EXPECTEDS[:40])
+    ]
     score = scorer(output="the cat sat", expected=["a dog", "the cat sat", "the cat sat"])
     assert score.metadata["best_reference"] == 1 and score.score == 1.0 and score.metadata["nrefs"] == 3
 
@@ -114,8 +158,13 @@ def test_unicode_tokenizer():
 
 
 def test_registered_variants():
-    for name, rouge_type in (("ROUGE-1", "rouge1"), ("ROUGE-2", "rouge2"), ("ROUGE-L", "rougeL"),
-                             ("ROUGE-Lsum", "rougeLsum"), ("rougeL", "rougeL")):
+    for name, rouge_type in (
+        ("ROUGE-1", "rouge1"),
+        ("ROUGE-2", "rouge2"),
+        ("ROUGE-L", "rougeL"),
+        ("ROUGE-Lsum", "rougeLsum"),
+        ("rougeL", "rougeL"),
+    ):
         scorer = scorers.get(name)
         assert scorer.rouge_type == rouge_type
     assert scorers.get("ROUGE-1").name == "ROUGE-1"
@@ -123,23 +172,36 @@ def test_registered_variants():
 
 
 def test_signature():
-    sig = ROUGE(rouge_type="rouge2", use_stemmer=True, tokenizer="unicode")(output="a", expected="a").metadata["signature"]
-    assert {k: sig[k] for k in ("rouge_type", "use_stemmer", "tokenizer", "reference")} == \
-        {"rouge_type": "rouge2", "use_stemmer": True, "tokenizer": "unicode", "reference": REFERENCE}
+    sig = ROUGE(rouge_type="rouge2", use_stemmer=True, tokenizer="unicode")(output="a", expected="a").metadata[
+        "signature"
+    ]
+    assert {k: sig[k] for k in ("rouge_type", "use_stemmer", "tokenizer", "reference")} == {
+        "rouge_type": "rouge2",
+        "use_stemmer": True,
+        "tokenizer": "unicode",
+        "reference": REFERENCE,
+    }
     assert sig["nltk_version"] == metadata.version("nltk")
     assert REFERENCE == f"rouge-score=={metadata.version('rouge-score')}"
 
 
-@pytest.mark.parametrize("settings", [{"rouge_type": "rouge0"}, {"rouge_type": "rougeX"}, {"rouge_type": 1},
-                                      {"tokenizer": "nltk"}])
+@pytest.mark.parametrize(
+    "settings", [{"rouge_type": "rouge0"}, {"rouge_type": "rougeX"}, {"rouge_type": 1}, {"tokenizer": "nltk"}]
+)
 def test_bad_settings_raise_config_error(settings):
     with pytest.raises(ConfigError):
         ROUGE(**settings)
 
 
-@pytest.mark.parametrize("kwargs, field", [({"output": "a"}, "expected"), ({"expected": "a"}, "output"),
-                                           ({"output": "a", "expected": []}, "expected"),
-                                           ({"output": "a", "expected": [None]}, "expected")])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"output": "a"}, "expected"),
+        ({"expected": "a"}, "output"),
+        ({"output": "a", "expected": []}, "expected"),
+        ({"output": "a", "expected": [None]}, "expected"),
+    ],
+)
 def test_bad_input_raises_scorer_input_error(kwargs, field):
     with pytest.raises(ScorerInputError) as info:
         ROUGE()(**kwargs)
@@ -153,8 +215,9 @@ def test_one_scorer_shared_by_threads_gives_the_serial_numbers():
     chunks = [(OUTPUTS[i::4], EXPECTEDS[i::4]) for i in range(4)]
     with ThreadPoolExecutor(4) as pool:
         threaded = list(pool.map(lambda c: [s.metadata["fmeasure"] for s in batch(shared, *c)], chunks * 3))
-    serial = [[s.metadata["fmeasure"] for s in batch(ROUGE(rouge_type="rouge2", use_stemmer=True), *c)]
-              for c in chunks * 3]
+    serial = [
+        [s.metadata["fmeasure"] for s in batch(ROUGE(rouge_type="rouge2", use_stemmer=True), *c)] for c in chunks * 3
+    ]
     assert threaded == serial
 
 
@@ -172,16 +235,20 @@ def test_accepts_exactly_the_rouge_types_rouge_score_accepts(rouge_type):
     assert ROUGE(rouge_type=rouge_type)(output="a b d", expected="a b c").score == expected
 
 
-@pytest.mark.parametrize("name,limit", [("ROUGE-L", 100_000), ("ROUGE-Lsum", 20_000), ("ROUGE-1", None),
-                                        ("ROUGE-2", None)])
+@pytest.mark.parametrize(
+    "name,limit", [("ROUGE-L", 100_000), ("ROUGE-Lsum", 20_000), ("ROUGE-1", None), ("ROUGE-2", None)]
+)
 def test_the_lcs_types_bound_their_texts_by_default(name, limit):
     scorer = scorers.get(name)
     assert scorer.max_chars == limit
     assert scorers.get(name, max_chars=None).max_chars is None
     if limit is not None:
         long = "word " * (limit // 5) + "x"
-        with pytest.raises(ScorerInputError, match=rf"{name}: field 'expected' has {limit + 1:,} characters \(reference 1\), "
-                                                   rf"more than max_chars={limit:,}"):
+        with pytest.raises(
+            ScorerInputError,
+            match=rf"{name}: field 'expected' has {limit + 1:,} characters \(reference 1\), "
+            rf"more than max_chars={limit:,}",
+        ):
             scorer(output="word", expected=["word", long])
 
 

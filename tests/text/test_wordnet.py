@@ -1,4 +1,5 @@
 """The offline WordNet builder: Debian's WNDB files turned into nltk's corpora/wordnet."""
+
 from __future__ import annotations
 
 import gzip
@@ -125,7 +126,8 @@ def test_ensure_wordnet_without_any_copy_or_source_raises(tmp_path: Path, monkey
 
 @needs_debian_wordnet
 def test_ensure_wordnet_builds_into_the_data_dir_and_leaves_nltks_path_alone(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import nltk
 
     monkeypatch.setattr(nltk.data, "path", [])
@@ -140,7 +142,8 @@ def test_ensure_wordnet_builds_into_the_data_dir_and_leaves_nltks_path_alone(
 
 @needs_debian_wordnet
 def test_nltks_reader_reads_the_built_copy_with_the_path_added_only_while_it_reads(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import threading
 
     import nltk
@@ -183,8 +186,7 @@ def test_nltks_reader_reads_the_built_copy_with_the_path_added_only_while_it_rea
         ({}, Path.home() / ".cache" / "scorers" / "nltk_data"),
     ],
 )
-def test_data_dir_follows_the_environment(env: dict[str, str], expected: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_data_dir_follows_the_environment(env: dict[str, str], expected: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("SCORERS_NLTK_DATA", "XDG_CACHE_HOME"):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
@@ -234,8 +236,7 @@ def cache(built_index: Path, tmp_path: Path) -> Path:
 
 
 @needs_debian_wordnet
-def test_index_file_is_keyed_by_checksum_and_nltk_version_and_written_atomically(nltk_reads: Path,
-                                                                                 cache: Path) -> None:
+def test_index_file_is_keyed_by_checksum_and_nltk_version_and_written_atomically(nltk_reads: Path, cache: Path) -> None:
     import hashlib
 
     import nltk
@@ -256,8 +257,9 @@ def test_index_file_is_keyed_by_checksum_and_nltk_version_and_written_atomically
 
 
 @needs_debian_wordnet
-def test_index_is_reused_without_hashing_or_building_again(nltk_reads: Path, cache: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_index_is_reused_without_hashing_or_building_again(
+    nltk_reads: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def fail(*_: object, **__: object) -> None:
         raise AssertionError("rebuilt or re-hashed")
 
@@ -290,8 +292,9 @@ def test_changed_wordnet_files_get_a_new_index(nltk_reads: Path, cache: Path) ->
 
 
 @needs_debian_wordnet
-def test_unwritable_cache_gives_an_index_in_memory_with_a_warning(nltk_reads: Path, cache: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unwritable_cache_gives_an_index_in_memory_with_a_warning(
+    nltk_reads: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     text = next(cache.glob("wordnet-synonyms-*.tsv")).read_text(encoding="utf-8")
     monkeypatch.setattr(wordnet, "build_synonym_index", lambda read, checksum: text)
     blocker = cache / "not-a-folder"
@@ -302,8 +305,9 @@ def test_unwritable_cache_gives_an_index_in_memory_with_a_warning(nltk_reads: Pa
 
 
 @needs_debian_wordnet
-def test_index_built_from_a_zipped_corpus_equals_the_folders(nltk_reads: Path, cache: Path, tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_index_built_from_a_zipped_corpus_equals_the_folders(
+    nltk_reads: Path, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import shutil
 
     import nltk

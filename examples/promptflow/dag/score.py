@@ -1,4 +1,5 @@
 """The flow's line node: each line scored by the scorers named in flow.dag.yaml."""
+
 from promptflow.core import tool
 
 from scorers.adapters.promptflow import LineScores, score_line

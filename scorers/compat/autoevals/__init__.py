@@ -15,20 +15,45 @@ values raise instead of being ignored or shown as ``"None"``: see docs/autoevals
 >>> score.name, score.score, score.error, sorted(score.as_dict())
 ('NumericDiff', 0.9473684210526316, None, ['metadata', 'name', 'score'])
 """
+
 from __future__ import annotations
 
 from ._adapter import NotSupportedError
 from .json import JSONDiff, ValidJSON
 from .list import ListContains
 from .litellm import AsyncLiteLLMClient, LiteLLMClient
-from .llm import (DEFAULT_MODEL, Battle, ClosedQA, Factuality, Humor, LLMClassifier, ModelGradedSpec,
-                  OpenAILLMClassifier, OpenAILLMScorer, OpenAIScorer, Possible, Security, SpecFileClassifier, Sql,
-                  Summary, Translation, build_classification_tools)
+from .llm import (
+    DEFAULT_MODEL,
+    Battle,
+    ClosedQA,
+    Factuality,
+    Humor,
+    LLMClassifier,
+    ModelGradedSpec,
+    OpenAILLMClassifier,
+    OpenAILLMScorer,
+    OpenAIScorer,
+    Possible,
+    Security,
+    SpecFileClassifier,
+    Sql,
+    Summary,
+    Translation,
+    build_classification_tools,
+)
 from .moderation import Moderation
 from .number import NumericDiff
 from .oai import get_default_embedding_model, get_default_model, init
-from .ragas import (AnswerCorrectness, AnswerRelevancy, AnswerSimilarity, ContextEntityRecall, ContextPrecision,
-                    ContextRecall, ContextRelevancy, Faithfulness)
+from .ragas import (
+    AnswerCorrectness,
+    AnswerRelevancy,
+    AnswerSimilarity,
+    ContextEntityRecall,
+    ContextPrecision,
+    ContextRecall,
+    ContextRelevancy,
+    Faithfulness,
+)
 from .score import Score, Scorer
 from .serializable_data_class import SerializableDataClass
 from .string import EmbeddingSimilarity, Levenshtein, LevenshteinScorer
@@ -36,12 +61,49 @@ from .thread_utils import compute_thread_template_vars, template_uses_thread_var
 from .value import ExactMatch
 
 __all__ = [
-    "Score", "Scorer", "SerializableDataClass", "NotSupportedError", "init", "get_default_model",
-    "get_default_embedding_model", "ExactMatch", "Levenshtein", "LevenshteinScorer", "NumericDiff", "JSONDiff",
-    "ValidJSON", "ListContains", "EmbeddingSimilarity", "DEFAULT_MODEL", "ModelGradedSpec", "LLMClassifier",
-    "OpenAILLMClassifier", "OpenAIScorer", "OpenAILLMScorer", "SpecFileClassifier", "build_classification_tools",
-    "Battle", "ClosedQA", "Factuality", "Humor", "Possible", "Security", "Sql", "Summary", "Translation",
-    "Moderation", "ContextEntityRecall", "ContextRelevancy", "ContextRecall", "ContextPrecision", "Faithfulness",
-    "AnswerRelevancy", "AnswerSimilarity", "AnswerCorrectness", "LiteLLMClient", "AsyncLiteLLMClient",
-    "compute_thread_template_vars", "template_uses_thread_variables",
+    "Score",
+    "Scorer",
+    "SerializableDataClass",
+    "NotSupportedError",
+    "init",
+    "get_default_model",
+    "get_default_embedding_model",
+    "ExactMatch",
+    "Levenshtein",
+    "LevenshteinScorer",
+    "NumericDiff",
+    "JSONDiff",
+    "ValidJSON",
+    "ListContains",
+    "EmbeddingSimilarity",
+    "DEFAULT_MODEL",
+    "ModelGradedSpec",
+    "LLMClassifier",
+    "OpenAILLMClassifier",
+    "OpenAIScorer",
+    "OpenAILLMScorer",
+    "SpecFileClassifier",
+    "build_classification_tools",
+    "Battle",
+    "ClosedQA",
+    "Factuality",
+    "Humor",
+    "Possible",
+    "Security",
+    "Sql",
+    "Summary",
+    "Translation",
+    "Moderation",
+    "ContextEntityRecall",
+    "ContextRelevancy",
+    "ContextRecall",
+    "ContextPrecision",
+    "Faithfulness",
+    "AnswerRelevancy",
+    "AnswerSimilarity",
+    "AnswerCorrectness",
+    "LiteLLMClient",
+    "AsyncLiteLLMClient",
+    "compute_thread_template_vars",
+    "template_uses_thread_variables",
 ]

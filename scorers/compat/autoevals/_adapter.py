@@ -4,6 +4,7 @@
 >>> our_scorer(Levenshtein(), "string_scorer").name
 'Levenshtein'
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -73,8 +74,10 @@ def our_scorer(value: Any, option: str) -> OurScorer | str | None:
         return _Foreign(value)
     if value is None or isinstance(value, (OurScorer, str)):
         return value
-    raise ConfigError(f"{option} must be an autoevals scorer (instance or class), a scorers Scorer or a registered "
-                      f"name, got {value!r}")
+    raise ConfigError(
+        f"{option} must be an autoevals scorer (instance or class), a scorers Scorer or a registered "
+        f"name, got {value!r}"
+    )
 
 
 class Unsupported:

@@ -5,6 +5,7 @@
 >>> ValidJSON()('{"a": 1}', {"type": "object"}).score
 1.0
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,8 +21,12 @@ class JSONDiff(Adapter):
     """Recursive JSON similarity; ``string_scorer``/``number_scorer`` may be autoevals scorers (instances, classes)."""
 
     def __init__(self, string_scorer: Any = None, number_scorer: Any = None, preserve_strings: bool = False) -> None:
-        self.scorer = get("JSONDiff", string_scorer=our_scorer(string_scorer, "string_scorer"),
-                          number_scorer=our_scorer(number_scorer, "number_scorer"), preserve_strings=preserve_strings)
+        self.scorer = get(
+            "JSONDiff",
+            string_scorer=our_scorer(string_scorer, "string_scorer"),
+            number_scorer=our_scorer(number_scorer, "number_scorer"),
+            preserve_strings=preserve_strings,
+        )
 
 
 class ValidJSON(Adapter):

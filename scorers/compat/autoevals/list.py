@@ -3,6 +3,7 @@
 >>> ListContains(allow_extra_entities=True)(["a", "b"], ["a"]).score
 1.0
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,8 +23,11 @@ class ListContains(Adapter):
     """
 
     def __init__(self, pairwise_scorer: Any = None, allow_extra_entities: bool = False) -> None:
-        self.scorer = get("ListContains", pairwise_scorer=our_scorer(pairwise_scorer, "pairwise_scorer"),
-                          allow_extra_entities=allow_extra_entities)
+        self.scorer = get(
+            "ListContains",
+            pairwise_scorer=our_scorer(pairwise_scorer, "pairwise_scorer"),
+            allow_extra_entities=allow_extra_entities,
+        )
 
     def _fields(self, output: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         fields = super()._fields(output, kwargs)

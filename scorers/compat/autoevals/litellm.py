@@ -5,6 +5,7 @@ Traceback (most recent call last):
 ...
 scorers.compat.autoevals._adapter.NotSupportedError: autoevals' LiteLLMClient is not provided by scorers; use init(client=openai.OpenAI(base_url=<your LiteLLM proxy>))
 """
+
 from __future__ import annotations
 
 from ._adapter import Unsupported

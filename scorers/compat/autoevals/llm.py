@@ -16,6 +16,7 @@ errors (:class:`~scorers.errors.JudgeError`, never ``KeyError``) are ours.
 >>> [tool["function"]["name"] for tool in build_classification_tools(True, ["Yes", "No"])]
 ['select_choice']
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,9 +30,25 @@ from ...registry import get
 from ._adapter import Adapter, NotSupportedError, Unsupported
 from .oai import DEFAULT_COMPLETION_MODEL, get_default_model
 
-__all__ = ["DEFAULT_MODEL", "ModelGradedSpec", "LLMClassifier", "OpenAILLMClassifier", "OpenAIScorer",
-           "OpenAILLMScorer", "SpecFileClassifier", "build_classification_tools", "Battle", "ClosedQA", "Factuality",
-           "Humor", "Possible", "Security", "Sql", "Summary", "Translation"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "ModelGradedSpec",
+    "LLMClassifier",
+    "OpenAILLMClassifier",
+    "OpenAIScorer",
+    "OpenAILLMScorer",
+    "SpecFileClassifier",
+    "build_classification_tools",
+    "Battle",
+    "ClosedQA",
+    "Factuality",
+    "Humor",
+    "Possible",
+    "Security",
+    "Sql",
+    "Summary",
+    "Translation",
+]
 
 #: The judge model used when neither ``model=`` nor ``init(default_model=...)`` names one.
 DEFAULT_MODEL = DEFAULT_COMPLETION_MODEL
@@ -42,29 +59,50 @@ def _template_value(value: Any) -> Any:
     return value if value is None or isinstance(value, str) else str(value)
 
 
-def _judge_settings(*, model: str | None, max_tokens: int | None, temperature: float | None,
-                    reasoning_effort: str | None, reasoning_enabled: bool | None, reasoning_budget: int | None,
-                    use_responses_api: bool | None, engine: Any, api_key: str | None, base_url: str | None,
-                    client: Any, extra_args: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def _judge_settings(
+    *,
+    model: str | None,
+    max_tokens: int | None,
+    temperature: float | None,
+    reasoning_effort: str | None,
+    reasoning_enabled: bool | None,
+    reasoning_budget: int | None,
+    use_responses_api: bool | None,
+    engine: Any,
+    api_key: str | None,
+    base_url: str | None,
+    client: Any,
+    extra_args: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Our judge's keyword arguments for autoevals' options, and autoevals' ``extra_args`` (request options set)."""
     model = model or get_default_model()
     extra = {**(extra_args or {}), "reasoning_enabled": reasoning_enabled, "reasoning_budget": reasoning_budget}
     extra = {key: value for key, value in extra.items() if value is not None}
     settings: dict[str, Any] = {
-        "model": model, "temperature": temperature, "max_tokens": max_tokens, "reasoning_effort": reasoning_effort,
+        "model": model,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "reasoning_effort": reasoning_effort,
         "api": "responses" if model.startswith("gpt-5") or use_responses_api else "chat",
-        "extra_args": extra or None}
+        "extra_args": extra or None,
+    }
     if engine is not None and not isinstance(engine, LLMEngine):
-        raise NotSupportedError(f"engine={engine!r}: autoevals' engine names a legacy (Azure) OpenAI deployment; "
-                                "pass client=openai.AzureOpenAI(...), or engine=scorers.llm.LLMEngine(...)")
+        raise NotSupportedError(
+            f"engine={engine!r}: autoevals' engine names a legacy (Azure) OpenAI deployment; "
+            "pass client=openai.AzureOpenAI(...), or engine=scorers.llm.LLMEngine(...)"
+        )
     if api_key is not None or base_url is not None:
         if engine is not None:
             raise ConfigError("pass engine= or api_key=/base_url=, not both")
         engine = LLMEngine(client=client, api_key=api_key, base_url=base_url)
         client = None
     settings.update(engine=engine, client=client)
-    request_options = {"temperature": temperature, "max_tokens": max_tokens, "reasoning_effort": reasoning_effort,
-                       **extra}
+    request_options = {
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "reasoning_effort": reasoning_effort,
+        **extra,
+    }
     return settings, {key: value for key, value in request_options.items() if value is not None}
 
 
@@ -94,29 +132,54 @@ class OpenAILLMClassifier(_Judge):
     A message whose content is empty is left out of the request.
     """
 
-    def __init__(self, name: str, messages: Sequence[Mapping[str, str]], model: str | None,
-                 choice_scores: Mapping[str, float], classification_tools: Sequence[Mapping[str, Any]],
-                 render_args: Mapping[str, Any] | None = None, max_tokens: int | None = None,
-                 temperature: float | None = None, reasoning_effort: str | None = None,
-                 reasoning_enabled: bool | None = None, reasoning_budget: int | None = None,
-                 use_responses_api: bool | None = None, engine: Any = None, api_key: str | None = None,
-                 base_url: str | None = None, client: Any = None, extra_args: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        messages: Sequence[Mapping[str, str]],
+        model: str | None,
+        choice_scores: Mapping[str, float],
+        classification_tools: Sequence[Mapping[str, Any]],
+        render_args: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        reasoning_effort: str | None = None,
+        reasoning_enabled: bool | None = None,
+        reasoning_budget: int | None = None,
+        use_responses_api: bool | None = None,
+        engine: Any = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: Any = None,
+        extra_args: Mapping[str, Any] | None = None,
+    ) -> None:
         settings, self.extra_args = _judge_settings(
-            model=model, max_tokens=max_tokens, temperature=temperature, reasoning_effort=reasoning_effort,
-            reasoning_enabled=reasoning_enabled, reasoning_budget=reasoning_budget,
-            use_responses_api=use_responses_api, engine=engine, api_key=api_key, base_url=base_url, client=client,
-            extra_args=extra_args)
+            model=model,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            reasoning_effort=reasoning_effort,
+            reasoning_enabled=reasoning_enabled,
+            reasoning_budget=reasoning_budget,
+            use_responses_api=use_responses_api,
+            engine=engine,
+            api_key=api_key,
+            base_url=base_url,
+            client=client,
+            extra_args=extra_args,
+        )
         kept = [dict(m) for m in messages if not (isinstance(m.get("content"), str) and not m["content"].strip())]
-        self.scorer = _OurClassifier(name, messages=kept, choice_scores=choice_scores,
-                                     use_cot=_uses_cot(classification_tools), **settings)
+        self.scorer = _OurClassifier(
+            name, messages=kept, choice_scores=choice_scores, use_cot=_uses_cot(classification_tools), **settings
+        )
         self._bind_render_args(render_args or {})
 
 
 def _uses_cot(tools: Sequence[Mapping[str, Any]]) -> bool:
     names = [tool.get("function", {}).get("name") for tool in tools]
     if any(name != "select_choice" for name in names):
-        raise NotSupportedError(f"classification_tools {names}: our judges answer through their own select_choice "
-                                "tool; pass [] or build_classification_tools(use_cot, choices)")
+        raise NotSupportedError(
+            f"classification_tools {names}: our judges answer through their own select_choice "
+            "tool; pass [] or build_classification_tools(use_cot, choices)"
+        )
     return any("reasons" in tool["function"].get("parameters", {}).get("properties", {}) for tool in tools)
 
 
@@ -141,26 +204,51 @@ class LLMClassifier(_Judge):
     request parameters), ``reasoning_enabled`` and ``reasoning_budget`` are sent verbatim.
     """
 
-    def __init__(self, name: str, prompt_template: str, choice_scores: Mapping[str, float],
-                 model: str | None = None, use_cot: bool = True, max_tokens: int | None = None,
-                 temperature: float | None = None, reasoning_effort: str | None = None,
-                 reasoning_enabled: bool | None = None, reasoning_budget: int | None = None,
-                 use_responses_api: bool | None = None, engine: Any = None, api_key: str | None = None,
-                 base_url: str | None = None, client: Any = None, extra_args: Mapping[str, Any] | None = None,
-                 **extra_render_args: Any) -> None:
+    def __init__(
+        self,
+        name: str,
+        prompt_template: str,
+        choice_scores: Mapping[str, float],
+        model: str | None = None,
+        use_cot: bool = True,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        reasoning_effort: str | None = None,
+        reasoning_enabled: bool | None = None,
+        reasoning_budget: int | None = None,
+        use_responses_api: bool | None = None,
+        engine: Any = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: Any = None,
+        extra_args: Mapping[str, Any] | None = None,
+        **extra_render_args: Any,
+    ) -> None:
         settings, self.extra_args = _judge_settings(
-            model=model, max_tokens=max_tokens, temperature=temperature, reasoning_effort=reasoning_effort,
-            reasoning_enabled=reasoning_enabled, reasoning_budget=reasoning_budget,
-            use_responses_api=use_responses_api, engine=engine, api_key=api_key, base_url=base_url, client=client,
-            extra_args=extra_args)
+            model=model,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            reasoning_effort=reasoning_effort,
+            reasoning_enabled=reasoning_enabled,
+            reasoning_budget=reasoning_budget,
+            use_responses_api=use_responses_api,
+            engine=engine,
+            api_key=api_key,
+            base_url=base_url,
+            client=client,
+            extra_args=extra_args,
+        )
         self.scorer = _OurClassifier(name, prompt_template, choice_scores, use_cot=use_cot, **settings)
         self._bind_render_args(extra_render_args)
 
     @classmethod
     def from_spec(cls, name: str, spec: ModelGradedSpec, client: Any = None, **kwargs: Any) -> "LLMClassifier":
         """A judge from a :class:`ModelGradedSpec`; keyword arguments win over the spec's settings."""
-        settings = {key: getattr(spec, key) for key in ("model", "engine", "use_cot", "temperature", "max_tokens")
-                    if getattr(spec, key) is not None}
+        settings = {
+            key: getattr(spec, key)
+            for key in ("model", "engine", "use_cot", "temperature", "max_tokens")
+            if getattr(spec, key) is not None
+        }
         return cls(name, spec.prompt, spec.choice_scores, client=client, **{**settings, **kwargs})
 
     @classmethod
@@ -191,15 +279,34 @@ class SpecFileClassifier(_Judge):
 
     template_name: ClassVar[str]
 
-    def __init__(self, model: str | None = None, engine: Any = None, use_cot: bool | None = None,
-                 max_tokens: int | None = None, temperature: float | None = None,
-                 use_responses_api: bool | None = None, api_key: str | None = None, base_url: str | None = None,
-                 client: Any = None, reasoning_effort: str | None = None,
-                 extra_args: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        model: str | None = None,
+        engine: Any = None,
+        use_cot: bool | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        use_responses_api: bool | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: Any = None,
+        reasoning_effort: str | None = None,
+        extra_args: Mapping[str, Any] | None = None,
+    ) -> None:
         settings, self.extra_args = _judge_settings(
-            model=model, max_tokens=max_tokens, temperature=temperature, reasoning_effort=reasoning_effort,
-            reasoning_enabled=None, reasoning_budget=None, use_responses_api=use_responses_api, engine=engine,
-            api_key=api_key, base_url=base_url, client=client, extra_args=extra_args)
+            model=model,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            reasoning_effort=reasoning_effort,
+            reasoning_enabled=None,
+            reasoning_budget=None,
+            use_responses_api=use_responses_api,
+            engine=engine,
+            api_key=api_key,
+            base_url=base_url,
+            client=client,
+            extra_args=extra_args,
+        )
         if use_cot is not None:
             settings["use_cot"] = use_cot
         self.scorer = get(self.template_name, **settings)
@@ -207,8 +314,9 @@ class SpecFileClassifier(_Judge):
 
 def build_classification_tools(useCoT: bool, choice_strings: Sequence[str]) -> list[dict[str, Any]]:  # noqa: N803
     """The ``select_choice`` tool our judges send for these choices (with a ``reasons`` property when ``useCoT``)."""
-    judge = _OurClassifier("select_choice", "Choose.", {choice: 0 for choice in choice_strings}, use_cot=useCoT,
-                           model=DEFAULT_MODEL)
+    judge = _OurClassifier(
+        "select_choice", "Choose.", {choice: 0 for choice in choice_strings}, use_cot=useCoT, model=DEFAULT_MODEL
+    )
     return [dict(tool) for tool in judge.build_request({}).tools or ()]
 
 

@@ -5,6 +5,7 @@ Traceback (most recent call last):
 ...
 scorers.compat.autoevals._adapter.NotSupportedError: autoevals' Moderation is not provided by scorers; use the OpenAI moderation endpoint (client.moderations.create) directly
 """
+
 from __future__ import annotations
 
 from ._adapter import Unsupported

@@ -3,6 +3,7 @@
 >>> NumericDiff()(1, 2).score
 0.6666666666666667
 """
+
 from __future__ import annotations
 
 from ...registry import get

@@ -14,6 +14,7 @@ gateway and wrappers, OpenAI SDK v0) is not provided: those names raise when use
 >>> get_default_model(), get_default_embedding_model()
 ('gpt-5-mini', 'text-embedding-ada-002')
 """
+
 from __future__ import annotations
 
 import threading
@@ -23,9 +24,19 @@ from ...errors import ConfigError
 from ...llm import configure
 from ._adapter import Unsupported, unsupported_function
 
-__all__ = ["init", "get_default_model", "get_default_embedding_model", "DEFAULT_COMPLETION_MODEL",
-           "DEFAULT_EMBEDDING_MODEL", "GATEWAY_URL", "LLMClient", "OpenAIV0Module", "OpenAIV1Module",
-           "prepare_openai", "get_openai_wrappers"]
+__all__ = [
+    "init",
+    "get_default_model",
+    "get_default_embedding_model",
+    "DEFAULT_COMPLETION_MODEL",
+    "DEFAULT_EMBEDDING_MODEL",
+    "GATEWAY_URL",
+    "LLMClient",
+    "OpenAIV0Module",
+    "OpenAIV1Module",
+    "prepare_openai",
+    "get_openai_wrappers",
+]
 
 #: autoevals' judge model when ``init`` names none.
 DEFAULT_COMPLETION_MODEL = "gpt-5-mini"

@@ -4,6 +4,7 @@
 >>> issubclass(Levenshtein, ScorerWithPartial)
 True
 """
+
 from __future__ import annotations
 
 from .score import Scorer

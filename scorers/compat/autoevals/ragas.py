@@ -5,13 +5,23 @@ Traceback (most recent call last):
 ...
 scorers.compat.autoevals._adapter.NotSupportedError: autoevals' Faithfulness is not provided by scorers; use an LLMClassifier template written for the question (see `python -m scorers list --kind llm`)
 """
+
 from __future__ import annotations
 
 from ._adapter import Unsupported
 from .llm import OpenAILLMScorer
 
-__all__ = ["OpenAILLMScorer", "ContextEntityRecall", "ContextRelevancy", "ContextRecall", "ContextPrecision",
-           "Faithfulness", "AnswerRelevancy", "AnswerSimilarity", "AnswerCorrectness"]
+__all__ = [
+    "OpenAILLMScorer",
+    "ContextEntityRecall",
+    "ContextRelevancy",
+    "ContextRecall",
+    "ContextPrecision",
+    "Faithfulness",
+    "AnswerRelevancy",
+    "AnswerSimilarity",
+    "AnswerCorrectness",
+]
 
 
 class _Ragas(Unsupported):

@@ -3,6 +3,7 @@
 >>> Score(name="Mine", score=0.5).as_dict()
 {'name': 'Mine', 'score': 0.5, 'metadata': {}}
 """
+
 from __future__ import annotations
 
 import abc
@@ -32,8 +33,11 @@ class Score(SerializableDataClass):
     def __post_init__(self) -> None:
         self.score = _score.Score(self.name, self.score, self.metadata).score
         if self.error is not None:
-            warnings.warn("Score.error is deprecated (as in autoevals): scorers raise their errors",
-                          DeprecationWarning, stacklevel=3)
+            warnings.warn(
+                "Score.error is deprecated (as in autoevals): scorers raise their errors",
+                DeprecationWarning,
+                stacklevel=3,
+            )
 
     def as_dict(self) -> dict[str, Any]:
         """``{name, score, metadata}`` (``error`` is left out, as in autoevals)."""
@@ -90,8 +94,16 @@ class Scorer(abc.ABC):
     def partial(cls, **kwargs: Any) -> type["Scorer"]:
         """A subclass with ``kwargs`` bound to every call (call-time arguments win); its name stays ``cls``'s."""
         bound = {**cls._partial_kwargs, **kwargs}
-        return type(cls.__name__, (cls,), {"_partial_kwargs": bound, "__module__": cls.__module__,
-                                           "__qualname__": cls.__qualname__, "__doc__": cls.__doc__})
+        return type(
+            cls.__name__,
+            (cls,),
+            {
+                "_partial_kwargs": bound,
+                "__module__": cls.__module__,
+                "__qualname__": cls.__qualname__,
+                "__doc__": cls.__doc__,
+            },
+        )
 
     @classmethod
     def _partial_args(cls) -> dict[str, Any]:

@@ -8,6 +8,7 @@
 >>> Point.from_dict({"x": 1}).as_json()
 '{"x": 1, "label": null}'
 """
+
 from __future__ import annotations
 
 import dataclasses

@@ -5,6 +5,7 @@
 >>> LevenshteinScorer is Levenshtein
 True
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,10 @@ class Levenshtein(Adapter):
         self.scorer = get("Levenshtein")
 
     def _fields(self, output: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-        return {name: value if value is None or isinstance(value, str) or name not in ("output", "expected")
-                else str(value) for name, value in super()._fields(output, kwargs).items()}
+        return {
+            name: value if value is None or isinstance(value, str) or name not in ("output", "expected") else str(value)
+            for name, value in super()._fields(output, kwargs).items()
+        }
 
 
 LevenshteinScorer = Levenshtein
@@ -43,12 +46,27 @@ class EmbeddingSimilarity(Adapter):
     ``expected`` as several references).
     """
 
-    def __init__(self, prefix: str = "", model: str | None = None, expected_min: float = 0.7,
-                 api_key: str | None = None, base_url: str | None = None, client: Any = None) -> None:
+    def __init__(
+        self,
+        prefix: str = "",
+        model: str | None = None,
+        expected_min: float = 0.7,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: Any = None,
+    ) -> None:
         if client is None and api_key is None and base_url is None:
             client = configured_client()
-        self.scorer = get("EmbeddingSimilarity", provider="openai", model=model or get_default_embedding_model(),
-                          prefix=prefix, expected_min=expected_min, client=client, api_key=api_key, base_url=base_url)
+        self.scorer = get(
+            "EmbeddingSimilarity",
+            provider="openai",
+            model=model or get_default_embedding_model(),
+            prefix=prefix,
+            expected_min=expected_min,
+            client=client,
+            api_key=api_key,
+            base_url=base_url,
+        )
 
     def _fields(self, output: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         fields = super()._fields(output, kwargs)

@@ -5,6 +5,7 @@ Traceback (most recent call last):
 ...
 scorers.compat.autoevals._adapter.NotSupportedError: autoevals' template_uses_thread_variables is not provided by scorers; use a template variable holding the conversation as text, passed at call time
 """
+
 from __future__ import annotations
 
 from ._adapter import unsupported_function

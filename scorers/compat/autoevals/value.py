@@ -3,6 +3,7 @@
 >>> ExactMatch()({"a": 1}, '{"a": 1}').score
 1.0
 """
+
 from __future__ import annotations
 
 from ...registry import get

@@ -10,6 +10,7 @@ definitions plus problems (file, key, line); nothing here imports a judge.
 >>> definition.kind, definition.template.variables, dict(definition.settings), problems
 ('classifier', ('output',), {'use_cot': False}, [])
 """
+
 from __future__ import annotations
 
 import os
@@ -72,8 +73,9 @@ def camel_case(stem: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"[_\-\s.]+", stem) if part)
 
 
-def parse_document(data: Any, path: Path | None, lines: Mapping[str, int] | None = None
-                   ) -> tuple[list[Definition], list[Problem]]:
+def parse_document(
+    data: Any, path: Path | None, lines: Mapping[str, int] | None = None
+) -> tuple[list[Definition], list[Problem]]:
     """The definitions in one parsed YAML document, and every problem found."""
     from . import openai_evals, ours
 
@@ -97,8 +99,11 @@ def parse_document(data: Any, path: Path | None, lines: Mapping[str, int] | None
             if definition:
                 out.append(definition)
         return out, list(problems)
-    problems.add("", "not a judge template: expected prompt (or messages) and the kind's settings, "
-                     "or OpenAI evals model-graded specs")
+    problems.add(
+        "",
+        "not a judge template: expected prompt (or messages) and the kind's settings, "
+        "or OpenAI evals model-graded specs",
+    )
     return [], list(problems)
 
 

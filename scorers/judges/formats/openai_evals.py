@@ -3,6 +3,7 @@
 
 ``completion`` becomes ``output`` and ``ideal`` becomes ``expected``; scores outside [0, 1] are rescaled.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,15 @@ from . import Definition, Problems
 __all__ = ["parse"]
 
 _KEYS = {
-    "prompt", "choice_strings", "choice_scores", "input_outputs", "eval_type", "output_template",
-    "key", "group", "format_type",
+    "prompt",
+    "choice_strings",
+    "choice_scores",
+    "input_outputs",
+    "eval_type",
+    "output_template",
+    "key",
+    "group",
+    "format_type",
 }
 _ROLES = ("system", "user", "assistant")
 
@@ -40,14 +48,17 @@ def _check_choice_key(key: Any, where: str, problems: Problems) -> bool:
 def _evals_choice_strings(raw: Any, problems: Problems, key: str) -> list[str] | None:
     if isinstance(raw, str):
         if raw.startswith("from_n"):
-            problems.add(key, f"{raw!r} needs the number of completions (multi-completion specs are not supported); "
-                              "list the choices instead")
+            problems.add(
+                key,
+                f"{raw!r} needs the number of completions (multi-completion specs are not supported); "
+                "list the choices instead",
+            )
             return None
         choices = list(raw)
     elif isinstance(raw, list) and raw:
         choices = raw
     else:
-        problems.add(key, "must be a list of choices or a string of one-character choices like \"ABCDE\"")
+        problems.add(key, 'must be a list of choices or a string of one-character choices like "ABCDE"')
         return None
     good = []
     for choice in choices:
@@ -80,10 +91,13 @@ def parse(spec_name: str, data: Any, file: str | None, problems: Problems) -> De
         io = {}
     rename = {"ideal": "expected"}
     if len(io) == 1:
-        (sample_key, completion), = io.items()
+        ((sample_key, completion),) = io.items()
         rename.update({completion: "output", sample_key: "input"})
-    choices = _evals_choice_strings(data["choice_strings"], problems, prefix + "choice_strings") \
-        if "choice_strings" in data else None
+    choices = (
+        _evals_choice_strings(data["choice_strings"], problems, prefix + "choice_strings")
+        if "choice_strings" in data
+        else None
+    )
     scores: dict[str, float] | None = None
     description = f"OpenAI evals model-graded spec {spec_name!r}"
     raw_scores = data.get("choice_scores")
@@ -94,11 +108,14 @@ def parse(spec_name: str, data: Any, file: str | None, problems: Problems) -> De
             except ValueError:
                 problems.add(prefix + "choice_scores", "from_strings needs numeric choice strings")
                 values = None
-        elif isinstance(raw_scores, Mapping) and set(map(str, raw_scores)) == set(choices) \
-                and all(_is_number(v) for v in raw_scores.values()):
+        elif (
+            isinstance(raw_scores, Mapping)
+            and set(map(str, raw_scores)) == set(choices)
+            and all(_is_number(v) for v in raw_scores.values())
+        ):
             values = {c: float(raw_scores[c]) for c in choices}
         else:
-            problems.add(prefix + "choice_scores", "must be \"from_strings\" or map every choice string to a number")
+            problems.add(prefix + "choice_scores", 'must be "from_strings" or map every choice string to a number')
             values = None
         if values is not None:
             low, high = min(values.values()), max(values.values())
@@ -116,9 +133,14 @@ def parse(spec_name: str, data: Any, file: str | None, problems: Problems) -> De
     try:
         if isinstance(raw_prompt, str) and raw_prompt.strip():
             messages = (("user", format_to_jinja(raw_prompt.strip(), rename)),)
-        elif isinstance(raw_prompt, list) and raw_prompt and all(
+        elif (
+            isinstance(raw_prompt, list)
+            and raw_prompt
+            and all(
                 isinstance(m, Mapping) and m.get("role") in _ROLES and isinstance(m.get("content"), str)
-                for m in raw_prompt):
+                for m in raw_prompt
+            )
+        ):
             messages = tuple((m["role"], format_to_jinja(m["content"].strip(), rename)) for m in raw_prompt)
         else:
             problems.add(prefix + "prompt", "must be text or a list of {role, content} chat messages")
@@ -131,8 +153,15 @@ def parse(spec_name: str, data: Any, file: str | None, problems: Problems) -> De
     if problems or messages is None or choices is None:
         return None
     try:
-        template = JudgeTemplate(name=spec_name, choice_scores=scores, choices=tuple(choices), messages=messages,
-                                 description=description, file=file, format="openai-evals")
+        template = JudgeTemplate(
+            name=spec_name,
+            choice_scores=scores,
+            choices=tuple(choices),
+            messages=messages,
+            description=description,
+            file=file,
+            format="openai-evals",
+        )
     except TemplateError as exc:
         problems.add(prefix + "prompt", str(exc).split(": ", 1)[-1])
         return None

@@ -3,6 +3,7 @@
 Validated by the spec model (:mod:`scorers.judges.spec`); a file written for
 autoevals (``prompt`` + ``choice_scores``) is a classifier and loads unchanged.
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping
@@ -28,10 +29,13 @@ def parse(data: Mapping[str, Any], default_name: str, file: str | None, problems
     if spec is None or problems:
         return None
     name = spec.name or default_name
-    template = JudgeTemplate(name=name, messages=tuple((role, mustache_to_jinja(content))
-                                                       for role, content in spec.message_pairs()),
-                             choice_scores=getattr(spec, "choice_scores", None), description=spec.description,
-                             file=file)
+    template = JudgeTemplate(
+        name=name,
+        messages=tuple((role, mustache_to_jinja(content)) for role, content in spec.message_pairs()),
+        choice_scores=getattr(spec, "choice_scores", None),
+        description=spec.description,
+        file=file,
+    )
     settings = {k: v for k, v in spec.settings().items() if k != "choice_scores"}
     return Definition(spec.kind, template, settings)
 
@@ -41,5 +45,7 @@ def _template_texts(data: Mapping[str, Any]) -> list[tuple[str, str]]:
     texts = [("prompt", data.get("prompt"))]
     messages = data.get("messages")
     if isinstance(messages, list):
-        texts += [(f"messages[{i}].content", m.get("content")) for i, m in enumerate(messages) if isinstance(m, Mapping)]
+        texts += [
+            (f"messages[{i}].content", m.get("content")) for i, m in enumerate(messages) if isinstance(m, Mapping)
+        ]
     return [(key, mustache_to_jinja(text.strip())) for key, text in texts if isinstance(text, str) and text.strip()]

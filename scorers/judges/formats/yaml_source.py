@@ -6,6 +6,7 @@ template never means (duplicate keys, a list as a key, an alias inside its own
 anchor) and values Python refuses (a 13th month, an integer of 5,000 digits) are
 located problems, never tracebacks.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,8 +33,9 @@ def read_text(path: Path) -> str:
         with open(path, "rb") as handle:
             data = handle.read(MAX_TEMPLATE_FILE_BYTES + 1)
         if len(data) > MAX_TEMPLATE_FILE_BYTES:
-            raise SourceError(f"the file is larger than {MAX_TEMPLATE_FILE_BYTES:,} bytes, the limit for a "
-                              "template file")
+            raise SourceError(
+                f"the file is larger than {MAX_TEMPLATE_FILE_BYTES:,} bytes, the limit for a template file"
+            )
         return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"cannot read the file: {exc}") from None
@@ -49,8 +51,9 @@ def load(text: str) -> tuple[Any, Any]:
         raise SourceError(exc.problem, exc.problem_mark.line + 1) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise SourceError(f"invalid YAML: {getattr(exc, 'problem', None) or exc}",
-                          mark.line + 1 if mark else None) from None
+        raise SourceError(
+            f"invalid YAML: {getattr(exc, 'problem', None) or exc}", mark.line + 1 if mark else None
+        ) from None
     except (ValueError, OverflowError) as exc:  # a value YAML reads but Python refuses (a 13th month ...)
         raise SourceError(f"invalid YAML value: {exc}") from None
     finally:
@@ -106,8 +109,13 @@ class _BoundedLoader(yaml.SafeLoader):
         if depth > MAX_YAML_DEPTH:
             raise _LimitError(None, None, _too_deep(), mark)
         if count > MAX_YAML_NODES:
-            raise _LimitError(None, None, f"the file holds more than {MAX_YAML_NODES:,} values, counting each "
-                                          "alias (*name) as a copy of what it names", mark)
+            raise _LimitError(
+                None,
+                None,
+                f"the file holds more than {MAX_YAML_NODES:,} values, counting each "
+                "alias (*name) as a copy of what it names",
+                mark,
+            )
         self._measures[id(node)] = (count, depth)
 
 
@@ -123,8 +131,9 @@ def _construct_mapping(loader: _BoundedLoader, node: Any, deep: bool = False) ->
         try:
             duplicate = key in seen
         except TypeError:
-            raise yaml.constructor.ConstructorError(None, None, f"a {type(key).__name__} cannot be a key",
-                                                    key_node.start_mark) from None
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a {type(key).__name__} cannot be a key", key_node.start_mark
+            ) from None
         if duplicate:
             raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         seen.add(key)

@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO, Union
 
+from ._replies_format import REPLIES_FORMAT
 from ._util import is_int, memoize, optional_import
 from .errors import ConfigError
 
@@ -236,23 +237,6 @@ class Reply:
                 _text_value(value, "choice"), reasons=None if reasons is None else _text_value(reasons, "reasons")
             )
         return cls.text(_text_value(value, "text"))
-
-
-#: The ``--replies`` file of ``python -m scorers loopback``, read by :func:`load_rules`.
-REPLIES_FORMAT = """replies file (--replies FILE): JSON Lines, one rule per line, tried in order before the
-automatic answer; a rule without "match" answers every request:
-  {"match": "TEXT", "reply": REPLY, "times": N}
-    match  a substring of the request's last user message (the rendered judge prompt)
-    times  answer at most N matching requests, then let later rules answer (optional)
-  REPLY is one of:
-    {"choice": "C", "reasons": "same facts"}        a select_choice call (classifier and pairwise judges)
-    {"tool": "grade_rubric", "arguments": {...}}    any other tool call
-    {"json": {...}}                                 a JSON message (response_mode json, json_object)
-    {"text": "..."}                                 a plain message (response_mode text)
-    {"error": 400, "message": "..."}                an HTTP error (400 is rejected at once; 429, 5xx are retried)
-example:
-  {"match": "Venus is the closest planet", "reply": {"choice": "D", "reasons": "Mercury is"}}
-"""
 
 
 Matcher = Union[str, "re.Pattern[str]", Callable[["RecordedRequest"], bool], None]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..testing import REPLIES_FORMAT
+from .._replies_format import REPLIES_FORMAT
 from ._common import Command
 
 LOOPBACK_EPILOG = (

@@ -1,4 +1,5 @@
-"""Reading rows from JSONL, JSON or CSV files, and durable JSONL results with resume.
+"""Every read and write of rows: JSONL, JSON, CSV or Parquet input, durable JSONL results with resume, and
+Parquet results.
 
 Input files are UTF-8 (a byte-order mark is dropped); other bytes are a
 :class:`DataError` naming the file, line and byte offset.
@@ -32,6 +33,7 @@ import codecs
 import contextlib
 import csv
 import errno
+import importlib
 import io
 import json
 import os
@@ -42,11 +44,12 @@ import time
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Mapping
 
-from ._util import json_error_reason
-from .errors import DataError
+from ._util import is_int, json_error_reason
+from .errors import ConfigError, DataError
 
 __all__ = [
     "read_rows",
+    "read_input",
     "count_rows",
     "ResultWriter",
     "json_line",
@@ -58,6 +61,9 @@ __all__ = [
     "escape_input_keys",
     "input_row",
     "record_matches",
+    "ParquetResultWriter",
+    "import_pyarrow",
+    "lone_surrogate",
 ]
 
 FORMATS = ("jsonl", "json", "csv")
@@ -373,3 +379,218 @@ class ResultWriter:
             return
         with contextlib.suppress(OSError, DataError):  # the error on its way out is the one to report
             self.close()
+
+
+def read_input(path: str | os.PathLike[str], fmt: str | None = None) -> Iterator[dict[str, Any]]:
+    """Rows of a JSONL / JSON / CSV file (:func:`read_rows`) or of a Parquet file (``fmt="parquet"`` or a
+    ``.parquet`` name; needs pyarrow)."""
+    path = str(path)
+    if fmt == "parquet" or (fmt is None and path.lower().endswith(".parquet")):
+        if not os.path.exists(path):
+            raise DataError(f"{path}: no such file")
+        parquet = import_pyarrow("parquet input", "pyarrow.parquet")
+        return iter(parquet.read_table(path).to_pylist())
+    return read_rows(path, fmt)
+
+
+def import_pyarrow(what: str, module: str = "pyarrow") -> Any:
+    """``module`` (pyarrow or one of its modules), or a ConfigError saying that ``what`` needs pyarrow."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ConfigError(
+            f"{what} needs pyarrow, which is not installed; install it with: "
+            "pip install 'scorers[ray]' (or 'scorers[spark]')"
+        ) from None
+
+
+def lone_surrogate(row: Mapping[str, Any]) -> tuple[str, str] | None:
+    """Where in ``row`` a text (a value or a key, at any depth) holds a lone surrogate, and the surrogate:
+    ``("field 'a'", "\\ud800")``, ``("field 'a', at [1]['b']", ...)`` or ``("field name 'x\\udc00'", ...)``."""
+    for key in row:
+        char = _surrogate_in(key)
+        if char is not None:
+            return f"field name {key!r}", char
+    stack: list[tuple[tuple[Any, ...], Any]] = [((key,), row[key]) for key in reversed(list(row))]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            char = _surrogate_in(value)
+        elif isinstance(value, Mapping):
+            char = next((c for c in map(_surrogate_in, value) if c is not None), None)
+            stack.extend(((*path, key), value[key]) for key in reversed(list(value)))
+        elif isinstance(value, (list, tuple)):
+            char = None
+            stack.extend(((*path, i), item) for i, item in reversed(list(enumerate(value))))
+        else:
+            continue
+        if char is not None:
+            inside = "".join(f"[{step!r}]" for step in path[1:])
+            return f"field {path[0]!r}" + (f", at {inside}" if inside else ""), char
+    return None
+
+
+def _surrogate_in(text: Any) -> str | None:
+    """The first lone surrogate of ``text`` (a str), or None."""
+    if not isinstance(text, str) or text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return text[exc.start]
+    return None
+
+
+class ParquetResultWriter:
+    """The records of a run as one Parquet file, written on close: the row's fields, ``scores`` (a struct of
+    floats), and ``errors``, ``stats`` and ``metadata_scores`` as JSON text (null when absent).
+
+    A column that only later rows have is kept (null before). The file is opened at once, so an unwritable path
+    stops the run before anything is scored. What Parquet cannot hold is a :class:`DataError` at the row that
+    holds it, rows counted from 0 as written: a text (value or column name) with a lone surrogate (``"\\ud800"``,
+    valid JSON, but a Parquet string is UTF-8), or a column whose values are of two types; the rows before it are
+    written, and JSONL (which keeps every value JSON can carry) is the way to write such rows. The JSON text
+    columns hold a lone surrogate as a ``\\u`` escape (:func:`utf8_json`), read back as the same text.
+    A file that cannot be written (no space left, ...) is a DataError too.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._pq = import_pyarrow("Parquet output", "pyarrow.parquet")
+        self._records: list[dict[str, Any]] = []
+        self._kinds: dict[str, str] = {}  # column -> the kind of value its rows hold so far
+        try:
+            self._fh: Any = open(path, "wb")
+        except OSError as exc:
+            raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self._fh is None:
+            raise ValueError(f"{self.path} is closed")
+        row = {key: value for key, value in record.items() if key not in _JSON_COLUMNS}
+        problem = self._unwritable(row)
+        if problem is not None:
+            self._refuse(problem)
+        for key in _JSON_COLUMNS:
+            try:
+                row[key] = utf8_json(record[key], default=str) if key in record else None
+            except (RecursionError, ValueError) as exc:
+                reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+                self._refuse(f"{key} cannot be JSON text ({reason})")
+        for key, value in row.items():
+            kind = _kind(value)
+            if kind is not None and key not in _JSON_COLUMNS:
+                self._kinds.setdefault(key, kind)
+        self._records.append(row)
+
+    def _unwritable(self, row: Mapping[str, Any]) -> str | None:
+        found = lone_surrogate(row)
+        if found is not None:
+            where, char = found
+            return (
+                f"{where.replace('field', 'column', 1)}, holds a lone surrogate ({char!r}: valid JSON, but not "
+                "Unicode text), which a Parquet string (UTF-8) cannot hold"
+            )
+        for key, value in row.items():
+            kind, before = _kind(value), self._kinds.get(key)
+            if None not in (kind, before) and kind != before:
+                return (
+                    f"column {key!r} holds {kind}, where the rows before hold {before}; a Parquet column has one type"
+                )
+            if is_int(value) and not -(2**63) <= value < 2**63:
+                return f"column {key!r} holds an integer beyond 64 bits, which a Parquet column cannot hold"
+        return None
+
+    def _refuse(self, problem: str) -> None:
+        """Write the rows so far and raise the DataError of the row that Parquet cannot hold."""
+        written = len(self._records)
+        message = (
+            f"cannot write {self.path}: row {written}, {problem}; write JSONL instead (-o OUT.jsonl keeps "
+            "every value JSON can carry)"
+        )
+        try:
+            self.close()
+        except DataError as exc:
+            raise DataError(f"{message}; and the rows before it are not written either: {exc}") from None
+        raise DataError(f"{message}; {self.path} holds the {written} row{'' if written == 1 else 's'} before it")
+
+    def flush(self) -> None:
+        """Nothing to do: the file is written whole on close."""
+
+    def close(self) -> None:
+        """Write the file (once; closing again does nothing)."""
+        if self._fh is None:
+            return
+        fh, self._fh = self._fh, None
+        try:
+            table = self._table()
+            self._pq.write_table(table, fh)
+            fh.close()
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # the same failed flush again; the descriptor is closed
+                fh.close()
+            once = "there is space" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "that is fixed"
+            raise DataError(
+                f"cannot write {self.path}: {exc.strerror or exc}; a Parquet file is written whole at "
+                f"the end, so {self.path} is incomplete: run again once {once}, or write JSONL "
+                "(-o OUT.jsonl), which keeps each row as it is scored and continues with --resume"
+            ) from None
+        except BaseException:
+            with contextlib.suppress(OSError):
+                fh.close()
+            raise
+
+    def _table(self) -> Any:
+        """The records as one table: every column any record has (input columns first, then the run's keys)."""
+        import pyarrow as pa
+
+        names = dict.fromkeys(key for record in self._records for key in record if key not in RESULT_KEYS)
+        names.update(dict.fromkeys(key for key in RESULT_KEYS if any(key in r for r in self._records)))
+        arrays = []
+        for name in names:
+            try:
+                arrays.append(pa.array([record.get(name) for record in self._records]))
+            except (
+                pa.ArrowInvalid,
+                pa.ArrowTypeError,
+                pa.ArrowNotImplementedError,
+                OverflowError,
+                RecursionError,
+            ) as exc:
+                raise DataError(
+                    f"cannot write {self.path}: column {name!r} cannot be one Parquet column ({exc}); "
+                    "nothing is written: write JSONL instead (-o OUT.jsonl keeps every value JSON can "
+                    "carry)"
+                ) from None
+        return pa.Table.from_arrays(arrays, names=list(names))
+
+    def __enter__(self) -> "ParquetResultWriter":
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        with contextlib.suppress(OSError, DataError):  # the rows so far are written; the error on its way out is
+            self.close()  # the one to report
+
+
+#: The columns of a Parquet results file that hold JSON text.
+_JSON_COLUMNS = ("errors", "stats", "metadata_scores")
+
+
+def _kind(value: Any) -> str | None:
+    """What Arrow makes of ``value``, in words (None for null: any column holds it)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "booleans"
+    if isinstance(value, (int, float)):
+        return "numbers"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, Mapping):
+        return "objects"
+    if isinstance(value, (list, tuple)):
+        return "lists"
+    return type(value).__name__ + " values"

@@ -61,6 +61,7 @@ from .aggregate import Aggregator
 from .base import Scorer
 from .batch import BatchScorer, RowResult, resolve_scorers, score_sync
 from .errors import ConfigError
+from .io import read_input
 from .score import Score
 
 if TYPE_CHECKING:
@@ -599,8 +600,6 @@ def evaluate(
     [{'Levenshtein': 1.0}]
     """
     if isinstance(rows, (str, os.PathLike)):
-        from .engines import read_input
-
         rows = read_input(rows)
     if engine != "local":
         from .engines import evaluate_on

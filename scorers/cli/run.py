@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ..base import Scorer
-from ..engines import ParquetResultWriter, read_input
 from ..errors import ConfigError, DataError
-from ..io import ResultWriter, count_rows, escaped_key, read_completed, record_matches
+from ..io import ParquetResultWriter, ResultWriter, count_rows, escaped_key, read_completed, read_input, record_matches
 from ..registry import registry
 from ..runner import RowResult, Summary, evaluate, resolve_scorers
 from ._common import EXIT_CODES, Command, parse_pairs, parse_prices, scorer_params

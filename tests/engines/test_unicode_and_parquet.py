@@ -20,9 +20,10 @@ import scorers
 from scorers import Scorer
 from scorers.batch import BatchScorer
 from scorers.cli import main
-from scorers.engines import ParquetResultWriter, rows_table, score_rows
+from scorers.engines import rows_table, score_rows
 from scorers.errors import DataError, ScorerInputError
 from scorers.fields import Field
+from scorers.io import ParquetResultWriter
 from scorers.testing import LoopbackLLM, Reply
 
 from .conftest import WORKERS

@@ -1,0 +1,17 @@
+"""Agents and conversations: one frozen value type (:mod:`scorers.agents.model`) and the readers that build it
+from the formats users have (:mod:`scorers.agents.readers`)."""
+
+from scorers.agents.model import ROLES, Conversation, FrozenDict, Message, ToolCall, freeze, thaw
+from scorers.agents.readers import read_conversation, read_tool_calls
+
+__all__ = [
+    "ROLES",
+    "Conversation",
+    "FrozenDict",
+    "Message",
+    "ToolCall",
+    "freeze",
+    "thaw",
+    "read_conversation",
+    "read_tool_calls",
+]

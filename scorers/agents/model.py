@@ -1,0 +1,148 @@
+"""The one value type every agent and conversation scorer reads.
+
+A conversation is a tuple of :class:`Message` s in the OpenAI chat roles; an
+assistant message carries :class:`ToolCall` s with parsed arguments, and a
+``tool`` message answers one call by its id. Readers in
+:mod:`scorers.agents.readers` build it from the formats users have (OpenAI chat
+and Responses, Anthropic, LangChain, OpenTelemetry GenAI spans).
+
+Values are frozen all the way down: argument objects are :class:`FrozenDict`
+(a read-only ``dict``) and arrays are tuples, so a conversation can be shared,
+hashed and pickled, and JSON-dumps as it was read.
+
+>>> call = ToolCall("get_weather", freeze({"city": "Paris", "days": [1, 2]}), id="c1")
+>>> call.arguments["days"]
+(1, 2)
+>>> conv = Conversation((Message("user", "Weather?"), Message("assistant", None, (call,)),
+...                      Message("tool", "18C", tool_call_id="c1")))
+>>> [c.name for c in conv.tool_calls], conv.result_of(call).content
+(['get_weather'], '18C')
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
+
+__all__ = ["ROLES", "FrozenDict", "freeze", "thaw", "ToolCall", "Message", "Conversation"]
+
+#: The roles a :class:`Message` may have (OpenAI's chat roles; ``developer`` is the newer name of ``system``).
+ROLES = ("system", "developer", "user", "assistant", "tool")
+
+
+class FrozenDict(dict):
+    """A read-only ``dict``: JSON-dumps, pickles and compares like a dict, and is hashable."""
+
+    __slots__ = ()
+
+    def _readonly(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a FrozenDict is read-only (scorers.agents values are frozen); copy it with dict(value)")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _readonly
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(json.dumps(self, sort_keys=True, default=repr))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return FrozenDict, (dict(self),)
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({dict.__repr__(self)})"
+
+
+def freeze(value: Any) -> Any:
+    """A JSON value made immutable: objects become :class:`FrozenDict`, arrays tuples; scalars are kept."""
+    if isinstance(value, Mapping):
+        return FrozenDict((str(k), freeze(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """The plain JSON value again (``dict`` and ``list``), e.g. for a results file's metadata."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call of a tool: its ``name``, its parsed ``arguments`` (frozen JSON, usually an object) and its ``id``."""
+
+    name: str
+    arguments: Any = field(default_factory=FrozenDict)
+    id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The call in the OpenAI chat format (arguments as a JSON string)."""
+        out: dict[str, Any] = {
+            "type": "function",
+            "function": {"name": self.name, "arguments": json.dumps(thaw(self.arguments))},
+        }
+        if self.id is not None:
+            out["id"] = self.id
+        return out
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message: ``role`` (one of :data:`ROLES`), its text ``content`` (``None`` when it has none), the
+    ``tool_calls`` an assistant message makes, and for a ``tool`` message the ``tool_call_id`` it answers, the
+    ``name`` of the tool, and ``is_error`` when the tool failed (Anthropic's ``is_error``, LangChain's
+    ``status: "error"``, an OpenTelemetry span with an error status)."""
+
+    role: str
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The message in the OpenAI chat format."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [call.to_dict() for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            out["name"] = self.name
+        if self.is_error:
+            out["is_error"] = True
+        return out
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A normalised conversation: its messages, in order."""
+
+    messages: tuple[Message, ...] = ()
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self.messages)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """Every call the assistant made, in order, across all its messages."""
+        return tuple(call for message in self.messages for call in message.tool_calls)
+
+    def result_of(self, call: ToolCall) -> Message | None:
+        """The ``tool`` message answering ``call`` (by id), or ``None`` if it has none."""
+        if call.id is None:
+            return None
+        return next((m for m in self.messages if m.role == "tool" and m.tool_call_id == call.id), None)
+
+    def by_role(self, *roles: str) -> tuple[Message, ...]:
+        """The messages with one of ``roles``, in order."""
+        return tuple(m for m in self.messages if m.role in roles)
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """The conversation in the OpenAI chat format (what a results file or JSONL input holds)."""
+        return [m.to_dict() for m in self.messages]

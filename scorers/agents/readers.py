@@ -1,0 +1,592 @@
+"""Read a conversation, or a list of tool calls, from the formats users already have.
+
+Both readers detect the format themselves: OpenAI chat messages (and the legacy ``function_call``), OpenAI
+Responses items or a whole Response, Anthropic messages (``tool_use``/``tool_result`` blocks, a top-level
+``system``), LangChain messages (dicts or the ``lc`` serialised form), OpenTelemetry GenAI spans exported as OTLP
+JSON, and JSON text of any of these (what a CSV cell holds). What cannot be read is a
+:class:`~scorers.errors.ScorerInputError` that names the message, call or span and what is wrong with it.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator, Mapping, Sequence
+
+from scorers.agents.model import ROLES, Conversation, FrozenDict, Message, ToolCall, freeze
+from scorers.errors import ScorerInputError
+from scorers.fields import utf8_encodable
+
+__all__ = ["read_conversation", "read_tool_calls"]
+
+#: What :func:`read_conversation` accepts, as its errors say it.
+ACCEPTED = (
+    "accepted: a list of OpenAI chat, OpenAI Responses, Anthropic or LangChain messages; a dict with 'messages' "
+    "(and Anthropic's 'system'), a Response with 'output', or OTLP JSON with 'resourceSpans'; or JSON text of one"
+)
+#: What :func:`read_tool_calls` accepts, as its errors say it.
+CALLS_ACCEPTED = (
+    "accepted: a list of calls (OpenAI {id, function: {name, arguments}}, {name, arguments|args|input_parameters}, "
+    "Responses function_call items, Anthropic tool_use blocks), a dict with 'tool_calls', any conversation, "
+    "JSON text of one, or None"
+)
+#: Content parts that carry text, and the key that holds it.
+_TEXT_PARTS = {"text": "text", "input_text": "text", "output_text": "text", "refusal": "refusal"}
+#: Content parts with no text to score (images, audio, files, hidden reasoning): skipped.
+_SKIPPED_PARTS = frozenset(
+    {
+        "image",
+        "image_url",
+        "input_image",
+        "input_audio",
+        "audio",
+        "file",
+        "input_file",
+        "document",
+        "thinking",
+        "redacted_thinking",
+        "reasoning",
+    }
+)
+#: Responses output items with nothing to score (the model's reasoning summary).
+_SKIPPED_ITEMS = frozenset({"reasoning"})
+#: LangChain's message types (``message.type``), and the role each one is.
+_LANGCHAIN_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "chat": ""}
+#: LangChain's message classes (the last entry of a serialised message's ``id``), and their ``type``.
+_LANGCHAIN_CLASSES = {
+    "HumanMessage": "human",
+    "AIMessage": "ai",
+    "SystemMessage": "system",
+    "ToolMessage": "tool",
+    "ChatMessage": "chat",
+}
+#: The keys that hold a call's arguments, by format: OpenAI, LangChain and Ragas, DeepEval, Anthropic.
+_ARGUMENT_KEYS = ("arguments", "args", "input_parameters", "input")
+#: OTLP's status code of a failed span.
+_OTLP_STATUS_ERROR = 2
+
+
+class _Malformed(ValueError):
+    """What is wrong with a value, naming where; the readers raise it as a :class:`ScorerInputError`."""
+
+
+@contextmanager
+def _input_errors(scorer: str, field_name: str) -> Iterator[None]:
+    try:
+        yield
+    except _Malformed as exc:
+        raise ScorerInputError(scorer, field_name, str(exc)) from None
+    except RecursionError:
+        raise ScorerInputError(scorer, field_name, "is nested too deeply to read") from None
+
+
+def read_conversation(value: Any, *, scorer: str, field: str) -> Conversation:
+    """The :class:`~scorers.agents.model.Conversation` in ``value``, whichever format it is in (see the module).
+
+    >>> conversation = read_conversation(
+    ...     [
+    ...         {"role": "user", "content": "Weather in Paris?"},
+    ...         {"role": "assistant", "content": None, "tool_calls": [
+    ...             {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    ...         ]},
+    ...         {"role": "tool", "tool_call_id": "c1", "content": "18C"},
+    ...     ],
+    ...     scorer="Demo", field="output",
+    ... )
+    >>> conversation.tool_calls
+    (ToolCall(name='get_weather', arguments=FrozenDict({'city': 'Paris'}), id='c1'),)
+    >>> read_conversation([{"role": "robot", "content": "hi"}], scorer="Demo", field="output")
+    Traceback (most recent call last):
+    ...
+    scorers.errors.ScorerInputError: Demo: field 'output' at message 0: unknown role 'robot' (accepted: system, \
+developer, user, assistant, tool, and the legacy function)
+    """
+    with _input_errors(scorer, field):
+        return _conversation(_decoded(value))
+
+
+def read_tool_calls(value: Any, *, scorer: str, field: str) -> tuple[ToolCall, ...]:
+    """The tool calls in ``value``: a list of calls in any call shape, any conversation :func:`read_conversation`
+    reads (its assistant's calls, in order), a dict with ``tool_calls``, JSON text of one of these, or ``None``.
+
+    >>> read_tool_calls([{"name": "get_weather", "args": {"city": "Paris"}}], scorer="Demo", field="expected")
+    (ToolCall(name='get_weather', arguments=FrozenDict({'city': 'Paris'}), id=None),)
+    >>> read_tool_calls([{"name": "get_time", "arguments": '{"tz": "UTC"'}], scorer="Demo", field="expected")
+    Traceback (most recent call last):
+    ...
+    scorers.errors.ScorerInputError: Demo: field 'expected' at call 0 ('get_time'): arguments are not valid JSON \
+(Expecting ',' delimiter at character 12)
+    """
+    with _input_errors(scorer, field):
+        value = _decoded(value)
+        if value is None:
+            return ()
+        if isinstance(value, Mapping) and "tool_calls" in value:
+            value = value["tool_calls"] or []
+        if not isinstance(value, (Mapping, list, tuple)):
+            raise _Malformed(f"is of type {type(value).__name__}, not a list of tool calls ({CALLS_ACCEPTED})")
+        if isinstance(value, (list, tuple)) and not any(_is_message(item) for item in value):
+            calls = tuple(_call(f"call {index}", item) for index, item in enumerate(value))
+            for index, call in enumerate(calls):
+                _check_call_text(f"call {index}", call)
+            return calls
+        return _conversation(value).tool_calls
+
+
+def _decoded(value: Any) -> Any:
+    """``value``, parsed when it is JSON text."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise _Malformed(f"is text that is not JSON ({exc.msg} at character {exc.pos}); {ACCEPTED}") from None
+
+
+def _conversation(value: Any) -> Conversation:
+    if isinstance(value, Mapping):
+        if "resourceSpans" in value:
+            return _from_otlp(value).conversation()
+        if "messages" in value:
+            builder = _Builder()
+            if value.get("system") is not None:
+                builder.add("system", Message("system", _content("system", value["system"])))
+            return _from_items(value["messages"], builder).conversation()
+        if isinstance(value.get("output"), list):
+            return _from_items(value["output"], _Builder(), label="output item").conversation()
+        raise _Malformed(f"is an object with none of the keys 'messages', 'output', 'resourceSpans' ({ACCEPTED})")
+    if isinstance(value, (list, tuple)):
+        return _from_items(value, _Builder()).conversation()
+    raise _Malformed(f"is of type {type(value).__name__}, not a conversation ({ACCEPTED})")
+
+
+@dataclass
+class _Builder:
+    """The messages read so far, each with where it was read (``message 3``), for the errors."""
+
+    entries: list[tuple[str, Message]] = field(default_factory=list)
+    #: the ids of the calls read so far, and of the calls a tool result answers
+    call_ids: set[str | None] = field(default_factory=set)
+    answered_ids: set[str | None] = field(default_factory=set)
+
+    def add(self, where: str, message: Message) -> None:
+        self.entries.append((where, message))
+        self.call_ids.update(call.id for call in message.tool_calls)
+        if message.role == "tool":
+            self.answered_ids.add(message.tool_call_id)
+
+    def add_calls(self, where: str, calls: Sequence[ToolCall]) -> None:
+        """Calls given as items of their own (Responses, OpenTelemetry) join the assistant message just before."""
+        self.call_ids.update(call.id for call in calls)
+        if self.entries and self.entries[-1][1].role == "assistant":
+            last_where, last = self.entries[-1]
+            self.entries[-1] = (last_where, replace(last, tool_calls=last.tool_calls + tuple(calls)))
+        else:
+            self.add(where, Message("assistant", None, tuple(calls)))
+
+    def conversation(self) -> Conversation:
+        """The conversation, once each text is checked and each tool result answers an earlier call."""
+        calls: dict[str, tuple[str, ToolCall]] = {}
+        messages = []
+        for where, message in self.entries:
+            _check_message_text(where, message)
+            for index, call in enumerate(message.tool_calls):
+                if call.id is None:
+                    continue
+                if call.id in calls:
+                    raise _Malformed(
+                        f"at {where}: call {index} ({call.name!r}) has the id {call.id!r} of an earlier call "
+                        f"(at {calls[call.id][0]})"
+                    )
+                calls[call.id] = (where, call)
+            if message.role == "tool" and message.tool_call_id is not None:
+                answered = calls.get(message.tool_call_id)
+                if answered is None:
+                    raise _Malformed(
+                        f"at {where}: a tool result for the call id {message.tool_call_id!r}, which no earlier call has"
+                    )
+                if message.name is None:
+                    message = replace(message, name=answered[1].name)
+            messages.append(message)
+        return Conversation(tuple(messages))
+
+
+def _from_items(items: Any, builder: _Builder, *, label: str = "message") -> _Builder:
+    if not isinstance(items, (list, tuple)):
+        raise _Malformed(f"holds {label}s of type {type(items).__name__}, not a list ({ACCEPTED})")
+    for index, item in enumerate(items):
+        _read_item(builder, f"{label} {index}", item)
+    return builder
+
+
+def _is_message(item: Any) -> bool:
+    """Whether a list item is a message (else it is a call, in :func:`read_tool_calls`)."""
+    if not isinstance(item, Mapping):
+        return False
+    kind = item.get("type")
+    return "role" in item or "lc" in item or kind in _LANGCHAIN_ROLES or kind in ("message", "function_call_output")
+
+
+def _read_item(builder: _Builder, where: str, item: Any) -> None:
+    if not isinstance(item, Mapping):
+        raise _Malformed(f"at {where}: is of type {type(item).__name__}, not a message object")
+    kind = item.get("type")
+    if "lc" in item:
+        _read_langchain(builder, where, *_langchain_serialised(where, item))
+    elif kind in _LANGCHAIN_ROLES and "role" not in item:
+        data = item.get("data")
+        _read_langchain(builder, where, kind, data if isinstance(data, Mapping) else item)
+    elif kind == "function_call":
+        builder.add_calls(where, (_call(where, item),))
+    elif kind == "function_call_output":
+        builder.add(where, Message("tool", _result(item.get("output")), tool_call_id=_id(where, item.get("call_id"))))
+    elif kind in _SKIPPED_ITEMS:
+        return
+    elif "role" in item:
+        _read_role_message(builder, where, item)
+    else:
+        raise _Malformed(f"at {where}: has no 'role' and an unknown type {kind!r} ({ACCEPTED})")
+
+
+def _read_role_message(builder: _Builder, where: str, item: Mapping[str, Any]) -> None:
+    """An OpenAI chat, Responses or Anthropic message: ``role``, ``content`` (text or parts), ``tool_calls``."""
+    role = item["role"]
+    if role == "function":  # OpenAI's legacy function result: answers the last call by name, not id
+        builder.add(where, Message("tool", _result(item.get("content")), name=_text(where, "name", item.get("name"))))
+        return
+    if role not in ROLES:
+        raise _Malformed(f"at {where}: unknown role {role!r} (accepted: {', '.join(ROLES)}, and the legacy function)")
+    content, calls, results = _parts(where, item.get("content"))
+    calls += _calls(where, item.get("tool_calls"))
+    if item.get("function_call") is not None:
+        calls.append(_call(f"{where}, function_call", item["function_call"]))
+    for result_where, result in results:
+        builder.add(result_where, result)
+    if results and content is None and not calls:
+        return
+    builder.add(
+        where,
+        Message(
+            role,
+            content,
+            tuple(calls),
+            tool_call_id=_id(where, item.get("tool_call_id")),
+            name=_text(where, "name", item.get("name")),
+        ),
+    )
+
+
+def _langchain_serialised(where: str, item: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """The type and fields of a message in LangChain's serialised form (``{"lc": 1, "id": [..., class], ...}``)."""
+    path, kwargs = item.get("id"), item.get("kwargs")
+    name = path[-1] if isinstance(path, list) and path else None
+    kind = _LANGCHAIN_CLASSES.get(str(name).removesuffix("Chunk"))
+    if kind is None or not isinstance(kwargs, Mapping):
+        raise _Malformed(
+            f"at {where}: a LangChain serialised object of class {name!r}, not a message with 'kwargs' "
+            f"(accepted: {', '.join(_LANGCHAIN_CLASSES)})"
+        )
+    return kind, kwargs
+
+
+def _read_langchain(builder: _Builder, where: str, kind: str, data: Mapping[str, Any]) -> None:
+    role = _LANGCHAIN_ROLES[kind] or data.get("role")
+    if role not in ROLES:
+        raise _Malformed(f"at {where}: unknown role {role!r} (accepted: {', '.join(ROLES)})")
+    if data.get("invalid_tool_calls"):
+        bad = data["invalid_tool_calls"][0]
+        raise _Malformed(f"at {where}: LangChain could not parse a call ({bad.get('name')!r}): {bad.get('error')}")
+    content, calls, results = _parts(where, data.get("content"))
+    extra = data.get("additional_kwargs") or {}
+    calls += _calls(where, data.get("tool_calls") or extra.get("tool_calls"))
+    for result_where, result in results:
+        builder.add(result_where, result)
+    builder.add(
+        where,
+        Message(
+            role,
+            content,
+            tuple(calls),
+            tool_call_id=_id(where, data.get("tool_call_id")),
+            name=_text(where, "name", data.get("name")),
+            is_error=data.get("status") == "error",
+        ),
+    )
+
+
+def _parts(where: str, content: Any) -> tuple[str | None, list[ToolCall], list[tuple[str, Message]]]:
+    """A message's text, and the calls and tool results among its content blocks (Anthropic, LangChain)."""
+    if content is None or isinstance(content, str):
+        return content, [], []
+    if not isinstance(content, (list, tuple)):
+        raise _Malformed(f"at {where}: content is of type {type(content).__name__}, not text or a list of parts")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    results: list[tuple[str, Message]] = []
+    for index, part in enumerate(content):
+        part_where = f"{where}, part {index}"
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind in _TEXT_PARTS:
+            texts.append(_text(part_where, _TEXT_PARTS[kind], part.get(_TEXT_PARTS[kind])) or "")
+        elif kind in ("tool_use", "tool_call"):
+            calls.append(_call(part_where, part))
+        elif kind == "tool_result":
+            result = Message(
+                "tool",
+                _result(part.get("content")),
+                tool_call_id=_id(part_where, part.get("tool_use_id")),
+                is_error=bool(part.get("is_error")),
+            )
+            results.append((part_where, result))
+        elif kind not in _SKIPPED_PARTS:
+            raise _Malformed(f"at {part_where}: a content part of unknown type {kind!r}")
+    return ("\n".join(texts) if texts else None), calls, results
+
+
+def _calls(where: str, calls: Any) -> list[ToolCall]:
+    if calls is None:
+        return []
+    if not isinstance(calls, (list, tuple)):
+        raise _Malformed(f"at {where}: tool_calls is of type {type(calls).__name__}, not a list")
+    return [_call(f"{where}, call {index}", call) for index, call in enumerate(calls)]
+
+
+def _call(where: str, item: Any) -> ToolCall:
+    """One call, in any call shape: OpenAI's ``function``, flat ``name`` + arguments (as text or an object)."""
+    if not isinstance(item, Mapping):
+        raise _Malformed(f"at {where}: is of type {type(item).__name__}, not a call object")
+    function = item.get("function")
+    source = function if isinstance(function, Mapping) else item
+    name = source.get("name")
+    if not isinstance(name, str) or not name:
+        raise _Malformed(f"at {where}: a call with no name")
+    where = f"{where} ({name!r})"
+    arguments = next((source[key] for key in _ARGUMENT_KEYS if key in source), None)
+    call_id = item.get("call_id") if item.get("call_id") is not None else item.get("id")
+    return ToolCall(name, _arguments(where, arguments), _id(where, call_id))
+
+
+def _arguments(where: str, arguments: Any) -> Any:
+    """Arguments, parsed when given as JSON text (blank text is no arguments), and frozen."""
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        return FrozenDict()
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            raise _Malformed(f"at {where}: arguments are not valid JSON ({exc.msg} at character {exc.pos})") from None
+    return freeze(arguments)
+
+
+def _id(where: str, value: Any) -> str | None:
+    return _text(where, "id", value)
+
+
+def _text(where: str, key: str, value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise _Malformed(f"at {where}: {key} is of type {type(value).__name__}, not text")
+
+
+def _content(where: str, value: Any) -> str | None:
+    content, calls, results = _parts(where, value)
+    if calls or results:
+        raise _Malformed(f"at {where}: holds tool calls or results, which only messages may hold")
+    return content
+
+
+def _result(value: Any) -> str | None:
+    """A tool's result as text: text as it is, a list of text parts joined, any other JSON value as JSON text."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)) and all(isinstance(p, Mapping) and p.get("type") in _TEXT_PARTS for p in value):
+        return "\n".join(str(p.get(_TEXT_PARTS[p["type"]], "")) for p in value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _check_message_text(where: str, message: Message) -> None:
+    for key in ("content", "name", "tool_call_id"):
+        _check_utf8(where, key, getattr(message, key))
+    for index, call in enumerate(message.tool_calls):
+        _check_call_text(f"{where}, call {index}", call)
+
+
+def _check_call_text(where: str, call: ToolCall) -> None:
+    _check_utf8(where, "name", call.name)
+    _check_utf8(where, "id", call.id)
+    _check_utf8(where, "arguments", json.dumps(call.arguments, ensure_ascii=False, default=str))
+
+
+def _check_utf8(where: str, key: str, text: str | None) -> None:
+    if text is None:
+        return
+    try:
+        utf8_encodable(text)
+    except ValueError as exc:
+        raise _Malformed(f"at {where}: the {key} {exc}") from None
+
+
+def _from_otlp(document: Mapping[str, Any]) -> _Builder:
+    """A conversation from OpenTelemetry GenAI spans (OTLP JSON), read in the order the spans started.
+
+    An inference span gives its input messages (those a conversation read so far does not already hold: each
+    span's input usually repeats the history) and its output messages; an ``execute_tool`` span gives its call,
+    when no output message made it, and its result, when no input message gave it.
+    """
+    spans = []
+    for resource in _otlp_list(document, "resourceSpans", "the document"):
+        for scope in _otlp_list(resource, "scopeSpans", "resourceSpans"):
+            spans.extend(_otlp_list(scope, "spans", "scopeSpans"))
+    ordered = sorted(enumerate(spans), key=lambda pair: _otlp_start(f"span {pair[0]}", pair[1]))
+    builder = _Builder()
+    system: Message | None = None
+    for index, span in ordered:
+        where = f"span {index} ({span.get('name')!r})"
+        attributes = _otlp_attributes(where, span.get("attributes"))
+        if attributes.get("gen_ai.operation.name") == "execute_tool":
+            _read_tool_span(builder, where, attributes, span)
+            continue
+        if system is None and "gen_ai.system_instructions" in attributes:
+            instructions = _otlp_json(where, "gen_ai.system_instructions", attributes["gen_ai.system_instructions"])
+            system = Message("system", _otel_text(f"{where}, gen_ai.system_instructions", instructions))
+        for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
+            if key in attributes:
+                messages = _otel_messages(f"{where}, {key}", _otlp_json(where, key, attributes[key]))
+                _merge(builder, messages if key.endswith("output.messages") else _new_inputs(builder, messages))
+    if system is not None:
+        builder.entries.insert(0, ("gen_ai.system_instructions", system))
+    return builder
+
+
+def _otlp_list(container: Any, key: str, where: str) -> list[Any]:
+    value = container.get(key, []) if isinstance(container, Mapping) else None
+    if not isinstance(value, list):
+        raise _Malformed(f"at {where}: {key} is not a list of objects (OTLP JSON)")
+    return value
+
+
+def _otlp_start(where: str, span: Any) -> int:
+    if not isinstance(span, Mapping):
+        raise _Malformed(f"at {where}: is of type {type(span).__name__}, not a span object")
+    try:
+        return int(span.get("startTimeUnixNano") or 0)
+    except (TypeError, ValueError):
+        raise _Malformed(f"at {where}: startTimeUnixNano is not an integer") from None
+
+
+def _otlp_attributes(where: str, attributes: Any) -> dict[str, Any]:
+    if attributes is None:
+        return {}
+    if not isinstance(attributes, list) or not all(isinstance(a, Mapping) and "key" in a for a in attributes):
+        raise _Malformed(f"at {where}: attributes are not a list of {{key, value}} objects (OTLP JSON)")
+    return {attribute["key"]: _otlp_value(where, attribute.get("value")) for attribute in attributes}
+
+
+def _otlp_value(where: str, value: Any) -> Any:
+    """An OTLP ``AnyValue`` as the Python value (its 64-bit integers are JSON strings)."""
+    if not isinstance(value, Mapping) or not value:
+        return None
+    kind, inner = next(iter(value.items()))
+    if kind == "intValue":
+        return int(inner)
+    if kind == "arrayValue":
+        return [_otlp_value(where, v) for v in inner.get("values", [])]
+    if kind == "kvlistValue":
+        return {kv["key"]: _otlp_value(where, kv.get("value")) for kv in inner.get("values", [])}
+    if kind in ("stringValue", "boolValue", "doubleValue", "bytesValue"):
+        return inner
+    raise _Malformed(f"at {where}: an attribute value of unknown kind {kind!r} (OTLP JSON)")
+
+
+def _otlp_json(where: str, key: str, value: Any) -> Any:
+    """An attribute recorded as JSON text, parsed (or already structured)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise _Malformed(f"at {where}: {key} is not valid JSON ({exc.msg} at character {exc.pos})") from None
+
+
+def _read_tool_span(builder: _Builder, where: str, attributes: Mapping[str, Any], span: Mapping[str, Any]) -> None:
+    name = attributes.get("gen_ai.tool.name")
+    call = _call(where, {"name": name, "arguments": attributes.get("gen_ai.tool.call.arguments")})
+    call = replace(call, id=_id(where, attributes.get("gen_ai.tool.call.id")))
+    if call.id is None or call.id not in builder.call_ids:
+        builder.add_calls(where, (call,))
+    if "gen_ai.tool.call.result" in attributes and (call.id is None or call.id not in builder.answered_ids):
+        failed = (span.get("status") or {}).get("code") in (_OTLP_STATUS_ERROR, "STATUS_CODE_ERROR")
+        result = _result(attributes["gen_ai.tool.call.result"])
+        builder.add(where, Message("tool", result, tool_call_id=call.id, name=call.name, is_error=failed))
+
+
+def _otel_messages(where: str, messages: Any) -> list[tuple[str, Message]]:
+    """Messages in the GenAI semantic conventions' shape: ``role`` and ``parts``."""
+    if not isinstance(messages, list):
+        raise _Malformed(f"at {where}: is not a list of messages")
+    read: list[tuple[str, Message]] = []
+    for index, message in enumerate(messages):
+        message_where = f"{where}, message {index}"
+        if not isinstance(message, Mapping):
+            raise _Malformed(f"at {message_where}: is of type {type(message).__name__}, not a message object")
+        role = message.get("role")
+        if role not in ROLES:
+            raise _Malformed(f"at {message_where}: unknown role {role!r} (accepted: {', '.join(ROLES)})")
+        texts, calls = [], []
+        for part_index, part in enumerate(message.get("parts") or []):
+            part_where = f"{message_where}, part {part_index}"
+            kind = part.get("type") if isinstance(part, Mapping) else None
+            if kind == "text":
+                texts.append(_text(part_where, "content", part.get("content")) or "")
+            elif kind == "tool_call":
+                calls.append(_call(part_where, part))
+            elif kind == "tool_call_response":
+                result = Message("tool", _result(part.get("response")), tool_call_id=_id(part_where, part.get("id")))
+                read.append((part_where, result))
+        if texts or calls or role != "tool":
+            content = "\n".join(texts) if texts else None
+            read.append((message_where, Message(role, content, tuple(calls), name=message.get("name"))))
+    return read
+
+
+def _otel_text(where: str, parts: Any) -> str | None:
+    if isinstance(parts, str):
+        return parts
+    if not isinstance(parts, list):
+        raise _Malformed(f"at {where}: is not a list of parts")
+    texts = [_text(where, "content", p.get("content")) or "" for p in parts if isinstance(p, Mapping)]
+    return "\n".join(texts) if texts else None
+
+
+def _new_inputs(builder: _Builder, inputs: list[tuple[str, Message]]) -> list[tuple[str, Message]]:
+    """The input messages of a later inference span that the conversation does not hold yet: those after the
+    history it repeats (tool results compared by call id, assistant messages by their calls' ids)."""
+    held = [message for _, message in builder.entries]
+    common = 0
+    while common < min(len(held), len(inputs)) and _same_turn(held[common], inputs[common][1]):
+        common += 1
+    return inputs[common:]
+
+
+def _same_turn(held: Message, given: Message) -> bool:
+    if held.role != given.role:
+        return False
+    if held.role == "tool":
+        return held.tool_call_id == given.tool_call_id
+    if held.tool_calls or given.tool_calls:
+        return [c.id for c in held.tool_calls] == [c.id for c in given.tool_calls]
+    return held.content == given.content
+
+
+def _merge(builder: _Builder, messages: list[tuple[str, Message]]) -> None:
+    """Add messages, less the tool results and calls the conversation already holds (by call id)."""
+    for where, message in messages:
+        if message.role == "tool" and message.tool_call_id is not None and message.tool_call_id in builder.answered_ids:
+            continue
+        if message.tool_calls and all(c.id is not None and c.id in builder.call_ids for c in message.tool_calls):
+            continue
+        builder.add(where, message)

@@ -273,6 +273,7 @@ def _read_role_message(builder: _Builder, where: str, item: Mapping[str, Any]) -
             tuple(calls),
             tool_call_id=_id(where, item.get("tool_call_id")),
             name=_text(where, "name", item.get("name")),
+            is_error=item.get("is_error") is True,
         ),
     )
 
@@ -297,9 +298,10 @@ def _read_langchain(builder: _Builder, where: str, kind: str, data: Mapping[str,
     if data.get("invalid_tool_calls"):
         bad = data["invalid_tool_calls"][0]
         raise _Malformed(f"at {where}: LangChain could not parse a call ({bad.get('name')!r}): {bad.get('error')}")
-    content, calls, results = _parts(where, data.get("content"))
+    content, content_calls, results = _parts(where, data.get("content"))
     extra = data.get("additional_kwargs") or {}
-    calls += _calls(where, data.get("tool_calls") or extra.get("tool_calls"))
+    # the calls LangChain parsed; the provider's own (in the content, or OpenAI's in additional_kwargs) repeat them
+    calls = _calls(where, data.get("tool_calls") or extra.get("tool_calls")) or content_calls
     for result_where, result in results:
         builder.add(result_where, result)
     builder.add(

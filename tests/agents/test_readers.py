@@ -1,0 +1,418 @@
+"""The readers of scorers.agents: one conversation, written in each format from that format's documentation, reads
+as the same Conversation; a list of calls in any call shape reads as the same calls; malformed input is a
+ScorerInputError naming the message, call or span and what is wrong."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from scorers.agents import Conversation, FrozenDict, Message, ToolCall, freeze, read_conversation, read_tool_calls
+from scorers.errors import ScorerInputError
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+#: Each fixture holds the same conversation, written from the documentation of its format:
+FORMATS = {
+    # https://platform.openai.com/docs/guides/function-calling (Chat Completions: tool_calls, role "tool")
+    # https://platform.openai.com/docs/api-reference/chat/create
+    "openai_chat.json": "OpenAI chat",
+    # https://platform.openai.com/docs/guides/function-calling (Responses: function_call, function_call_output)
+    # https://platform.openai.com/docs/api-reference/responses/object (output items: message, reasoning)
+    "openai_responses.json": "OpenAI Responses",
+    # https://platform.claude.com/docs/en/agents-and-tools/tool-use/implement-tool-use (tool_use, tool_result)
+    "anthropic.json": "Anthropic",
+    # https://docs.langchain.com/oss/python/langchain-messages
+    # https://reference.langchain.com/python/langchain-core/messages/ai/AIMessage (tool_calls: name, args, id)
+    "langchain.json": "LangChain (model_dump)",
+    # https://reference.langchain.com/python/langchain-core/load (dumpd: {"lc": 1, "type": "constructor", ...})
+    "langchain_serialised.json": "LangChain (serialised)",
+    # https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/ (inference spans, gen_ai.*.messages)
+    # https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-input-messages.json (parts: text, tool_call, ...)
+    # https://github.com/open-telemetry/semantic-conventions-genai/blob/main/docs/gen-ai/execute-tool.md
+    # https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding (resourceSpans, AnyValue, intValue as text)
+    "otel_genai.json": "OpenTelemetry GenAI (OTLP JSON)",
+}
+
+PARIS = ToolCall("get_weather", freeze({"city": "Paris", "unit": "celsius"}), "call_1")
+TOKYO = ToolCall("get_weather", freeze({"city": "Tokyo", "unit": "celsius"}), "call_2")
+TIME = ToolCall("get_time", freeze({"timezone": "Asia/Tokyo"}), "call_3")
+EXPECTED = Conversation(
+    (
+        Message("system", "You are a travel assistant."),
+        Message("user", "What's the weather in Paris and in Tokyo, and what time is it in Tokyo?"),
+        Message("assistant", "Let me check.", (PARIS, TOKYO, TIME)),
+        Message("tool", "18°C, cloudy", tool_call_id="call_1", name="get_weather"),
+        Message("tool", "24°C, sunny", tool_call_id="call_2", name="get_weather"),
+        Message("tool", "21:05", tool_call_id="call_3", name="get_time"),
+        Message("assistant", "Paris is 18°C and cloudy; Tokyo is 24°C and sunny, and it is 21:05 there."),
+    )
+)
+
+
+def fixture(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+
+
+def conversation(value: Any) -> Conversation:
+    return read_conversation(value, scorer="Test", field="output")
+
+
+def calls(value: Any) -> tuple[ToolCall, ...]:
+    return read_tool_calls(value, scorer="Test", field="expected")
+
+
+def test_every_fixture_is_listed() -> None:
+    assert sorted(FORMATS) == sorted(p.name for p in FIXTURES.glob("*.json"))
+
+
+@pytest.mark.parametrize("as_text", [False, True], ids=["value", "json-text"])
+@pytest.mark.parametrize("name", FORMATS)
+def test_each_format_reads_as_the_same_conversation(name: str, as_text: bool) -> None:
+    value = fixture(name)
+    assert conversation(json.dumps(value) if as_text else value) == EXPECTED
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_the_calls_of_each_format_are_the_assistants_calls_in_order(name: str) -> None:
+    assert calls(fixture(name)) == (PARIS, TOKYO, TIME)
+
+
+def test_a_read_conversation_reads_again_from_its_openai_form_pickles_and_hashes() -> None:
+    read = conversation(fixture("anthropic.json"))
+    assert conversation(read.to_list()) == read
+    assert conversation(json.dumps(read.to_list())) == read
+    copy = pickle.loads(pickle.dumps(read))
+    assert copy == read and hash(copy) == hash(read)
+    assert isinstance(copy.tool_calls[0].arguments, FrozenDict)
+    assert {read, copy} == {read}
+    with pytest.raises(TypeError, match="read-only"):
+        read.tool_calls[0].arguments["city"] = "Lyon"  # type: ignore[index]
+
+
+# --- call shapes
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {"id": "c", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+        {"name": "get_weather", "arguments": {"city": "Paris"}, "id": "c"},
+        {"name": "get_weather", "arguments": '{"city": "Paris"}', "id": "c"},
+        {"name": "get_weather", "args": {"city": "Paris"}, "id": "c", "type": "tool_call"},  # LangChain, Ragas
+        {"name": "get_weather", "input_parameters": {"city": "Paris"}, "id": "c"},  # DeepEval
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "c",
+            "name": "get_weather",
+            "arguments": '{"city": "Paris"}',
+        },
+        {"type": "tool_use", "id": "c", "name": "get_weather", "input": {"city": "Paris"}},  # Anthropic
+        {"type": "tool_call", "id": "c", "name": "get_weather", "arguments": {"city": "Paris"}},  # OpenTelemetry part
+    ],
+    ids=["openai", "flat-object", "flat-text", "args", "input_parameters", "responses", "anthropic", "otel-part"],
+)
+def test_each_call_shape_reads_as_the_same_call(shape: dict[str, Any]) -> None:
+    expected = (ToolCall("get_weather", freeze({"city": "Paris"}), "c"),)
+    assert calls([shape]) == expected
+    assert calls(json.dumps([shape])) == expected
+    assert calls({"tool_calls": [shape]}) == expected
+
+
+def test_calls_without_arguments_or_id_and_empty_values() -> None:
+    assert (
+        calls([{"name": "now"}, {"name": "now", "arguments": ""}, {"name": "now", "arguments": None}])
+        == (ToolCall("now"),) * 3
+    )
+    assert calls([{"name": "tag", "arguments": '["a", "b"]'}])[0].arguments == ("a", "b")
+    for empty in (None, [], "[]", "null", {"tool_calls": None}, {"tool_calls": []}):
+        assert calls(empty) == ()
+    assert calls([{"role": "user", "content": "hi"}]) == ()
+
+
+# --- formats, beyond the shared conversation
+
+
+def test_a_whole_responses_response_reads_its_output() -> None:
+    response = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "output": [
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather", "arguments": "{}"},
+        ],
+    }
+    assert conversation(response) == Conversation(
+        (Message("assistant", None, (ToolCall("get_weather", id="call_1"),)),)
+    )
+
+
+def test_openai_legacy_function_call_and_function_result() -> None:
+    read = conversation(
+        [
+            {"role": "user", "content": "Weather in Paris?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "function_call": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            },
+            {"role": "function", "name": "get_weather", "content": "18°C"},
+        ]
+    )
+    assert read.messages[1].tool_calls == (ToolCall("get_weather", freeze({"city": "Paris"})),)
+    assert read.messages[2] == Message("tool", "18°C", name="get_weather")
+
+
+def test_openai_content_parts_join_their_text_and_skip_images() -> None:
+    read = conversation(
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "What is in"},
+                    {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+                    {"type": "text", "text": "this picture?"},
+                ],
+            },
+            {"role": "assistant", "content": [{"type": "refusal", "refusal": "I can't tell."}]},
+        ]
+    )
+    assert [m.content for m in read] == ["What is in\nthis picture?", "I can't tell."]
+
+
+def test_anthropic_system_blocks_errors_and_text_after_results() -> None:
+    read = conversation(
+        {
+            "system": [{"type": "text", "text": "Be brief."}],
+            "messages": [
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "lookup", "input": {}}]},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "t1", "content": "timeout", "is_error": True},
+                        {"type": "text", "text": "Try again?"},
+                    ],
+                },
+            ],
+        }
+    )
+    assert read.messages[0] == Message("system", "Be brief.")
+    assert read.messages[2] == Message("tool", "timeout", tool_call_id="t1", name="lookup", is_error=True)
+    assert read.messages[3] == Message("user", "Try again?")
+    assert read.to_list()[2]["is_error"] is True
+    assert conversation(read.to_list()) == read
+
+
+def test_langchain_messages_to_dict_form_chat_messages_and_failed_tools() -> None:
+    read = conversation(
+        [
+            {"type": "chat", "data": {"content": "Be brief.", "role": "developer"}},
+            {
+                "type": "ai",
+                "data": {"content": "", "tool_calls": [{"name": "lookup", "args": {"q": "x"}, "id": "t1"}]},
+            },
+            {"type": "tool", "data": {"content": "boom", "tool_call_id": "t1", "status": "error"}},
+        ]
+    )
+    assert [m.role for m in read] == ["developer", "assistant", "tool"]
+    assert read.messages[2].is_error and read.messages[2].name == "lookup"
+
+
+def test_langchain_chunks_read_like_messages() -> None:
+    chunk = {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "AIMessageChunk"]}
+    read = conversation([{**chunk, "kwargs": {"content": "Hello", "type": "AIMessageChunk"}}])
+    assert read == Conversation((Message("assistant", "Hello"),))
+
+
+def otlp(*spans: dict[str, Any]) -> dict[str, Any]:
+    return {"resourceSpans": [{"scopeSpans": [{"spans": list(spans)}]}]}
+
+
+def tool_span(start: int, call_id: str | None, result: str, *, failed: bool = False) -> dict[str, Any]:
+    attributes = [
+        {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+        {"key": "gen_ai.tool.name", "value": {"stringValue": "lookup"}},
+        {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": '{"q": "x"}'}},
+        {"key": "gen_ai.tool.call.result", "value": {"stringValue": result}},
+    ]
+    if call_id is not None:
+        attributes.append({"key": "gen_ai.tool.call.id", "value": {"stringValue": call_id}})
+    return {
+        "name": "execute_tool lookup",
+        "startTimeUnixNano": str(start),
+        "attributes": attributes,
+        "status": {"code": 2} if failed else {},
+    }
+
+
+def test_otel_tool_spans_alone_read_as_calls_and_results_in_start_order() -> None:
+    read = conversation(otlp(tool_span(20, "b", "second", failed=True), tool_span(10, "a", "first")))
+    lookup = freeze({"q": "x"})
+    assert read == Conversation(
+        (
+            Message("assistant", None, (ToolCall("lookup", lookup, "a"),)),
+            Message("tool", "first", tool_call_id="a", name="lookup"),
+            Message("assistant", None, (ToolCall("lookup", lookup, "b"),)),
+            Message("tool", "second", tool_call_id="b", name="lookup", is_error=True),
+        )
+    )
+    assert calls(otlp(tool_span(1, None, "r"), tool_span(2, None, "r"))) == (ToolCall("lookup", lookup),) * 2
+
+
+# --- malformed input: a ScorerInputError naming where and what
+
+CHAT_CALL = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+BAD_ARGUMENTS = {"id": "c2", "type": "function", "function": {"name": "get_weather", "arguments": "{city: Paris}"}}
+DEEP: list[Any] = []
+for _ in range(100_000):
+    DEEP = [DEEP]
+
+
+def chat_span(**attributes: str) -> dict[str, Any]:
+    return {
+        "name": "chat",
+        "startTimeUnixNano": "1",
+        "attributes": [{"key": f"gen_ai.{k}.messages", "value": {"stringValue": v}} for k, v in attributes.items()],
+    }
+
+
+@pytest.mark.parametrize(
+    ("read", "value", "problem"),
+    [
+        (
+            conversation,
+            [{"role": "user", "content": "?"}, {"role": "assistant", "tool_calls": [CHAT_CALL, BAD_ARGUMENTS]}],
+            "at message 1, call 1 ('get_weather'): arguments are not valid JSON "
+            "(Expecting property name enclosed in double quotes at character 1)",
+        ),
+        (
+            calls,
+            [CHAT_CALL, {"name": "get_time", "arguments": '{"tz": "UTC"'}],
+            "at call 1 ('get_time'): arguments are not valid JSON (Expecting ',' delimiter at character 12)",
+        ),
+        (
+            conversation,
+            [
+                {"role": "assistant", "tool_calls": [CHAT_CALL]},
+                {"role": "tool", "tool_call_id": "c1", "content": "18°C"},
+                {"role": "tool", "tool_call_id": "c9", "content": "?"},
+            ],
+            "at message 2: a tool result for the call id 'c9', which no earlier call has",
+        ),
+        (
+            conversation,
+            [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}],
+            "at message 0, part 0: a tool result for the call id 't1', which no earlier call has",
+        ),
+        (
+            conversation,
+            [{"type": "function_call_output", "call_id": "call_7", "output": "x"}],
+            "at message 0: a tool result for the call id 'call_7', which no earlier call has",
+        ),
+        (
+            conversation,
+            [{"role": "user", "content": "hi"}, {"role": "bot", "content": "hello"}],
+            "at message 1: unknown role 'bot' (accepted: system, developer, user, assistant, tool, and the legacy "
+            "function)",
+        ),
+        (
+            conversation,
+            [{"type": "chat", "data": {"content": "hi", "role": "narrator"}}],
+            "at message 0: unknown role 'narrator'",
+        ),
+        (conversation, [{"content": "hi"}], "at message 0: has no 'role' and an unknown type None"),
+        (calls, [CHAT_CALL, {"arguments": "{}"}], "at call 1: a call with no name"),
+        (
+            conversation,
+            [
+                {"role": "user", "content": "?"},
+                {"role": "assistant", "tool_calls": [{"function": {"arguments": "{}"}}]},
+            ],
+            "at message 1, call 0: a call with no name",
+        ),
+        (
+            conversation,
+            [{"role": "assistant", "tool_calls": [CHAT_CALL]}, {"role": "assistant", "tool_calls": [CHAT_CALL]}],
+            "at message 1: call 0 ('get_weather') has the id 'c1' of an earlier call (at message 0)",
+        ),
+        (conversation, 42, "is of type int, not a conversation (accepted: a list of OpenAI chat, OpenAI Responses,"),
+        (calls, 4.5, "is of type float, not a list of tool calls (accepted: a list of calls (OpenAI"),
+        (conversation, {"role": "user"}, "is an object with none of the keys 'messages', 'output', 'resourceSpans'"),
+        (conversation, "Hello there", "is text that is not JSON (Expecting value at character 0); accepted:"),
+        (conversation, [{"role": "user", "content": 7}], "at message 0: content is of type int, not text or a list"),
+        (
+            conversation,
+            [{"role": "user", "content": [{"type": "hologram"}]}],
+            "at message 0, part 0: a content part of unknown type 'hologram'",
+        ),
+        (
+            conversation,
+            [{"type": "ai", "content": "", "invalid_tool_calls": [{"name": "f", "args": "{", "error": "bad JSON"}]}],
+            "at message 0: LangChain could not parse a call ('f'): bad JSON",
+        ),
+        (
+            conversation,
+            [{"lc": 1, "type": "constructor", "id": ["langchain", "prompts", "PromptTemplate"], "kwargs": {}}],
+            "at message 0: a LangChain serialised object of class 'PromptTemplate', not a message",
+        ),
+        (conversation, [{"role": "user", "content": "caf\ud800"}], "at message 0: the content holds a lone surrogate"),
+        (
+            conversation,
+            '[{"role": "user", "content": "ok"}, {"role": "user", "content": "\\ud83d"}]',
+            "at message 1: the content holds a lone surrogate (U+D83D at character 0)",
+        ),
+        (
+            calls,
+            [{"name": "f", "arguments": {"q": "\udc00"}}],
+            "at call 0: the arguments holds a lone surrogate",
+        ),
+        (conversation, "[" * 100_000 + "]" * 100_000, "is nested too deeply to read"),
+        (calls, [{"name": "f", "arguments": {"q": DEEP}}], "is nested too deeply to read"),
+        (
+            conversation,
+            otlp(chat_span(input="[{]")),
+            "at span 0 ('chat'): gen_ai.input.messages is not valid JSON",
+        ),
+        (
+            conversation,
+            otlp(chat_span(output='[{"role": "robot", "parts": []}]')),
+            "at span 0 ('chat'), gen_ai.output.messages, message 0: unknown role 'robot'",
+        ),
+        (
+            conversation,
+            otlp(tool_span(5, "a", "x"), {"name": "late", "startTimeUnixNano": "soon"}),
+            "at span 1: startTimeUnixNano is not an integer",
+        ),
+    ],
+    ids=lambda v: None if not isinstance(v, str) else v[:40],
+)
+def test_malformed_input_names_where_and_what(read: Callable[[Any], Any], value: Any, problem: str) -> None:
+    field = "output" if read is conversation else "expected"
+    with pytest.raises(ScorerInputError) as caught:
+        read(value)
+    assert caught.value.field == field and caught.value.scorer == "Test"
+    assert caught.value.problem.startswith(problem), caught.value.problem
+
+
+def test_huge_values_read_in_linear_time() -> None:
+    turns: list[dict[str, Any]] = [{"role": "user", "content": "x" * 5_000_000}]
+    for i in range(10_000):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": json.dumps({"i": i})}}
+        turns += [
+            {"role": "assistant", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "ok"},
+        ]
+    spans = [tool_span(i, f"c{i}", "ok") for i in range(5_000)]
+    started = time.perf_counter()
+    read = conversation(json.dumps(turns))
+    traced = conversation(otlp(*spans))
+    elapsed = time.perf_counter() - started
+    assert len(read) == 20_001 and len(traced.tool_calls) == 5_000
+    assert elapsed < 5, f"{elapsed:.1f}s: reading is not linear"

@@ -220,18 +220,24 @@ def _from_items(items: Any, builder: _Builder, *, label: str = "message") -> _Bu
     return builder
 
 
+def _kind(value: Mapping[str, Any]) -> str | None:
+    """The ``type`` of an item or part, when it is text."""
+    kind = value.get("type")
+    return kind if isinstance(kind, str) else None
+
+
 def _is_message(item: Any) -> bool:
     """Whether a list item is a message (else it is a call, in :func:`read_tool_calls`)."""
     if not isinstance(item, Mapping):
         return False
-    kind = item.get("type")
+    kind = _kind(item)
     return "role" in item or "lc" in item or kind in _LANGCHAIN_ROLES or kind in ("message", "function_call_output")
 
 
 def _read_item(builder: _Builder, where: str, item: Any) -> None:
     if not isinstance(item, Mapping):
         raise _Malformed(f"at {where}: is of type {type(item).__name__}, not a message object")
-    kind = item.get("type")
+    kind = _kind(item)
     if "lc" in item:
         _read_langchain(builder, where, *_langchain_serialised(where, item))
     elif kind in _LANGCHAIN_ROLES and "role" not in item:
@@ -295,11 +301,13 @@ def _read_langchain(builder: _Builder, where: str, kind: str, data: Mapping[str,
     role = _LANGCHAIN_ROLES[kind] or data.get("role")
     if role not in ROLES:
         raise _Malformed(f"at {where}: unknown role {role!r} (accepted: {', '.join(ROLES)})")
-    if data.get("invalid_tool_calls"):
-        bad = data["invalid_tool_calls"][0]
+    invalid = data.get("invalid_tool_calls")
+    if invalid:
+        bad = invalid[0] if isinstance(invalid, list) and isinstance(invalid[0], Mapping) else {}
         raise _Malformed(f"at {where}: LangChain could not parse a call ({bad.get('name')!r}): {bad.get('error')}")
     content, content_calls, results = _parts(where, data.get("content"))
-    extra = data.get("additional_kwargs") or {}
+    extra = data.get("additional_kwargs")
+    extra = extra if isinstance(extra, Mapping) else {}
     # the calls LangChain parsed; the provider's own (in the content, or OpenAI's in additional_kwargs) repeat them
     calls = _calls(where, data.get("tool_calls") or extra.get("tool_calls")) or content_calls
     for result_where, result in results:
@@ -331,12 +339,14 @@ def _parts(where: str, content: Any) -> tuple[str | None, list[ToolCall], list[t
         if isinstance(part, str):
             texts.append(part)
             continue
-        kind = part.get("type") if isinstance(part, Mapping) else None
+        kind = _kind(part) if isinstance(part, Mapping) else None
+        if kind is None:
+            raise _Malformed(f"at {part_where}: a content part with no type")
         if kind in _TEXT_PARTS:
             texts.append(_text(part_where, _TEXT_PARTS[kind], part.get(_TEXT_PARTS[kind])) or "")
-        elif kind in ("tool_use", "tool_call"):
+        elif kind in ("tool_use", "tool_call") or kind.endswith("_tool_use"):  # and server_tool_use, mcp_tool_use
             calls.append(_call(part_where, part))
-        elif kind == "tool_result":
+        elif kind == "tool_result" or kind.endswith("_tool_result"):
             result = Message(
                 "tool",
                 _result(part.get("content")),
@@ -405,9 +415,9 @@ def _result(value: Any) -> str | None:
     """A tool's result as text: text as it is, a list of text parts joined, any other JSON value as JSON text."""
     if value is None or isinstance(value, str):
         return value
-    if isinstance(value, (list, tuple)) and all(isinstance(p, Mapping) and p.get("type") in _TEXT_PARTS for p in value):
+    if isinstance(value, (list, tuple)) and all(isinstance(p, Mapping) and _kind(p) in _TEXT_PARTS for p in value):
         return "\n".join(str(p.get(_TEXT_PARTS[p["type"]], "")) for p in value)
-    return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _check_message_text(where: str, message: Message) -> None:
@@ -483,7 +493,9 @@ def _otlp_start(where: str, span: Any) -> int:
 def _otlp_attributes(where: str, attributes: Any) -> dict[str, Any]:
     if attributes is None:
         return {}
-    if not isinstance(attributes, list) or not all(isinstance(a, Mapping) and "key" in a for a in attributes):
+    if not isinstance(attributes, list) or not all(
+        isinstance(a, Mapping) and isinstance(a.get("key"), str) for a in attributes
+    ):
         raise _Malformed(f"at {where}: attributes are not a list of {{key, value}} objects (OTLP JSON)")
     return {attribute["key"]: _otlp_value(where, attribute.get("value")) for attribute in attributes}
 
@@ -493,12 +505,15 @@ def _otlp_value(where: str, value: Any) -> Any:
     if not isinstance(value, Mapping) or not value:
         return None
     kind, inner = next(iter(value.items()))
-    if kind == "intValue":
-        return int(inner)
-    if kind == "arrayValue":
-        return [_otlp_value(where, v) for v in inner.get("values", [])]
-    if kind == "kvlistValue":
-        return {kv["key"]: _otlp_value(where, kv.get("value")) for kv in inner.get("values", [])}
+    try:
+        if kind == "intValue":
+            return int(inner)
+        if kind == "arrayValue":
+            return [_otlp_value(where, v) for v in inner.get("values", [])]
+        if kind == "kvlistValue":
+            return {str(kv["key"]): _otlp_value(where, kv.get("value")) for kv in inner.get("values", [])}
+    except (AttributeError, KeyError, TypeError, ValueError):
+        raise _Malformed(f"at {where}: an attribute's {kind} is not OTLP JSON") from None
     if kind in ("stringValue", "boolValue", "doubleValue", "bytesValue"):
         return inner
     raise _Malformed(f"at {where}: an attribute value of unknown kind {kind!r} (OTLP JSON)")
@@ -521,7 +536,8 @@ def _read_tool_span(builder: _Builder, where: str, attributes: Mapping[str, Any]
     if call.id is None or call.id not in builder.call_ids:
         builder.add_calls(where, (call,))
     if "gen_ai.tool.call.result" in attributes and (call.id is None or call.id not in builder.answered_ids):
-        failed = (span.get("status") or {}).get("code") in (_OTLP_STATUS_ERROR, "STATUS_CODE_ERROR")
+        status = span.get("status")
+        failed = isinstance(status, Mapping) and status.get("code") in (_OTLP_STATUS_ERROR, "STATUS_CODE_ERROR")
         result = _result(attributes["gen_ai.tool.call.result"])
         builder.add(where, Message("tool", result, tool_call_id=call.id, name=call.name, is_error=failed))
 
@@ -538,10 +554,13 @@ def _otel_messages(where: str, messages: Any) -> list[tuple[str, Message]]:
         role = message.get("role")
         if role not in ROLES:
             raise _Malformed(f"at {message_where}: unknown role {role!r} (accepted: {', '.join(ROLES)})")
+        parts = message.get("parts") or []
+        if not isinstance(parts, list):
+            raise _Malformed(f"at {message_where}: parts is of type {type(parts).__name__}, not a list")
         texts, calls = [], []
-        for part_index, part in enumerate(message.get("parts") or []):
+        for part_index, part in enumerate(parts):
             part_where = f"{message_where}, part {part_index}"
-            kind = part.get("type") if isinstance(part, Mapping) else None
+            kind = _kind(part) if isinstance(part, Mapping) else None
             if kind == "text":
                 texts.append(_text(part_where, "content", part.get("content")) or "")
             elif kind == "tool_call":
@@ -551,7 +570,12 @@ def _otel_messages(where: str, messages: Any) -> list[tuple[str, Message]]:
                 read.append((part_where, result))
         if texts or calls or role != "tool":
             content = "\n".join(texts) if texts else None
-            read.append((message_where, Message(role, content, tuple(calls), name=message.get("name"))))
+            read.append(
+                (
+                    message_where,
+                    Message(role, content, tuple(calls), name=_text(message_where, "name", message.get("name"))),
+                )
+            )
     return read
 
 

@@ -1,0 +1,668 @@
+"""Pairing expected tool calls with actual ones: argument rules, per-pair credit, and the best pairing.
+
+Pure functions over tuples of :class:`~scorers.agents.model.ToolCall`; the scorers of
+:mod:`scorers.agents.tool_calls` read their fields and call these.
+
+**Credit of a pair.** 0 when the names differ. Otherwise the share of the arguments' top-level keys (the union of
+both sides') whose values agree under their rule; a key whose rule is ``ignore`` is left out of the share, and a
+pair with no key left gets 1. Under a ``subset`` root rule only the actual call's keys count (it may leave out
+expected ones), under ``superset`` only the expected call's (it may add keys).
+
+**Rules** are data: a name (``"exact"``, ``"loose"``, ``"ignore"``, ``"subset"``, ``"superset"``, ``"numeric"``)
+or an object (``{"rule": "numeric", "tolerance": 0.5}``, ``{"scorer": "Levenshtein", "threshold": 0.9}``).
+:class:`ArgumentRules` takes a default rule and, per tool name (``"*"``: every tool), either one rule for its
+arguments or a mapping from dot paths into its arguments (``"*"``: the tool's default) to rules.
+
+>>> from scorers.agents.model import ToolCall, freeze
+>>> rules = ArgumentRules("exact", {"search": {"limit": {"rule": "numeric", "tolerance": 5}}})
+>>> expected = (ToolCall("search", freeze({"q": "paris", "limit": 10})), ToolCall("weather", freeze({})))
+>>> actual = (ToolCall("weather", freeze({})), ToolCall("search", freeze({"q": "Paris", "limit": 12})))
+>>> matching = match_calls(expected, actual, rules)
+>>> [(p.expected, p.actual, p.credit) for p in matching.pairs], matching.total
+([(0, 1, 0.5), (1, 0, 1.0)], 1.5)
+>>> [v.to_dict() for v in explain_pair(rules.for_tool("search"), expected[0].arguments, actual[1].arguments)[1]]
+... # doctest: +NORMALIZE_WHITESPACE
+[{'path': 'q', 'rule': 'exact', 'agree': False, 'expected': 'paris', 'actual': 'Paris'},
+ {'path': 'limit', 'rule': 'numeric(tolerance=5.0)', 'agree': True, 'expected': 10, 'actual': 12}]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Annotated, Any, Callable, Hashable, Literal, Mapping, Sequence, Union
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
+
+from ..errors import ConfigError
+from .model import ToolCall, thaw
+
+__all__ = [
+    "RULE_NAMES",
+    "Rule",
+    "ArgumentRules",
+    "ToolRules",
+    "Verdict",
+    "Pair",
+    "Matching",
+    "credit_matrix",
+    "explain_pair",
+    "match_calls",
+    "perfect_matching",
+    "score_of",
+]
+
+
+class _Missing:
+    """A key one side does not have."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+class _Tag:
+    """A marker in a canonical value (a JSON boolean, an array) that equals nothing but itself."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_TRUE, _FALSE, _ARRAY = _Tag("true"), _Tag("false"), _Tag("array")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def exact_key(value: Any) -> Hashable:
+    """A hashable form of a JSON value, equal for values equal as JSON: ``1`` and ``1.0`` alike, ``1``, ``"1"``
+    and ``true`` all different, key order ignored.
+
+    >>> exact_key(1) == exact_key(1.0), exact_key(1) == exact_key(True), exact_key({"a": [1]}) == exact_key({"a": (1.0,)})
+    (True, False, True)
+    """
+    if isinstance(value, bool):
+        return _TRUE if value else _FALSE
+    if isinstance(value, Mapping):
+        return frozenset((key, exact_key(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return (_ARRAY, *map(exact_key, value))
+    return value
+
+
+def _as_number(value: Any) -> int | float | None:
+    """The number a value is or a string spells (``" 1e3 "``, ``"01"``), else None; non-finite ones are not."""
+    if _is_number(value):
+        return value if not isinstance(value, float) or math.isfinite(value) else None
+    if isinstance(value, str) and "_" not in value:
+        text = value.strip()
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    return None
+
+
+def loose_key(value: Any) -> Hashable:
+    """A hashable form of a JSON value under ``loose``: numbers and the strings that spell them by value, other
+    strings with case folded and whitespace collapsed, booleans as ``"true"``/``"false"``.
+
+    >>> loose_key(" New  York ") == loose_key("new york"), loose_key("1.0") == loose_key(1), loose_key(True)
+    (True, True, 'true')
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Mapping):
+        return frozenset((key, loose_key(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return (_ARRAY, *map(loose_key, value))
+    number = _as_number(value)
+    if number is not None:
+        return number
+    if isinstance(value, str):
+        return " ".join(value.split()).casefold()
+    return exact_key(value)
+
+
+def _structurally(expected: Any, actual: Any, leaf: Callable[[Any, Any], bool | None]) -> bool:
+    """Objects with the same keys and arrays of the same length, agreeing item by item; ``leaf`` decides a pair of
+    other values (None: compare them exactly)."""
+    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
+        return expected.keys() == actual.keys() and all(
+            _structurally(expected[key], actual[key], leaf) for key in expected
+        )
+    if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
+        return len(expected) == len(actual) and all(_structurally(e, a, leaf) for e, a in zip(expected, actual))
+    verdict = leaf(expected, actual)
+    return exact_key(expected) == exact_key(actual) if verdict is None else verdict
+
+
+def _union(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
+    """Both objects' keys, the expected one's order first."""
+    return [*expected, *(key for key in actual if key not in expected)]
+
+
+class Rule(BaseModel):
+    """How two values of an argument are compared."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def label(self) -> str:
+        """The rule as a verdict names it."""
+        return str(getattr(self, "rule"))
+
+    def agree(self, expected: Any, actual: Any) -> bool:
+        raise NotImplementedError
+
+    def keys(self, expected: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
+        """The keys of two objects that are compared: both sides'."""
+        return _union(expected, actual)
+
+
+class Exact(Rule):
+    """JSON-typed equality: ``1 == 1.0``, ``1 != "1"``, ``true != 1``; key order ignored."""
+
+    rule: Literal["exact"] = "exact"
+
+    def key(self, value: Any) -> Hashable:
+        return exact_key(value)
+
+    def agree(self, expected: Any, actual: Any) -> bool:
+        return exact_key(expected) == exact_key(actual)
+
+
+class Loose(Rule):
+    """Equality after normalising type, case and whitespace (:func:`loose_key`)."""
+
+    rule: Literal["loose"] = "loose"
+
+    def key(self, value: Any) -> Hashable:
+        return loose_key(value)
+
+    def agree(self, expected: Any, actual: Any) -> bool:
+        return loose_key(expected) == loose_key(actual)
+
+
+class Ignore(Rule):
+    """Any two values agree (and a key under ``ignore`` is left out of a pair's credit)."""
+
+    rule: Literal["ignore"] = "ignore"
+
+    def agree(self, expected: Any, actual: Any) -> bool:
+        return True
+
+
+class Subset(Rule):
+    """Objects: the actual one's keys are among the expected one's, with equal values. Other values: ``exact``."""
+
+    rule: Literal["subset"] = "subset"
+
+    def agree(self, expected: Any, actual: Any) -> bool:
+        return exact_key(expected) == exact_key(actual)
+
+    def keys(self, expected: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
+        return list(actual)
+
+
+class Superset(Rule):
+    """Objects: the actual one holds every key of the expected one, with equal values. Other values: ``exact``."""
+
+    rule: Literal["superset"] = "superset"
+
+    def agree(self, expected: Any, actual: Any) -> bool:
+        return exact_key(expected) == exact_key(actual)
+
+    def keys(self, expected: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
+        return list(expected)
+
+
+class Numeric(Rule):
+    """Numbers (and strings that spell one) agree within ``tolerance`` (absolute); other values: ``exact``."""
+
+    rule: Literal["numeric"] = "numeric"
+    tolerance: (
+        Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)] | Annotated[int, Field(ge=0, strict=True)]
+    ) = 0.0
+
+    def label(self) -> str:
+        return f"numeric(tolerance={float(self.tolerance)})"
+
+    def _close(self, expected: Any, actual: Any) -> bool | None:
+        e, a = _as_number(expected), _as_number(actual)
+        if e is None or a is None:
+            return None
+        if e == a:
+            return True
+        try:
+            return abs(e - a) <= self.tolerance
+        except OverflowError:  # an integer beyond a float's range against a float
+            return False
+
+    def agree(self, expected: Any, actual: Any) -> bool:
+        return _structurally(expected, actual, self._close)
+
+
+class TextScorer(Rule):
+    """Strings agree when a registered text scorer (``scorers.get(scorer, **params)``) scores the actual one
+    against the expected one at least ``threshold``; other values: ``exact``."""
+
+    rule: Literal["scorer"] = "scorer"
+    scorer: str
+    threshold: Annotated[float, Field(ge=0, le=1, strict=True)] | Annotated[int, Field(ge=0, le=1, strict=True)]
+    params: dict[str, Any] = {}
+    _instance: Any = PrivateAttr(None)
+
+    def label(self) -> str:
+        return f"{self.scorer}>={self.threshold}"
+
+    def resolve(self, where: str, owner: str) -> None:
+        """Build the scorer once: an unknown name, bad parameters or a judge (asynchronous) is a ConfigError."""
+        from ..registry import get
+
+        try:
+            instance = get(self.scorer, **self.params)
+        except ConfigError as exc:
+            raise ConfigError(f"{owner}: {where}: {exc}", scorer=owner) from exc
+        if instance.is_async or not set(instance.required_fields()) <= {"output", "expected"}:
+            raise ConfigError(
+                f"{owner}: {where}: {self.scorer} cannot compare two strings here: a rule's scorer must run locally "
+                f"and read only output and expected (it reads {instance.required_fields()}"
+                f"{', and is asynchronous' if instance.is_async else ''}), e.g. Levenshtein or ExactMatch",
+                scorer=owner,
+            )
+        self._instance = instance
+
+    def _similar(self, expected: Any, actual: Any) -> bool | None:
+        if not (isinstance(expected, str) and isinstance(actual, str)):
+            return None
+        score = self._instance(output=actual, expected=expected).score
+        return score is not None and score >= self.threshold
+
+    def agree(self, expected: Any, actual: Any) -> bool:
+        return _structurally(expected, actual, self._similar)
+
+    def data(self) -> dict[str, Any]:
+        """The rule as the signature records it: the scorer's own signature included."""
+        return {**self.model_dump(), "signature": self._instance.signature()}
+
+
+RULE_NAMES = ("exact", "loose", "ignore", "subset", "superset", "numeric")
+_RULE: TypeAdapter[Rule] = TypeAdapter(
+    Annotated[
+        Union[Exact, Loose, Ignore, Subset, Superset, Numeric, TextScorer],
+        Field(discriminator="rule"),
+    ]
+)
+
+
+def parse_rule(spec: Any, where: str, owner: str) -> Rule:
+    """A rule from its data; anything else is a ConfigError naming ``where``.
+
+    >>> parse_rule({"scorer": "Levenshtein", "threshold": 0.9}, "arguments", "ToolCallMatch").label()
+    'Levenshtein>=0.9'
+    >>> parse_rule("exactly", "rules['search']['q']", "ToolCallMatch")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    scorers.errors.ConfigError: ToolCallMatch: rules['search']['q']: unknown rule 'exactly' ...
+    """
+    if isinstance(spec, Rule):
+        return spec
+    if isinstance(spec, str):
+        if spec not in RULE_NAMES:
+            raise ConfigError(f"{owner}: {where}: unknown rule {spec!r} ({_RULE_HELP})", scorer=owner)
+        spec = {"rule": spec}
+    elif isinstance(spec, Mapping) and "rule" not in spec and "scorer" in spec:
+        spec = {"rule": "scorer", **spec}
+    try:
+        rule = _RULE.validate_python(spec)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        at = "".join(f"[{part!r}]" for part in error["loc"][1:])
+        raise ConfigError(f"{owner}: {where}{at}: {error['msg']} ({_RULE_HELP})", scorer=owner) from None
+    if isinstance(rule, TextScorer):
+        rule.resolve(where, owner)
+    return rule
+
+
+_RULE_HELP = (
+    "a rule is one of " + ", ".join(RULE_NAMES) + ', or an object such as {"rule": "numeric", "tolerance": 0.5} '
+    'or {"scorer": "Levenshtein", "threshold": 0.9}'
+)
+
+
+class ToolRules:
+    """The rules of one tool's arguments: the ``root`` rule and the rules at dot paths."""
+
+    def __init__(self, root: Rule, paths: Mapping[str, Rule]) -> None:
+        self.root = root
+        self.paths = dict(paths)
+        #: Paths that have rules below them: their objects are compared key by key.
+        self.parents = frozenset(path.rsplit(".", i)[0] for path in paths for i in range(1, path.count(".") + 1))
+        #: The rule of a top-level key without one of its own: subset and superset compare values exactly.
+        self.child_default: Rule = Exact() if isinstance(root, (Subset, Superset)) else root
+
+    def rule_at(self, path: str, inherited: Rule) -> Rule:
+        return self.paths.get(path, inherited)
+
+    def ignores(self, key: str) -> bool:
+        """Whether a top-level key is left out of the credit (``ignore``, and no rule below it)."""
+        return isinstance(self.rule_at(key, self.child_default), Ignore) and key not in self.parents
+
+    def counted(self, key: str, in_expected: Any, in_actual: Any) -> Any:
+        """Whether a top-level key counts, given where it is present (bools, or numpy arrays that broadcast)."""
+        if isinstance(self.root, Subset):
+            return in_actual
+        if isinstance(self.root, Superset):
+            return in_expected
+        return in_expected | in_actual
+
+
+class ArgumentRules:
+    """The argument rules of every tool, validated from data (a ConfigError names what is wrong and where).
+
+    ``default``: the rule of every argument of every tool. ``tools``: per tool name (``"*"`` for every tool), one
+    rule for all its arguments, or a mapping from dot paths (``"location.lat"``) to rules, where ``"*"`` is that
+    tool's default. A tool's own entry wins over ``"*"``'s, path by path.
+
+    >>> ArgumentRules("loose", {"*": {"request_id": "ignore"}, "search": "superset"}).for_tool("search").root.label()
+    'superset'
+    """
+
+    def __init__(self, default: Any = "exact", tools: Mapping[str, Any] | None = None, *, owner: str = "") -> None:
+        self.default = parse_rule(default, "arguments", owner)
+        if tools is None:
+            tools = {}
+        if not isinstance(tools, Mapping) or not all(isinstance(name, str) for name in tools):
+            raise ConfigError(
+                f"{owner}: rules must map tool names (or '*') to a rule or to {{path: rule}}, got {tools!r}",
+                scorer=owner,
+            )
+        #: per tool name as given ("*" included): its own root rule (or None) and its rules by path
+        self._given = {name: self._parse_tool(name, spec, owner) for name, spec in tools.items()}
+        wildcard_root, wildcard_paths = self._given.get("*", (None, {}))
+        self._wildcard = ToolRules(wildcard_root or self.default, wildcard_paths)
+        self._tools = {
+            name: ToolRules(root or wildcard_root or self.default, {**wildcard_paths, **paths})
+            for name, (root, paths) in self._given.items()
+            if name != "*"
+        }
+
+    @staticmethod
+    def _parse_tool(name: str, spec: Any, owner: str) -> tuple[Rule | None, dict[str, Rule]]:
+        if not isinstance(spec, Mapping) or "rule" in spec or "scorer" in spec:
+            return parse_rule(spec, f"rules[{name!r}]", owner), {}
+        root = None
+        paths: dict[str, Rule] = {}
+        for path, rule in spec.items():
+            where = f"rules[{name!r}][{path!r}]"
+            if not isinstance(path, str) or not path or path.startswith(".") or path.endswith(".") or ".." in path:
+                raise ConfigError(f"{owner}: {where}: a path is keys joined by dots, such as 'location.lat'")
+            if path == "*":
+                root = parse_rule(rule, where, owner)
+            else:
+                paths[path] = parse_rule(rule, where, owner)
+        return root, paths
+
+    def for_tool(self, name: str) -> ToolRules:
+        """The rules of the tool ``name``."""
+        return self._tools.get(name, self._wildcard)
+
+    def to_data(self) -> dict[str, Any]:
+        """The rules as data, as a signature records them."""
+
+        def dump(rule: Rule) -> Any:
+            return rule.data() if isinstance(rule, TextScorer) else rule.label()
+
+        def tool(root: Rule | None, paths: Mapping[str, Rule]) -> dict[str, Any]:
+            return {**({"*": dump(root)} if root is not None else {}), **{p: dump(r) for p, r in paths.items()}}
+
+        rules = {name: tool(root, paths) for name, (root, paths) in self._given.items()}
+        return {"arguments": dump(self.default), "rules": rules}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How one argument compared: its dot ``path``, the ``rule``, both values (``MISSING`` when absent), ``agree``."""
+
+    path: str
+    rule: str
+    expected: Any
+    actual: Any
+    agree: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable; a side without the argument has no key."""
+        out: dict[str, Any] = {"path": self.path, "rule": self.rule, "agree": self.agree}
+        if self.expected is not MISSING:
+            out["expected"] = thaw(self.expected)
+        if self.actual is not MISSING:
+            out["actual"] = thaw(self.actual)
+        return out
+
+
+def compare_values(
+    rules: ToolRules, path: str, expected: Any, actual: Any, inherited: Rule, verdicts: list[Verdict] | None
+) -> bool:
+    """Whether two values at ``path`` agree; with ``verdicts``, each comparison made is appended to it."""
+    rule = rules.rule_at(path, inherited)
+    if (
+        isinstance(expected, Mapping)
+        and isinstance(actual, Mapping)
+        and (path in rules.parents or isinstance(rule, (Subset, Superset)))
+    ):
+        child = Exact() if isinstance(rule, (Subset, Superset)) else rule
+        outcomes = (
+            compare_values(
+                rules, f"{path}.{key}", expected.get(key, MISSING), actual.get(key, MISSING), child, verdicts
+            )
+            for key in rule.keys(expected, actual)
+        )
+        return all(list(outcomes) if verdicts is not None else outcomes)
+    if expected is MISSING or actual is MISSING:
+        agree = isinstance(rule, Ignore)
+    else:
+        agree = rule.agree(expected, actual)
+    if verdicts is not None:
+        verdicts.append(Verdict(path, rule.label(), expected, actual, agree))
+    return agree
+
+
+def explain_pair(rules: ToolRules, expected: Any, actual: Any) -> tuple[float, list[Verdict]]:
+    """The credit of two calls of the same tool, from their arguments, and the verdict of each argument compared."""
+    verdicts: list[Verdict] = []
+    if not (isinstance(expected, Mapping) and isinstance(actual, Mapping)):
+        return float(compare_values(rules, "", expected, actual, rules.root, verdicts)), verdicts
+    counted = agreeing = 0
+    for key in _union(expected, actual):
+        if rules.ignores(key) or not rules.counted(key, key in expected, key in actual):
+            continue
+        counted += 1
+        agreeing += compare_values(
+            rules, key, expected.get(key, MISSING), actual.get(key, MISSING), rules.child_default, verdicts
+        )
+    return (agreeing / counted if counted else 1.0), verdicts
+
+
+def _ids(keys: Sequence[Hashable], table: dict[Hashable, int]) -> np.ndarray:
+    return np.fromiter((table.setdefault(key, len(table)) for key in keys), dtype=np.int64, count=len(keys))
+
+
+def _key_agreement(rules: ToolRules, key: str, expected: list[Any], actual: list[Any]) -> np.ndarray:
+    """Whether the values of one top-level key agree, for every (expected, actual) pair: a boolean matrix.
+
+    ``exact`` and ``loose`` compare canonical forms (one numpy comparison); other rules compare each distinct pair
+    of values once."""
+    rule = rules.rule_at(key, rules.child_default)
+    if isinstance(rule, (Exact, Loose)) and key not in rules.parents:
+        table: dict[Hashable, int] = {}
+        ids_e = _ids([rule.key(v) if v is not MISSING else _Tag("missing") for v in expected], table)
+        ids_a = _ids([rule.key(v) if v is not MISSING else _Tag("missing") for v in actual], table)
+        return ids_e[:, None] == ids_a[None, :]
+    distinct: dict[Hashable, int] = {}
+    ids_e = _ids([exact_key(v) if v is not MISSING else MISSING for v in expected], distinct)
+    ids_a = _ids([exact_key(v) if v is not MISSING else MISSING for v in actual], distinct)
+    values = dict(zip([*ids_e.tolist(), *ids_a.tolist()], [*expected, *actual]))
+    rows, cols = np.unique(ids_e), np.unique(ids_a)
+    agree = np.array(
+        [
+            [compare_values(rules, key, values[e], values[a], rules.child_default, None) for a in cols.tolist()]
+            for e in rows.tolist()
+        ],
+        dtype=bool,
+    ).reshape(len(rows), len(cols))
+    return agree[np.searchsorted(rows, ids_e)[:, None], np.searchsorted(cols, ids_a)[None, :]]
+
+
+def _block_credit(rules: ToolRules, expected: list[Any], actual: list[Any]) -> np.ndarray:
+    """The credits of every pair of calls of one tool, from their arguments (what :func:`explain_pair` gives)."""
+    if not all(isinstance(args, Mapping) for args in (*expected, *actual)):
+        return np.array([[explain_pair(rules, e, a)[0] for a in actual] for e in expected]).reshape(
+            len(expected), len(actual)
+        )
+    keys = dict.fromkeys(key for args in (*expected, *actual) for key in args)
+    agreeing = np.zeros((len(expected), len(actual)))
+    counted = np.zeros((len(expected), len(actual)))
+    for key in keys:
+        if rules.ignores(key):
+            continue
+        in_expected = np.array([key in args for args in expected])[:, None]
+        in_actual = np.array([key in args for args in actual])[None, :]
+        counts = rules.counted(key, in_expected, in_actual)
+        agree = _key_agreement(
+            rules, key, [a.get(key, MISSING) for a in expected], [a.get(key, MISSING) for a in actual]
+        )
+        counted += counts
+        agreeing += agree & counts
+    return np.divide(agreeing, counted, out=np.ones_like(agreeing), where=counted > 0)
+
+
+def _name_codes(expected: Sequence[ToolCall], actual: Sequence[ToolCall]) -> tuple[np.ndarray, np.ndarray]:
+    table: dict[Hashable, int] = {}
+    return _ids([c.name for c in expected], table), _ids([c.name for c in actual], table)
+
+
+def credit_matrix(expected: Sequence[ToolCall], actual: Sequence[ToolCall], rules: ArgumentRules) -> np.ndarray:
+    """The credit of every (expected, actual) pair: rows are expected calls, columns actual ones."""
+    credit = np.zeros((len(expected), len(actual)))
+    codes_e, codes_a = _name_codes(expected, actual)
+    for code in np.intersect1d(codes_e, codes_a).tolist():
+        rows, cols = np.flatnonzero(codes_e == code), np.flatnonzero(codes_a == code)
+        tool = rules.for_tool(expected[int(rows[0])].name)
+        block = _block_credit(
+            tool, [expected[i].arguments for i in rows.tolist()], [actual[j].arguments for j in cols.tolist()]
+        )
+        credit[np.ix_(rows, cols)] = block
+    return credit
+
+
+@dataclass(frozen=True)
+class Pair:
+    """An expected call (its index) paired with an actual call, and the pair's credit."""
+
+    expected: int
+    actual: int
+    credit: float
+
+
+@dataclass(frozen=True)
+class Matching:
+    """The pairs of a pairing, the calls left out on each side (indices), and the total credit."""
+
+    pairs: tuple[Pair, ...]
+    unmatched_expected: tuple[int, ...]
+    unmatched_actual: tuple[int, ...]
+    total: float
+
+
+def _optimal(weights: np.ndarray, codes_e: np.ndarray, codes_a: np.ndarray) -> list[tuple[int, int]]:
+    """The pairs of calls of the same tool that maximise the total weight (an assignment per tool)."""
+    from scipy.optimize import linear_sum_assignment
+
+    pairs: list[tuple[int, int]] = []
+    for code in np.intersect1d(codes_e, codes_a).tolist():
+        rows, cols = np.flatnonzero(codes_e == code), np.flatnonzero(codes_a == code)
+        chosen_rows, chosen_cols = linear_sum_assignment(weights[np.ix_(rows, cols)], maximize=True)
+        pairs += zip(rows[chosen_rows].tolist(), cols[chosen_cols].tolist())
+    return sorted(pairs)
+
+
+def _in_order(weights: np.ndarray, same: np.ndarray) -> list[tuple[int, int]]:
+    """The order-preserving pairs that maximise the total weight: a weighted longest common subsequence."""
+    n_expected, n_actual = weights.shape
+    best = np.zeros((n_expected + 1, n_actual + 1))
+    for i in range(1, n_expected + 1):
+        best[i, 1:] = np.maximum.accumulate(np.maximum(best[i - 1, 1:], best[i - 1, :-1] + weights[i - 1]))
+    pairs = []
+    i, j = n_expected, n_actual
+    while i and j:
+        if same[i - 1, j - 1] and best[i, j] == best[i - 1, j - 1] + weights[i - 1, j - 1]:
+            pairs.append((i - 1, j - 1))
+            i, j = i - 1, j - 1
+        elif best[i, j] == best[i - 1, j]:
+            i -= 1
+        else:
+            j -= 1
+    return pairs[::-1]
+
+
+def _matching(pairs: list[tuple[int, int]], weights: np.ndarray) -> Matching:
+    n_expected, n_actual = weights.shape
+    paired = [Pair(i, j, float(weights[i, j])) for i, j in pairs]
+    used_e, used_a = {i for i, _ in pairs}, {j for _, j in pairs}
+    return Matching(
+        tuple(paired),
+        tuple(i for i in range(n_expected) if i not in used_e),
+        tuple(j for j in range(n_actual) if j not in used_a),
+        math.fsum(p.credit for p in paired),
+    )
+
+
+def match_calls(
+    expected: Sequence[ToolCall], actual: Sequence[ToolCall], rules: ArgumentRules, order: str = "any"
+) -> Matching:
+    """The best pairing of calls of the same tool under ``order``: ``any`` (optimal assignment), ``in_order`` (the
+    best order-preserving pairing) or ``exact`` (position by position)."""
+    credit = credit_matrix(expected, actual, rules)
+    codes_e, codes_a = _name_codes(expected, actual)
+    same = codes_e[:, None] == codes_a[None, :]
+    if order == "any":
+        pairs = _optimal(credit, codes_e, codes_a)
+    elif order == "in_order":
+        pairs = _in_order(credit, same)
+    else:
+        pairs = [(i, i) for i in range(min(len(expected), len(actual))) if same[i, i]]
+    return _matching(pairs, credit)
+
+
+def perfect_matching(expected: Sequence[ToolCall], actual: Sequence[ToolCall], rules: ArgumentRules) -> Matching:
+    """The most pairs of calls that match perfectly (credit 1), each call used once (a maximum bipartite
+    matching, never a greedy one)."""
+    perfect = (credit_matrix(expected, actual, rules) == 1.0).astype(float)
+    codes_e, codes_a = _name_codes(expected, actual)
+    return _matching([(i, j) for i, j in _optimal(perfect, codes_e, codes_a) if perfect[i, j]], perfect)
+
+
+def score_of(total: float, n_expected: int, n_actual: int, extra_calls: str) -> float:
+    """The score of a pairing's total credit: ``S / n_expected`` when extra calls are ignored (1 with nothing
+    expected), ``2S / (n_expected + n_actual)`` when they are penalised; 1 when both sides are empty.
+
+    >>> score_of(1.5, 2, 3, "ignore"), score_of(1.5, 2, 3, "penalise"), score_of(0, 0, 0, "penalise")
+    (0.75, 0.6, 1.0)
+    """
+    if n_expected == 0 and n_actual == 0:
+        return 1.0
+    if extra_calls == "ignore":
+        return min(total / n_expected, 1.0) if n_expected else 1.0
+    return min(2 * total / (n_expected + n_actual), 1.0)

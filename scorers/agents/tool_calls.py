@@ -1,0 +1,500 @@
+"""Deterministic scorers of tool calls and trajectories: no model, exact, and explained in their metadata.
+
+``output`` holds the actual calls and ``expected`` the expected ones, each as a list of calls in any shape or a
+whole conversation in any format :mod:`scorers.agents.readers` reads (OpenAI chat or Responses, Anthropic,
+LangChain, OpenTelemetry GenAI spans, or JSON text of one).
+
+>>> from scorers import get
+>>> expected = [{"name": "get_weather", "arguments": {"city": "Paris"}}] * 2
+>>> get("ToolCallMatch")(output=expected, expected=expected).score  # the same call twice, expected twice
+1.0
+>>> get("ToolCallF1")(output=[{"name": "search"}, {"name": "search"}], expected="search").score
+0.6666666666666666
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+
+from .._util import is_int
+from ..base import Scorer
+from ..errors import ConfigError, ScorerError, ScorerInputError
+from ..fields import Field
+from ..registry import register
+from ..score import Score
+from .model import Conversation, ToolCall, thaw
+from .readers import read_conversation, read_tool_calls
+
+if TYPE_CHECKING:
+    from .matching import Matching
+
+__all__ = ["ToolCallMatch", "TrajectoryMatch", "ToolCallValid", "ToolCallF1"]
+
+#: ToolCallMatch's orders and policies for extra calls (scorers.agents.matching, which needs numpy, loads on first use).
+ORDERS = ("any", "in_order", "exact")
+EXTRA_CALLS = ("penalise", "ignore")
+
+#: The Python types a field of calls or a conversation may hold (text: JSON text of one).
+CALL_TYPES = (list, tuple, dict, str, Conversation)
+_CALLS_HELP = "the calls, as a list of calls in any shape or a whole conversation in any format"
+
+
+def _calls_field(name: str, description: str) -> Field:
+    return Field(name, CALL_TYPES, description=description)
+
+
+def _call_dict(index: int, call: ToolCall) -> dict[str, Any]:
+    return {"index": index, "name": call.name, "arguments": thaw(call.arguments)}
+
+
+class _ToolCallScorer(Scorer):
+    """What the tool-call scorers share: reading calls from a field, and a bound on how many a row may hold."""
+
+    kind = "heuristic"
+    fields = (
+        _calls_field("output", f"the actual {_CALLS_HELP}"),
+        _calls_field("expected", f"the expected {_CALLS_HELP}"),
+    )
+
+    def __init__(self, *, max_calls: int | None = 1_000, name: str | None = None) -> None:
+        super().__init__(name=name)
+        if max_calls is not None and (not is_int(max_calls) or max_calls < 1):
+            raise ConfigError(
+                f"{self.name}: max_calls must be a positive integer or None, got {max_calls!r}", scorer=self.name
+            )
+        self.max_calls = max_calls
+
+    def _calls(self, value: Any, field: str) -> tuple[ToolCall, ...]:
+        """The calls ``value`` holds (also a Conversation or ToolCalls built in Python); too many is a
+        ScorerInputError."""
+        if isinstance(value, Conversation):
+            calls = value.tool_calls
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(item, ToolCall) for item in value):
+            calls = tuple(value)
+        else:
+            calls = read_tool_calls(value, scorer=self.name, field=field)
+        self._check_count(field, len(calls))
+        return calls
+
+    def _check_count(self, field: str, count: int) -> None:
+        if self.max_calls is not None and count > self.max_calls:
+            raise ScorerInputError(
+                self.name,
+                field,
+                f"holds {count:,} tool calls, more than max_calls={self.max_calls:,} (a bound on time and memory: "
+                f"every pair of calls is compared): raise it if the cost is acceptable, with "
+                f"scorers.get({self.name!r}, max_calls=...) or -p {self.name}.max_calls=... (null: no limit)",
+            )
+
+    @contextmanager
+    def _comparing(self) -> Iterator[None]:
+        """Errors while comparing arguments become this scorer's ScorerInputError."""
+        try:
+            yield
+        except RecursionError:
+            raise ScorerInputError(self.name, "output", "holds arguments nested too deeply to compare") from None
+        except ScorerError as exc:  # a rule's text scorer refused a value
+            field = getattr(exc, "field", "output")
+            raise ScorerInputError(self.name, field, f"holds an argument a rule's scorer refused: {exc}") from exc
+
+
+class _RuledScorer(_ToolCallScorer):
+    """A tool-call scorer that compares arguments under :class:`~scorers.agents.matching.ArgumentRules`."""
+
+    def __init__(
+        self,
+        *,
+        arguments: Any = "exact",
+        rules: Mapping[str, Any] | None = None,
+        max_calls: int | None = 1_000,
+        name: str | None = None,
+    ) -> None:
+        from .matching import ArgumentRules
+
+        super().__init__(max_calls=max_calls, name=name)
+        self.rules = ArgumentRules(arguments, rules, owner=self.name)
+
+    def params(self) -> dict[str, Any]:
+        return self.rules.to_data()
+
+    def _explained(
+        self, expected: Sequence[ToolCall], actual: Sequence[ToolCall], matching: Matching
+    ) -> dict[str, Any]:
+        """The pairing as metadata: each pair with the verdict of each argument, and the calls left unmatched."""
+        from .matching import explain_pair
+
+        pairs = []
+        for pair in matching.pairs:
+            call = expected[pair.expected]
+            _, verdicts = explain_pair(self.rules.for_tool(call.name), call.arguments, actual[pair.actual].arguments)
+            pairs.append(
+                {
+                    "expected": pair.expected,
+                    "actual": pair.actual,
+                    "name": call.name,
+                    "credit": pair.credit,
+                    "arguments": [verdict.to_dict() for verdict in verdicts],
+                }
+            )
+        return {
+            "pairs": pairs,
+            "unmatched_expected": [_call_dict(i, expected[i]) for i in matching.unmatched_expected],
+            "unmatched_actual": [_call_dict(j, actual[j]) for j in matching.unmatched_actual],
+        }
+
+
+@register
+class ToolCallMatch(_RuledScorer):
+    """Expected tool calls against actual ones, with partial credit, under the best pairing.
+
+    Calls are paired by an **optimal assignment** (the pairing of greatest total credit, never a greedy one; the
+    same call made twice and expected twice pairs twice). A pair's credit is 0 when the names differ, else the
+    share of argument keys (both sides' top-level keys) whose values agree under their rule; a pair with no
+    arguments gets 1. Rules are data (see :class:`~scorers.agents.matching.ArgumentRules`): ``arguments`` is the
+    rule of every argument (``"exact"``: JSON-typed, ``1 == 1.0``, ``1 != "1"``; ``"loose"``, ``"ignore"``,
+    ``"subset"``, ``"superset"``, ``{"rule": "numeric", "tolerance": t}``, ``{"scorer": "Levenshtein",
+    "threshold": 0.9}``) and ``rules`` overrides it per tool and per dot path, e.g. ``{"search": {"query":
+    "loose"}, "*": {"request_id": "ignore"}}``.
+
+    With ``S`` the total credit, ``extra_calls="penalise"`` scores ``2S / (n_expected + n_actual)`` (an F1 with
+    partial credit) and ``"ignore"`` scores ``S / n_expected`` (recall; 1 when nothing is expected); no calls on
+    either side scores 1. ``order="any"`` pairs in any order; ``"in_order"`` keeps the order of both lists (the
+    best order-preserving pairing, a weighted longest common subsequence); ``"exact"`` pairs position by position
+    and scores 0 when the lengths differ.
+
+    Metadata: ``pairs`` (expected index, actual index, name, credit and each argument's verdict: path, rule,
+    expected, actual, agree), ``unmatched_expected`` and ``unmatched_actual``. A row of more than ``max_calls``
+    calls on a side is a :class:`~scorers.errors.ScorerInputError` (``None``: no limit).
+    """
+
+    name = "ToolCallMatch"
+    description = "expected vs actual tool calls: optimal pairing, per-argument rules, partial credit"
+    example = (
+        'ToolCallMatch()(output=[{"name": "search", "arguments": {"q": "paris", "n": 5}}], '
+        'expected=[{"name": "search", "arguments": {"q": "paris", "n": 3}}])  # 0.5'
+    )
+
+    def __init__(
+        self,
+        *,
+        arguments: Any = "exact",
+        rules: Mapping[str, Any] | None = None,
+        order: str = "any",
+        extra_calls: str = "penalise",
+        max_calls: int | None = 1_000,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(arguments=arguments, rules=rules, max_calls=max_calls, name=name)
+        if order not in ORDERS:
+            raise ConfigError(f"{self.name}: order must be one of {', '.join(ORDERS)}, got {order!r}", scorer=self.name)
+        if extra_calls not in EXTRA_CALLS:
+            raise ConfigError(
+                f"{self.name}: extra_calls must be one of {', '.join(EXTRA_CALLS)}, got {extra_calls!r}",
+                scorer=self.name,
+            )
+        self.order = order
+        self.extra_calls = extra_calls
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "order": self.order, "extra_calls": self.extra_calls}
+
+    def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:
+        from .matching import match_calls, score_of
+
+        actual, wanted = self._calls(output, "output"), self._calls(expected, "expected")
+        with self._comparing():
+            matching = match_calls(wanted, actual, self.rules, self.order)
+            metadata = self._explained(wanted, actual, matching)
+        if self.order == "exact" and len(wanted) != len(actual):
+            reason = f"order='exact' needs as many calls as expected: {len(actual)} made, {len(wanted)} expected"
+            return self.make_score(0.0, reason=reason, **metadata)
+        return self.make_score(score_of(matching.total, len(wanted), len(actual), self.extra_calls), **metadata)
+
+
+#: TrajectoryMatch's modes, as openevals names them.
+TRAJECTORY_MODES = ("strict", "unordered", "subset", "superset")
+
+
+@register
+class TrajectoryMatch(_RuledScorer):
+    """1 if the actual trajectory matches the expected one under ``mode`` (openevals' trajectory match), else 0.
+
+    - ``strict``: both are conversations with the same number of messages, the same role at each position, and at
+      each position the same tool calls (in any order within the message). As in openevals, **message content is
+      ignored**: different user text or final answer still match.
+    - ``unordered``: the same calls, in any order, across messages (a multiset: one extra duplicate fails).
+    - ``superset``: every expected call is among the actual ones (each actual call used once).
+    - ``subset``: every actual call is among the expected ones.
+
+    Two calls match when their credit under the argument rules is 1 (same name, every counted argument agreeing;
+    ``arguments`` and ``rules`` as for :class:`ToolCallMatch`). Calls are paired by a maximum matching, never
+    greedily, so a valid pairing is always found. Metadata: ``parts_at``, the first point where the trajectories
+    part (a message index for ``strict``, else the first call left unmatched), with the pairing.
+    """
+
+    name = "TrajectoryMatch"
+    description = "1 if the trajectory matches the expected one (openevals' strict, unordered, subset, superset)"
+    example = 'TrajectoryMatch(mode="unordered")(output=[{"name": "a"}, {"name": "b"}], expected=[{"name": "b"}, {"name": "a"}])  # 1.0'
+
+    def __init__(
+        self,
+        *,
+        mode: str = "strict",
+        arguments: Any = "exact",
+        rules: Mapping[str, Any] | None = None,
+        max_calls: int | None = 1_000,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(arguments=arguments, rules=rules, max_calls=max_calls, name=name)
+        if mode not in TRAJECTORY_MODES:
+            raise ConfigError(
+                f"{self.name}: mode must be one of {', '.join(TRAJECTORY_MODES)}, got {mode!r}", scorer=self.name
+            )
+        self.mode = mode
+
+    def params(self) -> dict[str, Any]:
+        return {"mode": self.mode, **super().params()}
+
+    def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:
+        from .matching import perfect_matching
+
+        if self.mode == "strict":
+            return self._strict(self._conversation(output, "output"), self._conversation(expected, "expected"))
+        actual, wanted = self._calls(output, "output"), self._calls(expected, "expected")
+        with self._comparing():
+            matching = perfect_matching(wanted, actual, self.rules)
+            metadata = self._explained(wanted, actual, matching)
+        must_match_expected = self.mode in ("superset", "unordered")
+        must_match_actual = self.mode in ("subset", "unordered")
+        parts_at = None
+        if must_match_expected and matching.unmatched_expected:
+            parts_at = {"expected_call": matching.unmatched_expected[0], "reason": "no actual call matches it"}
+        elif must_match_actual and matching.unmatched_actual:
+            parts_at = {"actual_call": matching.unmatched_actual[0], "reason": "no expected call matches it"}
+        return self.make_score(float(parts_at is None), parts_at=parts_at, **metadata)
+
+    def _conversation(self, value: Any, field: str) -> Conversation:
+        if isinstance(value, Conversation):
+            return value
+        return read_conversation(value, scorer=self.name, field=field)
+
+    def _strict(self, actual: Conversation, wanted: Conversation) -> Score:
+        from .matching import perfect_matching
+
+        self._check_count("output", len(actual.tool_calls))
+        self._check_count("expected", len(wanted.tool_calls))
+        for index, (want, got) in enumerate(zip(wanted.messages, actual.messages)):
+            if want.role != got.role:
+                reason = f"the message's role is {got.role!r}, expected {want.role!r}"
+                return self.make_score(0.0, parts_at={"message": index, "reason": reason})
+            if not (want.tool_calls or got.tool_calls):
+                continue
+            with self._comparing():
+                matching = perfect_matching(want.tool_calls, got.tool_calls, self.rules)
+                if matching.unmatched_expected or matching.unmatched_actual:
+                    reason = "the message's tool calls differ from the expected ones"
+                    metadata = self._explained(want.tool_calls, got.tool_calls, matching)
+                    return self.make_score(0.0, parts_at={"message": index, "reason": reason}, **metadata)
+        if len(wanted) != len(actual):
+            reason = f"the conversation has {len(actual)} messages, expected {len(wanted)}"
+            return self.make_score(0.0, parts_at={"message": min(len(wanted), len(actual)), "reason": reason})
+        return self.make_score(1.0, parts_at=None)
+
+
+#: The keys of a tool definition that hold its JSON Schema: OpenAI (chat and Responses), and Anthropic.
+_SCHEMA_KEYS = ("parameters", "input_schema")
+
+
+def _schemas(tools: Any) -> dict[str, Any]:
+    """Each tool's name and the JSON Schema of its arguments, from a list of tool definitions (OpenAI ``tools``:
+    ``{"type": "function", "function": {...}}``; flat ``{"name", "parameters"}`` as in the Responses API; Anthropic
+    ``{"name", "input_schema"}``). A tool without a schema takes any object. Anything else is a ValueError."""
+    if isinstance(tools, str):
+        try:
+            tools = json.loads(tools)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"is text that is not JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(tools, (list, tuple)):
+        raise ValueError(f"must be a list of tool definitions, got {type(tools).__name__}")
+    schemas: dict[str, Any] = {}
+    for index, tool in enumerate(tools):
+        definition = tool.get("function", tool) if isinstance(tool, Mapping) else {}
+        name = definition.get("name") if isinstance(definition, Mapping) else None
+        if not isinstance(definition, Mapping) or not isinstance(name, str) or not name:
+            raise ValueError(
+                f"tool {index} is not a tool definition with a name, such as "
+                '{"type": "function", "function": {"name": "...", "parameters": {...}}}'
+            )
+        if name in schemas:
+            raise ValueError(f"tool {index} ({name!r}) has the name of an earlier tool")
+        schema = next((definition[key] for key in _SCHEMA_KEYS if definition.get(key) is not None), {"type": "object"})
+        schemas[name] = schema
+    return schemas
+
+
+@lru_cache(maxsize=64)
+def _validators(tools_json: str) -> dict[str, Any]:
+    """A validator per tool, each schema checked once (``check_schema``); nothing is ever fetched for a ``$ref``.
+
+    Cached by the tools' JSON text (the last 64 lists). A bad schema is a ValueError naming the tool."""
+    import jsonschema
+    from referencing import Registry
+
+    validators = {}
+    for name, schema in _schemas(json.loads(tools_json)).items():
+        cls = jsonschema.validators.validator_for(schema)
+        try:
+            cls.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"the tool {name!r} has an invalid JSON Schema: {exc.message}") from None
+        validators[name] = cls(schema, registry=Registry())  # empty: a remote $ref is an error, never a download
+    return validators
+
+
+def _tools_json(tools: Any) -> str:
+    """The tools as canonical JSON text (the validators' cache key); a value JSON cannot hold is a ValueError."""
+    try:
+        return json.dumps(tools if not isinstance(tools, str) else json.loads(tools), sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"is not a JSON list of tool definitions: {exc}") from None
+
+
+@register
+class ToolCallValid(_ToolCallScorer):
+    """The share of tool calls that name a known tool and whose arguments validate against its JSON Schema.
+
+    ``tools`` is a list of tool definitions in OpenAI's ``tools`` format (``{"type": "function", "function":
+    {"name", "parameters"}}``), or flat (``{"name", "parameters"}``, as the Responses API writes them), or
+    Anthropic's (``{"name", "input_schema"}``); given to the constructor or as a row's ``tools`` field (a row's
+    wins). Each schema is checked once (an invalid one is a ConfigError, or the row's ScorerInputError) and
+    nothing is fetched for a ``$ref``. No calls scores 1 (nothing invalid was called). Metadata: ``invalid``, each
+    invalid call (index, name, arguments) and why, from the schema's most relevant error.
+    """
+
+    name = "ToolCallValid"
+    description = "share of tool calls naming a known tool with arguments valid against its JSON Schema"
+    fields = (
+        _calls_field("output", f"the {_CALLS_HELP}"),
+        Field("tools", (list, tuple, str), required=False, description="tool definitions (OpenAI tools format)"),
+    )
+    example = (
+        'ToolCallValid(tools=[{"name": "search", "parameters": {"type": "object", "required": ["q"]}}])'
+        '(output=[{"name": "search", "arguments": {}}])  # 0.0'
+    )
+
+    def __init__(self, *, tools: Any = None, max_calls: int | None = 1_000, name: str | None = None) -> None:
+        super().__init__(max_calls=max_calls, name=name)
+        self.tools = tools
+        self._tools_key = None
+        if tools is not None:
+            try:
+                self._tools_key = _tools_json(tools)
+                _validators(self._tools_key)
+            except ValueError as exc:
+                raise ConfigError(f"{self.name}: tools {exc}", scorer=self.name) from None
+
+    def params(self) -> dict[str, Any]:
+        return {"tools": self.tools}
+
+    def _score(self, *, output: Any, tools: Any = None, **_: Any) -> Score:
+        calls = self._calls(output, "output")
+        if tools is None and self._tools_key is None:
+            raise ScorerInputError(
+                self.name, "tools", "is required: give the tool definitions to the scorer (tools=...) or in the row"
+            )
+        key = self._tools_key if tools is None else None
+        try:
+            validators = _validators(key or _tools_json(tools))
+        except ValueError as exc:
+            raise ScorerInputError(self.name, "tools", str(exc)) from None
+        invalid = []
+        for index, call in enumerate(calls):
+            error = self._error(call, validators)
+            if error is not None:
+                invalid.append({**_call_dict(index, call), "error": error})
+        value = 1.0 - len(invalid) / len(calls) if calls else 1.0
+        return self.make_score(value, invalid=invalid, calls=len(calls))
+
+    def _error(self, call: ToolCall, validators: Mapping[str, Any]) -> str | None:
+        """Why ``call`` is invalid, or None when it is valid."""
+        from jsonschema.exceptions import best_match
+        from referencing.exceptions import Unresolvable
+
+        validator = validators.get(call.name)
+        if validator is None:
+            return f"no tool is named {call.name!r} (tools: {', '.join(validators) or 'none'})"
+        try:
+            error = best_match(validator.iter_errors(thaw(call.arguments)))
+        except RecursionError:
+            raise ScorerInputError(self.name, "output", "holds arguments nested too deeply to validate") from None
+        except Unresolvable as exc:
+            raise ScorerInputError(
+                self.name, "tools", f"the tool {call.name!r} has a $ref that resolves to nothing here: {exc}"
+            ) from None
+        if error is None:
+            return None
+        where = error.json_path if error.path else "the arguments"
+        return f"{where}: {error.message}"
+
+
+def _tool_names(value: Any) -> list[str] | None:
+    """The tool names of promptfoo's ``tool-call-f1`` value (a list of names, or names separated by commas),
+    else None (calls or a conversation)."""
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            return [name.strip() for name in value.split(",") if name.strip()]
+        except RecursionError:  # JSON nested too deep for names: the reader says so
+            return None
+        return _tool_names(parsed) if isinstance(parsed, list) else None
+    if isinstance(value, (list, tuple)) and value and all(isinstance(item, str) for item in value):
+        return [name.strip() for name in value if name.strip()]
+    return None
+
+
+@register
+class ToolCallF1(_ToolCallScorer):
+    """F1 of the tool names called against the names expected, as promptfoo's ``tool-call-f1`` computes it, but
+    over **multisets**: a tool called twice when expected once counts one right call and one extra.
+
+    ``multiset=False`` compares sets of names instead, as promptfoo does (duplicates ignored). Arguments and order
+    are not compared (see :class:`ToolCallMatch`). ``expected`` may also be promptfoo's value: a list of names or
+    names separated by commas. Both sides empty scores 1 (promptfoo refuses an empty expected list). Metadata:
+    ``precision``, ``recall``, ``missing`` and ``extra`` names.
+    """
+
+    name = "ToolCallF1"
+    description = "F1 of tool names called vs expected (promptfoo's tool-call-f1, over multisets)"
+    example = 'ToolCallF1()(output=[{"name": "search"}, {"name": "fetch"}], expected="search,summarise")  # 0.5'
+
+    def __init__(self, *, multiset: bool = True, max_calls: int | None = 1_000, name: str | None = None) -> None:
+        super().__init__(max_calls=max_calls, name=name)
+        self.multiset = multiset
+
+    def params(self) -> dict[str, Any]:
+        return {"multiset": self.multiset}
+
+    def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:
+        from collections import Counter
+
+        names = _tool_names(expected)
+        wanted = Counter(names if names is not None else (call.name for call in self._calls(expected, "expected")))
+        actual = Counter(call.name for call in self._calls(output, "output"))
+        if not self.multiset:
+            wanted, actual = Counter(set(wanted)), Counter(set(actual))
+        right = sum((wanted & actual).values())
+        n_wanted, n_actual = sum(wanted.values()), sum(actual.values())
+        precision = right / n_actual if n_actual else float(not n_wanted)
+        recall = right / n_wanted if n_wanted else float(not n_actual)
+        value = 1.0 if not (n_wanted or n_actual) else 2 * right / (n_wanted + n_actual)
+        return self.make_score(
+            value,
+            precision=precision,
+            recall=recall,
+            missing=sorted((wanted - actual).elements()),
+            extra=sorted((actual - wanted).elements()),
+        )

@@ -1,6 +1,7 @@
 """What the harness adapters share: the scorer they wrap and the checks on a field mapping.
 
 - :func:`build_scorer`: a registered name built with its parameters, or an instance (parameters go only with a name);
+- :func:`build_scorers`: several of them, with parameters by scorer name, none listed twice;
 - :func:`check_field`: one entry of a ``fields`` mapping (our field -> where the harness holds it), refused with
   a :class:`~scorers.errors.ConfigError` naming the scorer.
 
@@ -11,6 +12,12 @@ True
 Traceback (most recent call last):
 ...
 scorers.errors.ConfigError: parameters ['ignore_case'] go with a scorer's name, not with an instance: set them when building ExactMatch
+>>> [s.name for s in build_scorers(["ExactMatch", get("Levenshtein")], {"ExactMatch": {}}, harness="a harness")]
+['ExactMatch', 'Levenshtein']
+>>> build_scorers(["ExactMatch"], {"BLEU": {"tokenize": "intl"}}, harness="a harness")
+Traceback (most recent call last):
+...
+scorers.errors.ConfigError: a harness: params for 'BLEU', which is not among the scorers (ExactMatch)
 >>> check_field(get("ExactMatch"), "tone", "inputs.tone", valid=True, wanted="name a key")
 Traceback (most recent call last):
 ...
@@ -19,13 +26,13 @@ scorers.errors.ConfigError: ExactMatch does not read a field 'tone' (it reads: o
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ..base import Scorer
 from ..errors import ConfigError
 from ..registry import get
 
-__all__ = ["build_scorer", "check_field"]
+__all__ = ["build_scorer", "build_scorers", "check_field"]
 
 
 def build_scorer(scorer: Scorer | str, params: Mapping[str, Any]) -> Scorer:
@@ -40,6 +47,27 @@ def build_scorer(scorer: Scorer | str, params: Mapping[str, Any]) -> Scorer:
             f"set them when building {scorer.name}"
         )
     return scorer
+
+
+def build_scorers(
+    scorers: Sequence[Scorer | str], params: Mapping[str, Mapping[str, Any]], *, harness: str
+) -> list[Scorer]:
+    """Each of ``scorers`` built by :func:`build_scorer` with ``params[its name]``; a :class:`ConfigError`, its
+    message starting with ``harness``, for parameters of a scorer not listed or a scorer listed twice."""
+    listed = [item if isinstance(item, str) else item.name if isinstance(item, Scorer) else None for item in scorers]
+    for name, value in params.items():
+        if name not in listed:
+            raise ConfigError(
+                f"{harness}: params for {name!r}, which is not among the scorers "
+                f"({', '.join(n for n in listed if n is not None)})"
+            )
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{harness}: params[{name!r}] must be a mapping of parameters, got {value!r}")
+    built = [build_scorer(item, params.get(name, {}) if name else {}) for item, name in zip(scorers, listed)]
+    names = [scorer.name for scorer in built]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{harness}: a scorer is listed twice ({', '.join(names)})")
+    return built
 
 
 def check_field(scorer: Scorer, name: str, path: Any, *, valid: bool, wanted: str, taken: bool = False) -> None:

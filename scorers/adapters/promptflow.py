@@ -53,7 +53,7 @@ from typing import Any, Mapping, Sequence, TypedDict
 
 from ..base import Scorer
 from ..errors import ConfigError, MissingExtraError, ScorerInputError
-from ..registry import get
+from . import _common
 
 __all__ = ["LineScores", "ScorerFlow", "aggregate", "aggregate_scores", "build_scorers", "score_line"]
 
@@ -85,7 +85,7 @@ def build_scorers(
     """
     if isinstance(scorers, (str, Scorer)):
         scorers = [scorers]
-    items = [
+    items: list[str | Scorer] = [
         part
         for item in scorers
         for part in ([name.strip() for name in item.split(",")] if isinstance(item, str) else [item])
@@ -95,25 +95,7 @@ def build_scorers(
             f"promptflow adapter: name the scorers, a list or comma-separated names "
             f"(python -m scorers list), got {scorers!r}"
         )
-    params = dict(params or {})
-    names = [item for item in items if isinstance(item, str)]
-    for name in params:
-        if name not in names:
-            raise ConfigError(
-                f"promptflow adapter: params for {name!r}, which is not among the scorers ({', '.join(names)})"
-            )
-    built = []
-    for item in items:
-        if isinstance(item, Scorer):
-            built.append(item)
-        elif isinstance(item, str):
-            built.append(get(item, **dict(params.get(item) or {})))
-        else:
-            raise ConfigError(f"promptflow adapter: not a scorer or a scorer's name: {item!r}")
-    seen = [s.name for s in built]
-    if len(set(seen)) != len(seen):
-        raise ConfigError(f"promptflow adapter: a scorer is listed twice ({', '.join(seen)})")
-    return built
+    return _common.build_scorers(items, params or {}, harness="promptflow adapter")
 
 
 def score_line(
@@ -208,10 +190,10 @@ class ScorerFlow:
     def __call__(
         self,
         output: str,
-        expected: str = None,
+        expected: str = None,  # type: ignore[assignment]
         input: str = None,  # type: ignore[assignment]
-        fields: dict = None,
-    ) -> LineScores:  # type: ignore[assignment]
+        fields: dict = None,  # type: ignore[assignment]
+    ) -> LineScores:
         return score_line(self.scorers, output=output, expected=expected, input=input, fields=fields)
 
     def __aggregate__(self, line_results: list) -> dict:

@@ -69,8 +69,8 @@ from typing import Any, Mapping
 from .._util import ABSENT, is_number, lookup
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError, ScorerInputError
-from ..registry import get
 from ..score import Score
+from ._common import build_scorers
 
 __all__ = ["get_assert", "assertion_file", "DEFAULT_THRESHOLD", "CONFIG_KEYS", "DEFAULT_FILE"]
 
@@ -162,15 +162,8 @@ def _parse_config(config: Mapping[str, Any]) -> tuple[list[Scorer], dict[str, fl
     params = config.get("params") or {}
     if not isinstance(params, Mapping):
         raise ConfigError(f"promptfoo assertion: 'params' must map scorer names to parameters, got {params!r}")
-    for name, value in params.items():
-        if name not in names:
-            raise ConfigError(f"promptfoo assertion: params for {name!r}, which is not in scorers ({', '.join(names)})")
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"promptfoo assertion: params[{name!r}] must be a mapping of parameters, got {value!r}")
-    scorers = [get(name, **dict(params.get(name) or {})) for name in names]
+    scorers = build_scorers(names, params, harness="promptfoo assertion")
     seen = [s.name for s in scorers]
-    if len(set(seen)) != len(seen):
-        raise ConfigError(f"promptfoo assertion: a scorer is listed twice in scorers ({', '.join(seen)})")
 
     thresholds = _thresholds(config.get("threshold", DEFAULT_THRESHOLD), names, scorers)
 

@@ -42,6 +42,7 @@ from .._util import is_number
 from ..base import Scorer
 from ..errors import ScorerError
 from ..score import Score
+from ._common import build_scorer
 
 try:  # pluggy comes with pytest; without it the hooks below are plain functions nobody calls
     from pluggy import HookimplMarker
@@ -49,7 +50,7 @@ try:  # pluggy comes with pytest; without it the hooks below are plain functions
     hookimpl = HookimplMarker("pytest")
 except ImportError:  # pragma: no cover
 
-    def hookimpl(**_: Any) -> Any:
+    def hookimpl(**_: Any) -> Any:  # type: ignore[misc]
         return lambda function: function
 
 
@@ -72,7 +73,7 @@ def assert_score(scorer: Scorer | str, threshold: float, /, **fields: Any) -> Sc
     """Score ``fields`` with ``scorer`` and assert the score is at least ``threshold``; returns the Score.
 
     ``scorer`` is a :class:`~scorers.base.Scorer` or a registered name (as for
-    ``scorers.get``). ``threshold`` is a number in [0, 1]. The AssertionError
+    ``scorers.get``; anything else is a :class:`~scorers.errors.ConfigError`). ``threshold`` is a number in [0, 1]. The AssertionError
     names the scorer, the score and the threshold, a judge's choice and
     rationale, and the fields (truncated). A skipped example (score ``None``)
     fails. A ``ScorerError`` (bad input, a judge that gave up) propagates.
@@ -88,14 +89,7 @@ def assert_score(scorer: Scorer | str, threshold: float, /, **fields: Any) -> Sc
     """
     __tracebackhide__ = True  # pytest shows the failure at the test's line, not in here
     threshold = _check_threshold(threshold)
-    if isinstance(scorer, str):
-        from ..registry import get
-
-        scorer = get(scorer)
-    elif not isinstance(scorer, Scorer):
-        raise TypeError(
-            f"assert_score: scorer must be a scorers.Scorer or a registered name, got {type(scorer).__name__}"
-        )
+    scorer = build_scorer(scorer, {})
     call: dict[str, Any] = {
         "nodeid": _current_nodeid(),
         "scorer": scorer.name,

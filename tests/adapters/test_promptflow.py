@@ -331,6 +331,12 @@ def test_fields_feed_a_judges_variables(llm_env: LoopbackLLM) -> None:
         (lambda: build_scorers(""), ConfigError, "name the scorers"),
         (lambda: build_scorers("ExactMatch,exactmatch"), ConfigError, "listed twice"),
         (lambda: build_scorers("ExactMatch", {"BLEU": {"tokenize": "intl"}}), ConfigError, "params for 'BLEU'"),
+        (
+            lambda: build_scorers([scorers.get("ExactMatch")], {"ExactMatch": {"ignore_case": True}}),
+            ConfigError,
+            "parameters ['ignore_case'] go with a scorer's name, not with an instance",
+        ),
+        (lambda: build_scorers([len]), ConfigError, "not a scorer: <built-in function len>"),
         (lambda: ScorerFlow("Nope"), UnknownScorerError, "no scorer named 'Nope'"),
         (
             lambda: score_line("ExactMatch", output="a", expected="a", fields={"criteria": "x"}),

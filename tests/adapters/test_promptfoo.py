@@ -21,7 +21,7 @@ import yaml
 
 import scorers
 from scorers import ConfigError, Scorer, text_field
-from scorers.adapters import promptfoo
+from scorers.adapters import _common, promptfoo
 from scorers.adapters.promptfoo import get_assert
 from scorers.errors import UnknownScorerError
 from scorers.testing import LoopbackLLM, Reply
@@ -228,9 +228,9 @@ class MaybeSkips(Scorer):
 
 @pytest.fixture
 def maybe_skips(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_get = promptfoo.get
+    real_get = _common.get  # the adapters build every scorer through _common
     monkeypatch.setattr(
-        promptfoo, "get", lambda name, **params: MaybeSkips() if name == "MaybeSkips" else real_get(name, **params)
+        _common, "get", lambda name, **params: MaybeSkips() if name == "MaybeSkips" else real_get(name, **params)
     )
 
 
@@ -285,6 +285,7 @@ def test_thresholds_params_and_map() -> None:
         ({"scorers": ["ExactMatch"], "threshold": 2}, "must be a number in [0, 1]"),
         ({"scorers": ["ExactMatch"], "threshold": {"BLEU": 0.3}}, "threshold for 'BLEU', which is not in scorers"),
         ({"scorers": ["ExactMatch"], "params": {"BLEU": {"tokenize": "intl"}}}, "params for 'BLEU'"),
+        ({"scorers": ["ExactMatch"], "params": {"ExactMatch": True}}, "params['ExactMatch'] must be a mapping"),
         ({"scorers": ["ExactMatch"], "map": {"output": "answer"}}, "'output' is always promptfoo's output"),
         (
             {"scorers": ["ExactMatch"], "map": {"criteria": "rubric"}},

@@ -22,7 +22,7 @@ import scorers
 from scorers import Scorer
 from scorers.adapters import assert_score, pytest_plugin
 from scorers.adapters.pytest_plugin import recording, summarize
-from scorers.errors import ScorerInputError, UnknownScorerError
+from scorers.errors import ConfigError, ScorerInputError, UnknownScorerError
 from scorers.testing import LoopbackLLM, Reply
 
 RATIONALE = "The submission names Lyon, which contradicts the expert answer Paris."
@@ -123,7 +123,7 @@ def test_threshold_that_is_not_a_number_is_a_type_error(threshold: Any) -> None:
 def test_scorer_must_be_a_scorer_or_a_registered_name() -> None:
     with recording(), pytest.raises(UnknownScorerError, match="no scorer named 'Levenstein'"):
         assert_score("Levenstein", 0.5, output="a", expected="a")
-    with recording(), pytest.raises(TypeError, match="must be a scorers.Scorer or a registered name"):
+    with recording(), pytest.raises(ConfigError, match="not a scorer: <built-in function len>"):
         assert_score(len, 0.5, output="a")  # type: ignore[arg-type]
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from .. import engines
 from ..base import Scorer
 from ..errors import ConfigError, DataError
 from ..io import ParquetResultWriter, ResultWriter, count_rows, escaped_key, read_completed, read_input, record_matches
@@ -79,13 +80,24 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates:
     )
     p_run.add_argument(
         "--engine",
-        choices=["local", "ray", "spark"],
         default="local",
-        help="where to score: this machine (default), Ray Data or Spark (pip install 'scorers[ray]' "
-        "/ 'scorers[spark]')",
+        metavar="NAME",
+        help="where to score: local (this machine, the default), ray (Ray Data) or spark (pip install "
+        "'scorers[ray]' / 'scorers[spark]'), or an engine a plugin registers",
     )
-    p_run.add_argument("--address", help="--engine ray: the cluster to join (e.g. auto; default: start a local one)")
-    p_run.add_argument("--master", help="--engine spark: the master (default: local[WORKERS,3], retrying lost tasks)")
+    p_run.add_argument(
+        "--engine-option",
+        action="append",
+        default=[],
+        dest="engine_options",
+        metavar="KEY=VALUE",
+        help="an option of the --engine (repeatable): "
+        + "; ".join(
+            f"{engine.name}: {key} ({text})"
+            for engine in (engines.Ray, engines.Spark)
+            for key, text in engine.options().items()
+        ),
+    )
     p_run.add_argument(
         "--ordered",
         action="store_true",
@@ -223,14 +235,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     parquet_in = (args.format or Path(args.data).suffix.lower().lstrip(".")) == "parquet"
     parquet_out = bool(args.output) and args.output.lower().endswith(".parquet")
+    engine = engines.registry.get(args.engine, **dict(parse_pairs(args.engine_options, "--engine-option")))
     rows = read_input(args.data, args.format)
     previous: list[dict[str, Any]] = []
     if args.resume:
         if not args.output or args.output == "-" or parquet_out:
             raise ConfigError("--resume needs -o OUT.jsonl")
-        if args.engine != "local" and not args.ordered:
+        if not engine.keeps_order and not args.ordered:
             raise ConfigError(
-                f"--resume with --engine {args.engine} needs --ordered (OUT must hold DATA's first "
+                f"--resume with --engine {engine.name} needs --ordered (OUT must hold DATA's first "
                 "rows in order, and the run continues it in order)"
             )
         previous = _resume_from(args.output, rows, scorers)
@@ -242,9 +255,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         workers=args.workers,
         start=len(previous),
-        engine=args.engine,
-        address=args.address,
-        master=args.master,
+        engine=engine,
         ordered=args.ordered,
     )
     for record in previous:

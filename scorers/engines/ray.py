@@ -1,4 +1,4 @@
-"""The Ray Data engine: ``scorers.evaluate(rows, scorers, engine="ray", address=None, workers=N)``.
+"""The Ray Data engine: ``scorers.evaluate(rows, scorers, engine=Ray(address=None), workers=N)`` (or ``engine="ray"``).
 
 The rows go to Ray as Arrow blocks (a few per worker, so one input file never
 makes one block that a single actor scores alone), ``map_batches`` scores them on
@@ -16,8 +16,8 @@ Footguns handled here:
   removed at the end; Ray takes the first and the next two from environment variables only
   (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` on import, ``RAY_USAGE_STATS_ENABLED`` and ``RAY_AUTH_MODE``
   while the cluster runs), which are set only where unset, and only for that long
-  (:func:`~scorers.engines.environ_defaults`);
-- the actors judge with the driver's settings, scoped to each batch (:func:`~scorers.engines.score_rows`):
+  (:func:`~scorers.engines.cluster.environ_defaults`);
+- the actors judge with the driver's settings, scoped to each batch (:func:`~scorers.engines.cluster.score_rows`):
   nothing is written to their environment;
 - a lost actor is restarted by Ray and its batches re-run; the driver keeps each
   row once, and the judge cache answers the re-run's calls.
@@ -32,14 +32,16 @@ import logging
 import shutil
 import sys
 import tempfile
-from typing import Any, Iterator, Mapping
+from typing import Any, ClassVar, Generator, Iterator, Mapping
+
+from pydantic import Field
 
 from .._aio import background_loop
 from ..batch import RESULT_COLUMN, BatchScorer
 from ..errors import MissingExtraError
-from . import INDEX_COLUMN, batch_size, environ_defaults, score_rows, split, worker_settings
+from .cluster import INDEX_COLUMN, ClusterEngine, batch_size, environ_defaults, score_rows, split, worker_settings
 
-__all__ = ["score_table", "connect"]
+__all__ = ["Ray", "connect"]
 
 #: Off at Ray's import, Ray's node address is 127.0.0.1 (its default on Windows and macOS).
 _LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -124,22 +126,29 @@ class SyncScorer(_Scorer):
         return asyncio.run_coroutine_threadsafe(self.score(batch), background_loop()).result()
 
 
-def score_table(table: Any, unit: BatchScorer, *, workers: int, ordered: bool, address: str | None) -> Iterator[Any]:
-    """Arrow batches of :data:`~scorers.engines.INDEX_COLUMN` and the result JSON of every row of ``table``."""
-    judges = any(s.is_async for s in unit.scorers)
-    settings = worker_settings(judges=judges)  # before the cluster starts: a ConfigError costs nothing
-    with connect(address, workers) as ray:
-        size = batch_size(judges=judges, concurrency=unit.concurrency)
-        cpus = float(ray.cluster_resources().get("CPU", 0))
-        context = ray.data.DataContext.get_current()
-        context.enable_progress_bars = False
-        context.execution_options.preserve_order = ordered
-        dataset = ray.data.from_arrow(split(table, workers, size)).map_batches(
-            AsyncScorer if judges else SyncScorer,
-            fn_constructor_kwargs={"unit": unit, "settings": settings},
-            compute=ray.data.ActorPoolStrategy(size=workers),
-            num_cpus=min(1.0, cpus / (workers + 1)),
-            batch_size=size,
-            batch_format="pyarrow",
-        )
-        yield from dataset.iter_batches(batch_format="pyarrow", batch_size=None)
+class Ray(ClusterEngine):
+    """Ray Data: ``map_batches`` on an actor pool of ``workers`` actors, on the cluster at ``address`` or on a local
+    one started for the run."""
+
+    name: ClassVar[str] = "ray"
+
+    address: str | None = Field(default=None, description="the cluster to join (e.g. auto; default: start a local one)")
+
+    def score_table(self, table: Any, unit: BatchScorer, *, workers: int, ordered: bool) -> Generator[Any, None, None]:
+        judges = any(s.is_async for s in unit.scorers)
+        settings = worker_settings(judges=judges)  # before the cluster starts: a ConfigError costs nothing
+        with connect(self.address, workers) as ray:
+            size = batch_size(judges=judges, concurrency=unit.concurrency)
+            cpus = float(ray.cluster_resources().get("CPU", 0))
+            context = ray.data.DataContext.get_current()
+            context.enable_progress_bars = False
+            context.execution_options.preserve_order = ordered
+            dataset = ray.data.from_arrow(split(table, workers, size)).map_batches(
+                AsyncScorer if judges else SyncScorer,
+                fn_constructor_kwargs={"unit": unit, "settings": settings},
+                compute=ray.data.ActorPoolStrategy(size=workers),
+                num_cpus=min(1.0, cpus / (workers + 1)),
+                batch_size=size,
+                batch_format="pyarrow",
+            )
+            yield from dataset.iter_batches(batch_format="pyarrow", batch_size=None)

@@ -1,4 +1,4 @@
-"""The Spark engine: ``scorers.evaluate(rows, scorers, engine="spark", master=None, workers=N)``.
+"""The Spark engine: ``scorers.evaluate(rows, scorers, engine=Spark(master=None), workers=N)`` (or ``engine="spark"``).
 
 The rows become a DataFrame of a few partitions per worker, in input order;
 ``mapInArrow`` scores each partition's Arrow batches with the
@@ -11,13 +11,13 @@ Footguns handled here:
 
 - the workers run this interpreter (``PYSPARK_PYTHON``, which the SparkContext reads when it starts: set where
   unset while the session starts), so they import this ``scorers``; they judge with the driver's settings,
-  scoped to each partition's batches (:func:`~scorers.engines.score_rows`): nothing is written to their
+  scoped to each partition's batches (:func:`~scorers.engines.cluster.score_rows`): nothing is written to their
   environment;
 - the default master is ``local[workers,3]``: Spark's ``local[N]`` never retries a
   failed task, so one lost Python worker would abort the run; here its task is
   re-run (up to 3 tries) and the judge cache answers the calls already paid;
 - a session started here binds 127.0.0.1 (``SPARK_LOCAL_IP``, which Spark's JVM reads from its environment: set
-  where unset while the JVM is launched, :func:`~scorers.engines.environ_defaults`), has no web UI, keeps its
+  where unset while the JVM is launched, :func:`~scorers.engines.cluster.environ_defaults`), has no web UI, keeps its
   scratch in a temporary folder and is stopped at the end; a session already active is used as it is.
 
 >>> default_master(2)
@@ -36,14 +36,25 @@ import sys
 import tempfile
 import threading
 import warnings
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, ClassVar, Generator, Iterator, Mapping
+
+from pydantic import Field
 
 from .._aio import background_loop
 from ..batch import RESULT_COLUMN, BatchScorer
 from ..errors import MissingExtraError
-from . import INDEX_COLUMN, MAX_BLOCK_ROWS, batch_size, environ_defaults, score_rows, split, worker_settings
+from .cluster import (
+    INDEX_COLUMN,
+    MAX_BLOCK_ROWS,
+    ClusterEngine,
+    batch_size,
+    environ_defaults,
+    score_rows,
+    split,
+    worker_settings,
+)
 
-__all__ = ["score_table", "session", "default_master"]
+__all__ = ["Spark", "session", "default_master"]
 
 #: Tries of a task before the run fails, in the default local master.
 TASK_TRIES = 3
@@ -121,25 +132,37 @@ def _score_partitions(payload: bytes, settings: Mapping[str, Any]) -> Callable[[
     return score
 
 
-def score_table(table: Any, unit: BatchScorer, *, workers: int, ordered: bool, master: str | None) -> Iterator[Any]:
-    """Arrow batches of :data:`~scorers.engines.INDEX_COLUMN` and the result JSON of every row of ``table``,
-    in input order (``ordered`` costs nothing: partitions keep the input's order)."""
-    import pyarrow as pa
+class Spark(ClusterEngine):
+    """Spark: ``mapInArrow`` over partitions of the rows on the session at ``master`` (default
+    :func:`default_master`), or on the session already active here; results come in input order (``ordered``
+    costs nothing: partitions keep the input's order)."""
 
-    judges = any(s.is_async for s in unit.scorers)
-    settings = worker_settings(judges=judges)  # before the session starts: a ConfigError costs nothing
-    with session(master, workers) as spark:
-        from pyspark.sql.types import StringType, StructField, StructType
+    name: ClassVar[str] = "spark"
 
-        size = batch_size(judges=judges, concurrency=unit.concurrency)
-        # createDataFrame makes one partition per Arrow batch: blocks of the input, in order
-        blocks = pa.Table.from_batches([batch for block in split(table, workers, size) for batch in block.to_batches()])
-        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(MAX_BLOCK_ROWS))
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", _PANDAS_WARNING, FutureWarning)
-            frame = spark.createDataFrame(blocks)
-            spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(size))  # the batches mapInArrow scores
-            schema = StructType([*frame.schema.fields, StructField(RESULT_COLUMN, StringType(), False)])
-            scored = frame.mapInArrow(_score_partitions(pickle.dumps(unit), settings), schema)
-            collected = scored.select(INDEX_COLUMN, RESULT_COLUMN).toArrow()
-        yield from collected.to_batches()
+    master: str | None = Field(
+        None, description="the master to start a session on (default: local[WORKERS,3], retrying lost tasks)"
+    )
+
+    def score_table(self, table: Any, unit: BatchScorer, *, workers: int, ordered: bool) -> Generator[Any, None, None]:
+        import pyarrow as pa
+
+        judges = any(s.is_async for s in unit.scorers)
+        settings = worker_settings(judges=judges)  # before the session starts: a ConfigError costs nothing
+        with session(self.master, workers) as spark:
+            from pyspark.sql.types import StringType, StructField, StructType
+
+            size = batch_size(judges=judges, concurrency=unit.concurrency)
+            # createDataFrame makes one partition per Arrow batch: blocks of the input, in order
+            blocks = pa.Table.from_batches(
+                [batch for block in split(table, workers, size) for batch in block.to_batches()]
+            )
+            spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(MAX_BLOCK_ROWS))
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", _PANDAS_WARNING, FutureWarning)
+                frame = spark.createDataFrame(blocks)
+                # the batches mapInArrow scores
+                spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(size))
+                schema = StructType([*frame.schema.fields, StructField(RESULT_COLUMN, StringType(), False)])
+                scored = frame.mapInArrow(_score_partitions(pickle.dumps(unit), settings), schema)
+                collected = scored.select(INDEX_COLUMN, RESULT_COLUMN).toArrow()
+            yield from collected.to_batches()

@@ -4,11 +4,13 @@ when a worker is killed mid-run, and a killed worker's rows do not pay their jud
 from __future__ import annotations
 
 import json
+import sys
+import textwrap
 import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, ClassVar, Generator
 
 import psutil
 import pytest
@@ -16,7 +18,8 @@ import pytest
 import scorers
 from scorers.batch import BatchScorer
 from scorers.cli import main
-from scorers.engines import INDEX_COLUMN, EngineError, EngineRun, rows_table, split, worker_settings
+from scorers.engines import Engine, EngineError, EngineRegistry, Local, Ray, Spark
+from scorers.engines.cluster import INDEX_COLUMN, ClusterEngine, rows_table, split, worker_settings
 from scorers.errors import ConfigError, DataError, MissingExtraError
 from scorers.judges import LLMClassifier
 from scorers.testing import LoopbackLLM, Reply
@@ -75,10 +78,10 @@ def test_cli_writes_the_local_run_file_from_csv(
     base = ["run", str(data), *[f"-s{name}" for name in SCORERS], "--no-progress"]
     assert main([*base, "-o", str(tmp_path / "local.jsonl")]) == 0
     local_table = summary_table(capsys.readouterr().err)
-    assert (
-        main([*base, "-o", str(tmp_path / "engine.jsonl"), "--engine", engine, "--workers", str(WORKERS), "--ordered"])
-        == 0
-    )
+    # the running cluster, named by an option (Ray joins the cluster this process joined; Spark uses the session)
+    option = {"ray": "address=auto", "spark": "master=local[2,3]"}[engine]
+    engine_run = ["--engine", engine, "--engine-option", option, "--workers", str(WORKERS), "--ordered"]
+    assert main([*base, "-o", str(tmp_path / "engine.jsonl"), *engine_run]) == 0
     assert summary_table(capsys.readouterr().err) == local_table
     assert (tmp_path / "engine.jsonl").read_bytes() == (tmp_path / "local.jsonl").read_bytes()
 
@@ -155,11 +158,13 @@ def test_a_killed_worker_loses_no_row_and_repays_no_judge_call(engine: str, llm_
     rows = [{"output": f"answer {i}", "expected": f"reference {i}"} for i in range(400)]
     judge = LLMClassifier("Same", "Is {{output}} the same as {{expected}}? Y or N.", {"Y": 1.0, "N": 0.0})
     killed: dict[str, int] = {}
+    port = server.port
+    assert port is not None
 
     def kill_one_worker() -> None:  # once a third of the rows were asked, SIGKILL a worker waiting on a reply
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and not killed:
-            victim = busy_worker(server.port) if server.request_count >= len(rows) // 3 else None
+            victim = busy_worker(port) if server.request_count >= len(rows) // 3 else None
             if victim is not None:
                 killed.update(in_flight=server.in_flight, requests=server.request_count, pid=victim.pid)
                 victim.kill()
@@ -197,30 +202,29 @@ def test_a_local_ray_cluster_stays_on_loopback(ray_cluster: Any) -> None:
 
 
 # ---------------------------------------------------------------- the driver, without an engine
-def backend_returning(indices: list[int]) -> Any:
-    """A fake engine that scores every row, returns them in the order (and with the repeats) of ``indices``."""
+class Returning(ClusterEngine):
+    """A fake cluster: scores every row here, returns them in the order (and with the repeats) of ``indices``."""
 
-    def backend(table: Any, unit: BatchScorer, **options: Any) -> Iterator[Any]:
+    name: ClassVar[str] = "returning"
+    indices: list[int]
+
+    def score_table(self, table: Any, unit: BatchScorer, *, workers: int, ordered: bool) -> Generator[Any, None, None]:
         scored = unit(table.drop_columns([INDEX_COLUMN]))
-        yield scored.append_column(INDEX_COLUMN, table.column(INDEX_COLUMN)).take(indices)
-
-    return backend
+        yield scored.append_column(INDEX_COLUMN, table.column(INDEX_COLUMN)).take(self.indices)
 
 
-def engine_run(indices: list[int], *, ordered: bool) -> EngineRun:
+class Unstarted(ClusterEngine):
+    """A cluster that must not be reached."""
+
+    name: ClassVar[str] = "unstarted"
+
+    def score_table(self, table: Any, unit: BatchScorer, *, workers: int, ordered: bool) -> Generator[Any, None, None]:
+        raise AssertionError("the engine was started")
+
+
+def returning_run(indices: list[int], *, ordered: bool) -> scorers.Evaluation:
     rows = [{"output": str(i), "expected": "1"} for i in range(4)]
-    return EngineRun(
-        rows,
-        scorers.batch.resolve_scorers(["ExactMatch"]),
-        engine="fake",
-        backend=backend_returning(indices),
-        options={},
-        mapping=None,
-        concurrency=4,
-        workers=1,
-        start=0,
-        ordered=ordered,
-    )
+    return scorers.evaluate(rows, ["ExactMatch"], engine=Returning(indices=indices), concurrency=4, ordered=ordered)
 
 
 @pytest.mark.parametrize(
@@ -234,7 +238,7 @@ def engine_run(indices: list[int], *, ordered: bool) -> EngineRun:
 def test_the_driver_gives_each_row_once_in_order_when_asked(
     returned: list[int], ordered: bool, given: list[int]
 ) -> None:
-    run = engine_run(returned, ordered=ordered)
+    run = returning_run(returned, ordered=ordered)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         results = list(run)
@@ -245,43 +249,20 @@ def test_the_driver_gives_each_row_once_in_order_when_asked(
 
 def test_a_row_the_engine_lost_is_an_error() -> None:
     with pytest.raises(EngineError, match="returned 3 of 4 rows; missing: rows 2"):
-        list(engine_run([0, 1, 3], ordered=False))
+        list(returning_run([0, 1, 3], ordered=False))
 
 
 def test_the_driver_finds_a_mapping_typo_in_the_first_rows_before_the_engine_starts() -> None:
-    def backend(table: Any, unit: BatchScorer, **options: Any) -> Iterator[Any]:
-        raise AssertionError("the engine was started")
-
     rows = [{"output": str(i), "answer": None if i == 0 else "1"} for i in range(150)]
-    run = EngineRun(
-        rows,
-        scorers.batch.resolve_scorers(["ExactMatch"]),
-        engine="fake",
-        backend=backend,
-        options={},
-        mapping={"expected": "answr"},
-        concurrency=4,
-        workers=1,
-        start=0,
-        ordered=True,
-    )
+    run = scorers.evaluate(rows, ["ExactMatch"], engine=Unstarted(), mapping={"expected": "answr"}, ordered=True)
     with pytest.raises(ConfigError, match="no column or path 'answr' in any of the first 100 rows"):
         list(run)
 
 
 def test_a_reference_the_first_row_lacks_is_that_rows_error_on_an_engine_too() -> None:
     rows = [{"output": str(i), "answer": None if i == 0 else "1"} for i in range(4)]
-    run = EngineRun(
-        rows,
-        scorers.batch.resolve_scorers(["ExactMatch"]),
-        engine="fake",
-        backend=backend_returning([0, 1, 2, 3]),
-        options={},
-        mapping={"expected": "answer"},
-        concurrency=4,
-        workers=1,
-        start=0,
-        ordered=True,
+    run = scorers.evaluate(
+        rows, ["ExactMatch"], engine=Returning(indices=[0, 1, 2, 3]), mapping={"expected": "answer"}, ordered=True
     )
     results = list(run)
     assert results[0].errors["ExactMatch"]["type"] == "ScorerInputError"
@@ -333,7 +314,7 @@ def test_a_worker_judges_with_the_drivers_settings_without_touching_its_process(
     import asyncio
     import os
 
-    from scorers.engines import score_rows
+    from scorers.engines.cluster import score_rows
 
     scorers.configure(base_url=llm_server.base_url, api_key=fake_api_key, cache=False)
     llm_server.default = Reply.choice("Y")
@@ -365,15 +346,123 @@ def test_a_missing_engine_names_its_extra(
         list(scorers.evaluate(ROWS[:2], SCORERS, engine=engine))
 
 
+# ---------------------------------------------------------------- engines as objects
+def test_every_engine_gives_the_same_run_type_without_starting() -> None:
+    for engine in ("local", "ray", "spark", Ray(address="auto"), Spark(master="local[1]"), Local()):
+        run = scorers.evaluate(ROWS[:2], SCORERS, engine=engine)
+        assert type(run) is scorers.Evaluation and isinstance(run.engine, Engine)
+    assert scorers.evaluate(ROWS[:2], SCORERS, engine="RAY").engine == Ray()
+
+
+def test_a_cluster_run_is_iterated_with_for_not_async_for() -> None:
+    import asyncio
+
+    async def consume() -> None:
+        async for _ in scorers.aevaluate(ROWS[:2], SCORERS, engine=Unstarted()):
+            pass
+
+    with pytest.raises(ConfigError, match="the unstarted engine is iterated with for, not async for"):
+        asyncio.run(consume())
+
+
 @pytest.mark.parametrize(
-    ("options", "message"),
+    ("engine", "message"),
     [
-        ({"engine": "dask"}, "unknown engine 'dask'"),
-        ({"engine": "ray", "master": "local[2]"}, "master= is Spark's"),
-        ({"engine": "spark", "address": "auto"}, "address= is Ray's"),
-        ({"address": "auto"}, "pass engine='ray' or 'spark'"),
+        ("dask", r"unknown engine 'dask'; expected local, ray, spark"),
+        (3, r"engine= takes an engine's name \(local, ray, spark\) or an Engine, got 3"),
     ],
 )
-def test_engine_options_are_checked(options: dict[str, Any], message: str) -> None:
+def test_an_unknown_engine_is_a_config_error(engine: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        scorers.evaluate(ROWS[:2], SCORERS, **options)
+        scorers.evaluate(ROWS[:2], SCORERS, engine=engine)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda: Ray(adress="auto"),  # type: ignore[call-arg]
+            r"the ray engine has no option 'adress'; did you mean 'address'\? \(its options: address\)",
+        ),
+        (
+            lambda: Spark(master=2),  # type: ignore[arg-type]
+            r"the spark engine's option master=2: Input should be a valid string \(its options: master\)",
+        ),
+        (
+            lambda: Local(workers=2),  # type: ignore[call-arg]
+            r"the local engine has no option 'workers' \(it takes none\)",
+        ),
+    ],
+    ids=["typo", "type", "none"],
+)
+def test_engine_options_are_checked_naming_the_engine_and_its_options(build: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        build()
+
+
+def test_the_engine_keywords_of_evaluate_are_gone() -> None:
+    with pytest.raises(TypeError, match="address"):
+        scorers.evaluate(ROWS[:2], SCORERS, engine="ray", address="auto")  # type: ignore[call-arg]
+
+
+def test_cli_engine_options_are_checked_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in ROWS[:4]), encoding="utf-8")
+    base = ["run", str(data), "-s", "ExactMatch", "--no-progress"]
+    assert main([*base, "--engine", "ray", "--engine-option", "adress=auto"]) == 2
+    err = capsys.readouterr().err
+    assert "the ray engine has no option 'adress'; did you mean 'address'? (its options: address)" in err
+    assert "scorer " not in err  # nothing was scored
+    assert main([*base, "--engine", "local", "--engine-option", "workers=2"]) == 2
+    assert "the local engine has no option 'workers' (it takes none)" in capsys.readouterr().err
+    assert main([*base, "--engine", "dask"]) == 2
+    assert "unknown engine 'dask'; expected local, ray, spark" in capsys.readouterr().err
+    assert main([*base, "--engine", "ray", "--engine-option", "auto"]) == 2
+    assert "--engine-option expects KEY=VALUE, got 'auto'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # the engine-specific options are gone
+        main([*base, "--engine", "ray", "--address", "auto"])
+    assert "unrecognized arguments: --address auto" in capsys.readouterr().err
+
+
+def install_engine_plugin(folder: Path, monkeypatch: pytest.MonkeyPatch, entry_points: str) -> None:
+    """Make ``folder`` an installed distribution declaring ``entry_points`` in the ``scorers.engines`` group."""
+    dist = folder / "engineplugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: engineplugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[scorers.engines]\n{entry_points}\n")
+    monkeypatch.syspath_prepend(str(folder))
+
+
+def test_a_plugin_engine_registers_and_a_broken_one_fails_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "engineplugin.py").write_text(
+        textwrap.dedent('''
+        from typing import ClassVar
+        from scorers.engines import Local
+
+        class Careful(Local):
+            """The local engine, under another name, with an option."""
+            name: ClassVar[str] = "careful"
+            patience: int = 1
+        ''')
+    )
+    install_engine_plugin(
+        tmp_path, monkeypatch, "careful = engineplugin:Careful\nbroken = no_such_module_xyz:Engine\nodd = json:dumps"
+    )
+    registry = EngineRegistry([Local])
+    with pytest.warns(RuntimeWarning) as caught:
+        names = registry.names()
+    assert names == ["local", "careful", "broken", "odd"]
+    messages = sorted(str(warning.message) for warning in caught)
+    assert len(messages) == 2 and "'broken'" in messages[0] and "'odd'" in messages[1]
+    assert "failed to load" in messages[0] and "not a subclass of scorers.engines.Engine" in messages[1]
+    engine = registry.get("careful", patience="3")  # validated (and converted) by the declaration
+    assert repr(engine) == "Careful(patience=3)"
+    run = scorers.evaluate([{"output": "a", "expected": "a"}], ["ExactMatch"], engine=engine)
+    assert [r.scores for r in run] == [{"ExactMatch": 1.0}]
+    with pytest.raises(ConfigError, match="No module named 'no_such_module_xyz'"):
+        registry.get("broken")
+    sys.modules.pop("engineplugin", None)

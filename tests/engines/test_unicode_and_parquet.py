@@ -20,7 +20,7 @@ import scorers
 from scorers import Scorer
 from scorers.batch import BatchScorer
 from scorers.cli import main
-from scorers.engines import rows_table, score_rows
+from scorers.engines.cluster import rows_table, score_rows
 from scorers.errors import DataError, ScorerInputError
 from scorers.fields import Field
 from scorers.io import ParquetResultWriter
@@ -236,7 +236,7 @@ class Echo(Scorer):
     name = "Echo"
     fields = (Field("output", (str,)),)
 
-    def _score(self, *, output: str) -> Any:
+    def _score(self, *, output: str, **_: Any) -> Any:
         if output.startswith("fail"):
             raise ScorerInputError("Echo", "output", f"cannot be {output}")
         return self.make_score(1.0, echo=output)

@@ -1,0 +1,284 @@
+"""The driver side of the engines that score on a cluster, Ray Data (:class:`~scorers.engines.Ray`) and Spark
+(:class:`~scorers.engines.Spark`): :class:`ClusterEngine`.
+
+The driver (this process) reads the rows, gives each its input index
+(:data:`INDEX_COLUMN`) and hands them to the engine as Arrow blocks; the
+engine's workers score them with the same :class:`~scorers.batch.BatchScorer`
+as the local run, each worker holding its scorers (and judges' HTTP clients) for
+the whole run; the driver receives each row's result, keeps it exactly once (by
+its index: a row that an engine re-ran after a lost worker is not counted
+twice, a missing row is an :class:`~scorers.engines.EngineError`), in input order when
+``ordered``, and the run (:class:`~scorers.runner.Evaluation`) sums its summary from the
+results, so records and summary equal the local run's.
+
+Judge settings travel with the work: the driver's :func:`scorers.configure`
+values, the LLM environment variables (:data:`scorers.llm.config.FORWARDED_ENV`)
+and the resolved judge cache (one SQLite path on one machine, or
+``SCORERS_CACHE_URL``'s Redis for many) go to every worker in the payload, which
+scores each batch within :func:`scorers.llm.config.scoped` of them: the worker
+process's environment and ``configure`` state are left as they are. A row an
+engine retries after a lost worker is answered from the cache instead of paying
+its judge calls again.
+
+What an engine sets process-wide, only while it needs it and restored after
+(:func:`environ_defaults`): Ray's ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` around its
+first import, and ``RAY_USAGE_STATS_ENABLED``/``RAY_AUTH_MODE`` while a local Ray
+cluster started here runs; ``SPARK_LOCAL_IP`` while a Spark session started here
+launches its JVM. A variable the caller has set is never changed.
+
+>>> rows_table([{"output": "a"}, {"output": "b"}]).column(INDEX_COLUMN).to_pylist()
+[0, 1]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import pickle
+import warnings
+from abc import abstractmethod
+from pathlib import Path
+from typing import Any, Generator, Iterator, Mapping, Sequence
+
+from ..batch import RESULT_COLUMN, BatchScorer, RowResult
+from ..errors import ConfigError, DataError
+from ..io import RESULT_KEYS, import_pyarrow, lone_surrogate, utf8_json
+from .base import Engine, EngineError, Job
+
+__all__ = [
+    "ClusterEngine",
+    "INDEX_COLUMN",
+    "MAX_BLOCK_ROWS",
+    "rows_table",
+    "split",
+    "batch_size",
+    "worker_settings",
+    "score_rows",
+    "environ_defaults",
+]
+
+#: The column holding each row's input index (0-based, counting from ``start``).
+INDEX_COLUMN = "_scorers_index"
+#: The key of a worker's result that carries a ConfigError instead of a row's scores.
+_RAISE = "_scorers_raise"
+#: Rows per block at most: small enough that every worker gets several blocks of a one-file input.
+MAX_BLOCK_ROWS = 10_000
+
+
+def rows_table(rows: Sequence[Mapping[str, Any]], start: int = 0) -> Any:
+    """The rows as one Arrow table with :data:`INDEX_COLUMN`; a row that Arrow would change is a DataError.
+
+    Arrow gives every row the columns of the whole table, so rows must share their fields and types: a row that
+    lacks a field, or whose value would come back different, is refused (naming the row), never altered. Arrow
+    strings are UTF-8: a text holding a lone surrogate (``"\\ud800"``, valid JSON) is refused too (the local
+    engine scores it).
+    """
+    pa = import_pyarrow("an engine")
+    try:
+        table = pa.Table.from_pylist(list(rows))
+    except UnicodeEncodeError:
+        _refuse_surrogates(rows, start)
+        raise
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        raise DataError(
+            f"the rows cannot be carried as Arrow columns ({exc}); an engine needs every row to have "
+            "the same fields, each of one type (use the local engine otherwise)"
+        ) from None
+    for i, (row, back) in enumerate(zip(rows, table.to_pylist())):
+        if back != row and _canonical(back) != _canonical(row):  # NaN != NaN, yet it comes back as it was
+            _refuse_surrogates(rows[i : i + 1], start + i)
+            differing = sorted(
+                k for k in set(row) | set(back) if _canonical(row.get(k, ...)) != _canonical(back.get(k, ...))
+            )
+            raise DataError(
+                f"row {start + i}: the field(s) {', '.join(map(repr, differing))} would change as Arrow "
+                "columns (a field some rows lack, or values of several types); an engine needs every "
+                "row to have the same fields, each of one type (null where there is none), or use "
+                "the local engine"
+            )
+    return table.append_column(INDEX_COLUMN, pa.array(range(start, start + len(rows)), pa.int64()))
+
+
+def _canonical(value: Any) -> str:
+    return "..." if value is ... else json.dumps(value, ensure_ascii=True, sort_keys=True, default=repr)
+
+
+def _refuse_surrogates(rows: Sequence[Mapping[str, Any]], start: int) -> None:
+    """A DataError naming the first row and field of ``rows`` that hold a lone surrogate, if one does."""
+    for i, row in enumerate(rows):
+        found = lone_surrogate(row)
+        if found is not None:
+            where, char = found
+            raise DataError(
+                f"row {start + i}: the {where} holds a lone surrogate ({char!r}: valid JSON, but not "
+                "Unicode text), which the Arrow strings (UTF-8) that carry rows to an engine's workers "
+                "cannot hold; score these rows with --engine local (engine='local'), which keeps it"
+            )
+
+
+def batch_size(*, judges: bool, concurrency: int) -> int:
+    """Rows per ``map_batches`` call: ``concurrency`` with judges (Ray runs a few async calls per actor at once,
+    so every judge slot stays busy without a long tail), 512 for CPU-bound scorers (per-batch overhead amortised).
+
+    >>> batch_size(judges=True, concurrency=16), batch_size(judges=False, concurrency=16)
+    (16, 512)
+    """
+    return max(1, concurrency) if judges else 512
+
+
+def split(table: Any, workers: int, size: int) -> list[Any]:
+    """``table`` in consecutive blocks, about four per worker, of whole batches of ``size`` rows (or less than one
+    for a small table) and at most :data:`MAX_BLOCK_ROWS` rows, so every worker has work however few files the
+    rows came from.
+
+    >>> [block.num_rows for block in split(rows_table([{"a": i} for i in range(10)]), workers=1, size=2)]
+    [4, 4, 2]
+    """
+    share = -(-table.num_rows // (4 * workers))
+    block = min(MAX_BLOCK_ROWS, share if share < size else size * -(-share // size))
+    return [table.slice(i, block) for i in range(0, table.num_rows, block)]
+
+
+# ------------------------------------------------------------------ judge settings for the workers
+def worker_settings(*, judges: bool = True) -> dict[str, Any]:
+    """What a worker needs to judge like this process: :func:`scorers.configure` values, the LLM environment
+    variables (:data:`~scorers.llm.config.FORWARDED_ENV`; ``None`` for one unset here), and the judge cache
+    resolved here (an absolute SQLite path, a Redis URL or off). A configured ``client`` cannot travel: with
+    ``judges`` that is a ConfigError, without it is left here. :func:`score_rows` applies them, scoped."""
+    from ..llm import config
+    from ..llm.cache import is_redis_url
+
+    values = config.configured_values()
+    if values.pop("client", None) is not None and judges:
+        raise ConfigError(
+            "scorers.configure(client=...) cannot reach an engine's workers (a client holds "
+            "connections); configure base_url=/api_key= (or OPENAI_BASE_URL/OPENAI_API_KEY) instead"
+        )
+    cache = config.cache_target(values.get("cache", True))
+    if cache is None:
+        values["cache"] = False
+    elif isinstance(cache, (str, os.PathLike)):
+        values["cache"] = cache if is_redis_url(cache) else str(Path(cache).expanduser().absolute())
+    else:  # an LLMCache / RedisCache: its path or URL
+        values["cache"] = getattr(cache, "url", None) or str(Path(cache.path).absolute())
+    return {"configured": values, "env": {name: os.environ.get(name) for name in config.FORWARDED_ENV}}
+
+
+async def score_rows(
+    unit: BatchScorer,
+    rows: list[dict[str, Any]],
+    limit: asyncio.Semaphore | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """In a worker: each row's scores, errors, statistics and score metadata as JSON text that UTF-8 (an Arrow
+    string) carries (:func:`scorers.io.utf8_json`). A ConfigError (the run is misconfigured) travels to the driver
+    inside the results, which raises it there as it would locally. ``settings`` (the driver's
+    :func:`worker_settings`) hold while the rows are scored (:func:`scorers.llm.config.scoped`: this task and
+    the tasks it starts), in place of the worker process's own."""
+    from ..llm.config import scoped
+
+    with scoped(settings["configured"], settings["env"]) if settings is not None else contextlib.nullcontext():
+        try:
+            results = await unit.score(rows, limit=limit)
+        except ConfigError as exc:
+            return [json.dumps({_RAISE: base64.b64encode(pickle.dumps(exc)).decode("ascii")})] * len(rows)
+    texts = []
+    for result in results:
+        record = result.to_record(with_metadata=True)
+        texts.append(
+            utf8_json({key: record[key] for key in RESULT_KEYS if key in record}, allow_nan=False, default=str)
+        )  # a lone surrogate as a \u escape: UTF-8 text
+    return texts
+
+
+@contextlib.contextmanager
+def environ_defaults(values: Mapping[str, str]) -> Iterator[None]:
+    """Set the environment variables of ``values`` that are unset, for the block only: each one set here is
+    removed after it (unless something else changed it meanwhile). For the few settings a library reads only
+    from the environment (Ray on import and at ``ray.init``, Spark's JVM launcher); a variable the caller set
+    is left as it is.
+
+    >>> with environ_defaults({"SCORERS_EXAMPLE_VARIABLE": "1"}):
+    ...     os.environ["SCORERS_EXAMPLE_VARIABLE"]
+    '1'
+    >>> "SCORERS_EXAMPLE_VARIABLE" in os.environ
+    False
+    """
+    added = {name: value for name, value in values.items() if name not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name, value in added.items():
+            if os.environ.get(name) == value:
+                del os.environ[name]
+
+
+def _result(text: str, index: int, row: dict[str, Any]) -> RowResult:
+    """A worker's JSON text as the driver's :class:`RowResult` of ``row``; a worker's ConfigError is raised."""
+    record = json.loads(text)
+    if _RAISE in record:
+        raise pickle.loads(base64.b64decode(record[_RAISE]))
+    result = RowResult.from_record(record, index)
+    result.row = row
+    return result
+
+
+# ------------------------------------------------------------------ the run
+class ClusterEngine(Engine):
+    """An engine whose workers score Arrow blocks of the rows: the driver reads every row, sends them as one table
+    with :data:`INDEX_COLUMN` (:func:`rows_table`) and keeps each row's first result by its index.
+
+    A subclass says how its cluster scores the table (:meth:`score_table`); rows come back exactly once each (a
+    repeat is dropped with a warning, a row never returned is an :class:`~scorers.engines.EngineError`), in input
+    order with ``ordered``, else as the engine finishes them (their ``index`` says where each belongs).
+    """
+
+    @abstractmethod
+    def score_table(self, table: Any, unit: BatchScorer, *, workers: int, ordered: bool) -> Generator[Any, None, None]:
+        """Arrow batches of :data:`INDEX_COLUMN` and :data:`~scorers.batch.RESULT_COLUMN` (each row's
+        :func:`score_rows` text) for the rows of ``table``, scored on ``workers`` workers; closing the generator
+        stops the work (and a cluster started for it)."""
+
+    def score(self, job: Job) -> Generator[list[RowResult], None, None]:
+        rows = list(job.rows)
+        if not rows:
+            return
+        table = rows_table(rows, job.start)
+        received = bytearray(len(rows))
+        pending: dict[int, RowResult] = {}  # ordered: rows that came before an earlier one
+        following = 0  # ordered: the offset of the next row to give out
+        batches = self.score_table(table, job.unit, workers=job.workers, ordered=job.ordered)
+        try:
+            for batch in batches:
+                ready = []
+                for index, text in zip(batch.column(INDEX_COLUMN).to_pylist(), batch.column(RESULT_COLUMN).to_pylist()):
+                    offset = index - job.start
+                    if received[offset]:
+                        warnings.warn(
+                            f"the {self.name} engine returned row {index} twice; it is kept once",
+                            RuntimeWarning,
+                            stacklevel=2,
+                        )
+                        continue
+                    received[offset] = 1
+                    result = _result(text, index, rows[offset])
+                    if not job.ordered:
+                        ready.append(result)
+                        continue
+                    pending[offset] = result
+                    while following in pending:
+                        ready.append(pending.pop(following))
+                        following += 1
+                yield ready
+        finally:  # an interrupted or failed run stops the engine's work (and a cluster started for it)
+            batches.close()
+        missing = [job.start + i for i, seen in enumerate(received) if not seen]
+        if missing:
+            raise EngineError(
+                f"the {self.name} engine returned {len(rows) - len(missing)} of {len(rows)} rows; "
+                f"missing: rows {', '.join(map(str, missing[:10]))}{' ...' if len(missing) > 10 else ''}"
+            )

@@ -1,0 +1,309 @@
+"""The local engine: the rows scored in this process, judges on its event loop, CPU-bound scorers in a thread or
+in ``workers`` processes.
+
+Order and memory: results come back in input order, yet a slow row (a hung judge request waiting for its timeout
+and retries) does not hold back the others. While the oldest chunk is still being scored, later chunks keep
+starting as others finish, at most ``prefetch`` being scored at once, until the rows scored and held back for
+order reach :func:`reorder_rows`. A run holds at most that many scored rows plus ``prefetch × chunk_size`` rows
+being scored; past the bound it waits for the slow row.
+
+>>> import scorers
+>>> run = scorers.evaluate([{"output": "a", "expected": "a"}], ["ExactMatch"], engine=Local())
+>>> [r.scores for r in run], run.engine
+([{'ExactMatch': 1.0}], Local())
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import concurrent.futures.process
+import functools
+import io
+import multiprocessing
+import os
+import pickle
+import sys
+import types
+from typing import Any, AsyncGenerator, ClassVar, Generator, Iterable
+
+from .._aio import background_loop
+from ..base import Scorer
+from ..batch import BatchScorer, RowResult, score_sync
+from ..errors import ConfigError
+from ..score import Score
+from .base import Engine, Job
+
+__all__ = ["Local", "reorder_rows"]
+
+
+class Local(Engine):
+    """This machine (the default engine): chunks of rows scored on this process's event loop, up to
+    ``prefetch`` at once, given back in input order; ``workers`` > 1 scores the CPU-bound scorers in that many
+    processes. It is the only engine that also runs under ``async for`` (:func:`scorers.aevaluate`)."""
+
+    name: ClassVar[str] = "local"
+    keeps_order: ClassVar[bool] = True
+
+    def score(self, job: Job) -> Generator[list[RowResult], None, None]:
+        pipeline = _pipeline(job)
+        loop = background_loop()
+        try:
+            while True:
+                future = asyncio.run_coroutine_threadsafe(pipeline.next_chunk(), loop)
+                try:
+                    while True:
+                        try:
+                            chunk = future.result(timeout=0.1)
+                            break
+                        except concurrent.futures.TimeoutError:
+                            yield []  # still scoring: the run may stop here
+                except BaseException:
+                    future.cancel()
+                    raise
+                if chunk is None:
+                    return
+                yield chunk
+        finally:
+            asyncio.run_coroutine_threadsafe(pipeline.close(), loop).result()
+
+    async def ascore(self, job: Job) -> AsyncGenerator[list[RowResult], None]:
+        pipeline = _pipeline(job)
+        try:
+            while (chunk := await pipeline.next_chunk()) is not None:
+                yield chunk
+        finally:
+            await pipeline.close()
+
+
+def _pipeline(job: Job) -> _Pipeline:
+    """The job's pipeline, with the default chunk size and prefetch where the job leaves them to the engine."""
+    concurrency, workers = job.unit.concurrency, job.workers
+    has_async = any(s.is_async for s in job.unit.scorers)
+    chunk_size = job.chunk_size
+    if chunk_size is None:  # with judges, small chunks: a row is written as soon as its chunk is judged
+        chunk_size = max(1, concurrency // 4) if has_async else (1024 if workers > 1 else 128)
+    prefetch = job.prefetch
+    if prefetch is None:  # with judges, enough chunks that every judge slot stays busy even when `concurrency`
+        # chunks each wait on one slow row
+        prefetch = max(4, 2 * workers, concurrency + -(-2 * concurrency // chunk_size) if has_async else 0)
+    return _Pipeline(job.rows, job.unit, chunk_size, prefetch, reorder_rows(concurrency), job.start, workers)
+
+
+def reorder_rows(concurrency: int) -> int:
+    """Scored rows a run holds back at most, waiting for a slow earlier row, so that results stay in input order.
+
+    >>> reorder_rows(16), reorder_rows(64)
+    (1024, 4096)
+    """
+    return max(1024, 64 * concurrency)
+
+
+# ------------------------------------------------------------- worker processes
+_worker_scorers: list[Scorer] = []
+
+
+def _init_worker(payload: bytes) -> None:
+    _worker_scorers[:] = pickle.loads(payload)
+
+
+def _score_in_worker(args_per_scorer: list[list[dict[str, Any]]]) -> list[list[Score | BaseException]]:
+    return [score_sync(scorer, args) for scorer, args in zip(_worker_scorers, args_per_scorer)]
+
+
+class _NotingMain(pickle.Pickler):
+    """A pickler that notes the classes and functions of ``__main__`` that what it pickles refers to."""
+
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file)
+        self.in_main: set[str] = set()
+
+    def persistent_id(self, obj: Any) -> None:
+        if isinstance(obj, (type, types.FunctionType)) and obj.__module__ == "__main__":
+            self.in_main.add(obj.__qualname__)
+        return None
+
+
+def _worker_payload(scorers: list[Scorer], workers: int) -> bytes:
+    """The scorers pickled for the worker processes; a ConfigError at once for what the workers could not load.
+
+    Workers start by re-running the main script from its file (so a script read from standard input cannot
+    start them), and import the scorers' classes by name (so a class defined in a ``__main__`` that has no file,
+    as in a REPL, a notebook or ``python -c``, cannot reach them).
+    """
+    main = sys.modules.get("__main__")
+    by_name = getattr(getattr(main, "__spec__", None), "name", None) is not None  # `python -m`
+    path = None if by_name else getattr(main, "__file__", None)
+    if path is not None and not os.path.isfile(path):
+        raise ConfigError(
+            f"workers={workers}: worker processes start by re-running the main script from its file, "
+            f"and this one has none ({path}: read from standard input, as by `python -`); save the "
+            "script to a file and run that (with the evaluate call under "
+            "`if __name__ == '__main__':`), or use workers=1"
+        )
+    buffer = io.BytesIO()
+    pickler = _NotingMain(buffer)
+    try:
+        pickler.dump(scorers)
+    except Exception as exc:
+        raise ConfigError(f"workers={workers} needs picklable scorers, but pickling failed: {exc}") from exc
+    if not by_name and path is None and pickler.in_main:
+        raise ConfigError(
+            f"workers={workers}: worker processes cannot import {', '.join(sorted(pickler.in_main))}, "
+            "defined in an interactive session (a REPL, a notebook or `python -c`), whose __main__ "
+            "has no file; define it in a module (a .py file) and import it from there, or use "
+            "workers=1"
+        )
+    return buffer.getvalue()
+
+
+def _process_pool(scorers: list[Scorer], workers: int) -> concurrent.futures.ProcessPoolExecutor:
+    payload = _worker_payload(scorers, workers)
+    # forkserver: workers start from a clean process, not from a fork of this (multi-threaded) one; no preload,
+    # since the forkserver's settings are the whole process's: each worker imports scorers once
+    return concurrent.futures.ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("forkserver"), initializer=_init_worker, initargs=(payload,)
+    )
+
+
+class _Pipeline:
+    """Scores chunks of rows, up to ``prefetch`` at once, and gives them back in input order.
+
+    A slow chunk holds back only its own rows: while the oldest chunk is being scored, new chunks start as others
+    finish, until the rows scored and held back for order reach ``reorder_rows``. A chunk that fails (a ConfigError)
+    is raised at once. An error reading the input ends it: the chunks read before it are scored and given back, and
+    then it is raised.
+    """
+
+    def __init__(
+        self,
+        rows: Iterable[dict[str, Any]],
+        unit: BatchScorer,
+        chunk_size: int,
+        prefetch: int,
+        reorder_rows: int,
+        start: int,
+        workers: int,
+    ) -> None:
+        self.concurrency = unit.concurrency
+        self.chunk_size = chunk_size
+        self.prefetch = prefetch
+        self.reorder_rows = reorder_rows
+        self.workers = workers
+        self.index = start
+        self._rows = iter(rows)
+        self._input_ended = False
+        self._read_error: BaseException | None = None
+        # the chunks started and not given out yet, in input order, with their row counts; of them, those still
+        # being scored, and the rows of the others (scored, held back for order)
+        self._pending: collections.deque[tuple[asyncio.Task[list[RowResult]], int]] = collections.deque()
+        self._scoring: set[asyncio.Task[list[RowResult]]] = set()
+        self._held_rows = 0
+        self._failure: BaseException | None = None
+        self._sync = [s for s in unit.scorers if not s.is_async]
+        self._unit = unit
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+
+    # ---------------------------------------------------------------- input
+    def _read_rows(self, count: int) -> list[dict[str, Any]]:
+        """Up to ``count`` more rows of the input; an error of the input ends it, and is kept to raise later."""
+        rows: list[dict[str, Any]] = []
+        if self._input_ended:
+            return rows
+        try:
+            for row in self._rows:
+                rows.append(row)
+                if len(rows) >= count:
+                    return rows
+        except Exception as exc:
+            self._read_error = exc
+        self._input_ended = True
+        return rows
+
+    # ---------------------------------------------------------------- scoring
+    async def _score_in_pool(
+        self, pool: concurrent.futures.ProcessPoolExecutor, args: list[list[dict[str, Any]]]
+    ) -> list[list[Score | BaseException]]:
+        try:
+            return await asyncio.get_running_loop().run_in_executor(pool, _score_in_worker, args)
+        except concurrent.futures.process.BrokenProcessPool as exc:
+            raise ConfigError(
+                f"workers={self.workers}: a worker process ended abruptly ({exc}). It was killed (e.g. out of "
+                "memory: try fewer workers) or could not start: a script that calls evaluate(..., workers=N) "
+                "must guard its entry point with `if __name__ == '__main__':`, since workers import it"
+            ) from exc
+
+    async def _score_chunk(self, start: int, rows: list[dict[str, Any]]) -> list[RowResult]:
+        pool = self._pool
+
+        async def in_pool(args: list[list[dict[str, Any]]]) -> list[list[Score | BaseException]]:
+            assert pool is not None
+            return await self._score_in_pool(pool, args)
+
+        return await self._unit.score(rows, start, limit=self._semaphore, pool=in_pool if pool is not None else None)
+
+    def _start_chunks(self) -> None:
+        """Start chunks while fewer than ``prefetch`` are being scored and the rows held back stay under the bound."""
+        while (
+            not self._input_ended
+            and self._failure is None
+            and len(self._scoring) < self.prefetch
+            and self._held_rows < self.reorder_rows
+        ):
+            rows = self._read_rows(self.chunk_size)
+            if not rows:
+                return
+            task = asyncio.ensure_future(self._score_chunk(self.index, rows))
+            task.add_done_callback(functools.partial(self._finished, rows=len(rows)))
+            self._pending.append((task, len(rows)))
+            self._scoring.add(task)
+            self.index += len(rows)
+
+    def _finished(self, task: asyncio.Task[list[RowResult]], rows: int) -> None:
+        if task not in self._scoring:  # already given out, or cancelled by close()
+            return
+        self._scoring.discard(task)
+        self._held_rows += rows
+        if not task.cancelled() and task.exception() is not None and self._failure is None:
+            self._failure = task.exception()
+
+    async def next_chunk(self) -> list[RowResult] | None:
+        """The next scored chunk in input order; None at the end, or the input's read error once all rows before it
+        were given out."""
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(max(1, self.concurrency))
+            if self.workers > 1 and self._sync:
+                self._pool = _process_pool(self._sync, self.workers)
+        self._start_chunks()
+        while self._pending and not self._pending[0][0].done():
+            if self._failure is not None:
+                raise self._failure
+            await asyncio.wait(set(self._scoring), return_when=asyncio.FIRST_COMPLETED)
+            self._start_chunks()
+        if not self._pending:
+            if self._read_error is not None:
+                error, self._read_error = self._read_error, None
+                raise error
+            return None
+        task, rows = self._pending.popleft()
+        if task in self._scoring:  # finished, its callback not run yet
+            self._scoring.discard(task)
+        else:
+            self._held_rows -= rows
+        chunk = task.result()
+        self._start_chunks()
+        return chunk
+
+    async def close(self) -> None:
+        """Cancel what is in flight and release the worker processes."""
+        pending = [task for task, _ in self._pending]
+        self._pending.clear()
+        self._scoring.clear()
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None

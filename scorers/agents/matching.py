@@ -232,12 +232,10 @@ class Numeric(Rule):
     """Numbers (and strings that spell one) agree within ``tolerance`` (absolute); other values: ``exact``."""
 
     rule: Literal["numeric"] = "numeric"
-    tolerance: (
-        Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)] | Annotated[int, Field(ge=0, strict=True)]
-    ) = 0.0
+    tolerance: Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)] = 0.0
 
     def label(self) -> str:
-        return f"numeric(tolerance={float(self.tolerance)})"
+        return f"numeric(tolerance={self.tolerance})"
 
     def _close(self, expected: Any, actual: Any) -> bool | None:
         e, a = _as_number(expected), _as_number(actual)
@@ -260,7 +258,7 @@ class TextScorer(Rule):
 
     rule: Literal["scorer"] = "scorer"
     scorer: str
-    threshold: Annotated[float, Field(ge=0, le=1, strict=True)] | Annotated[int, Field(ge=0, le=1, strict=True)]
+    threshold: Annotated[float, Field(ge=0, le=1, strict=True)]
     params: dict[str, Any] = {}
     _instance: Any = PrivateAttr(None)
 

@@ -312,11 +312,6 @@ def _schemas(tools: Any) -> dict[str, Any]:
     """Each tool's name and the JSON Schema of its arguments, from a list of tool definitions (OpenAI ``tools``:
     ``{"type": "function", "function": {...}}``; flat ``{"name", "parameters"}`` as in the Responses API; Anthropic
     ``{"name", "input_schema"}``). A tool without a schema takes any object. Anything else is a ValueError."""
-    if isinstance(tools, str):
-        try:
-            tools = json.loads(tools)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"is text that is not JSON ({exc.msg} at character {exc.pos})") from None
     if not isinstance(tools, (list, tuple)):
         raise ValueError(f"must be a list of tool definitions, got {type(tools).__name__}")
     schemas: dict[str, Any] = {}
@@ -356,8 +351,15 @@ def _validators(tools_json: str) -> dict[str, Any]:
 
 def _tools_json(tools: Any) -> str:
     """The tools as canonical JSON text (the validators' cache key); a value JSON cannot hold is a ValueError."""
+    if isinstance(tools, str):
+        try:
+            tools = json.loads(tools)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"is text that is not JSON ({exc.msg} at character {exc.pos})") from None
+        except RecursionError:
+            raise ValueError("is JSON text nested too deeply to read") from None
     try:
-        return json.dumps(tools if not isinstance(tools, str) else json.loads(tools), sort_keys=True, allow_nan=False)
+        return json.dumps(tools, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"is not a JSON list of tool definitions: {exc}") from None
 

@@ -1,0 +1,665 @@
+"""The deterministic tool-call scorers: ToolCallMatch, TrajectoryMatch, ToolCallValid and ToolCallF1.
+
+Each case states its expected number; the shared vectors run through every order and policy they name. The
+matching is checked against a greedy first-fit matcher (which misses a valid pairing that ours finds) and the fast
+credit matrix against the per-pair explanation, on generated arguments and rules.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import scorers
+from scorers.agents import FrozenDict, ToolCall, freeze
+from scorers.agents.matching import ArgumentRules, credit_matrix, explain_pair, match_calls
+from scorers.errors import ConfigError, ScorerInputError
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    """A call in OpenAI's chat format, arguments as JSON text (as a model writes them)."""
+    return {"type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+def match(output: Any, expected: Any, **params: Any) -> scorers.Score:
+    return scorers.get("ToolCallMatch", **params)(output=output, expected=expected)
+
+
+# ----------------------------------------------------------------------------------------------- shared vectors
+#: (case, expected calls, actual calls, scorer parameters, score)
+VECTORS = [
+    ("the same call twice, expected twice", [call("f", a=1)] * 2, [call("f", a=1)] * 2, {}, 1.0),
+    ("both empty", [], [], {}, 1.0),
+    ("no arguments on either side", [call("f")], [call("f")], {}, 1.0),
+    ("names differ", [call("f", a=1)], [call("g", a=1)], {}, 0.0),
+    ("an extra call, penalised", [call("f", a=1)], [call("f", a=1), call("g")], {}, 2 / 3),
+    ("an extra call, ignored", [call("f", a=1)], [call("f", a=1), call("g")], {"extra_calls": "ignore"}, 1.0),
+    ("a missing call, penalised", [call("f"), call("g")], [call("f")], {}, 2 / 3),
+    ("a missing call, ignored", [call("f"), call("g")], [call("f")], {"extra_calls": "ignore"}, 0.5),
+    ("half the arguments, and an extra call", [call("s", q="a", n=3)], [call("s", q="a", n=5), call("t")], {}, 1 / 3),
+    (
+        "half the arguments, extra ignored",
+        [call("s", q="a", n=3)],
+        [call("s", q="a", n=5), call("t")],
+        {"extra_calls": "ignore"},
+        0.5,
+    ),
+    ("nothing expected, extras penalised", [], [call("f")], {}, 0.0),
+    ("nothing expected, extras ignored", [], [call("f")], {"extra_calls": "ignore"}, 1.0),
+    ('1 vs "1" under exact', [call("f", x=1)], [call("f", x="1")], {}, 0.0),
+    ('1 vs "1" under loose', [call("f", x=1)], [call("f", x="1")], {"arguments": "loose"}, 1.0),
+    ("1 vs 1.0 under exact", [call("f", x=1)], [call("f", x=1.0)], {}, 1.0),
+    ("true vs 1 under exact", [call("f", x=True)], [call("f", x=1)], {}, 0.0),
+    (
+        "case and spaces under loose",
+        [call("f", c="New York")],
+        [call("f", c=" new  york ")],
+        {"arguments": "loose"},
+        1.0,
+    ),
+    ("key order does not matter", [call("f", o={"a": 1, "b": 2})], [call("f", o={"b": 2, "a": 1})], {}, 1.0),
+    (
+        "within a numeric tolerance",
+        [call("f", n=10)],
+        [call("f", n=12)],
+        {"rules": {"f": {"n": {"rule": "numeric", "tolerance": 2}}}},
+        1.0,
+    ),
+    (
+        "beyond a numeric tolerance",
+        [call("f", n=10)],
+        [call("f", n=12)],
+        {"rules": {"f": {"n": {"rule": "numeric", "tolerance": 1.5}}}},
+        0.0,
+    ),
+    (
+        "a nested path under numeric tolerance",
+        [call("book", where={"lat": 48.8566, "lon": 2.3522}, when="today")],
+        [call("book", where={"lat": 48.86, "lon": 2.3522}, when="today")],
+        {"rules": {"book": {"where.lat": {"rule": "numeric", "tolerance": 0.01}}}},
+        1.0,
+    ),
+    (
+        "the same nested values, exactly",
+        [call("book", where={"lat": 48.8566, "lon": 2.3522}, when="today")],
+        [call("book", where={"lat": 48.86, "lon": 2.3522}, when="today")],
+        {},
+        0.5,
+    ),
+    (
+        "a nested path ignored",
+        [call("book", where={"lat": 1, "id": "x"})],
+        [call("book", where={"lat": 1, "id": "y"})],
+        {"rules": {"*": {"where.id": "ignore"}}},
+        1.0,
+    ),
+    (
+        "a text scorer over the threshold",
+        [call("search", q="weather in paris")],
+        [call("search", q="weather in pariss")],
+        {"rules": {"search": {"q": {"scorer": "Levenshtein", "threshold": 0.9}}}},
+        1.0,
+    ),
+    (
+        "a text scorer under the threshold",
+        [call("search", q="weather in paris")],
+        [call("search", q="weather in london")],
+        {"rules": {"search": {"q": {"scorer": "Levenshtein", "threshold": 0.9}}}},
+        0.0,
+    ),
+    (
+        "an ignored key is left out of the credit",
+        [call("f", q="a", request_id=1)],
+        [call("f", q="a", request_id=2)],
+        {"rules": {"*": {"request_id": "ignore"}}},
+        1.0,
+    ),
+    ("a tool's arguments all ignored", [call("f", q="a")], [call("f", q="b")], {"rules": {"f": "ignore"}}, 1.0),
+    ("superset: actual may add keys", [call("f", a=1)], [call("f", a=1, b=2)], {"arguments": "superset"}, 1.0),
+    ("superset: actual may not drop keys", [call("f", a=1, b=2)], [call("f", a=1)], {"arguments": "superset"}, 0.5),
+    ("subset: actual may drop keys", [call("f", a=1, b=2)], [call("f", a=1)], {"arguments": "subset"}, 1.0),
+    ("subset: actual may not add keys", [call("f", a=1)], [call("f", a=1, b=2)], {"arguments": "subset"}, 0.5),
+    ("a permutation, any order", [call("a"), call("b"), call("c")], [call("c"), call("a"), call("b")], {}, 1.0),
+    (
+        "a permutation, in order: a and b kept",
+        [call("a"), call("b"), call("c")],
+        [call("c"), call("a"), call("b")],
+        {"order": "in_order"},
+        2 / 3,
+    ),
+    (
+        "a permutation, exact order",
+        [call("a"), call("b"), call("c")],
+        [call("c"), call("a"), call("b")],
+        {"order": "exact"},
+        0.0,
+    ),
+    ("in order, with an extra call between", [call("a"), call("b")], [call("a"), call("x"), call("b")], {}, 0.8),
+    (
+        "exact order, as many calls in the same order",
+        [call("a", n=1), call("b")],
+        [call("a", n=2), call("b")],
+        {"order": "exact"},
+        0.5,
+    ),
+    ("exact order, one call more", [call("a"), call("b")], [call("a"), call("b"), call("c")], {"order": "exact"}, 0.0),
+]
+
+
+@pytest.mark.parametrize("case,expected,actual,params,score", VECTORS, ids=[v[0] for v in VECTORS])
+def test_tool_call_match_vectors(case, expected, actual, params, score):
+    result = match(actual, expected, **params)
+    assert result.score == pytest.approx(score, abs=1e-12)
+    json.dumps(result.metadata)  # JSON-serialisable
+    # the credit of each pair, as the metadata explains it, is the credit the matching used
+    rules = ArgumentRules(params.get("arguments", "exact"), params.get("rules"))
+    read = scorers.agents.read_tool_calls
+    wanted, got = read(expected, scorer="t", field="expected"), read(actual, scorer="t", field="output")
+    for pair in result.metadata["pairs"]:
+        credit, _ = explain_pair(
+            rules.for_tool(pair["name"]), wanted[pair["expected"]].arguments, got[pair["actual"]].arguments
+        )
+        assert credit == pair["credit"]
+
+
+@pytest.mark.parametrize("order", ["any", "in_order", "exact"])
+def test_the_same_call_twice_expected_twice_scores_1_in_every_order(order):
+    calls = [call("get_weather", city="Paris")] * 2
+    result = match(calls, calls, order=order)
+    assert result.score == 1.0
+    assert [(p["expected"], p["actual"]) for p in result.metadata["pairs"]] == [(0, 0), (1, 1)]
+
+
+# ------------------------------------------------------------------------------------- greedy vs optimal pairing
+def greedy_first_fit(expected: list[ToolCall], actual: list[ToolCall], agree) -> int:
+    """How many expected calls a greedy matcher pairs: each takes the first unused actual call that agrees
+    (openevals' and DeepEval's strategy)."""
+    used: set[int] = set()
+    for want in expected:
+        found = next((j for j, got in enumerate(actual) if j not in used and agree(want, got)), None)
+        if found is not None:
+            used.add(found)
+    return len(used)
+
+
+def test_a_valid_assignment_a_greedy_matcher_misses_is_found():
+    # under superset arguments, f(a=1) agrees with both actual calls; greedy gives it the first one, which
+    # f(a=1, b=2) needed: one pair found where two exist
+    expected = [call("f", a=1), call("f", a=1, b=2)]
+    actual = [call("f", a=1, b=2), call("f", a=1, c=3)]
+    rules = ArgumentRules("superset")
+    read = scorers.agents.read_tool_calls
+    wanted, got = read(expected, scorer="t", field="expected"), read(actual, scorer="t", field="output")
+
+    def agree(want: ToolCall, have: ToolCall) -> bool:
+        return (
+            want.name == have.name and explain_pair(rules.for_tool(want.name), want.arguments, have.arguments)[0] == 1
+        )
+
+    assert greedy_first_fit(list(wanted), list(got), agree) == 1
+    assert match(actual, expected, arguments="superset").score == 1.0
+    assert (
+        scorers.get("TrajectoryMatch", mode="superset", arguments="superset")(output=actual, expected=expected).score
+        == 1.0
+    )
+    pairs = match(actual, expected, arguments="superset").metadata["pairs"]
+    assert [(p["expected"], p["actual"]) for p in pairs] == [(0, 1), (1, 0)]
+
+
+def test_partial_credit_pairs_by_maximum_total_not_first_fit():
+    # expected 0 agrees half with either actual call; expected 1 agrees fully with actual 0 only
+    expected = [call("s", q="a", n=1), call("s", q="b", n=2)]
+    actual = [call("s", q="b", n=2), call("s", q="a", n=9)]
+    result = match(actual, expected)
+    assert result.score == pytest.approx(2 * 1.5 / 4)
+    assert [(p["expected"], p["actual"], p["credit"]) for p in result.metadata["pairs"]] == [(0, 1, 0.5), (1, 0, 1.0)]
+
+
+# ------------------------------------------------------------------------------------------------------ metadata
+def test_the_metadata_says_why_a_score_is_what_it_is():
+    expected = [call("search", q="paris", limit=10), call("weather", city="Paris")]
+    actual = [call("search", q="Paris", limit=10), call("book", id=3)]
+    result = match(actual, expected)
+    assert result.score == pytest.approx(2 * 0.5 / 4)
+    assert result.metadata["pairs"] == [
+        {
+            "expected": 0,
+            "actual": 0,
+            "name": "search",
+            "credit": 0.5,
+            "arguments": [
+                {"path": "q", "rule": "exact", "agree": False, "expected": "paris", "actual": "Paris"},
+                {"path": "limit", "rule": "exact", "agree": True, "expected": 10, "actual": 10},
+            ],
+        }
+    ]
+    assert result.metadata["unmatched_expected"] == [{"index": 1, "name": "weather", "arguments": {"city": "Paris"}}]
+    assert result.metadata["unmatched_actual"] == [{"index": 1, "name": "book", "arguments": {"id": 3}}]
+
+
+def test_a_verdict_leaves_out_the_side_that_lacks_the_argument():
+    result = match([call("f", a=1)], [call("f", b=2)])
+    verdicts = result.metadata["pairs"][0]["arguments"]
+    assert verdicts == [
+        {"path": "b", "rule": "exact", "agree": False, "expected": 2},
+        {"path": "a", "rule": "exact", "agree": False, "actual": 1},
+    ]
+
+
+def test_nested_paths_are_explained_one_by_one():
+    rules = {"book": {"where.lat": {"rule": "numeric", "tolerance": 0.01}}}
+    result = match(
+        [call("book", where={"lat": 48.86, "lon": 2.0})],
+        [call("book", where={"lat": 48.8566, "lon": 2.35})],
+        rules=rules,
+    )
+    assert [(v["path"], v["rule"], v["agree"]) for v in result.metadata["pairs"][0]["arguments"]] == [
+        ("where.lat", "numeric(tolerance=0.01)", True),
+        ("where.lon", "exact", False),
+    ]
+    assert result.score == 0.0  # the top-level key "where" agrees only if everything under it does
+
+
+def test_exact_order_with_other_lengths_says_why():
+    result = match([call("a")], [call("a"), call("b")], order="exact")
+    assert result.score == 0.0
+    assert "1 made, 2 expected" in result.metadata["reason"]
+
+
+def test_in_order_keeps_the_heaviest_order_preserving_pairs():
+    # in order, either a(x=1) (credit 1) or the two b calls (credit 0.5 each, 1 in all) can be kept; with
+    # b's arguments equal, the two b pairs (2) win
+    expected = [call("a", x=1), call("b", y=1), call("b", y=2)]
+    actual = [call("b", y=1), call("b", y=2), call("a", x=1)]
+    result = match(actual, expected, order="in_order")
+    assert [(p["expected"], p["actual"]) for p in result.metadata["pairs"]] == [(1, 0), (2, 1)]
+    assert result.score == pytest.approx(2 * 2 / 6)
+
+
+def test_a_500_call_trajectory_scores_and_pairs_every_call():
+    rng = random.Random(17)
+    names = ["search", "fetch", "calc", "write", "read"]
+    expected = [
+        call(rng.choice(names), q=rng.choice("abcdefgh"), n=rng.randint(0, 20), opts={"deep": rng.random() < 0.5})
+        for _ in range(500)
+    ]
+    actual = expected[:]
+    rng.shuffle(actual)
+    for order, score in (("any", 1.0), ("in_order", None), ("exact", None)):
+        result = match(actual, expected, order=order, rules={"*": {"n": {"rule": "numeric", "tolerance": 1}}})
+        assert score is None or result.score == score
+        assert len(result.metadata["pairs"]) == 500 or order != "any"
+
+
+# ------------------------------------------------------------- fast credit matrix == per-pair explanation
+JSON_LEAF = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.sampled_from([1.0, 2.5, -0.0]),
+    st.sampled_from(["1", "a", " A ", "2.5", "true"]),
+)
+JSON_VALUE = st.recursive(
+    JSON_LEAF,
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.sampled_from("xyz"), inner, max_size=2),
+    max_leaves=4,
+)
+ARGUMENTS = st.dictionaries(st.sampled_from("abc"), JSON_VALUE, max_size=3)
+RULE = st.sampled_from(
+    [
+        "exact",
+        "loose",
+        "ignore",
+        "subset",
+        "superset",
+        {"rule": "numeric", "tolerance": 1},
+        {"scorer": "Levenshtein", "threshold": 0.5},
+    ]
+)
+PATH = st.sampled_from(["a", "b", "a.x", "b.y", "*"])
+
+
+@settings(
+    max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(
+    expected=st.lists(st.tuples(st.sampled_from("fg"), ARGUMENTS), max_size=4),
+    actual=st.lists(st.tuples(st.sampled_from("fg"), ARGUMENTS), max_size=4),
+    default=RULE,
+    paths=st.dictionaries(PATH, RULE, max_size=3),
+)
+def test_the_credit_matrix_equals_each_pairs_explanation(expected, actual, default, paths):
+    rules = ArgumentRules(default, {"f": paths})
+    wanted = [ToolCall(name, freeze(args)) for name, args in expected]
+    got = [ToolCall(name, freeze(args)) for name, args in actual]
+    matrix = credit_matrix(wanted, got, rules)
+    for i, want in enumerate(wanted):
+        for j, have in enumerate(got):
+            credit = (
+                explain_pair(rules.for_tool(want.name), want.arguments, have.arguments)[0]
+                if want.name == have.name
+                else 0.0
+            )
+            assert matrix[i, j] == credit, (want, have)
+    # and no pairing does better than the one chosen
+    best = match_calls(wanted, got, rules).total
+    for _ in range(20):
+        order = random.Random(len(wanted) + _).sample(range(len(got)), len(got))
+        assert sum(matrix[i, j] for i, j in zip(range(len(wanted)), order)) <= best + 1e-9
+
+
+# ------------------------------------------------------------------------------------------------ TrajectoryMatch
+def conversation(*turns: Any) -> list[dict[str, Any]]:
+    """A conversation in OpenAI's chat format: text is a user (odd turns) or assistant message, a list is an
+    assistant message making those calls, each answered by a tool message."""
+    messages: list[dict[str, Any]] = []
+    for turn in turns:
+        if isinstance(turn, str):
+            messages.append({"role": "user" if len(messages) % 2 == 0 else "assistant", "content": turn})
+            continue
+        calls = [{**c, "id": f"c{len(messages)}_{k}"} for k, c in enumerate(turn)]
+        messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+        messages += [{"role": "tool", "tool_call_id": c["id"], "content": "ok"} for c in calls]
+    return messages
+
+
+REFERENCE = conversation(
+    "Weather and directions?", [call("get_weather", city="sf"), call("get_directions", to="presidio")]
+)
+
+#: (case, mode, actual, expected, score): openevals' documented semantics
+TRAJECTORY_VECTORS = [
+    ("strict: the same", "strict", REFERENCE, REFERENCE, 1.0),
+    (
+        "strict: message content is ignored",
+        "strict",
+        conversation(
+            "Something else entirely", [call("get_weather", city="sf"), call("get_directions", to="presidio")]
+        ),
+        REFERENCE,
+        1.0,
+    ),
+    (
+        "strict: calls in another order within the message",
+        "strict",
+        conversation(
+            "Weather and directions?", [call("get_directions", to="presidio"), call("get_weather", city="sf")]
+        ),
+        REFERENCE,
+        1.0,
+    ),
+    (
+        "strict: the same calls split across two messages",
+        "strict",
+        conversation(
+            "Weather and directions?", [call("get_weather", city="sf")], [call("get_directions", to="presidio")]
+        ),
+        REFERENCE,
+        0.0,
+    ),
+    (
+        "strict: other arguments",
+        "strict",
+        conversation(
+            "Weather and directions?", [call("get_weather", city="nyc"), call("get_directions", to="presidio")]
+        ),
+        REFERENCE,
+        0.0,
+    ),
+    (
+        "unordered: split and reordered",
+        "unordered",
+        conversation("?", [call("b")], [call("a")]),
+        [call("a"), call("b")],
+        1.0,
+    ),
+    ("unordered: one extra duplicate", "unordered", [call("a"), call("a"), call("b")], [call("a"), call("b")], 0.0),
+    ("unordered: one missing", "unordered", [call("a")], [call("a"), call("b")], 0.0),
+    ("superset: extra calls allowed", "superset", [call("a"), call("b"), call("c")], [call("a"), call("b")], 1.0),
+    ("superset: a missing call", "superset", [call("a")], [call("a"), call("b")], 0.0),
+    (
+        "superset: a duplicate expected twice, made once",
+        "superset",
+        [call("a"), call("b")],
+        [call("a"), call("a")],
+        0.0,
+    ),
+    ("subset: fewer calls allowed", "subset", [call("a")], [call("a"), call("b")], 1.0),
+    ("subset: an extra call", "subset", [call("a"), call("c")], [call("a"), call("b")], 0.0),
+    ("subset: nothing called", "subset", [], [call("a")], 1.0),
+]
+
+
+@pytest.mark.parametrize("case,mode,actual,expected,score", TRAJECTORY_VECTORS, ids=[v[0] for v in TRAJECTORY_VECTORS])
+def test_trajectory_match_modes(case, mode, actual, expected, score):
+    result = scorers.get("TrajectoryMatch", mode=mode)(output=actual, expected=expected)
+    assert result.score == score
+    assert (result.metadata["parts_at"] is None) == (score == 1.0)
+    json.dumps(result.metadata)
+
+
+def test_trajectory_match_says_where_the_trajectories_part():
+    strict = scorers.get("TrajectoryMatch")
+    split = conversation(
+        "Weather and directions?", [call("get_weather", city="sf")], [call("get_directions", to="presidio")]
+    )
+    assert strict(output=split, expected=REFERENCE).metadata["parts_at"] == {
+        "message": 1,
+        "reason": "the message's tool calls differ from the expected ones",
+    }
+    shorter = REFERENCE[:2]
+    assert strict(output=shorter, expected=REFERENCE).metadata["parts_at"]["message"] == 2
+    roles = [{"role": "user", "content": "hi"}, {"role": "user", "content": "again"}]
+    parted = strict(output=roles, expected=conversation("hi", "hello")).metadata["parts_at"]
+    assert parted == {"message": 1, "reason": "the message's role is 'user', expected 'assistant'"}
+    superset = scorers.get("TrajectoryMatch", mode="superset")
+    result = superset(output=[call("a")], expected=[call("a"), call("b", x=1)])
+    assert result.metadata["parts_at"] == {"expected_call": 1, "reason": "no actual call matches it"}
+    assert result.metadata["unmatched_expected"] == [{"index": 1, "name": "b", "arguments": {"x": 1}}]
+
+
+def test_trajectory_match_uses_the_argument_rules():
+    loose = scorers.get("TrajectoryMatch", mode="unordered", arguments="loose")
+    assert loose(output=[call("f", n="1")], expected=[call("f", n=1)]).score == 1.0
+    ignored = scorers.get("TrajectoryMatch", mode="unordered", rules={"f": "ignore"})
+    assert ignored(output=[call("f", n=2)], expected=[call("f", n=1)]).score == 1.0
+    assert (
+        scorers.get("TrajectoryMatch", mode="unordered")(output=[call("f", n="1")], expected=[call("f", n=1)]).score
+        == 0.0
+    )
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    ["openai_responses.json", "anthropic.json", "langchain.json", "langchain_serialised.json", "otel_genai.json"],
+)
+def test_the_same_conversation_in_each_format_matches_the_openai_chat_one(fixture):
+    reference = json.loads((FIXTURES / "openai_chat.json").read_text(encoding="utf-8"))
+    other = json.loads((FIXTURES / fixture).read_text(encoding="utf-8"))
+    assert scorers.get("ToolCallMatch")(output=other, expected=reference).score == 1.0
+    assert scorers.get("TrajectoryMatch", mode="unordered")(output=other, expected=reference).score == 1.0
+    assert scorers.get("ToolCallF1")(output=other, expected=reference).score == 1.0
+
+
+# -------------------------------------------------------------------------------------------------- ToolCallValid
+WEATHER_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
+TOOL_FORMATS = {
+    "OpenAI chat": [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER_SCHEMA}}],
+    "Responses": [{"type": "function", "name": "get_weather", "parameters": WEATHER_SCHEMA}],
+    "flat": [{"name": "get_weather", "parameters": WEATHER_SCHEMA}],
+    "Anthropic": [{"name": "get_weather", "input_schema": WEATHER_SCHEMA}],
+}
+
+
+@pytest.mark.parametrize("tools", TOOL_FORMATS.values(), ids=TOOL_FORMATS.keys())
+def test_tool_call_valid_scores_the_share_of_valid_calls(tools):
+    calls = [
+        call("get_weather", city="Paris", days=2),
+        call("get_weather", city="Paris", days=0),
+        call("get_weather", days=2),
+        call("get_time", tz="UTC"),
+    ]
+    result = scorers.get("ToolCallValid", tools=tools)(output=calls)
+    assert result.score == 0.25
+    assert [(i["index"], i["error"]) for i in result.metadata["invalid"]] == [
+        (1, "$.days: 0 is less than the minimum of 1"),
+        (2, "the arguments: 'city' is a required property"),
+        (3, "no tool is named 'get_time' (tools: get_weather)"),
+    ]
+    assert scorers.get("ToolCallValid")(output=calls, tools=tools).score == 0.25  # the tools in the row
+    assert scorers.get("ToolCallValid")(output=calls, tools=json.dumps(tools)).score == 0.25  # as JSON text (CSV)
+
+
+def test_tool_call_valid_with_no_calls_scores_1():
+    assert scorers.get("ToolCallValid", tools=TOOL_FORMATS["flat"])(output=[]).score == 1.0
+
+
+def test_a_rows_tools_win_over_the_scorers():
+    scorer = scorers.get("ToolCallValid", tools=[{"name": "other"}])
+    assert scorer(output=[call("get_weather", city="x")], tools=TOOL_FORMATS["flat"]).score == 1.0
+    assert scorer(output=[call("get_weather", city="x")]).score == 0.0
+
+
+def test_an_invalid_schema_is_a_config_error_or_the_rows_input_error():
+    bad = [{"name": "f", "parameters": {"type": "objekt"}}]
+    with pytest.raises(ConfigError, match="the tool 'f' has an invalid JSON Schema"):
+        scorers.get("ToolCallValid", tools=bad)
+    with pytest.raises(ScorerInputError, match="ToolCallValid: field 'tools' the tool 'f' has an invalid"):
+        scorers.get("ToolCallValid")(output=[call("f")], tools=bad)
+
+
+def test_a_remote_ref_is_never_fetched():
+    tools = [{"name": "f", "parameters": {"$ref": "https://example.invalid/schema.json"}}]
+    with pytest.raises(ScorerInputError, match="resolves to nothing"):
+        scorers.get("ToolCallValid", tools=tools)(output=[call("f", a=1)])
+
+
+# ----------------------------------------------------------------------------------------------------- ToolCallF1
+@pytest.mark.parametrize(
+    "actual,expected,multiset,score",
+    [
+        (["search", "search"], ["search"], True, 2 / 3),
+        (["search", "search"], ["search"], False, 1.0),
+        (["search"], ["search", "search"], True, 2 / 3),
+        (["search"], ["search", "search"], False, 1.0),
+        (["search", "fetch"], ["search", "summarise"], True, 0.5),
+        (["search", "fetch"], ["search", "summarise"], False, 0.5),
+        ([], [], True, 1.0),
+        ([], ["search"], True, 0.0),
+    ],
+)
+def test_tool_call_f1_multiset_and_set(actual, expected, multiset, score):
+    result = scorers.get("ToolCallF1", multiset=multiset)(
+        output=[call(n) for n in actual], expected=[call(n) for n in expected]
+    )
+    assert result.score == pytest.approx(score)
+
+
+def test_tool_call_f1_reads_promptfoos_value_and_explains():
+    scorer = scorers.get("ToolCallF1")
+    result = scorer(output=[call("search"), call("search"), call("fetch")], expected="search, summarise")
+    assert result.score == pytest.approx(2 * 1 / 5)
+    assert result.metadata["missing"] == ["summarise"] and result.metadata["extra"] == ["fetch", "search"]
+    assert scorer(output=[call("a")], expected=["a"]).score == 1.0
+    assert scorer(output=[call("a")], expected='["a"]').score == 1.0
+
+
+# ------------------------------------------------------------------------------------------- bad rules and values
+@pytest.mark.parametrize(
+    "params,message",
+    [
+        ({"arguments": "exactly"}, "arguments: unknown rule 'exactly'"),
+        ({"arguments": 3}, "arguments: Input should be a valid dictionary"),
+        ({"arguments": {"rule": "numeric", "tolerance": -1}}, "arguments['tolerance']: Input should be greater than"),
+        (
+            {"arguments": {"rule": "numeric", "tolerance": "1"}},
+            "arguments['tolerance']: Input should be a valid number",
+        ),
+        ({"arguments": {"rule": "exact", "tolerance": 1}}, "arguments['tolerance']: Extra inputs are not permitted"),
+        ({"rules": {"f": {"q": {"scorer": "NoSuchScorer", "threshold": 0.5}}}}, "rules['f']['q']: no scorer named"),
+        ({"rules": {"f": {"q": {"scorer": "Levenshtein", "threshold": 1.5}}}}, "rules['f']['q']['threshold']"),
+        ({"rules": {"f": {"q": {"scorer": "Levenshtein"}}}}, "rules['f']['q']['threshold']: Field required"),
+        ({"rules": {"f": {"q": {"scorer": "Factuality", "threshold": 0.5}}}}, "must run locally"),
+        ({"rules": ["f"]}, "rules must map tool names"),
+        ({"rules": {"f": {"a..b": "exact"}}}, "a path is keys joined by dots"),
+        ({"order": "random"}, "order must be one of any, in_order, exact"),
+        ({"extra_calls": "penalize"}, "extra_calls must be one of penalise, ignore"),
+        ({"max_calls": 0}, "max_calls must be a positive integer"),
+    ],
+)
+def test_bad_rules_are_config_errors(params, message):
+    with pytest.raises(ConfigError, match="^ToolCallMatch: .*" + _escaped(message)):
+        scorers.get("ToolCallMatch", **params)
+
+
+def _escaped(text: str) -> str:
+    import re
+
+    return re.escape(text)
+
+
+def test_bad_modes_are_config_errors():
+    with pytest.raises(ConfigError, match="mode must be one of strict, unordered, subset, superset"):
+        scorers.get("TrajectoryMatch", mode="loose")
+    with pytest.raises(ConfigError, match="TrajectoryMatch: arguments: unknown rule"):
+        scorers.get("TrajectoryMatch", arguments="strict")
+
+
+@pytest.mark.parametrize(
+    "name,row,field,problem",
+    [
+        ("ToolCallMatch", {"output": "not json", "expected": []}, "output", "is text that is not JSON"),
+        ("ToolCallMatch", {"output": [], "expected": [{"name": ""}]}, "expected", "a call with no name"),
+        ("ToolCallMatch", {"output": [{"name": "f", "arguments": "{"}], "expected": []}, "output", "not valid JSON"),
+        ("ToolCallMatch", {"output": 3, "expected": []}, "output", "must be"),
+        ("ToolCallMatch", {"output": [call("a")] * 3, "expected": []}, "output", "more than max_calls=2"),
+        ("TrajectoryMatch", {"output": [call("a")], "expected": REFERENCE}, "output", "message 0"),
+        ("ToolCallValid", {"output": [call("a")], "tools": "the cat"}, "tools", "is text that is not JSON"),
+        ("ToolCallValid", {"output": [call("a")], "tools": [{"parameters": {}}]}, "tools", "tool 0 is not a tool"),
+        ("ToolCallValid", {"output": [call("a")]}, "tools", "is required"),
+        ("ToolCallF1", {"output": [call("a")], "expected": [{"nom": "a"}]}, "expected", "a call with no name"),
+    ],
+)
+def test_bad_values_are_input_errors_naming_scorer_and_field(name, row, field, problem):
+    scorer = scorers.get(name, **({"max_calls": 2} if name == "ToolCallMatch" else {}))
+    with pytest.raises(ScorerInputError, match=f"^{name}: field '{field}' .*{_escaped(problem)}") as caught:
+        scorer(**row)
+    assert caught.value.field == field
+    assert isinstance(scorer.score_batch([row])[0], ScorerInputError)
+
+
+def test_arguments_too_deep_to_compare_are_an_input_error():
+    deep: Any = 1
+    for _ in range(5_000):
+        deep = FrozenDict({"a": deep})
+    with pytest.raises(ScorerInputError, match="^ToolCallMatch: field 'output' holds arguments nested too deeply"):
+        match([ToolCall("f", deep)], [ToolCall("f", deep)], arguments="loose")
+
+
+def test_calls_and_conversations_built_in_python_are_read_as_they_are():
+    calls = (ToolCall("f", freeze({"a": 1})),)
+    conversation_value = scorers.agents.read_conversation(REFERENCE, scorer="t", field="output")
+    assert match(calls, [call("f", a=1)]).score == 1.0
+    assert match(conversation_value, REFERENCE).score == 1.0
+    assert scorers.get("TrajectoryMatch")(output=conversation_value, expected=REFERENCE).score == 1.0
+
+
+def test_the_signature_records_the_rules_and_the_text_scorers_own_signature():
+    scorer = scorers.get("ToolCallMatch", rules={"f": {"q": {"scorer": "Levenshtein", "threshold": 0.9}}})
+    signature = scorer.signature()
+    rule = signature["rules"]["f"]["q"]
+    assert (rule["scorer"], rule["threshold"], rule["signature"]["scorer"]) == ("Levenshtein", 0.9, "Levenshtein")
+    assert (signature["arguments"], signature["order"], signature["extra_calls"]) == ("exact", "any", "penalise")

@@ -34,6 +34,7 @@ NOT_IN_SIGNATURE = {
     "template": "enters as the template's content hash",
     "choice_scores": "enters as the template's content hash",
     "max_chars": "a bound on the input's length: refuses a row, never changes a number",
+    "max_calls": "a bound on how many tool calls a row holds: refuses a row, never changes a number",
 }
 #: Per scorer: parameters that do not change the number on their own, and why.
 NOT_IN_SIGNATURE_FOR = {
@@ -107,6 +108,12 @@ OTHER_VALUE = {
     "sample_temperature": 0.5,
     "prompts": None,  # per multi-step judge, in OTHER_VALUE_FOR
     "settings": {"model": "another-model"},  # a judge's request settings as one value
+    "arguments": "loose",
+    "rules": {"*": {"request_id": "ignore"}},
+    "order": "in_order",
+    "extra_calls": "ignore",
+    "multiset": False,
+    "tools": [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}],
 }
 #: Settings both scorers get, where the parameter only makes sense with them.
 CONTEXT = {
@@ -131,6 +138,7 @@ OTHER_VALUE_FOR = {
     "ROUGE-2": {"rouge_type": "rouge1"},
     "EmbeddingSimilarity": {"model": "another-model"},
     "SelfCheck": {"samples": 2},
+    "TrajectoryMatch": {"mode": "unordered"},
 }
 #: A multi-step judge's ``prompts``: its last step's built-in prompt, reworded.
 for _name in NAMES:
@@ -181,6 +189,18 @@ def test_every_setting_that_changes_the_number_is_in_the_signature(name, param, 
     assert differing, f"{name}: {param} missing from the signature"
 
 
+#: Tool calls (OpenAI chat format) and a conversation that makes them, for the tool-call scorers' rows.
+TOOL_CALLS = [
+    {"id": f"c{i}", "type": "function", "function": {"name": "search", "arguments": '{"q": "the cat sat"}'}}
+    for i in range(2)
+]
+CONVERSATION = [
+    {"role": "user", "content": "the cat sat on the mat"},
+    {"role": "assistant", "content": None, "tool_calls": TOOL_CALLS},
+    *({"role": "tool", "tool_call_id": call["id"], "content": "the cat sat"} for call in TOOL_CALLS),
+]
+
+
 def _row(name: str) -> dict:
     row = {field: "the cat sat on the mat" for field in scorers.get(name).required_fields()}
     special = {
@@ -190,6 +210,10 @@ def _row(name: str) -> dict:
         "JSONDiff": {"output": {"a": 1}, "expected": {"a": 2}},
         "RegexMatch": {},
         "Translation": {"language": "French"},
+        "ToolCallMatch": {"output": TOOL_CALLS, "expected": TOOL_CALLS[:1]},
+        "TrajectoryMatch": {"output": CONVERSATION, "expected": CONVERSATION},
+        "ToolCallValid": {"output": TOOL_CALLS, "tools": OTHER_VALUE["tools"]},
+        "ToolCallF1": {"output": TOOL_CALLS, "expected": ["search"]},
     }
     row.update(special.get(name, {}))
     return row

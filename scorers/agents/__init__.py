@@ -1,6 +1,7 @@
 """Agents and conversations: one frozen value type (:mod:`scorers.agents.model`) and the readers that build it
 from the formats users have (:mod:`scorers.agents.readers`)."""
 
+from scorers.agents import tool_calls as tool_calls  # registers the deterministic tool-call scorers
 from scorers.agents.model import ROLES, Conversation, FrozenDict, Message, ToolCall, freeze, thaw
 from scorers.agents.readers import read_conversation, read_tool_calls
 

@@ -31,6 +31,7 @@ from .registry import entries, get, names, register, registry
 from .score import Score
 
 # Importing the families registers their scorers; heavy libraries load on first use.
+from . import agents as _agents  # noqa: E402,F401  # isort: skip
 from . import embedding as _embedding  # noqa: E402,F401  # isort: skip
 from . import heuristic as _heuristic  # noqa: E402,F401  # isort: skip
 from . import text as _text  # noqa: E402,F401  # isort: skip

@@ -1,8 +1,8 @@
 """The engine registry: names to :class:`~scorers.engines.Engine` classes.
 
 Names are case-insensitive. The built-in engines are ``local``, ``ray`` and ``spark``; third-party packages add
-engines through the ``scorers.engines`` entry-point group (each entry point names an ``Engine`` subclass). A
-plugin that fails to load warns and fails only when its engine is asked for.
+engines through the ``scorers.engines`` entry-point group (each entry point names an ``Engine`` subclass,
+registered under its ``name``). A plugin that fails to load warns and fails only when its engine is asked for.
 
 >>> registry.get("ray", address="auto")
 Ray(address='auto')
@@ -56,6 +56,7 @@ class EngineRegistry:
         return self.engine_class(name)(**options)
 
     def engine_class(self, name: str) -> type[Engine]:
+        """The class registered as ``name`` (case-insensitive); an unknown name is a ConfigError naming the others."""
         self._load_plugins()
         key = name.lower()
         if key in self._failures:
@@ -81,12 +82,11 @@ class EngineRegistry:
                     target = ep.load()
                     if not (isinstance(target, type) and issubclass(target, Engine)):
                         raise TypeError(f"{target!r} is not a subclass of scorers.engines.Engine")
+                    self.register(target)
                 except Exception as exc:  # a broken plugin must not break the library: only its own engine fails
                     message = f"engine entry point {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}"
                     warnings.warn(message, RuntimeWarning, stacklevel=3)
                     self._failures[ep.name.lower()] = message
-                    continue
-                self.register(target)
 
 
 #: The engines ``evaluate(engine=NAME)`` and ``--engine NAME`` know.

@@ -196,7 +196,7 @@ def check_columns(mapping: Mapping[str, str], rows: Sequence[Mapping[str, Any]],
 
 
 def _checked_rows(
-    rows: Iterable[Mapping[str, Any]], mapping: Mapping[str, str], scorers: Sequence[Scorer], start: int
+    rows: Iterator[Mapping[str, Any]], mapping: Mapping[str, str], scorers: Sequence[Scorer], start: int
 ) -> Iterator[dict[str, Any]]:
     """The rows as dicts, the first :data:`COLUMN_CHECK_ROWS` checked for usage errors (:func:`check_columns`)
     before any is given out; a row that is not a mapping is a ConfigError. An error reading those first rows is
@@ -207,11 +207,10 @@ def _checked_rows(
             raise ConfigError(f"row {index} is a {type(row).__name__}, not a mapping of fields")
         return dict(row)
 
-    remaining = iter(rows)
     first: list[dict[str, Any]] = []
     error: Exception | None = None
     try:
-        for row in remaining:
+        for row in rows:
             first.append(fields(start + len(first), row))
             if len(first) == COLUMN_CHECK_ROWS:
                 break
@@ -221,7 +220,7 @@ def _checked_rows(
     yield from first
     if error is not None:
         raise error
-    for index, row in enumerate(remaining, start + len(first)):
+    for index, row in enumerate(rows, start + len(first)):
         yield fields(index, row)
 
 
@@ -257,7 +256,7 @@ class Evaluation:
         self.engine = engine
         self.waiting = 0
         self._job = Job(
-            rows=_checked_rows(rows, mapping or {}, scorers, start),
+            rows=_checked_rows(iter(rows), mapping or {}, scorers, start),  # not iterable: a TypeError here
             unit=BatchScorer(scorers, mapping=mapping, concurrency=concurrency),
             workers=workers,
             start=start,

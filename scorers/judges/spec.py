@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from .._util import is_number
 from ..llm.protocol import extra_conflict
+from .conversation import DEFAULT_MAX_TOKENS
 
 # KINDS and JudgeSpec are computed on first read (module __getattr__), from the kinds registered by then.
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "APIS",
     "KINDS",  # noqa: F822
     "Message",
+    "FieldSpec",
     "RequestSettings",
     "TemplateSpec",
     "Scale",
@@ -92,6 +94,7 @@ _EXPECTED = {
     "reasoning_effort": "an effort level such as low, medium or high",
     "api": " | ".join(APIS),
     "extra_args": "a mapping of further request parameters",
+    "fields": "a mapping of field name → conversation (or {type: conversation, max_tokens: N})",
     "prompt": "non-empty text",
     "threshold": "a number on the rubric's scale",
     "score_mode": "logprobs | top_token",
@@ -117,6 +120,15 @@ class Message(_Strict):
 
     role: Literal["system", "user", "assistant"]
     content: _Text
+
+
+class FieldSpec(_Strict):
+    """A template field's declared type: ``conversation`` (read as a conversation, shown as a transcript;
+    ``scorers.judges.conversation``) with its budget in estimated tokens. ``fields: {name: conversation}``
+    is short for ``{name: {type: conversation}}``."""
+
+    type: Literal["conversation"]
+    max_tokens: Annotated[int, Field(gt=0)] = DEFAULT_MAX_TOKENS
 
 
 class Scale(_Strict):
@@ -208,6 +220,14 @@ class TemplateSpec(RequestSettings):
     description: str = ""
     prompt: _Text | None = None
     messages: Annotated[list[Message], Field(min_length=1)] | None = None
+    fields: dict[Annotated[str, Field(pattern=_IDENTIFIER)], FieldSpec] | None = None
+
+    @field_validator("fields", mode="before")
+    @classmethod
+    def _field_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {name: {"type": kind} if isinstance(kind, str) else kind for name, kind in value.items()}
+        return value
 
     @model_validator(mode="after")
     def _one_prompt(self) -> "TemplateSpec":
@@ -221,8 +241,12 @@ class TemplateSpec(RequestSettings):
 
     def settings(self) -> dict[str, Any]:
         """The judge constructor's keyword arguments this spec sets (beyond the prompt), as given."""
-        skip = {"name", "description", "prompt", "messages", "kind"}
+        skip = {"name", "description", "prompt", "messages", "kind", "fields"}
         return {key: getattr(self, key) for key in self.model_fields_set if key not in skip}
+
+    def conversation_fields(self) -> tuple[tuple[str, int], ...]:
+        """``(field, max tokens)`` for each field declared a conversation, in the file's order."""
+        return tuple((name, spec.max_tokens) for name, spec in (self.fields or {}).items())
 
     def message_pairs(self) -> tuple[tuple[str, str], ...]:
         """The prompt as ``(role, content)`` pairs: a plain ``prompt`` is one user message."""

@@ -28,6 +28,7 @@ from typing import Any, Iterable, Mapping
 
 from .._util import lazy, lazy_names, memoize
 from ..errors import TemplateError
+from .conversation import DEFAULT_MAX_TOKENS, THREAD_FIELD, THREAD_VARIABLES, PromptText, template_context
 
 __all__ = ["JudgeTemplate", "mustache_to_jinja", "format_to_jinja", "template_problems", "render_value"]
 
@@ -43,6 +44,8 @@ def render_value(value: Any) -> Any:
     """
     if isinstance(value, str):
         return value
+    if isinstance(value, PromptText):  # a conversation or thread variable shows its own text
+        return value.prompt_text()
     try:
         return json.dumps(value, ensure_ascii=False, default=_json_default)
     except RecursionError:
@@ -183,10 +186,14 @@ class JudgeTemplate:
     file: str | None = None
     #: ``"scorers"`` (our DSL, which reads autoevals files unchanged) or ``"openai-evals"``.
     format: str = "scorers"
+    #: The fields that hold a conversation, each with its budget in estimated tokens (:mod:`.conversation`).
+    conversations: tuple[tuple[str, int], ...] = ()
     _variables: tuple[str, ...] = field(default=(), repr=False, compare=False)
     #: Per message: literal text and variable names, when the message is plain ``{{ name }}`` substitution.
     _plain: tuple[Any, ...] = field(default=(), repr=False, compare=False)
     _hash: str = field(default="", repr=False, compare=False)
+    #: The thread variables the messages use (computed from the ``thread`` field when rendering).
+    _thread_used: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         compiled, names, problems = [], set(), []
@@ -206,6 +213,16 @@ class JudgeTemplate:
                 scorer=self.name,
             )
         names.discard("__choices")
+        thread_used = tuple(sorted(names & set(THREAD_VARIABLES)))
+        object.__setattr__(self, "_thread_used", thread_used)
+        if thread_used:  # the thread variables are computed from one field
+            names = (names - set(THREAD_VARIABLES)) | {THREAD_FIELD}
+        unused = [name for name, _ in self.conversations if name not in names]
+        if unused:
+            raise TemplateError(
+                f"{self.where('fields')}: {', '.join(map(repr, unused))} declared a conversation but not used",
+                scorer=self.name,
+            )
         if not self.choices:
             object.__setattr__(self, "choices", tuple(self.choice_scores or ()))
         object.__setattr__(self, "_compiled", tuple(compiled))  # what the lazy attribute would build
@@ -246,8 +263,15 @@ class JudgeTemplate:
         return self._hash
 
     def _compute_hash(self) -> str:
+        hashed: dict[str, Any] = {
+            "messages": self.messages,
+            "choices": self.choices,
+            "choice_scores": dict(self.choice_scores or {}),
+        }
+        if self.conversations:
+            hashed["conversations"] = self.conversations
         body = json.dumps(
-            {"messages": self.messages, "choices": self.choices, "choice_scores": dict(self.choice_scores or {})},
+            hashed,
             sort_keys=True,
             ensure_ascii=False,
         )
@@ -274,6 +298,15 @@ class JudgeTemplate:
                     scorer=self.name,
                 )
         context["__choices"] = list(self.choices)
+        if self.conversations or self._thread_used:
+            budgets = dict(self.conversations)
+            context = template_context(
+                context,
+                scorer=self.name,
+                conversations=budgets,
+                thread_variables_used=self._thread_used,
+                thread_max_tokens=budgets.get(THREAD_FIELD, DEFAULT_MAX_TOKENS),
+            )
         out = []
         for index, plain in enumerate(self._plain):
             if plain is None:

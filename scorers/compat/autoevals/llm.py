@@ -6,9 +6,11 @@
 (the named ones by our template of that name). As in autoevals: the model defaults to
 :func:`~scorers.compat.autoevals.oai.get_default_model` at construction, ``temperature``
 is not sent unless given, ``gpt-5`` models and ``use_responses_api=True`` go through the
-Responses API, template values that are not text are shown as their ``str()``, and extra
-constructor keywords are template variables. The prompt wording, tool description and
-errors (:class:`~scorers.errors.JudgeError`, never ``KeyError``) are ours.
+Responses API, template values that are not text are shown as their ``str()``, extra
+constructor keywords are template variables, and ``trace=`` (an object with an async
+``get_thread()``) gives the thread variables (``{{thread}}``, ``{{thread_count}}``, ...) of a
+template that uses them. The prompt wording, tool description and errors
+(:class:`~scorers.errors.JudgeError`, never ``KeyError``) are ours.
 
 >>> judge = LLMClassifier("Polite", "Is this polite? {{output}}", {"Yes": 1, "No": 0}, model="gpt-4o-mini")
 >>> judge.scorer.params()["model"], judge.scorer.params()["api"], judge.extra_args
@@ -19,12 +21,16 @@ errors (:class:`~scorers.errors.JudgeError`, never ``KeyError``) are ours.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import inspect
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence, cast
 
 from ...errors import ConfigError
 from ...judges import LLMClassifier as _OurClassifier
+from ...judges.base import TemplatedJudge
+from ...judges.conversation import THREAD_FIELD, PromptText
 from ...llm import LLMEngine
 from ...registry import get
 from ._adapter import Adapter, NotSupportedError, Unsupported
@@ -55,8 +61,9 @@ DEFAULT_MODEL = DEFAULT_COMPLETION_MODEL
 
 
 def _template_value(value: Any) -> Any:
-    """A template variable as autoevals shows it: text as is, anything else (but ``None``) as its ``str()``."""
-    return value if value is None or isinstance(value, str) else str(value)
+    """A template variable as autoevals shows it: text as is, anything else (but ``None``) as its ``str()``
+    (thread variables print themselves as autoevals prints them)."""
+    return value if value is None or isinstance(value, (str, PromptText)) else str(value)
 
 
 def _judge_settings(
@@ -117,7 +124,44 @@ class _Judge(Adapter):
             self.scorer = self.scorer.partial(**{k: _template_value(v) for k, v in render_args.items()})
 
     def _fields(self, output: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-        return {name: _template_value(value) for name, value in super()._fields(output, kwargs).items()}
+        """Our judge's fields; ``trace`` becomes the ``thread`` field when the template uses a thread variable
+        (the messages of ``trace.get_thread()``, which is awaited as autoevals awaits it), and is dropped
+        otherwise."""
+        trace = kwargs.pop("trace", None)
+        if trace is not None and self._uses_thread():
+            kwargs[THREAD_FIELD] = _awaited_thread(trace)
+        return {
+            name: value if name == THREAD_FIELD else _template_value(value)
+            for name, value in super()._fields(output, kwargs).items()
+        }
+
+    async def _run_eval_async(self, output: Any, expected: Any = None, **kwargs: Any) -> Any:
+        trace = kwargs.pop("trace", None)
+        if trace is not None and self._uses_thread():
+            kwargs[THREAD_FIELD] = await _thread_of(trace)
+        return await super()._run_eval_async(output, expected, **kwargs)
+
+    def _uses_thread(self) -> bool:
+        return THREAD_FIELD in cast(TemplatedJudge, self.scorer).template.variables
+
+    def _request_args(self, output: Any, expected: Any, **kwargs: Any) -> dict[str, Any]:
+        """The request our judge sends for these arguments: ``model``, ``messages``, ``tools``, ``tool_choice``
+        and the request options given (autoevals' private helper, which its tests read)."""
+        judge = cast(TemplatedJudge, self.scorer)
+        request = judge._row_requests(judge._bind(self._fields(output, {"expected": expected, **kwargs})))[0]
+        return {
+            "model": request.model or judge.engine.model,
+            "messages": request.messages,
+            "tools": request.tools,
+            "tool_choice": request.tool_choice,
+            **self.extra_args,
+        }
+
+    async def _request_args_async(self, output: Any, expected: Any, **kwargs: Any) -> dict[str, Any]:
+        trace = kwargs.pop("trace", None)
+        if trace is not None and self._uses_thread():
+            kwargs[THREAD_FIELD] = await _thread_of(trace)
+        return self._request_args(output, expected, **kwargs)
 
     def _render_messages(self, **variables: Any) -> list[dict[str, str]]:
         """The prompt's messages rendered with ``variables`` (before our judge appends its instruction)."""
@@ -171,6 +215,26 @@ class OpenAILLMClassifier(_Judge):
             name, messages=kept, choice_scores=choice_scores, use_cot=_uses_cot(classification_tools), **settings
         )
         self._bind_render_args(render_args or {})
+
+
+async def _thread_of(trace: Any) -> list[Any]:
+    """The messages of ``trace.get_thread()`` (a coroutine, as in autoevals)."""
+    method = getattr(trace, "get_thread", None)
+    if not callable(method):
+        raise TypeError("trace must implement async get_thread(options=None)")
+    pending = method()
+    if not inspect.isawaitable(pending):
+        raise TypeError("trace.get_thread() must return an awaitable")
+    return list(await pending)
+
+
+def _awaited_thread(trace: Any) -> list[Any]:
+    """:func:`_thread_of` outside an event loop; inside one, autoevals' advice: use ``eval_async``."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_thread_of(trace))
+    raise RuntimeError("trace.get_thread() is async; use eval_async() when already inside an event loop")
 
 
 def _uses_cot(tools: Sequence[Mapping[str, Any]]) -> bool:

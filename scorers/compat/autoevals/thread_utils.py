@@ -1,18 +1,52 @@
-"""autoevals' multi-turn thread variables (``{{thread}}``, ``trace=``): not provided; the names raise when used.
+"""autoevals' multi-turn thread variables (``{{thread}}``, ``{{thread_count}}``, ...), computed by our judges.
 
->>> template_uses_thread_variables("{{thread}}")
-Traceback (most recent call last):
-...
-scorers.compat.autoevals._adapter.NotSupportedError: autoevals' template_uses_thread_variables is not provided by scorers; use a template variable holding the conversation as text, passed at call time
+The variables render as autoevals 0.4.1 renders them (:mod:`scorers.judges.conversation`); an
+``LLMClassifier`` called with ``trace=`` reads the thread from ``trace.get_thread()`` when its template uses one.
+
+>>> template_uses_thread_variables("Count: {{ thread_count }}"), template_uses_thread_variables("{{output}}")
+(True, False)
+>>> variables = compute_thread_template_vars([{"role": "user", "content": "Hi"}])
+>>> variables["thread_count"], str(variables["first_message"])
+(1, 'user: Hi')
 """
 
 from __future__ import annotations
 
-from ._adapter import unsupported_function
+import re
+from typing import Any, Mapping, Sequence
 
-__all__ = ["compute_thread_template_vars", "template_uses_thread_variables"]
+from ...judges.conversation import THREAD_VARIABLES, thread_variables
 
-_INSTEAD = "a template variable holding the conversation as text, passed at call time"
+__all__ = [
+    "THREAD_VARIABLE_NAMES",
+    "compute_thread_template_vars",
+    "filter_system_messages_from_thread",
+    "template_uses_thread_variables",
+]
 
-compute_thread_template_vars = unsupported_function("compute_thread_template_vars", _INSTEAD)
-template_uses_thread_variables = unsupported_function("template_uses_thread_variables", _INSTEAD)
+#: The thread variables, in autoevals' order.
+THREAD_VARIABLE_NAMES = list(THREAD_VARIABLES)
+_USES_THREAD = re.compile(r"\{[{%]\s*(" + "|".join(THREAD_VARIABLE_NAMES) + ")")
+
+
+def template_uses_thread_variables(template: str) -> bool:
+    """Whether a mustache/Jinja text names a thread variable (``{{thread...``, ``{% if thread...``)."""
+    return _USES_THREAD.search(template) is not None
+
+
+def filter_system_messages_from_thread(thread: Sequence[Any]) -> list[Any]:
+    """``thread`` without its system messages."""
+    return [m for m in thread if not (isinstance(m, Mapping) and m.get("role") == "system")]
+
+
+def compute_thread_template_vars(
+    thread: Sequence[Any], thread_with_system: Sequence[Any] | None = None
+) -> dict[str, Any]:
+    """The thread variables of ``thread`` (``thread_with_system``, when given, is the same thread with its system
+    messages); each prints as autoevals prints it."""
+    variables = thread_variables(list(thread), scorer="compute_thread_template_vars", drop_system=False)
+    if thread_with_system is not None:
+        variables["thread_with_system"] = thread_variables(
+            list(thread_with_system), scorer="compute_thread_template_vars"
+        )["thread_with_system"]
+    return variables

@@ -35,6 +35,7 @@ def parse(data: Mapping[str, Any], default_name: str, file: str | None, problems
         choice_scores=getattr(spec, "choice_scores", None),
         description=spec.description,
         file=file,
+        conversations=spec.conversation_fields(),
     )
     settings = {k: v for k, v in spec.settings().items() if k != "choice_scores"}
     return Definition(spec.kind, template, settings)

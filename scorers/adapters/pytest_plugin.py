@@ -73,10 +73,11 @@ def assert_score(scorer: Scorer | str, threshold: float, /, **fields: Any) -> Sc
     """Score ``fields`` with ``scorer`` and assert the score is at least ``threshold``; returns the Score.
 
     ``scorer`` is a :class:`~scorers.base.Scorer` or a registered name (as for
-    ``scorers.get``; anything else is a :class:`~scorers.errors.ConfigError`). ``threshold`` is a number in [0, 1]. The AssertionError
-    names the scorer, the score and the threshold, a judge's choice and
-    rationale, and the fields (truncated). A skipped example (score ``None``)
-    fails. A ``ScorerError`` (bad input, a judge that gave up) propagates.
+    ``scorers.get``; anything else is a :class:`~scorers.errors.ConfigError`).
+    ``threshold`` is a number in [0, 1]. The AssertionError names the scorer,
+    the score and the threshold, a judge's choice and rationale, and the
+    fields (truncated). A skipped example (score ``None``) fails. A
+    ``ScorerError`` (bad input, a judge that gave up) propagates.
 
     >>> from scorers.adapters.pytest_plugin import recording
     >>> with recording():

@@ -7,6 +7,7 @@
 - :func:`json_error_reason`: why ``json`` refused a text, without the dangling "at" of some of its messages.
 - :func:`lookup`: the value at a key or dotted path of a row (``meta.answer``, ``choices.0``), or :data:`ABSENT`.
 - :func:`is_int`, :func:`is_number`: an ``int`` (or ``int``/``float``) that is not a ``bool``, for argument checks.
+- :func:`spell_out_keywords`: a ``**keywords`` parameter shown in the signature as the keywords it takes.
 
 >>> class Model:
 ...     @lazy
@@ -24,10 +25,12 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import inspect
 import json
 import threading
+import types
 from types import ModuleType
-from typing import Any, Callable, Generic, Iterable, Mapping, TypeGuard, TypeVar
+from typing import Annotated, Any, Callable, Generic, Iterable, Mapping, TypeGuard, TypeVar, Union, get_args, get_origin
 
 from .errors import MissingExtraError
 
@@ -42,6 +45,7 @@ __all__ = [
     "lookup",
     "is_int",
     "is_number",
+    "spell_out_keywords",
 ]
 
 T = TypeVar("T")
@@ -209,3 +213,38 @@ def lookup(data: Mapping[str, Any], path: str) -> Any:
         else:
             return ABSENT
     return value
+
+
+def spell_out_keywords(
+    function: Callable[..., Any], annotations: Mapping[str, Any], defaults: Mapping[str, Any]
+) -> None:
+    """Have ``inspect.signature(function)`` (``help()``, IDEs) list the keywords that ``function``'s last parameter,
+    a ``**keywords``, takes: one keyword-only parameter per entry of ``annotations`` (its type, shown as text),
+    defaulting to ``defaults[name]`` (``None`` when not there). A model's fields declare them once.
+
+    >>> def build(name: str, **options: Any) -> None: ...
+    >>> spell_out_keywords(build, {"size": Annotated[int, "at least 1"], "mode": str | None}, {"size": 3})
+    >>> inspect.signature(build)
+    <Signature (name: 'str', *, size: 'int' = 3, mode: 'str | None' = None) -> 'None'>
+    """
+    signature = inspect.signature(function)
+    keywords = [
+        inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=defaults.get(name), annotation=_annotation_text(annotation)
+        )
+        for name, annotation in annotations.items()
+    ]
+    function.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*list(signature.parameters.values())[:-1], *keywords]
+    )
+
+
+def _annotation_text(annotation: Any) -> str:
+    """``annotation`` as text, without its ``Annotated`` constraints (a model checks them), for a signature."""
+    if get_origin(annotation) is Annotated:
+        return _annotation_text(get_args(annotation)[0])
+    if get_origin(annotation) in (Union, types.UnionType):
+        return " | ".join(_annotation_text(arg) for arg in get_args(annotation))
+    if annotation is type(None):
+        return "None"
+    return annotation.__name__ if isinstance(annotation, type) else str(annotation).replace("typing.", "")

@@ -31,9 +31,9 @@ import re
 import time
 import types
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Mapping, Sequence, Union, get_args, get_origin
+from typing import Any, ClassVar, Mapping, Sequence
 
-from .._util import is_int, lazy
+from .._util import is_int, lazy, spell_out_keywords
 from ..aggregate import Aggregator, MeanAggregator
 from ..base import Scorer
 from ..errors import ConfigError, JudgeError, ScorerError, ScorerInputError, UnknownArgumentError
@@ -626,28 +626,10 @@ def takes_request_settings(cls: type[LLMJudge], init: Any) -> bool:
         raise TypeError(
             f"{cls.__qualname__}.__init__ declares {taken}, which are request settings: **request takes them"
         )
-    settings = [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=cls.request_defaults.get(name),
-            annotation=_plain(RequestSettings.model_fields[name].annotation),
-        )
-        for name in names
-    ]
-    init.__signature__ = signature.replace(parameters=parameters[:-1] + settings)
+    spell_out_keywords(
+        init, {name: RequestSettings.model_fields[name].annotation for name in names}, cls.request_defaults
+    )
     return True
-
-
-def _plain(annotation: Any) -> str:
-    """``annotation`` as text, without its ``Annotated`` constraints (the spec model checks them), for a signature."""
-    if get_origin(annotation) is Annotated:
-        return _plain(get_args(annotation)[0])
-    if get_origin(annotation) in (Union, types.UnionType):
-        return " | ".join(_plain(arg) for arg in get_args(annotation))
-    if annotation is type(None):
-        return "None"
-    return annotation.__name__ if isinstance(annotation, type) else str(annotation).replace("typing.", "")
 
 
 takes_request_settings(LLMJudge, LLMJudge.__init__)

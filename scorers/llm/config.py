@@ -64,7 +64,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Callable, ClassVar, Iterator, Literal, Mapping
+from typing import Annotated, Any, Callable, ClassVar, Iterator, Literal, Mapping, Protocol, get_args
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
 
@@ -89,6 +89,7 @@ __all__ = [
     "configured_values",
     "cache_target",
     "check_options",
+    "ENGINE_OPTIONS",
     "FORWARDED_ENV",
     "ENV_NAMES",
     "scoped",
@@ -100,7 +101,8 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Seconds one ``complete()`` call may take, retries and re-asks included, unless ``deadline=`` says otherwise.
 DEFAULT_DEADLINE = 600.0
 #: The request shapes the engine speaks: chat completions and OpenAI's Responses API.
-APIS = ("chat", "responses")
+_Api = Literal["chat", "responses"]
+APIS: tuple[str, ...] = get_args(_Api)
 
 #: Reasoning model names: ``o`` + a digit (o1, o3-mini, o4-mini) or ``gpt-`` + a major version >= 5 (gpt-5,
 #: gpt-5.1, gpt-5-mini, gpt-6), optionally after a provider prefix (``openai/o3``).
@@ -134,7 +136,13 @@ _UNSET: Any = _Unset()
 
 
 # ------------------------------------------------------------ the declaration
-def _env_text(environ: Mapping[str, str], name: str) -> str | None:
+class Environ(Protocol):
+    """Where settings read environment variables: ``os.environ``, or its :func:`scoped` view."""
+
+    def get(self, name: str, /) -> str | None: ...
+
+
+def _env_text(environ: Environ, name: str) -> str | None:
     value = environ.get(name)
     return value.strip() if value and value.strip() else None
 
@@ -149,18 +157,20 @@ class Setting:
     decides when the value is unset or ``from_env`` (``transport="auto"``, ``cache=True``); ``read``
     turns the environment into a value (default: the first variable's stripped text), ``None`` when
     it sets none. ``secret``: never shown (not in ``repr``, not in messages); ``url``: shown with its
-    credentials masked.
+    credentials masked. ``configure_only``: set by :func:`configure` alone, not an option of an engine
+    (:data:`ENGINE_OPTIONS`).
     """
 
     expected: str
     env: tuple[str, ...] = ()
     local_env: tuple[str, ...] = ()
     from_env: Any = None
-    read: Callable[[Mapping[str, str]], Any] | None = None
+    read: Callable[[Environ], Any] | None = None
     secret: bool = False
     url: bool = False
+    configure_only: bool = False
 
-    def from_environment(self, environ: Mapping[str, str]) -> Any:
+    def from_environment(self, environ: Environ) -> Any:
         """The value the environment sets, or ``None``."""
         if self.read is not None:
             return self.read(environ)
@@ -207,12 +217,12 @@ def _prices(prices: Any) -> dict[str, tuple[float, float]]:
     return out
 
 
-def _env_transport(environ: Mapping[str, str]) -> str | None:
+def _env_transport(environ: Environ) -> str | None:
     value = _env_text(environ, "SCORERS_HTTP_TRANSPORT")
     return None if value is None else value.lower()
 
 
-def _env_cache(environ: Mapping[str, str]) -> Any:
+def _env_cache(environ: Environ) -> Any:
     """``SCORERS_CACHE`` (a path, or ``0``/``off``/... or empty: no cache) or ``SCORERS_CACHE_URL`` (Redis), or
     ``None`` (the default file, under ``SCORERS_CACHE_DIR``: see :func:`default_cache_path`)."""
     from .cache import is_redis_url
@@ -296,7 +306,7 @@ class LLMSettings(BaseModel):
         Literal["auto", "aiohttp", "httpx"],
         Setting("one of auto, aiohttp, httpx", env=("SCORERS_HTTP_TRANSPORT",), from_env="auto", read=_env_transport),
     ] = "auto"
-    api: Annotated[Literal[APIS], Setting(f"one of {', '.join(APIS)}")] = "chat"
+    api: Annotated[_Api, Setting(f"one of {', '.join(APIS)}")] = "chat"
     #: ``None``: derived per request from the model name (:func:`is_reasoning_model`).
     reasoning: Annotated[bool | None, Strict(), Setting("True, False or None (derive from the model)")] = None
     deadline: _PositiveSeconds = DEFAULT_DEADLINE
@@ -315,9 +325,9 @@ class LLMSettings(BaseModel):
         ),
     ] = True
     #: Model name → (input, output) USD per 1M tokens, for cost estimates (:func:`configure` only).
-    prices: Annotated[Any, BeforeValidator(_prices), Setting("a mapping of model names to prices")] = Field(
-        default_factory=dict, repr=False
-    )
+    prices: Annotated[
+        Any, BeforeValidator(_prices), Setting("a mapping of model names to prices", configure_only=True)
+    ] = Field(default_factory=dict, repr=False)
 
     #: The :class:`Setting` of each field.
     settings: ClassVar[dict[str, Setting]]
@@ -350,7 +360,7 @@ class LLMSettings(BaseModel):
             raise ConfigError(f"LLM setting {name!r} must be {setting.expected}{got}") from cause
 
     @classmethod
-    def env_value(cls, name: str, environ: Mapping[str, str] | None = None) -> Any:
+    def env_value(cls, name: str, environ: Environ | None = None) -> Any:
         """Setting ``name`` as the environment sets it (its :class:`Setting` reads its variables), validated;
         ``None`` when the environment sets none."""
         setting = cls.settings[name]
@@ -361,7 +371,7 @@ class LLMSettings(BaseModel):
             raise ConfigError(f"{exc} (read from {' or '.join(setting.env)})", scorer=exc.scorer) from exc
 
     @classmethod
-    def from_environment(cls, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    def from_environment(cls, environ: Environ | None = None) -> dict[str, Any]:
         """The settings the environment sets, validated (unset ones are absent)."""
         values = {name: cls.env_value(name, environ) for name, setting in cls.settings.items() if setting.env}
         return {name: value for name, value in values.items() if value is not None}
@@ -379,6 +389,8 @@ def _shown_value(setting: Setting, value: Any) -> str:
 LLMSettings.settings = {
     name: next(m for m in info.metadata if isinstance(m, Setting)) for name, info in LLMSettings.model_fields.items()
 }
+#: The options of ``LLMEngine(...)``: every setting but the :func:`configure`-only ones.
+ENGINE_OPTIONS: tuple[str, ...] = tuple(name for name, s in LLMSettings.settings.items() if not s.configure_only)
 #: The environment variables that decide settings, which an engine's workers take from the driver.
 FORWARDED_ENV: tuple[str, ...] = tuple(dict.fromkeys(v for s in LLMSettings.settings.values() for v in s.env))
 #: Every environment variable :func:`resolve` reads (also this machine's, which locate the default cache folder).
@@ -461,7 +473,7 @@ def _values() -> dict[str, Any]:
         return dict(state.values)
 
 
-def _environ() -> Mapping[str, str] | _Scope:
+def _environ() -> Environ:
     """The environment in effect: the scope's variables over the process's."""
     scope = _SCOPE.get()
     return os.environ if scope is None else scope
@@ -472,8 +484,20 @@ def _check(name: str, value: Any) -> Any:
     return LLMSettings.check(name, value)
 
 
-def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Validate per-engine options; ``None`` values mean "not set"."""
+def check_options(options: Mapping[str, Any], *, owner: str) -> dict[str, Any]:
+    """Validate per-engine options (:data:`ENGINE_OPTIONS`; ``None`` values mean "not set"); another name is the
+    ``TypeError`` Python raises for an unexpected keyword argument of ``owner``.
+
+    >>> check_options({"model": " gpt-4o ", "timeout": None}, owner="LLMEngine.__init__()")
+    {'model': 'gpt-4o'}
+    >>> check_options({"prices": {}}, owner="LLMEngine.__init__()")
+    Traceback (most recent call last):
+    ...
+    TypeError: LLMEngine.__init__() got an unexpected keyword argument 'prices'
+    """
+    unknown = next((name for name in options if name not in ENGINE_OPTIONS), None)
+    if unknown is not None:
+        raise TypeError(f"{owner} got an unexpected keyword argument {unknown!r}")
     return {name: _check(name, value) for name, value in options.items() if value is not None}
 
 
@@ -540,7 +564,7 @@ def configured_prices() -> dict[str, tuple[float, float]]:
 
 
 # ------------------------------------------------------------------ resolve
-def _chosen(name: str, value: Any, environ: Mapping[str, str]) -> Any:
+def _chosen(name: str, value: Any, environ: Environ) -> Any:
     """Setting ``name``: ``value`` (an argument or configured), unless it leaves it to the environment
     (unset, or the field's ``from_env``), else the default."""
     setting = LLMSettings.settings[name]

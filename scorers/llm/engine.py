@@ -86,18 +86,19 @@ both APIs, though OpenAI's Responses API has no such parameter and rejects it.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sqlite3
 import time
 import warnings
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .._aio import run_sync
-from .._util import memoize
+from .._util import memoize, spell_out_keywords
 from ..errors import ConfigError, JudgeError
-from .cache import CacheError, LLMCache, cache_key, cache_keys, open_cache
-from .config import LLMSettings, check_options, default_model, resolve, settings_state
+from .cache import CacheError, ReplyCache, cache_key, cache_keys, open_cache
+from .config import ENGINE_OPTIONS, LLMSettings, check_options, default_model, resolve, settings_state
 from .protocol import (
     ChatRequest,
     ChatResult,
@@ -176,56 +177,23 @@ class LLMEngine:
     connection itself, so it can be pickled (unless ``client=`` is given).
     """
 
-    def __init__(
-        self,
-        *,
-        client: Any = None,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        max_concurrency: int | None = None,
-        timeout: float | None = None,
-        max_retries: int | None = None,
-        max_reasks: int | None = None,
-        cache: bool | str | LLMCache | None = None,
-        transport: str | None = None,
-        backoff_base: float | None = None,
-        backoff_max: float | None = None,
-        retry_after_max: float | None = None,
-        api: str | None = None,
-        reasoning: bool | None = None,
-        deadline: float | None = None,
-    ) -> None:
-        options = check_options(
-            dict(
-                client=client,
-                model=model,
-                base_url=base_url,
-                api_key=api_key,
-                max_concurrency=max_concurrency,
-                timeout=timeout,
-                max_retries=max_retries,
-                max_reasks=max_reasks,
-                cache=cache,
-                transport=transport,
-                backoff_base=backoff_base,
-                backoff_max=backoff_max,
-                retry_after_max=retry_after_max,
-                api=api,
-                reasoning=reasoning,
-                deadline=deadline,
-            )
-        )
+    def __init__(self, **options: Any) -> None:
+        """The options are the settings of :class:`~scorers.llm.config.LLMSettings` but the :func:`configure`-only
+        ones (:data:`~scorers.llm.config.ENGINE_OPTIONS`), each validated as its field; ``None`` leaves one unset.
+        ``client=`` (an ``openai`` client) replaces ``base_url=``/``api_key=``. ``help(LLMEngine)`` lists the options
+        with what each must be:
+        """
+        options = check_options(options, owner="LLMEngine.__init__()")
         if "client" in options and ("api_key" in options or "base_url" in options):
             raise ConfigError("pass either client= or api_key=/base_url=, not both")
         self._options = options
-        self._memo: tuple[tuple[Any, ...], LLMSettings, LLMCache | None] | None = None
+        self._memo: tuple[tuple[Any, ...], LLMSettings, ReplyCache | None] | None = None
 
     def settings(self) -> LLMSettings:
         """The resolved settings; raises :class:`ConfigError` when no API key is available."""
         return self._resolved()[0]
 
-    def _resolved(self) -> tuple[LLMSettings, LLMCache | None]:
+    def _resolved(self) -> tuple[LLMSettings, ReplyCache | None]:
         """The settings and the open cache, memoised until ``configure()``, the environment or the
         working folder changes (:func:`~scorers.llm.config.settings_state`)."""
         state = settings_state()
@@ -334,6 +302,17 @@ class LLMEngine:
         if cache is not None:
             _cache_call(cache.put, key, reply.to_dict(), model=reply.model)
         return reply
+
+
+# The options as the signature and the docstring show them, from their declaration (LLMSettings) alone.
+spell_out_keywords(
+    LLMEngine.__init__, {name: Optional[LLMSettings.model_fields[name].annotation] for name in ENGINE_OPTIONS}, {}
+)
+LLMEngine.__init__.__doc__ = (
+    inspect.cleandoc(LLMEngine.__init__.__doc__ or "")
+    + "\n"
+    + "".join(f"\n- ``{name}``: {LLMSettings.settings[name].expected}" for name in ENGINE_OPTIONS)
+)
 
 
 @dataclass

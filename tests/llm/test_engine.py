@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import pickle
+import re
 
 import cloudpickle
 import openai
@@ -26,7 +28,7 @@ from scorers.llm import (
     aclose,
     configure,
 )
-from scorers.llm.config import resolve
+from scorers.llm.config import ENGINE_OPTIONS, LLMSettings, resolve
 from scorers.llm.transport import _backoff, _retry_after
 from scorers.testing import LoopbackLLM, Reply
 
@@ -501,6 +503,18 @@ def test_configure_sets_process_defaults(llm_server, fake_api_key):
     assert (settings.base_url, settings.max_concurrency, settings.cache) == (llm_server.base_url, 5, None)
     assert LLMEngine().complete_sync(req()).content == "OK"
     assert fake_api_key not in repr(settings)
+
+
+def test_the_options_are_the_settings_fields():
+    parameters = inspect.signature(LLMEngine).parameters
+    assert list(parameters) == [name for name in LLMSettings.model_fields if name != "prices"] == list(ENGINE_OPTIONS)
+    assert all(p.kind is p.KEYWORD_ONLY and p.default is None for p in parameters.values())
+    assert str(parameters["max_retries"]) == "max_retries: 'int | None' = None"
+    assert "- ``max_retries``: an integer in [0, 50]" in inspect.getdoc(LLMEngine.__init__)
+    for unknown in ("modle", "prices"):  # prices is configure()'s alone
+        message = f"LLMEngine.__init__() got an unexpected keyword argument '{unknown}'"
+        with pytest.raises(TypeError, match=re.escape(message)):
+            LLMEngine(**{unknown: None})
 
 
 @pytest.mark.parametrize(

@@ -48,6 +48,7 @@ __all__ = [
     "Matching",
     "credit_matrix",
     "explain_pair",
+    "pair_credit",
     "match_calls",
     "perfect_matching",
     "score_of",
@@ -90,7 +91,7 @@ def exact_key(value: Any) -> Hashable:
     """
     if isinstance(value, bool):
         return _TRUE if value else _FALSE
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return frozenset((key, exact_key(item)) for key, item in value.items())
     if isinstance(value, (list, tuple)):
         return (_ARRAY, *map(exact_key, value))
@@ -124,7 +125,7 @@ def loose_key(value: Any) -> Hashable:
     """
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return frozenset((key, loose_key(item)) for key, item in value.items())
     if isinstance(value, (list, tuple)):
         return (_ARRAY, *map(loose_key, value))
@@ -139,7 +140,7 @@ def loose_key(value: Any) -> Hashable:
 def _structurally(expected: Any, actual: Any, leaf: Callable[[Any, Any], bool | None]) -> bool:
     """Objects with the same keys and arrays of the same length, agreeing item by item; ``leaf`` decides a pair of
     other values (None: compare them exactly)."""
-    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
+    if isinstance(expected, dict) and isinstance(actual, dict):
         return expected.keys() == actual.keys() and all(
             _structurally(expected[key], actual[key], leaf) for key in expected
         )
@@ -350,15 +351,21 @@ class ToolRules:
         self.parents = frozenset(path.rsplit(".", i)[0] for path in paths for i in range(1, path.count(".") + 1))
         #: The rule of a top-level key without one of its own: subset and superset compare values exactly.
         self.child_default: Rule = Exact() if isinstance(root, (Subset, Superset)) else root
+        self._ignored: dict[str, bool] = {}
 
     def rule_at(self, path: str, inherited: Rule) -> Rule:
         return self.paths.get(path, inherited)
 
     def ignores(self, key: str) -> bool:
         """Whether a top-level key is left out of the credit (``ignore``, and no rule below it)."""
-        return isinstance(self.rule_at(key, self.child_default), Ignore) and key not in self.parents
+        ignored = self._ignored.get(key)
+        if ignored is None:
+            ignored = isinstance(self.rule_at(key, self.child_default), Ignore) and key not in self.parents
+            if len(self._ignored) < 1_000:  # keys seen so far; a bound, as rows may bring any number of keys
+                self._ignored[key] = ignored
+        return ignored
 
-    def counted(self, key: str, in_expected: Any, in_actual: Any) -> Any:
+    def counted(self, in_expected: Any, in_actual: Any) -> Any:
         """Whether a top-level key counts, given where it is present (bools, or numpy arrays that broadcast)."""
         if isinstance(self.root, Subset):
             return in_actual
@@ -456,8 +463,8 @@ def compare_values(
     """Whether two values at ``path`` agree; with ``verdicts``, each comparison made is appended to it."""
     rule = rules.rule_at(path, inherited)
     if (
-        isinstance(expected, Mapping)
-        and isinstance(actual, Mapping)
+        isinstance(expected, dict)
+        and isinstance(actual, dict)
         and (path in rules.parents or isinstance(rule, (Subset, Superset)))
     ):
         child = Exact() if isinstance(rule, (Subset, Superset)) else rule
@@ -477,20 +484,26 @@ def compare_values(
     return agree
 
 
-def explain_pair(rules: ToolRules, expected: Any, actual: Any) -> tuple[float, list[Verdict]]:
-    """The credit of two calls of the same tool, from their arguments, and the verdict of each argument compared."""
-    verdicts: list[Verdict] = []
-    if not (isinstance(expected, Mapping) and isinstance(actual, Mapping)):
-        return float(compare_values(rules, "", expected, actual, rules.root, verdicts)), verdicts
+def pair_credit(rules: ToolRules, expected: Any, actual: Any, verdicts: list[Verdict] | None = None) -> float:
+    """The credit of two calls of the same tool, from their arguments; with ``verdicts``, each comparison made is
+    appended to it."""
+    if not (isinstance(expected, dict) and isinstance(actual, dict)):
+        return float(compare_values(rules, "", expected, actual, rules.root, verdicts))
     counted = agreeing = 0
     for key in _union(expected, actual):
-        if rules.ignores(key) or not rules.counted(key, key in expected, key in actual):
+        if rules.ignores(key) or not rules.counted(key in expected, key in actual):
             continue
         counted += 1
         agreeing += compare_values(
             rules, key, expected.get(key, MISSING), actual.get(key, MISSING), rules.child_default, verdicts
         )
-    return (agreeing / counted if counted else 1.0), verdicts
+    return agreeing / counted if counted else 1.0
+
+
+def explain_pair(rules: ToolRules, expected: Any, actual: Any) -> tuple[float, list[Verdict]]:
+    """The credit of two calls of the same tool, from their arguments, and the verdict of each argument compared."""
+    verdicts: list[Verdict] = []
+    return pair_credit(rules, expected, actual, verdicts), verdicts
 
 
 def _ids(keys: Sequence[Hashable], table: dict[Hashable, int]) -> np.ndarray:
@@ -523,10 +536,15 @@ def _key_agreement(rules: ToolRules, key: str, expected: list[Any], actual: list
     return agree[np.searchsorted(rows, ids_e)[:, None], np.searchsorted(cols, ids_a)[None, :]]
 
 
+#: Pairs of calls of one tool from which their credits are computed a top-level key at a time over numpy arrays;
+#: fewer are compared pair by pair (numpy's overhead per call outweighs the loop's).
+VECTORISE_FROM = 64
+
+
 def _block_credit(rules: ToolRules, expected: list[Any], actual: list[Any]) -> np.ndarray:
-    """The credits of every pair of calls of one tool, from their arguments (what :func:`explain_pair` gives)."""
-    if not all(isinstance(args, Mapping) for args in (*expected, *actual)):
-        return np.array([[explain_pair(rules, e, a)[0] for a in actual] for e in expected]).reshape(
+    """The credits of every pair of calls of one tool, from their arguments (what :func:`pair_credit` gives)."""
+    if len(expected) * len(actual) < VECTORISE_FROM or not all(isinstance(a, dict) for a in (*expected, *actual)):
+        return np.array([[pair_credit(rules, e, a) for a in actual] for e in expected]).reshape(
             len(expected), len(actual)
         )
     keys = dict.fromkeys(key for args in (*expected, *actual) for key in args)
@@ -537,7 +555,7 @@ def _block_credit(rules: ToolRules, expected: list[Any], actual: list[Any]) -> n
             continue
         in_expected = np.array([key in args for args in expected])[:, None]
         in_actual = np.array([key in args for args in actual])[None, :]
-        counts = rules.counted(key, in_expected, in_actual)
+        counts = rules.counted(in_expected, in_actual)
         agree = _key_agreement(
             rules, key, [a.get(key, MISSING) for a in expected], [a.get(key, MISSING) for a in actual]
         )
@@ -546,20 +564,23 @@ def _block_credit(rules: ToolRules, expected: list[Any], actual: list[Any]) -> n
     return np.divide(agreeing, counted, out=np.ones_like(agreeing), where=counted > 0)
 
 
-def _name_codes(expected: Sequence[ToolCall], actual: Sequence[ToolCall]) -> tuple[np.ndarray, np.ndarray]:
-    table: dict[Hashable, int] = {}
-    return _ids([c.name for c in expected], table), _ids([c.name for c in actual], table)
+def _by_name(expected: Sequence[ToolCall], actual: Sequence[ToolCall]) -> list[tuple[str, list[int], list[int]]]:
+    """Each tool called on both sides, with the indices of its expected calls and of its actual ones."""
+    rows: dict[str, list[int]] = {}
+    cols: dict[str, list[int]] = {}
+    for i, call in enumerate(expected):
+        rows.setdefault(call.name, []).append(i)
+    for j, call in enumerate(actual):
+        cols.setdefault(call.name, []).append(j)
+    return [(name, indices, cols[name]) for name, indices in rows.items() if name in cols]
 
 
 def credit_matrix(expected: Sequence[ToolCall], actual: Sequence[ToolCall], rules: ArgumentRules) -> np.ndarray:
     """The credit of every (expected, actual) pair: rows are expected calls, columns actual ones."""
     credit = np.zeros((len(expected), len(actual)))
-    codes_e, codes_a = _name_codes(expected, actual)
-    for code in np.intersect1d(codes_e, codes_a).tolist():
-        rows, cols = np.flatnonzero(codes_e == code), np.flatnonzero(codes_a == code)
-        tool = rules.for_tool(expected[int(rows[0])].name)
+    for name, rows, cols in _by_name(expected, actual):
         block = _block_credit(
-            tool, [expected[i].arguments for i in rows.tolist()], [actual[j].arguments for j in cols.tolist()]
+            rules.for_tool(name), [expected[i].arguments for i in rows], [actual[j].arguments for j in cols]
         )
         credit[np.ix_(rows, cols)] = block
     return credit
@@ -584,15 +605,14 @@ class Matching:
     total: float
 
 
-def _optimal(weights: np.ndarray, codes_e: np.ndarray, codes_a: np.ndarray) -> list[tuple[int, int]]:
+def _optimal(weights: np.ndarray, groups: list[tuple[str, list[int], list[int]]]) -> list[tuple[int, int]]:
     """The pairs of calls of the same tool that maximise the total weight (an assignment per tool)."""
     from scipy.optimize import linear_sum_assignment
 
     pairs: list[tuple[int, int]] = []
-    for code in np.intersect1d(codes_e, codes_a).tolist():
-        rows, cols = np.flatnonzero(codes_e == code), np.flatnonzero(codes_a == code)
+    for _, rows, cols in groups:
         chosen_rows, chosen_cols = linear_sum_assignment(weights[np.ix_(rows, cols)], maximize=True)
-        pairs += zip(rows[chosen_rows].tolist(), cols[chosen_cols].tolist())
+        pairs += [(rows[r], cols[c]) for r, c in zip(chosen_rows.tolist(), chosen_cols.tolist())]
     return sorted(pairs)
 
 
@@ -633,14 +653,13 @@ def match_calls(
     """The best pairing of calls of the same tool under ``order``: ``any`` (optimal assignment), ``in_order`` (the
     best order-preserving pairing) or ``exact`` (position by position)."""
     credit = credit_matrix(expected, actual, rules)
-    codes_e, codes_a = _name_codes(expected, actual)
-    same = codes_e[:, None] == codes_a[None, :]
     if order == "any":
-        pairs = _optimal(credit, codes_e, codes_a)
+        pairs = _optimal(credit, _by_name(expected, actual))
     elif order == "in_order":
-        pairs = _in_order(credit, same)
+        same = np.array([[e.name == a.name for a in actual] for e in expected], dtype=bool)
+        pairs = _in_order(credit, same.reshape(len(expected), len(actual)))
     else:
-        pairs = [(i, i) for i in range(min(len(expected), len(actual))) if same[i, i]]
+        pairs = [(i, i) for i in range(min(len(expected), len(actual))) if expected[i].name == actual[i].name]
     return _matching(pairs, credit)
 
 
@@ -648,8 +667,8 @@ def perfect_matching(expected: Sequence[ToolCall], actual: Sequence[ToolCall], r
     """The most pairs of calls that match perfectly (credit 1), each call used once (a maximum bipartite
     matching, never a greedy one)."""
     perfect = (credit_matrix(expected, actual, rules) == 1.0).astype(float)
-    codes_e, codes_a = _name_codes(expected, actual)
-    return _matching([(i, j) for i, j in _optimal(perfect, codes_e, codes_a) if perfect[i, j]], perfect)
+    pairs = _optimal(perfect, _by_name(expected, actual))
+    return _matching([(i, j) for i, j in pairs if perfect[i, j]], perfect)
 
 
 def score_of(total: float, n_expected: int, n_actual: int, extra_calls: str) -> float:

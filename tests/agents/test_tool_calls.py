@@ -11,13 +11,14 @@ import json
 import random
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import scorers
-from scorers.agents import FrozenDict, ToolCall, freeze
+from scorers.agents import FrozenDict, ToolCall, freeze, matching
 from scorers.agents.matching import ArgumentRules, credit_matrix, explain_pair, match_calls
 from scorers.errors import ConfigError, ScorerInputError
 
@@ -300,60 +301,102 @@ def test_a_500_call_trajectory_scores_and_pairs_every_call():
 
 
 # ------------------------------------------------------------- fast credit matrix == per-pair explanation
-JSON_LEAF = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-3, 3),
-    st.sampled_from([1.0, 2.5, -0.0]),
-    st.sampled_from(["1", "a", " A ", "2.5", "true"]),
-)
+#: Few values, many of them equal under one rule and not another (1, 1.0, "1", true; "a", " A "), so that pairs
+#: of calls often agree on some keys and not on others.
+JSON_LEAF = st.sampled_from([None, True, 1, 1.0, "1", 2, 2.5, "2.5", "a", " A ", "true"])
 JSON_VALUE = st.recursive(
     JSON_LEAF,
-    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.sampled_from("xyz"), inner, max_size=2),
-    max_leaves=4,
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.sampled_from("xy"), inner, max_size=2),
+    max_leaves=3,
 )
-ARGUMENTS = st.dictionaries(st.sampled_from("abc"), JSON_VALUE, max_size=3)
-RULE = st.sampled_from(
-    [
-        "exact",
-        "loose",
-        "ignore",
-        "subset",
-        "superset",
-        {"rule": "numeric", "tolerance": 1},
-        {"scorer": "Levenshtein", "threshold": 0.5},
-    ]
-)
+ARGUMENTS = st.dictionaries(st.sampled_from("ab"), JSON_VALUE, max_size=2)
+CALL = st.tuples(st.sampled_from("ffg"), ARGUMENTS)
+#: One rule of each kind.
+RULES = [
+    "exact",
+    "loose",
+    "ignore",
+    "subset",
+    "superset",
+    {"rule": "numeric", "tolerance": 1},
+    {"scorer": "Levenshtein", "threshold": 0.5},
+]
+RULE = st.sampled_from(RULES)
 PATH = st.sampled_from(["a", "b", "a.x", "b.y", "*"])
 
 
+def retyped(value: Any) -> Any:
+    """A value equal to ``value`` under ``loose`` only: a number or boolean as text, text with other case and spaces."""
+    if isinstance(value, (bool, int, float)):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return f" {value.swapcase()} "
+    return value
+
+
+def changed(item: tuple[tuple[str, dict[str, Any]], str, Any, str]) -> tuple[str, dict[str, Any]]:
+    """A call as it is, with one argument retyped, or with one argument set to another value."""
+    (name, arguments), key, value, change = item
+    if change == "retype" and key in arguments:
+        return name, {**arguments, key: retyped(arguments[key])}
+    return (name, {**arguments, key: value}) if change == "replace" else (name, arguments)
+
+
 @settings(
-    max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=300, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
 )
-@given(
-    expected=st.lists(st.tuples(st.sampled_from("fg"), ARGUMENTS), max_size=4),
-    actual=st.lists(st.tuples(st.sampled_from("fg"), ARGUMENTS), max_size=4),
-    default=RULE,
-    paths=st.dictionaries(PATH, RULE, max_size=3),
-)
-def test_the_credit_matrix_equals_each_pairs_explanation(expected, actual, default, paths):
+@given(data=st.data(), default=RULE, paths=st.dictionaries(PATH, RULE, max_size=2))
+def test_the_credit_matrix_equals_each_pairs_explanation(data, default, paths):
+    expected = data.draw(st.lists(CALL, max_size=4), label="expected")
+    # actual calls: mostly the expected ones, some with one argument changed (often to a value equal under a looser
+    # rule), so that pairs agree on some keys and not on others
+    changes = st.sampled_from(["keep", "retype", "replace"])
+    like_expected = st.tuples(st.sampled_from(expected), st.sampled_from("ab"), JSON_LEAF, changes).map(changed)
+    actual = data.draw(st.lists(like_expected | CALL if expected else CALL, max_size=4), label="actual")
     rules = ArgumentRules(default, {"f": paths})
     wanted = [ToolCall(name, freeze(args)) for name, args in expected]
     got = [ToolCall(name, freeze(args)) for name, args in actual]
-    matrix = credit_matrix(wanted, got, rules)
-    for i, want in enumerate(wanted):
-        for j, have in enumerate(got):
-            credit = (
-                explain_pair(rules.for_tool(want.name), want.arguments, have.arguments)[0]
-                if want.name == have.name
-                else 0.0
-            )
-            assert matrix[i, j] == credit, (want, have)
+    for vectorise_from in (0, 10**9):  # the numpy route (a top-level key at a time) and the pair-by-pair one
+        with mock.patch.object(matching, "VECTORISE_FROM", vectorise_from):
+            matrix = credit_matrix(wanted, got, rules)
+        for i, want in enumerate(wanted):
+            for j, have in enumerate(got):
+                same = want.name == have.name
+                credit = explain_pair(rules.for_tool(want.name), want.arguments, have.arguments)[0] if same else 0.0
+                assert matrix[i, j] == credit, (vectorise_from, want, have)
     # and no pairing does better than the one chosen
     best = match_calls(wanted, got, rules).total
-    for _ in range(20):
-        order = random.Random(len(wanted) + _).sample(range(len(got)), len(got))
+    for seed in range(20):
+        order = random.Random(seed).sample(range(len(got)), len(got))
         assert sum(matrix[i, j] for i, j in zip(range(len(wanted)), order)) <= best + 1e-9
+
+
+#: Every leaf value, and each retyped, plus a few nested ones: every pair of them compared under each rule.
+VALUES = [
+    *[None, True, False, 1, 1.0, 2, 2.5, "1", "2.5", "a", " A ", "true", "1.0", "x"],
+    *(retyped(v) for v in (True, 1, 2.5, "a")),
+    [1, "a"],
+    ["1", " A "],
+    {"x": 1},
+    {"x": "1"},
+    {"x": 1, "y": 2},
+]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=str)
+@pytest.mark.parametrize("placement", ["default", "path", "parent"])
+def test_either_route_gives_every_pair_of_values_the_same_credit(rule, placement):
+    rules = {
+        "default": ArgumentRules(rule),
+        "path": ArgumentRules("exact", {"f": {"a": rule}}),
+        "parent": ArgumentRules("exact", {"f": {"a": rule, "a.x": "loose"}}),
+    }[placement]
+    calls = [ToolCall("f", freeze({"a": value, "b": 1})) for value in VALUES]
+    tool = rules.for_tool("f")
+    expected = [[explain_pair(tool, e.arguments, a.arguments)[0] for a in calls] for e in calls]
+    for vectorise_from in (0, 10**9):
+        with mock.patch.object(matching, "VECTORISE_FROM", vectorise_from):
+            assert credit_matrix(calls, calls, rules).tolist() == expected
 
 
 # ------------------------------------------------------------------------------------------------ TrajectoryMatch

@@ -417,7 +417,7 @@ class ToolCallValid(_ToolCallScorer):
             error = self._error(call, validators)
             if error is not None:
                 invalid.append({**_call_dict(index, call), "error": error})
-        value = 1.0 - len(invalid) / len(calls) if calls else 1.0
+        value = (len(calls) - len(invalid)) / len(calls) if calls else 1.0
         return self.make_score(value, invalid=invalid, calls=len(calls))
 
     def _error(self, call: ToolCall, validators: Mapping[str, Any]) -> str | None:

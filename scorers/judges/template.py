@@ -67,11 +67,14 @@ def _environment() -> Any:
     """The process-wide bounded sandbox (:class:`~scorers.judges.sandbox.JudgeEnvironment`), built on first use."""
     from jinja2 import StrictUndefined
 
+    from .mustache import HELPERS
     from .sandbox import JudgeEnvironment
 
-    return JudgeEnvironment(
+    environment = JudgeEnvironment(
         autoescape=False, undefined=StrictUndefined, finalize=render_value, keep_trailing_newline=False
     )
+    environment.globals.update(HELPERS)  # what mustache sections are rewritten into
+    return environment
 
 
 @functools.lru_cache(maxsize=256)
@@ -84,8 +87,10 @@ def _compile(source: str) -> tuple[Any, frozenset[str], tuple[str, ...]]:
     from .sandbox import compile_template
 
     sections = [
-        f"mustache tag {match.group(0)!r} is not supported; use Jinja blocks "
-        "({% if x %}…{% endif %}, {% for x in xs %}…{% endfor %}) instead"
+        f"mustache partial {match.group(0)!r} is not supported: a judge prompt is one template"
+        if match.group(1) == ">"
+        else f"mustache section tag {match.group(0)!r} has no matching "
+        f"{'opening' if match.group(1) == '/' else 'closing'} tag (sections nest: {{{{#x}}}}…{{{{/x}}}})"
         for match in _SECTION.finditer(source)
     ]
     if sections:
@@ -104,18 +109,22 @@ def template_problems(texts: Iterable[tuple[str, str]]) -> list[tuple[str, str]]
     return [(key, message) for key, text in texts for message in _compile(text)[2]]
 
 
+#: The functions mustache sections call (:mod:`.mustache`), not template variables.
+_MUSTACHE_HELPERS = ("mustache_section", "mustache_get")
 _SECTION = re.compile(r"\{\{\s*([#^/>])\s*([\w.]*)\s*\}\}")
 
 
 def mustache_to_jinja(source: str) -> str:
-    """Rewrite the mustache forms Jinja lacks (``{{{x}}}``, ``{{& x}}``, ``{{! c}}``) into Jinja.
+    """Rewrite the mustache forms Jinja lacks (``{{{x}}}``, ``{{& x}}``, ``{{! c}}``, sections) into Jinja.
 
     >>> mustache_to_jinja("{{{language}}} {{& text}}{{! note }}")
     '{{ language }} {{ text }}'
     """
+    from .mustache import sections_to_jinja
+
     source = _strip_comments(source)
     source = _TRIPLE.sub(r"{{ \1 }}", source)
-    return _AMPERSAND.sub(r"{{ \1 }}", source)
+    return sections_to_jinja(_AMPERSAND.sub(r"{{ \1 }}", source))
 
 
 #: ``{{{ x }}}`` and ``{{& x }}``: the name has no braces, so each opener's match ends at the next brace
@@ -212,7 +221,7 @@ class JudgeTemplate:
                 ),
                 scorer=self.name,
             )
-        names.discard("__choices")
+        names -= {"__choices", *_MUSTACHE_HELPERS}
         thread_used = tuple(sorted(names & set(THREAD_VARIABLES)))
         object.__setattr__(self, "_thread_used", thread_used)
         if thread_used:  # the thread variables are computed from one field

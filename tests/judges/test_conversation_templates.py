@@ -292,3 +292,54 @@ def test_a_judge_built_in_code_takes_a_template_with_conversation_fields() -> No
     )
     judge = LLMClassifier("Helpful", template=template)
     assert prompt_of(judge, conversation=[{"role": "user", "content": "Hi"}]) == "user: Hi\nHelpful?"
+
+
+# ------------------------------------------------------------------ mustache sections
+def test_mustache_sections_and_jinja_loops_give_the_same_prompt() -> None:
+    mustache = judge_from(
+        {
+            **HELPFUL,
+            "prompt": "Turns:\n{{#conversation.messages}}\n- {{role}}: {{content}}\n{{/conversation.messages}}\n"
+            "Calls:{{#conversation.tool_calls}} {{name}}={{result}}{{/conversation.tool_calls}}"
+            "{{^conversation.tool_calls}} none{{/conversation.tool_calls}}",
+        }
+    )
+    jinja = judge_from(
+        {
+            **HELPFUL,
+            "prompt": "Turns:\n{% for m in conversation.messages %}- {{m.role}}: {{m.content}}\n{% endfor %}"
+            "Calls:{% for c in conversation.tool_calls %} {{c.name}}={{c.result}}{% endfor %}"
+            "{% if not conversation.tool_calls %} none{% endif %}",
+        }
+    )
+    for name in FORMATS:
+        assert prompt_of(mustache, conversation=fixture(name)) == prompt_of(jinja, conversation=fixture(name))
+    chat = [{"role": "user", "content": "Hi"}]
+    assert prompt_of(mustache, conversation=chat) == "Turns:\n- user: Hi\nCalls: none"
+
+
+SECTIONS = [
+    ("Messages:{{#thread}}\n- {{role}}: {{content}}{{/thread}}", {"thread": [{"role": "user", "content": "Hi"}]}),
+    ("A\n  {{#items}}\n  - {{.}}\n  {{/items}}\nB", {"items": ["x", "y"]}),
+    ("{{#flag}}yes {{name}}{{/flag}}{{^flag}}no{{/flag}}", {"flag": {"name": "N"}}),
+    ("{{#flag}}yes{{/flag}}{{^flag}}no{{/flag}}", {"flag": False}),
+    ("{{#a.b}}[{{c}}]{{/a.b}}", {"a": {"b": [{"c": 1}, {"c": 2}]}}),
+    ("{{#xs}}{{#ys}}{{x}}{{y}}{{out}} {{/ys}}{{/xs}}", {"xs": [{"x": 1, "ys": [{"y": "a"}]}, {"x": 2}], "out": "!"}),
+    ("{{#items}}\n{{.}},\n{{/items}}\n{{^items}}none{{/items}}!", {"items": []}),
+]
+
+
+@pytest.mark.parametrize("text, variables", SECTIONS)
+def test_mustache_sections_render_as_mustache_renders_them(text: str, variables: dict[str, Any]) -> None:
+    chevron = pytest.importorskip("chevron")
+    judge = judge_from({"prompt": text, "choice_scores": {"Y": 1}})
+    expected = chevron.render(text, variables)
+    assert prompt_of(judge, **variables) == expected
+
+
+def test_a_name_missing_inside_a_section_is_a_template_error() -> None:
+    judge = judge_from({"prompt": "{{#items}}{{nothing}}{{/items}}", "choice_scores": {"Y": 1}})
+    with pytest.raises(TemplateError, match="'nothing' is not a key of the section's item nor a template variable"):
+        prompt_of(judge, items=[{"a": 1}])
+    with pytest.raises(TemplateError, match="has no matching closing tag"):
+        parse_template({"prompt": "{{#items}}{{.}}", "choice_scores": {"Y": 1}})

@@ -265,7 +265,7 @@ BAD_FILES = [
     ("bad_mode.yaml", 'prompt: a\nchoice_scores: {"Y": 1}\nresponse_mode: grammar\n', "response_mode", "tools"),
     ("bad_temp.yaml", 'prompt: a\nchoice_scores: {"Y": 1}\ntemperature: hot\n', "temperature", "number"),
     ("bad_cot.yaml", 'prompt: a\nchoice_scores: {"Y": 1}\nuse_cot: "yes"\n', "use_cot", "true or false"),
-    ("section.yaml", 'prompt: "{{#items}}{{.}}{{/items}}"\nchoice_scores: {"Y": 1}\n', "prompt", "not supported"),
+    ("section.yaml", 'prompt: "{{#items}}{{.}}{{/item}}"\nchoice_scores: {"Y": 1}\n', "prompt", "no matching"),
     ("syntax.yaml", 'prompt: "{% if %}"\nchoice_scores: {"Y": 1}\n', "prompt", "syntax error"),
     ("not_yaml.yaml", "prompt: [unclosed\n", "", "invalid YAML"),
     (

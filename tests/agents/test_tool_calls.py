@@ -489,6 +489,80 @@ def test_trajectory_match_modes(case, mode, actual, expected, score):
     json.dumps(result.metadata)
 
 
+def human(text: str) -> dict[str, Any]:
+    return {"type": "human", "content": text}
+
+
+def ai(text: str = "", *calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+    """A LangChain AI message (as ``model_dump`` writes it) making ``calls`` (id, name, args)."""
+    return {"type": "ai", "content": text, "tool_calls": [{"id": i, "name": n, "args": a} for i, n, a in calls]}
+
+
+def tool(text: str, call_id: str) -> dict[str, Any]:
+    return {"type": "tool", "content": text, "tool_call_id": call_id}
+
+
+def test_openevals_documented_examples_score_as_documented():
+    """The LangChain agent-testing guide's trajectory match examples (strict, unordered, superset), in LangChain's
+    message form: each is documented to pass."""
+    weather = ("call_1", "get_weather", {"city": "San Francisco"})
+    strict_reference = [
+        human("What's the weather in San Francisco?"),
+        ai("", weather),
+        tool("It's 75 degrees and sunny in San Francisco.", "call_1"),
+        ai("The weather in San Francisco is 75 degrees and sunny."),
+    ]
+    strict_run = [*strict_reference[:3], ai("It is 75 and sunny in San Francisco right now.")]
+    assert scorers.get("TrajectoryMatch", mode="strict")(output=strict_run, expected=strict_reference).score == 1.0
+
+    unordered_reference = [
+        human("What's happening in SF today?"),
+        ai("", ("call_1", "get_events", {"city": "SF"}), ("call_2", "get_weather", {"city": "SF"})),
+        tool("Concert at the park in SF tonight.", "call_1"),
+        tool("It's 75 degrees and sunny in SF.", "call_2"),
+        ai("Today in SF: 75 degrees and sunny with a concert at the park tonight."),
+    ]
+    unordered_run = [
+        human("What's happening in SF today?"),
+        ai("", ("a", "get_weather", {"city": "SF"})),
+        tool("It's 75 degrees and sunny in SF.", "a"),
+        ai("", ("b", "get_events", {"city": "SF"})),
+        tool("Concert at the park in SF tonight.", "b"),
+        ai("Sunny, and a concert tonight."),
+    ]
+    unordered = scorers.get("TrajectoryMatch", mode="unordered")
+    assert unordered(output=unordered_run, expected=unordered_reference).score == 1.0
+
+    superset_reference = [
+        human("Tell me about SF weather"),
+        ai("", ("call_1", "get_weather", {"city": "San Francisco"})),
+    ]
+    superset_run = [
+        human("Tell me about SF weather"),
+        ai("", ("x", "get_weather", {"city": "San Francisco"}), ("y", "get_events", {"city": "San Francisco"})),
+    ]
+    superset = scorers.get("TrajectoryMatch", mode="superset")
+    assert superset(output=superset_run, expected=superset_reference).score == 1.0  # other tools too: passes
+    assert (
+        scorers.get("TrajectoryMatch", mode="strict")(output=unordered_run, expected=unordered_reference).score == 0.0
+    )
+
+
+def test_promptfoos_set_variant_equals_its_tool_call_f1():
+    """promptfoo's ``tool-call-f1``: P = |A∩E|/|A|, R = |A∩E|/|E| over sets of names; ``multiset=False`` equals it."""
+    cases = [
+        (["get_weather"], ["get_weather"], 1.0),
+        (["get_weather", "get_weather"], ["get_weather"], 1.0),
+        (["get_weather", "set_reminder"], ["get_weather"], 2 * 1 * 0.5 / 1.5),
+        (["superdoc_search"], ["superdoc_search", "superdoc_edit"], 2 * 1 * 0.5 / 1.5),
+        ([], ["get_weather"], 0.0),
+    ]
+    scorer = scorers.get("ToolCallF1", multiset=False)
+    for called, value, f1 in cases:
+        assert scorer(output=[call(n) for n in called], expected=value).score == pytest.approx(f1)
+        assert scorer(output=[call(n) for n in called], expected=",".join(value)).score == pytest.approx(f1)
+
+
 def test_trajectory_match_says_where_the_trajectories_part():
     strict = scorers.get("TrajectoryMatch")
     split = conversation(

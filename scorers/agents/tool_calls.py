@@ -53,7 +53,6 @@ def _call_dict(index: int, call: ToolCall) -> dict[str, Any]:
 class _ToolCallScorer(Scorer):
     """What the tool-call scorers share: reading calls from a field, and a bound on how many a row may hold."""
 
-    kind = "heuristic"
     fields = (
         _calls_field("output", f"the actual {_CALLS_HELP}"),
         _calls_field("expected", f"the expected {_CALLS_HELP}"),

@@ -198,8 +198,6 @@ def test_misnamed_and_call_time_options_are_errors():
         lambda: autoevals.Faithfulness()(output="a", input="q", context="c"),
         lambda: autoevals.ContextRelevancy().eval_async("a"),
         lambda: autoevals.LiteLLMClient(api_key="k").chat,
-        lambda: autoevals.compute_thread_template_vars([]),
-        lambda: autoevals.template_uses_thread_variables("{{thread}}"),
         lambda: __import__("scorers.compat.autoevals.oai", fromlist=["x"]).prepare_openai(),
         lambda: autoevals.LLMClassifier("x", "{{output}}", {"A": 1}, engine="my-deployment"),
         lambda: autoevals.OpenAILLMClassifier(

@@ -2,8 +2,8 @@
 
 Every scorer here is computed by ours of the same name (heuristics, ``EmbeddingSimilarity``
 with OpenAI embeddings, the LLM judges and our templates); ``Score`` has autoevals' ``error``,
-``as_dict()`` and ``as_json()``. Names of features we do not provide (RAGAS, ``Moderation``,
-thread variables, LiteLLM clients, ``prepare_openai``) import and raise
+``as_dict()`` and ``as_json()``; the judges take ``trace=`` for autoevals' thread variables.
+Names of features we do not provide (RAGAS, ``Moderation``, LiteLLM clients, ``prepare_openai``) import and raise
 :class:`~scorers.compat.autoevals.NotSupportedError` when used. Unknown options and ``None``
 values raise instead of being ignored or shown as ``"None"``: see docs/autoevals.md
 ("Coming from autoevals").

@@ -39,7 +39,7 @@ EXTRA_CALLS = ("penalise", "ignore")
 
 #: The Python types a field of calls or a conversation may hold (text: JSON text of one).
 CALL_TYPES = (list, tuple, dict, str, Conversation)
-_CALLS_HELP = "the calls, as a list of calls in any shape or a whole conversation in any format"
+_CALLS_HELP = "calls: a list of calls in any shape, or a whole conversation in any format"
 
 
 def _calls_field(name: str, description: str) -> Field:

@@ -44,6 +44,7 @@ __all__ = [
     "ThreadPairs",
     "conversation_view",
     "transcript",
+    "check_budget",
     "thread_variables",
     "thread_text",
     "template_context",
@@ -93,7 +94,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-class CallView(PromptText, dict):
+class CallView(PromptText, dict[str, Any]):
     """One tool call in a template: ``name``, ``arguments`` (JSON data), ``id``, ``result`` (the text of the tool
     message answering it, ``""`` when none) and ``is_error``; printed as ``name({...arguments})``."""
 
@@ -103,7 +104,7 @@ class CallView(PromptText, dict):
         return f"{self['name']}({_json(self['arguments'])})"
 
 
-class MessageView(PromptText, dict):
+class MessageView(PromptText, dict[str, Any]):
     """One message in a template: ``index``, ``role``, ``content`` (its text, ``""`` when none), ``tool_calls``
     (:class:`CallView` s), and for a tool message ``tool_call_id``, ``name`` and ``is_error``; printed as its
     lines of the transcript."""
@@ -121,7 +122,7 @@ class MessageView(PromptText, dict):
         return "\n".join(lines)
 
 
-class ConversationView(PromptText, tuple):
+class ConversationView(PromptText, tuple[MessageView, ...]):
     """A conversation in a template: a tuple of :class:`MessageView` s with ``messages`` and ``tool_calls``;
     printed as the :func:`transcript`."""
 
@@ -243,7 +244,7 @@ def _round_up(tokens: int) -> int:
 
 
 # ------------------------------------------------------ autoevals' thread variables
-class ThreadMessage(PromptText, dict):
+class ThreadMessage(PromptText, dict[str, Any]):
     """One message of a thread, printed as autoevals prints it: ``role: content`` (content not text as JSON);
     an empty one (no first message in an empty thread) prints nothing."""
 
@@ -256,7 +257,7 @@ class ThreadMessage(PromptText, dict):
         return f"{self.get('role', '')}: {content if isinstance(content, str) else json.dumps(content)}"
 
 
-class ThreadMessages(PromptText, tuple):
+class ThreadMessages(PromptText, tuple[ThreadMessage, ...]):
     """Messages of a thread, printed as autoevals prints a message list (:func:`thread_text`)."""
 
     __slots__ = ()
@@ -265,7 +266,7 @@ class ThreadMessages(PromptText, tuple):
         return thread_text(self)
 
 
-class ThreadPairs(PromptText, tuple):
+class ThreadPairs(PromptText, tuple[dict[str, ThreadMessage], ...]):
     """``{"human": ..., "assistant": ...}`` pairs, printed as autoevals prints them: Python's ``repr`` of the
     list of plain dicts, nothing when there is no pair."""
 

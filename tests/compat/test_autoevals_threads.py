@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, Iterator
 
 import openai
 import pytest
@@ -92,7 +92,7 @@ class Trace:
 
 
 @pytest.fixture
-def server():
+def server() -> Iterator[LoopbackLLM]:
     with LoopbackLLM(default=Reply.choice("Y", reasons="fine"), api_key="sk-loopback") as running:
         client = openai.OpenAI(base_url=running.base_url, api_key="sk-loopback")
         real.init(client)

@@ -202,7 +202,10 @@ CONVERSATION = [
 
 
 def _row(name: str) -> dict:
-    row = {field: "the cat sat on the mat" for field in scorers.get(name).required_fields()}
+    scorer = scorers.get(name)
+    row = {field: "the cat sat on the mat" for field in scorer.required_fields()}
+    # a field a judge's template declares a conversation holds one (text is not a conversation)
+    row.update({field: CONVERSATION for field, _ in getattr(getattr(scorer, "template", None), "conversations", ())})
     special = {
         "NumericDiff": {"output": 3, "expected": 4},
         "ListContains": {"output": ["a", "b"], "expected": ["a"]},

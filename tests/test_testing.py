@@ -325,6 +325,18 @@ JUDGE_FIELDS = {
     "output": "Paris is the capital of France. It has about 2 million people.",
     "expected": "Paris; about 2.1 million inhabitants.",
     "context": ["Paris is the capital of France.", "Paris has 2.1 million inhabitants.\n1. A list."],
+    "conversation": [
+        {"role": "user", "content": "What is the capital of France?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "Paris"},
+        {"role": "assistant", "content": "Paris."},
+    ],
+    "tools": [{"type": "function", "function": {"name": "search", "description": "Search the web."}}],
+    "role": "A geography tutor.",
 }
 
 
@@ -391,7 +403,10 @@ def _engine(server):
 
 
 def _fields(judge) -> dict:
-    return {name: JUDGE_FIELDS.get(name, f"some {name}") for name in judge.required_fields()}
+    fields = {name: JUDGE_FIELDS.get(name, f"some {name}") for name in judge.required_fields()}
+    # a field a judge's template declares a conversation holds one
+    conversations = getattr(getattr(judge, "template", None), "conversations", ())
+    return fields | {name: JUDGE_FIELDS["conversation"] for name, _ in conversations}
 
 
 @pytest.mark.parametrize("name, settings", _judge_cases())

@@ -17,7 +17,7 @@ import json
 import math
 import re
 from functools import lru_cache, partial
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Literal, Sequence, cast
 
 from ._util import is_int, is_number, json_error_reason, lazy
 from .base import Scorer
@@ -127,10 +127,15 @@ class ExactMatch(Scorer):
             text = text.casefold()
         return text
 
-    def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:
+    # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook\'s **fields)
+    def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:  # type: ignore[override]
         as_json = isinstance(output, (dict, list)) or isinstance(expected, (dict, list))
         same = self._normalise(output, as_json, "output") == self._normalise(expected, as_json, "expected")
         return self.make_score(1.0 if same else 0.0)
+
+
+#: The Unicode normal forms Levenshtein's ``normalize`` takes.
+_NormalForm = Literal["NFC", "NFD", "NFKC", "NFKD"]
 
 
 @register
@@ -171,9 +176,10 @@ class Levenshtein(Scorer):
             return text
         import unicodedata
 
-        return unicodedata.normalize(self.normalize, text)
+        return unicodedata.normalize(cast(_NormalForm, self.normalize), text)  # one of them: checked in __init__
 
-    def _score(self, *, output: str, expected: str, **_: Any) -> Score:
+    # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook\'s **fields)
+    def _score(self, *, output: str, expected: str, **_: Any) -> Score:  # type: ignore[override]
         from rapidfuzz.distance import Levenshtein as _lev
 
         return self.make_score(_lev.normalized_similarity(self._prepare(output), self._prepare(expected)))
@@ -243,7 +249,8 @@ class NumericDiff(Scorer):
     )
     example = "NumericDiff()(output=9, expected=10)  # 0.947"
 
-    def _score(self, *, output: float, expected: float, **_: Any) -> Score:
+    # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook\'s **fields)
+    def _score(self, *, output: float, expected: float, **_: Any) -> Score:  # type: ignore[override]
         return self.make_score(numeric_similarity(output, expected))
 
 
@@ -360,7 +367,8 @@ class JSONDiff(Scorer):
             raise self.too_long(field, f"{size:,} characters as JSON text")
         return value
 
-    def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:
+    # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook\'s **fields)
+    def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:  # type: ignore[override]
         output, expected = self._checked("output", output), self._checked("expected", expected)
         try:
             return self.make_score(self._similarity(output, expected))
@@ -432,7 +440,7 @@ class ValidJSON(Scorer):
         try:
             _check_depth(schema)
             cls = jsonschema.validators.validator_for(schema)
-            cls.check_schema(schema)
+            cls.check_schema(schema)  # type: ignore[arg-type]  # true/false are schemas too; the stubs say dict
             unresolved = _unresolvable_reference(schema)
         except jsonschema.SchemaError as exc:
             reason = exc.message
@@ -450,7 +458,8 @@ class ValidJSON(Scorer):
         """autoevals' form: the schema is the second positional argument."""
         return self(output=output, schema=schema, **kwargs)
 
-    def _score(self, *, output: Any, schema: Any = None, **_: Any) -> Score:
+    # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook\'s **fields)
+    def _score(self, *, output: Any, schema: Any = None, **_: Any) -> Score:  # type: ignore[override]
         validator = self._validator(schema, "schema") if schema is not None else self._validator_of_constructor
         value = output
         try:
@@ -462,7 +471,8 @@ class ValidJSON(Scorer):
             raise ScorerInputError(self.name, "output", str(exc)) from exc
         if validator is None:
             ok = isinstance(value, (dict, list))
-            return self.make_score(1.0 if ok else 0.0, **({} if ok else {"error": "not a JSON object or array"}))
+            problem: dict[str, Any] = {} if ok else {"error": "not a JSON object or array"}
+            return self.make_score(1.0 if ok else 0.0, **problem)
         extra = {} if schema is None else {"schema": schema}
         errors = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
         if errors:
@@ -621,7 +631,8 @@ class ListContains(Scorer):
             if size > self.max_chars:
                 raise self.too_long(field, f"{size:,} characters in its elements together")
 
-    def _score(self, *, output: Sequence[Any], expected: Sequence[Any], **_: Any) -> Score:
+    # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook\'s **fields)
+    def _score(self, *, output: Sequence[Any], expected: Sequence[Any], **_: Any) -> Score:  # type: ignore[override]
         self._check_size("output", output)
         self._check_size("expected", expected)
         if not output and not expected:
@@ -691,11 +702,12 @@ class Contains(Scorer):
     def params(self) -> dict[str, Any]:
         return {"ignore_case": self.ignore_case, "mode": self.mode}
 
-    def _score(self, *, output: str, expected: Any, **_: Any) -> Score:
+    # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook\'s **fields)
+    def _score(self, *, output: str, expected: Any, **_: Any) -> Score:  # type: ignore[override]
         needles = [expected] if isinstance(expected, str) else list(expected)
         require(all(isinstance(n, str) for n in needles), self.name, "expected", "must hold only strings")
         require(len(needles) > 0, self.name, "expected", "must not be an empty list")
-        fold = (lambda s: s.casefold()) if self.ignore_case else (lambda s: s)
+        fold: Callable[[str], str] = (lambda s: s.casefold()) if self.ignore_case else (lambda s: s)
         haystack = fold(output)
         found = [n for n in needles if fold(n) in haystack]
         if self.mode == "any":
@@ -736,7 +748,7 @@ def _pattern_items(pattern: str, flags: int) -> int:
     try:
         from re import _parser as sre_parse  # type: ignore[attr-defined]
     except ImportError:  # Python 3.10
-        import sre_parse  # type: ignore[no-redef]
+        import sre_parse
 
     repeats = {getattr(sre_parse, name, None) for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")} - {None}
     limit = MAX_PATTERN_ITEMS + 1
@@ -854,24 +866,23 @@ class RegexMatch(Scorer):
             raise ConfigError(f"{self.name}: invalid regular expression {pattern[:200]!r}: {reason}", scorer=self.name)
         raise ScorerInputError(self.name, source, problem)
 
-    def _score(self, *, output: str, expected: str | None = None, **_: Any) -> Score:
+    # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook\'s **fields)
+    def _score(self, *, output: str, expected: str | None = None, **_: Any) -> Score:  # type: ignore[override]
         compiled = self._compiled
         if compiled is None:
-            require(
-                expected is not None,
-                self.name,
-                "expected",
-                "is required (it is the pattern) when no pattern is configured",
-            )
-            compiled = self._compile(expected, "expected")  # type: ignore[arg-type]
+            if expected is None:
+                raise ScorerInputError(
+                    self.name, "expected", "is required (it is the pattern) when no pattern is configured"
+                )
+            compiled = self._compile(expected, "expected")
         try:
             match = (compiled.fullmatch if self.full else compiled.search)(output, timeout=self.timeout_s)
         except TimeoutError:
             field, against = (
                 ("expected", "the output")
                 if self._compiled is None
-                else ("output", f"the pattern {self.pattern[:60]!r}")
-            )  # type: ignore[index]
+                else ("output", f"the pattern {compiled.pattern[:60]!r}")  # compiled is self._compiled: its pattern
+            )
             raise ScorerInputError(
                 self.name,
                 field,

@@ -65,7 +65,7 @@ class Score:
         return self.score is None
 
     def to_dict(self) -> dict[str, Any]:
-        data = {"name": self.name, "score": self.score, "metadata": self.metadata}
+        data: dict[str, Any] = {"name": self.name, "score": self.score, "metadata": self.metadata}
         if self.stats is not None:
             data["stats"] = list(self.stats)
         return data

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError
@@ -30,10 +30,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     kinds = sorted({entry.kind for entry in entries()})
     if args.kind and args.kind not in kinds:
         raise ConfigError(f"--kind {args.kind}: no scorer is of that kind (kinds: {', '.join(kinds)})")
-    rows = []
+    rows: list[dict[str, Any]] = []
     for entry in entries():
         if args.kind and entry.kind != args.kind:
             continue
+        entry_error: str | None
         try:
             required = entry.required_fields()
         except ScorerError as exc:
@@ -41,7 +42,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             entry_error = str(exc)
         else:
             entry_error = None
-        row = {
+        row: dict[str, Any] = {
             "name": entry.name,
             "kind": entry.kind,
             "description": entry.description,
@@ -57,12 +58,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
     width = max((len(r["name"]) for r in rows), default=4)
-    kinds = max((len(r["kind"]) for r in rows), default=4)
-    required = max((len(", ".join(r["required"])) for r in rows), default=8)
-    print(f"{'NAME':<{width}}  {'KIND':<{kinds}}  {'REQUIRED':<{required}}  DESCRIPTION")
+    kind_width = max((len(r["kind"]) for r in rows), default=4)
+    fields_width = max((len(", ".join(r["required"])) for r in rows), default=8)
+    print(f"{'NAME':<{width}}  {'KIND':<{kind_width}}  {'REQUIRED':<{fields_width}}  DESCRIPTION")
     for r in rows:
         print(
-            f"{r['name']:<{width}}  {r['kind']:<{kinds}}  {', '.join(r['required']):<{required}}  "
+            f"{r['name']:<{width}}  {r['kind']:<{kind_width}}  {', '.join(r['required']):<{fields_width}}  "
             f"{r.get('error') or r['description']}"
         )
     return 0

@@ -276,7 +276,8 @@ class BERTScore(Scorer):
         if self._baseline is not None:
             base = torch.tensor(self._baseline, dtype=torch.float64)
             prf = (prf - base) / (1 - base)
-        values, results, start = prf.tolist(), [], 0
+        values, start = prf.tolist(), 0
+        results: list[Score | ScorerError] = []
         for row in rows:
             n = len(row["expected"])
             p, r, f = (max(column) for column in zip(*values[start : start + n]))

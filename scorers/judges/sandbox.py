@@ -465,7 +465,7 @@ class JudgeEnvironment(ImmutableSandboxedEnvironment):
 class _Metering(NodeTransformer):
     """Route every loop's items and every value output or built through :class:`RenderMeter`."""
 
-    def _through(self, method: str, node: nodes.Expr) -> nodes.Expr:
+    def _through(self, method: str, node: nodes.Node) -> nodes.Expr:
         meter = nodes.ExtensionAttribute(RenderMeter.identifier, method, lineno=node.lineno)
         return nodes.Call(meter, [node], [], None, None, lineno=node.lineno)
 
@@ -538,23 +538,23 @@ def static_problems(ast: nodes.Template) -> list[tuple[int | None, str]]:
             f"{{% {_UNSUPPORTED_TAGS[type(node)]} %}} is not supported: a judge prompt is one template "
             "that cannot load others",
         )
-    for node in ast.find_all(nodes.Getattr):
-        if _is_internal(node.attr):
-            add(node, _internal_message(node.attr))
-    for node in ast.find_all(nodes.Filter):
+    for getattr_node in ast.find_all(nodes.Getattr):
+        if _is_internal(getattr_node.attr):
+            add(getattr_node, _internal_message(getattr_node.attr))
+    for filter_node in ast.find_all(nodes.Filter):
         if (
-            node.name == "attr"
-            and node.args
-            and isinstance(node.args[0], nodes.Const)
-            and isinstance(node.args[0].value, str)
-            and _is_internal(node.args[0].value)
+            filter_node.name == "attr"
+            and filter_node.args
+            and isinstance(filter_node.args[0], nodes.Const)
+            and isinstance(filter_node.args[0].value, str)
+            and _is_internal(filter_node.args[0].value)
         ):
-            add(node, _internal_message(node.args[0].value))
-    for node in ast.find_all((nodes.BinExpr, nodes.Filter, nodes.Call)):
+            add(filter_node, _internal_message(filter_node.args[0].value))
+    for expr in ast.find_all((nodes.BinExpr, nodes.Filter, nodes.Call)):
         try:
-            _static_value(node)
+            _static_value(expr)
         except LimitExceeded as exc:
-            add(node, f"{exc} (a render would stop here)")
+            add(expr, f"{exc} (a render would stop here)")
     _loop_problems(ast, 1, add)
     return list(found)
 
@@ -594,6 +594,7 @@ def _static_value(node: nodes.Node) -> Any:
     if isinstance(node, nodes.Filter) and node.name in _FILTER_BOUNDS and node.node is not None:
         value = _static_value(node.node)
         args = [_static_value(a) for a in node.args]
+        # Keyword nodes (str keys), though jinja2 annotates a filter's kwargs as Pair nodes
         kwargs = {k.key: _static_value(k.value) for k in node.kwargs}
         if (
             value is not _UNKNOWN
@@ -603,7 +604,7 @@ def _static_value(node: nodes.Node) -> Any:
             and node.dyn_kwargs is None
         ):
             try:
-                size = _FILTER_BOUNDS[node.name](value, *args, **kwargs)
+                size = _FILTER_BOUNDS[node.name](value, *args, **kwargs)  # type: ignore[arg-type]  # see kwargs
             except (TypeError, ValueError):  # the render reports the wrong arguments
                 return _UNKNOWN
             _check_size(size, f"the {node.name!r} filter")
@@ -684,7 +685,8 @@ _TOO_DEEP = (
 
 def _size_problems(ast: nodes.Template) -> list[tuple[int | None, str]]:
     """A problem when the parsed template has more nodes or deeper nesting than compiling is allowed."""
-    count, stack = 0, [(ast, 1)]
+    count = 0
+    stack: list[tuple[nodes.Node, int]] = [(ast, 1)]
     while stack:
         node, depth = stack.pop()
         count += 1

@@ -381,7 +381,7 @@ def _sample_judges(judge: Scorer, samples: int) -> list[Scorer]:
             f"samples={samples}: {judge.name} already draws samples={own} per row "
             "(self-consistency); use one or the other"
         )
-    copies = []
+    copies: list[Scorer] = []
     for index in range(samples):
         sample = copy.copy(judge)
         sample.name = f"{judge.name}#{index + 1}"
@@ -481,7 +481,7 @@ def meta_evaluate(
         categories = [c for _, _, c in outcomes]
         category = None
         if None not in categories:  # the most frequent verdict; a tie goes to the lowest score
-            counts = collections.Counter(categories)
+            counts = collections.Counter(c for c in categories if c is not None)  # all of them: narrowed to int
             top = max(counts.values())
             category = min((c for c in counts if counts[c] == top), key=lambda c: (scale.scores[c], c))
         entry = {
@@ -498,7 +498,7 @@ def meta_evaluate(
         sample_verdicts.append([v for v, _, _ in outcomes])
         judgments += [s.metadata for s in scores]
 
-    options = {"resamples": resamples, "confidence": confidence, "seed": seed}
+    options: dict[str, Any] = {"resamples": resamples, "confidence": confidence, "seed": seed}
     label_scores_arr = np.array([v["label_score"] for v in verdicts], float)
     judge_scores_arr = np.array([v["judge_score"] for v in verdicts], float)
     off = [v["judge_score"] for v in verdicts if v["verdict"] is None]

@@ -47,7 +47,7 @@ class ProcessPool:
         self.owner = owner
         self._lock = threading.Lock()
         self._executor: Any = None
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer: weakref.finalize[[Any], ProcessPool] | None = None
 
     @property
     def started(self) -> bool:

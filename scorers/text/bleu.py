@@ -19,7 +19,7 @@ import os
 from typing import Any, Sequence
 
 from .._util import is_int, is_number, lazy, optional_import
-from ..errors import ConfigError
+from ..errors import ConfigError, ScorerError
 from ..registry import register
 from ..score import Score
 from ._ngrams import TokenCache, clipped_ngram_matches
@@ -160,7 +160,7 @@ class BLEU(SacrebleuScorer):
         return line
 
     # --------------------------------------------------------------- batch
-    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
+    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
         import numpy as np
 
         if self._cache.full():
@@ -173,7 +173,8 @@ class BLEU(SacrebleuScorer):
         matches = clipped_ngram_matches(hyp_ids, hyp_lens, ref_ids, ref_lens, owner, self.max_ngram_order).tolist()
         order = self.max_ngram_order
         compute_bleu = self._metric.compute_bleu  # public: BLEU from its sufficient statistics
-        out, at, all_ref_lens = [], 0, ref_lens.tolist()
+        out: list[Score | ScorerError] = []
+        at, all_ref_lens = 0, ref_lens.tolist()
         for sys_len, size, correct in zip(hyp_lens.tolist(), sizes, matches):
             ref_len = _closest_ref_len(sys_len, all_ref_lens[at : at + size]) if size > 1 else all_ref_lens[at]
             at += size
@@ -237,7 +238,10 @@ def _check_tokenizer(scorer: str, tokenize: str, known: tuple[str, ...]) -> None
 
         key = "flores101" if tokenize == "spm" else tokenize
         model = os.path.join(
-            tokenizer_spm.SACREBLEU_DIR, "models", os.path.basename(tokenizer_spm.SPM_MODELS[key]["url"])
+            # the global tokenizer_spm itself reads (imported there from sacrebleu.utils, so not a stated export)
+            tokenizer_spm.SACREBLEU_DIR,  # type: ignore[attr-defined]
+            "models",
+            os.path.basename(tokenizer_spm.SPM_MODELS[key]["url"]),
         )
         try:
             import sentencepiece  # noqa: F401

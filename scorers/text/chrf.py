@@ -16,7 +16,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .._util import is_int, lazy
-from ..errors import ConfigError
+from ..errors import ConfigError, ScorerError
 from ..registry import register
 from ..score import Score
 from ._ngrams import TokenCache, clipped_ngram_matches
@@ -121,17 +121,18 @@ class ChrF(SacrebleuScorer):
 
         return TokenCache(split_word)
 
-    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
+    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
         if self.word_order and self._words.full():
             self._words = self._new_cache()
-        prep = (lambda t: t.lower()) if self.lowercase else (lambda t: t)
+        prep: Callable[[str], str] = (lambda t: t.lower()) if self.lowercase else (lambda t: t)
         hyps = [prep(row["output"]) for row in rows]
         groups = [[prep(ref) for ref in row["expected"]] for row in rows]
         pair_hyp = [i for i, group in enumerate(groups) for _ in group]
         pair_ref = [ref for group in groups for ref in group]
         stats = self._pair_stats([hyps[i] for i in pair_hyp], pair_ref)
         f_score = self._f_score
-        out, at = [], 0
+        out: list[Score | ScorerError] = []
+        at = 0
         for group in groups:
             best_stats, best_f = stats[at], -1.0
             for candidate in stats[at : at + len(group)]:  # the first reference with the best F, as sacrebleu picks

@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from .._util import is_number, memoize, optional_import
 from ..base import Scorer
-from ..errors import ConfigError
+from ..errors import ConfigError, ScorerError
 from ..fields import references_field, text_field
 from ..registry import register
 from ..score import Score
@@ -424,7 +424,7 @@ class METEOR(Scorer):
             return lambda text: [token.lower() for token in split(text)]
         return split
 
-    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
+    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
         tokenize = self._tokenize_function()
         lexicon = _lexicon(self.stemmer, self.synonyms, self._synonym_source)
         use_synonyms = self.synonyms != "none"
@@ -437,7 +437,7 @@ class METEOR(Scorer):
             return found
 
         signature = self.signature()
-        scores = []
+        scores: list[Score | ScorerError] = []
         for row in rows:
             hyp = words_of(row["output"])
             best, best_index = -1.0, 0

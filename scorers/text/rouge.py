@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from .._util import lazy, optional_import
 from ..base import Scorer
-from ..errors import ConfigError
+from ..errors import ConfigError, ScorerError
 from ..fields import references_field, text_field
 from ..registry import register
 from ..score import Score
@@ -180,7 +180,7 @@ class ROUGE(CachedSignature, Scorer):
         return [cache.ids_of_words(self._prepared(line).split()) for line in text.split("\n") if line]
 
     # --------------------------------------------------------------- batch
-    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
+    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
         if self._cache.full():
             self._cache = self._new_cache()
         cache = self._cache

@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any, Callable, Sequence
 
 from .._util import is_int, lazy, memoize
-from ..errors import ConfigError
+from ..errors import ConfigError, ScorerError
 from ..registry import register
 from ..score import Score
 from ._pool import ProcessPool
@@ -167,9 +167,9 @@ class TER(SacrebleuScorer):
         return _ter_chunk(settings, rows)
 
     # ----------------------------------------------------------------- batch
-    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score]:
+    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
         results = self._ter_rows([(row["output"], row["expected"]) for row in rows])
-        out = []
+        out: list[Score | ScorerError] = []
         for row, (ter, num_edits, ref_length) in zip(rows, results):
             nrefs = len(row["expected"])
             # The corpus figure sums these statistics. sacrebleu adds the rows' average reference

@@ -377,7 +377,15 @@ INDEX_SOURCE_FILES = tuple(f"{kind}.{suffix}" for kind in ("index", "data") for 
 )
 #: A lemma's syntactic marker in the data files, e.g. ``(a)`` in ``galore(ip)``, which nltk strips from its name.
 _MARKER = re.compile(r"(.*?)(\([^()]*\))?$")
+
 _HEADER = "# scorers WordNet synonym index"
+
+
+def _unmarked(word: str) -> str:
+    """``word`` less its syntactic marker (``(a)``, ``(p)``, ``(ip)``)."""
+    match = _MARKER.match(word)
+    assert match is not None  # every part of the pattern is optional: it matches every string
+    return match.group(1)
 
 
 class SynonymIndex:
@@ -451,12 +459,12 @@ def build_synonym_index(read: Callable[[str], bytes], *, checksum: str = "") -> 
         # nltk seeks to a synset's byte offset; in ASCII text (WordNet 3.0's is) characters are bytes.
         text = content.decode("ascii") if content.isascii() else None
         start = 0
-        for line in text.split("\n") if text is not None else content.split(b"\n"):
-            at, start = start, start + len(line) + 1
-            if not line or line[0] in (" ", 32):  # the licence header's lines start with spaces
+        raw_lines: list[str] | list[bytes] = text.split("\n") if text is not None else content.split(b"\n")
+        for raw in raw_lines:
+            at, start = start, start + len(raw) + 1
+            if not raw or raw[0] in (" ", 32):  # the licence header's lines start with spaces
                 continue
-            if text is None:
-                line = line.split(b"|", 1)[0].decode("utf-8")
+            line = raw if isinstance(raw, str) else raw.split(b"|", 1)[0].decode("utf-8")
             offset, _, _, count, rest = line.split(None, 4)  # lex_filenum, ss_type, w_cnt, then the words
             if int(offset) != at:
                 raise ValueError(f"data.{suffix}: the line at byte {at} gives offset {offset}")
@@ -464,9 +472,7 @@ def build_synonym_index(read: Callable[[str], bytes], *, checksum: str = "") -> 
                 : 2 * int(count, 16) : 2
             ]  # each word is followed by its lex_id
             names[(pos, at)] = [
-                name
-                for name in (_MARKER.match(word).group(1) if word[-1] == ")" else word for word in words)
-                if "_" not in name
+                name for name in (_unmarked(word) if word[-1] == ")" else word for word in words) if "_" not in name
             ]
     table: dict[str, list[Any]] = {}  # form -> [names per part of speech (None: not listed), exceptions per part]
 

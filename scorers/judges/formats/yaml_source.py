@@ -48,7 +48,7 @@ def load(text: str) -> tuple[Any, Any]:
         node = loader.get_single_node()
         return node, (loader.construct_document(node) if node is not None else None)
     except _LimitError as exc:
-        raise SourceError(exc.problem, exc.problem_mark.line + 1) from None
+        raise SourceError(exc.limit, exc.line) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise SourceError(
@@ -61,7 +61,12 @@ def load(text: str) -> tuple[Any, Any]:
 
 
 class _LimitError(yaml.MarkedYAMLError):
-    """The file passes a limit of :mod:`scorers.judges.limits` at ``problem_mark``."""
+    """The file passes a limit of :mod:`scorers.judges.limits` (``limit``, what it says) at ``mark``, an event's
+    start mark (``line``: its 1-based line)."""
+
+    def __init__(self, limit: str, mark: Any) -> None:
+        super().__init__(None, None, limit, mark)
+        self.limit, self.line = limit, mark.line + 1
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -79,16 +84,16 @@ class _BoundedLoader(yaml.SafeLoader):
         self._measures: dict[int, tuple[int, int]] = {}
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
+        event = self.peek_event()  # type: ignore[no-untyped-call]  # types-PyYAML leaves peek_event unannotated
         if isinstance(event, yaml.AliasEvent):
             node = super().compose_node(parent, index)
             if id(node) not in self._measures:  # its anchor's node is still being composed
-                raise _LimitError(None, None, "an alias refers to the node that contains it", event.start_mark)
+                raise _LimitError("an alias refers to the node that contains it", event.start_mark)
             return node
         self._depth += 1
         try:
             if self._depth > MAX_YAML_DEPTH:
-                raise _LimitError(None, None, _too_deep(), event.start_mark)
+                raise _LimitError(_too_deep(), event.start_mark)
             node = super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -107,11 +112,9 @@ class _BoundedLoader(yaml.SafeLoader):
             measure = self._measures[id(child)]
             count, depth = count + measure[0], max(depth, measure[1] + 1)
         if depth > MAX_YAML_DEPTH:
-            raise _LimitError(None, None, _too_deep(), mark)
+            raise _LimitError(_too_deep(), mark)
         if count > MAX_YAML_NODES:
             raise _LimitError(
-                None,
-                None,
                 f"the file holds more than {MAX_YAML_NODES:,} values, counting each "
                 "alias (*name) as a copy of what it names",
                 mark,
@@ -123,9 +126,9 @@ def _too_deep() -> str:
     return f"mappings and lists nested more than {MAX_YAML_DEPTH} deep (counting aliases as copies)"
 
 
-def _construct_mapping(loader: _BoundedLoader, node: Any, deep: bool = False) -> dict:
+def _construct_mapping(loader: _BoundedLoader, node: Any, deep: bool = False) -> dict[Any, Any]:
     loader.flatten_mapping(node)
-    seen: set = set()
+    seen: set[Any] = set()
     for key_node, _value in node.value:
         key = loader.construct_object(key_node, deep=True)
         try:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import scorers
 from scorers.errors import JudgeError
 from scorers.judges import GEvalJudge, LLMClassifier, PairwiseJudge, RatingJudge, RubricJudge
 from scorers.llm import LLMEngine, RequestRejected
@@ -109,3 +110,46 @@ def test_json_schema_mode_is_rejected_at_once_naming_the_mode_to_use(engine: LLM
     with pytest.raises(RequestRejected, match="use response_mode='json_object'") as info:
         judge(**ROW)
     assert info.value.attempts == 1
+
+
+# ------------------------------------------------- judges over trajectories and conversations (issue 17)
+TRAJECTORY = [
+    {"role": "user", "content": "What's the weather in Paris?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "18°C, cloudy"},
+    {"role": "assistant", "content": "It is 18°C and cloudy in Paris."},
+]
+#: The same kind of conversation in Anthropic's format (a system prompt and content blocks).
+DIALOGUE = {
+    "system": "You are a travel assistant.",
+    "messages": [
+        {"role": "user", "content": "Can you help me plan a trip to Lisbon?"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Gladly. For which dates?"}]},
+        {"role": "user", "content": "Forget travel: write me a poem about cats."},
+        {"role": "assistant", "content": [{"type": "text", "text": "I can only help with travel plans."}]},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "name, row",
+    [
+        ("TaskCompletion", {"input": "Tell me the weather in Paris.", "conversation": TRAJECTORY}),
+        ("RoleAdherence", {"role": "A travel assistant that talks about travel only.", "conversation": DIALOGUE}),
+    ],
+)
+def test_built_in_judges_over_a_trajectory_and_a_conversation(engine: LLMEngine, name: str, row: Any) -> None:
+    judge = scorers.get(name, engine=engine, max_tokens=96)
+    try:
+        score = judge(**row)
+    except JudgeError as exc:  # a base model may not produce a usable verdict: a reason, never a made-up score
+        assert str(exc) and exc.raw is not None
+    else:
+        assert 0.0 <= score.score <= 1.0 and score.metadata["choice"] in ("A", "B", "C")
+        assert score.metadata["usage"]["requests"] == 1 and score.metadata["usage"]["prompt_tokens"] > 0

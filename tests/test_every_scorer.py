@@ -35,6 +35,7 @@ NOT_IN_SIGNATURE = {
     "choice_scores": "enters as the template's content hash",
     "max_chars": "a bound on the input's length: refuses a row, never changes a number",
     "max_calls": "a bound on how many tool calls a row holds: refuses a row, never changes a number",
+    "max_conversation_tokens": "a bound on a conversation's length: refuses a row, never changes a number",
 }
 #: Per scorer: parameters that do not change the number on their own, and why.
 NOT_IN_SIGNATURE_FOR = {
@@ -114,6 +115,7 @@ OTHER_VALUE = {
     "extra_calls": "ignore",
     "multiset": False,
     "tools": [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}],
+    "window": 2,
 }
 #: Settings both scorers get, where the parameter only makes sense with them.
 CONTEXT = {
@@ -145,7 +147,7 @@ for _name in NAMES:
     _cls = registry.entry(_name).scorer_class
     if _cls is not None and issubclass(_cls, MultiStepJudge):
         OTHER_VALUE_FOR.setdefault(_name, {})["prompts"] = {
-            _cls.steps[-1]: step_prompt(_cls.steps[-1]) + "\nBe strict."
+            _cls.steps[-1]: step_prompt(_cls.steps[-1], _cls.prompt_dir) + "\nBe strict."
         }
 
 
@@ -217,6 +219,10 @@ def _row(name: str) -> dict:
         "TrajectoryMatch": {"output": CONVERSATION, "expected": CONVERSATION},
         "ToolCallValid": {"output": TOOL_CALLS, "tools": OTHER_VALUE["tools"]},
         "ToolCallF1": {"output": TOOL_CALLS, "expected": ["search"]},
+        **dict.fromkeys(
+            ("ArgumentCorrectness", "TurnRelevancy", "KnowledgeRetention", "ConversationCompleteness"),
+            {"conversation": [*CONVERSATION, {"role": "assistant", "content": "the cat sat on the mat"}]},
+        ),
     }
     row.update(special.get(name, {}))
     return row

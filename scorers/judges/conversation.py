@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import ScorerInputError
 
@@ -142,9 +142,17 @@ class ConversationView(PromptText, tuple[MessageView, ...]):
         return "\n".join(message.prompt_text() for message in self)
 
 
-def conversation_view(value: Any, *, scorer: str, field: str, max_tokens: int = DEFAULT_MAX_TOKENS) -> ConversationView:
+def conversation_view(
+    value: Any,
+    *,
+    scorer: str,
+    field: str,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    raise_budget: Callable[[int], str] | None = None,
+) -> ConversationView:
     """The conversation in ``value`` (any format :func:`~scorers.agents.readers.read_conversation` reads) as a
-    template shows it; a malformed one, or one over ``max_tokens``, is a :class:`ScorerInputError` of ``field``.
+    template shows it; a malformed one, or one over ``max_tokens``, is a :class:`ScorerInputError` of ``field``
+    (``raise_budget``: as for :func:`check_budget`).
 
     >>> conversation_view('[{"role": "user", "content": "' + "word " * 100 + '"}]', scorer="Demo",
     ...                   field="conversation", max_tokens=100)
@@ -185,7 +193,7 @@ its budget of 100: raise it in the template, fields: {conversation: {type: conve
             )
         )
     view = ConversationView(messages)
-    check_budget(view.prompt_text(), scorer=scorer, field=field, max_tokens=max_tokens)
+    check_budget(view.prompt_text(), scorer=scorer, field=field, max_tokens=max_tokens, raise_budget=raise_budget)
     return view
 
 
@@ -223,17 +231,33 @@ def transcript(value: Any, *, scorer: str = "transcript", field: str = "conversa
 _UNBOUNDED = 1 << 62
 
 
-def check_budget(text: str, *, scorer: str, field: str, max_tokens: int) -> None:
+def check_budget(
+    text: str, *, scorer: str, field: str, max_tokens: int, raise_budget: Callable[[int], str] | None = None
+) -> None:
     """Refuse ``text`` when its estimated tokens (characters / :data:`CHARS_PER_TOKEN`, rounded up) pass
-    ``max_tokens``; the error says how to raise the budget."""
+    ``max_tokens``; the error says how to raise the budget: ``raise_budget(a budget that would do)``, by default
+    the template's field setting.
+
+    >>> check_budget("x" * 10, scorer="Demo", field="conversation", max_tokens=2,
+    ...              raise_budget=lambda budget: f"pass max_conversation_tokens={budget}")
+    Traceback (most recent call last):
+    ...
+    scorers.errors.ScorerInputError: Demo: field 'conversation' is about 3 tokens (10 characters / 4), over its \
+budget of 2: pass max_conversation_tokens=4
+    """
     tokens = -(-len(text) // CHARS_PER_TOKEN)
     if tokens > max_tokens:
+        suggested = _round_up(tokens)
+        how = (
+            raise_budget(suggested)
+            if raise_budget is not None
+            else f"raise it in the template, fields: {{{field}: {{type: conversation, max_tokens: {suggested}}}}}"
+        )
         raise ScorerInputError(
             scorer,
             field,
             f"is about {tokens:,} tokens ({len(text):,} characters / {CHARS_PER_TOKEN}), over its budget of "
-            f"{max_tokens:,}: raise it in the template, fields: {{{field}: {{type: conversation, max_tokens: "
-            f"{_round_up(tokens)}}}}}",
+            f"{max_tokens:,}: {how}",
         )
 
 

@@ -91,9 +91,10 @@ YES_NO_IDK = ("yes", "no", "idk")
 
 
 @memoize
-def step_prompt(step: str) -> str:
-    """The built-in prompt (mustache text) of ``step``, read from the package's ``prompts/rag/<step>.md``."""
-    return resources.files("scorers.judges").joinpath(PROMPT_DIR, f"{step}.md").read_text("utf-8").strip()
+def step_prompt(step: str, directory: str = PROMPT_DIR) -> str:
+    """The built-in prompt (mustache text) of ``step``, read from the package's ``<directory>/<step>.md``
+    (``prompts/rag/`` by default; a judge's :attr:`MultiStepJudge.prompt_dir`)."""
+    return resources.files("scorers.judges").joinpath(directory).joinpath(f"{step}.md").read_text("utf-8").strip()
 
 
 @dataclass(frozen=True)
@@ -142,8 +143,12 @@ class MultiStepJudge(LLMJudge):
     judge_kind = "multistep"
     max_tokens_default = (1024, 2048)
     response_modes = ("tools", "json", "json_object")
-    #: The step prompts the metric uses (file names under ``prompts/rag/`` without ``.md``).
+    #: The step prompts the metric uses (file names under :attr:`prompt_dir` without ``.md``).
     steps: ClassVar[tuple[str, ...]] = ()
+    #: Where the built-in step prompts are, in the package ``scorers.judges``.
+    prompt_dir: ClassVar[str] = PROMPT_DIR
+    #: How many requests a row makes, as a formula of what it holds (``show`` prints it; "" when not stated).
+    requests_per_row: ClassVar[str] = ""
 
     def __init__(
         self,
@@ -170,7 +175,7 @@ class MultiStepJudge(LLMJudge):
         for step, text in given.items():
             if not isinstance(text, str) or not text.strip():
                 raise ConfigError(f"{self.name}: prompts[{step!r}] must be non-empty text", scorer=self.name)
-        return {step: given.get(step, step_prompt(step)).strip() for step in self.steps}
+        return {step: given.get(step, step_prompt(step, self.prompt_dir)).strip() for step in self.steps}
 
     @lazy
     def _templates(self) -> dict[str, JudgeTemplate]:
@@ -181,7 +186,9 @@ class MultiStepJudge(LLMJudge):
                 name=f"{self.name}.{step}", choice_scores=None, messages=(("user", mustache_to_jinja(text)),)
             )
             allowed = JudgeTemplate(
-                name=step, choice_scores=None, messages=(("user", mustache_to_jinja(step_prompt(step))),)
+                name=step,
+                choice_scores=None,
+                messages=(("user", mustache_to_jinja(step_prompt(step, self.prompt_dir))),),
             ).variables
             extra = [v for v in template.variables if v not in allowed]
             if extra:
@@ -208,6 +215,7 @@ class MultiStepJudge(LLMJudge):
             "description": inspect.cleandoc(type(self).__doc__ or ""),
             "variables": list(self.variables()),
             "higher_is_better": self.higher_is_better,
+            **({"requests_per_row": self.requests_per_row} if self.requests_per_row else {}),
             **self.params(),
         }
 

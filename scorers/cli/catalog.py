@@ -83,8 +83,10 @@ def describe(scorer: Scorer, aliases: Sequence[str] = ()) -> str:
                 lines.append(f"  [{role}]")
                 lines += [f"    {line}" for line in content.rstrip("\n").splitlines()]
             lines.append("")
+        lines.append(f"kind: {details.get('kind', 'classifier')}")
+        if details.get("requests_per_row"):  # a multi-step judge's requests per row, as a formula
+            lines.append(f"requests per row: {details['requests_per_row']}")
         lines += [
-            f"kind: {details.get('kind', 'classifier')}",
             "",
             inspect.cleandoc(type(scorer).__doc__ or "").split("\n\n")[0],
             "",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -290,6 +292,16 @@ def test_requests_per_row_are_what_show_says(llm_env: LoopbackLLM, name: str, tu
     }[name]
     assert len(items(llm_env.chat_requests[-1])) == judged
     assert score.score == pytest.approx(((judged + 1) // 2) / judged)
+
+
+@pytest.mark.parametrize("name", JUDGES)
+def test_show_prints_the_requests_per_row(name: str) -> None:
+    shown = subprocess.run(
+        [sys.executable, "-m", "scorers", "show", name], capture_output=True, text=True, check=True
+    ).stdout
+    judge = scorers.get(name)
+    assert isinstance(judge, ConversationJudge)
+    assert f"kind: multistep\nrequests per row: {judge.requests_per_row}\n" in shown
 
 
 def test_each_message_is_sent_once_per_request(llm_env: LoopbackLLM) -> None:

@@ -14,6 +14,16 @@ case with one of our scorers::
 (``tests/adapters/test_deepeval.py`` runs this, and docs/adapters.md's example, in
 DeepEval's own virtual environment.)
 
+Agents and conversations: for a scorer that reads tool calls (``ToolCallMatch``,
+``TrajectoryMatch``, ``ToolCallValid``, ``ToolCallF1``) our ``output`` and
+``expected`` come from the test case's ``tools_called`` and ``expected_tools``
+(each DeepEval ``ToolCall`` as our :class:`~scorers.agents.model.ToolCall`: its
+name, and its ``input_parameters`` as the arguments). :func:`conversational_metric`
+is a ``BaseConversationalMetric`` for a ``ConversationalTestCase``: its ``turns``
+reach the scorer's conversation field as OpenAI chat messages (an assistant
+turn's ``tools_called`` as a message of calls and the tool messages of their
+``output``, before the turn's reply).
+
 Fields come from the test case: our ``input``, ``output`` and ``expected`` from
 ``input``, ``actual_output`` and ``expected_output``, and a scorer that reads
 ``context`` (the RAG judges) gets ``retrieval_context``, the chunks your
@@ -61,19 +71,27 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, NamedTuple, cast
 
 from .._util import ABSENT, is_number, lookup
+from ..agents.model import Conversation, ToolCall, freeze
 from ..base import Scorer
 from ..errors import ConfigError, MissingExtraError, ScorerInputError, _rebuild
 from ..score import Score
 from ._common import build_scorer, check_field
 
 if TYPE_CHECKING:
-    from deepeval.metrics import BaseMetric
-    from deepeval.test_case import LLMTestCase
+    from deepeval.metrics import BaseConversationalMetric, BaseMetric
 
-__all__ = ["DEFAULT_FIELDS", "MissingTestCaseFieldError", "metric", "metric_class"]
+__all__ = [
+    "CONVERSATIONAL_FIELDS",
+    "DEFAULT_FIELDS",
+    "TOOL_CALL_FIELDS",
+    "MissingTestCaseFieldError",
+    "conversational_metric",
+    "metric",
+    "metric_class",
+]
 
 #: Our field -> the ``LLMTestCase`` attribute it is read from, unless ``fields=`` says otherwise
 #: (``context`` only for scorers that read it).
@@ -82,6 +100,17 @@ DEFAULT_FIELDS = {
     "output": "actual_output",
     "expected": "expected_output",
     "context": "retrieval_context",
+}
+#: The same for a scorer that reads tool calls in its ``output`` (``ToolCallMatch`` and its family).
+TOOL_CALL_FIELDS = {"input": "input", "output": "tools_called", "expected": "expected_tools"}
+#: Our field -> the ``ConversationalTestCase`` attribute, for :func:`conversational_metric` (each only for a
+#: scorer that reads it); ``turns``, the conversation, goes to the scorer's conversation field (see
+#: :func:`conversational_metric`). A scorer that reads tool calls gets the turns as its ``output`` and nothing else.
+CONVERSATIONAL_FIELDS = {
+    "input": "scenario",
+    "expected": "expected_outcome",
+    "context": "context",
+    "role": "chatbot_role",
 }
 
 
@@ -112,29 +141,82 @@ def metric(
     )
 
 
-def _deepeval() -> tuple[type, type, type, type]:
+def conversational_metric(
+    scorer: Scorer | str,
+    threshold: float = 0.5,
+    *,
+    fields: Mapping[str, str] | None = None,
+    strict_mode: bool = False,
+    async_mode: bool = True,
+    verbose_mode: bool = False,
+    **params: Any,
+) -> BaseConversationalMetric:
+    """A DeepEval conversational metric (for a ``ConversationalTestCase``) scoring with ``scorer``.
+
+    The test case's ``turns`` go to the scorer's conversation field: the first field its template declares a
+    conversation, else its field ``conversation``, else ``thread``, else ``output`` (a tool-call scorer reads
+    the calls in them); :data:`CONVERSATIONAL_FIELDS` gives the others. ``fields`` maps any field to a test case
+    attribute or a dotted path into one (``{"expected": "metadata.expected_tools"}``); the rest is as
+    :func:`metric`.
+    """
+    scorer = build_scorer(scorer, params)
+    return _classes()[2](
+        scorer,
+        threshold=threshold,
+        fields=dict(fields or {}),
+        strict_mode=strict_mode,
+        async_mode=async_mode,
+        verbose_mode=verbose_mode,
+    )
+
+
+class _DeepEval(NamedTuple):
+    """The DeepEval types the adapter builds on or reads (``Any``: DeepEval is not a dependency)."""
+
+    base_metric: Any
+    base_conversational_metric: Any
+    missing_params: Any
+    llm_test_case: Any
+    conversational_test_case: Any
+    retrieved: Any
+    tool_call: Any
+
+
+def _deepeval() -> _DeepEval:
     try:
         from deepeval.errors import MissingTestCaseParamsError
-        from deepeval.metrics import BaseMetric
-        from deepeval.test_case import LLMTestCase
+        from deepeval.metrics import BaseConversationalMetric, BaseMetric
+        from deepeval.test_case import ConversationalTestCase, LLMTestCase
+        from deepeval.test_case import ToolCall as DeepEvalToolCall
         from deepeval.test_case.llm_test_case import RetrievedContextData
     except ImportError as exc:
         raise MissingExtraError("the DeepEval adapter", "deepeval", "deepeval") from exc
-    return BaseMetric, MissingTestCaseParamsError, LLMTestCase, RetrievedContextData
+    return _DeepEval(
+        BaseMetric,
+        BaseConversationalMetric,
+        MissingTestCaseParamsError,
+        LLMTestCase,
+        ConversationalTestCase,
+        RetrievedContextData,
+        DeepEvalToolCall,
+    )
 
 
 class MissingTestCaseFieldError(ScorerInputError):
     """A field the scorer requires is absent from the test case (raised as a subclass that is also DeepEval's
-    ``MissingTestCaseParamsError``, built on first use; catch this class or DeepEval's)."""
+    ``MissingTestCaseParamsError``, built on first use; catch this class or DeepEval's). ``attribute`` is where
+    the field was looked for, ``None`` when no attribute is mapped to it."""
 
-    def __init__(self, scorer: str, field: str, attribute: str) -> None:
-        super().__init__(
-            scorer,
-            field,
-            f"is required but the test case has no {attribute} "
-            f"(set LLMTestCase({attribute.split('.')[0]}=...)"
-            f"{' or map the field with fields=' if field not in DEFAULT_FIELDS else ''})",
-        )
+    def __init__(self, scorer: str, field: str, attribute: str | None, test_case: str = "LLMTestCase") -> None:
+        if attribute is None:
+            problem = f"is required but no {test_case} attribute is mapped to it (map it with fields=)"
+        else:
+            problem = (
+                f"is required but the test case has no {attribute} "
+                f"(set {test_case}({attribute.split('.')[0]}=...)"
+                f"{' or map the field with fields=' if field not in DEFAULT_FIELDS else ''})"
+            )
+        super().__init__(scorer, field, problem)
         self.attribute = attribute
 
 
@@ -143,13 +225,122 @@ def metric_class() -> type:
     return _classes()[0]
 
 
-@lru_cache(maxsize=None)
-def _classes() -> tuple[type, type]:
-    """The metric class and the missing-field error that is also DeepEval's, built once DeepEval is imported."""
-    base_metric, missing_params, test_case_type, retrieved_type = _deepeval()
-    test_case_fields = set(test_case_type.model_fields)
+class _ScorerMetric:
+    """What both metric classes do: read the scorer's fields from a test case, score, and record the result
+    where DeepEval reads it. Mixed into DeepEval's base classes by :func:`_classes`."""
 
-    class MissingField(MissingTestCaseFieldError, missing_params):  # type: ignore[misc, valid-type]
+    #: Set by each class :func:`_classes` builds.
+    _conversational: ClassVar[bool]
+    _test_case: ClassVar[str]
+    _an_attribute: ClassVar[str]
+    _attributes: ClassVar[frozenset[str]]
+    _types: ClassVar[_DeepEval]
+    _missing: ClassVar[type[MissingTestCaseFieldError]]
+
+    score: float | None
+    reason: str | None
+    success: bool | None
+    error: str | None
+    score_breakdown: Any
+    verbose_logs: str | None
+    evaluation_model: str | None
+
+    # DeepEval copies a metric before each run as type(m)(**{name: vars(m)[name] for each __init__
+    # parameter}): every argument is kept under an attribute of the same name.
+    def __init__(
+        self,
+        scorer: Scorer,
+        threshold: float = 0.5,
+        fields: dict[str, str] | None = None,
+        strict_mode: bool = False,
+        async_mode: bool = True,
+        verbose_mode: bool = False,
+    ) -> None:
+        if not isinstance(scorer, Scorer):
+            raise ConfigError(f"not a scorer: {scorer!r}")
+        if not is_number(threshold) or not 0 <= threshold <= 1:
+            raise ConfigError(f"{scorer.name}: threshold must be a number in [0, 1], got {threshold!r}")
+        self.scorer = scorer
+        self.threshold = 1.0 if strict_mode else float(threshold)
+        self.fields = dict(fields or {})
+        self.strict_mode = strict_mode
+        self.async_mode = async_mode
+        self.verbose_mode = verbose_mode
+        self.include_reason = True
+        for name, path in self.fields.items():
+            check_field(
+                scorer,
+                name,
+                path,
+                valid=isinstance(path, str) and path.split(".")[0] in self._attributes,
+                wanted=f"name {self._an_attribute} or a dotted path into one ({', '.join(sorted(self._attributes))})",
+            )
+        self._paths = {**_default_paths(scorer, self._conversational), **self.fields}
+
+    @property
+    def __name__(self) -> str:  # DeepEval names the metric's results after it
+        return self.scorer.name
+
+    def _arguments(self, test_case: Any) -> dict[str, Any]:
+        values = {name: _read(test_case, path, self._types) for name, path in self._paths.items()}
+        for f in self.scorer.fields:
+            value = values.get(f.name, ABSENT)
+            if f.required and not f.nullable and (value is None or value is ABSENT):
+                raise self._missing(self.scorer.name, f.name, self._paths.get(f.name), self._test_case)
+        return {name: value for name, value in values.items() if value is not ABSENT}
+
+    # DeepEval passes _show_indicator and _in_component to every metric; ours shows no progress indicator
+    def measure(self, test_case: Any, _show_indicator: bool = True, _in_component: bool = False) -> float | None:
+        self._reset()
+        return self._record(self.scorer(**self._arguments(test_case)))
+
+    async def a_measure(
+        self, test_case: Any, _show_indicator: bool = True, _in_component: bool = False
+    ) -> float | None:
+        self._reset()
+        return self._record(await self.scorer.acall(**self._arguments(test_case)))
+
+    def is_successful(self) -> bool:
+        if self.error is not None:  # set by DeepEval when it catches what measure raised (ignore_errors)
+            self.success = False
+        return bool(self.success)
+
+    def _reset(self) -> None:
+        self.score = self.reason = self.success = self.error = self.score_breakdown = self.verbose_logs = None
+
+    def _record(self, score: Score) -> float | None:
+        metadata = score.metadata
+        self.score_breakdown = metadata
+        model = metadata.get("signature", {}).get("model")
+        self.evaluation_model = model if isinstance(model, str) else None
+        if self.verbose_mode:
+            self.verbose_logs = json.dumps(metadata, ensure_ascii=False, indent=2, default=str)
+        if score.score is None:
+            why = metadata.get("reason")
+            self.score, self.success = None, False
+            self.reason = f"skipped: {score.name} does not apply to this test case" + (f" ({why})" if why else "")
+            return None
+        value = score.score
+        if self.strict_mode and value < self.threshold:
+            value = 0.0
+        self.score, self.success = value, value >= self.threshold
+        reason = f"{score.name} {score.score:.3f} {'>=' if self.success else '<'} {self.threshold:g}"
+        rationale = metadata.get("rationale")
+        self.reason = f"{reason}: {rationale}" if isinstance(rationale, str) and rationale else reason
+        return value
+
+    def __repr__(self) -> str:
+        kind = "conversational metric" if self._conversational else "metric"
+        return f"DeepEval {kind} for {self.scorer!r} (threshold={self.threshold:g})"
+
+
+@lru_cache(maxsize=None)
+def _classes() -> tuple[type, type, type]:
+    """The metric class, the missing-field error that is also DeepEval's, and the conversational metric class,
+    built once DeepEval is imported."""
+    types = _deepeval()
+
+    class MissingField(MissingTestCaseFieldError, types.missing_params):  # type: ignore[misc, name-defined]
         __doc__ = MissingTestCaseFieldError.__doc__
 
         def __reduce__(self) -> tuple[Any, ...]:  # a class made at run time: pickled through the function that makes it
@@ -157,115 +348,114 @@ def _classes() -> tuple[type, type]:
 
     MissingField.__name__ = MissingField.__qualname__ = "MissingTestCaseFieldError"
 
-    class ScorerMetric(base_metric):  # type: ignore[misc, valid-type]
+    class ScorerMetric(_ScorerMetric, types.base_metric):  # type: ignore[misc, name-defined]
         """One of our scorers as a DeepEval metric; build it with :func:`scorers.adapters.deepeval.metric`."""
 
-        # DeepEval copies a metric before each run as type(m)(**{name: vars(m)[name] for each __init__
-        # parameter}): every argument is kept under an attribute of the same name.
-        def __init__(
-            self,
-            scorer: Scorer,
-            threshold: float = 0.5,
-            fields: dict[str, str] | None = None,
-            strict_mode: bool = False,
-            async_mode: bool = True,
-            verbose_mode: bool = False,
-        ) -> None:
-            if not isinstance(scorer, Scorer):
-                raise ConfigError(f"not a scorer: {scorer!r}")
-            if not is_number(threshold) or not 0 <= threshold <= 1:
-                raise ConfigError(f"{scorer.name}: threshold must be a number in [0, 1], got {threshold!r}")
-            self.scorer = scorer
-            self.threshold = 1.0 if strict_mode else float(threshold)
-            self.fields = dict(fields or {})
-            self.strict_mode = strict_mode
-            self.async_mode = async_mode
-            self.verbose_mode = verbose_mode
-            self.include_reason = True
-            accepted = scorer.accepted_fields()
-            for name, path in self.fields.items():
-                check_field(
-                    scorer,
-                    name,
-                    path,
-                    valid=isinstance(path, str) and path.split(".")[0] in test_case_fields,
-                    wanted=f"name an LLMTestCase attribute or a dotted path into one "
-                    f"({', '.join(sorted(test_case_fields))})",
-                )
-            self._paths = {**{name: path for name, path in DEFAULT_FIELDS.items() if name in accepted}, **self.fields}
+        _conversational = False
+        _test_case = "LLMTestCase"
+        _an_attribute = "an LLMTestCase attribute"
+        _attributes = frozenset(types.llm_test_case.model_fields)
+        _types = types
+        _missing = MissingField
 
-        @property
-        def __name__(self) -> str:  # DeepEval names the metric's results after it
-            return self.scorer.name
+    class ConversationalScorerMetric(_ScorerMetric, types.base_conversational_metric):  # type: ignore[misc, name-defined]
+        """One of our scorers as a DeepEval conversational metric; build it with
+        :func:`scorers.adapters.deepeval.conversational_metric`."""
 
-        def _arguments(self, test_case: LLMTestCase) -> dict[str, Any]:
-            values = {name: _read(test_case, path, retrieved_type) for name, path in self._paths.items()}
-            for f in self.scorer.fields:
-                value = values.get(f.name)
-                if f.required and not f.nullable and f.name in self._paths and (value is None or value is ABSENT):
-                    raise MissingField(self.scorer.name, f.name, self._paths[f.name])
-            return {name: value for name, value in values.items() if value is not ABSENT}
+        _conversational = True
+        _test_case = "ConversationalTestCase"
+        _an_attribute = "a ConversationalTestCase attribute"
+        _attributes = frozenset(types.conversational_test_case.model_fields)
+        _types = types
+        _missing = MissingField
 
-        # DeepEval passes _show_indicator and _in_component to every metric; ours shows no progress indicator
-        def measure(
-            self, test_case: LLMTestCase, _show_indicator: bool = True, _in_component: bool = False
-        ) -> float | None:
-            self._reset()
-            return self._record(self.scorer(**self._arguments(test_case)))
-
-        async def a_measure(
-            self, test_case: LLMTestCase, _show_indicator: bool = True, _in_component: bool = False
-        ) -> float | None:
-            self._reset()
-            return self._record(await self.scorer.acall(**self._arguments(test_case)))
-
-        def is_successful(self) -> bool:
-            if self.error is not None:  # set by DeepEval when it catches what measure raised (ignore_errors)
-                self.success = False
-            return bool(self.success)
-
-        def _reset(self) -> None:
-            self.score = self.reason = self.success = self.error = self.score_breakdown = self.verbose_logs = None
-
-        def _record(self, score: Score) -> float | None:
-            metadata = score.metadata
-            self.score_breakdown = metadata
-            model = metadata.get("signature", {}).get("model")
-            self.evaluation_model = model if isinstance(model, str) else None
-            if self.verbose_mode:
-                self.verbose_logs = json.dumps(metadata, ensure_ascii=False, indent=2, default=str)
-            if score.score is None:
-                why = metadata.get("reason")
-                self.score, self.success = None, False
-                self.reason = f"skipped: {score.name} does not apply to this test case" + (f" ({why})" if why else "")
-                return None
-            value = score.score
-            if self.strict_mode and value < self.threshold:
-                value = 0.0
-            self.score, self.success = value, value >= self.threshold
-            reason = f"{score.name} {score.score:.3f} {'>=' if self.success else '<'} {self.threshold:g}"
-            rationale = metadata.get("rationale")
-            self.reason = f"{reason}: {rationale}" if isinstance(rationale, str) and rationale else reason
-            return value
-
-        def __repr__(self) -> str:
-            return f"DeepEval metric for {self.scorer!r} (threshold={self.threshold:g})"
-
-    return ScorerMetric, MissingField
+    return ScorerMetric, MissingField, ConversationalScorerMetric
 
 
 def _rebuild_missing_field(args: tuple[Any, ...], state: dict[str, Any]) -> MissingTestCaseFieldError:
-    return _rebuild(_classes()[1], args, state)
+    return cast(MissingTestCaseFieldError, _rebuild(_classes()[1], args, state))
 
 
-def _read(test_case: Any, path: str, retrieved_type: type) -> Any:
-    """The value at an attribute of the test case or a dotted path into one; retrieved chunks as their text."""
+def _reads_calls(scorer: Scorer) -> bool:
+    """Whether the scorer's ``output`` holds tool calls (``ToolCallMatch`` and its family)."""
+    return any(f.name == "output" and Conversation in f.types for f in scorer.fields)
+
+
+def _conversation_field(scorer: Scorer) -> str:
+    """The field a conversational test case's turns go to (see :func:`conversational_metric`)."""
+    declared = [name for name, _ in getattr(getattr(scorer, "template", None), "conversations", ())]
+    accepted = scorer.accepted_fields()
+    return next((name for name in (*declared, "conversation", "thread") if name in accepted), "output")
+
+
+def _default_paths(scorer: Scorer, conversational: bool) -> dict[str, str]:
+    """Our field -> the test case attribute it is read from when ``fields=`` does not say."""
+    calls = _reads_calls(scorer)
+    if conversational:
+        defaults = {"output": "turns"} if calls else {**CONVERSATIONAL_FIELDS, _conversation_field(scorer): "turns"}
+    else:
+        defaults = TOOL_CALL_FIELDS if calls else DEFAULT_FIELDS
+    accepted = scorer.accepted_fields()
+    return {name: path for name, path in defaults.items() if name in accepted}
+
+
+def _read(test_case: Any, path: str, types: _DeepEval) -> Any:
+    """The value at an attribute of the test case or a dotted path into one: retrieved chunks as their text,
+    DeepEval tool calls as ours, a conversational test case's turns as OpenAI chat messages."""
     root, _, rest = path.partition(".")
-    value = getattr(test_case, root, None)
-    if isinstance(value, list):  # retrieval_context may hold RetrievedContextData(context=text, source=...)
-        value = [item.context if isinstance(item, retrieved_type) else item for item in value]
+    value = _plain(getattr(test_case, root, None), types)
+    if root == "turns" and isinstance(test_case, types.conversational_test_case):
+        value = _messages(value)
     if not rest or value is None:
         return value
     if hasattr(value, "model_dump"):
         value = value.model_dump()
-    return lookup(value, rest) if isinstance(value, (Mapping, list)) else ABSENT
+    return _plain(lookup(cast(Mapping[str, Any], value), rest), types) if isinstance(value, (Mapping, list)) else ABSENT
+
+
+def _plain(value: Any, types: _DeepEval) -> Any:
+    """A ``RetrievedContextData`` as its text, a DeepEval ``ToolCall`` as ours (name and ``input_parameters``);
+    the items of a list the same way; anything else as it is."""
+    if isinstance(value, list):
+        return [_plain(item, types) for item in value]
+    if isinstance(value, types.retrieved):
+        return value.context
+    if isinstance(value, types.tool_call):
+        return ToolCall(value.name, freeze(value.input_parameters or {}))
+    return value
+
+
+def _messages(turns: list[Any]) -> list[dict[str, Any]]:
+    """DeepEval turns as OpenAI chat messages: a turn's ``tools_called`` become an assistant message of calls
+    (ids ``turn{i}.{j}``) and a tool message for each call with an ``output``, then comes the turn's content."""
+    messages: list[dict[str, Any]] = []
+    for index, turn in enumerate(turns):
+        calls = [(f"turn{index}.{number}", call) for number, call in enumerate(turn.tools_called or [])]
+        if calls:
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": id_,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.input_parameters or {}},
+                        }
+                        for id_, c in calls
+                    ],
+                }
+            )
+            messages += [
+                {"role": "tool", "tool_call_id": id_, "content": _result(c.output)}
+                for id_, c in calls
+                if c.output is not None
+            ]
+        if turn.content or not calls:
+            messages.append({"role": turn.role, "content": turn.content})
+    return messages
+
+
+def _result(output: Any) -> str:
+    """A tool's output as the text of its tool message (JSON for anything but text)."""
+    return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str)

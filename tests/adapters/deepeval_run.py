@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from scorers import Scorer, references_field, text_field
-from scorers.adapters.deepeval import MissingTestCaseFieldError, metric
+from scorers import Field, Score, Scorer, references_field, text_field
+from scorers.adapters.deepeval import MissingTestCaseFieldError, conversational_metric, metric
+from scorers.agents.tool_calls import ToolCallMatch
 
 QUESTIONS = [
     ("Capital of France?", "Paris", "Paris"),
@@ -30,6 +31,26 @@ class Grounded(Scorer):
 
     def _score(self, *, output, context):
         return self.make_score(float(any(output in chunk for chunk in context)), chunks=list(context))
+
+
+class Transcript(Scorer):
+    """Scores 1 and keeps in its metadata the conversation and the role it was given (what the turns became)."""
+
+    fields = (Field("conversation", (list,)), text_field("role"))
+
+    def _score(self, *, conversation: list[Any], role: str) -> Score:
+        return self.make_score(1.0, conversation=conversation, role=role)
+
+
+WEATHER_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        },
+    }
+]
 
 
 def run(cases: list, metrics: list, **config: Any) -> list[dict[str, Any]]:
@@ -52,6 +73,7 @@ def run(cases: list, metrics: list, **config: Any) -> list[dict[str, Any]]:
                     "threshold": m.threshold,
                     "strict_mode": m.strict_mode,
                     "evaluation_model": m.evaluation_model,
+                    "verbose_logs": m.verbose_logs,
                 }
                 for m in t.metrics_data or []
             ],
@@ -134,6 +156,82 @@ def scenario(name: str) -> Any:
         return found
     if name == "judge":
         return run(CASES[:2], [metric("Factuality")])
+    if name.startswith(("tool_calls", "conversation")):
+        return agent_scenario(name)
+    raise SystemExit(f"unknown scenario {name!r}")
+
+
+def agent_scenario(name: str) -> Any:
+    """Tool calls of an LLMTestCase, the turns of a ConversationalTestCase."""
+    from deepeval.evaluate.configs import ErrorConfig
+    from deepeval.test_case import ConversationalTestCase, LLMTestCase, ToolCall, Turn
+
+    paris, rome = (
+        ToolCall(name="get_weather", input_parameters={"city": "Paris"}),
+        ToolCall(name="get_weather", input_parameters={"city": "Rome"}),
+    )
+    if name == "tool_calls":  # an extra call (search), the expected ones in another order
+        case = LLMTestCase(
+            input="Weather in Paris and Rome?",
+            actual_output="18C in Paris, 21C in Rome.",
+            tools_called=[paris, ToolCall(name="search", input_parameters={"q": "Rome"}, output="..."), rome],
+            expected_tools=[rome, paris],
+            metadata={"tools": WEATHER_TOOLS},
+        )
+        no_calls = LLMTestCase(
+            input="Hi", actual_output="Hello!", tools_called=[], expected_tools=[], metadata={"tools": WEATHER_TOOLS}
+        )
+        return run(
+            [case, no_calls],
+            [
+                metric("ToolCallMatch", verbose_mode=True),
+                metric(ToolCallMatch(extra_calls="ignore", name="ToolCallRecall")),
+                metric("ToolCallF1"),
+                metric("TrajectoryMatch", mode="superset"),
+                metric("ToolCallValid", fields={"tools": "metadata.tools"}),
+            ],
+        )
+    if name == "tool_calls_missing":  # no tools_called: DeepEval's missing-parameter error, recorded
+        case = LLMTestCase(input="Weather?", actual_output="Sunny.", expected_tools=[paris])
+        return run([case], [metric("ToolCallMatch")], error_config=ErrorConfig(ignore_errors=True))
+    turns = [
+        Turn(role="user", content="Weather in Paris?"),
+        Turn(
+            role="assistant",
+            content="18C and cloudy.",
+            tools_called=[ToolCall(name="get_weather", input_parameters={"city": "Paris"}, output={"temp": 18})],
+        ),
+        Turn(role="user", content="Thanks!"),
+        Turn(role="assistant", content="", tools_called=[ToolCall(name="log_thanks")]),
+    ]
+    case = ConversationalTestCase(
+        turns=turns,
+        scenario="A user asks for the weather.",
+        chatbot_role="a travel assistant",
+        metadata={"expected_tools": [paris, ToolCall(name="log_thanks")]},
+    )
+    if name == "conversation":
+        return run(
+            [case],
+            [
+                conversational_metric("ToolCallMatch", fields={"expected": "metadata.expected_tools"}),
+                conversational_metric("ToolCallF1", fields={"expected": "metadata.expected_tools"}),
+                conversational_metric(Transcript(), verbose_mode=True),
+            ],
+        )
+    if name == "conversation_missing":  # ToolCallMatch's expected calls are nowhere by default
+        return run([case], [conversational_metric("ToolCallMatch")], error_config=ErrorConfig(ignore_errors=True))
+    if name == "conversation_judge":  # a template with a conversation field, over LoopbackLLM
+        from scorers.judges.discovery import add_template_dir
+
+        Path("templates").mkdir()
+        Path("templates/conversation_helpful.yaml").write_text(
+            "fields: {conversation: conversation}\n"
+            "prompt: |\n  {{conversation}}\n  Did the assistant help the user?\n"
+            'choice_scores: {"Y": 1, "N": 0}\n'
+        )
+        add_template_dir("templates")
+        return run([case], [conversational_metric("ConversationHelpful")])
     raise SystemExit(f"unknown scenario {name!r}")
 
 

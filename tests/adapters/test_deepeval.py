@@ -146,6 +146,96 @@ def test_a_judge_gives_its_rationale_as_the_reason(tmp_path: Path, llm_server: L
     assert fake_api_key not in json.dumps(results)
 
 
+# ------------------------------------------------------ agents and conversations
+def test_tools_called_and_expected_tools_reach_the_tool_call_scorers(tmp_path: Path) -> None:
+    weather = [{"name": "get_weather", "arguments": {"city": city}} for city in ("Paris", "Rome")]
+    actual = [weather[0], {"name": "search", "arguments": {"q": "Rome"}}, weather[1]]
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    ours = {
+        "ToolCallMatch": scorers.get("ToolCallMatch")(output=actual, expected=weather[::-1]),
+        "ToolCallRecall": scorers.get("ToolCallMatch", extra_calls="ignore")(output=actual, expected=weather[::-1]),
+        "ToolCallF1": scorers.get("ToolCallF1")(output=actual, expected=weather[::-1]),
+        "TrajectoryMatch": scorers.get("TrajectoryMatch", mode="superset")(output=actual, expected=weather[::-1]),
+        "ToolCallValid": scorers.get("ToolCallValid")(output=actual, tools=tools),
+    }
+    results = scenario(tmp_path, "tool_calls")["results"]
+    by_input = {r["input"]: {m["name"]: m for m in r["metrics"]} for r in results}
+    case, no_calls = by_input["Weather in Paris and Rome?"], by_input["Hi"]
+    assert {name: m["score"] for name, m in case.items()} == {name: s.score for name, s in ours.items()}
+    assert [case[name]["score"] for name in ours] == [0.8, 1.0, 0.8, 1.0, 2 / 3]  # search: extra, and undeclared
+    breakdown = json.loads(case["ToolCallMatch"]["verbose_logs"])  # our metadata: the pairing, the extra call
+    assert [(p["expected"], p["actual"]) for p in breakdown["pairs"]] == [(0, 2), (1, 0)]
+    assert breakdown["unmatched_actual"] == [{"index": 1, "name": "search", "arguments": {"q": "Rome"}}]
+    assert {name: m["score"] for name, m in no_calls.items()} == dict.fromkeys(ours, 1.0)  # [] and []: both empty
+
+
+def test_no_tools_called_is_deepevals_missing_parameter(tmp_path: Path) -> None:
+    [result] = scenario(tmp_path, "tool_calls_missing")["results"]
+    [data] = result["metrics"]
+    assert (data["score"], data["success"]) == (None, False)
+    assert data["error"] == (
+        "ToolCallMatch: field 'output' is required but the test case has no tools_called "
+        "(set LLMTestCase(tools_called=...))"
+    )
+
+
+def test_conversational_turns_reach_a_conversation_field(tmp_path: Path) -> None:
+    [result] = scenario(tmp_path, "conversation")["results"]
+    metrics = {m["name"]: m for m in result["metrics"]}
+    assert {name: m["score"] for name, m in metrics.items()} == {
+        "ToolCallMatch": 1.0,  # the calls of every turn, against metadata's expected_tools
+        "ToolCallF1": 1.0,
+        "Transcript": 1.0,
+    }
+    given = json.loads(metrics["Transcript"]["verbose_logs"])
+    assert given["role"] == "a travel assistant"  # chatbot_role
+    call = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    assert given["conversation"] == [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "turn1.0", **call}]},
+        {"role": "tool", "tool_call_id": "turn1.0", "content": '{"temp": 18}'},
+        {"role": "assistant", "content": "18C and cloudy."},
+        {"role": "user", "content": "Thanks!"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "turn3.0", "type": "function", "function": {"name": "log_thanks", "arguments": {}}}],
+        },
+    ]
+    assert (
+        scorers.get("ToolCallMatch")(output=given["conversation"], expected=[call, {"name": "log_thanks"}]).score == 1
+    )
+
+
+def test_a_conversational_field_no_attribute_holds_is_a_missing_parameter(tmp_path: Path) -> None:
+    [result] = scenario(tmp_path, "conversation_missing")["results"]
+    [data] = result["metrics"]
+    assert data["error"] == (
+        "ToolCallMatch: field 'expected' is required but no ConversationalTestCase attribute is mapped to it "
+        "(map it with fields=)"
+    )
+
+
+def test_a_conversation_judge_reads_the_turns(tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str) -> None:
+    llm_server.default = Reply.choice("Y")
+    env = {
+        "OPENAI_BASE_URL": llm_server.base_url,
+        "OPENAI_API_KEY": fake_api_key,
+        "SCORERS_CACHE_DIR": str(tmp_path / "judge-cache"),
+    }
+    [result] = scenario(tmp_path, "conversation_judge", env)["results"]
+    assert [(m["name"], m["score"]) for m in result["metrics"]] == [("ConversationHelpful", 1.0)]
+    [request] = llm_server.chat_requests
+    assert request.last_user_message.startswith(
+        "user: Weather in Paris?\n"
+        "assistant:\n"
+        '  call get_weather({"city": "Paris"})\n'
+        'tool get_weather: {"temp": 18}\n'
+        "assistant: 18C and cloudy.\n"
+        "user: Thanks!\n"
+    )
+
+
 # ----------------------------------------------------------------- bad input
 def test_a_missing_field_stops_evaluate_by_default(tmp_path: Path) -> None:
     raised = scenario(tmp_path, "missing_raised")
@@ -207,17 +297,16 @@ def test_assert_test_under_pytest(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------ docs/adapters.md
-def readme_example() -> str:
+def readme_examples() -> list[str]:
+    """docs/adapters.md's DeepEval blocks (fenced ``py``: tests/test_readme.py runs ``python`` blocks in our venv)."""
     section = Path(ROOT / "docs" / "adapters.md").read_text().split("## DeepEval", 1)[1].split("\n## ", 1)[0]
-    [block] = re.findall(r"```py\n(.*?)```", section, flags=re.S)
-    return block
+    return re.findall(r"```py\n(.*?)```", section, flags=re.S)
 
 
 def test_the_readme_example_runs(tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str) -> None:
-    """docs/adapters.md's DeepEval block (fenced ``py``: tests/test_readme.py runs ``python`` blocks in our venv)."""
     llm_server.default = Reply.choice("A", reasons="Roma is Rome in Italian.")
     example = tmp_path / "example.py"
-    example.write_text(readme_example())
+    example.write_text(readme_examples()[0])
     env = {
         "OPENAI_BASE_URL": llm_server.base_url,
         "OPENAI_API_KEY": fake_api_key,
@@ -235,6 +324,22 @@ def test_the_readme_example_runs(tmp_path: Path, llm_server: LoopbackLLM, fake_a
     printed = [line for line in done.stdout.splitlines() if line.startswith("{")]
     assert printed[-1] == "{'ExactMatch': False, 'Levenshtein': True, 'Factuality': False}"  # A scores 0.4
     assert len(llm_server.chat_requests) == 1
+
+
+def test_the_readme_tool_call_example_runs(tmp_path: Path) -> None:
+    example = tmp_path / "example.py"
+    example.write_text(readme_examples()[1])
+    done = subprocess.run(
+        [str(python()), str(example)],
+        cwd=tmp_path,
+        env=harness_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    printed = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    assert printed[-2:] == ["{'ToolCallMatch': 0.667, 'ToolCallF1': 0.667}", "{'ToolCallMatch': 1.0}"]
 
 
 # ------------------------------------------------------------ the main venv

@@ -22,6 +22,7 @@ import pytest
 import scorers
 from scorers.cli.catalog import describe
 from scorers.errors import ScorerInputError
+from scorers.judges import RubricJudge, TemplatedJudge
 from scorers.judges.conversation import transcript
 from scorers.llm import LLMEngine
 from scorers.score import Score
@@ -203,6 +204,7 @@ def test_a_conversation_over_its_budget_is_refused_saying_how_to_raise_it(case: 
 def test_the_conversational_rubric_is_any_rubric_over_a_conversation_field() -> None:
     """ConversationRubric is data: the same file with other criteria (or kind: geval) grades a dialogue too."""
     rubric = scorers.get("ConversationRubric")
+    assert isinstance(rubric, RubricJudge)
     assert rubric.judge_kind == "rubric" and rubric.template.conversations == (("conversation", 32_000),)
     assert [c.name for c in rubric.criteria] == ["helpfulness", "consistency", "clarity"]
     assert rubric.threshold == 4
@@ -224,7 +226,9 @@ def test_tool_selection_shows_tools_given_in_any_shape_without_failing(server: L
 def test_the_judges_run_in_every_response_mode_the_loopback_answers() -> None:
     with LoopbackLLM(default=auto_reply) as auto:
         for case in CASES:
-            for mode in type(scorers.get(case.name)).response_modes:
+            built = scorers.get(case.name)
+            assert isinstance(built, TemplatedJudge)
+            for mode in built.response_modes:
                 score = judge(case.name, auto, response_mode=mode)(**row(case, fixture("anthropic")))
                 assert 0.0 <= score.score <= 1.0 and score.metadata["response_mode"] == mode
 

@@ -28,6 +28,7 @@ from typing import Any, Iterator
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import scorers  # noqa: E402
+from scorers.errors import ScorerError  # noqa: E402
 
 TOOLS = ["search", "fetch_page", "get_weather", "book_flight", "send_email", "calculator", "read_file", "lookup_user"]
 WORDS = ["paris", "london", "weather", "flight", "report", "invoice", "tokyo", "budget", "meeting", "alice", "bob"]
@@ -118,7 +119,11 @@ def main() -> None:
         results = scorer.score_batch(batch)
         elapsed += time.perf_counter() - start
         cpu += time.process_time() - start_cpu
-        total += sum(result.score for result in results)  # a ScorerError here would be a bug: let it raise
+        for result in results:
+            if isinstance(result, ScorerError):  # a bug: let it raise
+                raise result
+            assert result.score is not None  # ToolCallMatch always gives a number
+            total += result.score
         scored += len(results)
     print(
         f"ToolCallMatch(order={options.order!r}, extra_calls={options.extra_calls!r}, arguments={options.arguments!r})"

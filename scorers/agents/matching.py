@@ -89,6 +89,9 @@ def exact_key(value: Any) -> Hashable:
     >>> exact_key(1) == exact_key(1.0), exact_key(1) == exact_key(True), exact_key({"a": [1]}) == exact_key({"a": (1.0,)})
     (True, False, True)
     """
+    kind = type(value)
+    if kind is str or kind is int or kind is float or value is None:  # the usual leaves, by exact type first
+        return value
     if isinstance(value, bool):
         return _TRUE if value else _FALSE
     if isinstance(value, dict):
@@ -352,6 +355,11 @@ class ToolRules:
         #: The rule of a top-level key without one of its own: subset and superset compare values exactly.
         self.child_default: Rule = Exact() if isinstance(root, (Subset, Superset)) else root
         self._ignored: dict[str, bool] = {}
+        #: With no paths and an ``exact`` or ``loose`` root, every key of both sides counts and is compared by its
+        #: canonical form: that form's function and the rule's label (:func:`pair_credit`'s short route).
+        self.plain: tuple[Callable[[Any], Hashable], str] | None = None
+        if not paths and isinstance(root, (Exact, Loose)):
+            self.plain = (exact_key if isinstance(root, Exact) else loose_key), root.label()
 
     def rule_at(self, path: str, inherited: Rule) -> Rule:
         return self.paths.get(path, inherited)
@@ -489,6 +497,8 @@ def pair_credit(rules: ToolRules, expected: Any, actual: Any, verdicts: list[Ver
     appended to it."""
     if not (isinstance(expected, dict) and isinstance(actual, dict)):
         return float(compare_values(rules, "", expected, actual, rules.root, verdicts))
+    if rules.plain is not None:
+        return _plain_credit(*rules.plain, expected, actual, verdicts)
     counted = agreeing = 0
     for key in _union(expected, actual):
         if rules.ignores(key) or not rules.counted(key in expected, key in actual):
@@ -497,6 +507,29 @@ def pair_credit(rules: ToolRules, expected: Any, actual: Any, verdicts: list[Ver
         agreeing += compare_values(
             rules, key, expected.get(key, MISSING), actual.get(key, MISSING), rules.child_default, verdicts
         )
+    return agreeing / counted if counted else 1.0
+
+
+def _plain_credit(
+    key: Callable[[Any], Hashable],
+    label: str,
+    expected: Mapping[str, Any],
+    actual: Mapping[str, Any],
+    verdicts: list[Verdict] | None,
+) -> float:
+    """:func:`pair_credit` under one ``exact`` or ``loose`` rule and no paths: each key of either side counts, and
+    agrees when both sides hold it with values of the same canonical form ``key``."""
+    agreeing = 0
+    for name, value in expected.items():
+        other = actual.get(name, MISSING)
+        agree = other is not MISSING and key(value) == key(other)
+        agreeing += agree
+        if verdicts is not None:
+            verdicts.append(Verdict(name, label, value, other, agree))
+    extra = [name for name in actual if name not in expected]
+    if verdicts is not None:
+        verdicts += (Verdict(name, label, MISSING, actual[name], False) for name in extra)
+    counted = len(expected) + len(extra)
     return agreeing / counted if counted else 1.0
 
 
@@ -542,8 +575,9 @@ VECTORISE_FROM = 64
 
 
 def _block_credit(rules: ToolRules, expected: list[Any], actual: list[Any]) -> np.ndarray:
-    """The credits of every pair of calls of one tool, from their arguments (what :func:`pair_credit` gives)."""
-    if len(expected) * len(actual) < VECTORISE_FROM or not all(isinstance(a, dict) for a in (*expected, *actual)):
+    """The credits of every pair of calls of one tool, from their arguments (what :func:`pair_credit` gives), a
+    top-level key at a time when every side is an object."""
+    if not all(isinstance(a, dict) for a in (*expected, *actual)):
         return np.array([[pair_credit(rules, e, a) for a in actual] for e in expected]).reshape(
             len(expected), len(actual)
         )
@@ -577,12 +611,27 @@ def _by_name(expected: Sequence[ToolCall], actual: Sequence[ToolCall]) -> list[t
 
 def credit_matrix(expected: Sequence[ToolCall], actual: Sequence[ToolCall], rules: ArgumentRules) -> np.ndarray:
     """The credit of every (expected, actual) pair: rows are expected calls, columns actual ones."""
+    return _credit(expected, actual, rules, _by_name(expected, actual))
+
+
+def _credit(
+    expected: Sequence[ToolCall],
+    actual: Sequence[ToolCall],
+    rules: ArgumentRules,
+    groups: list[tuple[str, list[int], list[int]]],
+) -> np.ndarray:
+    """:func:`credit_matrix`, given the calls grouped by tool (:func:`_by_name`)."""
     credit = np.zeros((len(expected), len(actual)))
-    for name, rows, cols in _by_name(expected, actual):
-        block = _block_credit(
-            rules.for_tool(name), [expected[i].arguments for i in rows], [actual[j].arguments for j in cols]
-        )
-        credit[np.ix_(rows, cols)] = block
+    for name, rows, cols in groups:
+        tool = rules.for_tool(name)
+        if len(rows) * len(cols) < VECTORISE_FROM:
+            for i in rows:
+                arguments = expected[i].arguments
+                for j in cols:
+                    credit[i, j] = pair_credit(tool, arguments, actual[j].arguments)
+        else:
+            block = _block_credit(tool, [expected[i].arguments for i in rows], [actual[j].arguments for j in cols])
+            credit[np.ix_(rows, cols)] = block
     return credit
 
 
@@ -611,6 +660,9 @@ def _optimal(weights: np.ndarray, groups: list[tuple[str, list[int], list[int]]]
 
     pairs: list[tuple[int, int]] = []
     for _, rows, cols in groups:
+        if len(rows) == 1 and len(cols) == 1:  # one call of the tool on each side: the assignment pairs them
+            pairs.append((rows[0], cols[0]))
+            continue
         chosen_rows, chosen_cols = linear_sum_assignment(weights[np.ix_(rows, cols)], maximize=True)
         pairs += [(rows[r], cols[c]) for r, c in zip(chosen_rows.tolist(), chosen_cols.tolist())]
     return sorted(pairs)
@@ -652,9 +704,10 @@ def match_calls(
 ) -> Matching:
     """The best pairing of calls of the same tool under ``order``: ``any`` (optimal assignment), ``in_order`` (the
     best order-preserving pairing) or ``exact`` (position by position)."""
-    credit = credit_matrix(expected, actual, rules)
+    groups = _by_name(expected, actual)
+    credit = _credit(expected, actual, rules, groups)
     if order == "any":
-        pairs = _optimal(credit, _by_name(expected, actual))
+        pairs = _optimal(credit, groups)
     elif order == "in_order":
         same = np.array([[e.name == a.name for a in actual] for e in expected], dtype=bool)
         pairs = _in_order(credit, same.reshape(len(expected), len(actual)))
@@ -666,8 +719,9 @@ def match_calls(
 def perfect_matching(expected: Sequence[ToolCall], actual: Sequence[ToolCall], rules: ArgumentRules) -> Matching:
     """The most pairs of calls that match perfectly (credit 1), each call used once (a maximum bipartite
     matching, never a greedy one)."""
-    perfect = (credit_matrix(expected, actual, rules) == 1.0).astype(float)
-    pairs = _optimal(perfect, _by_name(expected, actual))
+    groups = _by_name(expected, actual)
+    perfect = (_credit(expected, actual, rules, groups) == 1.0).astype(float)
+    pairs = _optimal(perfect, groups)
     return _matching([(i, j) for i, j in pairs if perfect[i, j]], perfect)
 
 

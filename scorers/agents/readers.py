@@ -10,9 +10,10 @@ JSON, and JSON text of any of these (what a CSV cell holds). What cannot be read
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, TypeGuard
 
 from scorers.agents.model import ROLES, Conversation, FrozenDict, Message, ToolCall, freeze
 from scorers.errors import ScorerInputError
@@ -65,6 +66,15 @@ _LANGCHAIN_CLASSES = {
 _ARGUMENT_KEYS = ("arguments", "args", "input_parameters", "input")
 #: OTLP's status code of a failed span.
 _OTLP_STATUS_ERROR = 2
+
+
+#: Parses arguments given as JSON text straight into frozen objects (arrays still need :func:`freeze`).
+_FROZEN_JSON = json.JSONDecoder(object_pairs_hook=FrozenDict)
+
+
+def _is_object(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """Whether ``value`` is an object: a ``dict`` by its exact type first (the abstract check costs far more)."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 class _Malformed(ValueError):
@@ -122,7 +132,7 @@ def read_tool_calls(value: Any, *, scorer: str, field: str) -> tuple[ToolCall, .
         value = _decoded(value)
         if value is None:
             return ()
-        if isinstance(value, Mapping) and "tool_calls" in value:
+        if _is_object(value) and "tool_calls" in value:
             value = value["tool_calls"] or []
         if not isinstance(value, (Mapping, list, tuple)):
             raise _Malformed(f"is of type {type(value).__name__}, not a list of tool calls ({CALLS_ACCEPTED})")
@@ -145,7 +155,7 @@ def _decoded(value: Any) -> Any:
 
 
 def _conversation(value: Any) -> Conversation:
-    if isinstance(value, Mapping):
+    if _is_object(value):
         if "resourceSpans" in value:
             return _from_otlp(value).conversation()
         if "messages" in value:
@@ -228,21 +238,21 @@ def _kind(value: Mapping[str, Any]) -> str | None:
 
 def _is_message(item: Any) -> bool:
     """Whether a list item is a message (else it is a call, in :func:`read_tool_calls`)."""
-    if not isinstance(item, Mapping):
+    if not _is_object(item):
         return False
     kind = _kind(item)
     return "role" in item or "lc" in item or kind in _LANGCHAIN_ROLES or kind in ("message", "function_call_output")
 
 
 def _read_item(builder: _Builder, where: str, item: Any) -> None:
-    if not isinstance(item, Mapping):
+    if not _is_object(item):
         raise _Malformed(f"at {where}: is of type {type(item).__name__}, not a message object")
     kind = _kind(item)
     if "lc" in item:
         _read_langchain(builder, where, *_langchain_serialised(where, item))
     elif kind in _LANGCHAIN_ROLES and "role" not in item:
         data = item.get("data")
-        _read_langchain(builder, where, kind, data if isinstance(data, Mapping) else item)
+        _read_langchain(builder, where, kind, data if _is_object(data) else item)
     elif kind == "function_call":
         builder.add_calls(where, (_call(where, item),))
     elif kind == "function_call_output":
@@ -289,7 +299,7 @@ def _langchain_serialised(where: str, item: Mapping[str, Any]) -> tuple[str, Map
     path, kwargs = item.get("id"), item.get("kwargs")
     name = path[-1] if isinstance(path, list) and path else None
     kind = _LANGCHAIN_CLASSES.get(str(name).removesuffix("Chunk"))
-    if kind is None or not isinstance(kwargs, Mapping):
+    if kind is None or not _is_object(kwargs):
         raise _Malformed(
             f"at {where}: a LangChain serialised object of class {name!r}, not a message with 'kwargs' "
             f"(accepted: {', '.join(_LANGCHAIN_CLASSES)})"
@@ -303,11 +313,11 @@ def _read_langchain(builder: _Builder, where: str, kind: str, data: Mapping[str,
         raise _Malformed(f"at {where}: unknown role {role!r} (accepted: {', '.join(ROLES)})")
     invalid = data.get("invalid_tool_calls")
     if invalid:
-        bad = invalid[0] if isinstance(invalid, list) and isinstance(invalid[0], Mapping) else {}
+        bad = invalid[0] if isinstance(invalid, list) and _is_object(invalid[0]) else {}
         raise _Malformed(f"at {where}: LangChain could not parse a call ({bad.get('name')!r}): {bad.get('error')}")
     content, content_calls, results = _parts(where, data.get("content"))
     extra = data.get("additional_kwargs")
-    extra = extra if isinstance(extra, Mapping) else {}
+    extra = extra if _is_object(extra) else {}
     # the calls LangChain parsed; the provider's own (in the content, or OpenAI's in additional_kwargs) repeat them
     calls = _calls(where, data.get("tool_calls") or extra.get("tool_calls")) or content_calls
     for result_where, result in results:
@@ -339,7 +349,7 @@ def _parts(where: str, content: Any) -> tuple[str | None, list[ToolCall], list[t
         if isinstance(part, str):
             texts.append(part)
             continue
-        kind = _kind(part) if isinstance(part, Mapping) else None
+        kind = _kind(part) if _is_object(part) else None
         if kind is None:
             raise _Malformed(f"at {part_where}: a content part with no type")
         if kind in _TEXT_PARTS:
@@ -369,16 +379,22 @@ def _calls(where: str, calls: Any) -> list[ToolCall]:
 
 def _call(where: str, item: Any) -> ToolCall:
     """One call, in any call shape: OpenAI's ``function``, flat ``name`` + arguments (as text or an object)."""
-    if not isinstance(item, Mapping):
+    if not _is_object(item):
         raise _Malformed(f"at {where}: is of type {type(item).__name__}, not a call object")
     function = item.get("function")
-    source = function if isinstance(function, Mapping) else item
+    source = function if _is_object(function) else item
     name = source.get("name")
     if not isinstance(name, str) or not name:
         raise _Malformed(f"at {where}: a call with no name")
     where = f"{where} ({name!r})"
-    arguments = next((source[key] for key in _ARGUMENT_KEYS if key in source), None)
-    call_id = item.get("call_id") if item.get("call_id") is not None else item.get("id")
+    arguments = None
+    for key in _ARGUMENT_KEYS:
+        if key in source:
+            arguments = source[key]
+            break
+    call_id = item.get("call_id")
+    if call_id is None:
+        call_id = item.get("id")
     return ToolCall(name, _arguments(where, arguments), _id(where, call_id))
 
 
@@ -386,12 +402,13 @@ def _arguments(where: str, arguments: Any) -> Any:
     """Arguments, parsed when given as JSON text (blank text is no arguments), and frozen."""
     if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
         return FrozenDict()
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError as exc:
-            raise _Malformed(f"at {where}: arguments are not valid JSON ({exc.msg} at character {exc.pos})") from None
-    return freeze(arguments)
+    if not isinstance(arguments, str):
+        return freeze(arguments)
+    try:  # json.loads is the one to say that text starts with a byte order mark
+        parsed = json.loads(arguments) if arguments.startswith("\ufeff") else _FROZEN_JSON.decode(arguments)
+    except json.JSONDecodeError as exc:
+        raise _Malformed(f"at {where}: arguments are not valid JSON ({exc.msg} at character {exc.pos})") from None
+    return freeze(parsed) if "[" in arguments else parsed  # without arrays, the decoder's objects are frozen
 
 
 def _id(where: str, value: Any) -> str | None:
@@ -415,7 +432,7 @@ def _result(value: Any) -> str | None:
     """A tool's result as text: text as it is, a list of text parts joined, any other JSON value as JSON text."""
     if value is None or isinstance(value, str):
         return value
-    if isinstance(value, (list, tuple)) and all(isinstance(p, Mapping) and _kind(p) in _TEXT_PARTS for p in value):
+    if isinstance(value, (list, tuple)) and all(_is_object(p) and _kind(p) in _TEXT_PARTS for p in value):
         return "\n".join(str(p.get(_TEXT_PARTS[p["type"]], "")) for p in value)
     return json.dumps(value, ensure_ascii=False, default=str)
 
@@ -430,7 +447,42 @@ def _check_message_text(where: str, message: Message) -> None:
 def _check_call_text(where: str, call: ToolCall) -> None:
     _check_utf8(where, "name", call.name)
     _check_utf8(where, "id", call.id)
-    _check_utf8(where, "arguments", json.dumps(call.arguments, ensure_ascii=False, default=str))
+    if not _encodable(call.arguments):  # then its JSON text holds a lone surrogate: the error says where
+        _check_utf8(where, "arguments", json.dumps(call.arguments, ensure_ascii=False, default=str))
+
+
+def _encodable(value: Any) -> bool:
+    """Whether frozen JSON surely has UTF-8-encodable JSON text: every string (keys too) encodes and every value
+    is of a JSON type (anything else is dumped as its ``str``, checked with the rest)."""
+    kind = type(value)
+    if kind is FrozenDict:
+        for key in value:
+            if type(key) is not str or not (key.isascii() or _encodes(key)):
+                return False
+        return _all_encodable(value.values())
+    return _all_encodable((value,) if kind is not tuple else value)
+
+
+def _all_encodable(values: Iterable[Any]) -> bool:
+    for value in values:  # the leaves here, without a call each
+        kind = type(value)
+        if kind is str:
+            if not (value.isascii() or _encodes(value)):
+                return False
+        elif kind is FrozenDict or kind is tuple:
+            if not _encodable(value):
+                return False
+        elif not (kind is int or kind is float or kind is bool or value is None):
+            return False
+    return True
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_utf8(where: str, key: str, text: str | None) -> None:
@@ -475,14 +527,14 @@ def _from_otlp(document: Mapping[str, Any]) -> _Builder:
 
 
 def _otlp_list(container: Any, key: str, where: str) -> list[Any]:
-    value = container.get(key, []) if isinstance(container, Mapping) else None
+    value = container.get(key, []) if _is_object(container) else None
     if not isinstance(value, list):
         raise _Malformed(f"at {where}: {key} is not a list of objects (OTLP JSON)")
     return value
 
 
 def _otlp_start(where: str, span: Any) -> int:
-    if not isinstance(span, Mapping):
+    if not _is_object(span):
         raise _Malformed(f"at {where}: is of type {type(span).__name__}, not a span object")
     try:
         return int(span.get("startTimeUnixNano") or 0)
@@ -493,16 +545,14 @@ def _otlp_start(where: str, span: Any) -> int:
 def _otlp_attributes(where: str, attributes: Any) -> dict[str, Any]:
     if attributes is None:
         return {}
-    if not isinstance(attributes, list) or not all(
-        isinstance(a, Mapping) and isinstance(a.get("key"), str) for a in attributes
-    ):
+    if not isinstance(attributes, list) or not all(_is_object(a) and isinstance(a.get("key"), str) for a in attributes):
         raise _Malformed(f"at {where}: attributes are not a list of {{key, value}} objects (OTLP JSON)")
     return {attribute["key"]: _otlp_value(where, attribute.get("value")) for attribute in attributes}
 
 
 def _otlp_value(where: str, value: Any) -> Any:
     """An OTLP ``AnyValue`` as the Python value (its 64-bit integers are JSON strings)."""
-    if not isinstance(value, Mapping) or not value:
+    if not _is_object(value) or not value:
         return None
     kind, inner = next(iter(value.items()))
     try:
@@ -537,7 +587,7 @@ def _read_tool_span(builder: _Builder, where: str, attributes: Mapping[str, Any]
         builder.add_calls(where, (call,))
     if "gen_ai.tool.call.result" in attributes and (call.id is None or call.id not in builder.answered_ids):
         status = span.get("status")
-        failed = isinstance(status, Mapping) and status.get("code") in (_OTLP_STATUS_ERROR, "STATUS_CODE_ERROR")
+        failed = _is_object(status) and status.get("code") in (_OTLP_STATUS_ERROR, "STATUS_CODE_ERROR")
         result = _result(attributes["gen_ai.tool.call.result"])
         builder.add(where, Message("tool", result, tool_call_id=call.id, name=call.name, is_error=failed))
 
@@ -549,7 +599,7 @@ def _otel_messages(where: str, messages: Any) -> list[tuple[str, Message]]:
     read: list[tuple[str, Message]] = []
     for index, message in enumerate(messages):
         message_where = f"{where}, message {index}"
-        if not isinstance(message, Mapping):
+        if not _is_object(message):
             raise _Malformed(f"at {message_where}: is of type {type(message).__name__}, not a message object")
         role = message.get("role")
         if role not in ROLES:
@@ -560,7 +610,7 @@ def _otel_messages(where: str, messages: Any) -> list[tuple[str, Message]]:
         texts, calls = [], []
         for part_index, part in enumerate(parts):
             part_where = f"{message_where}, part {part_index}"
-            kind = _kind(part) if isinstance(part, Mapping) else None
+            kind = _kind(part) if _is_object(part) else None
             if kind == "text":
                 texts.append(_text(part_where, "content", part.get("content")) or "")
             elif kind == "tool_call":
@@ -584,7 +634,7 @@ def _otel_text(where: str, parts: Any) -> str | None:
         return parts
     if not isinstance(parts, list):
         raise _Malformed(f"at {where}: is not a list of parts")
-    texts = [_text(where, "content", p.get("content")) or "" for p in parts if isinstance(p, Mapping)]
+    texts = [_text(where, "content", p.get("content")) or "" for p in parts if _is_object(p)]
     return "\n".join(texts) if texts else None
 
 

@@ -3,7 +3,9 @@
 - :func:`build_scorer`: a registered name built with its parameters, or an instance (parameters go only with a name);
 - :func:`build_scorers`: several of them, with parameters by scorer name, none listed twice;
 - :func:`check_field`: one entry of a ``fields`` mapping (our field -> where the harness holds it), refused with
-  a :class:`~scorers.errors.ConfigError` naming the scorer.
+  a :class:`~scorers.errors.ConfigError` naming the scorer;
+- :func:`reads_calls` and :func:`conversation_field`: whether a scorer reads tool calls, and which of its fields
+  holds a conversation, for the adapters' default mappings.
 
 >>> build_scorer("ExactMatch", {"ignore_case": True}).params()["ignore_case"]
 True
@@ -22,17 +24,20 @@ scorers.errors.ConfigError: a harness: params for 'BLEU', which is not among the
 Traceback (most recent call last):
 ...
 scorers.errors.ConfigError: ExactMatch does not read a field 'tone' (it reads: output, expected, input, metadata)
+>>> reads_calls(get("ToolCallF1")), reads_calls(get("ExactMatch")), conversation_field(get("ToolCallF1"))
+(True, False, None)
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from ..agents.model import Conversation
 from ..base import Scorer
 from ..errors import ConfigError
 from ..registry import get
 
-__all__ = ["build_scorer", "build_scorers", "check_field"]
+__all__ = ["build_scorer", "build_scorers", "check_field", "conversation_field", "reads_calls"]
 
 
 def build_scorer(scorer: Scorer | str, params: Mapping[str, Any]) -> Scorer:
@@ -80,3 +85,16 @@ def check_field(scorer: Scorer, name: str, path: Any, *, valid: bool, wanted: st
         raise ConfigError(f"{scorer.name}: field {name!r} is mapped twice, by fields= and by its own argument")
     if not valid:
         raise ConfigError(f"{scorer.name}: fields[{name!r}] = {path!r} must {wanted}")
+
+
+def reads_calls(scorer: Scorer) -> bool:
+    """Whether ``scorer`` reads tool calls in its ``output`` (``ToolCallMatch`` and its family)."""
+    return any(f.name == "output" and Conversation in f.types for f in scorer.fields)
+
+
+def conversation_field(scorer: Scorer) -> str | None:
+    """The field of ``scorer`` that holds a conversation: the first its template declares one, else its field
+    ``conversation``, else ``thread`` (autoevals' thread variables); ``None`` when it reads none of these."""
+    declared = [name for name, _ in getattr(getattr(scorer, "template", None), "conversations", ())]
+    names = {f.name for f in scorer.fields}
+    return next((name for name in (*declared, "conversation", "thread") if name in names), None)

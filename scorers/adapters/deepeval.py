@@ -74,11 +74,11 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, NamedTuple, cast
 
 from .._util import ABSENT, is_number, lookup
-from ..agents.model import Conversation, ToolCall, freeze
+from ..agents.model import ToolCall, freeze
 from ..base import Scorer
 from ..errors import ConfigError, MissingExtraError, ScorerInputError, _rebuild
 from ..score import Score
-from ._common import build_scorer, check_field
+from ._common import build_scorer, check_field, conversation_field, reads_calls
 
 if TYPE_CHECKING:
     from deepeval.metrics import BaseConversationalMetric, BaseMetric
@@ -376,23 +376,12 @@ def _rebuild_missing_field(args: tuple[Any, ...], state: dict[str, Any]) -> Miss
     return cast(MissingTestCaseFieldError, _rebuild(_classes()[1], args, state))
 
 
-def _reads_calls(scorer: Scorer) -> bool:
-    """Whether the scorer's ``output`` holds tool calls (``ToolCallMatch`` and its family)."""
-    return any(f.name == "output" and Conversation in f.types for f in scorer.fields)
-
-
-def _conversation_field(scorer: Scorer) -> str:
-    """The field a conversational test case's turns go to (see :func:`conversational_metric`)."""
-    declared = [name for name, _ in getattr(getattr(scorer, "template", None), "conversations", ())]
-    accepted = scorer.accepted_fields()
-    return next((name for name in (*declared, "conversation", "thread") if name in accepted), "output")
-
-
 def _default_paths(scorer: Scorer, conversational: bool) -> dict[str, str]:
     """Our field -> the test case attribute it is read from when ``fields=`` does not say."""
-    calls = _reads_calls(scorer)
+    calls = reads_calls(scorer)
     if conversational:
-        defaults = {"output": "turns"} if calls else {**CONVERSATIONAL_FIELDS, _conversation_field(scorer): "turns"}
+        turns_to = conversation_field(scorer) or "output"
+        defaults = {"output": "turns"} if calls else {**CONVERSATIONAL_FIELDS, turns_to: "turns"}
     else:
         defaults = TOOL_CALL_FIELDS if calls else DEFAULT_FIELDS
     accepted = scorer.accepted_fields()

@@ -19,6 +19,14 @@ of those dicts to our fields and returns LangSmith's result dict::
 - ``fields={"criteria": "inputs.rubric"}`` maps any other field the scorer reads
   (a judge's template variables) to a path that starts with ``inputs.``,
   ``outputs.`` or ``reference_outputs.``.
+- Agents: for a scorer that reads tool calls (``ToolCallMatch``, ``TrajectoryMatch``,
+  ``ToolCallValid``, ``ToolCallF1``), ``outputs`` or ``reference_outputs``
+  holding ``messages`` or ``tool_calls`` is given whole (with no key named): the
+  calls in its messages (OpenAI chat, LangChain or any format
+  :mod:`scorers.agents.readers` reads) or its list of calls. A judge's
+  conversation field (one its template declares, else ``conversation`` or
+  ``thread``) not mapped otherwise is ``outputs["messages"]``. LangChain message
+  objects (any pydantic model) are read as their ``model_dump()``.
 - A skipped score stays ``None`` (LangSmith stores it as it is), with a comment
   saying it was skipped; never a made-up number.
 - A :class:`~scorers.errors.ScorerError` for one example (bad input, a judge that
@@ -68,7 +76,7 @@ from .._util import ABSENT, lookup
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError, ScorerInputError
 from ..score import Score
-from ._common import build_scorer, check_field
+from ._common import build_scorer, check_field, conversation_field, reads_calls
 
 __all__ = ["evaluator", "SOURCES"]
 
@@ -84,7 +92,7 @@ def evaluator(
     reference: str | None = None,
     fields: Mapping[str, str] | None = None,
     **params: Any,
-) -> Callable[[dict, dict, dict], dict[str, Any]]:
+) -> Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], dict[str, Any]]:
     """A LangSmith evaluator ``(inputs, outputs, reference_outputs) -> dict`` scoring with ``scorer``.
 
     ``scorer`` is an instance or a registered name (built with ``params``).
@@ -110,8 +118,8 @@ def evaluator(
     scorer = build_scorer(scorer, params)
     accepted = scorer.accepted_fields()
 
-    # field -> (source dict, key or dotted path); a None key means "the single key of that dict"
-    paths: dict[str, tuple[str, str | None]] = {}
+    # field -> (source dict, key or dotted path); the defaults: field -> the source dict whose single key holds it
+    paths: dict[str, tuple[str, str]] = {}
     for name, source, key in (
         ("input", "inputs", inputs),
         ("output", "outputs", outputs),
@@ -131,14 +139,19 @@ def evaluator(
         )
         paths[name] = (source, key)
     defaults = {
-        name: (source, None)
+        name: source
         for name, source in (("input", "inputs"), ("output", "outputs"), ("expected", "reference_outputs"))
         if name not in paths and name in accepted
     }
     required = set(scorer.required_fields())
+    whole = {"output", "expected"} if reads_calls(scorer) else set()  # given whole when they hold messages or calls
+    conversation = conversation_field(scorer)
+    messages_to = conversation if conversation is not None and conversation not in paths else None
 
     # LangSmith keys the results it makes up for an evaluator that raised after the def's name in the source
-    def scorers_evaluator(inputs: dict, outputs: dict, reference_outputs: dict) -> dict[str, Any]:
+    def scorers_evaluator(
+        inputs: dict[str, Any], outputs: dict[str, Any], reference_outputs: dict[str, Any]
+    ) -> dict[str, Any]:
         dicts = {"inputs": inputs or {}, "outputs": outputs or {}, "reference_outputs": reference_outputs or {}}
         try:
             args = {}
@@ -151,9 +164,11 @@ def evaluator(
                         f"is mapped to {source}.{key}, which this example lacks ({source} has: {_keys(dicts[source])})",
                     )
                 args[name] = value
-            for name, (source, _) in defaults.items():
+            for name, source in defaults.items():
                 given = dicts[source]
-                if len(given) == 1:
+                if name in whole and ("messages" in given or "tool_calls" in given):
+                    args[name] = given
+                elif len(given) == 1:
                     args[name] = next(iter(given.values()))
                 elif len(given) > 1 and name in required:
                     argument = {"input": "inputs", "output": "outputs", "expected": "reference"}[name]
@@ -162,7 +177,9 @@ def evaluator(
                         f"{argument}=... ({source} has: {_keys(given)})",
                         scorer=scorer.name,
                     )
-            result = scorer(**args)
+            if messages_to is not None and "messages" in dicts["outputs"]:
+                args[messages_to] = dicts["outputs"]["messages"]
+            result = scorer(**{name: _plain(value) for name, value in args.items()})
         except ConfigError:
             raise
         except ScorerError as exc:
@@ -182,11 +199,22 @@ def evaluator(
     return scorers_evaluator
 
 
+def _plain(value: Any) -> Any:
+    """``value`` with every pydantic model in it (LangChain's message objects) as its ``model_dump()``."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    dump = getattr(value, "model_dump", None)
+    return _plain(dump()) if callable(dump) and not isinstance(value, type) else value
+
+
 def _keys(d: Mapping[str, Any]) -> str:
     return ", ".join(map(str, d)) or "no keys"
 
 
 def _as_langsmith(score: Score) -> dict[str, Any]:
+    comment: str | None
     if score.score is None:
         reason = score.metadata.get("reason")
         comment = f"skipped: {score.name} does not apply to this example" + (f" ({reason})" if reason else "")

@@ -15,10 +15,13 @@ import pytest
 import scorers
 from scorers import ConfigError, Scorer, text_field
 from scorers.adapters.langsmith import evaluator
+from scorers.agents.tool_calls import TrajectoryMatch
+from scorers.judges.discovery import build_judge, parse_template
 from scorers.testing import LoopbackLLM, Reply
 
 from . import OnlyCapitals
 
+pydantic = pytest.importorskip("pydantic")
 langsmith = pytest.importorskip("langsmith")
 pytestmark = pytest.mark.filterwarnings("ignore:'upload_runs' parameter is in beta")
 from langsmith import Client  # noqa: E402
@@ -46,12 +49,12 @@ def examples(pairs=QUESTIONS, **extra_inputs: Any) -> list[Example]:
     return [Example(id=uuid.uuid4(), inputs={"question": q, **extra_inputs}, outputs={"answer": a}) for q, a in pairs]
 
 
-def run(evaluators: list, data: list[Example] | None = None) -> list[dict[str, Any]]:
-    """Each example's {question, key: (score, comment, metadata, extra)}, in input order."""
+def run(evaluators: list, data: list[Example] | None = None, app: Any = target) -> list[dict[str, Any]]:
+    """Each example's {question, key: (score, comment, metadata, extra)}, in input order (``app``: the target)."""
     client = Client(api_key="offline", auto_batch_tracing=False, info=LangSmithInfo())
     data = data if data is not None else examples()
     results = langsmith.evaluate(
-        target, data=data, evaluators=evaluators, upload_results=False, client=client, max_concurrency=0
+        app, data=data, evaluators=evaluators, upload_results=False, client=client, max_concurrency=0
     )
     by_example = {row["example"].id: row for row in results}
     assert len(by_example) == len(data)
@@ -182,3 +185,119 @@ def test_mapping_mistakes_are_found_when_building() -> None:
     with pytest.raises(ConfigError, match="not a scorer"):
         evaluator(len)  # type: ignore[arg-type]
     assert evaluator("ExactMatch", ignore_case=True)({}, {"a": "PARIS"}, {"a": "paris"})["score"] == 1.0
+
+
+# ------------------------------------------------------ agents and conversations
+class LangChainMessage(pydantic.BaseModel):
+    """A stand-in for LangChain's message objects (langchain_core is not a dependency): the fields whose
+    ``model_dump()`` langchain_core 1.x gives for AIMessage, HumanMessage and ToolMessage."""
+
+    content: str
+    type: str
+    additional_kwargs: dict[str, Any] = {}
+    response_metadata: dict[str, Any] = {}
+    name: str | None = None
+    id: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    status: str | None = None
+
+
+WEATHER = {"name": "get_weather", "arguments": {"city": "Paris"}}
+OPENAI_CHAT = [
+    {"role": "user", "content": "Weather in Paris?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+            {"id": "c2", "type": "function", "function": {"name": "search", "arguments": '{"q": "Paris"}'}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "18C"},
+    {"role": "tool", "tool_call_id": "c2", "content": "..."},
+    {"role": "assistant", "content": "18C in Paris."},
+]
+LANGCHAIN = [  # the same conversation, as LangChain messages
+    LangChainMessage(type="human", content="Weather in Paris?"),
+    LangChainMessage(
+        type="ai",
+        content="",
+        tool_calls=[
+            {"name": "get_weather", "args": {"city": "Paris"}, "id": "c1", "type": "tool_call"},
+            {"name": "search", "args": {"q": "Paris"}, "id": "c2", "type": "tool_call"},
+        ],
+    ),
+    LangChainMessage(type="tool", content="18C", tool_call_id="c1", status="success"),
+    LangChainMessage(type="tool", content="...", tool_call_id="c2", status="success"),
+    LangChainMessage(type="ai", content="18C in Paris."),
+]
+AGENT_OUTPUTS = {
+    "openai": {"messages": OPENAI_CHAT, "answer": "18C in Paris."},
+    "langchain objects": {"messages": LANGCHAIN},
+    "langchain dicts": {"messages": [m.model_dump() for m in LANGCHAIN], "answer": "18C in Paris."},
+    "calls": {"tool_calls": [WEATHER, {"name": "search", "args": {"q": "Paris"}}]},
+}
+
+
+def agent(inputs: dict) -> dict:
+    return AGENT_OUTPUTS[inputs["question"]]
+
+
+def test_tool_call_scorers_read_messages_in_outputs() -> None:
+    data = [
+        Example(id=uuid.uuid4(), inputs={"question": kind}, outputs={"expected_tools": [WEATHER]})
+        for kind in AGENT_OUTPUTS
+    ]
+    chosen = [
+        scorers.get("ToolCallMatch"),
+        scorers.get("ToolCallF1"),
+        TrajectoryMatch(mode="unordered", name="Unordered"),
+        TrajectoryMatch(mode="superset", name="Superset"),
+    ]
+    rows = run([evaluator(scorer) for scorer in chosen], data, agent)
+    ours = {scorer.name: scorer(output=OPENAI_CHAT, expected=[WEATHER]).score for scorer in chosen}
+    assert ours == {"ToolCallMatch": 2 / 3, "ToolCallF1": 2 / 3, "Unordered": 0.0, "Superset": 1.0}  # search: extra
+    for row in rows:
+        assert {name: row[name][0] for name in ours} == ours, row["question"]
+        assert row["Unordered"][2]["parts_at"] == {"actual_call": 1, "reason": "no expected call matches it"}
+
+
+def test_reference_messages_are_the_expected_calls() -> None:
+    data = [Example(id=uuid.uuid4(), inputs={"question": "openai"}, outputs={"messages": OPENAI_CHAT, "note": "x"})]
+    [row] = run([evaluator("ToolCallMatch"), evaluator("TrajectoryMatch", mode="strict")], data, agent)
+    assert (row["ToolCallMatch"][0], row["TrajectoryMatch"][0]) == (1.0, 1.0)
+
+
+def test_a_named_key_still_wins_and_bad_messages_are_that_examples_error() -> None:
+    call = evaluator("ToolCallMatch", outputs="messages", reference="expected_tools")
+    assert call({}, {"messages": LANGCHAIN, "answer": "x"}, {"expected_tools": [WEATHER]})["score"] == 2 / 3
+    bad = call({}, {"messages": [{"role": "robot", "content": "hi"}]}, {"expected_tools": [WEATHER]})
+    assert bad["score"] is None and bad["extra"] == {"error": True}
+    assert bad["comment"].startswith(
+        "ScorerInputError: ToolCallMatch: field 'output' at message 0: unknown role 'robot'"
+    )
+
+
+def test_a_conversation_judge_reads_outputs_messages(llm_env: LoopbackLLM) -> None:
+    llm_env.default = Reply.choice("Y")
+    judge = build_judge(
+        parse_template(
+            {
+                "fields": {"conversation": "conversation"},
+                "prompt": "{{conversation}}\nDid the assistant help the user?",
+                "choice_scores": {"Y": 1, "N": 0},
+            },
+            name="ConversationHelpful",
+        )
+    )
+    data = [Example(id=uuid.uuid4(), inputs={"question": "langchain objects"}, outputs={"answer": "18C"})]
+    [row] = run([evaluator(judge)], data, agent)
+    assert row["ConversationHelpful"][:2] == (1.0, None)
+    [request] = llm_env.chat_requests
+    assert request.last_user_message.startswith(
+        "user: Weather in Paris?\nassistant:\n"
+        '  call get_weather({"city": "Paris"})\n'
+        '  call search({"q": "Paris"})\n'
+        "tool get_weather: 18C\n"
+    )

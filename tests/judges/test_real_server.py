@@ -153,3 +153,19 @@ def test_built_in_judges_over_a_trajectory_and_a_conversation(engine: LLMEngine,
     else:
         assert 0.0 <= score.score <= 1.0 and score.metadata["choice"] in ("A", "B", "C")
         assert score.metadata["usage"]["requests"] == 1 and score.metadata["usage"]["prompt_tokens"] > 0
+
+
+def test_knowledge_retention_over_a_dialogue(engine: LLMEngine) -> None:
+    """A multi-step conversation judge: the facts, then a verdict per later assistant message (2 requests at most)."""
+    judge = scorers.get("KnowledgeRetention", engine=engine, use_cot=False, max_tokens=96)
+    try:
+        score = judge(conversation=DIALOGUE)
+    except JudgeError as exc:  # a base model may not produce a usable reply: a reason, never a made-up score
+        assert str(exc) and exc.raw is not None
+    else:
+        assert 0.0 <= score.score <= 1.0 and isinstance(score.metadata["facts"], list)
+        assert all(fact["message"] in (1, 3) for fact in score.metadata["facts"])  # the user's (0 is the system's)
+        assert score.metadata["usage"]["requests"] == (2 if score.metadata["turns"] else 1)
+        assert [t["message"] for t in score.metadata["turns"]] == [
+            i for i in (2, 4) if score.metadata["facts"] and i > min(f["message"] for f in score.metadata["facts"])
+        ]

@@ -61,14 +61,14 @@ class Scorer:
     name: str = ""
     #: Family: ``heuristic``, ``text``, ``embedding`` or ``llm``.
     kind: ClassVar[str] = "heuristic"
-    #: One line shown by ``python -m scorers list``.
-    description: ClassVar[str] = ""
+    #: One line shown by ``python -m scorers list`` (a templated judge sets its own per instance).
+    description: str = ""
     #: Fields read by the scorer; ``required`` ones must be given and not None.
     fields: tuple[Field, ...] = ()
     #: Version of the scorer's algorithm; bump when its numbers change.
     algorithm_version: ClassVar[str] = "1"
-    #: An example call shown by ``python -m scorers show``.
-    example: ClassVar[str] = ""
+    #: An example call shown by ``python -m scorers show`` (a templated judge sets its own per instance).
+    example: str = ""
     #: False for a metric where lower is better (Hallucination, Bias, Toxicity); in ``list --json``.
     higher_is_better: ClassVar[bool] = True
     #: Longest text (in characters) a text field may hold, for a scorer whose cost grows faster than its input;

@@ -31,7 +31,7 @@ import asyncio
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
 
 from ._aio import background_loop
 from ._util import ABSENT, lookup
@@ -138,7 +138,7 @@ class BatchScorer:
         return {"scorers": self.scorers, "mapping": self.mapping, "concurrency": self.concurrency}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["scorers"], mapping=state["mapping"], concurrency=state["concurrency"])
+        type(self).__init__(self, state["scorers"], mapping=state["mapping"], concurrency=state["concurrency"])
 
     # ---------------------------------------------------------------- fields
     def arguments(self, scorer: Scorer, row: Mapping[str, Any]) -> dict[str, Any]:
@@ -173,7 +173,7 @@ class BatchScorer:
         limit = limit if limit is not None else asyncio.Semaphore(self.concurrency)
         pooled = [i for i, s in enumerate(self.scorers) if not s.is_async] if pool is not None else []
         here = [i for i in range(len(self.scorers)) if i not in pooled]
-        jobs = []
+        jobs: list[Awaitable[Any]] = []  # each here-scorer's outcomes, then the pool's (one list per pooled scorer)
         for i in here:
             scorer = self.scorers[i]
             args = [self.arguments(scorer, r) for r in rows]

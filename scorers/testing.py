@@ -857,9 +857,9 @@ def auto_reply(request: RecordedRequest) -> Reply:
         name, schema = tool
         reply = Reply.tool_call(_instance(schema, draw, items, name), name=name)
         return _with_logprobs(reply, reply.arguments) if _asks_logprobs(body) else reply
-    schema = _response_schema(body, request.last_user_message)
-    if schema is not None:
-        text = json.dumps(_instance(schema, draw, items, "reply"))
+    response_schema = _response_schema(body, request.last_user_message)
+    if response_schema is not None:
+        text = json.dumps(_instance(response_schema, draw, items, "reply"))
     elif (choices := _listed_choices(request.last_user_message)) is not None:
         choice = draw.choice(choices)
         text = f"Loopback reply: {choice}, drawn from {', '.join(choices)} by the prompt's hash.\n{choice}"
@@ -876,7 +876,7 @@ def _forced_tool(body: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | Non
     tools = [t for t in body.get("tools") or () if isinstance(t, dict) and t.get("type") == "function"]
     by_name = {}
     for tool in tools:
-        function = tool.get("function") if isinstance(tool.get("function"), dict) else tool  # chat | Responses
+        function = tool["function"] if isinstance(tool.get("function"), dict) else tool  # chat | Responses
         by_name[str(function.get("name"))] = function.get("parameters") or {}
     if not by_name or body.get("tool_choice") == "none":
         return None
@@ -932,8 +932,8 @@ def _instance(schema: Any, draw: random.Random, items: int, name: str) -> Any:
         low = int(schema.get("minimum", 0))
         return draw.randint(low, max(low, int(schema.get("maximum", low + 10))))
     if kind == "number":
-        low = float(schema.get("minimum", 0.0))
-        return round(draw.uniform(low, max(low, float(schema.get("maximum", low + 1.0)))), 4)
+        least = float(schema.get("minimum", 0.0))
+        return round(draw.uniform(least, max(least, float(schema.get("maximum", least + 1.0)))), 4)
     if kind == "boolean":
         return draw.random() < 0.5
     if kind == "null":

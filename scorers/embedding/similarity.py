@@ -357,7 +357,7 @@ class EmbeddingSimilarity(Scorer):
         best = max(range(len(cosines)), key=cosines.__getitem__)
         capped = min(cosines[best], 1.0)
         value = max((capped - self.expected_min) / (1.0 - self.expected_min), 0.0)
-        extra = {"reference": best} if len(cosines) > 1 else {}
+        extra: dict[str, Any] = {"reference": best} if len(cosines) > 1 else {}
         return self.make_score(value, cosine=cosines[best], **extra)
 
     def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:

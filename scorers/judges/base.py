@@ -256,16 +256,16 @@ class LLMJudge(Scorer):
             raise TypeError(f"{self._settings_owner} got an unexpected keyword argument {unknown!r}")
         chosen: dict[str, Any] = {}
         if settings is not None:
-            if not isinstance(settings, RequestSettings):
+            if isinstance(settings, RequestSettings):
+                given = settings
+            else:
                 if not isinstance(settings, Mapping):
                     raise ConfigError(
                         f"{self.name}: settings must be a RequestSettings or a mapping, got {type(settings).__name__}",
                         scorer=self.name,
                     )
-                settings = _validated(self.name, RequestSettings, settings)
-            chosen = {
-                key: getattr(settings, key) for key in settings.model_fields_set if key in RequestSettings.model_fields
-            }
+                given = _validated(self.name, RequestSettings, settings)
+            chosen = {key: getattr(given, key) for key in given.model_fields_set if key in RequestSettings.model_fields}
             fixed = {
                 key: value
                 for key, value in chosen.items()

@@ -125,10 +125,10 @@ def read_reply(result: ChatResult, mode: str, choices: Sequence[str]) -> Verdict
         choice, rationale = found, (text.rsplit("\n", 1)[0].strip() if "\n" in text else None)
     else:
         parsed = ReplyFormat(TOOL_NAME, "", {}).read(result, mode)
-        choice = parsed.get("choice")
-        if not isinstance(choice, str):
+        picked = parsed.get("choice")
+        if not isinstance(picked, str):
             raise InvalidReply("no 'choice' string in the reply")
-        choice, rationale = choice.strip(), reasons_text(parsed.get("reasons"))
+        choice, rationale = picked.strip(), reasons_text(parsed.get("reasons"))
     if choice not in choices:
         raise InvalidReply(f"choice {choice!r} is not one of {', '.join(choices)}")
     return Verdict(choice, rationale)

@@ -231,7 +231,7 @@ class GEvalJudge(TemplatedJudge):
         for token in result.logprobs or ():
             if _on_scale(token.token, self.scale) is None:
                 continue
-            weights = {}
+            weights: dict[int, float] = {}
             for alternative, logprob in token.top or ((token.token, token.logprob),):
                 value = _on_scale(alternative, self.scale)
                 p = math.exp(logprob)

@@ -143,7 +143,8 @@ class Scale(_Strict):
             raise ValueError(f"min ({self.min}) must be below max ({self.max})")
         return self
 
-    def schema(self, description: str = "") -> dict[str, Any]:
+    # shadows pydantic's BaseModel.schema (its deprecated v1 classmethod): a Scale's schema is one value's
+    def schema(self, description: str = "") -> dict[str, Any]:  # type: ignore[override]
         """The JSON schema of one value on the scale: an integer ``enum``, which grammar-constrained servers
         (llama.cpp) enforce where they ignore ``minimum``/``maximum``."""
         schema: dict[str, Any] = {"type": "integer", "enum": list(range(self.min, self.max + 1))}

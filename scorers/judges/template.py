@@ -166,7 +166,7 @@ _NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 def _variables_in_order(source: str, names: Iterable[str]) -> list[str]:
     """``names`` by where each first appears as a whole name (not after a dot) in ``source``; one pass."""
     positions = dict.fromkeys(names, len(source))
-    first = {}
+    first: dict[str, int] = {}
     for match in _NAME.finditer(source):
         if match.group() in positions:
             first.setdefault(match.group(), match.start())
@@ -205,7 +205,8 @@ class JudgeTemplate:
     _thread_used: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        compiled, names, problems = [], set(), []
+        compiled, problems = [], []
+        names: set[str] = set()
         for index, (_role, content) in enumerate(self.messages):
             template, variables, found = _compile(content)
             key = (

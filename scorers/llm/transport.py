@@ -26,7 +26,7 @@ import sys
 import time
 import warnings
 import weakref
-from typing import Any, Mapping
+from typing import Any, AsyncIterator, Mapping
 
 from .. import _aio
 from .._util import memoize, optional_import
@@ -288,9 +288,10 @@ else:  # pragma: no cover - Python 3.10
     import contextlib
 
     @contextlib.asynccontextmanager
-    async def _deadline(seconds: float):  # type: ignore[no-redef]
+    async def _deadline(seconds: float) -> AsyncIterator[None]:
         task = asyncio.current_task()
-        handle = asyncio.get_running_loop().call_later(seconds, task.cancel)  # type: ignore[union-attr]
+        assert task is not None  # entered by a request, within its task
+        handle = asyncio.get_running_loop().call_later(seconds, task.cancel)
         try:
             yield
         except asyncio.CancelledError:

@@ -225,7 +225,7 @@ def _context(
     summaries = [f.summary(prices) for f in files]
     summary_rows = []
     for name in scorers:
-        cells = []
+        cells: list[dict[str, Any] | None] = []
         for results, summary in zip(files, summaries):
             figures = summary.get(name)
             if figures is None:

@@ -60,7 +60,8 @@ class _Foreign(OurScorer):
     def params(self) -> dict[str, Any]:
         return {"autoevals_scorer": type(self.scorer).__qualname__}
 
-    def _score(self, *, output: Any, expected: Any) -> OurScore:
+    # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook's **fields)
+    def _score(self, *, output: Any, expected: Any) -> OurScore:  # type: ignore[override]
         return self.make_score(self.scorer.eval(output, expected).score)
 
 

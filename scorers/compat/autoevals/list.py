@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ...heuristic import Levenshtein as _Levenshtein
+from ...heuristic import ListContains as _ListContains
 from ...registry import get
 from ._adapter import Adapter, our_scorer
 
@@ -31,7 +32,7 @@ class ListContains(Adapter):
 
     def _fields(self, output: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         fields = super()._fields(output, kwargs)
-        if type(self.scorer.pairwise_scorer) is _Levenshtein:
+        if type(cast(_ListContains, self.scorer).pairwise_scorer) is _Levenshtein:
             for name in ("output", "expected"):
                 if isinstance(fields.get(name), (list, tuple)):
                     fields[name] = [e if e is None or isinstance(e, str) else str(e) for e in fields[name]]

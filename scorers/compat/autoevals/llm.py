@@ -165,7 +165,7 @@ class _Judge(Adapter):
 
     def _render_messages(self, **variables: Any) -> list[dict[str, str]]:
         """The prompt's messages rendered with ``variables`` (before our judge appends its instruction)."""
-        return self.scorer.template.render({k: _template_value(v) for k, v in variables.items()})
+        return cast(TemplatedJudge, self.scorer).template.render({k: _template_value(v) for k, v in variables.items()})
 
 
 class OpenAILLMClassifier(_Judge):

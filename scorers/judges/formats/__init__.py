@@ -38,7 +38,7 @@ class Problem:
         return f"{where}: {self.key or '<file>'}: {self.message}"
 
 
-class Problems(list):
+class Problems(list[Problem]):
     """Collects the :class:`Problem` items of one file; a key's line comes from the file's key map."""
 
     def __init__(self, file: str, lines: Mapping[str, int] | None = None) -> None:

@@ -130,6 +130,7 @@ def parse(spec_name: str, data: Any, file: str | None, problems: Problems) -> De
     elif choices is not None:
         description += "; the spec has no choice_scores: pass choice_scores={...} when building it"
     raw_prompt = data.get("prompt")
+    messages: tuple[tuple[str, str], ...] | None
     try:
         if isinstance(raw_prompt, str) and raw_prompt.strip():
             messages = (("user", format_to_jinja(raw_prompt.strip(), rename)),)

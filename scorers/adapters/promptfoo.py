@@ -32,6 +32,16 @@ The config:
   one and the scorer reads that field (so ``expected`` needs no mapping when the
   var is called ``expected``).
 
+Tool calls: for a scorer that reads them (``ToolCallMatch``, ``TrajectoryMatch``,
+``ToolCallValid``, ``ToolCallF1``), ``output`` is the calls in the provider's
+output, found as promptfoo's own ``tool-call-f1`` finds them but keeping the
+arguments (:func:`provider_calls`): OpenAI's ``tool_calls`` (the list, or the
+message holding it) and legacy ``function_call``, Anthropic ``tool_use`` blocks,
+Google ``functionCall`` parts and Live ``toolCall``, as objects or as JSON text,
+whole or one per line of a longer text. An output that is a conversation (a list
+of messages, a dict with ``messages``) is given as it is; a text with no call in
+it is no calls. The expected calls come from a var (``expected``, or ``map``).
+
 The result is promptfoo's ``{pass, score, reason, namedScores, componentResults}``:
 
 - one component per scorer, with its own ``pass``, ``score`` and ``reason``,
@@ -64,15 +74,16 @@ scorers.errors.UnknownScorerError: ...
 
 from __future__ import annotations
 
+import json
 from typing import Any, Mapping
 
 from .._util import ABSENT, is_number, lookup
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError, ScorerInputError
 from ..score import Score
-from ._common import build_scorers
+from ._common import build_scorers, reads_calls
 
-__all__ = ["get_assert", "assertion_file", "DEFAULT_THRESHOLD", "CONFIG_KEYS", "DEFAULT_FILE"]
+__all__ = ["get_assert", "assertion_file", "provider_calls", "DEFAULT_THRESHOLD", "CONFIG_KEYS", "DEFAULT_FILE"]
 
 #: The threshold of a scorer the config gives none.
 DEFAULT_THRESHOLD = 1.0
@@ -200,7 +211,7 @@ def _thresholds(spec: Any, names: list[str], scorers: list[Scorer]) -> dict[str,
 
 
 def _arguments(scorer: Scorer, output: Any, variables: Mapping[str, Any], mapping: Mapping[str, str]) -> dict[str, Any]:
-    args: dict[str, Any] = {"output": output}
+    args: dict[str, Any] = {"output": provider_calls(output) if reads_calls(scorer) else output}
     for field in scorer.accepted_fields():
         if field == "output":
             continue
@@ -230,3 +241,67 @@ def _component(score: Score, threshold: float) -> dict[str, Any]:
     if isinstance(rationale, str) and rationale:
         reason += f": {rationale}"
     return {"pass": passed, "score": score.score, "reason": reason, "scorer": score.name}
+
+
+def provider_calls(output: Any) -> Any:
+    """The tool calls in a promptfoo provider's output, as a list our readers take; a conversation as it is.
+
+    >>> provider_calls({"role": "assistant", "content": "On it.", "tool_calls": [
+    ...     {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]})
+    [{'id': 'c1', 'type': 'function', 'function': {'name': 'get_weather', 'arguments': '{"city": "Paris"}'}}]
+    >>> provider_calls('Let me look.\\n\\n{"type": "tool_use", "id": "t1", "name": "search", "input": {"q": "x"}}')
+    [{'type': 'tool_use', 'id': 't1', 'name': 'search', 'input': {'q': 'x'}}]
+    >>> provider_calls({"functionCall": {"name": "search", "args": {"q": "x"}}}), provider_calls("No tool needed.")
+    ([{'name': 'search', 'arguments': {'q': 'x'}}], [])
+    """
+    if isinstance(output, str):
+        try:
+            output = json.loads(output)
+        except json.JSONDecodeError:
+            return [call for line in output.splitlines() for call in _calls(_json_line(line.strip()))]
+    if _is_conversation(output):
+        return output
+    return _calls(output)
+
+
+def _json_line(line: str) -> Any:
+    """A line of text that is a JSON object or array, parsed; ``None`` for any other line."""
+    if not line.startswith(("{", "[")):
+        return None
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError:
+        return None
+
+
+def _is_conversation(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return "messages" in value
+    return isinstance(value, list) and any(isinstance(item, Mapping) and "role" in item for item in value)
+
+
+def _calls(value: Any) -> list[Any]:
+    """The calls in one parsed value, in the shapes promptfoo's ``tool-call-f1`` reads (see the module)."""
+    if isinstance(value, list):
+        return [call for item in value if isinstance(item, Mapping) for call in _item_calls(item)]
+    if not isinstance(value, Mapping):
+        return []
+    if isinstance(value.get("tool_calls"), list):
+        return list(value["tool_calls"])
+    live = value.get("toolCall")
+    if isinstance(live, Mapping) and isinstance(live.get("functionCalls"), list):
+        return [_google(call) for call in live["functionCalls"] if isinstance(call, Mapping)]
+    return _item_calls(value)
+
+
+def _item_calls(item: Mapping[str, Any]) -> list[Any]:
+    """One object as calls: a Google ``functionCall`` part, or a call with a ``function`` or a ``name``."""
+    if isinstance(item.get("functionCall"), Mapping):
+        return [_google(item["functionCall"])]
+    if isinstance(item.get("function"), Mapping) or isinstance(item.get("name"), str):
+        return [item]
+    return []
+
+
+def _google(call: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name": call.get("name"), "arguments": call.get("args")}

@@ -213,6 +213,133 @@ def test_eval_with_a_judge(tmp_path: Path, llm_server: LoopbackLLM, fake_api_key
     assert all(fake_api_key not in json.dumps(r) for r in rows)
 
 
+def chat_completion(content: str | None, *calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """An OpenAI chat completion whose message has ``content`` and the ``calls`` (name, arguments)."""
+    tool_calls = [
+        {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        for i, (name, arguments) in enumerate(calls)
+    ]
+    message = {"role": "assistant", "content": content, **({"tool_calls": tool_calls} if tool_calls else {})}
+    finish = "tool_calls" if calls else "stop"
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
+    }
+
+
+PARIS = ("get_weather", {"city": "Paris"})
+ROME = ("get_weather", {"city": "Rome"})
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+
+
+def test_eval_scores_the_tool_calls_of_openais_provider(
+    tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str
+) -> None:
+    """promptfoo's own openai provider, over LoopbackLLM: its output is the tool_calls list when the message has
+    no text, the whole message when it has both, the text when there is no call."""
+    llm_server.script(Reply.raw(chat_completion(None, PARIS)), match="Paris?")
+    llm_server.script(Reply.raw(chat_completion("Checking both.", PARIS, ("search", {"q": "Rome"}))), match="Rome?")
+    llm_server.script(Reply.raw(chat_completion("Hello!")), match="Hi")
+    assertion = init(tmp_path)
+    expected = [{"name": name, "arguments": arguments} for name, arguments in (PARIS, ROME)]
+    config = {
+        "prompts": ["{{question}}"],
+        "providers": [
+            {
+                "id": "openai:chat:gpt-4o-mini",
+                "config": {"apiBaseUrl": llm_server.base_url, "apiKey": fake_api_key, "tools": [WEATHER_TOOL]},
+            }
+        ],
+        "defaultTest": {
+            "assert": [
+                {
+                    "type": "python",
+                    "value": f"file://{assertion}",
+                    "config": {
+                        "scorers": ["ToolCallMatch", "ToolCallF1", "ToolCallValid"],
+                        "threshold": 0.5,
+                        "map": {"expected": "calls"},
+                    },
+                },
+                {"type": "tool-call-f1", "value": ["get_weather"]},  # promptfoo's own, beside ours
+            ]
+        },
+        "tests": [
+            {"vars": {"question": "Weather in Paris?", "calls": expected[:1], "tools": [WEATHER_TOOL]}},
+            {"vars": {"question": "Weather in Paris and Rome?", "calls": expected, "tools": [WEATHER_TOOL]}},
+            {"vars": {"question": "Hi", "calls": [], "tools": [WEATHER_TOOL]}},
+        ],
+    }
+    code, rows = eval_(tmp_path, config)
+    assert code == 100, rows  # the last test fails promptfoo's tool-call-f1: no call at all
+    assert [row["response"]["output"] for row in rows][0] == [
+        {"id": "call_0", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    ]
+    assert rows[1]["response"]["output"]["content"] == "Checking both."  # the whole message
+    assert [row["namedScores"] for row in rows] == [
+        {"ToolCallMatch": 1, "ToolCallF1": 1, "ToolCallValid": 1},
+        {"ToolCallMatch": 0.5, "ToolCallF1": 0.5, "ToolCallValid": 0.5},  # Rome's call missing, search extra
+        {"ToolCallMatch": 1, "ToolCallF1": 1, "ToolCallValid": 1},  # no call, none expected
+    ]
+    assert [components(row)["ToolCallMatch"]["pass"] for row in rows] == [True, True, True]
+    assert len(llm_server.chat_requests) == 3
+
+
+def test_eval_scores_tool_calls_in_a_texts_json_lines(tmp_path: Path) -> None:
+    """The echo provider's output is the prompt: Anthropic's provider writes a text and its tool_use blocks as
+    JSON lines like this; OpenAI's tool_calls as JSON text."""
+    assertion = init(tmp_path)
+    tool_use = {"type": "tool_use", "id": "t1", "name": "get_weather", "input": {"city": "Paris"}}
+    openai_calls = [{"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]
+    config = {
+        "prompts": ["{{answer}}"],
+        "providers": ["echo"],
+        "defaultTest": {
+            "assert": [
+                {
+                    "type": "python",
+                    "value": f"file://{assertion}",
+                    "config": {"scorers": ["ToolCallMatch", "ToolCallF1"]},
+                }
+            ]
+        },
+        "tests": [
+            {
+                "vars": {
+                    "answer": "Let me look.\n\n" + json.dumps(tool_use),
+                    "expected": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+                }
+            },
+            {"vars": {"answer": json.dumps(openai_calls), "expected": "search"}},  # F1's comma-separated names
+        ],
+    }
+    code, rows = eval_(tmp_path, config)
+    assert [row["namedScores"] for row in rows][0] == {"ToolCallMatch": 1, "ToolCallF1": 1}
+    assert components(rows[1])["ToolCallF1"]["score"] == 1
+    assert components(rows[1])["ToolCallMatch"]["error"]["type"] == "ScorerInputError"  # "search" is no call list
+    assert code == 100
+
+
+def test_the_docs_tool_call_config_runs(tmp_path: Path) -> None:
+    """docs/adapters.md's promptfoo tool-call config, as printed, beside the file `init` writes."""
+    section = (ROOT / "docs" / "adapters.md").read_text().split("## promptfoo\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("### Tool calls\n", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    init(tmp_path, promptfoo.DEFAULT_FILE)
+    code, [row] = eval_(tmp_path, yaml.safe_load(block))
+    assert code == 0 and row["success"] is True
+    assert row["namedScores"] == {"ToolCallMatch": 1, "ToolCallF1": 1}
+
+
 # ------------------------------------------------------------- get_assert alone
 def context(config: dict[str, Any], **variables: Any) -> dict[str, Any]:
     return {"config": config, "vars": variables, "prompt": "p", "test": {}, "provider": {}, "metadata": {}}

@@ -233,11 +233,12 @@ class TurnRelevancy(ConversationJudge):
         return _share_yes(verdicts), {"window": self.window, "turns": records}
 
 
-def facts_format() -> ReplyFormat:
-    """``{"facts": [{"message", "fact"}, ...]}``: each fact the user gave, with the index of its message."""
+def facts_format(messages: Sequence[int]) -> ReplyFormat:
+    """``{"facts": [{"message", "fact"}, ...]}``: each fact the user gave, with the index of its message, one of
+    ``messages`` (the user's: a server that constrains replies to the schema can name no other)."""
     item = {
         "type": "object",
-        "properties": {"message": {"type": "integer"}, "fact": {"type": "string"}},
+        "properties": {"message": {"type": "integer", "enum": list(messages)}, "fact": {"type": "string"}},
         "required": ["message", "fact"],
         "additionalProperties": False,
     }
@@ -301,8 +302,8 @@ class KnowledgeRetention(ConversationJudge):
     async def _evaluate(self, row: Mapping[str, Any], calls: list[ChatResult]) -> tuple[float, dict[str, Any]]:
         view = self.read(row)
         users = self.user_messages(view)
-        fmt = facts_format()
         indices = [m["index"] for m in users]
+        fmt = facts_format(indices)
         request = self.step_request("facts", {"user_turns": numbered_transcript(users)}, fmt)
         facts = await self.step(
             request, lambda result: read_facts(fmt.read(result, self.response_mode), indices), calls

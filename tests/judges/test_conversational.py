@@ -204,6 +204,8 @@ def test_knowledge_retention_judges_the_assistant_messages_after_the_first_fact(
     ]
     facts, judged = llm_env.chat_requests
     assert "[1] user: A table for 2" in facts.last_user_message and "Let me look" not in facts.last_user_message
+    schema = facts.body["tools"][0]["function"]["parameters"]["properties"]["facts"]["items"]
+    assert schema["properties"]["message"]["enum"] == [1, 4]  # the user's messages only
     assert items(judged) == ["message 2", "message 5"]
     assert "- (message 1) The user is vegan." in judged.last_user_message
     assert score.metadata["usage"]["requests"] == 2

@@ -5,7 +5,9 @@
 - :func:`check_field`: one entry of a ``fields`` mapping (our field -> where the harness holds it), refused with
   a :class:`~scorers.errors.ConfigError` naming the scorer;
 - :func:`reads_calls` and :func:`conversation_field`: whether a scorer reads tool calls, and which of its fields
-  holds a conversation, for the adapters' default mappings.
+  holds a conversation, for the adapters' default mappings;
+- :func:`plain_data`: a harness's value with the SDK objects in it (LangChain messages, OpenAI's
+  ``ChatCompletionMessage``: pydantic models) as plain data our readers take.
 
 >>> build_scorer("ExactMatch", {"ignore_case": True}).params()["ignore_case"]
 True
@@ -37,7 +39,7 @@ from ..base import Scorer
 from ..errors import ConfigError
 from ..registry import get
 
-__all__ = ["build_scorer", "build_scorers", "check_field", "conversation_field", "reads_calls"]
+__all__ = ["build_scorer", "build_scorers", "check_field", "conversation_field", "plain_data", "reads_calls"]
 
 
 def build_scorer(scorer: Scorer | str, params: Mapping[str, Any]) -> Scorer:
@@ -98,3 +100,21 @@ def conversation_field(scorer: Scorer) -> str | None:
     declared = [name for name, _ in getattr(getattr(scorer, "template", None), "conversations", ())]
     names = {f.name for f in scorer.fields}
     return next((name for name in (*declared, "conversation", "thread") if name in names), None)
+
+
+def plain_data(value: Any) -> Any:
+    """``value`` with every pydantic model in it (LangChain's messages, the OpenAI SDK's) as its ``model_dump()``;
+    lists, tuples and mappings are copied only to reach them.
+
+    >>> from pydantic import BaseModel
+    >>> class Call(BaseModel):
+    ...     name: str
+    >>> plain_data({"tool_calls": (Call(name="search"),), "n": 1})
+    {'tool_calls': [{'name': 'search'}], 'n': 1}
+    """
+    if isinstance(value, Mapping):
+        return {key: plain_data(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_data(item) for item in value]
+    dump = getattr(value, "model_dump", None)
+    return plain_data(dump()) if callable(dump) and not isinstance(value, type) else value

@@ -19,6 +19,14 @@ raises, so nothing is ignored silently), passes ``input``, ``output``,
 stays ``None``: Braintrust records it and leaves it out of its averages, as we
 do. Judges run on Braintrust's event loop through ``eval_async``.
 
+Agents: a task that returns messages or tool calls works with our tool-call scorers
+(``ToolCallMatch``, ``TrajectoryMatch``, ``ToolCallValid``, ``ToolCallF1``) as
+it is: a list of messages in any format :mod:`scorers.agents.readers` reads, a
+dict with ``messages`` or ``tool_calls``, a list of calls; SDK objects in it
+(the OpenAI SDK's ``ChatCompletionMessage``, LangChain's messages: pydantic
+models) are read as their ``model_dump()``. The expected calls are the row's
+``expected``.
+
 A row that makes one of our scorers raise is handled by Braintrust: it records
 the error under the row's ``metadata["scorer_errors"]``, prints it and goes on
 with the other rows. Braintrust's averages are plain means over the rows, so a
@@ -55,7 +63,7 @@ from typing import Any
 from ..base import Scorer
 from ..errors import ConfigError
 from ..score import Score
-from ._common import build_scorer
+from ._common import build_scorer, plain_data
 
 __all__ = ["DROPPED", "BraintrustScorer", "scorer", "scorers"]
 
@@ -113,7 +121,7 @@ def scorers(*items: Scorer | str) -> list[BraintrustScorer]:
 
 
 def _fields(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in kwargs.items() if key not in DROPPED}
+    return {key: plain_data(value) for key, value in kwargs.items() if key not in DROPPED}
 
 
 def _as_braintrust(score: Score) -> dict[str, Any]:

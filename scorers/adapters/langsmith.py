@@ -76,7 +76,7 @@ from .._util import ABSENT, lookup
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError, ScorerInputError
 from ..score import Score
-from ._common import build_scorer, check_field, conversation_field, reads_calls
+from ._common import build_scorer, check_field, conversation_field, plain_data, reads_calls
 
 __all__ = ["evaluator", "SOURCES"]
 
@@ -179,7 +179,7 @@ def evaluator(
                     )
             if messages_to is not None and "messages" in dicts["outputs"]:
                 args[messages_to] = dicts["outputs"]["messages"]
-            result = scorer(**{name: _plain(value) for name, value in args.items()})
+            result = scorer(**{name: plain_data(value) for name, value in args.items()})
         except ConfigError:
             raise
         except ScorerError as exc:
@@ -197,16 +197,6 @@ def evaluator(
     scorers_evaluator.scorer = scorer  # type: ignore[attr-defined]
     scorers_evaluator.paths = dict(paths)  # type: ignore[attr-defined]
     return scorers_evaluator
-
-
-def _plain(value: Any) -> Any:
-    """``value`` with every pydantic model in it (LangChain's message objects) as its ``model_dump()``."""
-    if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    dump = getattr(value, "model_dump", None)
-    return _plain(dump()) if callable(dump) and not isinstance(value, type) else value
 
 
 def _keys(d: Mapping[str, Any]) -> str:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import scorers
 from scorers import Scorer, UnknownArgumentError, text_field
 from scorers.adapters.braintrust import DROPPED, scorer
 from scorers.adapters.braintrust import scorers as bt_scorers
+from scorers.agents.tool_calls import TrajectoryMatch
 from scorers.testing import LoopbackLLM, Reply
 
 from . import OnlyCapitals
@@ -121,3 +124,55 @@ def test_wrapping_checks_its_argument() -> None:
     with pytest.raises(scorers.ConfigError, match="parameters"):
         scorer(scorers.get("ExactMatch"), ignore_case=True)
     assert scorer("ExactMatch", ignore_case=True)(output="PARIS", expected="paris")["score"] == 1.0
+
+
+# ------------------------------------------------------ agents and conversations
+WEATHER = {"name": "get_weather", "arguments": {"city": "Paris"}}
+OPENAI_MESSAGE = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+        {"id": "c2", "type": "function", "function": {"name": "search", "arguments": '{"q": "Paris"}'}},
+    ],
+}
+AGENT_OUTPUTS = {
+    "openai messages": [{"role": "user", "content": "Weather in Paris?"}, OPENAI_MESSAGE],
+    "openai sdk object": "ChatCompletionMessage",  # built in agent() below
+    "langchain messages": {
+        "messages": [
+            {"type": "human", "content": "Weather in Paris?"},
+            {
+                "type": "ai",
+                "content": "",
+                "tool_calls": [
+                    {"name": "get_weather", "args": {"city": "Paris"}, "id": "c1", "type": "tool_call"},
+                    {"name": "search", "args": {"q": "Paris"}, "id": "c2", "type": "tool_call"},
+                ],
+            },
+        ]
+    },
+    "calls": [WEATHER, {"name": "search", "args": {"q": "Paris"}}],
+}
+
+
+def agent(input: str) -> Any:
+    if AGENT_OUTPUTS[input] == "ChatCompletionMessage":
+        from openai.types.chat import ChatCompletionMessage
+
+        return ChatCompletionMessage.model_validate(OPENAI_MESSAGE)
+    return AGENT_OUTPUTS[input]
+
+
+def test_tool_call_scorers_read_messages_and_calls_in_output() -> None:
+    pytest.importorskip("openai")
+    chosen = [scorers.get("ToolCallMatch"), scorers.get("ToolCallF1"), TrajectoryMatch(mode="superset")]
+    data = [{"input": kind, "expected": [WEATHER]} for kind in AGENT_OUTPUTS]
+    result = braintrust.Eval(
+        "scorers-adapter-test", data=lambda: data, task=agent, scores=[scorer(s) for s in chosen], no_send_logs=True
+    )
+    ours = {s.name: s(output=[OPENAI_MESSAGE], expected=[WEATHER]).score for s in chosen}
+    assert ours == {"ToolCallMatch": 2 / 3, "ToolCallF1": 2 / 3, "TrajectoryMatch": 1.0}  # search is extra
+    assert [r.metadata.get("scorer_errors") for r in result.results] == [None] * len(data)
+    assert [r.scores for r in result.results] == [ours] * len(data)
+    assert result.summary.scores["ToolCallMatch"].score == pytest.approx(2 / 3)

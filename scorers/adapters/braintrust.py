@@ -25,7 +25,12 @@ it is: a list of messages in any format :mod:`scorers.agents.readers` reads, a
 dict with ``messages`` or ``tool_calls``, a list of calls; SDK objects in it
 (the OpenAI SDK's ``ChatCompletionMessage``, LangChain's messages: pydantic
 models) are read as their ``model_dump()``. The expected calls are the row's
-``expected``.
+``expected``. With ``scorer(name, calls_from_trace=True)`` the actual calls are
+read from Braintrust's ``trace`` instead: its tool spans
+(``trace.get_spans(span_type=["tool"])``, e.g. functions decorated with
+``@traced(type="tool")``), each span's name and input as a call, in the order
+they started. Braintrust reads a trace's spans from the spans it logged, so
+this needs an experiment that logs (not ``no_send_logs=True``).
 
 A row that makes one of our scorers raise is handled by Braintrust: it records
 the error under the row's ``metadata["scorer_errors"]``, prints it and goes on
@@ -58,12 +63,13 @@ In an experiment (``no_send_logs=True`` keeps it local; drop it to log to Braint
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ..base import Scorer
-from ..errors import ConfigError
+from ..errors import ConfigError, ScorerInputError
 from ..score import Score
-from ._common import build_scorer, plain_data
+from ._common import build_scorer, plain_data, reads_calls
 
 __all__ = ["DROPPED", "BraintrustScorer", "scorer", "scorers"]
 
@@ -79,27 +85,50 @@ class BraintrustScorer:
     :meth:`eval_async`; :meth:`__call__` is the synchronous form.
     """
 
-    def __init__(self, wrapped: Scorer) -> None:
+    def __init__(self, wrapped: Scorer, *, calls_from_trace: bool = False) -> None:
         if not isinstance(wrapped, Scorer):
             raise ConfigError(f"not a scorer: {wrapped!r}")
+        if calls_from_trace and not reads_calls(wrapped):
+            raise ConfigError(f"{wrapped.name}: calls_from_trace is for a scorer that reads tool calls in its output")
         self.scorer = wrapped
+        self.calls_from_trace = calls_from_trace
         self.__name__ = wrapped.name
 
     def _name(self) -> str:
         return self.scorer.name
 
     def __call__(self, **kwargs: Any) -> dict[str, Any]:
-        return _as_braintrust(self.scorer(**_fields(kwargs)))
+        fields = _fields(kwargs)
+        if self.calls_from_trace:
+            fields["output"] = asyncio.run(self._trace_calls(kwargs.get("trace")))
+        return _as_braintrust(self.scorer(**fields))
 
     async def eval_async(self, **kwargs: Any) -> dict[str, Any]:
-        return _as_braintrust(await self.scorer.acall(**_fields(kwargs)))
+        fields = _fields(kwargs)
+        if self.calls_from_trace:
+            fields["output"] = await self._trace_calls(kwargs.get("trace"))
+        return _as_braintrust(await self.scorer.acall(**fields))
+
+    async def _trace_calls(self, trace: Any) -> list[dict[str, Any]]:
+        """The calls of the trace's tool spans (name and input), in the order they started."""
+        if trace is None or not callable(getattr(trace, "get_spans", None)):
+            raise ScorerInputError(
+                self.scorer.name,
+                "output",
+                "is read from Braintrust's trace (calls_from_trace=True), but none was given",
+            )
+        spans = sorted(
+            await trace.get_spans(span_type=["tool"]), key=lambda span: (span.metrics or {}).get("start") or 0
+        )
+        return [{"name": (span.span_attributes or {}).get("name"), "arguments": span.input} for span in spans]
 
     def __repr__(self) -> str:
         return f"braintrust scorer for {self.scorer!r}"
 
 
-def scorer(s: Scorer | str, **params: Any) -> BraintrustScorer:
-    """Wrap a scorer instance, or the scorer registered as ``s`` built with ``params``, for ``braintrust.Eval``.
+def scorer(s: Scorer | str, *, calls_from_trace: bool = False, **params: Any) -> BraintrustScorer:
+    """Wrap a scorer instance, or the scorer registered as ``s`` built with ``params``, for ``braintrust.Eval``
+    (``calls_from_trace``: a tool-call scorer's output is the calls of the trace's tool spans; see the module).
 
     Fields other than the four Braintrust passes (a judge's template variables)
     are bound first with :meth:`~scorers.base.Scorer.partial`:
@@ -108,7 +137,7 @@ def scorer(s: Scorer | str, **params: Any) -> BraintrustScorer:
     >>> scorer(get("Levenshtein").partial(expected="abcd"))(output="abc", trace=None, id=None, tags=None)["score"]
     0.75
     """
-    return BraintrustScorer(build_scorer(s, params))
+    return BraintrustScorer(build_scorer(s, params), calls_from_trace=calls_from_trace)
 
 
 def scorers(*items: Scorer | str) -> list[BraintrustScorer]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -176,3 +177,53 @@ def test_tool_call_scorers_read_messages_and_calls_in_output() -> None:
     assert [r.metadata.get("scorer_errors") for r in result.results] == [None] * len(data)
     assert [r.scores for r in result.results] == [ours] * len(data)
     assert result.summary.scores["ToolCallMatch"].score == pytest.approx(2 / 3)
+
+
+@pytest.fixture
+def logged_trace() -> Any:
+    """A real ``braintrust.trace.LocalTrace`` whose spans are in its state's span cache, as Braintrust leaves them
+    for the scorers of a logged experiment: the task, and two tool spans (the later one logged first)."""
+    from braintrust.logger import BraintrustState
+    from braintrust.span_cache import CachedSpan
+    from braintrust.trace import LocalTrace
+
+    state = BraintrustState()
+    cache = state.span_cache
+    cache.start()
+    spans = [
+        ("s2", {"q": "Paris"}, "search", "tool", 2.0),
+        ("s1", {"city": "Paris"}, "get_weather", "tool", 1.0),
+        ("s0", "Weather in Paris?", "task", "task", 0.5),
+    ]
+    for span_id, given, name, kind, start in spans:
+        attributes = {"name": name, "type": kind}
+        cache.queue_write(
+            "root", span_id, CachedSpan(span_id, input=given, span_attributes=attributes, metrics={"start": start})
+        )
+    yield LocalTrace(
+        object_type="experiment", object_id="x", root_span_id="root", ensure_spans_flushed=None, state=state
+    )
+    cache.dispose()
+
+
+def test_calls_from_trace_reads_its_tool_spans(logged_trace: Any) -> None:
+    wrapped = scorer("ToolCallMatch", calls_from_trace=True, order="in_order")
+    given = {
+        "input": "Weather in Paris?",
+        "output": "18C.",
+        "expected": [WEATHER],
+        "metadata": {},
+        "id": "1",
+        "tags": None,
+    }
+    result = asyncio.run(wrapped.eval_async(**given, trace=logged_trace))
+    assert result["score"] == 2 / 3  # get_weather as expected; search is extra
+    assert result["metadata"]["unmatched_actual"] == [{"index": 1, "name": "search", "arguments": {"q": "Paris"}}]
+    assert wrapped(**given, trace=logged_trace)["score"] == 2 / 3  # the synchronous form
+
+
+def test_calls_from_trace_needs_a_trace_and_a_tool_call_scorer() -> None:
+    with pytest.raises(scorers.ScorerInputError, match="is read from Braintrust's trace"):
+        scorer("ToolCallF1", calls_from_trace=True)(output="x", expected="search", trace=None)
+    with pytest.raises(scorers.ConfigError, match="calls_from_trace is for a scorer that reads tool calls"):
+        scorer("ExactMatch", calls_from_trace=True)

@@ -62,9 +62,9 @@ class LineScores(TypedDict):
     """One line's result (promptflow needs a TypedDict, not ``dict``, as a flex flow's return annotation)."""
 
     #: ``{scorer name: float in [0, 1], or None when the scorer skipped the line}``
-    scores: dict
+    scores: dict  # type: ignore[type-arg]  # plain dict, like the flow interface's annotations below
     #: ``{scorer name: the score's metadata}`` (a judge's choice and rationale; the signature)
-    metadata: dict
+    metadata: dict  # type: ignore[type-arg]
 
 
 def build_scorers(
@@ -184,7 +184,8 @@ class ScorerFlow:
     """
 
     # promptflow reads these annotations to build the flow's interface: only plain str, dict, list, ... are allowed
-    def __init__(self, scorers: str, params: dict = None) -> None:  # type: ignore[assignment]
+    # (so a bare dict, type-arg) and a None default keeps the annotation plain (assignment)
+    def __init__(self, scorers: str, params: dict = None) -> None:  # type: ignore[assignment, type-arg]
         self.scorers = build_scorers(scorers, params)
 
     def __call__(
@@ -192,11 +193,11 @@ class ScorerFlow:
         output: str,
         expected: str = None,  # type: ignore[assignment]
         input: str = None,  # type: ignore[assignment]
-        fields: dict = None,  # type: ignore[assignment]
+        fields: dict = None,  # type: ignore[assignment, type-arg]
     ) -> LineScores:
         return score_line(self.scorers, output=output, expected=expected, input=input, fields=fields)
 
-    def __aggregate__(self, line_results: list) -> dict:
+    def __aggregate__(self, line_results: list) -> dict:  # type: ignore[type-arg]  # plain list and dict, as above
         return aggregate(line_results)
 
 

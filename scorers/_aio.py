@@ -28,7 +28,7 @@ def background_loop() -> asyncio.AbstractEventLoop:
 
 def started_background_loop() -> asyncio.AbstractEventLoop | None:
     """This process's background loop if sync code has started it, else None (starts nothing)."""
-    return _loop_of.cached(os.getpid())  # type: ignore[attr-defined]
+    return _loop_of.cached(os.getpid())  # type: ignore[attr-defined]  # memoize's .cached
 
 
 @memoize

@@ -123,9 +123,10 @@ def memoize(func: F) -> F:
         """The result for these arguments if it was computed, else None (computes nothing)."""
         return results.get((args, tuple(sorted(kwargs.items()))) if kwargs else args)
 
+    # the two attributes memoize documents, on a function whose declared type (F, the caller's) lacks them
     wrapper.cached = cached  # type: ignore[attr-defined]
     wrapper.cache_clear = results.clear  # type: ignore[attr-defined]
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # F: the wrapper takes and returns what func does
 
 
 class lazy(Generic[T]):
@@ -234,6 +235,7 @@ def spell_out_keywords(
         )
         for name, annotation in annotations.items()
     ]
+    # inspect.signature reads __signature__, which a function's declared type does not list
     function.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=[*list(signature.parameters.values())[:-1], *keywords]
     )

@@ -237,6 +237,7 @@ class Scorer:
     def _check_length(self, field: str, value: str | tuple[str, ...] | None) -> None:
         """Refuse a text (or a reference) longer than :attr:`max_chars`."""
         for at, text in enumerate((value,) if value is None or type(value) is str else value):
+            # called only when max_chars is set
             if text is not None and len(text) > self.max_chars:  # type: ignore[operator]
                 which = "" if type(value) is str else f" (reference {at})"
                 raise self.too_long(field, f"{len(text):,} characters{which}")
@@ -269,7 +270,7 @@ class Scorer:
 
     def _convert(self, f: Field, value: Any) -> Any:
         try:
-            return f.convert(value)  # type: ignore[misc]
+            return f.convert(value)  # type: ignore[misc]  # called only for a field whose convert is set
         except (TypeError, ValueError) as exc:
             raise ScorerInputError(self.name, f.name, str(exc)) from exc
 

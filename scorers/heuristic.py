@@ -454,6 +454,7 @@ class ValidJSON(Scorer):
             raise ConfigError(f"{self.name}: invalid JSON schema: {reason}", scorer=self.name)
         raise ScorerInputError(self.name, field, f"is an invalid JSON schema: {reason}")
 
+    # autoevals' signature (schema second), not the base eval's (expected second)
     def eval(self, output: Any, schema: Any = None, **kwargs: Any) -> Score:  # type: ignore[override]
         """autoevals' form: the schema is the second positional argument."""
         return self(output=output, schema=schema, **kwargs)
@@ -746,7 +747,7 @@ def _pattern_items(pattern: str, flags: int) -> int:
     """How many items ``pattern`` (valid for :mod:`re`) has once each counted repetition is written out its
     minimum number of times (at most :data:`MAX_PATTERN_ITEMS` + 1), read from :mod:`re`'s parse of it."""
     try:
-        from re import _parser as sre_parse  # type: ignore[attr-defined]
+        from re import _parser as sre_parse  # type: ignore[attr-defined]  # 3.11+; typeshed leaves it out
     except ImportError:  # Python 3.10
         import sre_parse
 

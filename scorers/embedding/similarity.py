@@ -137,7 +137,7 @@ class EmbeddingSimilarity(Scorer):
         self.provider = provider
         # The local model runs in the caller's thread (sync); OpenAI requests are awaited (async). Set per
         # instance over the class's derived value (the class has both routes); every caller reads the instance's.
-        self.is_async = provider == "openai"  # type: ignore[misc]
+        self.is_async = provider == "openai"  # type: ignore[misc]  # a ClassVar on Scorer, set here on purpose
         self.prefix = prefix
         self.expected_min = float(expected_min)
         self.batch_size = batch_size
@@ -227,6 +227,7 @@ class EmbeddingSimilarity(Scorer):
     # ------------------------------------------------------------ embeddings
     def _cache_key(self, text: str) -> tuple[str, ...]:
         if self.provider == "openai":
+            # the OpenAI provider always has an endpoint
             return (self.provider, self._endpoint, self.model, self.prefix, text)  # type: ignore[return-value]
         return (self.provider, "local", self._source.location, self.prefix, text)
 
@@ -296,7 +297,7 @@ class EmbeddingSimilarity(Scorer):
             except openai.OpenAIError as exc:
                 detail = mask_urls(str(exc))
                 for secret in {self._api_key, os.environ.get("OPENAI_API_KEY")} - {None, ""}:
-                    detail = detail.replace(secret, "<redacted>")  # type: ignore[arg-type]
+                    detail = detail.replace(secret, "<redacted>")  # type: ignore[arg-type]  # None is taken out
                 error = ScorerError(
                     f"{self.name}: the embeddings request failed: {type(exc).__name__}: {detail}", scorer=self.name
                 )
@@ -398,6 +399,7 @@ class OpenAIEmbeddingSimilarity(EmbeddingSimilarity):
             )
         super().__init__(provider=provider, **kwargs)
 
+    # inspect.signature reads __signature__, which a function's declared type does not list
     __init__.__signature__ = inspect.signature(EmbeddingSimilarity.__init__).replace(  # type: ignore[attr-defined]
         parameters=[
             p.replace(default="openai") if p.name == "provider" else p

@@ -147,7 +147,7 @@ class LLMCache:
         return {"path": self.path, "busy_timeout_s": self.busy_timeout_s}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"], busy_timeout_s=state["busy_timeout_s"])  # type: ignore[misc]
+        type(self).__init__(self, state["path"], busy_timeout_s=state["busy_timeout_s"])
 
     def _connection(self) -> sqlite3.Connection:
         # A connection must not cross fork(): reopen in a child process.
@@ -329,7 +329,7 @@ class RedisCache:
         return {"url": self.url}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["url"])  # type: ignore[misc]
+        type(self).__init__(self, state["url"])
 
     def connect(self) -> Any:
         """This process's ``redis`` client, connected on first use and pinged: a server that cannot be reached

@@ -532,6 +532,7 @@ def configure(*, reset: bool = False, **options: Any) -> None:
                 state.values[name] = value
 
 
+# inspect.signature reads __signature__, which a function's declared type does not list
 configure.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=_UNSET) for name in LLMSettings.model_fields]
     + [inspect.Parameter("reset", inspect.Parameter.KEYWORD_ONLY, default=False, annotation="bool")],

@@ -424,6 +424,7 @@ def _compare_scorer(
     per_file = [[_row_score(record, name) for record in records] for records in aligned]
     failed = {path: sum(s is None for s in scores) for path, scores in zip(paths, per_file)}
     kept = [i for i in range(len(aligned[0])) if all(scores[i] is not None for scores in per_file)]
+    # kept rows have a Score in every file (no None)
     scores: list[list[Score]] = [[file_scores[i] for i in kept] for file_scores in per_file]  # type: ignore[misc]
     try:
         higher: bool | None = registry.entry(name).higher_is_better

@@ -355,6 +355,7 @@ def _scale(
         values = sorted(set(row_scores))
         names = tuple(f"{v:g}" for v in values)
     scale = LabelScale("scores", names, tuple(values), True)
+    # every row score is on the scale built just above (a label off it was a DataError): its category is an int
     return scale, row_scores, [scale.category(v) for v in row_scores]  # type: ignore[misc]
 
 
@@ -477,6 +478,7 @@ def meta_evaluate(
             failures.append({**named, "errors": errors})
             continue
         scores = [result.results[j.name] for j in judges]
+        # a row where a sample's score is None went to failures above
         outcomes = [_verdict(scale, s.metadata, s.score, score_of) for s in scores]  # type: ignore[arg-type]
         categories = [c for _, _, c in outcomes]
         category = None

@@ -54,6 +54,7 @@ class CachedSignature:
 
     def signature(self) -> dict[str, Any]:
         cached = self._signature_cache
+        # name and signature() are the Scorer's that this mixin comes before in the class's bases
         if cached is None or cached[0] != self.name:  # type: ignore[attr-defined]
             cached = self._signature_cache = (self.name, super().signature())  # type: ignore[attr-defined,misc]
         return dict(cached[1])

@@ -263,7 +263,7 @@ def _nltk_wordnet_synonyms() -> Callable[[str], Iterable[str]]:
 
 def clear_caches() -> None:
     """Forget the stems and WordNet synonym sets cached so far (to free memory, or to time a cold start)."""
-    _lexicon.cache_clear()  # type: ignore[attr-defined]
+    _lexicon.cache_clear()  # type: ignore[attr-defined]  # memoize's .cache_clear
 
 
 # ---------------------------------------------------------------- alignment

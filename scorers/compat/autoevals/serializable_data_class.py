@@ -26,7 +26,7 @@ class SerializableDataClass:
     """Mixin for dataclasses: ``as_dict``, ``as_json``, ``from_dict``, ``from_dict_deep`` and ``obj["field"]``."""
 
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)  # type: ignore[call-overload]
+        return dataclasses.asdict(self)  # type: ignore[call-overload]  # the mixin is used on dataclasses only
 
     def as_json(self, **kwargs: Any) -> str:
         """``json.dumps`` of :meth:`as_dict`; keyword arguments go to ``json.dumps``."""

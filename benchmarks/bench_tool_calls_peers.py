@@ -13,7 +13,7 @@ its own venv, in a subprocess that reads the same file:
 
 Each side's time is the scoring's, the conversion from the file's rows (OpenAI calls, arguments as JSON text)
 into what the library takes included, reading the file not. Peak memory is each process's peak resident set
-(``ru_maxrss``), and its growth while scoring (over the peak after imports and a first row). The peers' venvs,
+(``VmHWM`` on Linux, else ``ru_maxrss``), and its growth while scoring (over the peak after imports and a first row). The peers' venvs,
 created once (pip, about 80-110 s each)::
 
     bash benchmarks/peers_setup.sh                  # .cache/peers-venv-{deepeval,ragas,openevals}
@@ -119,7 +119,12 @@ def openai_calls(calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]
 
 
 def peak_rss_mib() -> float:
-    """This process's peak resident memory so far, in MiB (Linux reports KiB, macOS bytes)."""
+    """This process's peak resident memory so far, in MiB: Linux's VmHWM (``ru_maxrss`` survives ``exec``, so a
+    child would report at least its parent's peak), elsewhere ``ru_maxrss`` (macOS reports bytes)."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        line = next(line for line in status.read_text().splitlines() if line.startswith("VmHWM:"))
+        return int(line.split()[1]) / 1024
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
@@ -364,7 +369,8 @@ def main() -> None:
             f"{result['growth_mib']:+,.0f} | {result['mean']:.4f} |"
         )
     print(
-        "Peak RSS: each process's ru_maxrss; growth: over that peak after imports and a first row. Time: the "
+        "Peak RSS: each process's own peak resident set (VmHWM on Linux); growth: over that peak after imports "
+        "and a first row. Time: the "
         "conversion from the rows' OpenAI calls and the scoring, not reading the file."
     )
     ran = [peer for peer in PEERS if peer in results]

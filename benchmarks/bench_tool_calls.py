@@ -8,9 +8,9 @@ The time is the scoring's (reading each format included, generating the rows not
     python benchmarks/bench_tool_calls.py                          # 100,000 trajectories, order any
     python benchmarks/bench_tool_calls.py --n 20000 --order in_order --arguments loose
 
-Still to come (issue 17): the same data through the peers' deterministic tool-call metrics (DeepEval's
-ToolCorrectness, Ragas' ToolCallAccuracy, openevals' trajectory match), installed in a separate venv, side by side
-with each one's score where they disagree with ours.
+The same trajectories through the peers' deterministic tool-call metrics (DeepEval's ToolCorrectness, Ragas'
+ToolCallAccuracy, openevals' trajectory match), each in its own venv, with each one's score where they disagree
+with ours: ``benchmarks/bench_tool_calls_peers.py``.
 """
 
 from __future__ import annotations

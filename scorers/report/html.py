@@ -1,4 +1,5 @@
-"""One self-contained HTML page from results files: summary with CIs, histograms, comparison, judges, worst rows.
+"""One self-contained HTML page from results files: summary with CIs, histograms, comparison, judges, worst rows
+(with why a tool-call scorer gave each its score).
 
 The page loads nothing: its CSS and its charts (inline SVG) are in the file, it
 has no JavaScript, and its Content-Security-Policy forbids any request and any
@@ -28,6 +29,11 @@ SHOWN_FIELDS = ("input", "output", "expected")
 MAX_OTHER_COLUMNS = 3
 #: Characters of a shown field kept before it is cut (the page stays small for long rows).
 MAX_TEXT = 600
+#: Items of each kind (calls left unmatched, arguments that disagree, invalid calls, ...) a row's explanation
+#: lists; the others are counted ("and 3 more").
+MAX_EXPLAINED = 5
+#: Characters of a tool name, a call's arguments, an argument's value or an error kept in an explanation.
+MAX_VALUE = 120
 
 
 def _text(value: Any) -> str:
@@ -35,6 +41,78 @@ def _text(value: Any) -> str:
         return ""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f"… ({len(text) - MAX_TEXT} more characters)"
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "…"
+
+
+def _compact(value: Any) -> str:
+    """A value as one line of JSON (a string keeps its quotes: ``"1"`` is not ``1``), cut to :data:`MAX_VALUE`."""
+    return _cut(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def _call(item: Any) -> str:
+    """A call of the tool-call scorers' metadata (``index``, ``name``, ``arguments``, and ToolCallValid's ``error``)
+    on one line: ``#1 book {"hotel_id": 3}``; anything else as JSON."""
+    if not isinstance(item, Mapping) or "name" not in item:
+        return _compact(item)
+    text = f"#{item.get('index', '?')} {_cut(str(item['name']))} {_compact(item.get('arguments', {}))}"
+    return text if item.get("error") is None else f"{text}: {_cut(str(item['error']))}"
+
+
+def _place(key: str, value: Any) -> str:
+    """One key of TrajectoryMatch's ``parts_at``: ``message #1``, ``expected call #0``."""
+    return f"{key.replace('_', ' ')} {f'#{value}' if isinstance(value, int) else _compact(value)}"
+
+
+def _disagreements(pairs: list[Any]) -> list[str]:
+    """The argument verdicts that disagreed, over ToolCallMatch's ``pairs`` (other shapes are not read)."""
+    found = []
+    for pair in pairs:
+        verdicts = pair.get("arguments") if isinstance(pair, Mapping) else None
+        for verdict in verdicts if isinstance(verdicts, list) else ():
+            if isinstance(verdict, Mapping) and verdict.get("agree") is False:
+                sides = ", ".join(
+                    f"{side} {_compact(verdict[side]) if side in verdict else 'absent'}"
+                    for side in ("expected", "actual")
+                )
+                found.append(
+                    f"{_cut(str(pair.get('name')))} #{pair.get('expected')}↔#{pair.get('actual')} · "
+                    f"{_cut(str(verdict.get('path')))} ({verdict.get('rule')}): {sides}"
+                )
+    return found
+
+
+def _explanation(metadata: Mapping[str, Any]) -> list[tuple[str, list[str], int]]:
+    """Why a row got its score, read from the metadata keys the tool-call scorers write, whichever scorer wrote
+    them: ``(heading, the first MAX_EXPLAINED items, how many more)`` per key present and not empty.
+
+    >>> _explanation({"unmatched_expected": [{"index": 1, "name": "get_weather", "arguments": {"city": "Paris"}}],
+    ...               "unmatched_actual": [], "pairs": [{"expected": 0, "actual": 0, "name": "search", "arguments": [
+    ...                   {"path": "limit", "rule": "exact", "agree": False, "expected": 10, "actual": "10"}]}]})
+    [('unmatched expected calls', ['#1 get_weather {"city": "Paris"}'], 0), ('arguments that disagree', ['search #0↔#0 · limit (exact): expected 10, actual "10"'], 0)]
+    """
+    groups: list[tuple[str, list[str]]] = []
+    if isinstance(reason := metadata.get("reason"), str):
+        groups.append(("reason", [_cut(reason)]))
+    if isinstance(parts := metadata.get("parts_at"), Mapping):
+        where = ", ".join(_place(str(key), value) for key, value in parts.items() if key != "reason")
+        groups.append(("trajectories part at", [f"{where}: {_cut(str(parts.get('reason')))}"]))
+    for key, heading in (
+        ("unmatched_expected", "unmatched expected calls"),
+        ("unmatched_actual", "unmatched actual calls"),
+    ):
+        if isinstance(calls := metadata.get(key), list):
+            groups.append((heading, [_call(call) for call in calls]))
+    if isinstance(pairs := metadata.get("pairs"), list):
+        groups.append(("arguments that disagree", _disagreements(pairs)))
+    if isinstance(invalid := metadata.get("invalid"), list):
+        groups.append(("invalid calls", [_call(call) for call in invalid]))
+    for key in ("missing", "extra"):
+        if isinstance(names := metadata.get(key), list):
+            groups.append((key, [_cut(str(name)) for name in names]))
+    return [(heading, items[:MAX_EXPLAINED], max(0, len(items) - MAX_EXPLAINED)) for heading, items in groups if items]
 
 
 def _labels(paths: Sequence[str]) -> list[str]:
@@ -207,6 +285,7 @@ class _Row:
         rationale = metadata.get("rationale")
         self.choice = _text(metadata.get("choice"))
         self.rationale = _text(" | ".join(map(str, rationale)) if isinstance(rationale, list) else rationale)
+        self.explanation = _explanation(metadata)
         self.errors = [
             (name, _text(e.get("type")), _text(e.get("message"))) for name, e in (record.get("errors") or {}).items()
         ]
@@ -266,11 +345,14 @@ def _context(
     per_file = []
     for results, label in zip(files, labels):
         columns = _Columns.of(results, mapping)
+        explained = _tool_call_scorers(results.scorers)
         low = []
         for name in results.scorers:
             scored = [(v, i) for i, v in enumerate(results.column(name)) if v is not None]
             scored.sort()
-            low.append({"scorer": name, "rows": [_Row(results, i, columns, name) for _, i in scored[:lowest]]})
+            rows = [_Row(results, i, columns, name) for _, i in scored[:lowest]]
+            why = name in explained or any(r.explanation for r in rows)
+            low.append({"scorer": name, "rows": rows, "last_column": "why" if why else "judge"})
         failed = [i for i, r in enumerate(results.records) if r.get("errors")]
         per_file.append(
             {
@@ -278,6 +360,7 @@ def _context(
                 "lowest": low,
                 "errors_total": len(failed),
                 "missing": columns.missing,
+                "without_metadata": [] if results.has_metadata else explained,
                 "errors": [_Row(results, i, columns, None) for i in failed[:max_errors]],
             }
         )
@@ -309,6 +392,19 @@ def _judges(names: Sequence[str]) -> list[str]:
     from ..registry import registry
 
     return [name for name in names if name in registry and registry.entry(name).kind == "llm"]
+
+
+def _tool_call_scorers(names: Sequence[str]) -> list[str]:
+    """The names that the registry knows as tool-call scorers (their metadata says why a row scored low)."""
+    from ..agents.tool_calls import ToolCallF1, ToolCallMatch, ToolCallValid, TrajectoryMatch
+    from ..registry import registry
+
+    kinds = (ToolCallF1, ToolCallMatch, ToolCallValid, TrajectoryMatch)
+    return [
+        name
+        for name in names
+        if name in registry and (cls := registry.entry(name).scorer_class) is not None and issubclass(cls, kinds)
+    ]
 
 
 def _environment() -> Any:

@@ -3,11 +3,19 @@ logs no error, requests nothing but its own file, and runs none of the row text.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+from scorers.cli import main
 from scorers.report import write_report
+
+from .conftest import HOSTILE
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -76,4 +84,21 @@ def test_row_text_is_inert(browser, case, tmp_path):
     if name == "judge, hostile text":
         shown = page.inner_text("body")
         assert shown.count("<script>window.__pwned = 1</script>") >= 2  # the output and the rationale, as text
+    assert requests == [report.resolve().as_uri()] and errors == []
+
+
+def test_tool_call_explanations_are_inert(browser: Browser, tmp_path: Path) -> None:
+    """A tool named with markup, and such arguments, shown in the lowest rows' explanations as text."""
+    data, out = tmp_path / "hostile.jsonl", tmp_path / "out.jsonl"
+    row = {"output": [{"name": HOSTILE, "arguments": {HOSTILE: 1}}], "expected": [{"name": "search", "arguments": {}}]}
+    data.write_text(json.dumps(row) + "\n")
+    scorers = ["-s", "ToolCallMatch", "-s", "ToolCallValid", "-p", "ToolCallValid.tools=[]"]
+    assert main(["run", str(data), *scorers, "--metadata", "--no-progress", "-o", str(out)]) == 0
+    report = write_report([out], tmp_path / "report.html")
+    page, console, errors, requests = open_report(browser, report, tmp_path / "report.png")
+    assert page.evaluate("document.scripts.length") == 0 and page.evaluate("window.__pwned === undefined")
+    assert page.evaluate("document.querySelectorAll('img, iframe, object, embed').length") == 0
+    shown = page.evaluate("[...document.querySelectorAll('div.why')].map(d => d.innerText)")
+    assert f"unmatched actual calls\n#0 {HOSTILE} {json.dumps({HOSTILE: 1})}" in shown
+    assert any(text.startswith(f"invalid calls\n#0 {HOSTILE} ") for text in shown)
     assert requests == [report.resolve().as_uri()] and errors == []

@@ -122,10 +122,20 @@ class Message(_Strict):
     content: _Text
 
 
+def _or_shorthand(schema: dict[str, Any]) -> None:
+    """A field declaration's JSON Schema also takes the shorthand ``conversation`` (the validator of
+    ``TemplateSpec.fields`` expands it, so a parsed spec holds only :class:`FieldSpec` s)."""
+    declared = dict(schema)
+    schema.clear()
+    schema["anyOf"] = [declared, {"const": "conversation"}]
+
+
 class FieldSpec(_Strict):
     """A template field's declared type: ``conversation`` (read as a conversation, shown as a transcript;
     ``scorers.judges.conversation``) with its budget in estimated tokens. ``fields: {name: conversation}``
     is short for ``{name: {type: conversation}}``."""
+
+    model_config = ConfigDict(json_schema_extra=_or_shorthand)
 
     type: Literal["conversation"]
     max_tokens: Annotated[int, Field(gt=0)] = DEFAULT_MAX_TOKENS

@@ -19,6 +19,7 @@ import pytest
 
 from scorers.errors import TemplateError
 from scorers.judges.discovery import check_templates, load_template_file
+from scorers.judges.formats import Problems
 from scorers.judges.limits import (
     MAX_NUMBER_DIGITS,
     MAX_RENDER_BUILT,
@@ -390,3 +391,19 @@ def test_template_problems_checks_each_text_on_its_own() -> None:
 
     problems = template_problems([("a", "{% if %}"), ("b", "{{ 'x' * 10000000000 }}"), ("c", "fine {{ x }}")])
     assert [key for key, _message in problems] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "key, line",
+    [
+        ("fields.conversation.literal['conversation']", 3),  # a pydantic union member's name: was an endless loop
+        ("criteria[2].anchors.5", 7),
+        ("prompt", 1),
+        ("unknown.deeper[x", None),
+        ("[", None),
+    ],
+)
+def test_a_problem_finds_its_closest_line_whatever_its_key(key: str, line: int | None) -> None:
+    problems = Problems("t.yaml", {"prompt": 1, "fields.conversation": 3, "criteria[2]": 7})
+    problems.add(key, "wrong")
+    assert problems[0].line == line

@@ -50,7 +50,7 @@ class Problems(list[Problem]):
         if line is None:
             probe = key
             while probe and probe not in self.lines:  # the closest enclosing key the file has
-                probe = re.sub(r"(\.[^.\[]*|\[\d+\])$", "", probe) if re.search(r"[.\[]", probe) else ""
+                probe = probe[: max(probe.rfind("."), probe.rfind("["), 0)]  # one segment shorter, always
             line = self.lines.get(probe)
         self.append(Problem(self.file, key, message, line))
 

@@ -10,7 +10,10 @@ import cloudpickle
 import pytest
 
 import scorers
+from scorers.cli.catalog import describe
+from scorers.judges.base import LLMJudge
 from scorers.judges.rag import MultiStepJudge, step_prompt
+from scorers.llm import LLMEngine
 from scorers.registry import registry
 from scorers.testing import LoopbackLLM, Reply
 
@@ -292,3 +295,54 @@ def test_every_scorer_scores_a_lone_surrogate_or_refuses_it_with_a_scorer_error(
             except scorers.ScorerError:
                 continue
             assert isinstance(result, (scorers.Score, scorers.ScorerError))
+
+
+JUDGES = [name for name in NAMES if isinstance(scorers.get(name), LLMJudge)]
+#: What a judge's requests per row comes to on its contract row (one context chunk, one item per extraction),
+#: where ``show``'s formula does not start with the number.
+REQUESTS_ON_THE_CONTRACT_ROW = {"ContextRelevancy": 2}
+
+
+def _one_of_each(request) -> Reply:
+    """Every judge's main path: the first choice or lowest grade; an extraction step gets one item (the
+    lowest number a numbered list offers, else text); a verdict step one verdict per numbered item."""
+    tools = request.body.get("tools")
+    if not tools:
+        return Reply.text("the cat sat on the mat")
+    function = tools[0]["function"]
+    properties = function["parameters"]["properties"]
+    if "choice" in properties or any(p.get("type") == "integer" for p in properties.values()):
+        return _first_choice(request)
+    verdicts = properties.get("verdicts")
+    if verdicts:
+        numbered = [part for part in request.last_user_message.split("\n\n") if re.search(r"(?m)^1\. ", part)]
+        items = len(re.findall(r"(?m)^\d+\. ", numbered[-1]))  # the last numbered list: the items to judge
+        return Reply.tool_call(
+            {"verdicts": [{"verdict": verdicts["items"]["properties"]["verdict"]["enum"][0]}] * items},
+            name=function["name"],
+        )
+    return Reply.tool_call({key: [_item(p.get("items", {}))] for key, p in properties.items()}, name=function["name"])
+
+
+def _item(schema: dict) -> object:
+    if schema.get("type") == "object":
+        return {key: _item(p) for key, p in schema.get("properties", {}).items()}
+    if "enum" in schema:
+        return schema["enum"][0]
+    return 1 if schema.get("type") == "integer" else "the cat sat on the mat"
+
+
+@pytest.mark.parametrize("name", JUDGES)
+def test_every_judge_makes_the_requests_per_row_that_show_states(name, fake_api_key):
+    """`show` states each judge's requests per row; a row on the judge's main path makes exactly that many."""
+    with LoopbackLLM(default=_one_of_each) as server:
+        engine = LLMEngine(base_url=server.base_url, api_key=fake_api_key, cache=False, max_reasks=0)
+        judge = scorers.get(name, engine=engine)
+        stated = judge.describe()["requests_per_row"]
+        assert stated == judge.requests_per_row and f"requests per row: {stated}" in describe(judge)
+        expected = REQUESTS_ON_THE_CONTRACT_ROW.get(name) or int(re.match(r"\d+", stated).group())
+        if name == "GEval" or stated.startswith("1, and 1 more once"):
+            expected += 1  # the evaluation steps, written on the first row
+        score = judge(**_row(name))
+        assert score.score is not None, score.metadata
+        assert len(server.chat_requests) == expected, (stated, [r.last_user_message[:80] for r in server.chat_requests])

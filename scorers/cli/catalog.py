@@ -84,7 +84,7 @@ def describe(scorer: Scorer, aliases: Sequence[str] = ()) -> str:
                 lines += [f"    {line}" for line in content.rstrip("\n").splitlines()]
             lines.append("")
         lines.append(f"kind: {details.get('kind', 'classifier')}")
-        if details.get("requests_per_row"):  # a multi-step judge's requests per row, as a formula
+        if details.get("requests_per_row"):  # a judge's requests per row, as a formula
             lines.append(f"requests per row: {details['requests_per_row']}")
         lines += [
             "",

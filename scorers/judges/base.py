@@ -180,6 +180,9 @@ class LLMJudge(Scorer):
     algorithm_version = "1"
     judge_kind: ClassVar[str] = ""
     max_tokens_default: ClassVar[tuple[int, int]] = (256, 1024)
+    #: How many requests a row makes, as a formula of what it holds (``show`` prints it); a kind or a
+    #: judge whose count depends on its settings (samples, both orders) sets it when built.
+    requests_per_row: str = "1"
     #: Response modes the kind supports (the spec may narrow them).
     response_modes: ClassVar[tuple[str, ...]] = ("tools", "json", "json_object", "text")
 
@@ -377,6 +380,7 @@ class LLMJudge(Scorer):
             "kind": self.judge_kind,
             "description": self.description,
             "variables": list(self.variables()),
+            "requests_per_row": self.requests_per_row,
             **self.params(),
         }
 
@@ -794,6 +798,7 @@ class TemplatedJudge(LLMJudge):
             "kind": self.judge_kind,
             "description": self.description,
             "variables": list(self.variables()),
+            "requests_per_row": self.requests_per_row,
             "template_file": self.template.file,
             **self.params(),
         }

@@ -206,6 +206,8 @@ class LLMClassifier(TemplatedJudge):
         self.choices: tuple[str, ...] = tuple(self.choice_scores)
         self.samples: int = spec.samples
         self.aggregate: str = spec.aggregate
+        if self.samples > 1:
+            self.requests_per_row = f"{self.samples} (independent samples)"
 
     def kind_params(self) -> dict[str, Any]:
         return {"choice_scores": self.choice_scores, "samples": self.samples, "aggregate": self.aggregate}

@@ -104,6 +104,8 @@ class GEvalJudge(TemplatedJudge):
         )
         self.criteria: str = spec.criteria
         self.steps: tuple[str, ...] | None = None if spec.steps is None else tuple(spec.steps)
+        if self.steps is None:
+            self.requests_per_row = "1, and 1 more once per judge and model to write the evaluation steps"
         self.scale: Scale = spec.scale
         self.score_mode: str = spec.score_mode
         self.top_logprobs: int = spec.top_logprobs

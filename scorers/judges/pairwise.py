@@ -76,6 +76,8 @@ class PairwiseJudge(TemplatedJudge):
         )
         self.other: str = spec.other
         self.swap: bool = spec.swap
+        if self.swap:
+            self.requests_per_row = "2 (both orders)"
         self.allow_tie: bool = spec.allow_tie
         missing = [v for v in ("output", self.other) if v not in self.template.variables]
         if missing:

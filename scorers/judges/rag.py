@@ -147,8 +147,6 @@ class MultiStepJudge(LLMJudge):
     steps: ClassVar[tuple[str, ...]] = ()
     #: Where the built-in step prompts are, in the package ``scorers.judges``.
     prompt_dir: ClassVar[str] = PROMPT_DIR
-    #: How many requests a row makes, as a formula of what it holds (``show`` prints it; "" when not stated).
-    requests_per_row: ClassVar[str] = ""
 
     def __init__(
         self,
@@ -215,7 +213,7 @@ class MultiStepJudge(LLMJudge):
             "description": inspect.cleandoc(type(self).__doc__ or ""),
             "variables": list(self.variables()),
             "higher_is_better": self.higher_is_better,
-            **({"requests_per_row": self.requests_per_row} if self.requests_per_row else {}),
+            "requests_per_row": self.requests_per_row,
             **self.params(),
         }
 
@@ -355,10 +353,11 @@ def read_verdicts(parsed: Mapping[str, Any], count: int, choices: Sequence[str])
         raise InvalidReply(f"{len(verdicts)} verdicts for {count} items; give exactly one per item")
     out = []
     for i, entry in enumerate(verdicts):
-        verdict = entry.get("verdict") if isinstance(entry, dict) else None
-        verdict = verdict.strip().lower() if isinstance(verdict, str) else verdict
-        if verdict not in choices:
-            raise InvalidReply(f"verdicts[{i}] is {verdict!r}, not one of {', '.join(choices)}")
+        given = entry.get("verdict") if isinstance(entry, dict) else None
+        verdict = given.strip().lower() if isinstance(given, str) else None
+        if verdict is None or verdict not in choices:
+            shown = given if verdict is None else verdict
+            raise InvalidReply(f"verdicts[{i}] is {shown!r}, not one of {', '.join(choices)}")
         reason = entry.get("reason")
         out.append(ItemVerdict(verdict, reason if isinstance(reason, str) else None))
     return tuple(out)
@@ -388,6 +387,7 @@ class Faithfulness(MultiStepJudge):
     description = "Share of the output's claims that the retrieved context does not contradict (LLM, 2 calls)."
     fields = (text_field("output", utf8=True), context_field())
     steps = ("claims", "claim_support")
+    requests_per_row = "2 (1 when the output makes no claim)"
     example = "scorers.get('Faithfulness')(output='Paris has 2 million people.', context=['Paris: 2.1 million'])"
 
     def __init__(self, *, idk_is_unfaithful: bool = False, **settings: Any) -> None:
@@ -421,6 +421,7 @@ class AnswerRelevancy(MultiStepJudge):
     description = "Share of the output's statements relevant to the input (LLM, 2 calls)."
     fields = (text_field("input", utf8=True), text_field("output", utf8=True))
     steps = ("statements", "answer_relevance")
+    requests_per_row = "2 (1 when the output makes no statement)"
     example = "scorers.get('AnswerRelevancy')(input='Capital of France?', output='Paris. It is lovely in May.')"
 
     async def _evaluate(self, row: Mapping[str, Any], calls: list[ChatResult]) -> tuple[float, dict[str, Any]]:
@@ -453,6 +454,7 @@ class ContextPrecision(MultiStepJudge):
     description = "Average precision of the retrieved chunks judged useful for reaching the expected answer (LLM)."
     fields = (text_field("input", utf8=True), text_field("expected", utf8=True), context_field())
     steps = ("chunk_usefulness",)
+    requests_per_row = "1"
     example = "scorers.get('ContextPrecision')(input='...', expected='...', context=['chunk 1', 'chunk 2'])"
 
     @staticmethod
@@ -487,6 +489,7 @@ class ContextRecall(MultiStepJudge):
     description = "Share of the expected answer's sentences attributable to the retrieved context (LLM, 2 calls)."
     fields = (text_field("expected", utf8=True), context_field())
     steps = ("sentences", "attribution")
+    requests_per_row = "2 (1 when expected holds no sentence)"
     example = "scorers.get('ContextRecall')(expected='Paris. Capital since 987.', context=['Paris is the capital.'])"
 
     async def _evaluate(self, row: Mapping[str, Any], calls: list[ChatResult]) -> tuple[float, dict[str, Any]]:
@@ -511,6 +514,7 @@ class ContextRelevancy(MultiStepJudge):
     description = "Share of the retrieved context's statements relevant to the input (LLM, chunks + 1 calls)."
     fields = (text_field("input", utf8=True), context_field())
     steps = ("statements", "context_relevance")
+    requests_per_row = "context chunks + 1 (the chunks alone when they hold no statement)"
     example = "scorers.get('ContextRelevancy')(input='Capital of France?', context=['Paris is the capital.'])"
 
     async def _evaluate(self, row: Mapping[str, Any], calls: list[ChatResult]) -> tuple[float, dict[str, Any]]:
@@ -540,6 +544,7 @@ class Hallucination(MultiStepJudge):
     higher_is_better = False
     fields = (text_field("output", utf8=True), context_field())
     steps = ("contradiction",)
+    requests_per_row = "1"
     example = "scorers.get('Hallucination')(output='Paris has 9 million people.', context=['Paris: 2.1 million'])"
 
     async def _evaluate(self, row: Mapping[str, Any], calls: list[ChatResult]) -> tuple[float, dict[str, Any]]:
@@ -565,6 +570,9 @@ class Summarization(MultiStepJudge):
         text_field("output", utf8=True, description="the summary"),
     )
     steps = ("claims", "claim_support", "questions", "answers")
+    requests_per_row = (
+        "4, two pairs in parallel (fewer when the summary makes no claim or the source raises no question)"
+    )
     example = "scorers.get('Summarization')(input='<source text>', output='<summary>')"
 
     def __init__(self, *, questions: int = 5, **settings: Any) -> None:
@@ -647,6 +655,7 @@ def read_questions(parsed: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 class _OpinionJudge(MultiStepJudge):
     """Opinions of the output, the share judged ``yes`` by the verdict step (lower is better)."""
 
+    requests_per_row = "2 (1 when the output expresses no opinion)"
     higher_is_better = False
     fields = (text_field("output", utf8=True),)
     verdict_step: ClassVar[str] = ""

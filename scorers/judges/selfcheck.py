@@ -81,6 +81,10 @@ class SelfCheck(MultiStepJudge):
             )
         self.samples = samples
         self.sample_temperature = float(sample_temperature)
+        self.requests_per_row = (
+            f"{1 + 2 * samples} (the sentences, then {samples} samples and a support check of each; "
+            "1 when the output has no sentence)"
+        )
 
     def kind_params(self) -> dict[str, Any]:
         return {"samples": self.samples, "sample_temperature": self.sample_temperature}

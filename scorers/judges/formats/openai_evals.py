@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from ..._util import is_number
 from ...errors import TemplateError
 from ..template import JudgeTemplate, format_to_jinja
-from . import Definition, Problems
+from .base import Definition, Problems
 
 __all__ = ["parse"]
 

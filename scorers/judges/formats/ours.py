@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from ..spec import validate_spec
 from ..template import JudgeTemplate, mustache_to_jinja, template_problems
-from . import Definition, Problems
+from .base import Definition, Problems
 
 __all__ = ["parse"]
 

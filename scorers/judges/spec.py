@@ -519,9 +519,29 @@ def validate_model(model: type[BaseModel], data: Mapping[str, Any]) -> tuple[Any
         return None, _problems(exc, model)
 
 
+def _held_model(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds: itself, or as the items of a list or the values of a dict (``None``: no model)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in reversed(get_args(annotation)):  # dict[K, V]: V; X | None: X; Annotated[X, ...]: X
+        held = _held_model(arg)
+        if held is not None:
+            return held
+    return None
+
+
+def _model_at(model: type[BaseModel], loc: list[str]) -> type[BaseModel]:
+    """The model whose key ``loc`` names (``fields.conversation.max_tokens``: FieldSpec's)."""
+    for part in loc[:-1]:
+        field = model.model_fields.get(part)
+        held = None if field is None else _held_model(field.annotation)
+        if held is not None:
+            model = held  # an index or a dict key in between stays with the items' model
+    return model
+
+
 def _problems(exc: ValidationError, model: type[BaseModel]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
-    allowed = ", ".join(sorted(model.model_fields))
     for error in exc.errors(include_url=False):
         loc = [str(part) for part in error["loc"]]
         key = "".join(
@@ -532,6 +552,7 @@ def _problems(exc: ValidationError, model: type[BaseModel]) -> list[tuple[str, s
         if isinstance(cause, _KeyError):
             out.append((cause.key, cause.message))
         elif error["type"] == "extra_forbidden":
+            allowed = ", ".join(sorted(_model_at(model, loc).model_fields))
             out.append((key, f"unknown key (allowed: {allowed})"))
         elif error["type"] == "missing":
             out.append((key, "is required"))

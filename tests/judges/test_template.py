@@ -240,6 +240,12 @@ BAD_FILES = [
     ("bare_yes_no.yaml", 'prompt: "{{output}}"\nchoice_scores:\n  Yes: 1\n  No: 0\n', "choice_scores", "boolean"),
     ("int_key.yaml", 'prompt: "{{output}}"\nchoice_scores:\n  1: 1\n  "2": 0\n', "choice_scores", "not a string"),
     ("unknown_key.yaml", 'prompt: "{{output}}"\nchoice_scores: {"Y": 1}\nchoices: [Y]\n', "choices", "unknown key"),
+    (  # a nested key names the keys of its own level
+        "unknown_nested_key.yaml",
+        'prompt: "{{c}}"\nchoice_scores: {"Y": 1}\nfields: {c: {type: conversation, budget: 9}}\n',
+        "fields.c.budget",
+        "unknown key (allowed: max_tokens, type)",
+    ),
     ("duplicate.yaml", 'prompt: "{{output}}"\nchoice_scores:\n  "Y": 1\n  "Y": 0\n', "", "duplicate key"),
     ("out_of_range.yaml", 'prompt: "{{output}}"\nchoice_scores: {"Y": 5, "N": 0}\n', "choice_scores.Y", "[0, 1]"),
     ("bool_score.yaml", 'prompt: "{{output}}"\nchoice_scores: {"Y": true, "N": 0}\n', "choice_scores.Y", "[0, 1]"),

@@ -41,7 +41,7 @@ import pickle
 import warnings
 from abc import abstractmethod
 from pathlib import Path
-from typing import Any, Generator, Iterator, Mapping, Sequence
+from typing import Any, Collection, Generator, Iterator, Mapping, Sequence
 
 from ..batch import RESULT_COLUMN, BatchScorer, RowResult
 from ..errors import ConfigError, DataError
@@ -52,7 +52,10 @@ __all__ = [
     "ClusterEngine",
     "INDEX_COLUMN",
     "MAX_BLOCK_ROWS",
+    "JSON_COLUMNS",
     "rows_table",
+    "table_rows",
+    "encoded_columns",
     "split",
     "batch_size",
     "worker_settings",
@@ -62,6 +65,8 @@ __all__ = [
 
 #: The column holding each row's input index (0-based, counting from ``start``).
 INDEX_COLUMN = "_scorers_index"
+#: The key of a :func:`rows_table` schema's metadata listing (JSON) the columns that hold each row's value as JSON text.
+JSON_COLUMNS = b"scorers.json_columns"
 #: The key of a worker's result that carries a ConfigError instead of a row's scores.
 _RAISE = "_scorers_raise"
 #: Rows per block at most: small enough that every worker gets several blocks of a one-file input.
@@ -69,41 +74,170 @@ MAX_BLOCK_ROWS = 10_000
 
 
 def rows_table(rows: Sequence[Mapping[str, Any]], start: int = 0) -> Any:
-    """The rows as one Arrow table with :data:`INDEX_COLUMN`; a row that Arrow would change is a DataError.
+    """The rows as one Arrow table with :data:`INDEX_COLUMN`, each field a column that gives every row's value
+    back exactly (:func:`table_rows` reads them).
 
-    Arrow gives every row the columns of the whole table, so rows must share their fields and types: a row that
-    lacks a field, or whose value would come back different, is refused (naming the row), never altered. Arrow
-    strings are UTF-8: a text holding a lone surrogate (``"\\ud800"``, valid JSON) is refused too (the local
-    engine scores it).
+    A field whose values Arrow holds as one type, unchanged (text, numbers of one kind, lists and objects of one
+    shape; null where a row holds None), is a typed column. Any other (values of several types, 1 among 2.5,
+    objects with different keys, lists of such objects, integers beyond 64 bits, a field some rows lack) is a
+    column of JSON text, each row's value as :func:`json.dumps` writes it (NaN and Infinity included), null
+    where the row lacks the field; the schema's metadata names these columns (:data:`JSON_COLUMNS`, never a
+    column name, so no field of the rows can be taken for one). A value of such a column that JSON cannot hold
+    (a date among texts, a key that is not text) is a DataError naming row and field; so is a text holding a
+    lone surrogate (``"\\ud800"``, valid JSON, but not the UTF-8 of Arrow strings), which the local engine scores.
+
+    >>> table = rows_table([{"id": 1, "tags": ["a"]}, {"id": "two", "tags": []}])
+    >>> table.schema.field("id").type, encoded_columns(table.schema)
+    (DataType(string), ['id'])
+    >>> table_rows(table)
+    [{'id': 1, 'tags': ['a']}, {'id': 'two', 'tags': []}]
     """
     pa = import_pyarrow("an engine")
+    names: dict[str, None] = {}
+    for i, row in enumerate(rows):
+        for key in row:
+            if key not in names:
+                if not isinstance(key, str) or key in (INDEX_COLUMN, RESULT_COLUMN):
+                    raise DataError(
+                        f"row {start + i}: the field name {key!r} "
+                        + ("is not text" if not isinstance(key, str) else "is the engines' own column")
+                        + "; rename it to score these rows on an engine, or use the local engine"
+                    )
+                names[key] = None
+    columns, encoded = [], []
     try:
-        table = pa.Table.from_pylist(list(rows))
+        for name in names:
+            values = [row.get(name, _ABSENT) for row in rows]
+            column = _typed(pa, values)
+            if column is None:
+                column = pa.array(_json_texts(values, name, start), pa.string())
+                encoded.append(name)
+            columns.append(column)
+        table = pa.Table.from_arrays(columns, names=list(names))
     except UnicodeEncodeError:
         _refuse_surrogates(rows, start)
         raise
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-        raise DataError(
-            f"the rows cannot be carried as Arrow columns ({exc}); an engine needs every row to have "
-            "the same fields, each of one type (use the local engine otherwise)"
-        ) from None
-    for i, (row, back) in enumerate(zip(rows, table.to_pylist())):
-        if back != row and _canonical(back) != _canonical(row):  # NaN != NaN, yet it comes back as it was
-            _refuse_surrogates(rows[i : i + 1], start + i)
-            differing = sorted(
-                k for k in set(row) | set(back) if _canonical(row.get(k, ...)) != _canonical(back.get(k, ...))
-            )
+    table = table.append_column(INDEX_COLUMN, pa.array(range(start, start + len(rows)), pa.int64()))
+    return table.replace_schema_metadata({JSON_COLUMNS: json.dumps(encoded).encode()}) if encoded else table
+
+
+def encoded_columns(schema: Any) -> list[str]:
+    """The columns of a :func:`rows_table` schema that hold JSON text (as its metadata names them)."""
+    return list(json.loads((schema.metadata or {}).get(JSON_COLUMNS, b"[]")))
+
+
+def table_rows(batch: Any, encoded: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """In a worker: the rows of a block or batch of a :func:`rows_table` (Arrow table or record batch), as the
+    driver had them: :data:`INDEX_COLUMN` left out, the JSON text of the ``encoded`` columns (default: those
+    the schema's metadata names, which an engine may not pass on) read back, a field the row lacked left out.
+
+    >>> table_rows(rows_table([{"a": {"x": 1}}, {"a": {"y": [None]}, "b": float("nan")}]))
+    [{'a': {'x': 1}}, {'a': {'y': [None]}, 'b': nan}]
+    """
+    if encoded is None:
+        encoded = encoded_columns(batch.schema)
+    if INDEX_COLUMN in batch.schema.names:
+        batch = batch.drop_columns([INDEX_COLUMN])
+    rows: list[dict[str, Any]] = batch.to_pylist()
+    if encoded:
+        present = [name for name in encoded if name in batch.schema.names]
+        for row in rows:
+            for name in present:
+                text = row[name]
+                if text is None:
+                    del row[name]
+                else:
+                    row[name] = json.loads(text)
+    return rows
+
+
+class _Absent:
+    """A field the row lacks (None is a value)."""
+
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+_ABSENT: Any = _Absent()
+_NUMBERS = (bool, int, float)
+
+
+def _typed(pa: Any, values: list[Any]) -> Any:
+    """``values`` as one typed Arrow array that gives each back exactly, or None."""
+    if any(value is _ABSENT for value in values):
+        return None
+    try:
+        array = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+        return None
+    kind, back = array.type, array.to_pylist()
+    if (
+        pa.types.is_string(kind) or pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_null(kind)
+    ) and (
+        back == values
+    ):  # the common cases, without a look at each value: Arrow makes such a column only of values of its type
+        return array
+    if pa.types.is_floating(kind) and all(value is None or type(value) is float for value in values):
+        return array  # no int made a float; NaN stays NaN
+    return array if all(map(_same, back, values)) else None
+
+
+def _same(back: Any, value: Any) -> bool:
+    """Whether Arrow gave ``value`` back as it was: of its type (1 is not 1.0 nor True), NaN as NaN, the keys of an
+    object in their order and none added; a tuple comes back as a list (as through JSON)."""
+    if type(back) is not type(value) and (type(back) in _NUMBERS or type(value) in _NUMBERS):
+        return False
+    if isinstance(value, float):
+        return bool(back == value) or (back != back and value != value)
+    if isinstance(value, Mapping):
+        return (
+            isinstance(back, Mapping)
+            and list(back) == list(value)
+            and all(_same(back[key], value[key]) for key in value)
+        )
+    if isinstance(value, (list, tuple)):
+        return isinstance(back, (list, tuple)) and len(back) == len(value) and all(map(_same, back, value))
+    return bool(back == value)
+
+
+def _json_texts(values: list[Any], name: str, start: int) -> list[str | None]:
+    """Each value as JSON text (None for a field the row lacks); one that JSON cannot hold is a DataError."""
+    texts: list[str | None] = []
+    for i, value in enumerate(values):
+        if value is _ABSENT:
+            texts.append(None)
+            continue
+        found = _not_json(value)
+        if found is not None:
+            where, what = found
             raise DataError(
-                f"row {start + i}: the field(s) {', '.join(map(repr, differing))} would change as Arrow "
-                "columns (a field some rows lack, or values of several types); an engine needs every "
-                "row to have the same fields, each of one type (null where there is none), or use "
-                "the local engine"
+                f"row {start + i}: the field {name!r}{where} holds {what}, which JSON cannot hold; an engine "
+                "carries a field whose values Arrow cannot hold as one type (here, of several types or "
+                "shapes) as JSON text, so its values must be JSON's (text, numbers, true/false, null, "
+                "lists, objects with text keys); use the local engine otherwise"
             )
-    return table.append_column(INDEX_COLUMN, pa.array(range(start, start + len(rows)), pa.int64()))
+        texts.append(json.dumps(value, ensure_ascii=False))
+    return texts
 
 
-def _canonical(value: Any) -> str:
-    return "..." if value is ... else json.dumps(value, ensure_ascii=True, sort_keys=True, default=repr)
+def _not_json(value: Any) -> tuple[str, str] | None:
+    """Where in ``value`` something JSON does not hold as it is lies (``", at ['a'][0]"``), and what it is."""
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
+    while stack:
+        path, item = stack.pop()
+        where = (", at " + "".join(f"[{step!r}]" for step in path)) if path else ""
+        if item is None or isinstance(item, (str, int, float)):
+            continue
+        if isinstance(item, Mapping):
+            for key in item:
+                if not isinstance(key, str):
+                    return where, f"the key {key!r} ({type(key).__name__}, not text)"
+            stack.extend(((*path, key), item[key]) for key in reversed(list(item)))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(((*path, i), element) for i, element in reversed(list(enumerate(item))))
+        else:
+            return where, f"a {type(item).__name__} ({item!r:.60})"
+    return None
 
 
 def _refuse_surrogates(rows: Sequence[Mapping[str, Any]], start: int) -> None:

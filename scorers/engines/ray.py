@@ -39,7 +39,17 @@ from pydantic import Field
 from .._aio import background_loop
 from ..batch import RESULT_COLUMN, BatchScorer
 from ..errors import MissingExtraError
-from .cluster import INDEX_COLUMN, ClusterEngine, batch_size, environ_defaults, score_rows, split, worker_settings
+from .cluster import (
+    INDEX_COLUMN,
+    ClusterEngine,
+    batch_size,
+    encoded_columns,
+    environ_defaults,
+    score_rows,
+    split,
+    table_rows,
+    worker_settings,
+)
 
 __all__ = ["Ray", "connect"]
 
@@ -98,9 +108,10 @@ def connect(address: str | None, workers: int) -> Iterator[Any]:
 class _Scorer:
     """An actor of the pool: the unit, and the driver's judge settings that every batch is scored with."""
 
-    def __init__(self, unit: BatchScorer, settings: Mapping[str, Any]) -> None:
+    def __init__(self, unit: BatchScorer, settings: Mapping[str, Any], encoded: list[str]) -> None:
         self.unit = unit
         self.settings = settings
+        self.encoded = encoded  # the columns of JSON text (Ray Data may not keep the schema's metadata)
         self._limit: asyncio.Semaphore | None = None
 
     async def score(self, batch: Any) -> Any:
@@ -108,7 +119,7 @@ class _Scorer:
 
         if self._limit is None:  # one bound on the actor's judge calls, over every batch it runs at once
             self._limit = asyncio.Semaphore(self.unit.concurrency)
-        texts = await score_rows(self.unit, batch.drop_columns([INDEX_COLUMN]).to_pylist(), self._limit, self.settings)
+        texts = await score_rows(self.unit, table_rows(batch, self.encoded), self._limit, self.settings)
         return pa.table({INDEX_COLUMN: batch.column(INDEX_COLUMN), RESULT_COLUMN: pa.array(texts, pa.string())})
 
 
@@ -145,7 +156,7 @@ class Ray(ClusterEngine):
             context.execution_options.preserve_order = ordered
             dataset = ray.data.from_arrow(split(table, workers, size)).map_batches(
                 AsyncScorer if judges else SyncScorer,
-                fn_constructor_kwargs={"unit": unit, "settings": settings},
+                fn_constructor_kwargs={"unit": unit, "settings": settings, "encoded": encoded_columns(table.schema)},
                 compute=ray.data.ActorPoolStrategy(size=workers),
                 num_cpus=min(1.0, cpus / (workers + 1)),
                 batch_size=size,

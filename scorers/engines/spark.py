@@ -48,9 +48,11 @@ from .cluster import (
     MAX_BLOCK_ROWS,
     ClusterEngine,
     batch_size,
+    encoded_columns,
     environ_defaults,
     score_rows,
     split,
+    table_rows,
     worker_settings,
 )
 
@@ -117,13 +119,15 @@ def _unit(payload: bytes) -> BatchScorer:
     return pickle.loads(payload)
 
 
-def _score_partitions(payload: bytes, settings: Mapping[str, Any]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def _score_partitions(
+    payload: bytes, settings: Mapping[str, Any], encoded: list[str]
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
     def score(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
         unit = _unit(payload)
         for batch in batches:
-            rows = batch.drop_columns([INDEX_COLUMN]).to_pylist()
+            rows = table_rows(batch, encoded)  # the schema's metadata does not pass through Spark
             texts = asyncio.run_coroutine_threadsafe(
                 score_rows(unit, rows, settings=settings), background_loop()
             ).result()
@@ -163,6 +167,8 @@ class Spark(ClusterEngine):
                 # the batches mapInArrow scores
                 spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(size))
                 schema = StructType([*frame.schema.fields, StructField(RESULT_COLUMN, StringType(), False)])
-                scored = frame.mapInArrow(_score_partitions(pickle.dumps(unit), settings), schema)
+                scored = frame.mapInArrow(
+                    _score_partitions(pickle.dumps(unit), settings, encoded_columns(table.schema)), schema
+                )
                 collected = scored.select(INDEX_COLUMN, RESULT_COLUMN).toArrow()
             yield from collected.to_batches()

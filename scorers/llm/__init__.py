@@ -13,35 +13,18 @@ Importing this package does not import ``openai``.
 
 from __future__ import annotations
 
+from . import engine
 from .cache import CacheError, LLMCache, RedisCache, cache_key
 from .config import DEFAULT_DEADLINE, DEFAULT_MODEL, LLMSettings, configure, default_cache_path, is_reasoning_model
-from .engine import (
-    ChatRequest,
-    ChatResult,
-    EndpointConfigError,
-    InvalidReply,
-    LLMEngine,
-    RequestRejected,
-    TokenLogprob,
-    ToolCall,
-    aclose,
-    complete,
-    complete_sync,
-)
+
+# The engine's names (requests, replies, errors, LLMEngine, complete): those its __all__ lists, added to ours below.
+from .engine import *  # noqa: F403
 from .usage import ModelUsage, Usage
 
-__all__ = [
-    "ChatRequest",
-    "ChatResult",
-    "ToolCall",
-    "TokenLogprob",
-    "InvalidReply",
-    "EndpointConfigError",
-    "RequestRejected",
-    "LLMEngine",
-    "complete",
-    "complete_sync",
-    "aclose",
+# The engine's names first, then the settings, cache and usage.
+__all__: list[str] = []
+__all__ += engine.__all__
+__all__ += [
     "configure",
     "LLMSettings",
     "DEFAULT_MODEL",

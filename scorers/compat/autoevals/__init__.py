@@ -18,29 +18,12 @@ values raise instead of being ignored or shown as ``"None"``: see docs/autoevals
 
 from __future__ import annotations
 
+from . import llm
 from ._adapter import NotSupportedError
 from .json import JSONDiff, ValidJSON
 from .list import ListContains
 from .litellm import AsyncLiteLLMClient, LiteLLMClient
-from .llm import (
-    DEFAULT_MODEL,
-    Battle,
-    ClosedQA,
-    Factuality,
-    Humor,
-    LLMClassifier,
-    ModelGradedSpec,
-    OpenAILLMClassifier,
-    OpenAILLMScorer,
-    OpenAIScorer,
-    Possible,
-    Security,
-    SpecFileClassifier,
-    Sql,
-    Summary,
-    Translation,
-    build_classification_tools,
-)
+from .llm import *  # noqa: F403  (the LLM judges: those llm.__all__ lists, added to ours below)
 from .moderation import Moderation
 from .number import NumericDiff
 from .oai import get_default_embedding_model, get_default_model, init
@@ -76,23 +59,9 @@ __all__ = [
     "ValidJSON",
     "ListContains",
     "EmbeddingSimilarity",
-    "DEFAULT_MODEL",
-    "ModelGradedSpec",
-    "LLMClassifier",
-    "OpenAILLMClassifier",
-    "OpenAIScorer",
-    "OpenAILLMScorer",
-    "SpecFileClassifier",
-    "build_classification_tools",
-    "Battle",
-    "ClosedQA",
-    "Factuality",
-    "Humor",
-    "Possible",
-    "Security",
-    "Sql",
-    "Summary",
-    "Translation",
+]
+__all__ += llm.__all__
+__all__ += [
     "Moderation",
     "ContextEntityRecall",
     "ContextRelevancy",

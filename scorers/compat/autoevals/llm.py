@@ -66,31 +66,28 @@ def _template_value(value: Any) -> Any:
     return value if value is None or isinstance(value, (str, PromptText)) else str(value)
 
 
-def _judge_settings(
-    *,
-    model: str | None,
-    max_tokens: int | None,
-    temperature: float | None,
-    reasoning_effort: str | None,
-    reasoning_enabled: bool | None,
-    reasoning_budget: int | None,
-    use_responses_api: bool | None,
-    engine: Any,
-    api_key: str | None,
-    base_url: str | None,
-    client: Any,
-    extra_args: Mapping[str, Any] | None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Our judge's keyword arguments for autoevals' options, and autoevals' ``extra_args`` (request options set)."""
-    model = model or get_default_model()
-    extra = {**(extra_args or {}), "reasoning_enabled": reasoning_enabled, "reasoning_budget": reasoning_budget}
+def _judge_settings(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Our judge's keyword arguments for autoevals' options, and autoevals' ``extra_args`` (request options set).
+
+    ``options`` is a judge constructor's ``locals()``, read for the options every judge takes (``model``,
+    ``max_tokens``, ``temperature``, ``reasoning_effort``, ``use_responses_api``, ``engine``, ``api_key``,
+    ``base_url``, ``client``, ``extra_args``) and ``reasoning_enabled``/``reasoning_budget`` (``None`` where
+    the constructor has none); its other arguments are the constructor's own business.
+    """
+    model = options["model"] or get_default_model()
+    engine, client = options["engine"], options["client"]
+    api_key, base_url = options["api_key"], options["base_url"]
+    request_options = {key: options[key] for key in ("temperature", "max_tokens", "reasoning_effort")}
+    extra = {
+        **(options["extra_args"] or {}),
+        "reasoning_enabled": options.get("reasoning_enabled"),
+        "reasoning_budget": options.get("reasoning_budget"),
+    }
     extra = {key: value for key, value in extra.items() if value is not None}
     settings: dict[str, Any] = {
         "model": model,
-        "temperature": temperature,
-        "max_tokens": max_tokens,
-        "reasoning_effort": reasoning_effort,
-        "api": "responses" if model.startswith("gpt-5") or use_responses_api else "chat",
+        **request_options,
+        "api": "responses" if model.startswith("gpt-5") or options["use_responses_api"] else "chat",
         "extra_args": extra or None,
     }
     if engine is not None and not isinstance(engine, LLMEngine):
@@ -104,12 +101,7 @@ def _judge_settings(
         engine = LLMEngine(client=client, api_key=api_key, base_url=base_url)
         client = None
     settings.update(engine=engine, client=client)
-    request_options = {
-        "temperature": temperature,
-        "max_tokens": max_tokens,
-        "reasoning_effort": reasoning_effort,
-        **extra,
-    }
+    request_options.update(extra)
     return settings, {key: value for key, value in request_options.items() if value is not None}
 
 
@@ -196,20 +188,7 @@ class OpenAILLMClassifier(_Judge):
         client: Any = None,
         extra_args: Mapping[str, Any] | None = None,
     ) -> None:
-        settings, self.extra_args = _judge_settings(
-            model=model,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            reasoning_effort=reasoning_effort,
-            reasoning_enabled=reasoning_enabled,
-            reasoning_budget=reasoning_budget,
-            use_responses_api=use_responses_api,
-            engine=engine,
-            api_key=api_key,
-            base_url=base_url,
-            client=client,
-            extra_args=extra_args,
-        )
+        settings, self.extra_args = _judge_settings(locals())
         kept = [dict(m) for m in messages if not (isinstance(m.get("content"), str) and not m["content"].strip())]
         self.scorer = _OurClassifier(
             name, messages=kept, choice_scores=choice_scores, use_cot=_uses_cot(classification_tools), **settings
@@ -288,20 +267,7 @@ class LLMClassifier(_Judge):
         extra_args: Mapping[str, Any] | None = None,
         **extra_render_args: Any,
     ) -> None:
-        settings, self.extra_args = _judge_settings(
-            model=model,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            reasoning_effort=reasoning_effort,
-            reasoning_enabled=reasoning_enabled,
-            reasoning_budget=reasoning_budget,
-            use_responses_api=use_responses_api,
-            engine=engine,
-            api_key=api_key,
-            base_url=base_url,
-            client=client,
-            extra_args=extra_args,
-        )
+        settings, self.extra_args = _judge_settings(locals())
         self.scorer = _OurClassifier(name, prompt_template, choice_scores, use_cot=use_cot, **settings)
         self._bind_render_args(extra_render_args)
 
@@ -357,20 +323,7 @@ class SpecFileClassifier(_Judge):
         reasoning_effort: str | None = None,
         extra_args: Mapping[str, Any] | None = None,
     ) -> None:
-        settings, self.extra_args = _judge_settings(
-            model=model,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            reasoning_effort=reasoning_effort,
-            reasoning_enabled=None,
-            reasoning_budget=None,
-            use_responses_api=use_responses_api,
-            engine=engine,
-            api_key=api_key,
-            base_url=base_url,
-            client=client,
-            extra_args=extra_args,
-        )
+        settings, self.extra_args = _judge_settings(locals())
         if use_cot is not None:
             settings["use_cot"] = use_cot
         self.scorer = get(self.template_name, **settings)

@@ -31,9 +31,9 @@ import re
 import time
 import types
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
-from .._util import is_int, lazy, spell_out_keywords
+from .._util import _annotation_text, is_int, lazy, spell_out_keywords
 from ..aggregate import Aggregator, MeanAggregator
 from ..base import Scorer
 from ..errors import ConfigError, JudgeError, ScorerError, ScorerInputError, UnknownArgumentError
@@ -674,7 +674,25 @@ class TemplatedJudge(LLMJudge):
             spec_model = YesNoSpec
             ...
 
-    Its constructor validates its settings and builds the template with :meth:`_setup`, and it defines:
+    Its constructor is declared once, here: the template parameters (``name``, ``prompt_template``,
+    ``messages``, ``template``, ``engine``, ``client``, ``max_reasks``, ``description``, ``settings``),
+    then the kind's own fields (its spec model's keys that :class:`TemplateSpec` does not have: keyword-only,
+    typed and defaulted as the model declares them), then the request settings. Each kind's class gets an
+    ``__init__`` of that signature when it is defined; the spec model validates everything at once. A kind
+    may define:
+
+    ``_parameters(self, ...) -> None``
+        only a signature: its own fields as its constructor shows them, where the model's types or defaults
+        are not what a caller passes (a positional field, a mapping for a model, ``None`` for the model's
+        default); the same names as the model's own fields;
+    ``_spec_fields(name, template, fields) -> dict``
+        the fields as the spec model reads them (``fields`` as given; a list for a sequence, a default
+        taken from the template); a field whose parameter defaults to ``None`` and is left ``None`` takes the
+        model's default;
+    ``_configure_kind(spec)``
+        the judge's attributes from the validated spec, and its own checks;
+
+    and it defines:
 
     ``_format() -> ReplyFormat`` and ``_instruction() -> str``
         the JSON object asked for in the structured modes, and the instruction appended to the prompt;
@@ -689,9 +707,26 @@ class TemplatedJudge(LLMJudge):
     #: The kind's spec model (a :class:`~scorers.judges.spec.TemplateSpec` with ``kind: Literal[...]``).
     spec_model: ClassVar[type[TemplateSpec] | None] = None
 
+    #: The kind's own constructor parameters (set for each kind: :meth:`_parameters`, or its spec model's fields).
+    _kind_parameters: ClassVar[tuple[inspect.Parameter, ...]] = ()
+    #: The kind's fields that, left ``None``, take the spec model's default (their parameter defaults to ``None``).
+    _left_to_spec: ClassVar[frozenset[str]] = frozenset()
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
         model = cls.__dict__.get("spec_model")
+        if model is not None:
+            cls._kind_parameters = _kind_parameters(cls, model)
+            fields = model.model_fields
+            cls._left_to_spec = frozenset(
+                p.name
+                for p in cls._kind_parameters
+                if p.default is None
+                and not fields[p.name].is_required()
+                and fields[p.name].get_default(call_default_factory=True) is not None
+            )
+            if "__init__" not in cls.__dict__:
+                cls.__init__ = _constructor(cls)  # type: ignore[method-assign]
+        super().__init_subclass__(**kwargs)
         if model is None:
             return
         kind = kind_of(model)
@@ -704,6 +739,51 @@ class TemplatedJudge(LLMJudge):
         add_kind(model)
         cls.judge_kind = kind
         KIND_CLASSES[kind] = cls
+
+    def __init__(
+        self,
+        name: str,
+        prompt_template: str | None = None,
+        *fields: Any,
+        messages: Sequence[Mapping[str, str]] | None = None,
+        template: JudgeTemplate | None = None,
+        engine: LLMEngine | None = None,
+        client: Any = None,
+        max_reasks: int | None = None,
+        description: str | None = None,
+        settings: RequestSettings | Mapping[str, Any] | None = None,
+        **request: Any,
+    ) -> None:
+        """``prompt_template`` (mustache/Jinja text), ``messages`` (``{"role", "content"}`` templates) or a
+        loaded ``template``: exactly one; ``engine``, or ``client``/``max_reasks`` to build one; ``description``
+        (else the template's); then the kind's own fields (``fields``, by position where the kind allows) and
+        the request settings (``settings``, ``**request``: see :meth:`LLMJudge.request_fields`).
+
+        Each kind's class has its own ``__init__`` of this signature with its fields spelled out; this one
+        binds them for a kind that writes its own constructor and calls it."""
+        self._spec_model()
+        names = {p.name for p in self._kind_parameters}
+        bound = inspect.Signature(list(self._kind_parameters)).bind(
+            *fields, **{key: request.pop(key) for key in list(request) if key in names}
+        )
+        bound.apply_defaults()
+        arguments: dict[str, Any] = dict(name=name, prompt_template=prompt_template, messages=messages)
+        arguments.update(template=template, engine=engine, client=client, max_reasks=max_reasks)
+        self._construct(dict(arguments, description=description, settings=settings), bound.arguments, request)
+
+    def _construct(self, arguments: Mapping[str, Any], fields: Mapping[str, Any], request: Mapping[str, Any]) -> None:
+        """Build the judge from the template parameters (``arguments``), the kind's fields and the request
+        settings: :meth:`_spec_fields`, :meth:`_setup`, then :meth:`_configure_kind` with the validated spec."""
+        data = self._spec_fields(arguments["name"], arguments["template"], dict(fields))
+        data = {k: v for k, v in data.items() if not (v is None and k in self._left_to_spec)}
+        self._configure_kind(self._setup(**arguments, spec_fields=data, request=request))
+
+    def _spec_fields(self, name: str, template: JudgeTemplate | None, fields: dict[str, Any]) -> dict[str, Any]:
+        """The kind's fields as its spec model reads them (as given, by default)."""
+        return fields
+
+    def _configure_kind(self, spec: Any) -> None:
+        """Set the judge's attributes from the validated ``spec`` and check what the model alone cannot."""
 
     def _setup(
         self,
@@ -868,6 +948,87 @@ class TemplatedJudge(LLMJudge):
         started = time.perf_counter()
         replies = await self._judge_row(requests, hits)
         return self._scored(replies, time.perf_counter() - started)
+
+
+def _kind_parameters(cls: type[TemplatedJudge], model: type[TemplateSpec]) -> tuple[inspect.Parameter, ...]:
+    """The kind's own constructor parameters: its ``_parameters``' (after ``self``), or one keyword-only
+    parameter per field of ``model`` that :class:`TemplateSpec` does not have, typed and defaulted as there."""
+    own = [name for name in model.model_fields if name not in TemplateSpec.model_fields and name != "kind"]
+    declared = cls.__dict__.get("_parameters")
+    if declared is None:
+        return tuple(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty
+                if field.is_required()
+                else field.get_default(call_default_factory=True),
+                annotation=_annotation_text(field.annotation),
+            )
+            for name, field in ((name, model.model_fields[name]) for name in own)
+        )
+    parameters = tuple(inspect.signature(declared).parameters.values())[1:]
+    if sorted(p.name for p in parameters) != sorted(own):
+        raise TypeError(
+            f"{cls.__qualname__}._parameters declares {[p.name for p in parameters]}, "
+            f"but its spec model's own fields are {own}"
+        )
+    return parameters
+
+
+def _template_parameters() -> tuple[list[inspect.Parameter], list[inspect.Parameter]]:
+    """:meth:`TemplatedJudge.__init__`'s parameters before the kind's (``self``, ``name``, ``prompt_template``)
+    and after them (``messages`` ... ``settings``), the request settings left out."""
+    parameters = [
+        p
+        for p in inspect.signature(TemplatedJudge.__init__).parameters.values()
+        if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        and p.name not in RequestSettings.model_fields
+    ]
+    head = [p for p in parameters if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    return head, [p for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+
+def _constructor(cls: type[TemplatedJudge]) -> Callable[..., None]:
+    """A kind's ``__init__``: the template parameters around the kind's own, then the request settings (spelled
+    out in its signature, as :func:`takes_request_settings` does); it calls :meth:`TemplatedJudge._construct`.
+    Written as source, as :mod:`dataclasses` writes ``__init__``, so that a missing or extra argument is Python's
+    own ``TypeError`` naming the kind's ``__init__``."""
+    head, tail = _template_parameters()
+    kind = cls._kind_parameters
+    by_kind = {p.kind: [q for q in kind if q.kind is p.kind] for p in kind}
+    positional = [*head, *by_kind.get(inspect.Parameter.POSITIONAL_OR_KEYWORD, [])]
+    keyword = [*by_kind.get(inspect.Parameter.KEYWORD_ONLY, []), *tail]
+    if len(positional) + len(keyword) != len(head) + len(kind) + len(tail):
+        raise TypeError(f"{cls.__qualname__}: a kind's parameters are positional-or-keyword or keyword-only")
+    empty = inspect.Parameter.empty
+    defaults = {p.name: p.default for p in (*positional, *keyword) if p.default is not empty}
+
+    def spelled(p: inspect.Parameter) -> str:
+        return p.name if p.default is empty else f"{p.name}=_defaults[{p.name!r}]"
+
+    def passed(parameters: Sequence[inspect.Parameter]) -> str:
+        return "{" + ", ".join(f"{p.name!r}: {p.name}" for p in parameters) + "}"
+
+    source = (
+        f"def __init__({', '.join(map(spelled, positional))}, *, {', '.join(map(spelled, keyword))}, **request):\n"
+        f"    _construct(self, {passed([*head[1:], *tail])}, {passed(kind)}, request)\n"
+    )
+    namespace: dict[str, Any] = {"_construct": TemplatedJudge._construct, "_defaults": defaults}
+    exec(source, namespace)  # noqa: S102 - the source is built from parameter names only
+    init: Callable[..., None] = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    init.__doc__ = TemplatedJudge.__init__.__doc__
+    init.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [*positional, *keyword, inspect.Parameter("request", inspect.Parameter.VAR_KEYWORD, annotation="Any")],
+        return_annotation="None",
+    )
+    names = cls.request_setting_names()
+    spell_out_keywords(
+        init, {name: RequestSettings.model_fields[name].annotation for name in names}, cls.request_defaults
+    )
+    return init
 
 
 # -------------------------------------------------------------------- helpers

@@ -49,10 +49,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError
-from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
+from ..llm import ChatRequest, ChatResult, InvalidReply
 from ..score import Score
 from .base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, reasons_text
-from .spec import ClassifierSpec, RequestSettings
+from .spec import ClassifierSpec
 from .template import JudgeTemplate
 
 __all__ = ["LLMClassifier", "Verdict", "parse_text_choice", "read_reply", "TOOL_NAME", "AGGREGATES"]
@@ -157,27 +157,15 @@ class LLMClassifier(TemplatedJudge):
     spec_model = ClassifierSpec
     max_tokens_default = (64, 1024)
 
-    def __init__(
-        self,
-        name: str,
-        prompt_template: str | None = None,
-        choice_scores: Mapping[str, float] | None = None,
-        *,
-        samples: int = 1,
-        aggregate: str = "mean",
-        messages: Sequence[Mapping[str, str]] | None = None,
-        template: JudgeTemplate | None = None,
-        engine: LLMEngine | None = None,
-        client: Any = None,
-        max_reasks: int | None = None,
-        description: str | None = None,
-        settings: RequestSettings | Mapping[str, Any] | None = None,
-        **request: Any,
+    def _parameters(
+        self, choice_scores: Mapping[str, float] | None = None, *, samples: int = 1, aggregate: str = "mean"
     ) -> None:
-        scores: Any = choice_scores
-        if scores is None and template is not None and template.choice_scores is not None:
-            scores = dict(template.choice_scores)
-        if scores is None:
+        """``choice_scores`` may be passed by position; a template that defines them needs none."""
+
+    def _spec_fields(self, name: str, template: JudgeTemplate | None, fields: dict[str, Any]) -> dict[str, Any]:
+        if fields["choice_scores"] is None and template is not None and template.choice_scores is not None:
+            fields["choice_scores"] = dict(template.choice_scores)
+        if fields["choice_scores"] is None:
             where = template.where() if template is not None else name
             choices = list(template.choices) if template is not None else []
             raise ConfigError(
@@ -185,22 +173,13 @@ class LLMClassifier(TemplatedJudge):
                 + (f" for the choices {choices}" if choices else ""),
                 scorer=name,
             )
-        spec = self._setup(
-            name,
-            prompt_template=prompt_template,
-            messages=messages,
-            template=template,
-            description=description,
-            engine=engine,
-            client=client,
-            max_reasks=max_reasks,
-            spec_fields={"choice_scores": scores, "samples": samples, "aggregate": aggregate},
-            settings=settings,
-            request=request,
-        )
-        if template is not None and list(spec.choice_scores) != list(template.choices):
+        return fields
+
+    def _configure_kind(self, spec: Any) -> None:
+        if list(spec.choice_scores) != list(self.template.choices):  # a template given with other choices
             raise ConfigError(
-                f"{name}: choice_scores must cover exactly the template's choices {list(template.choices)}", scorer=name
+                f"{self.name}: choice_scores must cover exactly the template's choices {list(self.template.choices)}",
+                scorer=self.name,
             )
         self.choice_scores: dict[str, float] = dict(spec.choice_scores)
         self.choices: tuple[str, ...] = tuple(self.choice_scores)

@@ -39,11 +39,11 @@ import types
 from typing import Any, Mapping, Sequence
 
 from .._util import is_int
-from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
+from ..llm import ChatRequest, ChatResult, InvalidReply
 from ..score import Score
-from .base import ReplyFormat, TemplatedJudge, given
+from .base import ReplyFormat, TemplatedJudge
 from .rating import parse_text_rating
-from .spec import GEvalSpec, RequestSettings, Scale
+from .spec import GEvalSpec, Scale
 from .template import JudgeTemplate
 
 __all__ = ["GEvalJudge", "STEPS_TOOL"]
@@ -62,10 +62,8 @@ class GEvalJudge(TemplatedJudge):
     request_defaults = types.MappingProxyType({"temperature": 0, "response_mode": "text"})
     fixed_settings = types.MappingProxyType({"use_cot": False})  # the steps are the reasoning; the reply is the score
 
-    def __init__(
+    def _parameters(
         self,
-        name: str,
-        prompt_template: str | None = None,
         *,
         criteria: str,
         steps: Sequence[str] | None = None,
@@ -73,35 +71,14 @@ class GEvalJudge(TemplatedJudge):
         score_mode: str = "logprobs",
         top_logprobs: int = 20,
         min_prob: float = 0.01,
-        messages: Sequence[Mapping[str, str]] | None = None,
-        template: JudgeTemplate | None = None,
-        engine: LLMEngine | None = None,
-        client: Any = None,
-        max_reasks: int | None = None,
-        description: str | None = None,
-        settings: RequestSettings | Mapping[str, Any] | None = None,
-        **request: Any,
     ) -> None:
-        spec = self._setup(
-            name,
-            prompt_template=prompt_template,
-            messages=messages,
-            template=template,
-            description=description,
-            engine=engine,
-            client=client,
-            max_reasks=max_reasks,
-            spec_fields={
-                "criteria": criteria,
-                "steps": None if steps is None else list(steps),
-                "scale": given(scale),
-                "score_mode": score_mode,
-                "top_logprobs": top_logprobs,
-                "min_prob": min_prob,
-            },
-            settings=settings,
-            request=request,
-        )
+        """``steps`` any sequence (``None``: generated); ``scale`` a mapping or a :class:`Scale`, ``None`` for 1–5."""
+
+    def _spec_fields(self, name: str, template: JudgeTemplate | None, fields: dict[str, Any]) -> dict[str, Any]:
+        steps = fields["steps"]
+        return {**fields, "steps": None if steps is None else list(steps)}
+
+    def _configure_kind(self, spec: Any) -> None:
         self.criteria: str = spec.criteria
         self.steps: tuple[str, ...] | None = None if spec.steps is None else tuple(spec.steps)
         if self.steps is None:

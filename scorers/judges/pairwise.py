@@ -20,15 +20,14 @@ disagree because the same position won twice, the position the judge favoured.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from ..errors import ConfigError
-from ..llm import ChatRequest, ChatResult, LLMEngine
+from ..llm import ChatRequest, ChatResult
 from ..score import Score
 from .base import ReplyFormat, TemplatedJudge
 from .classifier import read_reply, reply_format
-from .spec import PairwiseSpec, RequestSettings
-from .template import JudgeTemplate
+from .spec import PairwiseSpec
 
 __all__ = ["PairwiseJudge"]
 
@@ -44,36 +43,7 @@ class PairwiseJudge(TemplatedJudge):
     spec_model = PairwiseSpec
     max_tokens_default = (64, 1024)
 
-    def __init__(
-        self,
-        name: str,
-        prompt_template: str | None = None,
-        *,
-        other: str = "expected",
-        swap: bool = False,
-        allow_tie: bool = True,
-        messages: Sequence[Mapping[str, str]] | None = None,
-        template: JudgeTemplate | None = None,
-        engine: LLMEngine | None = None,
-        client: Any = None,
-        max_reasks: int | None = None,
-        description: str | None = None,
-        settings: RequestSettings | Mapping[str, Any] | None = None,
-        **request: Any,
-    ) -> None:
-        spec = self._setup(
-            name,
-            prompt_template=prompt_template,
-            messages=messages,
-            template=template,
-            description=description,
-            engine=engine,
-            client=client,
-            max_reasks=max_reasks,
-            spec_fields={"other": other, "swap": swap, "allow_tie": allow_tie},
-            settings=settings,
-            request=request,
-        )
+    def _configure_kind(self, spec: Any) -> None:
         self.other: str = spec.other
         self.swap: bool = spec.swap
         if self.swap:
@@ -82,9 +52,9 @@ class PairwiseJudge(TemplatedJudge):
         missing = [v for v in ("output", self.other) if v not in self.template.variables]
         if missing:
             raise ConfigError(
-                f"{name}: a pairwise template must show both outputs; {self.template.where()} has no "
+                f"{self.name}: a pairwise template must show both outputs; {self.template.where()} has no "
                 f"{', '.join('{{' + m + '}}' for m in missing)}",
-                scorer=name,
+                scorer=self.name,
             )
         self.choices: tuple[str, ...] = ("A", "B", "tie") if self.allow_tie else ("A", "B")
 

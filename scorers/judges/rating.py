@@ -18,14 +18,13 @@ number of the reply's last non-empty line.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from .._util import is_int
-from ..llm import ChatResult, InvalidReply, LLMEngine
+from ..llm import ChatResult, InvalidReply
 from ..score import Score
 from .base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, reasons_text
-from .spec import RatingSpec, RequestSettings, Scale
-from .template import JudgeTemplate
+from .spec import RatingSpec, Scale
 
 __all__ = ["RatingJudge", "parse_text_rating"]
 
@@ -53,34 +52,10 @@ class RatingJudge(TemplatedJudge):
     spec_model = RatingSpec
     max_tokens_default = (32, 1024)
 
-    def __init__(
-        self,
-        name: str,
-        prompt_template: str | None = None,
-        *,
-        scale: Mapping[str, int] | Scale,
-        messages: Sequence[Mapping[str, str]] | None = None,
-        template: JudgeTemplate | None = None,
-        engine: LLMEngine | None = None,
-        client: Any = None,
-        max_reasks: int | None = None,
-        description: str | None = None,
-        settings: RequestSettings | Mapping[str, Any] | None = None,
-        **request: Any,
-    ) -> None:
-        spec = self._setup(
-            name,
-            prompt_template=prompt_template,
-            messages=messages,
-            template=template,
-            description=description,
-            engine=engine,
-            client=client,
-            max_reasks=max_reasks,
-            spec_fields={"scale": scale},
-            settings=settings,
-            request=request,
-        )
+    def _parameters(self, *, scale: Mapping[str, int] | Scale) -> None:
+        """``scale`` a mapping or a :class:`Scale`."""
+
+    def _configure_kind(self, spec: Any) -> None:
         self.scale: Scale = spec.scale
 
     def kind_params(self) -> dict[str, Any]:

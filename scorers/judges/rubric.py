@@ -25,10 +25,10 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from .._util import is_int
-from ..llm import ChatResult, InvalidReply, LLMEngine
+from ..llm import ChatResult, InvalidReply
 from ..score import Score
-from .base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, given, reasons_text
-from .spec import Criterion, RequestSettings, RubricSpec, Scale
+from .base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, reasons_text
+from .spec import Criterion, RubricSpec, Scale
 from .template import JudgeTemplate
 
 __all__ = ["RubricJudge"]
@@ -49,36 +49,19 @@ class RubricJudge(TemplatedJudge):
     max_tokens_default = (200, 1200)
     response_modes = ("tools", "json", "json_object")
 
-    def __init__(
+    def _parameters(
         self,
-        name: str,
-        prompt_template: str | None = None,
         *,
         criteria: Sequence[Mapping[str, Any] | Criterion],
         scale: Mapping[str, int] | Scale | None = None,
         threshold: float | None = None,
-        messages: Sequence[Mapping[str, str]] | None = None,
-        template: JudgeTemplate | None = None,
-        engine: LLMEngine | None = None,
-        client: Any = None,
-        max_reasks: int | None = None,
-        description: str | None = None,
-        settings: RequestSettings | Mapping[str, Any] | None = None,
-        **request: Any,
     ) -> None:
-        spec = self._setup(
-            name,
-            prompt_template=prompt_template,
-            messages=messages,
-            template=template,
-            description=description,
-            engine=engine,
-            client=client,
-            max_reasks=max_reasks,
-            spec_fields={"criteria": list(criteria), "scale": given(scale), "threshold": threshold},
-            settings=settings,
-            request=request,
-        )
+        """``criteria`` any sequence; ``scale`` a mapping or a :class:`Scale`, ``None`` for 1–5."""
+
+    def _spec_fields(self, name: str, template: JudgeTemplate | None, fields: dict[str, Any]) -> dict[str, Any]:
+        return {**fields, "criteria": list(fields["criteria"])}
+
+    def _configure_kind(self, spec: Any) -> None:
         self.criteria: tuple[Criterion, ...] = tuple(spec.criteria)
         self.scale: Scale = spec.scale
         self.threshold: float | None = spec.threshold

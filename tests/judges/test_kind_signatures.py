@@ -86,12 +86,13 @@ EXPECTED: dict[str, list[Row]] = {
         *USE_COT,
         *request(),
     ],
+    # the toy kind's hand-written constructor annotated settings as "RequestSettings | None", though it took a
+    # mapping too (LLMJudge.request_fields): declared once, it reads as every kind's
     "YesNoJudge": [
         *HEAD,
         ("yes_score", KW, "1.0", "float"),
         ("no_score", KW, "0.0", "float"),
-        *TEMPLATE[:-1],
-        ("settings", KW, "None", "RequestSettings | None"),
+        *TEMPLATE,
         *USE_COT,
         *request(),
     ],

@@ -8,14 +8,13 @@ in the package names it. ``tests/judges/test_kind_module.py`` imports it and for
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Mapping, Sequence
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from scorers.judges.base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, reasons_text
-from scorers.judges.spec import RequestSettings, TemplateSpec
-from scorers.judges.template import JudgeTemplate
-from scorers.llm import ChatResult, InvalidReply, LLMEngine
+from scorers.judges.spec import TemplateSpec
+from scorers.llm import ChatResult, InvalidReply
 from scorers.score import Score
 
 TOOL_NAME = "record_answer"
@@ -38,35 +37,7 @@ class YesNoJudge(TemplatedJudge):
     max_tokens_default = (32, 1024)
     response_modes = ("tools", "json", "json_object")
 
-    def __init__(
-        self,
-        name: str,
-        prompt_template: str | None = None,
-        *,
-        yes_score: float = 1.0,
-        no_score: float = 0.0,
-        messages: Sequence[Mapping[str, str]] | None = None,
-        template: JudgeTemplate | None = None,
-        engine: LLMEngine | None = None,
-        client: Any = None,
-        max_reasks: int | None = None,
-        description: str | None = None,
-        settings: RequestSettings | None = None,
-        **request: Any,
-    ) -> None:
-        spec = self._setup(
-            name,
-            prompt_template=prompt_template,
-            messages=messages,
-            template=template,
-            description=description,
-            engine=engine,
-            client=client,
-            max_reasks=max_reasks,
-            spec_fields={"yes_score": yes_score, "no_score": no_score},
-            settings=settings,
-            request=request,
-        )
+    def _configure_kind(self, spec: Any) -> None:
         self.yes_score: float = spec.yes_score
         self.no_score: float = spec.no_score
 

@@ -46,6 +46,7 @@ __all__ = [
     "is_int",
     "is_number",
     "spell_out_keywords",
+    "annotation_text",
 ]
 
 T = TypeVar("T")
@@ -231,7 +232,7 @@ def spell_out_keywords(
     signature = inspect.signature(function)
     keywords = [
         inspect.Parameter(
-            name, inspect.Parameter.KEYWORD_ONLY, default=defaults.get(name), annotation=_annotation_text(annotation)
+            name, inspect.Parameter.KEYWORD_ONLY, default=defaults.get(name), annotation=annotation_text(annotation)
         )
         for name, annotation in annotations.items()
     ]
@@ -241,12 +242,12 @@ def spell_out_keywords(
     )
 
 
-def _annotation_text(annotation: Any) -> str:
+def annotation_text(annotation: Any) -> str:
     """``annotation`` as text, without its ``Annotated`` constraints (a model checks them), for a signature."""
     if get_origin(annotation) is Annotated:
-        return _annotation_text(get_args(annotation)[0])
+        return annotation_text(get_args(annotation)[0])
     if get_origin(annotation) in (Union, types.UnionType):
-        return " | ".join(_annotation_text(arg) for arg in get_args(annotation))
+        return " | ".join(annotation_text(arg) for arg in get_args(annotation))
     if annotation is type(None):
         return "None"
     return annotation.__name__ if isinstance(annotation, type) else str(annotation).replace("typing.", "")

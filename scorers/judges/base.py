@@ -33,7 +33,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
-from .._util import _annotation_text, is_int, lazy, spell_out_keywords
+from .._util import annotation_text, is_int, lazy, spell_out_keywords
 from ..aggregate import Aggregator, MeanAggregator
 from ..base import Scorer
 from ..errors import ConfigError, JudgeError, ScorerError, ScorerInputError, UnknownArgumentError
@@ -54,7 +54,6 @@ __all__ = [
     "ReplyFormat",
     "JudgeAggregator",
     "REASONS_DESCRIPTION",
-    "given",
     "judge_error",
     "reasons_text",
     "sum_usage",
@@ -156,11 +155,6 @@ _MODE_HINTS = {
     ),
     "tools": ("tool", "this server rejected the forced tool call: use response_mode='json_object' or 'text'"),
 }
-
-
-def given(value: Any) -> Any:
-    """``value``, or the marker of a setting left to the spec's default when it is ``None``."""
-    return _UNSET if value is None else value
 
 
 class LLMJudge(Scorer):
@@ -800,14 +794,14 @@ class TemplatedJudge(LLMJudge):
         settings: RequestSettings | Mapping[str, Any] | None = None,
         request: Mapping[str, Any] | None = None,
     ) -> Any:
-        """Validate the kind's settings (``spec_fields``; :func:`given` leaves one to the spec's default) and the
+        """Validate the kind's settings (``spec_fields``) and the
         request settings (``settings``, ``request``: see :meth:`LLMJudge.request_fields`) with the kind's spec
         model (one :class:`ConfigError` listing every problem), build the engine and the template; returns the
         validated spec."""
         given = [x is not None for x in (prompt_template, messages, template)]
         if sum(given) != 1:
             raise ConfigError(f"{name}: give exactly one of prompt_template, messages or template", scorer=name)
-        data: dict[str, Any] = {"kind": self.judge_kind, **{k: v for k, v in spec_fields.items() if v is not _UNSET}}
+        data: dict[str, Any] = {"kind": self.judge_kind, **spec_fields}
         if template is not None:
             data["messages"] = [{"role": role, "content": content} for role, content in template.messages]
         elif prompt_template is not None:
@@ -963,7 +957,7 @@ def _kind_parameters(cls: type[TemplatedJudge], model: type[TemplateSpec]) -> tu
                 default=inspect.Parameter.empty
                 if field.is_required()
                 else field.get_default(call_default_factory=True),
-                annotation=_annotation_text(field.annotation),
+                annotation=annotation_text(field.annotation),
             )
             for name, field in ((name, model.model_fields[name]) for name in own)
         )

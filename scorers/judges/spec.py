@@ -478,7 +478,7 @@ def _union() -> tuple[Any, TypeAdapter[Any]]:
             raise RuntimeError("no judge kind is registered: import scorers.judges, which registers the built-in kinds")
         models = tuple(_KIND_MODELS.values())
         # one kind is its model (a discriminator needs a union)
-        union = Annotated[Union[models], Field(discriminator="kind")] if len(models) > 1 else models[0]
+        union: Any = Annotated[Union[models], Field(discriminator="kind")] if len(models) > 1 else models[0]
         _UNION[:] = [union, TypeAdapter(union)]
     return _UNION[0], _UNION[1]
 

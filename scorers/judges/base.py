@@ -867,15 +867,7 @@ class TemplatedJudge(LLMJudge):
 
     def describe(self) -> dict[str, Any]:
         """What ``python -m scorers show`` prints for a judge: kind, variables, template file and settings."""
-        return {
-            "name": self.name,
-            "kind": self.judge_kind,
-            "description": self.description,
-            "variables": list(self.variables()),
-            "requests_per_row": self.requests_per_row,
-            "template_file": self.template.file,
-            **self.params(),
-        }
+        return {**super().describe(), "template_file": self.template.file}
 
     # --------------------------------------------------------------- requests
     def render(self, variables: Mapping[str, Any], instruction: str) -> list[dict[str, Any]]:

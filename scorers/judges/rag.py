@@ -208,13 +208,9 @@ class MultiStepJudge(LLMJudge):
     def describe(self) -> dict[str, Any]:
         """What ``python -m scorers show`` prints: the docstring (the formula), variables and settings."""
         return {
-            "name": self.name,
-            "kind": self.judge_kind,
+            **super().describe(),
             "description": inspect.cleandoc(type(self).__doc__ or ""),
-            "variables": list(self.variables()),
             "higher_is_better": self.higher_is_better,
-            "requests_per_row": self.requests_per_row,
-            **self.params(),
         }
 
     # --------------------------------------------------------------- requests

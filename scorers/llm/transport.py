@@ -43,7 +43,7 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 
 
 #: The path each API posts to (under ``base_url``).
-_PATHS = {"chat": "/chat/completions", "responses": "/responses"}
+_PATHS = {"chat": "/chat/completions", "responses": "/responses", "completions": "/completions"}
 
 
 class EndpointConfigError(JudgeError, ConfigError):
@@ -224,8 +224,11 @@ def _is_unusable_url(exc: BaseException) -> bool:
 
 #: A request-validation error in a 5xx's message: FastAPI's ("1 validation error:\n  {'type': 'literal_error', ...,
 #: 'msg': "Input should be 'text' or 'json_object'", ...}", what llama-cpp-python's server sends with HTTP 500)
-#: or pydantic's ("2 validation errors for Request ... Field required").
-_VALIDATION_ERROR = re.compile(r"^\s*\d+ validation errors?\b|\bInput should be\b|\bField required\b")
+#: or pydantic's ("2 validation errors for Request ... Field required"), or a feature the server says it lacks
+#: (llama-cpp-python, HTTP 500: "logprobs is not supported for models created with logits_all=False").
+_VALIDATION_ERROR = re.compile(
+    r"^\s*\d+ validation errors?\b|\bInput should be\b|\bField required\b|\bis not supported\b"
+)
 
 
 def _is_validation_error(detail: str) -> bool:

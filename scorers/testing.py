@@ -37,6 +37,10 @@ a reply without scripted ones is served as one token of log-probability 0.
 ``LoopbackLLM(logprobs=False)`` answers like an endpoint without logprobs support
 (``logprobs`` null / absent).
 
+The legacy completions API (``POST /v1/completions``, what GPTScore asks with ``echo`` and ``logprobs``) is
+answered by the server's :class:`TextCompletions`: scripted log-probabilities of the prompt's tokens
+(:func:`loopback_tokens`), or the replies of endpoints that cannot give them.
+
 >>> with LoopbackLLM(default=Reply.text("4", top_logprobs=[{"4": -0.1, "3": -2.5, "5": -3.0}])) as server:
 ...     client = OpenAI(base_url=server.base_url, api_key="test-key")
 ...     reply = client.responses.create(model="gpt-4o-mini", input="2+2?", top_logprobs=2,
@@ -75,6 +79,9 @@ from .errors import ConfigError
 __all__ = [
     "LoopbackLLM",
     "Reply",
+    "TextCompletions",
+    "loopback_tokens",
+    "loopback_logprob",
     "RecordedRequest",
     "Rule",
     "LLAMA_CPP_JSON_SCHEMA_REJECTION",
@@ -259,9 +266,11 @@ class RecordedRequest:
 
     @property
     def api(self) -> str | None:
-        """``"chat"`` or ``"responses"`` by the path hit; ``None`` for other paths."""
+        """``"chat"``, ``"responses"`` or ``"completions"`` by the path hit; ``None`` for other paths."""
         if self.path.endswith("/chat/completions"):
             return "chat"
+        if self.path.endswith("/v1/completions"):
+            return "completions"
         return "responses" if self.path.endswith("/responses") else None
 
     @property
@@ -371,6 +380,7 @@ class LoopbackLLM:
     ``logprobs=False`` serves no log-probabilities even when asked, like an
     endpoint or model without logprobs support. ``port`` is the port to listen
     on (default 0: a free one, never one an earlier server of this process had).
+    ``completions`` answers ``POST /v1/completions`` (default: ``TextCompletions()``).
     """
 
     def __init__(
@@ -383,10 +393,12 @@ class LoopbackLLM:
         embedding_dim: int = 16,
         logprobs: bool = True,
         port: int = 0,
+        completions: "TextCompletions | None" = None,
     ) -> None:
         self.default: ReplySource = default if default is not None else Reply.text("OK")
         self.latency = latency
         self.logprobs = logprobs
+        self.completions = completions if completions is not None else TextCompletions()
         self.api_key = api_key
         self.models = models
         self.embedding_dim = embedding_dim
@@ -434,6 +446,12 @@ class LoopbackLLM:
         """The recorded requests to ``/v1/responses``."""
         with self._lock:
             return [r for r in self.requests if r.api == "responses"]
+
+    @property
+    def completion_requests(self) -> list[RecordedRequest]:
+        """The recorded requests to ``/v1/completions`` (the legacy completions API)."""
+        with self._lock:
+            return [r for r in self.requests if r.api == "completions"]
 
     @property
     def request_count(self) -> int:
@@ -497,6 +515,7 @@ class LoopbackLLM:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/responses", self._responses)
+        app.router.add_post("/v1/completions", self._text_completion)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
         runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
@@ -695,6 +714,20 @@ class LoopbackLLM:
             _word_count(_content_text(m.get("content"))) for m in recorded.messages if isinstance(m, dict)
         )
         return prompt_tokens, _word_count(reply.arguments if reply.kind == "tool" else reply.content or "") * choices
+
+    async def _text_completion(self, request: Any) -> Any:
+        """Answer a legacy completions request with :attr:`completions`."""
+        from aiohttp import web
+
+        recorded = await self._record(request)
+        if not self._authorised(recorded):
+            return self._respond(
+                recorded, _error_response(401, "Incorrect API key provided (loopback)", "invalid_api_key")
+            )
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
+        status, payload = self.completions.answer(recorded.body)
+        return self._respond(recorded, web.json_response(payload, status=status))
 
     async def _embeddings(self, request: Any) -> Any:
         recorded = await self._record(request)
@@ -1086,3 +1119,125 @@ def _error_response(status: int, message: str, error_type: str, *, code: Any = _
 
 def _format_seconds(seconds: float) -> str:
     return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:.3f}"
+
+
+# ------------------------------------------------------------------- the completions API
+#: A loopback token: a word or one symbol with the whitespace before it, or whitespace that ends the text.
+_LOOPBACK_TOKEN = re.compile(r"\s*(?:\w+|[^\w\s])|\s+")
+
+
+def loopback_tokens(text: str) -> list[tuple[int, str]]:
+    r"""How :class:`LoopbackLLM`'s completions endpoint splits text: ``(character offset, token)`` per token, a
+    token being a word or one symbol with the whitespace before it (GPT-2's tokenizer also attaches the space
+    to the next word), or the whitespace that ends the text.
+
+    >>> loopback_tokens("Hi, you!\n")
+    [(0, 'Hi'), (2, ','), (3, ' you'), (7, '!'), (8, '\n')]
+    """
+    return [(match.start(), match.group()) for match in _LOOPBACK_TOKEN.finditer(text)]
+
+
+def loopback_logprob(context: str, token: str) -> float:
+    """The log-probability :class:`TextCompletions` serves by default for ``token`` after the text ``context``:
+    a value in [-4, -0.05) drawn from a hash of both, the same on every call.
+
+    >>> loopback_logprob("The cat", " sat") == loopback_logprob("The cat", " sat") < 0
+    True
+    """
+    digest = hashlib.sha256(f"{context}\x00{token}".encode("utf-8", "surrogatepass")).digest()
+    return -0.05 - 3.95 * int.from_bytes(digest[:4], "big") / 2**32
+
+
+#: What :class:`TextCompletions` can be asked to serve, by ``support``.
+COMPLETION_SUPPORT = ("full", "no_logprobs", "generated_only", "no_echo", "refuse_echo")
+
+
+@dataclass(frozen=True)
+class TextCompletions:
+    """How :class:`LoopbackLLM` answers ``POST /v1/completions``, the legacy completions API.
+
+    The reply's text is the prompt (with ``echo``) and then ``max_tokens`` (16 when not given) copies of
+    ``generated``; its tokens are :func:`loopback_tokens`. With ``logprobs`` (an integer) the reply holds,
+    per token, its text, its character offset (``text_offset``) and ``logprob(text before it, token)``
+    (``token_logprobs``; :func:`loopback_logprob` by default), but the text's first token, which has no
+    context and gets null, as OpenAI sends it. ``support`` makes it an endpoint that cannot give the prompt's
+    log-probabilities:
+
+    * ``"full"`` (default): as above;
+    * ``"no_logprobs"``: ``logprobs`` null, as from a server or model without them;
+    * ``"generated_only"``: the prompt echoed, but its tokens' log-probabilities null;
+    * ``"no_echo"``: ``echo`` ignored, so the text and tokens are the generated ones only;
+    * ``"refuse_echo"``: HTTP 400 saying that ``echo`` with ``logprobs`` is not supported for the model.
+
+    >>> from openai import OpenAI
+    >>> with LoopbackLLM(completions=TextCompletions(logprob=lambda context, token: -0.5)) as server:
+    ...     client = OpenAI(base_url=server.base_url, api_key="test-key")
+    ...     reply = client.completions.create(model="m", prompt="Hi there", echo=True, logprobs=0, max_tokens=1)
+    >>> reply.choices[0].text, reply.choices[0].logprobs.tokens, reply.choices[0].logprobs.token_logprobs
+    ('Hi there OK', ['Hi', ' there', ' OK'], [None, -0.5, -0.5])
+    >>> reply.choices[0].logprobs.text_offset, server.completion_requests[0].body["echo"]
+    ([0, 2, 8], True)
+    """
+
+    logprob: Callable[[str, str], float] = loopback_logprob
+    support: str = "full"
+    generated: str = " OK"
+
+    def __post_init__(self) -> None:
+        if self.support not in COMPLETION_SUPPORT:
+            raise ValueError(f"TextCompletions support must be one of {', '.join(COMPLETION_SUPPORT)}")
+
+    def answer(self, body: Any) -> tuple[int, dict[str, Any]]:
+        """The HTTP status and JSON body that answer a request ``body``."""
+        if not isinstance(body, dict) or not isinstance(body.get("prompt"), str):
+            return 400, _error_body("body must be JSON with a 'prompt' string", "invalid_request_error")
+        prompt, echo, logprobs = body["prompt"], body.get("echo") is True, body.get("logprobs")
+        max_tokens = body.get("max_tokens", 16)
+        if not is_int(max_tokens) or max_tokens < 0 or (logprobs is not None and not is_int(logprobs)):
+            return 400, _error_body("max_tokens and logprobs must be integers >= 0", "invalid_request_error")
+        model = body.get("model") or "loopback"
+        if self.support == "refuse_echo" and echo and logprobs is not None:
+            return 400, _error_body(
+                f"echo is not supported together with logprobs for the model {model} (loopback)",
+                "invalid_request_error",
+            )
+        generated = self.generated * max_tokens
+        shown = prompt if echo and self.support != "no_echo" else ""
+        text = shown + generated
+        start = len(prompt) - len(shown)  # the offsets of a reply without the prompt count from the prompt's end
+        tokens = loopback_tokens(text)
+        prompt_count = len(loopback_tokens(prompt))
+        choice: dict[str, Any] = {"text": text, "index": 0, "logprobs": None, "finish_reason": "length"}
+        if logprobs is not None and self.support != "no_logprobs":
+            values: list[float | None] = [
+                None
+                if (start + offset == 0) or (self.support == "generated_only" and offset < len(shown))
+                else self.logprob(prompt[:start] + text[:offset], token)
+                for offset, token in tokens
+            ]
+            choice["logprobs"] = {
+                "tokens": [token for _, token in tokens],
+                "token_logprobs": values,
+                "top_logprobs": [
+                    None if value is None else {token: value} for (_, token), value in zip(tokens, values)
+                ],
+                "text_offset": [start + offset for offset, _ in tokens],
+            }
+        completion_tokens = len(loopback_tokens(generated))
+        return 200, {
+            "id": f"cmpl-{uuid.uuid4().hex[:16]}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": prompt_count,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_count + completion_tokens,
+            },
+        }
+
+
+def _error_body(message: str, error_type: str) -> dict[str, Any]:
+    """An OpenAI-shaped error body."""
+    return {"error": {"message": message, "type": error_type, "param": None, "code": None}}

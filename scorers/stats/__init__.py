@@ -2,11 +2,23 @@
 
 :func:`compare`: results files of the same rows, each against a baseline, with
 confidence intervals and paired significance tests (:mod:`scorers.stats.resample`).
+:func:`correlate`: how well scorers agree with human scores, at summary, system and
+global level, with bootstrap intervals and tests between metrics (:mod:`scorers.stats.correlation`).
 """
 
 from __future__ import annotations
 
 from .compare import Comparison, FigureComparison, SystemFigure, compare
+from .correlation import Correlation, correlate
 from .metaeval import MetaEvaluation, meta_evaluate
 
-__all__ = ["compare", "Comparison", "FigureComparison", "SystemFigure", "meta_evaluate", "MetaEvaluation"]
+__all__ = [
+    "compare",
+    "Comparison",
+    "FigureComparison",
+    "SystemFigure",
+    "correlate",
+    "Correlation",
+    "meta_evaluate",
+    "MetaEvaluation",
+]

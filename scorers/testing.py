@@ -1149,7 +1149,10 @@ def loopback_logprob(context: str, token: str) -> float:
 
 
 #: What :class:`TextCompletions` can be asked to serve, by ``support``.
-COMPLETION_SUPPORT = ("full", "no_logprobs", "generated_only", "no_echo", "refuse_echo")
+COMPLETION_SUPPORT = ("full", "no_logprobs", "generated_only", "no_echo", "refuse_echo", "refuse_logprobs")
+
+#: llama-cpp-python's error (HTTP 500) for logprobs from a model loaded without ``logits_all``.
+LLAMA_CPP_NO_LOGITS = "logprobs is not supported for models created with logits_all=False"
 
 
 @dataclass(frozen=True)
@@ -1167,7 +1170,11 @@ class TextCompletions:
     * ``"no_logprobs"``: ``logprobs`` null, as from a server or model without them;
     * ``"generated_only"``: the prompt echoed, but its tokens' log-probabilities null;
     * ``"no_echo"``: ``echo`` ignored, so the text and tokens are the generated ones only;
-    * ``"refuse_echo"``: HTTP 400 saying that ``echo`` with ``logprobs`` is not supported for the model.
+    * ``"refuse_echo"``: HTTP 400 saying that ``echo`` with ``logprobs`` is not supported for the model;
+    * ``"refuse_logprobs"``: HTTP 500 with llama-cpp-python's refusal of logprobs (:data:`LLAMA_CPP_NO_LOGITS`).
+
+    ``edit``, when given, rewrites each reply body before it is sent (odd servers' replies: no ``text_offset``,
+    a BOS token's text before the prompt).
 
     >>> from openai import OpenAI
     >>> with LoopbackLLM(completions=TextCompletions(logprob=lambda context, token: -0.5)) as server:
@@ -1182,6 +1189,7 @@ class TextCompletions:
     logprob: Callable[[str, str], float] = loopback_logprob
     support: str = "full"
     generated: str = " OK"
+    edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if self.support not in COMPLETION_SUPPORT:
@@ -1201,6 +1209,8 @@ class TextCompletions:
                 f"echo is not supported together with logprobs for the model {model} (loopback)",
                 "invalid_request_error",
             )
+        if self.support == "refuse_logprobs" and logprobs is not None:
+            return 500, _error_body(LLAMA_CPP_NO_LOGITS, "internal_server_error")
         generated = self.generated * max_tokens
         shown = prompt if echo and self.support != "no_echo" else ""
         text = shown + generated
@@ -1224,7 +1234,7 @@ class TextCompletions:
                 "text_offset": [start + offset for offset, _ in tokens],
             }
         completion_tokens = len(loopback_tokens(generated))
-        return 200, {
+        reply = {
             "id": f"cmpl-{uuid.uuid4().hex[:16]}",
             "object": "text_completion",
             "created": int(time.time()),
@@ -1236,6 +1246,7 @@ class TextCompletions:
                 "total_tokens": prompt_count + completion_tokens,
             },
         }
+        return 200, reply if self.edit is None else self.edit(reply)
 
 
 def _error_body(message: str, error_type: str) -> dict[str, Any]:

@@ -133,6 +133,14 @@ class ExactMatch(Scorer):
         same = self._normalise(output, as_json, "output") == self._normalise(expected, as_json, "expected")
         return self.make_score(1.0 if same else 0.0)
 
+    def _score_columns(self, columns: dict[str, list[Any]]) -> list[Score | ScorerError]:
+        outputs, expecteds = columns["output"], columns["expected"]  # strings: the fast path takes nothing else
+        if self.strip or self.ignore_case:
+            outputs = [self._normalise(text, False, "output") for text in outputs]
+            expecteds = [self._normalise(text, False, "expected") for text in expecteds]
+        same = [1.0 if output == expected else 0.0 for output, expected in zip(outputs, expecteds)]
+        return list(Score.trusted_many(self.name, same, {"signature": self.signature()}))
+
 
 #: The Unicode normal forms Levenshtein's ``normalize`` takes.
 _NormalForm = Literal["NFC", "NFD", "NFKC", "NFKD"]
@@ -202,9 +210,11 @@ class Levenshtein(Scorer):
         return sims.tolist()
 
     def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
-        signature = self.signature()
-        similarities = self._similarities([r["output"] for r in rows], [r["expected"] for r in rows])
-        return [Score.trusted(self.name, s, {"signature": signature}) for s in similarities]
+        return self._score_columns({"output": [r["output"] for r in rows], "expected": [r["expected"] for r in rows]})
+
+    def _score_columns(self, columns: dict[str, list[Any]]) -> list[Score | ScorerError]:
+        similarities = self._similarities(columns["output"], columns["expected"])
+        return list(Score.trusted_many(self.name, similarities, {"signature": self.signature()}))
 
 
 def _to_number(value: Any) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ._util import is_number
 
@@ -59,6 +59,24 @@ class Score:
         instance.metadata = metadata
         instance.stats = stats
         return instance
+
+    @classmethod
+    def trusted_many(cls, name: str, scores: Iterable[float], metadata: dict[str, Any]) -> list["Score"]:
+        """:meth:`trusted` Scores, one per value, each with its own shallow copy of ``metadata``.
+
+        >>> [s.score for s in Score.trusted_many("Levenshtein", [1.0, 0.5], {})]
+        [1.0, 0.5]
+        """
+        new = object.__new__
+        out = []
+        for score in scores:
+            instance = new(cls)
+            instance.name = name
+            instance.score = score
+            instance.metadata = metadata.copy()
+            instance.stats = None
+            out.append(instance)
+        return out
 
     @property
     def skipped(self) -> bool:

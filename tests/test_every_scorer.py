@@ -346,3 +346,86 @@ def test_every_judge_makes_the_requests_per_row_that_show_states(name, fake_api_
         score = judge(**_row(name))
         assert score.score is not None, score.metadata
         assert len(server.chat_requests) == expected, (stated, [r.last_user_message[:80] for r in server.chat_requests])
+
+
+SYNC = [
+    name for name in NAMES if not scorers.get(name, **({"pattern": "cat"} if name == "RegexMatch" else {})).is_async
+]
+#: Values of other types and shapes a field may be sent, each valid for some scorers and refused by others.
+ODD_VALUES = [None, 7, 2.5, True, ["the", "cat"], {"a": 1}, "", "c\ud800t", "the cat " * 40]
+
+
+def _outcome(scorer, row: dict):
+    try:
+        return scorer(**row)
+    except scorers.ScorerError as exc:
+        return exc
+
+
+def _same(batch, single, *, float32: bool) -> bool:
+    """Equal outcomes; a model's fp32 numbers may differ in the last digits with the batch's padding."""
+    if isinstance(single, scorers.ScorerError):
+        return type(batch) is type(single) and str(batch) == str(single)
+    if float32 and isinstance(batch, scorers.Score):
+        return _close(batch.to_dict(), single.to_dict())
+    return isinstance(batch, scorers.Score) and batch == single
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) < 1e-6
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    return a == b
+
+
+def _random_rows(name: str, rng, n: int, *, clean: bool) -> list[dict]:
+    """Rows like the contract row, texts drawn at random; unless ``clean``, some with a field missing, of an odd
+    type or value, or a key no scorer reads."""
+    words = "the cat sat on a mat dog ran far away quickly big small 12 3.5 ! ?".split()
+    base = _row(name)
+    rows = []
+    for _ in range(n):
+        row = {
+            key: " ".join(rng.choices(words, k=rng.randint(0, 12))) if isinstance(value, str) else value
+            for key, value in base.items()
+        }
+        if not clean and rng.random() < 0.5:
+            key = rng.choice([*row, "outptu"])
+            change = rng.random()
+            if change < 0.2:
+                row.pop(key, None)
+            else:
+                row[key] = rng.choice(ODD_VALUES)
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("name", SYNC)
+def test_every_scorer_batch_equals_its_rows_one_by_one(name):
+    """The batch primitive's fast paths (fields bound per column, a scorer's columnar hook) give each row what
+    scoring it alone gives: the same Score, or the same error, on random clean and dirty batches."""
+    import random
+
+    rng = random.Random(sum(map(ord, name)))
+    kwargs = {"pattern": "cat"} if name == "RegexMatch" else {}
+    if "max_chars" in scorers.get(name, **kwargs).constructor_params():
+        kwargs["max_chars"] = 120  # the long odd value is then refused
+    scorer = scorers.get(name, **kwargs)
+    texts = [key for key, value in _row(name).items() if isinstance(value, str)]
+    variants = [scorer] + ([scorer.partial(**{texts[-1]: "the cat sat"})] if texts else [])
+    for variant in variants:
+        for clean in (True, True, False, False):
+            rows = _random_rows(name, rng, 12, clean=clean)
+            if variant is not scorer:
+                for row in rows:
+                    if rng.random() < 0.5:
+                        row.pop(texts[-1], None)  # the bound value then fills it
+            batch = variant.score_batch(rows)
+            single = [_outcome(variant, row) for row in rows]
+            mismatches = [
+                (row, b, s)
+                for row, b, s in zip(rows, batch, single)
+                if not _same(b, s, float32=scorer.kind == "embedding")
+            ]
+            assert not mismatches, mismatches[:3]

@@ -1160,10 +1160,10 @@ class TextCompletions:
     """How :class:`LoopbackLLM` answers ``POST /v1/completions``, the legacy completions API.
 
     The reply's text is the prompt (with ``echo``) and then ``max_tokens`` (16 when not given) copies of
-    ``generated``; its tokens are :func:`loopback_tokens`. With ``logprobs`` (an integer) the reply holds,
-    per token, its text, its character offset (``text_offset``) and ``logprob(text before it, token)``
-    (``token_logprobs``; :func:`loopback_logprob` by default), but the text's first token, which has no
-    context and gets null, as OpenAI sends it. ``support`` makes it an endpoint that cannot give the prompt's
+    ``generated``; its tokens are the :func:`loopback_tokens` of each of the two. With ``logprobs`` (an
+    integer) the reply holds, per token, its text, its character offset (``text_offset``) and
+    ``logprob(text before it, token)`` (``token_logprobs``; :func:`loopback_logprob` by default), but the
+    text's first token, which has no context and gets null, as OpenAI sends it. ``support`` makes it an endpoint that cannot give the prompt's
     log-probabilities:
 
     * ``"full"`` (default): as above;
@@ -1215,7 +1215,8 @@ class TextCompletions:
         shown = prompt if echo and self.support != "no_echo" else ""
         text = shown + generated
         start = len(prompt) - len(shown)  # the offsets of a reply without the prompt count from the prompt's end
-        tokens = loopback_tokens(text)
+        # the prompt and the generated text are tokenized apart, as a server does
+        tokens = loopback_tokens(shown) + [(len(shown) + at, token) for at, token in loopback_tokens(generated)]
         prompt_count = len(loopback_tokens(prompt))
         choice: dict[str, Any] = {"text": text, "index": 0, "logprobs": None, "finish_reason": "length"}
         if logprobs is not None and self.support != "no_logprobs":

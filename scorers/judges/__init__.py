@@ -9,7 +9,7 @@ the file formats (:mod:`.formats`) never import a judge; :mod:`.discovery` build
 files and registers them.
 """
 
-from . import conversational, rag, selfcheck  # noqa: E402,F401  (registers the RAG, SelfCheck and conversation metrics)
+from . import conversational, gptscore, rag, selfcheck  # noqa: E402,F401  (registers their metrics)
 from .base import JudgeAggregator, LLMJudge, ReplyFormat, TemplatedJudge
 from .classifier import LLMClassifier, Verdict, parse_text_choice, read_reply
 from .geval import GEvalJudge

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .. import __version__
-from . import catalog, check, compare, loopback, meta_eval, promptfoo, report, run
+from . import catalog, check, compare, correlate, loopback, meta_eval, promptfoo, report, run
 from ._common import EXIT_CODES, Command
 
 EPILOG = (
@@ -30,11 +30,24 @@ COMMANDS: dict[str, Command] = {
     **report.COMMANDS,
     **meta_eval.COMMANDS,
     **compare.COMMANDS,
+    **correlate.COMMANDS,
     **loopback.COMMANDS,
 }
 
 # The commands as the usage line shows them: run third.
-USAGE = ("list", "show", "run", "check", "schema", "promptfoo", "report", "meta-eval", "compare", "loopback")
+USAGE = (
+    "list",
+    "show",
+    "run",
+    "check",
+    "schema",
+    "promptfoo",
+    "report",
+    "meta-eval",
+    "compare",
+    "correlate",
+    "loopback",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

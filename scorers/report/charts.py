@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from .._util import optional_import
 
-__all__ = ["histogram", "differences", "choices", "confusion"]
+__all__ = ["histogram", "differences", "choices", "confusion", "correlations"]
 
 #: Distinct colours for up to ten files (matplotlib's tab10), in file order.
 _RC = {
@@ -200,3 +200,54 @@ def confusion(
         ax.spines[:].set_visible(False)
 
     return _draw(draw, width=size + 0.4, height=size)
+
+
+def correlations(
+    figures: Mapping[str, Mapping[str, tuple[float | None, float | None, float | None]]],
+    *,
+    title: str,
+    ylabel: str = "correlation",
+) -> str:
+    """Grouped bars of correlations with their intervals as error bars: one group per scorer, one bar per level.
+
+    ``figures[scorer][level]`` is ``(value, low, high)``; an undefined value draws no bar.
+
+    >>> svg = correlations({"ROUGE-1": {"summary": (0.3, 0.2, 0.4), "system": (0.8, None, None)}}, title="coherence")
+    >>> "<path" in svg and "ROUGE-1" in svg
+    True
+    """
+    import numpy as np
+
+    scorers = list(figures)
+    levels = list(dict.fromkeys(level for per_scorer in figures.values() for level in per_scorer))
+    width = max(3.6, 1.6 + 0.45 * len(scorers) * max(1, len(levels)))
+
+    def draw(figure: Any) -> None:
+        ax = figure.add_subplot()
+        positions = np.arange(len(scorers))
+        bar = 0.8 / max(1, len(levels))
+        for i, level in enumerate(levels):
+            cells = [figures[s].get(level, (None, None, None)) for s in scorers]
+            values = [np.nan if v is None else v for v, _, _ in cells]
+            below = [0.0 if v is None or lo is None else v - lo for v, lo, _ in cells]
+            above = [0.0 if v is None or hi is None else hi - v for v, _, hi in cells]
+            ax.bar(
+                positions + (i - (len(levels) - 1) / 2) * bar,
+                values,
+                width=bar,
+                color=_colour(i),
+                label=level,
+                yerr=[below, above],
+                capsize=2,
+                error_kw={"elinewidth": 0.8, "ecolor": "0.25"},
+            )
+        ax.axhline(0.0, color="0.4", linewidth=0.8)
+        ax.set_xticks(
+            positions, scorers, rotation=30 if len(scorers) > 4 else 0, ha="right" if len(scorers) > 4 else "center"
+        )
+        ax.set_ylim(min(-0.1, ax.get_ylim()[0]), 1.05)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.legend(frameon=False, fontsize=8)
+
+    return _draw(draw, width=width)

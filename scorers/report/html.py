@@ -230,6 +230,68 @@ def _meta_eval(path: str) -> dict[str, Any]:
     }
 
 
+def _correlation(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+    """A correlation file (``correlate -o``, :mod:`scorers.stats.correlation`'s format) or its dict, as the page
+    shows it: per human column a table of every scorer's figures and a chart of one coefficient (Spearman's when
+    given) with its intervals; the tests between metrics."""
+    from ..stats.correlation import FORMAT, FORMAT_VERSION
+
+    label = "" if isinstance(source, Mapping) else str(source)
+    if isinstance(source, Mapping):
+        data: Any = source
+    else:
+        try:
+            with open(source, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except FileNotFoundError:
+            raise DataError(f"{source}: no such file") from None
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{source}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    if not isinstance(data, Mapping) or data.get("format") != FORMAT:
+        raise DataError(
+            f'{label or "correlation"}: not a correlation file (no "format": "{FORMAT}"); write one with '
+            "python -m scorers correlate RESULTS.jsonl --human COLUMN -o CORR.json"
+        )
+    if data.get("format_version") != FORMAT_VERSION:
+        raise DataError(
+            f"{label or 'correlation'}: correlation format_version {data.get('format_version')!r}; this scorers "
+            f"reads version {FORMAT_VERSION}"
+        )
+    figures = data["figures"]
+    coefficients = list(dict.fromkeys(f["coefficient"] for f in figures))
+    levels = list(dict.fromkeys(f["level"] for f in figures))
+    charted = "spearman" if "spearman" in coefficients else coefficients[0] if coefficients else None
+    found = {(f["scorer"], f["human"], f["level"], f["coefficient"]): f for f in figures}
+    humans = []
+    for human in data["human"]:
+        rows = []
+        for scorer in data["scorers"]:
+            for level in levels:
+                cells = [found[(scorer, human, level, c)] for c in coefficients]
+                rows.append(
+                    {
+                        "scorer": scorer,
+                        "level": level,
+                        "n": cells[0]["n"],
+                        "skipped": cells[0]["skipped"],
+                        "cells": cells,
+                    }
+                )
+        svg = None
+        if charted is not None:
+            bars = {
+                scorer: {
+                    level: (f["value"], f["low"], f["high"])
+                    for level in levels
+                    for f in [found[(scorer, human, level, charted)]]
+                }
+                for scorer in data["scorers"]
+            }
+            svg = charts.correlations(bars, title=f"{human}: {charted}", ylabel=f"{charted} with {human}")
+        humans.append({"name": human, "rows": rows, "svg": svg})
+    return {**data, "label": label, "coefficients": coefficients, "charted": charted, "humans": humans}
+
+
 def _score(record: Mapping[str, Any], name: str) -> float | None:
     """A row's score of ``name``; None when it failed or gave none (as :func:`scorers.stats.compare` leaves it out)."""
     value = record["scores"].get(name)
@@ -424,6 +486,7 @@ def write_report(
     out: str | Path,
     *,
     meta_evals: Sequence[str | Path] = (),
+    correlations: Sequence[str | Path | Mapping[str, Any]] = (),
     key: str | None = None,
     mapping: Mapping[str, str] | None = None,
     prices: Prices | None = None,
@@ -433,7 +496,10 @@ def write_report(
     """Write one self-contained HTML report of the results files ``paths`` to ``out``; returns ``out``.
 
     ``meta_evals``: meta-eval JSON files (``python -m scorers meta-eval -o``), shown
-    with their agreement figures and confusion matrix as a heat map.
+    with their agreement figures and confusion matrix as a heat map. ``correlations``:
+    correlation JSON files (``python -m scorers correlate -o``) or their dicts
+    (:meth:`scorers.stats.correlation.Correlation.to_dict`), shown as tables with a bar
+    chart per human column (one coefficient, Spearman's when given, with its intervals).
 
     The first file is the baseline of the comparison (:func:`scorers.stats.compare`;
     rows matched by position, or by the field ``key``). ``mapping`` says which column
@@ -451,8 +517,8 @@ def write_report(
     >>> "&lt;b&gt;hi&lt;/b&gt;" in page and "<b>hi</b>" not in page
     True
     """
-    if not paths and not meta_evals:
-        raise ConfigError("write_report: give at least one results file or meta-eval file")
+    if not paths and not meta_evals and not correlations:
+        raise ConfigError("write_report: give at least one results file or meta-eval file, or a correlation file")
     if lowest < 0 or max_errors < 0:
         raise ConfigError(f"write_report: lowest and max_errors must be at least 0, got {lowest}, {max_errors}")
     files = [ResultsFile.read(p) for p in paths]
@@ -463,6 +529,7 @@ def write_report(
         .render(
             **_context(files, labels, dict(mapping or {}), prices, lowest, max_errors, key),
             meta_evals=[_meta_eval(str(p)) for p in meta_evals],
+            correlations=[_correlation(c) for c in correlations],
         )
     )
     out = Path(out)

@@ -4,7 +4,7 @@ A scorer that reads how likely a model finds a text (GPTScore) sends it as the p
 completions API (``POST /v1/completions``) with ``echo=True`` (the reply repeats the prompt and scores its
 tokens), ``logprobs=0`` (each token's own log-probability, no alternatives) and ``max_tokens=1``. One token is
 generated and left out: ``max_tokens=0`` would generate none where OpenAI accepts it, but llama-cpp-python
-reads 0 as "up to the end of the context" and vLLM refuses it.
+reads 0 as "up to the end of the context" and other servers refuse it.
 
 :func:`prompt_logprobs` sends that request with an :class:`~scorers.llm.engine.LLMEngine`'s settings (endpoint,
 key, model, timeout, retries, deadline, concurrency cap) and reply cache, through the judges' HTTP clients

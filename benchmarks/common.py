@@ -108,6 +108,17 @@ def _render(tokens: list[str], rng: random.Random) -> str:
     return text + rng.choice([".", ".", ".", "!", "?"])
 
 
+def make_short_pairs(n: int = 20_000, seed: int = 7) -> list[tuple[str, str]]:
+    """``n`` unique short (output, expected) pairs of one to six words, the second an edit of the first."""
+    rng = random.Random(seed)
+    seen: set[tuple[str, str]] = set()
+    while len(seen) < n:
+        words = _sentence(rng, rng.randint(1, 6))
+        edited = [w if rng.random() < 0.7 else _word(rng) for w in words]
+        seen.add((" ".join(words), " ".join(edited)))
+    return sorted(seen, key=lambda pair: rng.random())
+
+
 def make_pairs(n: int = 10_000, seed: int = 20240611) -> list[tuple[str, str]]:
     """``n`` deterministic English (output, expected) pairs: edits, synonyms, swaps, unrelated and identical."""
     rng = random.Random(seed)
@@ -153,6 +164,7 @@ class Case:
     tolerance: float = 0.0
     n: int | None = None  # pairs to use (default: all)
     note: str = ""
+    pairs: Sequence[tuple[str, str]] | None = None  # the case's own pairs (default: the run's)
     result: dict[str, Any] = field(default_factory=dict)
 
 
@@ -174,6 +186,8 @@ def median_times(fns: Sequence[Callable[[], Any]], repeats: int) -> list[tuple[f
 
 
 def run_case(case: Case, outputs: Sequence[str], expecteds: Sequence[str], repeats: int = 3) -> dict[str, Any]:
+    if case.pairs is not None:
+        outputs, expecteds = [o for o, _ in case.pairs], [e for _, e in case.pairs]
     n = case.n or len(outputs)
     outs, exps = list(outputs[:n]), list(expecteds[:n])
     (ours_t, ours), (ref_t, ref) = median_times(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
+from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, ClassVar, Iterable, Mapping
 
@@ -397,14 +398,26 @@ class Scorer:
         if not rows or passed or set(map(type, rows)) != {dict} or not all(map(accepted.issuperset, rows)):
             return None
         bound = self._bound
+        limit = self.max_chars
         columns: dict[str, list[Any]] = {}
         for name, f, takes_str, converts in per_field:
             if not takes_str:
                 return None
-            default = bound.get(name)
-            column = [row.get(name, default) for row in rows]
+            if name in bound:
+                default = bound[name]
+                column = [row.get(name, default) for row in rows]
+            else:
+                try:
+                    column = list(map(itemgetter(name), rows))
+                except KeyError:
+                    column = [row.get(name) for row in rows]
             kinds = set(map(type, column))
-            if kinds != {str} and not (kinds <= _STR_OR_NONE and (f.nullable or not f.required)):
+            if kinds == {str}:
+                if limit is not None and name in texts and max(map(len, column)) > limit:
+                    return None
+            elif not (kinds <= _STR_OR_NONE and (f.nullable or not f.required)) or (
+                limit is not None and name in texts and any(len(v) > limit for v in column if v is not None)
+            ):
                 return None
             if converts:
                 try:
@@ -412,14 +425,6 @@ class Scorer:
                 except (TypeError, ValueError):  # the row path names the row and the reason
                     return None
             columns[name] = column
-        limit = self.max_chars
-        if limit is not None:
-            for name in texts:
-                for value in columns[name]:
-                    if value is not None and (
-                        len(value) > limit if type(value) is str else any(len(text) > limit for text in value)
-                    ):
-                        return None
         return columns
 
     def _bind_rows(self, rows: Iterable[Mapping[str, Any]]) -> tuple[list[Any], list[dict[str, Any]], list[int]]:

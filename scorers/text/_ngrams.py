@@ -19,7 +19,7 @@ import threading
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from .._util import memoize, optional_import
+from ._nltk_modules import nltk_module, require_nltk
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,16 +35,23 @@ def porter_stem(scorer: str) -> Callable[[str], str]:
 
     One stemmer serves the whole process (it keeps no state between calls);
     without nltk this raises :class:`~scorers.errors.MissingExtraError` naming ``scorer``.
+    nltk's package is not imported for it (see :mod:`scorers.text._nltk_modules`).
     """
-    optional_import("nltk.stem.porter", scorer=scorer, extra="text")
-    return _porter_stemmer().stem
+    require_nltk(scorer=scorer)
+    return _porter_stemmer(scorer).stem
 
 
-@memoize
-def _porter_stemmer() -> Any:
-    from nltk.stem.porter import PorterStemmer
+_stemmer_lock = threading.Lock()
+_stemmer: Any = None
 
-    return PorterStemmer()
+
+def _porter_stemmer(scorer: str) -> Any:
+    """The process's ``PorterStemmer`` (``scorer`` is named in the error should nltk's module fail to import)."""
+    global _stemmer
+    with _stemmer_lock:
+        if _stemmer is None:
+            _stemmer = nltk_module("nltk.stem.porter", scorer=scorer).PorterStemmer()
+        return _stemmer
 
 
 class CachedSignature:

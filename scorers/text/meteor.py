@@ -22,6 +22,12 @@ Texts are split into words by nltk's ``NLTKWordTokenizer`` (the same as
 ``nltk.word_tokenize(text, preserve_line=True)``; it needs no punkt data), or
 on whitespace with ``tokenizer="whitespace"``.
 
+nltk's package itself is not imported (its ``__init__`` imports scipy and
+scikit-learn, about 2 s): the tokenizer's rules, the Porter stemmer and
+``nltk.data.find`` come from nltk's own module files run as private copies
+(:mod:`scorers.text._nltk_modules`), or from nltk's modules where the process
+has imported nltk already. A cold call is then mostly ``import scorers``.
+
 >>> from scorers.text.meteor import METEOR
 >>> round(METEOR()(output="the cat is glad", expected="the cat is happy").score, 4)
 0.7361
@@ -34,13 +40,14 @@ import warnings
 import zlib
 from typing import Any, Callable, Iterable, Sequence
 
-from .._util import is_number, memoize, optional_import
+from .._util import is_number, memoize
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError
 from ..fields import references_field, text_field
 from ..registry import register
 from ..score import Score
 from ._ngrams import porter_stem
+from ._nltk_modules import nltk_module, nltk_version
 
 __all__ = ["METEOR", "clear_caches"]
 
@@ -115,7 +122,8 @@ class _WordTokenizer:
 
     def __init__(self) -> None:
         import regex
-        from nltk.tokenize.destructive import NLTKWordTokenizer as nltk_tokenizer
+
+        nltk_tokenizer = nltk_module("nltk.tokenize.destructive", scorer="METEOR").NLTKWordTokenizer
 
         def rule(pattern: Any, template: str) -> tuple[Any, Any, tuple[str, ...] | None, str | None]:
             key = _fingerprint(pattern)
@@ -392,7 +400,7 @@ class METEOR(Scorer):
         self.stemmer = _choice("stemmer", stemmer, STEMMERS, self.name)
         self.synonyms = _choice("synonyms", synonyms, SYNONYMS, self.name)
         self.tokenizer = _choice("tokenizer", tokenizer, TOKENIZERS, self.name)
-        self._nltk_version = optional_import("nltk", scorer=self.name, extra="text").__version__
+        self._nltk_version = nltk_version(scorer=self.name)
         #: Where synonym sets come from (numbers are equal either way; "nltk" is the slow reference path).
         self._synonym_source = "index"
         self._wordnet_version: str | None = None

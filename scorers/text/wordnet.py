@@ -52,6 +52,7 @@ from typing import Any, Callable, Iterator
 
 from .._util import memoize, optional_import
 from ..errors import ConfigError
+from ._nltk_modules import is_private, nltk_module, nltk_version, require_nltk
 
 __all__ = [
     "DEBIAN_WORDNET_DIR",
@@ -228,17 +229,48 @@ def build_wordnet(target: Path | str | None = None, *, source: Path | str = DEBI
 
 
 def _nltk_pointer() -> Any:
-    """Where nltk's ``nltk.corpus.wordnet`` loads from, found as its lazy loader finds it (folder or zip), or None."""
-    import nltk
-    from nltk.corpus import util
+    """Where nltk's ``nltk.corpus.wordnet`` loads from, found as its lazy loader finds it (folder or zip), or None.
 
+    Without nltk imported, nltk's ``find`` is asked through private copies of its modules
+    (:mod:`scorers.text._nltk_modules`), and its answer is kept when it is a folder, or nothing while no
+    zip archive nltk could look into exists: nltk's checks on zip archives read the data path
+    of the ``nltk.data`` in ``sys.modules``, so for those nltk itself is imported and asked.
+    """
+    data = nltk_module("nltk.data", scorer="METEOR")
+    util = nltk_module("nltk.corpus.util", scorer="METEOR")
+    if not is_private(data):
+        return _find_wordnet(data, util)
+    try:
+        pointer = _find_wordnet(data, util)
+        if isinstance(pointer, data.FileSystemPathPointer) or (pointer is None and not _zip_candidates(data.path)):
+            return pointer
+    except Exception:  # noqa: BLE001, S110  (nltk itself answers below)
+        pass
+    import nltk.corpus.util  # nltk itself, imported whole
+    import nltk.data
+
+    return _find_wordnet(nltk.data, nltk.corpus.util)
+
+
+def _find_wordnet(data: Any, util: Any) -> Any:
     names = ["corpora/wordnet", "corpora/wordnet.zip/wordnet/"]
     for name in reversed(names) if getattr(util, "TRY_ZIPFILE_FIRST", False) else names:
         try:
-            return nltk.data.find(name)
+            return data.find(name)
         except LookupError:
             pass
     return None
+
+
+def _zip_candidates(path: Any) -> list[str]:
+    """The zip files nltk's ``find`` would look for WordNet in on the data path ``path`` that exist."""
+    found = []
+    for entry in path:
+        entry = str(getattr(entry, "path", entry))
+        for candidate in (entry, os.path.join(entry, "corpora.zip"), os.path.join(entry, "corpora", "wordnet.zip")):
+            if candidate.endswith(".zip") and os.path.isfile(candidate):
+                found.append(candidate)
+    return found
 
 
 def _built_copy() -> Path | None:
@@ -311,7 +343,7 @@ def ensure_wordnet(*, target: Path | str | None = None, source: Path | str = DEB
     notes for giving the copy to nltk). Raises :class:`~scorers.errors.ConfigError`
     with install instructions when there is no copy and no source.
     """
-    optional_import("nltk", scorer="METEOR", extra="text")
+    require_nltk(scorer="METEOR")
     # No lock: building is safe across threads and processes (see build_wordnet).
     if target is None:
         found = _nltk_finds_wordnet()
@@ -532,7 +564,7 @@ def _morphological_substitutions() -> dict[str, Any]:
 
 
 def _nltk_version() -> str:
-    return optional_import("nltk", scorer="METEOR", extra="text").__version__
+    return nltk_version(scorer="METEOR")
 
 
 class _Source:

@@ -447,3 +447,32 @@ def test_cold_meteor_does_not_load_nltks_wordnet_reader() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=dict(os.environ), check=True
     )
     assert done.stdout.split() == ["0.7361", "LazyCorpusLoader", "True"], done.stdout + done.stderr
+
+
+# ------------------------------------------------------------------ without nltk's package
+@pytest.fixture
+def private_nltk_modules(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """METEOR on private copies of nltk's modules, as in a process that has not imported nltk; fresh caches."""
+    from scorers.text import _ngrams, _nltk_modules
+
+    monkeypatch.setattr(_nltk_modules, "nltk_imported", lambda: False)
+    monkeypatch.setattr(_nltk_modules, "_PRIVATE", _nltk_modules._PrivateNltk())
+    monkeypatch.setattr(_ngrams, "_stemmer", None)
+    meteor._nltk_word_tokenizer.cache_clear()  # type: ignore[attr-defined]
+    meteor.clear_caches()
+    yield _nltk_modules
+    meteor._nltk_word_tokenizer.cache_clear()  # type: ignore[attr-defined]
+    meteor.clear_caches()
+
+
+def test_private_nltk_modules_give_nltks_numbers(private_nltk_modules: Any) -> None:
+    from nltk.stem.porter import PorterStemmer
+
+    from scorers.text import _ngrams
+
+    cases = GENERATED[::3]
+    scores = [s.score for s in METEOR().score_batch([{"output": o, "expected": e} for o, e in cases])]
+    assert scores == [nltk_meteor(output, expected) for output, expected in cases]
+    stemmer = _ngrams._stemmer
+    assert type(stemmer).__name__ == "PorterStemmer" and not isinstance(stemmer, PorterStemmer)  # a private copy's
+    assert {"nltk.data", "nltk.stem.porter", "nltk.tokenize.destructive"} <= set(private_nltk_modules._PRIVATE._modules)

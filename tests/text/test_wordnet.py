@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -322,6 +323,75 @@ def test_index_built_from_a_zipped_corpus_equals_the_folders(
     from_zip = _load(tmp_path / "other")
     assert from_zip.header["source_sha256"] == from_folder.header["source_sha256"]
     assert from_zip.path.read_text(encoding="utf-8") == from_folder.path.read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------ without nltk's package
+@pytest.fixture
+def private_data(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A private copy of ``nltk.data``, which scorers asks as in a process that has not imported nltk."""
+    from scorers.text import _nltk_modules
+
+    monkeypatch.setattr(_nltk_modules, "nltk_imported", lambda: False)
+    monkeypatch.setattr(_nltk_modules, "_PRIVATE", _nltk_modules._PrivateNltk())
+    return _nltk_modules.nltk_module("nltk.data", scorer="METEOR")
+
+
+def _nltk_must_not_be_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    import nltk
+
+    def fail(*_: object, **__: object) -> None:
+        raise AssertionError("nltk itself was asked")
+
+    monkeypatch.setattr(nltk.data, "find", fail)
+
+
+def test_private_nltk_data_finds_a_wordnet_folder(
+    built: Path, private_data: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _nltk_must_not_be_asked(monkeypatch)
+    monkeypatch.setattr(private_data, "path", [str(built.parent.parent)])
+    pointer = wordnet._nltk_pointer()
+    assert isinstance(pointer, private_data.FileSystemPathPointer) and Path(str(pointer)) == built
+
+
+def test_private_nltk_data_finding_nothing_and_no_zip_is_the_answer(
+    tmp_path: Path, private_data: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _nltk_must_not_be_asked(monkeypatch)
+    (tmp_path / "corpora").mkdir()
+    monkeypatch.setattr(private_data, "path", [str(tmp_path), str(tmp_path / "absent")])
+    assert wordnet._nltk_pointer() is None
+
+
+@pytest.mark.parametrize("archive", ["corpora/wordnet.zip", "corpora.zip", "data.zip"])
+def test_zip_archives_on_the_path_are_left_to_nltk_itself(
+    archive: str, built: Path, private_data: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nltk's checks on zip archives read the data path of the nltk.data in sys.modules: nltk itself decides."""
+    import shutil
+    import zipfile
+
+    import nltk
+
+    zipped = tmp_path / "zipped"
+    (zipped / "corpora").mkdir(parents=True)
+    if archive == "corpora/wordnet.zip":
+        shutil.make_archive(str(zipped / "corpora" / "wordnet"), "zip", str(built.parent), "wordnet")
+    else:
+        with zipfile.ZipFile(zipped / archive, "w") as other:
+            other.writestr("other/README", "no WordNet here")
+    entry = str(zipped / archive) if archive == "data.zip" else str(zipped)
+    monkeypatch.setattr(private_data, "path", [entry])
+    monkeypatch.setattr(nltk.data, "path", [entry])
+    asked: list[object] = []
+    find = nltk.data.find
+    monkeypatch.setattr(nltk.data, "find", lambda *a, **k: asked.append(a) or find(*a, **k))
+    pointer = wordnet._nltk_pointer()
+    assert asked
+    if archive == "corpora/wordnet.zip":
+        assert isinstance(pointer, nltk.data.ZipFilePathPointer)  # nltk's own class: nltk answered
+    else:
+        assert pointer is None
 
 
 def test_synonym_index_rejects_other_files() -> None:

@@ -177,7 +177,8 @@ class LLMJudge(Scorer):
     #: How many requests a row makes, as a formula of what it holds (``show`` prints it); a kind or a
     #: judge whose count depends on its settings (samples, both orders) sets it when built.
     requests_per_row: str = "1"
-    #: Response modes the kind supports (the spec may narrow them).
+    #: Response modes the kind supports (the spec may narrow them); none for a judge that reads no reply (GPTScore
+    #: reads log-probabilities).
     response_modes: ClassVar[tuple[str, ...]] = ("tools", "json", "json_object", "text")
 
     #: The request settings' defaults for a judge built in code (a setting not named here defaults to ``None``:
@@ -296,7 +297,7 @@ class LLMJudge(Scorer):
         self.reasoning_effort: str | None = spec.reasoning_effort
         self.api: str | None = spec.api
         self.extra_args: dict[str, Any] = dict(spec.extra_args or {})
-        if self.response_mode not in self.response_modes:
+        if self.response_modes and self.response_mode not in self.response_modes:
             raise ConfigError(
                 f"{name}: response_mode {self.response_mode!r} is not available for a "
                 f"{self.judge_kind} judge; use one of {', '.join(self.response_modes)}",

@@ -77,6 +77,8 @@ class GPTScore(LLMJudge):
     fields: tuple[Field, ...] = (text_field("input", utf8=True), text_field("output", utf8=True))
     example = "scorers.get('GPTScore', model='davinci-002')(input='What is 2 + 2?', output='It is 4.')"
     requests_per_row = "1"
+    #: None: GPTScore reads the prompt's log-probabilities, not a reply.
+    response_modes = ()
 
     def __init__(
         self,

@@ -28,20 +28,24 @@ Two faces:
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import math
+import operator
+import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
 
 from ._aio import background_loop
 from ._util import ABSENT, lookup
+from .aggregate import Aggregator
 from .base import Scorer
-from .errors import ConfigError, ScorerError
-from .io import escape_input_keys, utf8_json
+from .errors import ConfigError, DataError, ScorerError
+from .io import LineChunk, escape_input_keys, escaped_key, json_lines, too_deep_to_write, utf8_json
 from .registry import get
 from .score import Score
 
-__all__ = ["BatchScorer", "RowResult", "RESULT_COLUMN", "result_record", "resolve_scorers"]
+__all__ = ["BatchScorer", "RowResult", "Summary", "ScoredLines", "RESULT_COLUMN", "result_record", "resolve_scorers"]
 
 #: The column an engine's output batch gets: each row's scores, errors and statistics as JSON text.
 RESULT_COLUMN = "_scorers_result"
@@ -97,6 +101,132 @@ class RowResult:
         return result
 
 
+@dataclass
+class ScoredLines:
+    """A chunk of JSONL input scored (:meth:`BatchScorer.score_lines`): its results lines, as the results file
+    holds them, and what the run counts of its rows."""
+
+    #: one line per row, as :func:`scorers.io.json_lines` writes the row's record
+    lines: bytes
+    rows: int
+    #: rows on which some scorer failed
+    failed: int
+    summary: "Summary"
+    #: the input columns (in order of first appearance) the records hold under another name (:func:`escaped_key`)
+    renamed: list[str]
+    #: the error of the line that ended the chunk's rows early (the rows before it are scored), or None
+    error: DataError | None
+    #: how long scoring the chunk took
+    seconds: float
+
+
+class Summary:
+    """Per-scorer figures over a run: n, mean, stdev, min, max, skipped, errors, and any corpus figures.
+
+    Summaries of shards of a run :meth:`merge` into the summary of the whole run.
+    """
+
+    def __init__(self, scorers: Sequence[Scorer]) -> None:
+        self._aggregators: dict[str, Aggregator] = {s.name: s.aggregator() for s in scorers}
+        self._errors: dict[str, collections.Counter[str]] = {s.name: collections.Counter() for s in scorers}
+        self._unexpected: collections.Counter[str] = collections.Counter()
+        self.rows = 0
+        self.started = time.perf_counter()
+        self.elapsed_s = 0.0
+
+    def add(self, result: RowResult) -> None:
+        self.rows += 1
+        for name, score in result.results.items():
+            self._aggregators[name].add(score)
+        for name, error in result.errors.items():
+            self._count_error(name, error)
+        self.elapsed_s = time.perf_counter() - self.started
+
+    def add_columns(self, rows: int, outcomes: Mapping[str, Sequence[Score | dict[str, Any]]]) -> None:
+        """Count ``rows`` more rows, each scorer's outcomes given as one column: a Score, or an error record
+        (:func:`error_record`), per row.
+
+        >>> import scorers
+        >>> summary = Summary([scorers.get("ExactMatch")])
+        >>> summary.add_columns(2, {"ExactMatch": [Score("ExactMatch", 1.0), {"type": "ScorerInputError"}]})
+        >>> summary.scorers["ExactMatch"]["n"], summary.scorers["ExactMatch"]["errors"]
+        (1, 1)
+        """
+        self.rows += rows
+        for name, column in outcomes.items():
+            add = self._aggregators[name].add
+            failed = []
+            for outcome in column:
+                if isinstance(outcome, Score):
+                    add(outcome)
+                else:
+                    failed.append(outcome)
+            for error in failed:
+                self._count_error(name, error)
+        self.elapsed_s = time.perf_counter() - self.started
+
+    def _count_error(self, name: str, error: Mapping[str, Any]) -> None:
+        self._errors[name][error["type"]] += 1
+        self._aggregators[name].add_error(error)
+        if error.get("unexpected"):
+            self._unexpected[name] += 1
+
+    def merge(self, other: "Summary") -> "Summary":
+        """Fold the summary of other rows of the same run into this one; returns ``self``."""
+        if other._aggregators.keys() != self._aggregators.keys():
+            raise ValueError(
+                f"cannot merge summaries of different scorers: {sorted(self._aggregators)} "
+                f"and {sorted(other._aggregators)}"
+            )
+        self.rows += other.rows
+        for name, aggregator in self._aggregators.items():
+            aggregator.merge(other._aggregators[name])
+            self._errors[name].update(other._errors[name])
+        self._unexpected.update(other._unexpected)
+        self.elapsed_s = max(self.elapsed_s, other.elapsed_s)
+        return self
+
+    @property
+    def scorers(self) -> dict[str, dict[str, Any]]:
+        out = {}
+        for name, agg in self._aggregators.items():
+            figures = agg.result()
+            figures["errors"] = sum(self._errors[name].values())
+            if self._errors[name]:
+                figures["error_types"] = dict(self._errors[name])
+            if self._unexpected[name]:
+                figures["unexpected_errors"] = self._unexpected[name]
+            out[name] = figures
+        return out
+
+    @property
+    def failed_scorers(self) -> list[str]:
+        """Scorers that failed on every row of a non-empty run."""
+        return [name for name, errors in self._errors.items() if self.rows and sum(errors.values()) == self.rows]
+
+    @property
+    def problems(self) -> list[str]:
+        """Why the run could not score: unexpected errors, and scorers that failed on every row."""
+        found = [
+            f"{name}: {count} row(s) failed with an unexpected error (a bug or a broken environment, "
+            f"not bad input): {', '.join(self._errors[name])}"
+            for name, count in self._unexpected.items()
+        ]
+        found += [
+            f"{name}: failed on every row ({', '.join(f'{t} ×{c}' for t, c in self._errors[name].items())})"
+            for name in self.failed_scorers
+        ]
+        return found
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "scorers": self.scorers,
+            "problems": self.problems,
+        }
+
+
 def resolve_scorers(scorers: Iterable[Scorer | str] | Mapping[str, Scorer]) -> list[Scorer]:
     """Scorer instances from instances or registered names; names must be unique."""
     items = list(scorers.values()) if isinstance(scorers, Mapping) else list(scorers)
@@ -143,19 +273,82 @@ class BatchScorer:
     # ---------------------------------------------------------------- fields
     def arguments(self, scorer: Scorer, row: Mapping[str, Any]) -> dict[str, Any]:
         """The keyword arguments ``scorer`` gets from ``row``: its fields, through the mapping."""
-        paths = self._paths.get(id(scorer))
-        if paths is None:  # (field, column or path) pairs, once per scorer
-            paths = self._paths[id(scorer)] = [
-                (name, self.mapping.get(name, name)) for name in scorer.accepted_fields()
-            ]
         kwargs = {}
-        for name, path in paths:
+        for name, path in self._field_paths(scorer):
             value = row[path] if path in row else lookup(row, path)
             if value is not ABSENT:
                 kwargs[name] = value
         return kwargs
 
+    def argument_rows(self, scorer: Scorer, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """:meth:`arguments` of each of ``rows``, taken a field at a time over all the rows."""
+        names, columns, holes = [], [], False
+        for name, path in self._field_paths(scorer):
+            if "." in path:
+                column = [row[path] if path in row else lookup(row, path) for row in rows]
+            else:
+                column = [row.get(path, ABSENT) for row in rows]
+            absent = column.count(ABSENT)
+            if absent < len(column):
+                names.append(name)
+                columns.append(column)
+                holes = holes or absent > 0
+        if holes:
+            return [{n: v for n, v in zip(names, values) if v is not ABSENT} for values in zip(*columns)]
+        if not names:
+            return [{} for _ in rows]
+        return [dict(zip(names, values)) for values in zip(*columns)]
+
+    def _field_paths(self, scorer: Scorer) -> list[tuple[str, str]]:
+        """``scorer``'s (field, column or path) pairs, once per scorer."""
+        paths = self._paths.get(id(scorer))
+        if paths is None:
+            paths = self._paths[id(scorer)] = [
+                (name, self.mapping.get(name, name)) for name in scorer.accepted_fields()
+            ]
+        return paths
+
     # ---------------------------------------------------------------- scoring
+    def score_lines(self, chunk: LineChunk, *, metadata: bool = False, output: str | None = None) -> ScoredLines:
+        """The rows of ``chunk`` (JSONL lines) scored by the scorers, all sync, into the lines of the results file
+        (``metadata``: with ``metadata_scores``) that the local run writes for them, byte for byte.
+
+        A line that is not a row ends the chunk: the rows before it are scored, and its error is given back
+        (:attr:`ScoredLines.error`). A ConfigError of any row is raised; so is a :class:`DataError` for a record
+        nested too deeply to be written to ``output`` (the results file; None: stdout).
+
+        >>> from scorers.io import LineChunk
+        >>> chunk = LineChunk("a.jsonl", 1, 0, [b'{"output": "a", "expected": "a"}\\n', b'{"output": "b"}\\n'])
+        >>> scored = BatchScorer(["ExactMatch"]).score_lines(chunk)
+        >>> scored.lines.splitlines()[0], scored.rows, scored.failed
+        (b'{"output": "a", "expected": "a", "scores": {"ExactMatch": 1.0}}', 2, 1)
+        """
+        started = time.perf_counter()
+        rows: list[dict[str, Any]] = []
+        error = None
+        try:
+            rows.extend(chunk.rows())
+        except DataError as exc:
+            error = exc
+        shared: dict[tuple[tuple[str, str], ...], list[dict[str, Any]]] = {}  # arguments, per field paths
+        outcomes: dict[str, list[Any]] = {}
+        for scorer in self.scorers:
+            paths = tuple(self._field_paths(scorer))
+            if paths not in shared:
+                shared[paths] = self.argument_rows(scorer, rows)
+            outcomes[scorer.name] = [
+                outcome if isinstance(outcome, Score) else _recorded(outcome)
+                for outcome in score_sync(scorer, list(shared[paths]))
+            ]
+        summary = Summary(self.scorers)
+        summary.add_columns(len(rows), outcomes)
+        records, renamed, failed = _records(rows, outcomes, metadata)
+        try:
+            lines = json_lines(records)
+        except RecursionError:
+            raise too_deep_to_write(output) from None
+        return ScoredLines(lines, len(rows), failed, summary, renamed, error, time.perf_counter() - started)
+
     async def score(
         self,
         rows: Sequence[Mapping[str, Any]],
@@ -242,6 +435,71 @@ def score_sync(scorer: Scorer, args: list[dict[str, Any]]) -> list[Score | BaseE
             except Exception as exc:
                 outcomes.append(exc)
         return outcomes
+
+
+def _recorded(outcome: BaseException) -> dict[str, Any]:
+    """A row's error as its record; a ConfigError (the run is misconfigured) is raised."""
+    if isinstance(outcome, ConfigError):
+        raise outcome
+    return error_record(outcome)
+
+
+def _records(
+    rows: list[dict[str, Any]], outcomes: Mapping[str, list[Any]], metadata: bool
+) -> tuple[list[dict[str, Any]], list[str], int]:
+    """The results records of ``rows`` (built in place: the rows are the caller's own) as
+    :meth:`RowResult.to_record` builds them from these outcomes (a Score or an error record per row and scorer),
+    the input columns renamed in them, and the number of rows with an error."""
+    names = list(outcomes)
+    failing = [name for name, column in outcomes.items() if dict in set(map(type, column))]
+    with_stats = [name for name, column in outcomes.items() if _has_stats(column)]
+    if failing:
+        values = [[getattr(outcome, "score", None) for outcome in column] for column in outcomes.values()]
+    else:
+        values = [list(map(_SCORE, column)) for column in outcomes.values()]
+    scores = [dict(zip(names, row_values)) for row_values in zip(*values)]
+    keys = set().union(*rows)
+    clashing = {key for key in keys if escaped_key(key) != key}
+    renamed: list[str] = []
+    if clashing:
+        renamed = list(
+            dict.fromkeys(key for row in rows if not clashing.isdisjoint(row) for key in row if key in clashing)
+        )
+        rows = [escape_input_keys(row) if not clashing.isdisjoint(row) else row for row in rows]
+    failed_rows: set[int] = set()
+    for name in failing:
+        failed_rows.update(i for i, outcome in enumerate(outcomes[name]) if type(outcome) is dict)
+    for i in failed_rows:  # the scores of the scorers that failed come last, as RowResult.scores puts them
+        row_scores = scores[i]
+        errors = {name: outcomes[name][i] for name in failing if type(outcomes[name][i]) is dict}
+        for name in errors:
+            del row_scores[name]
+            row_scores[name] = None
+    for row, row_scores in zip(rows, scores):
+        row["scores"] = row_scores
+    if failed_rows or with_stats or metadata:
+        for i, row in enumerate(rows):
+            if i in failed_rows:
+                row["errors"] = {name: outcomes[name][i] for name in failing if type(outcomes[name][i]) is dict}
+            stats = {
+                name: list(outcomes[name][i].stats)
+                for name in with_stats
+                if type(outcomes[name][i]) is not dict and outcomes[name][i].stats is not None
+            }
+            if stats:
+                row["stats"] = stats
+            if metadata:
+                row["metadata_scores"] = {
+                    name: column[i].metadata for name, column in outcomes.items() if type(column[i]) is not dict
+                }
+    return rows, renamed, len(failed_rows)
+
+
+_SCORE = operator.attrgetter("score")
+
+
+def _has_stats(column: list[Any]) -> bool:
+    return any(getattr(outcome, "stats", None) is not None for outcome in column)
 
 
 def error_record(exc: BaseException) -> dict[str, Any]:

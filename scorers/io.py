@@ -15,6 +15,11 @@ Every value JSON can carry is written and read back as it was, lone surrogates
 (``"\\ud800"``) included: such a record is written with ``\\u`` escapes, so the
 file stays UTF-8.
 
+JSON lines are read and written with orjson, byte for byte as Python's ``json`` module reads and writes them
+(``json.dumps(record, ensure_ascii=False)``: ``", "`` and ``": "`` separators, floats as ``repr`` writes them,
+non-ASCII text as it is); a line or a record orjson does not read or write as ``json`` does (NaN, an integer of
+19 digits or more, a lone surrogate, a float below 1e-4, a type orjson does not know) goes through ``json``.
+
 >>> import json, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "rows.jsonl")
 >>> _ = open(path, "w").write('{"output": "a"}\\n{"output": "b"}\\n')
@@ -41,8 +46,11 @@ import re
 import stat
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Mapping
+from typing import IO, Any, Iterable, Iterator, Mapping, Sequence, cast
+
+import orjson
 
 from ._util import is_int, json_error_reason
 from .errors import ConfigError, DataError
@@ -50,9 +58,14 @@ from .errors import ConfigError, DataError
 __all__ = [
     "read_rows",
     "read_input",
+    "jsonl_rows",
+    "LineChunk",
+    "JsonlLines",
     "count_rows",
     "ResultWriter",
     "json_line",
+    "json_lines",
+    "too_deep_to_write",
     "utf8_json",
     "read_completed",
     "RESULT_KEYS",
@@ -154,33 +167,174 @@ def _lines(path: str) -> Iterator[tuple[int, str]]:
     with _open(path) as fh:
         offset = 0
         for lineno, raw in enumerate(fh, 1):
-            text_start = len(codecs.BOM_UTF8) if lineno == 1 and raw.startswith(codecs.BOM_UTF8) else 0
-            try:
-                text = raw[text_start:].decode("utf-8")
-            except UnicodeDecodeError as exc:
-                position = text_start + exc.start
-                raise _not_utf8(path, lineno, offset + position, raw[position]) from None
-            yield lineno, text
+            yield lineno, _line_text(path, raw, lineno, offset)
             offset += len(raw)
 
 
-def _read_jsonl(path: str) -> Iterator[dict[str, Any]]:
-    for lineno, line in _lines(path):
-        text = line.rstrip("\r\n")
-        if not text.strip():
-            continue
+def _line_text(path: str, raw: bytes, lineno: int, offset: int) -> str:
+    """Line ``lineno`` (at byte ``offset``) as text; a byte-order mark at the start of the file is dropped."""
+    text_start = len(codecs.BOM_UTF8) if lineno == 1 and raw.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return raw[text_start:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        position = text_start + exc.start
+        raise _not_utf8(path, lineno, offset + position, raw[position]) from None
+
+
+#: Input read at a time: the lines up to the first line end past this many bytes.
+_BLOCK_BYTES = 1 << 16
+#: A run of digits orjson may read otherwise than ``json`` does: it reads an integer beyond 64 bits as a float.
+#: Found as a run of zeros once every digit is a zero and every other byte a space (in C: faster than a regex).
+_LONG_DIGITS = b"0" * 19
+_DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+
+
+def jsonl_rows(path: str, lines: Sequence[bytes], lineno: int = 1, offset: int = 0) -> Iterator[dict[str, Any]]:
+    """The rows of ``lines``, raw lines of the JSONL file ``path`` (line ends kept), the first of them line
+    ``lineno`` at byte ``offset``. Blank lines are skipped; a line that is not a JSON object is a
+    :class:`DataError` naming its line, raised after the rows before it.
+
+    >>> list(jsonl_rows("a.jsonl", [b'{"x": 1}\\n', b"\\n", b'{"x": 12345678901234567890, "y": NaN}\\n']))
+    [{'x': 1}, {'x': 12345678901234567890, 'y': nan}]
+    """
+    careful = _LONG_DIGITS in b"".join(lines).translate(_DIGITS_AS_ZEROS)
+    loads = orjson.loads
+    for raw in lines:
         try:
-            row = json.loads(text)
-        except json.JSONDecodeError as exc:
-            where = "at the end of the line" if exc.pos >= len(text.rstrip()) else f"at column {exc.colno}"
-            raise DataError(f"{path}:{lineno}: invalid JSON ({json_error_reason(exc)} {where})") from None
-        except ValueError as exc:  # an integer of more digits than Python converts
-            raise DataError(f"{path}:{lineno}: unreadable JSON ({exc})") from None
-        except RecursionError:
-            raise DataError(f"{path}:{lineno}: {_DEPTH_HINT}") from None
-        if not isinstance(row, dict):
-            raise DataError(f"{path}:{lineno}: expected a JSON object per line, got {type(row).__name__}")
-        yield row
+            if careful and _LONG_DIGITS in raw.translate(_DIGITS_AS_ZEROS):
+                raise ValueError(raw)
+            row = loads(raw)
+        except ValueError:  # JSON orjson does not read as json does (NaN, long integers, a lone surrogate), or none
+            row = _json_row(path, raw, lineno, offset)
+        else:
+            if type(row) is not dict:
+                row = _json_row(path, raw, lineno, offset)
+        if row is not None:
+            yield row
+        lineno += 1
+        offset += len(raw)
+
+
+def _json_row(path: str, raw: bytes, lineno: int, offset: int) -> dict[str, Any] | None:
+    """Line ``lineno`` read by ``json``: its row, None for a blank line, or the DataError that says what is wrong."""
+    text = _line_text(path, raw, lineno, offset).rstrip("\r\n")
+    if not text.strip():
+        return None
+    try:
+        row = json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = "at the end of the line" if exc.pos >= len(text.rstrip()) else f"at column {exc.colno}"
+        raise DataError(f"{path}:{lineno}: invalid JSON ({json_error_reason(exc)} {where})") from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise DataError(f"{path}:{lineno}: unreadable JSON ({exc})") from None
+    except RecursionError:
+        raise DataError(f"{path}:{lineno}: {_DEPTH_HINT}") from None
+    if not isinstance(row, dict):
+        raise DataError(f"{path}:{lineno}: expected a JSON object per line, got {type(row).__name__}")
+    return row
+
+
+@dataclass
+class LineChunk:
+    """Raw lines of the JSONL file ``path`` (line ends kept), ``lines[0]`` being line ``lineno``, at byte
+    ``offset``: what :func:`jsonl_rows` reads."""
+
+    path: str
+    lineno: int
+    offset: int
+    lines: list[bytes]
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """The chunk's rows (:func:`jsonl_rows`)."""
+        return jsonl_rows(self.path, self.lines, self.lineno, self.offset)
+
+
+class JsonlLines:
+    """A JSONL file (``-``: standard input) read as :class:`LineChunk` s, for a pipeline that parses the lines
+    where it scores them; rows can be read parsed before (:meth:`rows`), or looked at first (:meth:`peek`).
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "rows.jsonl")
+    >>> _ = open(path, "w").write('{"output": "a"}\\n\\n{"output": "b"}\\n{"output": "c"}\\n')
+    >>> with JsonlLines(path) as source:
+    ...     first, peeked = next(source.rows()), source.peek(5)
+    ...     chunk = source.next_chunk(1 << 16)
+    >>> first, peeked, (chunk.lineno, chunk.offset, len(chunk.lines)), list(chunk.rows())
+    ({'output': 'a'}, [{'output': 'b'}, {'output': 'c'}], (2, 16, 3), [{'output': 'b'}, {'output': 'c'}])
+    """
+
+    def __init__(self, path: str) -> None:
+        if path != "-" and not os.path.exists(path):
+            raise DataError(f"{path}: no such file")
+        self.path = path
+        self._fh = _open(path)
+        self._pending: list[bytes] = []  # lines read and not given out, the first of them line _lineno at _offset
+        self._lineno = 1
+        self._offset = 0
+        self._torn = b""  # the start of a line of standard input whose end is still to come
+
+    def _fill(self, size: int) -> bool:
+        """Read the lines of about ``size`` more bytes (from standard input, the lines there are: rows piped in one
+        at a time are scored as they come); False at the end."""
+        if self.path != "-":
+            lines = self._fh.readlines(size)
+        else:
+            lines = []
+            reader = cast(io.BufferedReader, self._fh)
+            while not lines and (data := reader.read1(size)):
+                lines = io.BytesIO(self._torn + data).readlines()
+                self._torn = lines.pop() if not lines[-1].endswith(b"\n") else b""
+            if not lines and self._torn:  # the last line, without a line end
+                lines, self._torn = [self._torn], b""
+        self._pending.extend(lines)
+        return bool(lines)
+
+    def _take(self, count: int) -> LineChunk:
+        lines, self._pending = self._pending[:count], self._pending[count:]
+        chunk = LineChunk(self.path, self._lineno, self._offset, lines)
+        self._lineno += len(lines)
+        self._offset += sum(map(len, lines))
+        return chunk
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """The rows from here on, read a line at a time as they are taken (the lines after stay for chunks)."""
+        while self._pending or self._fill(1):
+            yield from self._take(1).rows()
+
+    def peek(self, count: int) -> list[dict[str, Any]]:
+        """The next ``count`` rows, or those before the end or before a line that is not a row; left to be read."""
+        rows: list[dict[str, Any]] = []
+        lineno, offset, i = self._lineno, self._offset, 0
+        while len(rows) < count and (i < len(self._pending) or self._fill(_BLOCK_BYTES)):
+            raw = self._pending[i]
+            try:
+                rows.extend(jsonl_rows(self.path, [raw], lineno, offset))
+            except DataError:
+                break
+            lineno, offset, i = lineno + 1, offset + len(raw), i + 1
+        return rows
+
+    def next_chunk(self, size: int) -> LineChunk | None:
+        """The lines up to the first line end past ``size`` more bytes (at least one line); None at the end."""
+        if not self._pending and not self._fill(size):
+            return None
+        return self._take(len(self._pending))
+
+    def close(self) -> None:
+        if self.path != "-":
+            self._fh.close()
+
+    def __enter__(self) -> "JsonlLines":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _read_jsonl(path: str) -> Iterator[dict[str, Any]]:
+    with JsonlLines(path) as source:
+        while (chunk := source.next_chunk(_BLOCK_BYTES)) is not None:
+            yield from chunk.rows()
 
 
 def _read_json(path: str) -> Iterator[dict[str, Any]]:
@@ -288,8 +442,84 @@ def utf8_json(value: Any, **options: Any) -> str:
 
 
 def json_line(record: Mapping[str, Any]) -> bytes:
-    """``record`` as one line of UTF-8 JSON (:func:`utf8_json`; a value JSON cannot hold is written as its ``str``)."""
-    return (utf8_json(record, default=str) + "\n").encode("utf-8")
+    """``record`` as one line of UTF-8 JSON (:func:`utf8_json`; a value JSON cannot hold is written as its ``str``).
+
+    >>> json_line({"output": "café", "scores": {"S": 1e-05}})
+    b'{"output": "caf\\xc3\\xa9", "scores": {"S": 1e-05}}\\n'
+    """
+    return json_lines([record])
+
+
+#: orjson writes what it does not write as ``json`` does to ``default`` (which refuses it, so ``json`` writes it):
+#: subclasses of str, int, float, dict and list, dataclasses and datetimes.
+_ORJSON_OPTIONS = (
+    orjson.OPT_INDENT_2
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+)
+#: orjson writes one member or item a line: the line ends (never in a string, where a newline is ``\\n``) and the
+#: indentation that follow a comma become ``json``'s ", ", the others go.
+_ITEM_BREAK = re.compile(rb",\n *")
+_BREAK = re.compile(rb"\n *")
+#: How orjson writes a float that ``json`` writes otherwise: below 1e-4, ``0.00001`` or ``1.5e-7`` (``json``:
+#: ``1e-05``, ``1.5e-07``). Found anywhere (in a text too): such a record is written by ``json``.
+_SMALL_DECIMAL = b"0.0000"
+_ONE_DIGIT_EXPONENT = re.compile(rb"[0-9]e-[0-9](?![0-9])")
+_NUMBER_MARKS = bytes(0x30 if 0x30 <= byte <= 0x39 else byte if byte in b"e-" else 0x20 for byte in range(256))
+
+
+def json_lines(records: Iterable[Mapping[str, Any]]) -> bytes:
+    """``records`` as lines of UTF-8 JSON, each exactly as :func:`utf8_json` writes it (written by orjson where
+    that gives the same bytes, else by ``json``)."""
+    records = records if isinstance(records, list) else list(records)
+    lines: list[bytes] = []
+    for record in records:
+        try:
+            lines.append(orjson.dumps(record, option=_ORJSON_OPTIONS))
+        except TypeError:  # orjson.JSONEncodeError: a lone surrogate, an integer beyond 64 bits, another type
+            lines.append(_json_bytes(record))
+    # a NUL byte never is in JSON text (it is written \u0000): it keeps the records apart
+    data = _BREAK.sub(b"", _ITEM_BREAK.sub(b", ", b"\0".join(lines)))
+    if b"null" in data or _orjson_only_float(data):  # orjson writes NaN and infinities as null
+        lines = data.split(b"\0")
+        for i, line in enumerate(lines):
+            if _orjson_only_float(line) or (b"null" in line and not _finite(records[i])):
+                lines[i] = _json_bytes(records[i])
+        data = b"\0".join(lines)
+    return data.replace(b"\0", b"\n") + b"\n"
+
+
+def _orjson_only_float(data: bytes) -> bool:
+    if _SMALL_DECIMAL in data:
+        return True
+    # where no digit, "e-" and digit follow one another (found in C once every digit is a zero), no regex is needed
+    return b"0e-0" in data.translate(_NUMBER_MARKS) and _ONE_DIGIT_EXPONENT.search(data) is not None
+
+
+def _json_bytes(record: Mapping[str, Any]) -> bytes:
+    return utf8_json(record, default=str).encode("utf-8")
+
+
+def _finite(value: Any) -> bool:
+    """Whether no float in ``value`` (JSON of dicts, lists and tuples) is NaN or infinite."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is float:
+            if item - item != 0.0:
+                return False
+        elif kind is dict:
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+    return True
+
+
+def too_deep_to_write(path: str | None) -> DataError:
+    """The error of a record nested too deeply to be written to results file ``path`` (None or ``-``: stdout)."""
+    return DataError(f"cannot write a row of {path if path not in (None, '-') else 'stdout'}: {_DEPTH_HINT}")
 
 
 class ResultWriter:
@@ -340,9 +570,13 @@ class ResultWriter:
         try:
             line = json_line(record)
         except RecursionError:
-            raise DataError(f"cannot write a row of {self.path or 'stdout'}: {_DEPTH_HINT}") from None
+            raise too_deep_to_write(self.path) from None
+        self.write_lines(line)
+
+    def write_lines(self, lines: bytes) -> None:
+        """Append lines already written as JSON (:func:`json_lines`)."""
         with self._writing():
-            self._fh.write(line)
+            self._fh.write(lines)
 
     def flush(self) -> None:
         with self._writing():

@@ -38,16 +38,13 @@ concurrency)``) scored rows (:mod:`scorers.engines.local`).
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import os
-import time
 from typing import Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 
 from ._util import ABSENT, lookup
-from .aggregate import Aggregator
 from .base import Scorer
-from .batch import BatchScorer, RowResult, resolve_scorers
+from .batch import BatchScorer, RowResult, Summary, resolve_scorers
 from .engines import Engine, Job, engine_named
 from .engines.local import reorder_rows
 from .errors import ConfigError
@@ -64,87 +61,6 @@ __all__ = [
     "COLUMN_CHECK_ROWS",
     "reorder_rows",
 ]
-
-
-class Summary:
-    """Per-scorer figures over a run: n, mean, stdev, min, max, skipped, errors, and any corpus figures.
-
-    Summaries of shards of a run :meth:`merge` into the summary of the whole run.
-    """
-
-    def __init__(self, scorers: Sequence[Scorer]) -> None:
-        self._aggregators: dict[str, Aggregator] = {s.name: s.aggregator() for s in scorers}
-        self._errors: dict[str, collections.Counter[str]] = {s.name: collections.Counter() for s in scorers}
-        self._unexpected: collections.Counter[str] = collections.Counter()
-        self.rows = 0
-        self.started = time.perf_counter()
-        self.elapsed_s = 0.0
-
-    def add(self, result: RowResult) -> None:
-        self.rows += 1
-        for name, score in result.results.items():
-            self._aggregators[name].add(score)
-        for name, error in result.errors.items():
-            self._errors[name][error["type"]] += 1
-            self._aggregators[name].add_error(error)
-            if error.get("unexpected"):
-                self._unexpected[name] += 1
-        self.elapsed_s = time.perf_counter() - self.started
-
-    def merge(self, other: "Summary") -> "Summary":
-        """Fold the summary of other rows of the same run into this one; returns ``self``."""
-        if other._aggregators.keys() != self._aggregators.keys():
-            raise ValueError(
-                f"cannot merge summaries of different scorers: {sorted(self._aggregators)} "
-                f"and {sorted(other._aggregators)}"
-            )
-        self.rows += other.rows
-        for name, aggregator in self._aggregators.items():
-            aggregator.merge(other._aggregators[name])
-            self._errors[name].update(other._errors[name])
-        self._unexpected.update(other._unexpected)
-        self.elapsed_s = max(self.elapsed_s, other.elapsed_s)
-        return self
-
-    @property
-    def scorers(self) -> dict[str, dict[str, Any]]:
-        out = {}
-        for name, agg in self._aggregators.items():
-            figures = agg.result()
-            figures["errors"] = sum(self._errors[name].values())
-            if self._errors[name]:
-                figures["error_types"] = dict(self._errors[name])
-            if self._unexpected[name]:
-                figures["unexpected_errors"] = self._unexpected[name]
-            out[name] = figures
-        return out
-
-    @property
-    def failed_scorers(self) -> list[str]:
-        """Scorers that failed on every row of a non-empty run."""
-        return [name for name, errors in self._errors.items() if self.rows and sum(errors.values()) == self.rows]
-
-    @property
-    def problems(self) -> list[str]:
-        """Why the run could not score: unexpected errors, and scorers that failed on every row."""
-        found = [
-            f"{name}: {count} row(s) failed with an unexpected error (a bug or a broken environment, "
-            f"not bad input): {', '.join(self._errors[name])}"
-            for name, count in self._unexpected.items()
-        ]
-        found += [
-            f"{name}: failed on every row ({', '.join(f'{t} ×{c}' for t, c in self._errors[name].items())})"
-            for name in self.failed_scorers
-        ]
-        return found
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "rows": self.rows,
-            "elapsed_s": round(self.elapsed_s, 3),
-            "scorers": self.scorers,
-            "problems": self.problems,
-        }
 
 
 #: Rows read before scoring starts to find usage errors: a mapped column or a required field absent from all of

@@ -6,15 +6,28 @@ import argparse
 import json
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from .. import engines
 from ..base import Scorer
+from ..batch import BatchScorer
+from ..engines.local import score_jsonl
 from ..errors import ConfigError, DataError
-from ..io import ParquetResultWriter, ResultWriter, count_rows, escaped_key, read_completed, read_input, record_matches
+from ..io import (
+    JsonlLines,
+    ParquetResultWriter,
+    ResultWriter,
+    count_rows,
+    detect_format,
+    escaped_key,
+    read_completed,
+    read_input,
+    record_matches,
+)
 from ..registry import registry
-from ..runner import RowResult, Summary, evaluate, resolve_scorers
+from ..runner import COLUMN_CHECK_ROWS, RowResult, Summary, check_columns, evaluate, resolve_scorers
 from ._common import EXIT_CODES, Command, parse_pairs, parse_prices, scorer_params
 
 
@@ -236,7 +249,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     parquet_in = (args.format or Path(args.data).suffix.lower().lstrip(".")) == "parquet"
     parquet_out = bool(args.output) and args.output.lower().endswith(".parquet")
     engine = engines.registry.get(args.engine, **dict(parse_pairs(args.engine_options, "--engine-option")))
-    rows = read_input(args.data, args.format)
+    # JSONL to JSONL on this machine with no judge: the lines go to the scoring thread or processes as bytes
+    streamed = (
+        not parquet_in
+        and (args.format or detect_format(args.data)) == "jsonl"
+        and not parquet_out
+        and isinstance(engine, engines.Local)
+        and not any(scorer.is_async for scorer in scorers)
+    )
+    source = JsonlLines(args.data) if streamed else None
+    rows = source.rows() if source is not None else read_input(args.data, args.format)
     previous: list[dict[str, Any]] = []
     if args.resume:
         if not args.output or args.output == "-" or parquet_out:
@@ -248,20 +270,25 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         previous = _resume_from(args.output, rows, scorers)
 
-    run = evaluate(
-        rows,
-        scorers,
-        mapping=mapping,
-        concurrency=args.concurrency,
-        workers=args.workers,
-        start=len(previous),
-        engine=engine,
-        ordered=args.ordered,
-    )
+    run = None
+    if source is not None:
+        check_columns(mapping, source.peek(COLUMN_CHECK_ROWS), scorers)
+        summary = Summary(scorers)
+    else:
+        run = evaluate(
+            rows,
+            scorers,
+            mapping=mapping,
+            concurrency=args.concurrency,
+            workers=args.workers,
+            start=len(previous),
+            engine=engine,
+            ordered=args.ordered,
+        )
+        summary = run.summary
     for record in previous:
-        run.summary.add(RowResult.from_record(record))
-    total = count_rows(args.data, args.format) if args.data != "-" and not parquet_in else None
-    progress = _progress(total, len(previous), args.progress)
+        summary.add(RowResult.from_record(record))
+    progress = _progress(args, parquet_in, len(previous))
     failed_rows = sum(1 for r in previous if r.get("errors"))
     columns: set[str] = set()  # the input columns seen so far
     received: list[int] = []
@@ -270,25 +297,51 @@ def cmd_run(args: argparse.Namespace) -> int:
         if received:  # a second signal: stop now
             raise KeyboardInterrupt
         received.append(signum)
-        run.interrupt()
+        if run is not None:
+            run.interrupt()
+
+    def note(row_columns: Sequence[str]) -> None:
+        if not columns.issuperset(row_columns):
+            _say_renamed([c for c in row_columns if c not in columns], args.output)
+            columns.update(row_columns)
 
     handlers = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with (
-            ParquetResultWriter(args.output)
-            if parquet_out
-            else ResultWriter(args.output, append=bool(previous)) as writer
-        ):
-            for result in run:
-                if not columns.issuperset(result.row):
-                    _say_renamed([c for c in result.row if c not in columns], args.output)
-                    columns.update(result.row)
-                writer.write(result.to_record(with_metadata=args.metadata))
-                if not run.waiting:  # the next row is still being scored: hand what is written to the OS
-                    writer.flush()
-                failed_rows += bool(result.errors)
-                if progress is not None:
-                    progress.update(1)
+        if source is not None:
+            unit = BatchScorer(scorers, mapping=mapping, concurrency=args.concurrency)
+            with source, ResultWriter(args.output, append=bool(previous)) as lines_writer:
+                for scored in score_jsonl(
+                    unit, source, workers=args.workers, metadata=args.metadata, output=args.output
+                ):
+                    if received:
+                        raise KeyboardInterrupt
+                    if scored is None:  # still scoring
+                        continue
+                    note(scored.renamed)
+                    lines_writer.write_lines(scored.lines)
+                    lines_writer.flush()
+                    summary.merge(scored.summary)
+                    summary.elapsed_s = time.perf_counter() - summary.started
+                    failed_rows += scored.failed
+                    if progress is not None:
+                        progress.update(scored.rows)
+                    if scored.error is not None:
+                        raise scored.error
+        else:
+            assert run is not None
+            with (
+                ParquetResultWriter(args.output)
+                if parquet_out
+                else ResultWriter(args.output, append=bool(previous)) as writer
+            ):
+                for result in run:
+                    note(list(result.row))
+                    writer.write(result.to_record(with_metadata=args.metadata))
+                    if not run.waiting:  # the next row is still being scored: hand what is written to the OS
+                        writer.flush()
+                    failed_rows += bool(result.errors)
+                    if progress is not None:
+                        progress.update(1)
     except KeyboardInterrupt:
         name, code = ("terminated", 143) if received[:1] == [signal.SIGTERM] else ("interrupted", 130)
         if parquet_out:  # written whole when the writer closes; --resume reads JSONL only
@@ -305,14 +358,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
         if progress is not None:
             progress.close()
-    _print_summary(run.summary, sys.stderr)
+    _print_summary(summary, sys.stderr)
     if args.summary_json:
         with open(args.summary_json, "w") as fh:
-            json.dump(run.summary.to_dict(), fh, indent=2, default=str)
+            json.dump(summary.to_dict(), fh, indent=2, default=str)
     status = 0
     higher = {scorer.name: scorer.higher_is_better for scorer in scorers}
     for name, limit in thresholds.items():
-        mean = run.summary.scorers[name]["mean"]
+        mean = summary.scorers[name]["mean"]
         bound = "at least" if higher[name] else "at most"
         if mean is None:
             print(
@@ -331,9 +384,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.fail_on_error and failed_rows:
         print(f"{failed_rows} row(s) had scorer errors", file=sys.stderr)
         status = 1
-    for problem in run.summary.problems:
+    for problem in summary.problems:
         print(f"error: {problem}", file=sys.stderr)
-    return 3 if run.summary.problems else status
+    return 3 if summary.problems else status
 
 
 def _say_renamed(columns: Sequence[str], output: str | None) -> None:
@@ -347,9 +400,10 @@ def _say_renamed(columns: Sequence[str], output: str | None) -> None:
         )
 
 
-def _progress(total: int | None, done: int, wanted: bool | None) -> Any:
-    if wanted is False or (wanted is None and not sys.stderr.isatty()):
+def _progress(args: argparse.Namespace, parquet_in: bool, done: int) -> Any:
+    if args.progress is False or (args.progress is None and not sys.stderr.isatty()):
         return None
+    total = count_rows(args.data, args.format) if args.data != "-" and not parquet_in else None
     from tqdm import tqdm
 
     return tqdm(total=total, initial=done, unit="row", file=sys.stderr, dynamic_ncols=True)

@@ -26,16 +26,16 @@ import os
 import pickle
 import sys
 import types
-from typing import Any, AsyncGenerator, ClassVar, Generator, Iterable
+from typing import Any, AsyncGenerator, Callable, ClassVar, Generator, Iterable
 
 from .._aio import background_loop
-from ..base import Scorer
-from ..batch import BatchScorer, RowResult, score_sync
+from ..batch import BatchScorer, RowResult, ScoredLines, score_sync
 from ..errors import ConfigError
+from ..io import JsonlLines, LineChunk
 from ..score import Score
 from .base import Engine, Job
 
-__all__ = ["Local", "reorder_rows"]
+__all__ = ["Local", "reorder_rows", "score_jsonl"]
 
 
 class Local(Engine):
@@ -100,16 +100,105 @@ def reorder_rows(concurrency: int) -> int:
     return max(1024, 64 * concurrency)
 
 
+# ------------------------------------------------------------- JSONL lines
+#: The first chunk of JSONL lines, in bytes; a chunk scored in less than _FAST_CHUNK_S makes the next twice as large
+#: (up to _MAX_CHUNK_BYTES), one that takes over _SLOW_CHUNK_S makes it half as large.
+_FIRST_CHUNK_BYTES = 1 << 14
+_MAX_CHUNK_BYTES = 1 << 17
+_FAST_CHUNK_S = 0.05
+_SLOW_CHUNK_S = 0.5
+
+
+def score_jsonl(
+    unit: BatchScorer,
+    source: JsonlLines,
+    *,
+    workers: int = 1,
+    metadata: bool = False,
+    output: str | None = None,
+) -> Generator[ScoredLines | None, None, None]:
+    """The rest of ``source`` scored by ``unit`` (whose scorers are all sync) into results lines
+    (:meth:`BatchScorer.score_lines`), chunk by chunk in input order; None every 0.1 s while the next chunk is
+    being scored, so that the caller may stop.
+
+    The chunks are scored in a thread of this process (``workers`` = 1) or in ``workers`` processes, which read
+    the JSON lines and write the results lines themselves: this process only reads and writes bytes. Chunks grow
+    while they are scored fast (up to 1 MiB of lines), and a few are scored ahead (two, or two per worker).
+    After a chunk whose :attr:`~ScoredLines.error` is set, no more input is read. A ConfigError is raised.
+
+    >>> import os, tempfile
+    >>> from scorers.io import JsonlLines
+    >>> path = os.path.join(tempfile.mkdtemp(), "rows.jsonl")
+    >>> _ = open(path, "w").write('{"output": "a", "expected": "a"}\\n')
+    >>> with JsonlLines(path) as source:
+    ...     chunks = [c for c in score_jsonl(BatchScorer(["ExactMatch"]), source) if c is not None]
+    >>> [(c.rows, c.lines) for c in chunks]
+    [(1, b'{"output": "a", "expected": "a", "scores": {"ExactMatch": 1.0}}\\n')]
+    """
+    executor: concurrent.futures.Executor
+    if workers > 1:
+        executor = _process_pool(unit, workers)
+        score: Callable[..., ScoredLines] = _score_lines_in_worker
+    else:
+        executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="scorers")
+        score = unit.score_lines
+    ahead = 2 * workers
+    pending: collections.deque[concurrent.futures.Future[ScoredLines]] = collections.deque()
+    size, ended = _FIRST_CHUNK_BYTES, False
+    try:
+        while True:
+            while not ended and len(pending) < ahead:
+                chunk = source.next_chunk(size)
+                if chunk is None:
+                    ended = True
+                else:
+                    pending.append(executor.submit(score, chunk, metadata=metadata, output=output))
+            if not pending:
+                return
+            while True:
+                try:
+                    scored = pending[0].result(timeout=0.1)
+                    break
+                except concurrent.futures.TimeoutError:
+                    yield None
+                except concurrent.futures.process.BrokenProcessPool as exc:
+                    raise _broken(workers, exc) from exc
+            pending.popleft()
+            if scored.seconds < _FAST_CHUNK_S:
+                size = min(2 * size, _MAX_CHUNK_BYTES)
+            elif scored.seconds > _SLOW_CHUNK_S:
+                size = max(size // 2, _FIRST_CHUNK_BYTES)
+            yield scored
+            if scored.error is not None:
+                return
+    finally:
+        for future in pending:
+            future.cancel()
+        executor.shutdown(wait=False, cancel_futures=True)
+
+
 # ------------------------------------------------------------- worker processes
-_worker_scorers: list[Scorer] = []
+_worker_unit: list[BatchScorer] = []  # the unit of this worker process (one, once it started)
 
 
 def _init_worker(payload: bytes) -> None:
-    _worker_scorers[:] = pickle.loads(payload)
+    _worker_unit[:] = [pickle.loads(payload)]
 
 
 def _score_in_worker(args_per_scorer: list[list[dict[str, Any]]]) -> list[list[Score | BaseException]]:
-    return [score_sync(scorer, args) for scorer, args in zip(_worker_scorers, args_per_scorer)]
+    return [score_sync(scorer, args) for scorer, args in zip(_worker_unit[0].scorers, args_per_scorer)]
+
+
+def _score_lines_in_worker(chunk: LineChunk, *, metadata: bool, output: str | None) -> ScoredLines:
+    return _worker_unit[0].score_lines(chunk, metadata=metadata, output=output)
+
+
+def _broken(workers: int, exc: BaseException) -> ConfigError:
+    return ConfigError(
+        f"workers={workers}: a worker process ended abruptly ({exc}). It was killed (e.g. out of "
+        "memory: try fewer workers) or could not start: a script that calls evaluate(..., workers=N) "
+        "must guard its entry point with `if __name__ == '__main__':`, since workers import it"
+    )
 
 
 class _NotingMain(pickle.Pickler):
@@ -125,8 +214,8 @@ class _NotingMain(pickle.Pickler):
         return None
 
 
-def _worker_payload(scorers: list[Scorer], workers: int) -> bytes:
-    """The scorers pickled for the worker processes; a ConfigError at once for what the workers could not load.
+def _worker_payload(unit: BatchScorer, workers: int) -> bytes:
+    """The unit pickled for the worker processes; a ConfigError at once for what the workers could not load.
 
     Workers start by re-running the main script from its file (so a script read from standard input cannot
     start them), and import the scorers' classes by name (so a class defined in a ``__main__`` that has no file,
@@ -145,7 +234,7 @@ def _worker_payload(scorers: list[Scorer], workers: int) -> bytes:
     buffer = io.BytesIO()
     pickler = _NotingMain(buffer)
     try:
-        pickler.dump(scorers)
+        pickler.dump(unit)
     except Exception as exc:
         raise ConfigError(f"workers={workers} needs picklable scorers, but pickling failed: {exc}") from exc
     if not by_name and path is None and pickler.in_main:
@@ -158,8 +247,8 @@ def _worker_payload(scorers: list[Scorer], workers: int) -> bytes:
     return buffer.getvalue()
 
 
-def _process_pool(scorers: list[Scorer], workers: int) -> concurrent.futures.ProcessPoolExecutor:
-    payload = _worker_payload(scorers, workers)
+def _process_pool(unit: BatchScorer, workers: int) -> concurrent.futures.ProcessPoolExecutor:
+    payload = _worker_payload(unit, workers)
     # forkserver: workers start from a clean process, not from a fork of this (multi-threaded) one; no preload,
     # since the forkserver's settings are the whole process's: each worker imports scorers once
     return concurrent.futures.ProcessPoolExecutor(
@@ -229,11 +318,7 @@ class _Pipeline:
         try:
             return await asyncio.get_running_loop().run_in_executor(pool, _score_in_worker, args)
         except concurrent.futures.process.BrokenProcessPool as exc:
-            raise ConfigError(
-                f"workers={self.workers}: a worker process ended abruptly ({exc}). It was killed (e.g. out of "
-                "memory: try fewer workers) or could not start: a script that calls evaluate(..., workers=N) "
-                "must guard its entry point with `if __name__ == '__main__':`, since workers import it"
-            ) from exc
+            raise _broken(self.workers, exc) from exc
 
     async def _score_chunk(self, start: int, rows: list[dict[str, Any]]) -> list[RowResult]:
         pool = self._pool
@@ -275,7 +360,9 @@ class _Pipeline:
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(max(1, self.concurrency))
             if self.workers > 1 and self._sync:
-                self._pool = _process_pool(self._sync, self.workers)
+                self._pool = _process_pool(
+                    BatchScorer(self._sync, mapping=self._unit.mapping, concurrency=self.concurrency), self.workers
+                )
         self._start_chunks()
         while self._pending and not self._pending[0][0].done():
             if self._failure is not None:

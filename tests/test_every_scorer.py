@@ -119,6 +119,8 @@ OTHER_VALUE = {
     "multiset": False,
     "tools": [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}],
     "window": 2,
+    "aspect": "concise",
+    "normalization": "mean_probability",
 }
 #: Settings both scorers get, where the parameter only makes sense with them.
 CONTEXT = {
@@ -345,7 +347,8 @@ def test_every_judge_makes_the_requests_per_row_that_show_states(name, fake_api_
             expected += 1  # the evaluation steps, written on the first row
         score = judge(**_row(name))
         assert score.score is not None, score.metadata
-        assert len(server.chat_requests) == expected, (stated, [r.last_user_message[:80] for r in server.chat_requests])
+        made = len(server.chat_requests) + len(server.completion_requests)  # GPTScore asks /v1/completions
+        assert made == expected, (stated, [r.last_user_message[:80] for r in server.chat_requests])
 
 
 SYNC = [

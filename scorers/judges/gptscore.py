@@ -10,12 +10,13 @@ output's tokens only, ``log p(t_i | prompt before t_i)`` for ``i = 1..n``::
                                             the tokens' probabilities, 1/perplexity of the output
     score       = (1/n) Σ_i p(t_i | ...)    normalization="mean_probability": their arithmetic mean
 
-Both maps are in [0, 1], higher meaning likelier, and neither reorders the outputs of one prompt much: the
-first keeps the order of ``avg_logprob`` exactly. ``metadata`` holds ``avg_logprob``, ``token_count`` (n)
+Both maps are in [0, 1], higher meaning likelier (a value above 1 from a server's rounding is cut to 1). The
+first keeps the order of ``avg_logprob`` exactly; the second weighs likely tokens more and may order two
+outputs differently. ``metadata`` holds ``avg_logprob``, ``token_count`` (n)
 and ``tokens`` (each output token with its log-probability). The output's tokens are those that hold one
 of its characters (from the reply's ``text_offset``), so a token that also carries the space before the
-output counts. The endpoint must return a prompt's log-probabilities (llama-cpp-python's server, vLLM,
-OpenAI's ``davinci-002``); one that cannot is a :class:`~scorers.errors.ConfigError` saying so, never a
+output counts. The endpoint must return a prompt's log-probabilities (llama-cpp-python's server does; vLLM
+and OpenAI's ``davinci-002`` document it); one that cannot is a :class:`~scorers.errors.ConfigError` saying so, never a
 fallback. One request per row; replies are cached as the judges' are.
 
 >>> from scorers.llm import LLMEngine

@@ -24,6 +24,7 @@ and reads the reply back as a mapping.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import json
 import os
@@ -141,6 +142,12 @@ def reasons_text(value: Any) -> str | None:
 
 
 _UNSET: Any = object()
+
+#: The judge whose batch is being scored and its signature, taken once when the batch starts (``signature()``
+#: builds a key from every setting at each call: microseconds a row).
+_BATCH_SIGNATURE: contextvars.ContextVar[tuple["LLMJudge", dict[str, Any]] | None] = contextvars.ContextVar(
+    "scorers_judge_batch_signature", default=None
+)
 
 #: Per response mode: what a server's rejection mentions when it does not support the mode, and what to use.
 _MODE_HINTS = {
@@ -383,7 +390,11 @@ class LLMJudge(Scorer):
         return self.model if self.model is not None else self.engine.model
 
     def signature(self) -> dict[str, Any]:
-        """As :meth:`Scorer.signature`, computed once per judge (and model): every Score gets a shallow copy."""
+        """As :meth:`Scorer.signature`, computed once per judge (and model): every Score gets a shallow copy.
+        During :meth:`_ascore_batch` it is the one taken when the batch started, as its requests were."""
+        fixed = _BATCH_SIGNATURE.get()
+        if fixed is not None and fixed[0] is self:
+            return dict(fixed[1])
         key = (self._model_name(), json.dumps(self.params(), sort_keys=True, default=str))
         memo = self.__dict__.get("_signature_memo")
         if memo is None or memo[0] != key:
@@ -473,6 +484,14 @@ class LLMJudge(Scorer):
             await self._prepare()
         except ScorerError as exc:
             return [exc] * len(rows)
+        token = _BATCH_SIGNATURE.set((self, self.signature()))
+        try:
+            return await self._judge_rows(rows, limit)
+        finally:
+            _BATCH_SIGNATURE.reset(token)
+
+    async def _judge_rows(self, rows: list[dict[str, Any]], limit: asyncio.Semaphore) -> list[Score | ScorerError]:
+        """:meth:`_ascore_batch` once the judge is prepared: the cache read for every row, then the misses."""
         started = time.perf_counter()
         results: list[Score | ScorerError | None] = [None] * len(rows)
         prepared: list[tuple[int, list[ChatRequest]]] = []

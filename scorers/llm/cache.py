@@ -79,37 +79,47 @@ def cache_keys(
 ) -> list[str]:
     """``[cache_key(body, base_url=base_url, tag=tag) ...]``, faster for a batch of similar requests.
 
-    The canonical JSON of a body is assembled from its encoded values in key order
-    (what ``sort_keys`` does), and a value object shared by several bodies (a
-    judge's tool schema) is encoded once per call. The keys are the same strings.
+    The canonical JSON of a body is assembled from its encoded entries in key order
+    (what ``sort_keys`` does). An entry whose value a previous body shared (the same
+    object, or a fresh list of the same objects: a judge's tools) is encoded once per
+    call, and so are the key orders; only ``messages`` is encoded for every body.
+    The keys are the same strings.
     """
     encode = _CANONICAL.encode
-    url = encode(base_url.rstrip("/"))
-    encoded: dict[int, str] = {}  # id(object) -> JSON; the bodies keep every object alive during the call
-
-    def shared(value: Any) -> str:
-        text = encoded.get(id(value))
-        if text is None:
-            text = encoded[id(value)] = encode(value)
-        return text
+    head = f'{{"base_url":{encode(base_url.rstrip("/"))},"body":{{'
+    orders: dict[tuple[Any, ...], list[str] | None] = {}  # the body's keys -> sorted, or None: odd keys
+    entries: dict[tuple[Any, ...], str] = {}  # (key, id(value) or ids of a list's items) -> '"key":json'
+    tails: dict[Any, str] = {}  # tag -> what follows the body
+    # id(object) is a sound memo key within this call: the bodies keep every object alive until it returns
 
     keys = []
     for body, tag in zip(bodies, tags if tags is not None else [None] * len(bodies)):
-        if not all(type(name) is str for name in body):  # sort_keys' own rules (and errors) for odd keys
+        given = tuple(body)
+        order = orders.get(given, ())
+        if order == ():
+            order = orders[given] = sorted(given) if all(type(name) is str for name in given) else None
+        if order is None:  # sort_keys' own rules (and errors) for odd keys
             keys.append(cache_key(body, base_url=base_url, tag=tag))
             continue
         parts = []
-        for name in sorted(body):
+        for name in order:
             value = body[name]
             if name == "messages":  # different in every body
-                text = _encode_messages(value, encode)
-            elif type(value) is list:  # a fresh list of shared items (tools)
-                text = f"[{','.join(map(shared, value))}]"
-            else:
-                text = shared(value)
-            parts.append(f"{shared(name)}:{text}")
-        canonical = f'{{"base_url":{url},"body":{{{",".join(parts)}}},"format":{CACHE_FORMAT},"tag":{shared(tag)}}}'
-        keys.append(hashlib.sha256(canonical.encode("utf-8")).hexdigest())
+                parts.append(f'"messages":{_encode_messages(value, encode)}')
+                continue
+            ident = (name, None, *map(id, value)) if type(value) is list else (name, id(value))
+            text = entries.get(ident)
+            if text is None:
+                if type(value) is list:  # a fresh list of shared items (tools)
+                    text = f"{encode(name)}:[{','.join(map(encode, value))}]"
+                else:
+                    text = f"{encode(name)}:{encode(value)}"
+                entries[ident] = text
+            parts.append(text)
+        tail = tails.get(tag)
+        if tail is None:
+            tail = tails[tag] = f'}},"format":{CACHE_FORMAT},"tag":{encode(tag)}}}'
+        keys.append(hashlib.sha256(f"{head}{','.join(parts)}{tail}".encode()).hexdigest())
     return keys
 
 
@@ -122,7 +132,10 @@ def _encode_messages(messages: Any, encode: Callable[[Any], str]) -> str:
     for message in messages:
         if type(message) is not dict or not all(type(k) is str and type(v) is str for k, v in message.items()):
             return encode(messages)
-        parts.append("{" + ",".join(f"{encode(k)}:{encode(message[k])}" for k in sorted(message)) + "}")
+        if len(message) == 2 and "role" in message and "content" in message:  # the usual message: keys known
+            parts.append(f'{{"content":{encode(message["content"])},"role":{encode(message["role"])}}}')
+        else:
+            parts.append("{" + ",".join(f"{encode(k)}:{encode(message[k])}" for k in sorted(message)) + "}")
     return f"[{','.join(parts)}]"
 
 

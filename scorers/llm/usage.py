@@ -108,10 +108,13 @@ def failed_call_usage(attempts: int, prompt_tokens: int, completion_tokens: int)
 
 def summed_usage(figures: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     """Every figure summed, plus ``total_tokens`` (what a Score's ``metadata["usage"]`` holds)."""
-    total = ModelUsage()
+    total = dict.fromkeys(USAGE_FIELDS, 0)  # ModelUsage's figures, summed as ModelUsage.add does (no dataclass)
     for entry in figures:
-        total.add(entry)
-    return {**asdict(total), "total_tokens": total.prompt_tokens + total.completion_tokens}
+        for name, value in entry.items():
+            if name in total:
+                total[name] += int(value or 0)
+    total["total_tokens"] = total["prompt_tokens"] + total["completion_tokens"]
+    return total
 
 
 def as_failed(figures: Mapping[str, Any]) -> dict[str, int]:

@@ -445,6 +445,34 @@ def test_batch_gives_the_per_row_scores_and_a_cached_rerun_sends_nothing(
     assert [s.metadata["choice"] for s in cached] == [_expected_choice(i) for i in range(12)]
 
 
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"use_cot": False}, {"response_mode": "json"}, {"samples": 3, "temperature": 0.5}],
+    ids=["tools", "no-cot", "json", "samples"],
+)
+def test_a_cached_batch_rerun_sends_nothing_and_gives_the_first_runs_scores(
+    llm_env: LoopbackLLM, tmp_path: Path, params: dict
+) -> None:
+    llm_env.default = _choice_by_row
+    judge = factuality(engine=LLMEngine(cache=str(tmp_path / "cache.sqlite")), **params)
+    rows = [_row(i) for i in range(30)]
+    first = _batch(judge, rows, concurrency=8)
+    assert len(llm_env.chat_requests) == len(rows) * judge.samples
+    llm_env.reset()
+    again = _batch(judge, rows, concurrency=8)
+    assert llm_env.chat_requests == []
+    calls = ("usage", "latency_s", "attempts", "cached") + (("cached_samples",) if judge.samples > 1 else ())
+
+    def verdict(score: Any) -> tuple[Any, dict[str, Any]]:
+        return score.score, {k: v for k, v in score.metadata.items() if k not in calls}
+
+    assert [verdict(s) for s in again] == [verdict(s) for s in first]
+    assert [s.metadata["choice"] for s in again] == [_expected_choice(i) for i in range(30)]
+    assert all(s.metadata["cached"] is True and s.metadata["attempts"] == 0 for s in again)
+    assert {s.metadata["usage"]["cached"] for s in again} == {judge.samples}
+    assert {s.metadata["usage"]["requests"] for s in again} == {0}
+
+
 def test_batch_mixes_hits_and_misses_in_input_order(llm_env: LoopbackLLM) -> None:
     llm_env.default = _choice_by_row
     judge = factuality()

@@ -1,12 +1,16 @@
-"""Whole runs through ``python -m scorers run``: the --workers speed-up and peak memory as the input grows.
+"""Whole runs through ``python -m scorers run``, each figure printed next to its goal (issue 18).
 
-1. ``--workers``: ROUGE-L + METEOR + BLEU on the same seeded rows at 1 and 2 workers (and more with
-   ``--workers-max``), checking that the output files are identical, and reporting rows/s and the ratio.
-2. Streaming: ExactMatch + Levenshtein on 100,000 and 1,000,000 rows, reporting rows/s and the peak RSS of
-   each run (its own process), and the ratio of the peaks (a streaming run stays near 1).
+1. Streaming: ExactMatch + Levenshtein on 1,000,000 rows, in rows/s (goal: at least 100,000), and the peak RSS of
+   that run and of a 100,000-row one (goal: flat, a ratio near 1). Beside it, the floor: the same JSON lines read
+   and the same results lines written (orjson, ``scorers.io``) by a process that scores nothing, so that the
+   difference is what scoring and the run's bookkeeping cost.
+2. ``--workers``: ROUGE-L alone on 100,000 rows at 1 and 2 workers (goal: 2 workers at least 1.7 times as fast),
+   and the ROUGE-L + METEOR + BLEU mix, each time checking that the results files are identical.
 
-    python benchmarks/bench_run.py                       # 200,000 rows for --workers; 100k / 1M for memory
-    python benchmarks/bench_run.py --rows 20000 --memory-rows 10000 100000   # a quick look
+Each run is its own process, timed from its start (imports included) to its end.
+
+    python benchmarks/bench_run.py                                   # the figures of the goals
+    python benchmarks/bench_run.py --rows 20000 --memory-rows 10000 100000 --mix-rows 2000   # a quick look
 """
 
 from __future__ import annotations
@@ -19,18 +23,33 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import make_pairs, write_json  # noqa: E402
 
-#: Runs the CLI as a child and prints its wall time and peak RSS (KiB), measured by the kernel for that child.
+#: Runs a command as a child and prints its exit code, wall time and peak RSS (KiB), measured by the kernel.
 _MEASURE = """
 import resource, subprocess, sys, time
 started = time.perf_counter()
-code = subprocess.run([sys.executable, "-m", "scorers", *sys.argv[1:]], stdout=subprocess.DEVNULL,
-                      stderr=subprocess.DEVNULL).returncode
+code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
 print(code, time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
+
+#: The floor: the rows of a JSONL file read and their results lines written as the run writes them, no scoring.
+_FLOOR = """
+import sys
+from scorers.io import JsonlLines, json_lines
+with JsonlLines(sys.argv[1]) as source, open(sys.argv[2], "wb") as out:
+    while (chunk := source.next_chunk(1 << 17)) is not None:
+        rows = list(chunk.rows())
+        for row in rows:
+            row["scores"] = {"ExactMatch": 0.0, "Levenshtein": 0.5}
+        out.write(json_lines(rows))
+"""
+
+STREAM_SCORERS = ["-s", "ExactMatch", "-s", "Levenshtein"]
+MIX_SCORERS = ["-s", "ROUGE-L", "-s", "METEOR", "-s", "BLEU"]
 
 
 def write_rows(path: Path, n: int, seed: int) -> None:
@@ -41,72 +60,115 @@ def write_rows(path: Path, n: int, seed: int) -> None:
             fh.write(json.dumps({"id": i, "output": output, "expected": expected}) + "\n")
 
 
-def measure(*args: str) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of ``python -m scorers ARGS``; fails loudly if the run fails."""
-    result = subprocess.run([sys.executable, "-c", _MEASURE, *args], capture_output=True, text=True, check=True)
+def measure(*command: str) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of ``command``; fails loudly if it fails."""
+    result = subprocess.run([sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True, check=True)
     code, seconds, rss = result.stdout.split()
     if code != "0":
-        raise SystemExit(f"python -m scorers {' '.join(args)} exited {code}")
+        raise SystemExit(f"{' '.join(command)} exited {code}")
     return float(seconds), int(rss)
+
+
+def run(data: Path, out: Path | str, scorers: list[str], *options: str) -> tuple[float, int]:
+    return measure(
+        sys.executable, "-m", "scorers", "run", str(data), *scorers, "-o", str(out), "--no-progress", *options
+    )
+
+
+def streaming(tmp: Path, sizes: list[int]) -> list[dict[str, Any]]:
+    """ExactMatch + Levenshtein at each size, and the floor at the largest."""
+    results, peaks = [], []
+    data = tmp / "stream.jsonl"
+    for n in sizes:
+        write_rows(data, n, seed=11)
+        seconds, rss = run(data, os.devnull, STREAM_SCORERS)
+        peaks.append(rss)
+        results.append(
+            {
+                "case": f"ExactMatch+Levenshtein, {n:,} rows",
+                "rows": n,
+                "rows_per_s": n / seconds,
+                "peak_rss_mib": rss / 1024,
+            }
+        )
+    seconds, rss = measure(sys.executable, "-c", _FLOOR, str(data), os.devnull)
+    results.append(
+        {
+            "case": f"floor: read + write only, {sizes[-1]:,} rows",
+            "rows": sizes[-1],
+            "rows_per_s": sizes[-1] / seconds,
+            "peak_rss_mib": rss / 1024,
+            "floor_share": results[-1]["rows_per_s"] * seconds / sizes[-1],
+        }
+    )
+    results[len(sizes) - 1]["goal_rows_per_s"] = 100_000
+    results[len(sizes) - 1]["peak_ratio"] = peaks[-1] / peaks[0]
+    return results
+
+
+def workers(tmp: Path, case: str, scorers: list[str], rows: int, most: int) -> list[dict[str, Any]]:
+    """``scorers`` on ``rows`` rows at 1 .. ``most`` workers; the files must be identical."""
+    data = tmp / "workers.jsonl"
+    write_rows(data, rows, seed=7)
+    warm = tmp / "warm.jsonl"
+    write_rows(warm, 100, seed=7)
+    run(warm, os.devnull, scorers)  # WordNet's index, the page cache
+    results, base = [], None
+    for count in range(1, most + 1):
+        out = tmp / f"out{count}.jsonl"
+        seconds, rss = run(data, out, scorers, "--workers", str(count))
+        if count > 1 and not filecmp.cmp(tmp / "out1.jsonl", out, shallow=False):
+            raise SystemExit(f"{case}: --workers {count} wrote a different file than --workers 1")
+        base = base or seconds
+        results.append(
+            {
+                "case": f"{case} --workers {count}",
+                "rows": rows,
+                "rows_per_s": rows / seconds,
+                "peak_rss_mib": rss / 1024,
+                "speedup": base / seconds,
+            }
+        )
+    return results
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=200_000, help="rows for the --workers comparison")
+    parser.add_argument(
+        "--memory-rows",
+        type=int,
+        nargs=2,
+        default=[100_000, 1_000_000],
+        help="the sizes of the streaming runs (rows/s is the larger one's)",
+    )
+    parser.add_argument("--rows", type=int, default=100_000, help="rows of the ROUGE-L --workers comparison")
+    parser.add_argument("--mix-rows", type=int, default=20_000, help="rows of the three-metric --workers comparison")
     parser.add_argument("--workers-max", type=int, default=2)
-    parser.add_argument("--memory-rows", type=int, nargs=2, default=[100_000, 1_000_000])
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args()
-    results = []
-    with tempfile.TemporaryDirectory() as tmp:
-        data, warm = Path(tmp) / "rows.jsonl", Path(tmp) / "warm.jsonl"
-        write_rows(data, args.rows, seed=7)
-        write_rows(warm, 100, seed=7)
-        scorers = ["-s", "ROUGE-L", "-s", "METEOR", "-s", "BLEU"]
-        subprocess.run(
-            [sys.executable, "-m", "scorers", "run", str(warm), *scorers, "-o", os.devnull],
-            capture_output=True,
-            check=True,
-        )  # warm-up: WordNet index, page cache
-        base = None
-        for workers in range(1, args.workers_max + 1):
-            out = Path(tmp) / f"out{workers}.jsonl"
-            seconds, rss = measure(
-                "run", str(data), *scorers, "--workers", str(workers), "-o", str(out), "--no-progress"
-            )
-            if workers > 1 and not filecmp.cmp(Path(tmp) / "out1.jsonl", out, shallow=False):
-                raise SystemExit(f"--workers {workers} wrote a different file than --workers 1")
-            base = base or seconds
-            results.append(
-                {
-                    "case": f"ROUGE-L+METEOR+BLEU --workers {workers}",
-                    "rows": args.rows,
-                    "rows_per_s": args.rows / seconds,
-                    "speedup": base / seconds,
-                    "peak_rss_mib": rss / 1024,
-                }
-            )
-        peaks = []
-        for n in args.memory_rows:
-            write_rows(data, n, seed=11)
-            seconds, rss = measure(
-                "run", str(data), "-s", "ExactMatch", "-s", "Levenshtein", "-o", os.devnull, "--no-progress"
-            )
-            peaks.append(rss)
-            results.append(
-                {
-                    "case": f"ExactMatch+Levenshtein, {n:,} rows",
-                    "rows": n,
-                    "rows_per_s": n / seconds,
-                    "peak_rss_mib": rss / 1024,
-                }
-            )
-        results[-1]["peak_ratio"] = peaks[-1] / peaks[0]
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        results = streaming(tmp, args.memory_rows)
+        rouge = workers(tmp, "ROUGE-L", ["-s", "ROUGE-L"], args.rows, args.workers_max)
+        rouge[1 if len(rouge) > 1 else 0]["goal_speedup"] = 1.7
+        results += rouge
+        results += workers(tmp, "ROUGE-L+METEOR+BLEU", MIX_SCORERS, args.mix_rows, args.workers_max)
     load = os.getloadavg()
     print(f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     for r in results:
-        extra = "".join(f"  {k} {r[k]:.2f}" for k in ("speedup", "peak_ratio") if k in r)
-        print(f"{r['case']:<42} {r['rows_per_s']:>10,.0f} rows/s  peak RSS {r['peak_rss_mib']:7.1f} MiB{extra}")
+        figures = f"{r['rows_per_s']:>10,.0f} rows/s"
+        if "goal_rows_per_s" in r:
+            figures += f" (goal >= {r['goal_rows_per_s']:,})"
+        figures += f"  peak RSS {r['peak_rss_mib']:6.1f} MiB"
+        if "peak_ratio" in r:
+            figures += f" ({r['peak_ratio']:.2f}x the smaller run's; goal: flat, about 1)"
+        if "floor_share" in r:
+            figures += f"  ({r['floor_share']:.0%} of the run's time)"
+        if "speedup" in r and "--workers 1" not in r["case"]:
+            figures += f"  {r['speedup']:.2f}x --workers 1" + (
+                f" (goal >= {r['goal_speedup']})" if "goal_speedup" in r else ""
+            )
+        print(f"{r['case']:<45} {figures}")
     if args.json:
         write_json(args.json, results, {"load_average": load})
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import json
 import math
 import operator
@@ -280,14 +281,14 @@ class BatchScorer:
                 kwargs[name] = value
         return kwargs
 
-    def argument_rows(self, scorer: Scorer, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def argument_rows(self, scorer: Scorer, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """:meth:`arguments` of each of ``rows``, taken a field at a time over all the rows."""
         names, columns, holes = [], [], False
         for name, path in self._field_paths(scorer):
             if "." in path:
                 column = [row[path] if path in row else lookup(row, path) for row in rows]
             else:
-                column = [row.get(path, ABSENT) for row in rows]
+                column = list(map(dict.get, rows, itertools.repeat(path), itertools.repeat(ABSENT)))
             absent = column.count(ABSENT)
             if absent < len(column):
                 names.append(name)
@@ -297,7 +298,7 @@ class BatchScorer:
             return [{n: v for n, v in zip(names, values) if v is not ABSENT} for values in zip(*columns)]
         if not names:
             return [{} for _ in rows]
-        return [dict(zip(names, values)) for values in zip(*columns)]
+        return list(map(dict, map(zip, itertools.repeat(names), zip(*columns))))
 
     def _field_paths(self, scorer: Scorer) -> list[tuple[str, str]]:
         """``scorer``'s (field, column or path) pairs, once per scorer."""
@@ -324,12 +325,7 @@ class BatchScorer:
         (b'{"output": "a", "expected": "a", "scores": {"ExactMatch": 1.0}}', 2, 1)
         """
         started = time.perf_counter()
-        rows: list[dict[str, Any]] = []
-        error = None
-        try:
-            rows.extend(chunk.rows())
-        except DataError as exc:
-            error = exc
+        rows, error = chunk.read()
         shared: dict[tuple[tuple[str, str], ...], list[dict[str, Any]]] = {}  # arguments, per field paths
         outcomes: dict[str, list[Any]] = {}
         for scorer in self.scorers:
@@ -457,7 +453,7 @@ def _records(
         values = [[getattr(outcome, "score", None) for outcome in column] for column in outcomes.values()]
     else:
         values = [list(map(_SCORE, column)) for column in outcomes.values()]
-    scores = [dict(zip(names, row_values)) for row_values in zip(*values)]
+    scores = list(map(dict, map(zip, itertools.repeat(names), zip(*values))))
     keys = set().union(*rows)
     clashing = {key for key in keys if escaped_key(key) != key}
     renamed: list[str] = []

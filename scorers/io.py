@@ -38,6 +38,7 @@ import codecs
 import contextlib
 import csv
 import errno
+import functools
 import importlib
 import io
 import json
@@ -198,6 +199,15 @@ def jsonl_rows(path: str, lines: Sequence[bytes], lineno: int = 1, offset: int =
     [{'x': 1}, {'x': 12345678901234567890, 'y': nan}]
     """
     careful = _LONG_DIGITS in b"".join(lines).translate(_DIGITS_AS_ZEROS)
+    if not careful:
+        try:  # the common case, in C: every line an object orjson reads
+            rows = list(map(orjson.loads, lines))
+        except ValueError:
+            pass
+        else:
+            if set(map(type, rows)) <= {dict}:
+                yield from rows
+                return
     loads = orjson.loads
     for raw in lines:
         try:
@@ -247,6 +257,15 @@ class LineChunk:
     def rows(self) -> Iterator[dict[str, Any]]:
         """The chunk's rows (:func:`jsonl_rows`)."""
         return jsonl_rows(self.path, self.lines, self.lineno, self.offset)
+
+    def read(self) -> tuple[list[dict[str, Any]], DataError | None]:
+        """The chunk's rows up to the first line that is not a row, and that line's error (None if every line is)."""
+        rows: list[dict[str, Any]] = []
+        try:
+            rows.extend(self.rows())
+        except DataError as exc:
+            return rows, exc
+        return rows, None
 
 
 class JsonlLines:
@@ -458,6 +477,7 @@ _ORJSON_OPTIONS = (
     | orjson.OPT_PASSTHROUGH_DATACLASS
     | orjson.OPT_PASSTHROUGH_DATETIME
 )
+_orjson_dumps = functools.partial(orjson.dumps, option=_ORJSON_OPTIONS)
 #: orjson writes one member or item a line: the line ends (never in a string, where a newline is ``\\n``) and the
 #: indentation that follow a comma become ``json``'s ", ", the others go.
 _ITEM_BREAK = re.compile(rb",\n *")
@@ -466,35 +486,44 @@ _BREAK = re.compile(rb"\n *")
 #: ``1e-05``, ``1.5e-07``). Found anywhere (in a text too): such a record is written by ``json``.
 _SMALL_DECIMAL = b"0.0000"
 _ONE_DIGIT_EXPONENT = re.compile(rb"[0-9]e-[0-9](?![0-9])")
-_NUMBER_MARKS = bytes(0x30 if 0x30 <= byte <= 0x39 else byte if byte in b"e-" else 0x20 for byte in range(256))
+_MARKS = bytes(0x30 if 0x30 <= byte <= 0x39 else byte if byte in b"nule-" else 0x20 for byte in range(256))
 
 
 def json_lines(records: Iterable[Mapping[str, Any]]) -> bytes:
     """``records`` as lines of UTF-8 JSON, each exactly as :func:`utf8_json` writes it (written by orjson where
     that gives the same bytes, else by ``json``)."""
     records = records if isinstance(records, list) else list(records)
-    lines: list[bytes] = []
-    for record in records:
-        try:
-            lines.append(orjson.dumps(record, option=_ORJSON_OPTIONS))
-        except TypeError:  # orjson.JSONEncodeError: a lone surrogate, an integer beyond 64 bits, another type
-            lines.append(_json_bytes(record))
+    try:  # the common case, in C
+        lines = list(map(_orjson_dumps, records))
+    except TypeError:  # orjson.JSONEncodeError: a lone surrogate, an integer beyond 64 bits, another type
+        lines = []
+        for record in records:
+            try:
+                lines.append(_orjson_dumps(record))
+            except TypeError:
+                lines.append(_json_bytes(record))
     # a NUL byte never is in JSON text (it is written \u0000): it keeps the records apart
     data = _BREAK.sub(b"", _ITEM_BREAK.sub(b", ", b"\0".join(lines)))
-    if b"null" in data or _orjson_only_float(data):  # orjson writes NaN and infinities as null
+    if _suspect(data):
         lines = data.split(b"\0")
         for i, line in enumerate(lines):
-            if _orjson_only_float(line) or (b"null" in line and not _finite(records[i])):
+            if _suspect(line) and (_orjson_only_float(line) or not _finite(records[i])):
                 lines[i] = _json_bytes(records[i])
         data = b"\0".join(lines)
     return data.replace(b"\0", b"\n") + b"\n"
 
 
+def _suspect(data: bytes) -> bool:
+    """Whether orjson may have written ``data`` otherwise than ``json``: a null (orjson writes NaN and infinities
+    so), a float below 1e-4 as a decimal (0.00001), or a digit, "e-" and a digit (1.5e-7, where ``json`` writes
+    1.5e-07); the last two found in C, on the bytes with every digit a zero and every other byte a space but those
+    of "null" and "e-"."""
+    marks = data.translate(_MARKS)
+    return b"null" in marks or b"0e-0" in marks or _SMALL_DECIMAL in data
+
+
 def _orjson_only_float(data: bytes) -> bool:
-    if _SMALL_DECIMAL in data:
-        return True
-    # where no digit, "e-" and digit follow one another (found in C once every digit is a zero), no regex is needed
-    return b"0e-0" in data.translate(_NUMBER_MARKS) and _ONE_DIGIT_EXPONENT.search(data) is not None
+    return _SMALL_DECIMAL in data or _ONE_DIGIT_EXPONENT.search(data) is not None
 
 
 def _json_bytes(record: Mapping[str, Any]) -> bytes:

@@ -25,8 +25,9 @@ import multiprocessing
 import os
 import pickle
 import sys
+import threading
 import types
-from typing import Any, AsyncGenerator, Callable, ClassVar, Generator, Iterable
+from typing import Any, AsyncGenerator, ClassVar, Generator, Iterable
 
 from .._aio import background_loop
 from ..batch import BatchScorer, RowResult, ScoredLines, score_sync
@@ -121,9 +122,12 @@ def score_jsonl(
     (:meth:`BatchScorer.score_lines`), chunk by chunk in input order; None every 0.1 s while the next chunk is
     being scored, so that the caller may stop.
 
-    The chunks are scored in a thread of this process (``workers`` = 1) or in ``workers`` processes, which read
-    the JSON lines and write the results lines themselves: this process only reads and writes bytes. Chunks grow
-    while they are scored fast (up to 1 MiB of lines), and a few are scored ahead (two, or two per worker).
+    ``workers`` processes score the chunks: this one, in a thread, and ``workers - 1`` worker processes, which get
+    chunks once one of them has started (until then the thread scores every chunk). The workers are forks of this
+    process where that is safe (on Linux, while this process runs no other thread), else fresh processes
+    (``forkserver``), which import scorers first. Each reads the JSON lines and
+    writes the results lines itself: this process's own thread only reads and writes bytes. Chunks grow while
+    they are scored fast (up to 128 KiB of lines); two per process are scored ahead at most.
     After a chunk whose :attr:`~ScoredLines.error` is set, no more input is read. A ConfigError is raised.
 
     >>> import os, tempfile
@@ -135,35 +139,49 @@ def score_jsonl(
     >>> [(c.rows, c.lines) for c in chunks]
     [(1, b'{"output": "a", "expected": "a", "scores": {"ExactMatch": 1.0}}\\n')]
     """
-    executor: concurrent.futures.Executor
-    if workers > 1:
-        executor = _process_pool(unit, workers)
-        score: Callable[..., ScoredLines] = _score_lines_in_worker
-    else:
-        executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="scorers")
-        score = unit.score_lines
-    ahead = 2 * workers
-    pending: collections.deque[concurrent.futures.Future[ScoredLines]] = collections.deque()
+    pool, started = None, None  # started: done once a worker process is up
+    if workers > 1 and _forks_safely():  # forks of this process, up at once
+        pool = _process_pool(unit, workers - 1, "fork")
+        started = pool.submit(os.getpid)  # forks the workers now, before this process starts a thread
+    elif workers > 1:  # fresh processes, which import scorers first: started from a thread, while this one goes on
+        pool = _process_pool(unit, workers - 1)
+        starter = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="scorers-start")
+        started = starter.submit(lambda: pool.submit(os.getpid).result())
+        starter.shutdown(wait=False)
+    thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="scorers")
+    pending: collections.deque[tuple[concurrent.futures.Future[ScoredLines], bool]] = collections.deque()
+    in_pool = 0  # of the pending chunks, those sent to the worker processes
     size, ended = _FIRST_CHUNK_BYTES, False
     try:
         while True:
-            while not ended and len(pending) < ahead:
+            if started is not None and started.done() and started.exception() is not None:
+                raise _broken(workers, started.exception())
+            while not ended:
+                to_pool = len(pending) - in_pool >= 2
+                if to_pool and (started is None or not started.done() or in_pool >= 2 * (workers - 1)):
+                    break
                 chunk = source.next_chunk(size)
                 if chunk is None:
                     ended = True
+                elif to_pool:
+                    assert pool is not None
+                    future = pool.submit(_score_lines_in_worker, chunk, metadata=metadata, output=output)
+                    pending.append((future, True))
+                    in_pool += 1
                 else:
-                    pending.append(executor.submit(score, chunk, metadata=metadata, output=output))
+                    future = thread.submit(unit.score_lines, chunk, metadata=metadata, output=output)
+                    pending.append((future, False))
             if not pending:
                 return
             while True:
                 try:
-                    scored = pending[0].result(timeout=0.1)
+                    scored = pending[0][0].result(timeout=0.1)
                     break
                 except concurrent.futures.TimeoutError:
                     yield None
                 except concurrent.futures.process.BrokenProcessPool as exc:
                     raise _broken(workers, exc) from exc
-            pending.popleft()
+            in_pool -= pending.popleft()[1]
             if scored.seconds < _FAST_CHUNK_S:
                 size = min(2 * size, _MAX_CHUNK_BYTES)
             elif scored.seconds > _SLOW_CHUNK_S:
@@ -172,9 +190,11 @@ def score_jsonl(
             if scored.error is not None:
                 return
     finally:
-        for future in pending:
+        for future, _ in pending:
             future.cancel()
-        executor.shutdown(wait=False, cancel_futures=True)
+        thread.shutdown(wait=False, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 # ------------------------------------------------------------- worker processes
@@ -193,7 +213,7 @@ def _score_lines_in_worker(chunk: LineChunk, *, metadata: bool, output: str | No
     return _worker_unit[0].score_lines(chunk, metadata=metadata, output=output)
 
 
-def _broken(workers: int, exc: BaseException) -> ConfigError:
+def _broken(workers: int, exc: BaseException | None) -> ConfigError:
     return ConfigError(
         f"workers={workers}: a worker process ended abruptly ({exc}). It was killed (e.g. out of "
         "memory: try fewer workers) or could not start: a script that calls evaluate(..., workers=N) "
@@ -247,13 +267,21 @@ def _worker_payload(unit: BatchScorer, workers: int) -> bytes:
     return buffer.getvalue()
 
 
-def _process_pool(unit: BatchScorer, workers: int) -> concurrent.futures.ProcessPoolExecutor:
+def _process_pool(
+    unit: BatchScorer, workers: int, method: str = "forkserver"
+) -> concurrent.futures.ProcessPoolExecutor:
     payload = _worker_payload(unit, workers)
     # forkserver: workers start from a clean process, not from a fork of this (multi-threaded) one; no preload,
     # since the forkserver's settings are the whole process's: each worker imports scorers once
     return concurrent.futures.ProcessPoolExecutor(
-        workers, mp_context=multiprocessing.get_context("forkserver"), initializer=_init_worker, initargs=(payload,)
+        workers, mp_context=multiprocessing.get_context(method), initializer=_init_worker, initargs=(payload,)
     )
+
+
+def _forks_safely() -> bool:
+    """Whether worker processes may start as forks of this process: on Linux, while it runs no other thread (a
+    fork holds only the forking thread: a lock another thread held would stay held in the child)."""
+    return sys.platform == "linux" and threading.active_count() == 1
 
 
 class _Pipeline:

@@ -1,0 +1,287 @@
+"""MoverScore (Zhao et al. 2019) as moverscore_v2 computes it, batch-independent."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import string
+from typing import Any, Sequence
+
+from .._util import is_int, lazy, memoize, optional_import
+from ..base import Scorer
+from ..errors import ConfigError, MissingExtraError, ScorerError, ScorerInputError
+from ..fields import references_field, text_field
+from ..registry import register
+from ..score import Score
+from . import models
+from .models import ModelSource
+
+__all__ = ["MoverScore", "SCORE_MAPS"]
+
+#: How the earth mover's distance ``d`` becomes the score: moverscore_v2 on the project's repository
+#: (since 2021) returns ``1 / (1 + d)``; moverscore 1.0.3 on PyPI returns ``1 - d``.
+SCORE_MAPS = {"reciprocal": "1/(1+d)", "complement": "1-d"}
+#: Tokens moverscore_v2 gives no weight: one ASCII punctuation character (besides stop words and ``##`` pieces).
+PUNCTUATION = frozenset(string.punctuation)
+
+
+@register
+class MoverScore(Scorer):
+    """MoverScore: the earth mover's distance between the IDF-weighted contextual token embeddings of
+    ``output`` and ``expected`` (Zhao et al. 2019), computed as ``moverscore_v2.word_mover_score`` does.
+
+    Each text is tokenized as moverscore_v2 does (``[CLS]`` + word pieces, truncated to the tokenizer's
+    ``model_max_length`` - 2, + ``[SEP]``; the tokenizer loaded with ``do_lower_case=True``) and encoded;
+    each token gets the embedding of the model's last layer (or of layer ``num_layers``). Tokens that are
+    stop words, ``##`` word pieces or one punctuation character weigh nothing; the others weigh their IDF
+    (``idf=True``) or 1 (``[CLS]`` and ``[SEP]`` included, as moverscore_v2's uniform weights have them).
+    The distance ``d`` is the optimal transport cost between the two normalised weight vectors over the
+    Euclidean distances of the unit embeddings, solved exactly by POT's network simplex (``ot.emd2``; pyemd,
+    which moverscore_v2 calls, runs the same solver by default). ``score_map`` turns it into the score:
+    ``"reciprocal"`` (default) is ``1 / (1 + d)``, what moverscore_v2 returns on the project's repository;
+    ``"complement"`` is ``1 - d``, what moverscore 1.0.3 on PyPI returns, clamped to [0, 1] for ``score``.
+    ``metadata`` holds ``distance`` (``d``) and ``moverscore`` (the unclamped value). A list of references
+    scores their mean, as the project's ``sentence_score`` does (``metadata["references"]``: each value).
+
+    IDF: moverscore_v2 takes two IDF tables, ``log((M+1)/(df+1))`` over a corpus of ``M`` texts (a token no
+    text holds: ``log(M+1)``), usually built from the call's references and outputs. A row's score here
+    never depends on the other rows of its batch, so the corpora are settings: ``idf_sents`` weighs the
+    references, and the outputs too unless ``idf_output_sents`` is given. To reproduce a corpus call
+    ``word_mover_score(refs, hyps, get_idf_dict(refs), get_idf_dict(hyps))``, pass ``idf_sents=refs,
+    idf_output_sents=hyps``. ``idf=False`` (default) gives every kept token weight 1.
+
+    What moverscore_v2 does differently: it accepts ``n_gram`` and ``remove_subwords`` but uses neither
+    (unigrams; ``##`` pieces always dropped), so they are not parameters here. It pads each batch and
+    weighs padding with the id of ``[PAD]``, which is 0 for BERT vocabularies (MiniLM, DistilBERT) but not
+    others, where its numbers depend on the batch; here padding never weighs. A text with no weighted
+    token (only stop words or punctuation; or, with IDF, only tokens every corpus text holds) scores 1.0
+    there; here it is the row's :class:`~scorers.errors.ScorerInputError`. Distances are computed in
+    float64 from the float32 embeddings, so an output equal to its reference scores exactly 1 (moverscore_v2's
+    float32 distances between equal embeddings are rounding noise, about 1e-4).
+
+    Parameters: ``model`` (``None``: the bundled all-MiniLM-L6-v2; a hub name such as
+    ``"distilbert-base-uncased"``, moverscore_v2's default, or a local folder), ``num_layers`` (``None``:
+    all), ``idf``/``idf_sents``/``idf_output_sents``, ``stop_words`` (word pieces, compared as the tokenizer
+    writes them), ``score_map``, ``batch_size`` (texts per forward pass; never changes the numbers),
+    ``device`` and ``allow_download`` (hub models are read from the local HF cache only unless True).
+
+    >>> s = MoverScore()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")
+    >>> round(s.score, 4), round(s.metadata["distance"], 4)
+    (0.5437, 0.8394)
+    """
+
+    name = "MoverScore"
+    kind = "embedding"
+    description = "MoverScore: earth mover's distance between IDF-weighted contextual token embeddings."
+    fields = (text_field("output", utf8=True, description="candidate text"), references_field("expected", utf8=True))
+    example = 'MoverScore()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")'
+    algorithm_version = "1"
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        num_layers: int | None = None,
+        idf: bool = False,
+        idf_sents: Sequence[str] | None = None,
+        idf_output_sents: Sequence[str] | None = None,
+        stop_words: Sequence[str] = (),
+        score_map: str = "reciprocal",
+        batch_size: int = 64,
+        device: str | None = None,
+        allow_download: bool = False,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name=name)
+        models.require_packages(self.name, "torch", "transformers")
+        if importlib.util.find_spec("ot") is None:
+            raise MissingExtraError(self.name, "POT", "bert")
+        if not is_int(batch_size) or batch_size < 1:
+            raise ConfigError(
+                f"{self.name}: batch_size must be a positive integer, got {batch_size!r}", scorer=self.name
+            )
+        if score_map not in SCORE_MAPS:
+            raise ConfigError(
+                f"{self.name}: score_map must be one of {', '.join(map(repr, SCORE_MAPS))}, got {score_map!r}",
+                scorer=self.name,
+            )
+        if isinstance(stop_words, str) or not all(isinstance(w, str) for w in stop_words):
+            raise ConfigError(f"{self.name}: stop_words must be a list of strings", scorer=self.name)
+        self.model = model
+        self.allow_download = bool(allow_download)
+        self.batch_size = batch_size
+        self._device = device
+        self.score_map = score_map
+        self.stop_words = frozenset(stop_words)
+        self.idf = bool(idf)
+        self._idf_sents = [str(s) for s in idf_sents] if idf_sents is not None else None
+        self._idf_output_sents = [str(s) for s in idf_output_sents] if idf_output_sents is not None else None
+        if self.idf and not self._idf_sents:
+            raise ConfigError(
+                f"{self.name}: idf=True needs idf_sents (the corpus the idf weights come from)", scorer=self.name
+            )
+        if not self.idf and (idf_sents is not None or idf_output_sents is not None):
+            raise ConfigError(f"{self.name}: idf_sents or idf_output_sents given but idf=False", scorer=self.name)
+        if self._idf_output_sents is not None and not self._idf_output_sents:
+            raise ConfigError(f"{self.name}: idf_output_sents is empty", scorer=self.name)
+        self.num_layers = self._resolve_layers(num_layers)
+
+    def _resolve_layers(self, num_layers: int | None) -> int | None:
+        """``num_layers``, checked; None becomes the model's layer count when its local config says."""
+        if num_layers is not None and (not is_int(num_layers) or num_layers < 0):
+            raise ConfigError(
+                f"{self.name}: num_layers must be a non-negative integer, got {num_layers!r}", scorer=self.name
+            )
+        if not self._source.is_local:
+            return num_layers
+        total = models.layer_count(self._source, self.allow_download, self.name)
+        if total is not None and num_layers is not None and num_layers > total:
+            raise ConfigError(
+                f"{self.name}: num_layers must be between 0 and {total}, got {num_layers}", scorer=self.name
+            )
+        return total if num_layers is None else num_layers
+
+    # ------------------------------------------------------------ per-process state (dropped when pickled)
+    @lazy
+    def _source(self) -> ModelSource:
+        return models.model_source(self.name, self.model)
+
+    @lazy
+    def device(self) -> str:
+        """The device scored on: the ``device`` parameter, else ``cuda`` when available, else ``cpu``."""
+        return models.default_device(self._device, self.name)
+
+    @lazy
+    def _tokenizer(self) -> Any:
+        optional_import("transformers", scorer=self.name, extra="bert")
+        try:
+            return _load_tokenizer(self._source, self.allow_download)
+        except OSError as exc:
+            hint = "" if self.allow_download else " (nothing is downloaded unless allow_download=True)"
+            raise ConfigError(
+                f"{self.name}: cannot load {self._source.label!r}{hint}: {exc}", scorer=self.name
+            ) from exc
+
+    @lazy
+    def _model(self) -> Any:
+        total = models.layer_count(self._source, self.allow_download, self.name)
+        layers = None if self.num_layers in (None, total) else self.num_layers  # the full model is shared
+        return models.load_model(self._source, self.device, layers, self.allow_download, self.name)
+
+    @lazy
+    def _ot(self) -> Any:
+        return optional_import("ot", scorer=self.name, extra="bert", package="POT")
+
+    @lazy
+    def _idf_tables(self) -> tuple[tuple[dict[int, float], float], tuple[dict[int, float], float]] | None:
+        """(references' table, outputs' table), each token id -> idf and the idf of unseen ids; None without idf."""
+        if self._idf_sents is None:
+            return None
+        references = self._idf_table(self._idf_sents)
+        outputs = references if self._idf_output_sents is None else self._idf_table(self._idf_output_sents)
+        return references, outputs
+
+    @lazy
+    def _identity(self) -> dict[str, Any]:
+        return self._source.identity()
+
+    def params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {**self._identity, "num_layers": self.num_layers, "idf": self.idf}
+        for key, corpus in (("idf_sents", self._idf_sents), ("idf_output_sents", self._idf_output_sents)):
+            if corpus is not None:
+                out[key] = _digest(corpus)
+        out["stop_words"] = _digest(sorted(self.stop_words)) if self.stop_words else None
+        out["score_map"] = SCORE_MAPS[self.score_map]
+        out["pot"] = models.dist_version("POT")
+        out.update(models.stack_versions())
+        return out
+
+    # ------------------------------------------------------------ pieces
+    def _tokens(self, text: str) -> list[str]:
+        """``[CLS]``, the word pieces (truncated as moverscore_v2 truncates them), ``[SEP]``."""
+        tokenizer = self._tokenizer
+        return ["[CLS]", *tokenizer.tokenize(text)[: max(tokenizer.model_max_length - 2, 0)], "[SEP]"]
+
+    def _idf_table(self, corpus: list[str]) -> tuple[dict[int, float], float]:
+        counts: dict[int, int] = {}
+        for text in corpus:
+            for token in set(self._tokenizer.convert_tokens_to_ids(self._tokens(text))):
+                counts[token] = counts.get(token, 0) + 1
+        m = len(corpus)
+        return {t: math.log((m + 1) / (c + 1)) for t, c in counts.items()}, math.log(m + 1)
+
+    def _weights(self, tokens: list[str], ids: list[int], side: int) -> list[float]:
+        """Each token's weight on one side (0: references, 1: outputs)."""
+        tables = self._idf_tables
+        table, unseen = tables[side] if tables is not None else ({}, 1.0)
+        return [
+            0.0 if t in self.stop_words or "##" in t or t in PUNCTUATION else table.get(i, unseen)
+            for t, i in zip(tokens, ids)
+        ]
+
+    # ------------------------------------------------------------ scoring
+    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
+        torch = models.import_torch(self.name)
+
+        texts = list(dict.fromkeys(t for row in rows for t in (row["output"], *row["expected"])))
+        tokens = [self._tokens(t) for t in texts]
+        ids = [self._tokenizer.convert_tokens_to_ids(x) for x in tokens]
+        pad = self._tokenizer.pad_token_id
+        states = models.encode_tokens(self._model, self.device, ids, pad if pad is not None else 0, self.batch_size)
+        index = {t: i for i, t in enumerate(texts)}
+        sides: list[dict[int, tuple[Any, Any] | None]] = [{}, {}]  # text index -> (unit embeddings, weights)
+
+        def side(i: int, which: int) -> tuple[Any, Any] | None:
+            """The kept tokens' unit embeddings (float64) and normalised weights of text ``i``; None: no weight."""
+            if i not in sides[which]:
+                weights = torch.tensor(self._weights(tokens[i], ids[i], which), dtype=torch.float64)
+                kept = weights > 0
+                vectors = torch.nn.functional.normalize(states[i][kept].double(), dim=-1)
+                total = weights[kept].sum()
+                sides[which][i] = (vectors, (weights[kept] / total).numpy()) if total > 0 else None
+            return sides[which][i]
+
+        results: list[Score | ScorerError] = []
+        for row in rows:
+            output = side(index[row["output"]], 1)
+            if output is None:
+                results.append(ScorerInputError(self.name, "output", _NO_WEIGHT))
+                continue
+            distances: list[float] = []
+            for ref in row["expected"]:
+                reference = side(index[ref], 0)
+                if reference is None:
+                    break
+                cost = torch.cdist(reference[0], output[0], compute_mode="donot_use_mm_for_euclid_dist")
+                distances.append(float(self._ot.emd2(reference[1], output[1], cost.numpy())))
+            if len(distances) < len(row["expected"]):
+                results.append(ScorerInputError(self.name, "expected", _NO_WEIGHT))
+                continue
+            values = [1.0 / (1.0 + d) if self.score_map == "reciprocal" else 1.0 - d for d in distances]
+            value = sum(values) / len(values)
+            extra: dict[str, Any] = {"references": values} if len(values) > 1 else {}
+            results.append(
+                self.make_score(
+                    min(max(value, 0.0), 1.0), distance=sum(distances) / len(distances), moverscore=value, **extra
+                )
+            )
+        return results
+
+
+_NO_WEIGHT = (
+    "has no token to weigh: every token is a stop word, a ## word piece or punctuation, or has idf 0 "
+    "(moverscore_v2 scores such a text 1.0)"
+)
+
+
+@memoize
+def _load_tokenizer(source: ModelSource, allow_download: bool) -> Any:
+    """The model's tokenizer as moverscore_v2 loads it (``do_lower_case=True``), once per process."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(source.location, do_lower_case=True, local_files_only=not allow_download)
+
+
+def _digest(texts: Sequence[str]) -> dict[str, Any]:
+    return {"n": len(texts), "sha256": hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]}

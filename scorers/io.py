@@ -493,6 +493,8 @@ def json_lines(records: Iterable[Mapping[str, Any]]) -> bytes:
     """``records`` as lines of UTF-8 JSON, each exactly as :func:`utf8_json` writes it (written by orjson where
     that gives the same bytes, else by ``json``)."""
     records = records if isinstance(records, list) else list(records)
+    if not records:
+        return b""
     try:  # the common case, in C
         lines = list(map(_orjson_dumps, records))
     except TypeError:  # orjson.JSONEncodeError: a lone surrogate, an integer beyond 64 bits, another type

@@ -15,6 +15,8 @@ from scorers.base import Scorer
 from scorers.batch import RESULT_COLUMN, BatchScorer, result_record
 from scorers.errors import ConfigError, ScorerInputError
 from scorers.fields import text_field
+from scorers.io import LineChunk, json_line
+from scorers.score import Score
 from scorers.testing import LoopbackLLM, Reply
 
 ROWS = [
@@ -119,3 +121,55 @@ def test_result_texts_are_utf8_even_when_an_error_message_holds_a_lone_surrogate
     ]
     assert "é" in texts[0] and "\\ud800" in texts[1]
     assert all(t.encode("utf-8") for t in texts)  # what an Arrow string column (UTF-8) can carry
+
+
+# ------------------------------------------------------------------ JSONL lines in, results lines out
+class Fussy(Scorer):
+    """Fails on some rows, carries statistics and metadata: every key a results record can hold."""
+
+    name = "Fussy"
+    fields = (text_field("output"),)
+
+    def _score(self, *, output, **_):
+        if output.startswith("x"):
+            raise ScorerInputError(self.name, "output", "starts with x")
+        if output == "boom":
+            raise RuntimeError("a bug")
+        return Score(self.name, len(output) % 2 * 1.0, {"length": len(output)}, (len(output), 1))
+
+
+LINE_ROWS = [
+    {"id": 1, "output": "abc", "expected": "abc", "scores": "an input column", "input:stats": [1]},
+    {"id": 2, "output": "xyz", "expected": "xyw"},
+    {"id": 3, "output": "boom", "expected": None, "meta": {"n": 1e-05, "big": 2**70}},
+    {"id": 4, "output": "caf\u00e9 \ud800", "expected": "caf\u00e9"},
+    {"id": 5, "output": "ab", "nan": float("nan")},
+]
+
+
+@pytest.mark.parametrize("metadata", [False, True])
+def test_scored_lines_are_the_bytes_the_local_run_writes(metadata: bool) -> None:
+    names = ["ExactMatch", Fussy(), "Levenshtein", "BLEU"]
+    lines = [(json.dumps(row) + "\n").encode() for row in LINE_ROWS]
+    unit = BatchScorer(names)
+    scored = unit.score_lines(LineChunk("a.jsonl", 1, 0, [lines[0], b"\n", *lines[1:]]), metadata=metadata)
+    run = scorers.evaluate(LINE_ROWS, BatchScorer(names).scorers)
+    results = run.collect()
+    assert scored.lines == b"".join(json_line(r.to_record(with_metadata=metadata)) for r in results)
+    assert (scored.rows, scored.failed, scored.renamed, scored.error) == (5, 3, ["scores", "input:stats"], None)
+    assert scored.summary.to_dict()["scorers"] == run.summary.to_dict()["scorers"]
+    record = json.loads(scored.lines.splitlines()[1])
+    assert list(record["scores"]) == ["ExactMatch", "Levenshtein", "BLEU", "Fussy"]  # the failed one last
+
+
+def test_a_line_that_is_not_a_row_ends_the_chunk_after_the_rows_before_it() -> None:
+    chunk = LineChunk("a.jsonl", 10, 0, [b'{"output": "a", "expected": "a"}\n', b'{"output": \n', b'{"output": "b"}\n'])
+    scored = BatchScorer(["ExactMatch"]).score_lines(chunk)
+    assert scored.rows == 1 and scored.lines.count(b"\n") == 1
+    assert str(scored.error).startswith("a.jsonl:11: invalid JSON")
+
+
+def test_scored_lines_stop_at_a_configuration_error() -> None:
+    chunk = LineChunk("a.jsonl", 1, 0, [b'{"input": "q", "output": "a", "expected": "b"}\n'])
+    with pytest.raises(ConfigError, match="API key|OPENAI_API_KEY"):
+        BatchScorer(["ExactMatch", "Factuality"]).score_lines(chunk)

@@ -1,6 +1,10 @@
+import dataclasses
+import datetime
+import io
 import json
 import math
 import os
+import sys
 import tempfile
 
 import pytest
@@ -10,14 +14,19 @@ from hypothesis import strategies as st
 from scorers.batch import RowResult
 from scorers.errors import DataError
 from scorers.io import (
+    JsonlLines,
+    LineChunk,
     ResultWriter,
     count_rows,
     escape_input_keys,
     escaped_key,
     input_row,
+    json_lines,
+    jsonl_rows,
     read_completed,
     read_rows,
     record_matches,
+    utf8_json,
 )
 from scorers.score import Score
 
@@ -291,3 +300,107 @@ def test_a_full_disk_is_a_data_error_that_says_what_is_left():
 def test_an_output_that_cannot_be_opened_is_a_data_error(tmp_path):
     with pytest.raises(DataError, match=r"^cannot write .*/no/such/dir/out.jsonl: No such file or directory$"):
         ResultWriter(str(tmp_path / "no" / "such" / "dir" / "out.jsonl"))
+
+
+# ------------------------------------------------------------------ orjson reads and writes what json does
+def json_dumps_lines(records) -> bytes:
+    """What the results file held before orjson: each record through json.dumps (utf8_json), a line each."""
+    return b"".join((utf8_json(record, default=str) + "\n").encode("utf-8") for record in records)
+
+
+#: Floats whose repr orjson writes otherwise (below 1e-4), and NaN and the infinities, which it writes as null.
+AWKWARD_FLOATS = st.sampled_from([1e-05, 2.1e-05, 1.5e-07, -3e-10, 1e16, 1.2345e-300, math.nan, math.inf, -math.inf])
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+
+
+class Text(str):
+    pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(records=st.lists(st.dictionaries(KEYS, JSON_VALUES | AWKWARD_FLOATS, max_size=5), max_size=6))
+def test_results_lines_are_the_bytes_json_dumps_writes(records):
+    assert json_lines(records) == json_dumps_lines(records)
+
+
+def test_values_orjson_does_not_write_as_json_does_are_written_by_json():
+    records = [
+        {"tuple": (1, 2.5), "nested": {"a": [{}, [], {"b": None}]}, "text": 'caf\u00e9 \u2028 \x00 "q" \\'},
+        {"big": 2**70, "surrogate": "\ud800", "scores": {"S": 1e-07}},
+        {"subclass": Text("x"), "float": True, "dataclass": Point(1), "when": datetime.date(2024, 1, 2)},
+        {1: "a non-text key", "nan": math.nan},
+        {"deep": json.loads("[" * 300 + "]" * 300)},
+    ]
+    assert json_lines(records) == json_dumps_lines(records)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(ROWS, min_size=1, max_size=5), ascii_only=st.booleans())
+def test_jsonl_rows_read_what_json_reads(rows, ascii_only):
+    text = "".join((json.dumps(row, ensure_ascii=ascii_only) if ascii_only else utf8_json(row)) + "\n" for row in rows)
+    read = list(jsonl_rows("a.jsonl", text.encode("utf-8").splitlines(keepends=True)))
+    assert same_json(read, rows)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"n": 12345678901234567890}',  # beyond 64 bits: orjson would read a float
+        '{"n": -9223372036854775809}',
+        '{"n": NaN, "i": -Infinity}',
+        '{"t": "\\ud800"}',
+        '{"n": 1e400}',
+        '  {"n": 1.5e-07}  \r',
+    ],
+)
+def test_lines_orjson_does_not_read_as_json_does_are_read_by_json(line):
+    assert same_json(list(jsonl_rows("a.jsonl", [line.encode() + b"\n"])), [json.loads(line)])
+
+
+def test_a_chunk_names_the_line_and_byte_offset_it_starts_at(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'{"a": 1}\n\n{"a": 2}\n{"a": "\xff"}\n')
+    with JsonlLines(str(path)) as source:
+        assert next(source.rows()) == {"a": 1}
+        assert source.peek(5) == [{"a": 2}]  # up to the line that is not a row; nothing taken
+        chunk = source.next_chunk(1 << 16)
+        assert (chunk.lineno, chunk.offset, len(chunk.lines)) == (2, 9, 3)
+        assert source.next_chunk(1 << 16) is None
+    rows, error = chunk.read()
+    assert rows == [{"a": 2}]
+    assert str(error).startswith(f"{path}:4: not UTF-8 text (byte 0xff at byte offset {path.read_bytes().index(0xFF)})")
+
+
+def test_a_chunk_of_lines_reads_as_the_whole_file_does(tmp_path):
+    lines = [json.dumps({"i": i, "t": "x" * (i % 7)}) + "\n" for i in range(500)]
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(lines), encoding="utf-8-sig")
+    chunks = []
+    with JsonlLines(str(path)) as source:
+        while (chunk := source.next_chunk(100)) is not None:
+            chunks.append(chunk)
+    assert len(chunks) > 1 and [row["i"] for c in chunks for row in c.rows()] == list(range(500))
+    assert chunks[-1].offset == len(path.read_bytes()) - sum(map(len, chunks[-1].lines))
+
+
+def test_standard_input_is_read_as_it_comes_and_its_last_line_needs_no_line_end(monkeypatch):
+    class Stdin:
+        buffer = io.BufferedReader(io.BytesIO(b'{"a": 1}\n{"a": 2}\n{"a": 3}'))  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sys, "stdin", Stdin)
+    with JsonlLines("-") as source:
+        chunks = []
+        while (chunk := source.next_chunk(1 << 16)) is not None:
+            chunks.append(chunk)
+    assert [row for chunk in chunks for row in chunk.rows()] == [{"a": 1}, {"a": 2}, {"a": 3}]
+    assert [(chunk.lineno, chunk.offset) for chunk in chunks] == [(1, 0), (3, 18)]  # the last line once it ended
+
+
+def test_a_line_chunk_reads_its_rows_before_the_error():
+    chunk = LineChunk("a.jsonl", 7, 0, [b'{"a": 1}\n', b"[1]\n", b'{"a": 2}\n'])
+    rows, error = chunk.read()
+    assert rows == [{"a": 1}] and str(error) == "a.jsonl:8: expected a JSON object per line, got list"

@@ -40,6 +40,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Mapping, Sequence
 
+from .._util import memoize
 from ..errors import MissingExtraError
 
 __all__ = ["is_private", "nltk_imported", "nltk_module", "nltk_version", "require_nltk"]
@@ -52,18 +53,31 @@ def require_nltk(*, scorer: str) -> None:
 
     >>> require_nltk(scorer="METEOR")
     """
+    if "nltk" in sys.modules:
+        if sys.modules["nltk"] is None:  # the way to make `import nltk` fail on purpose
+            raise MissingExtraError(scorer, "nltk", _EXTRA)
+        return
+    try:
+        _nltk_spec()
+    except ImportError as exc:
+        raise MissingExtraError(scorer, "nltk", _EXTRA) from exc
+
+
+@memoize
+def _nltk_spec() -> importlib.machinery.ModuleSpec:
+    """nltk's package's spec (looked up once: a search of ``sys.path``); ImportError where nltk is not installed."""
     try:
         spec = importlib.util.find_spec("nltk")
-    except (ImportError, ValueError) as exc:  # a broken nltk, or one without a spec
-        raise MissingExtraError(scorer, "nltk", _EXTRA) from exc
+    except ValueError as exc:  # a broken nltk, or one without a spec
+        raise ImportError(f"nltk cannot be imported: {exc}") from exc
     if spec is None:
-        raise MissingExtraError(scorer, "nltk", _EXTRA)
+        raise ModuleNotFoundError("No module named 'nltk'", name="nltk")
+    return spec
 
 
 def nltk_imported() -> bool:
-    """Whether nltk's package is imported (fully: not while its ``__init__`` is still running)."""
-    package = sys.modules.get("nltk")
-    return package is not None and not getattr(getattr(package, "__spec__", None), "_initializing", False)
+    """Whether nltk's package is imported, or being imported (its modules then come from the import system)."""
+    return sys.modules.get("nltk") is not None
 
 
 def nltk_module(name: str, *, scorer: str) -> ModuleType:
@@ -79,9 +93,19 @@ def nltk_module(name: str, *, scorer: str) -> ModuleType:
         if found is not None:
             return found
     try:
-        return importlib.import_module(name)
+        return _nltks_own(name)
     except ImportError as exc:
         raise MissingExtraError(scorer, "nltk", _EXTRA) from exc
+
+
+def _nltks_own(name: str) -> ModuleType:
+    """nltk's module ``name`` from the import system, once nltk's package is imported whole.
+
+    ``import_module("nltk")`` first: while another thread is running nltk's ``__init__``
+    it waits for the end (importing ``name`` meanwhile could meet nltk's modules half made).
+    """
+    importlib.import_module("nltk")
+    return importlib.import_module(name)
 
 
 def is_private(module: ModuleType) -> bool:
@@ -100,7 +124,7 @@ def nltk_version(*, scorer: str) -> str:
         version = _PRIVATE.version()
         if version is not None:
             return version
-    return str(importlib.import_module("nltk").__version__)
+    return str(_nltks_own("nltk").__version__)
 
 
 class _PrivateNltk:
@@ -117,8 +141,8 @@ class _PrivateNltk:
 
     def version(self) -> str | None:
         """The stripped text of the package's ``VERSION`` file, or None where there is none to read."""
-        spec = importlib.util.find_spec("nltk")
-        if spec is None or spec.origin is None:
+        spec = _nltk_spec()
+        if spec.origin is None:
             return None
         try:
             return Path(spec.origin).with_name("VERSION").read_text(encoding="utf-8").strip()
@@ -131,34 +155,49 @@ class _PrivateNltk:
             if name in self._failed:
                 return None
             try:
-                return self._load(name)
+                return self.run(self._load(name))
             except Exception:  # noqa: BLE001  (any failure: the caller imports nltk the ordinary way)
                 self._failed.add(name)
                 return None
 
-    def _load(self, name: str) -> ModuleType:
+    def _load(self, name: str, *, deferred: bool = False) -> ModuleType:
+        """The private module ``name``, run now or (``deferred``) when one of its attributes is first read."""
         found = self._modules.get(name)
         if found is not None:
-            return found
+            return found if deferred else self.run(found)
         parent_name, _, child = name.rpartition(".")
         if parent_name:
             parent = self._load(parent_name)
             spec = importlib.machinery.PathFinder.find_spec(name, parent.__path__)
         else:
-            spec = importlib.util.find_spec(name)
+            spec = _nltk_spec()
         if spec is None or spec.loader is None:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         module = importlib.util.module_from_spec(spec)
         module.__dict__["__builtins__"] = self._module_builtins()
         self._modules[name] = module  # before running it: modules that import one another find it
-        try:
-            if spec.submodule_search_locations is None:  # a package's __init__ is not run
-                spec.loader.exec_module(module)
-        except BaseException:
-            del self._modules[name]
-            raise
         if parent_name:
             setattr(self._modules[parent_name], child, module)
+        if spec.submodule_search_locations is None:  # a package's __init__ is not run
+            module.__class__ = _Deferred
+            module.__dict__[_OWNER] = self
+            if not deferred:
+                self.run(module)
+        return module
+
+    def run(self, module: ModuleType) -> ModuleType:
+        """Run a deferred module's code, once (a failure leaves it deferred, to fail again where it is read)."""
+        with self._lock:
+            if type(module) is _Deferred:
+                changing: Any = module  # its class changes below
+                changing.__class__ = ModuleType
+                owner = changing.__dict__.pop(_OWNER)
+                try:
+                    changing.__spec__.loader.exec_module(changing)
+                except BaseException:
+                    changing.__class__ = _Deferred
+                    changing.__dict__[_OWNER] = owner
+                    raise
         return module
 
     def _module_builtins(self) -> dict[str, Any]:
@@ -191,11 +230,30 @@ class _PrivateNltk:
                 for item in fromlist:
                     if item != "*" and not hasattr(module, item):
                         try:
-                            self._load(f"{target}.{item}")
+                            self._load(f"{target}.{item}", deferred=True)
                         except ModuleNotFoundError as exc:
                             if exc.name != f"{target}.{item}":
                                 raise
             return module
+
+
+#: The key under which a deferred module holds the :class:`_PrivateNltk` that runs it.
+_OWNER = "__scorers_private_nltk__"
+
+
+class _Deferred(ModuleType):
+    """A private module whose code runs when one of its attributes is first read.
+
+    ``from nltk import grammar, sem`` binds modules without reading them: ``nltk.data``'s
+    ``grammar`` and ``sem``, half of its cost, never run for METEOR.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        owner = self.__dict__.get(_OWNER)
+        if owner is None:
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        owner.run(self)
+        return ModuleType.__getattribute__(self, name)
 
 
 _PRIVATE = _PrivateNltk()

@@ -411,6 +411,8 @@ INDEX_SOURCE_FILES = tuple(f"{kind}.{suffix}" for kind in ("index", "data") for 
 _MARKER = re.compile(r"(.*?)(\([^()]*\))?$")
 
 _HEADER = "# scorers WordNet synonym index"
+#: Lookups an index answers on its unsplit text before it splits the text into lines for faster ones.
+_TEXT_LOOKUPS = 2000
 
 
 def _unmarked(word: str) -> str:
@@ -433,8 +435,8 @@ class SynonymIndex:
     """
 
     def __init__(self, text: str, *, path: Path | None = None) -> None:
-        first, _, rest = text.partition("\n")
-        label, _, header = first.partition("\t")
+        body = text.find("\n") + 1  # 0: no entries at all, which the header's count rejects below
+        label, _, header = text[: body - 1 if body else len(text)].partition("\t")
         if label != _HEADER:
             raise ValueError("not a scorers WordNet synonym index")
         self.header: dict[str, Any] = json.loads(header)
@@ -443,17 +445,44 @@ class SynonymIndex:
         self._rules = [
             tuple((old, new) for old, new in self.header["substitutions"][pos]) for pos, _ in _PARTS_OF_SPEECH
         ]
-        self._lines = rest.split("\n")
-        if len(self._lines) != self.header["entries"]:
-            raise ValueError(f"synonym index with {len(self._lines)} entries, its header says {self.header['entries']}")
+        entries = text.count("\n", body) + 1 if body else 0
+        if entries != self.header["entries"]:
+            raise ValueError(f"synonym index with {entries} entries, its header says {self.header['entries']}")
+        self._text, self._body = text, body
+        #: The table split into lines (the header first), made once the lookups make it worth its ~20 ms.
+        self._lines: list[str] | None = None
+        self._text_lookups = 0
         self.path = path
 
     def _entry(self, form: str) -> list[str] | None:
+        """The fields of ``form``'s line, or None: a binary search over the lines."""
         probe = form + "\t"
         lines = self._lines
-        at = bisect_left(lines, probe)
+        if lines is None:
+            self._text_lookups += 1
+            if self._text_lookups <= _TEXT_LOOKUPS:
+                return self._entry_in_text(probe)
+            lines = self._lines = self._text.split("\n")
+        at = bisect_left(lines, probe, 1)
         if at < len(lines) and lines[at].startswith(probe):
             return lines[at].split("\t")
+        return None
+
+    def _entry_in_text(self, probe: str) -> list[str] | None:
+        """:meth:`_entry` on the unsplit text (a cold start reads a few words: splitting costs more than it saves)."""
+        text, size = self._text, len(self._text)
+        low, high = self._body, size  # `low` is always the start of a line
+        while low < high:
+            middle = (low + high) // 2
+            start = text.rfind("\n", 0, middle) + 1  # the line holding `middle`; it starts at `low` or later
+            if text[start : start + len(probe)] < probe:  # its line sorts before the probe
+                end = text.find("\n", start)
+                low = size + 1 if end < 0 else end + 1
+            else:
+                high = start
+        if low < size and text.startswith(probe, low):
+            end = text.find("\n", low)
+            return text[low : size if end < 0 else end].split("\t")
         return None
 
     def synonyms(self, word: str) -> set[str]:

@@ -43,6 +43,19 @@ def test_private_copies_are_nltks_files_and_stay_out_of_sys_modules(private: nlt
     assert not private.owns(nltk.data)
 
 
+def test_a_module_bound_by_from_import_runs_when_first_read(private: nltk_modules._PrivateNltk) -> None:
+    """nltk.data does ``from nltk import grammar, sem`` and reads neither unless it loads a grammar."""
+    import nltk.grammar
+
+    private.module("nltk.data")
+    grammar = private._modules["nltk.grammar"]
+    assert isinstance(grammar, nltk_modules._Deferred) and "CFG" not in vars(grammar)
+    assert grammar.CFG.__name__ == "CFG" and grammar.CFG is not nltk.grammar.CFG
+    assert type(grammar) is type(nltk.grammar) and private.module("nltk.grammar") is grammar
+    with pytest.raises(AttributeError):
+        grammar.no_such_name  # noqa: B018
+
+
 def test_private_copies_tokenize_and_stem_as_nltk_does(private: nltk_modules._PrivateNltk) -> None:
     from nltk.stem.porter import PorterStemmer
     from nltk.tokenize.destructive import NLTKWordTokenizer
@@ -175,21 +188,23 @@ def test_nltk_imported_in_one_thread_while_meteor_starts_cold_in_another() -> No
     script = (
         _PAIRS
         + """
-import threading
+import threading, time
 from scorers.text.meteor import METEOR
 results = {}
-def ours():
-    results["ours"] = [METEOR()(output=o, expected=e).score for o, e in PAIRS]
+def ours(key, delay):
+    time.sleep(delay)  # 0.3 s: most likely while the other thread is in nltk's __init__
+    results[key] = [METEOR()(output=o, expected=e).score for o, e in PAIRS]
 def nltk_side():
     import nltk
     results["tokens"] = nltk.word_tokenize("Don't stop.", preserve_line=True)
-threads = [threading.Thread(target=ours), threading.Thread(target=nltk_side)]
+threads = [threading.Thread(target=ours, args=("first", 0)), threading.Thread(target=nltk_side),
+           threading.Thread(target=ours, args=("later", 0.3))]
 for t in threads: t.start()
 for t in threads: t.join()
 """
         + _NLTK_SIDE
         + """
-print(results["ours"] == theirs, results["tokens"] == ["Do", "n't", "stop", "."])
+print(results["first"] == results["later"] == theirs, results["tokens"] == ["Do", "n't", "stop", "."])
 """
     )
     assert _python(script) == ["True", "True"]

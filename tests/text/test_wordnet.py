@@ -394,6 +394,28 @@ def test_zip_archives_on_the_path_are_left_to_nltk_itself(
         assert pointer is None
 
 
+@needs_debian_wordnet
+def test_index_answers_the_same_before_and_after_splitting_its_text(nltk_reads: Path, cache: Path) -> None:
+    """A fresh index searches its unsplit text; after wordnet._TEXT_LOOKUPS lookups it splits it into lines."""
+    text = _load(cache).path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    probes = [""]
+    for line in lines[1::97] + lines[-3:]:
+        form = line.split("\t")[0]
+        probes += [form, form[:-1], form + "a", form + "\x00", form + "~", form.upper()]
+    probes += ["\x00", "~~~~", "zzzzzz", lines[1].split("\t")[0], lines[-1].split("\t")[0]]
+    in_text = wordnet.SynonymIndex(text)
+    answers = [in_text._entry_in_text(p + "\t") for p in probes]
+    assert in_text._lines is None
+    in_lines = wordnet.SynonymIndex(text)
+    in_lines._text_lookups = wordnet._TEXT_LOOKUPS
+    assert [in_lines._entry(p) for p in probes] == answers and in_lines._lines is not None
+    assert sum(a is not None for a in answers) > len(probes) // 7
+    assert [in_text.synonyms(w) for w in ("glad", "geese", "ran", "")] == [
+        in_lines.synonyms(w) for w in ("glad", "geese", "ran", "")
+    ]
+
+
 def test_synonym_index_rejects_other_files() -> None:
     with pytest.raises(ValueError):
         wordnet.SynonymIndex("hello\nworld")

@@ -262,17 +262,45 @@ class BERTScore(Scorer):
         return [table.get(i, unseen) for i in ids]
 
     # ------------------------------------------------------------ scoring
+    def _encode(self, ids: list[list[int]]) -> list[Any]:
+        """Unit-length layer-``num_layers`` states of each id sequence, on the model's device, in input order.
+
+        Sentences go through the model in :func:`_length_batches`: equal token lengths together,
+        so that no padding is computed and no attention mask is needed (see there).
+        """
+        torch = models.import_torch(self.name)
+        pad_sequence = torch.nn.utils.rnn.pad_sequence
+        units: list[Any] = [None] * len(ids)
+        for batch in _length_batches([len(x) for x in ids], self.batch_size):
+            lengths = [len(ids[i]) for i in batch]
+            tokens = pad_sequence(
+                [torch.tensor(ids[i], dtype=torch.long) for i in batch],
+                batch_first=True,
+                padding_value=self._encoding[1],
+            )
+            mask = None
+            if lengths[0] != lengths[-1]:  # a batch of several lengths (see _length_batches): mask the padding
+                mask = (torch.arange(lengths[-1]) < torch.tensor(lengths).unsqueeze(1)).long().to(self.device)
+            states = self._model(tokens.to(self.device), attention_mask=mask)[0]
+            states = torch.nn.functional.normalize(states.float(), dim=-1)
+            for row, (i, n) in enumerate(zip(batch, lengths)):
+                units[i] = states[row, :n]  # a view: no copy
+        return units
+
     def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
         torch = models.import_torch(self.name)
 
         pairs = [(row["output"], ref) for row in rows for ref in row["expected"]]
         texts = list(dict.fromkeys(t for pair in pairs for t in pair))  # each text encoded once
-        ids = [self._tokenize(t) for t in texts]
-        states = models.encode_tokens(self._model, self.device, ids, self._encoding[1], self.batch_size)
         index = {t: i for i, t in enumerate(texts)}
-        units = [torch.nn.functional.normalize(s, dim=-1) if s.shape[0] else s for s in states]
-        weights = [torch.tensor(self._weights(x), dtype=torch.float32) for x in ids]
-        prf = _greedy_match(torch, [(index[h], index[r]) for h, r in pairs], units, weights, self.batch_size)
+        ids = [self._tokenize(t) for t in texts]
+        with torch.inference_mode():
+            units = self._encode(ids)
+            weights = []  # per text, normalized once: each token's share of the sentence's weight
+            for x in ids:
+                w = torch.tensor(self._weights(x), dtype=torch.float32, device=self.device)
+                weights.append(w / w.sum())  # 0/0 = nan for an empty text: _greedy_match scores it 0
+            prf = _greedy_match(torch, [(index[h], index[r]) for h, r in pairs], units, weights, self.batch_size)
         if self._baseline is not None:
             base = torch.tensor(self._baseline, dtype=torch.float64)
             prf = (prf - base) / (1 - base)
@@ -286,41 +314,64 @@ class BERTScore(Scorer):
         return results
 
 
+#: The most tokens one forward pass holds (besides ``batch_size`` sentences): bounds memory on long texts.
+TOKEN_BUDGET = 8192
+#: A forward pass of fewer tokens than this also takes the next token length (padded, with an attention
+#: mask): below it, the fixed cost of a pass and small matrix products outweigh the padding.
+MIN_PASS_TOKENS = 128
+
+
+def _length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices sorted by length, cut into forward passes of one token length each.
+
+    A pass holds at most ``batch_size`` sentences and :data:`TOKEN_BUDGET` tokens; a pass
+    still under :data:`MIN_PASS_TOKENS` tokens takes the next length too. With many
+    sentences nearly every pass is of a single length: the encoder computes no padding
+    (bert-score pads each batch of 64 to its longest sentence) and needs no attention mask.
+    Padding with a mask gives the same states to float32 rounding, so batching never changes the numbers.
+
+    >>> _length_batches([40, 40, 40, 41, 41, 41, 41, 3], batch_size=64)  # 3 is merged: 3 tokens < 128
+    [[7, 0, 1, 2], [3, 4, 5, 6]]
+    """
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        if current:
+            last, width = lengths[current[-1]], lengths[i]  # sorted: width >= last
+            full = len(current) >= batch_size or (len(current) + 1) * width > TOKEN_BUDGET
+            if full or (width != last and len(current) * last >= MIN_PASS_TOKENS):
+                batches.append(current)
+                current = []
+        current.append(i)
+    return batches + [current] if current else batches
+
+
 def _greedy_match(
     torch: Any, pairs: list[tuple[int, int]], units: list[Any], weights: list[Any], batch_size: int
 ) -> Any:
-    """(P, R, F) per (hypothesis, reference) pair; float64 tensor of shape (n, 3).
+    """(P, R, F) per (hypothesis, reference) pair; float64 CPU tensor of shape (n, 3).
 
-    Pairs are length-sorted and matched with batched matmuls; padded positions are
+    ``units`` are unit-length token states and ``weights`` each token's normalized weight,
+    per text. Pairs are length-sorted and matched with batched matmuls; padded positions are
     masked with -inf so they never win a max (unlike bert-score's zero padding).
     """
+    pad_sequence = torch.nn.utils.rnn.pad_sequence
     out = torch.zeros((len(pairs), 3), dtype=torch.float64)
     sizes = [units[h].shape[0] * units[r].shape[0] for h, r in pairs]
     for batch in models.sorted_batches(sizes, batch_size):
-        hyp_len = max(units[pairs[i][0]].shape[0] for i in batch)
-        ref_len = max(units[pairs[i][1]].shape[0] for i in batch)
-        dim = units[pairs[batch[0]][0]].shape[-1]
-        hyp = torch.zeros((len(batch), hyp_len, dim))
-        ref = torch.zeros((len(batch), ref_len, dim))
-        hyp_w = torch.zeros((len(batch), hyp_len))
-        ref_w = torch.zeros((len(batch), ref_len))
-        hyp_mask = torch.zeros((len(batch), hyp_len), dtype=torch.bool)
-        ref_mask = torch.zeros((len(batch), ref_len), dtype=torch.bool)
-        for row, i in enumerate(batch):
-            h, r = pairs[i]
-            nh, nr = units[h].shape[0], units[r].shape[0]
-            hyp[row, :nh], ref[row, :nr] = units[h], units[r]
-            hyp_w[row, :nh], ref_w[row, :nr] = weights[h], weights[r]
-            hyp_mask[row, :nh], ref_mask[row, :nr] = True, True
+        hyps, refs = [pairs[i][0] for i in batch], [pairs[i][1] for i in batch]
+        hyp, ref = (pad_sequence([units[t] for t in side], batch_first=True) for side in (hyps, refs))
+        hyp_w, ref_w = (pad_sequence([weights[t] for t in side], batch_first=True) for side in (hyps, refs))
+        hyp_len, ref_len = (torch.tensor([units[t].shape[0] for t in side], device=hyp.device) for side in (hyps, refs))
+        hyp_mask = torch.arange(hyp.shape[1], device=hyp.device) < hyp_len.unsqueeze(1)
+        ref_mask = torch.arange(ref.shape[1], device=ref.device) < ref_len.unsqueeze(1)
         sim = torch.bmm(hyp, ref.transpose(1, 2))
-        sim = sim.masked_fill(~(hyp_mask.unsqueeze(2) & ref_mask.unsqueeze(1)), float("-inf"))
-        best_for_hyp = sim.max(dim=2).values.masked_fill(~hyp_mask, 0.0)
-        best_for_ref = sim.max(dim=1).values.masked_fill(~ref_mask, 0.0)
-        precision = (best_for_hyp * (hyp_w / hyp_w.sum(dim=1, keepdim=True))).sum(dim=1)
-        recall = (best_for_ref * (ref_w / ref_w.sum(dim=1, keepdim=True))).sum(dim=1)
-        empty = (hyp_mask.sum(dim=1) <= 2) | (ref_mask.sum(dim=1) <= 2)  # only [CLS] [SEP]
-        precision = torch.nan_to_num(precision.masked_fill(empty, 0.0), nan=0.0)
-        recall = torch.nan_to_num(recall.masked_fill(empty, 0.0), nan=0.0)
+        sim.masked_fill_(~(hyp_mask.unsqueeze(2) & ref_mask.unsqueeze(1)), float("-inf"))
+        precision = (sim.max(dim=2).values.masked_fill_(~hyp_mask, 0.0) * hyp_w).sum(dim=1)
+        recall = (sim.max(dim=1).values.masked_fill_(~ref_mask, 0.0) * ref_w).sum(dim=1)
+        empty = (hyp_len <= 2) | (ref_len <= 2)  # only [CLS] [SEP]
+        precision = torch.nan_to_num(precision.masked_fill_(empty, 0.0), nan=0.0)
+        recall = torch.nan_to_num(recall.masked_fill_(empty, 0.0), nan=0.0)
         f1 = torch.nan_to_num(2 * precision * recall / (precision + recall), nan=0.0)
-        out[batch] = torch.stack([precision, recall, f1], dim=1).double()
+        out[batch] = torch.stack([precision, recall, f1], dim=1).double().cpu()
     return out

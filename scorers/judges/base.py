@@ -607,15 +607,16 @@ class LLMJudge(Scorer):
     def call_metadata(self, results: Sequence[ChatResult], latency: float) -> dict[str, Any]:
         """What every judge's Score records about its calls: mode, model, what was sent, usage, timing, cache."""
         first = results[0]
+        one = len(results) == 1  # the usual row: its call's figures as they are
         return {
             "response_mode": self.response_mode,
             "model": first.model,
             "sent": dict(getattr(first, "sent", None) or {}),
             "usage": sum_usage(results),
             "latency_s": latency,
-            "attempts": sum(r.attempts for r in results),
-            "reasks": sum(r.reasks for r in results),
-            "cached": all(r.cached for r in results),
+            "attempts": first.attempts if one else sum(r.attempts for r in results),
+            "reasks": first.reasks if one else sum(r.reasks for r in results),
+            "cached": first.cached if one else all(r.cached for r in results),
         }
 
     def aggregator(self) -> Aggregator:

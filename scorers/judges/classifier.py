@@ -113,6 +113,10 @@ def reply_format(choices: Sequence[str], use_cot: bool) -> ReplyFormat:
     )
 
 
+#: Reads the ``select_choice`` object of a reply (the schema plays no part in reading).
+_READER = ReplyFormat(TOOL_NAME, "", {})
+
+
 def read_reply(result: ChatResult, mode: str, choices: Sequence[str]) -> Verdict:
     """Read a judge reply in ``mode``; raises :class:`~scorers.llm.engine.InvalidReply` (the engine re-asks)."""
     if mode == "text":
@@ -124,7 +128,7 @@ def read_reply(result: ChatResult, mode: str, choices: Sequence[str]) -> Verdict
             raise InvalidReply(f"no line of the reply starts or ends with one of {', '.join(choices)}")
         choice, rationale = found, (text.rsplit("\n", 1)[0].strip() if "\n" in text else None)
     else:
-        parsed = ReplyFormat(TOOL_NAME, "", {}).read(result, mode)
+        parsed = _READER.read(result, mode)
         picked = parsed.get("choice")
         if not isinstance(picked, str):
             raise InvalidReply("no 'choice' string in the reply")

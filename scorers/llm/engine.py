@@ -137,7 +137,7 @@ def _cache_hit(
 
     ``sent`` comes from the request's body (the cache key), so replies stored before ``ChatResult``
     had the field get it too."""
-    hit = ChatResult.from_dict({**stored, "cached": True, "attempts": 0, "latency_s": latency_s, "sent": sent})
+    hit = ChatResult.from_dict(stored, cached=True, attempts=0, latency_s=latency_s, sent=sent)
     if validate is not None:
         try:
             parsed = validate(hit)
@@ -298,7 +298,7 @@ class LLMEngine:
         except JudgeError as exc:  # what the call cost goes with its error, to count it in the run's usage
             exc.usage = {"model": body["model"], **failed_call_usage(budget.attempts, spent.prompt, spent.completion)}
             raise
-        reply = replace(reply, latency_s=time.perf_counter() - started)
+        object.__setattr__(reply, "latency_s", time.perf_counter() - started)  # a fresh reply of this call
         if cache is not None:
             _cache_call(cache.put, key, reply.to_dict(), model=reply.model)
         return reply
@@ -391,7 +391,8 @@ async def _ask(
             last_reply, last_reason = reply, exc.reason
             log.info("%sunusable judge reply (ask %d of %d): %s", label, reask + 1, asks, exc.reason)
             continue
-        return replace(reply, parsed=parsed)
+        object.__setattr__(reply, "parsed", parsed)  # the reply is still private to this call: set, not copied
+        return reply
     raise JudgeError(
         redact(
             f"{label}the judge's reply was unusable after {asks} ask{'s' if asks > 1 else ''}: {last_reason}",

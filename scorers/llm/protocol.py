@@ -329,9 +329,14 @@ class ChatResult:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ChatResult":
-        """The inverse of :meth:`to_dict`."""
-        values = dict(data)
+    def from_dict(cls, data: Mapping[str, Any], **changes: Any) -> "ChatResult":
+        """The inverse of :meth:`to_dict`; ``changes`` replace fields of ``data`` (as :func:`dataclasses.replace`).
+
+        >>> ChatResult.from_dict({"content": "A", "tool_calls": [], "finish_reason": "stop", "model": "m"},
+        ...                      cached=True).cached
+        True
+        """
+        values = {**data, **changes}
         values["tool_calls"] = tuple(ToolCall(**call) for call in values.get("tool_calls") or ())
         if values.get("logprobs") is not None:
             values["logprobs"] = tuple(TokenLogprob.from_dict(t) for t in values["logprobs"])

@@ -108,7 +108,6 @@ async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: st
     import openai
 
     label = f"{scorer}: " if scorer else ""
-    endpoint = settings.shown_url
     client = await _client_for(settings)
     limiter = _limiter_for(settings.base_url)
     response_class = _httpx().Response  # cast_to it: the raw reply, decoded here
@@ -134,7 +133,7 @@ async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: st
                 status = exc.status_code
                 if status in (401, 403):
                     raise EndpointConfigError(
-                        f"{label}authentication failed (HTTP {status}) at {endpoint}; "
+                        f"{label}authentication failed (HTTP {status}) at {settings.shown_url}; "
                         f"check the API key (OPENAI_API_KEY or api_key=)",
                         scorer=scorer,
                         attempts=budget.attempts,
@@ -143,7 +142,7 @@ async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: st
                 if status == 404:
                     raise EndpointConfigError(
                         f"{label}the endpoint rejected the request (HTTP 404): {detail}; check "
-                        f"the base URL ({endpoint}) and the model ({body['model']})",
+                        f"the base URL ({settings.shown_url}) and the model ({body['model']})",
                         scorer=scorer,
                         attempts=budget.attempts,
                     ) from None
@@ -184,7 +183,7 @@ async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: st
         log.info("%s%s; retrying in %.2f s (attempt %d of %d)", label, cause, delay, attempt + 1, attempts_allowed)
         await asyncio.sleep(delay)
     raise JudgeError(
-        f"{label}the request to {endpoint} failed after {attempts_allowed} "
+        f"{label}the request to {settings.shown_url} failed after {attempts_allowed} "
         f"attempt{'s' if attempts_allowed > 1 else ''}: {cause}",
         scorer=scorer,
         attempts=budget.attempts,

@@ -166,6 +166,18 @@ def test_pairs(results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert (found["concordant"], found["discordant"]) == (concordant, discordant)
     assert found["value"] == pytest.approx((concordant - discordant) / len(pairs), abs=1e-15)
     assert "Kendall-like" in err
+    # the same pairs, formed from the rating by --pairs-from (any difference), give the same counts
+    code, out, err = run(
+        capsys, str(results), "--group-by", "doc_id", "--pairs-from", "rating", "--resamples", "20", "--json"
+    )
+    assert code == 0, err
+    [formed] = [k for k in json.loads(out)["kendall_like"] if k["scorer"] == "BLEU"]
+    assert formed["source"] == "rating, difference > 0"
+    assert (formed["concordant"], formed["discordant"], formed["value"]) == (
+        found["concordant"],
+        found["discordant"],
+        found["value"],
+    )
 
 
 def test_the_parser_names_agree_with_the_library() -> None:

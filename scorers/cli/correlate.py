@@ -33,14 +33,14 @@ def add_correlate(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
         "rows (systems), then the mean over groups; system level: between the per-system means (--system-key); "
         "global: over all rows. Pearson, Spearman, Kendall tau-b and tau-c (scipy), each with a percentile "
         "bootstrap interval over groups; every pair of scorers with a paired bootstrap test, and at system "
-        "level the Williams test. --pairs adds WMT's Kendall-like tau over preference pairs. "
+        "level the Williams test. --pairs (or --pairs-from) adds WMT's Kendall-like tau over preference pairs. "
         "A table goes to stderr.",
     )
     p_correlate.add_argument("results", metavar="RESULTS.jsonl", help="results file of `run` with human score columns")
     p_correlate.add_argument(
         "--human",
         action="append",
-        required=True,
+        default=[],
         metavar="COLUMN",
         help="row field (or dotted path) of a human score; repeatable",
     )
@@ -75,6 +75,19 @@ def add_correlate(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
         metavar="PAIRS.jsonl",
         help='preference pairs {"GROUP": g, "better": SYSTEM, "worse": SYSTEM}: WMT\'s Kendall-like tau',
     )
+    p_correlate.add_argument(
+        "--pairs-from",
+        metavar="COLUMN",
+        help="form preference pairs from a human score: every two rows of a group that differ by more than "
+        "--min-difference (WMT's DARR)",
+    )
+    p_correlate.add_argument(
+        "--min-difference",
+        type=float,
+        default=0.0,
+        metavar="D",
+        help="--pairs-from: the least difference of human scores that makes a pair (default: 0, any difference)",
+    )
     p_correlate.add_argument("--no-compare", action="store_true", help="no tests between pairs of scorers")
     p_correlate.add_argument(
         "--resamples",
@@ -106,6 +119,8 @@ def cmd_correlate(args: argparse.Namespace) -> int:
         coefficients=args.coefficients or COEFFICIENTS,
         levels=args.levels,
         pairs=args.pairs,
+        pairs_from=args.pairs_from,
+        min_difference=args.min_difference,
         compare=not args.no_compare,
         resamples=args.resamples,
         seed=args.seed,

@@ -289,6 +289,7 @@ def _correlation(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
             }
             svg = charts.correlations(bars, title=f"{human}: {charted}", ylabel=f"{charted} with {human}")
         humans.append({"name": human, "rows": rows, "svg": svg})
+    label = label or data.get("results") or ""
     return {**data, "label": label, "coefficients": coefficients, "charted": charted, "humans": humans}
 
 

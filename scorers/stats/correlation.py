@@ -35,7 +35,9 @@ same group, each ``{GROUP_BY: value, "better": SYSTEM, "worse": SYSTEM}`` (the s
 names as in ``system_key``). A scorer is concordant on a pair when it scores the better
 row higher, discordant when lower or equal (WMT 2017-2020 count a metric tie as
 discordant); the figure is the Kendall-like τ ``(C - D) / (C + D)`` with a bootstrap
-interval over the groups.
+interval over the groups. ``pairs_from``: form the pairs from a human column instead,
+every two rows of a group whose scores differ by more than ``min_difference`` (WMT's
+DARR pairs direct assessments 25 points apart).
 
 >>> rows = [{"doc": d, "sys": s, "human": h, "scores": {"M": m}}
 ...         for d, s, h, m in [(1, "a", 1, 0.1), (1, "b", 2, 0.3), (1, "c", 3, 0.2),
@@ -208,10 +210,12 @@ class WilliamsTest:
 class KendallLike:
     """WMT's Kendall-like τ of one scorer over the preference pairs, with its bootstrap interval.
 
-    ``skipped``: pairs where the scorer failed on a row of the pair.
+    ``source``: the pairs file, or the human column the pairs were formed from; ``skipped``: pairs
+    where the scorer failed on a row of the pair.
     """
 
     scorer: str
+    source: str
     value: float | None
     low: float | None
     high: float | None
@@ -240,6 +244,8 @@ class Correlation:
     kendall_like: tuple[KendallLike, ...] = ()
     #: per ``"scorer|human"``: rows left out because the scorer failed, and because the human score is missing
     left_out: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: the results file read, when :func:`correlate` was given a path
+    results: str | None = None
 
     def figure(self, scorer: str, human: str, level: str, coefficient: str) -> CorrelationFigure:
         """The figure of ``scorer`` against ``human`` at ``level`` for ``coefficient``."""
@@ -260,6 +266,7 @@ class Correlation:
         return {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
+            "results": self.results,
             "scorers": list(self.scorers),
             "human": list(self.human),
             "group_by": self.group_by,
@@ -328,6 +335,7 @@ class Correlation:
             lines += ["", "Kendall-like τ over preference pairs ((C - D) / (C + D); a metric tie is discordant):"]
             body = [
                 (
+                    k.source,
                     k.scorer,
                     _cell(k.value, k.low, k.high),
                     str(k.concordant),
@@ -337,7 +345,7 @@ class Correlation:
                 )
                 for k in self.kendall_like
             ]
-            lines += _aligned(("scorer", "tau", "concordant", "discordant", "ties", "skipped"), body)
+            lines += _aligned(("pairs", "scorer", "tau", "concordant", "discordant", "ties", "skipped"), body)
         counts = [
             f"{key}: {', '.join(f'{n} {why}' for why, n in reasons.items() if n)}"
             for key, reasons in self.left_out.items()
@@ -555,6 +563,8 @@ def correlate(
     coefficients: Sequence[str] = COEFFICIENTS,
     levels: Sequence[str] | None = None,
     pairs: str | os.PathLike[str] | Iterable[Mapping[str, Any]] | None = None,
+    pairs_from: str | None = None,
+    min_difference: float = 0.0,
     compare: bool = True,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
@@ -567,11 +577,15 @@ def correlate(
     (document) for the summary level, and the unit of the bootstrap; ``system_key``: the field
     naming each row's system, for the system level. ``levels`` default to those the fields allow.
     ``pairs``: preference pairs for WMT's Kendall-like τ (a JSONL path or records; see the module
-    doc). ``compare``: test every pair of scorers (paired bootstrap; Williams at system level).
+    doc); ``pairs_from``: a human column to form them from instead, every two rows of a group whose
+    scores differ by more than ``min_difference`` (WMT's DARR: 25 points of direct assessment).
+    ``compare``: test every pair of scorers (paired bootstrap; Williams at system level).
     Raises :class:`DataError` for bad rows, :class:`ConfigError` for bad options.
     """
-    if not human:
-        raise ConfigError("correlate needs at least one human score column (--human COLUMN)")
+    if not human and pairs is None and pairs_from is None:
+        raise ConfigError(
+            "correlate needs a human score column (--human COLUMN) or preference pairs (--pairs, --pairs-from)"
+        )
     for name in coefficients:
         if name not in COEFFICIENTS:
             raise ConfigError(f"coefficient {name!r}: choose from {', '.join(COEFFICIENTS)}")
@@ -591,6 +605,10 @@ def correlate(
         raise ConfigError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
     if pairs is not None and (group_by is None or system_key is None):
         raise ConfigError("preference pairs need group_by and system_key (--group-by, --system-key)")
+    if pairs_from is not None and group_by is None:
+        raise ConfigError("pairs formed from a human column need group_by (--group-by): pairs are within a group")
+    if not is_number(min_difference) or not min_difference >= 0:
+        raise ConfigError(f"min_difference must be a number at least 0, got {min_difference!r}")
     records = _records(data)
     found = list(dict.fromkeys(name for r in records for name in r["scores"]))
     if scorers is None:
@@ -600,7 +618,8 @@ def correlate(
         raise ConfigError(f"no scores of {', '.join(missing)} in these rows (scorers: {', '.join(found) or 'none'})")
     if not scorers:
         raise DataError("no scorer in these rows")
-    table = _table(records, scorers, human, group_by, system_key)
+    columns = list(dict.fromkeys([*human, *([pairs_from] if pairs_from is not None else [])]))
+    table = _table(records, scorers, columns, group_by, system_key)
     rng = np.random.default_rng(seed)
     drawn = bootstrap_indices(rng, len(table.groups), resamples)
     weights = np.zeros((resamples, len(table.groups)))
@@ -654,7 +673,12 @@ def correlate(
                         test = _williams(series(a, column, kept), table.scores[b][kept])
                         if test is not None:
                             williams.append(WilliamsTest(column, a, b, *test))
-    ranked = () if pairs is None else _kendall_like(table, scorers, pairs, group_by, system_key, weights, confidence)
+    ranked = []
+    if pairs is not None:
+        assert group_by is not None and system_key is not None
+        ranked += _kendall_like(table, scorers, *_file_pairs(table, pairs, group_by, system_key), weights, confidence)
+    if pairs_from is not None:
+        ranked += _kendall_like(table, scorers, *_column_pairs(table, pairs_from, min_difference), weights, confidence)
     return Correlation(
         tuple(scorers),
         tuple(human),
@@ -670,6 +694,7 @@ def correlate(
         tuple(williams),
         tuple(ranked),
         left_out,
+        os.fspath(data) if isinstance(data, (str, os.PathLike)) else None,
     )
 
 
@@ -719,16 +744,14 @@ def _williams(sa: _Series, scores_b: np.ndarray) -> tuple[float, float, float, i
     return r_a, r_b, r_ab, n, t, p
 
 
-def _kendall_like(
+def _file_pairs(
     table: _Table,
-    scorers: Sequence[str],
     pairs: str | os.PathLike[str] | Iterable[Mapping[str, Any]],
-    group_by: str | None,
-    system_key: str | None,
-    weights: np.ndarray,
-    confidence: float,
-) -> list[KendallLike]:
-    assert group_by is not None and system_key is not None and table.system is not None
+    group_by: str,
+    system_key: str,
+) -> tuple[str, np.ndarray, np.ndarray]:
+    """The rows each preference pair names: (where the pairs came from, better rows, worse rows)."""
+    assert table.system is not None
     name = os.fspath(pairs) if isinstance(pairs, (str, os.PathLike)) else "pairs"
     records = list(read_rows(name, "jsonl")) if isinstance(pairs, (str, os.PathLike)) else list(pairs)
     where: dict[tuple[int, int], int] = {}
@@ -741,23 +764,50 @@ def _kendall_like(
         where[(g, s)] = row
     group_index = {key: i for i, key in enumerate(table.groups)}
     system_index = {key: i for i, key in enumerate(table.systems)}
-    better, worse, group = [], [], []
+    better, worse = [], []
     for number, pair in enumerate(records, 1):
         if not isinstance(pair, Mapping):
             raise DataError(f"{name}: pair {number} is not an object")
         g = group_index.get(_field(pair, group_by, number, f"pair, {group_by}"))
         ends = [system_index.get(_field(pair, side, number, "pair")) for side in ("better", "worse")]
         rows = [None if g is None or s is None else where.get((g, s)) for s in ends]
-        if g is None or rows[0] is None or rows[1] is None:
+        if rows[0] is None or rows[1] is None:
             raise DataError(
                 f"{name}: pair {number} ({_key(dict(pair))}) names no row of the results "
                 f"(rows are found by {group_by} and {system_key})"
             )
         better.append(rows[0])
         worse.append(rows[1])
-        group.append(g)
+    return name, np.array(better, dtype=np.int64), np.array(worse, dtype=np.int64)
+
+
+def _column_pairs(table: _Table, column: str, min_difference: float) -> tuple[str, np.ndarray, np.ndarray]:
+    """Every two rows of a group whose human scores differ by more than ``min_difference`` (WMT's DARR)."""
+    values = table.human[column]
+    better, worse = [], []
+    order = np.argsort(table.group, kind="stable")
+    for rows in np.split(order, np.flatnonzero(np.diff(table.group[order])) + 1):
+        rated = [int(r) for r in rows if not math.isnan(values[r])]
+        for i, a in enumerate(rated):
+            for b in rated[i + 1 :]:
+                if abs(values[a] - values[b]) > min_difference:
+                    better.append(a if values[a] > values[b] else b)
+                    worse.append(b if values[a] > values[b] else a)
+    source = f"{column}, difference > {min_difference:g}"
+    return source, np.array(better, dtype=np.int64), np.array(worse, dtype=np.int64)
+
+
+def _kendall_like(
+    table: _Table,
+    scorers: Sequence[str],
+    source: str,
+    better: np.ndarray,
+    worse: np.ndarray,
+    weights: np.ndarray,
+    confidence: float,
+) -> list[KendallLike]:
     out = []
-    groups = np.array(group, dtype=np.int64)
+    groups = table.group[better]
     for scorer in scorers:
         b, w = table.scores[scorer][better], table.scores[scorer][worse]
         kept = ~(np.isnan(b) | np.isnan(w))
@@ -768,11 +818,11 @@ def _kendall_like(
         c, d = weights @ concordant, weights @ discordant
         with np.errstate(invalid="ignore", divide="ignore"):
             draws = (c - d) / (c + d)
-        value = kendall_like(b[kept], w[kept])
         out.append(
             KendallLike(
                 scorer,
-                _value(value),
+                source,
+                _value(kendall_like(b[kept], w[kept])),
                 *_interval(draws, confidence),
                 int(concordant.sum()),
                 int(discordant.sum()),

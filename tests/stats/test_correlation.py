@@ -311,6 +311,41 @@ def test_kendall_like() -> None:
     assert result.kendall_like[1].ties > 0  # B's rounded scores tie
 
 
+@pytest.mark.parametrize("min_difference", [0.0, 1.0])
+def test_kendall_like_from_a_human_column(min_difference: float) -> None:
+    """Pairs formed from a rating: every two rated rows of a document whose ratings differ by more than D."""
+    rows = make_rows(2)
+    result = correlate(
+        rows,
+        human=[],
+        group_by="doc",
+        pairs_from="overall",
+        min_difference=min_difference,
+        resamples=RESAMPLES,
+        seed=SEED,
+    )
+    assert result.figures == () and result.comparisons == ()
+    for name in ("A", "B"):
+        usable = []
+        for doc in dict.fromkeys(r["doc"] for r in rows):
+            rated = [r for r in rows if r["doc"] == doc and r["overall"] is not None]
+            for i, a in enumerate(rated):
+                for b in rated[i + 1 :]:
+                    if abs(a["overall"] - b["overall"]) > min_difference:
+                        better, worse = (a, b) if a["overall"] > b["overall"] else (b, a)
+                        usable.append((better["scores"][name], worse["scores"][name]))
+        skipped = sum(b is None or w is None for b, w in usable)
+        usable = [(b, w) for b, w in usable if b is not None and w is not None]
+        [found] = [k for k in result.kendall_like if k.scorer == name]
+        assert found.source == f"overall, difference > {min_difference:g}"
+        assert (found.concordant, found.discordant, found.skipped) == (
+            sum(b > w for b, w in usable),
+            sum(b <= w for b, w in usable),
+            skipped,
+        )
+        assert found.value == pytest.approx(kendall_like([b for b, _ in usable], [w for _, w in usable]), abs=1e-15)
+
+
 def test_kendall_like_by_hand() -> None:
     assert kendall_like([3, 2, 1, 5], [1, 1, 1, 5]) == 0.0  # C 2, D 2 (the tie counts against)
     assert kendall_like([3, 2, 1], [1, 1, 0]) == 1.0
@@ -352,7 +387,9 @@ def test_json_and_table(data: Any) -> None:
 @pytest.mark.parametrize(
     ("options", "error", "message"),
     [
-        ({"human": []}, ConfigError, "at least one human"),
+        ({"human": []}, ConfigError, "needs a human score column"),
+        ({"human": [], "pairs_from": "overall"}, ConfigError, "need group_by"),
+        ({"human": [], "pairs_from": "overall", "group_by": "doc", "min_difference": -1}, ConfigError, "at least 0"),
         ({"human": ["overall"], "levels": ["summary"]}, ConfigError, "needs group_by"),
         ({"human": ["overall"], "scorers": ["Nope"]}, ConfigError, "no scores of Nope"),
         ({"human": ["overall"], "coefficients": ["r2"]}, ConfigError, "coefficient 'r2'"),

@@ -58,6 +58,19 @@ def test_tables_show_every_figure(result: dict, tmp_path: Path) -> None:
     assert page.count('data-chart="correlation"') == 2
     assert "&lt;M&amp;1&gt;" in page and "<M&1>" not in page  # names from the data are escaped
     assert 'class="correlation-tests"' in page and 'class="williams"' in page
+    assert "· ·" not in page  # no results file before the correlation: one separator
+
+
+def test_rows_left_out_are_shown(tmp_path: Path) -> None:
+    rows = [
+        {"doc": d, "system": s, "h": (d + i) % 3, "scores": {"M": None if (d, s) == (0, "x") else float(i * d)}}
+        for d in range(4)
+        for i, s in enumerate("xyz")
+    ]
+    rows[5]["h"] = None
+    data = correlate(rows, human=["h"], group_by="doc", system_key="system", resamples=20).to_dict()
+    page = write_report([], tmp_path / "c.html", correlations=[data]).read_text()
+    assert "Rows left out: M against h: 1 scorer failed, 1 human missing." in page
 
 
 def test_a_correlation_file_beside_results(result: dict, tmp_path: Path) -> None:

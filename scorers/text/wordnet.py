@@ -472,6 +472,8 @@ class SynonymIndex:
         """:meth:`_entry` on the unsplit text (a cold start reads a few words: splitting costs more than it saves)."""
         text, size = self._text, len(self._text)
         low, high = self._body, size  # `low` is always the start of a line
+        if not low:  # a header without entries
+            return None
         while low < high:
             middle = (low + high) // 2
             start = text.rfind("\n", 0, middle) + 1  # the line holding `middle`; it starts at `low` or later

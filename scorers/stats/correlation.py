@@ -524,8 +524,10 @@ class _Series:
 
     def global_level(self, name: str) -> tuple[float, np.ndarray, int]:
         value = coefficient(name, self.x, self.y)
-        repeats = self.weights[:, self.group].astype(np.int64)
-        resampled = np.array([coefficient(name, np.repeat(self.x, r), np.repeat(self.y, r)) for r in repeats])
+        resampled = np.empty(len(self.weights))
+        for k, drawn in enumerate(self.weights):  # one resample at a time: rows x resamples can be large
+            repeats = drawn[self.group].astype(np.int64)
+            resampled[k] = coefficient(name, np.repeat(self.x, repeats), np.repeat(self.y, repeats))
         return value, resampled, len(self.x)
 
     def level(self, level: str, name: str) -> tuple[float, np.ndarray, int, int]:

@@ -1064,7 +1064,7 @@ def _text_or_data(value: Any) -> Any:
 
 def sum_usage(results: Sequence[ChatResult]) -> dict[str, int]:
     """What a row's calls cost (``Score.metadata["usage"]``; see :mod:`scorers.llm.usage` for each figure)."""
-    return summed_usage(call_usage(result) for result in results)
+    return summed_usage([call_usage(result) for result in results])
 
 
 class JudgeAggregator(MeanAggregator):

@@ -635,12 +635,14 @@ def correlate(
             cache[key] = _Series(table, table.scores[name], table.human[column], kept, drawn, weights)
         return cache[key]
 
-    resampled: dict[tuple[str, str, str, str, bytes], tuple[float, np.ndarray]] = {}
+    done: dict[tuple[str, str, str, str, bytes], tuple[float, np.ndarray, int, int]] = {}
 
     def computed(name: str, column: str, level: str, coef: str, kept: np.ndarray) -> tuple[float, np.ndarray, int, int]:
-        value, draws, n, skipped = series(name, column, kept).level(level, coef)
-        resampled[(name, column, level, coef, kept.tobytes())] = (value, draws)
-        return value, draws, n, skipped
+        """A figure on the rows ``kept``, with its resampled values; computed once (comparisons reuse it)."""
+        key = (name, column, level, coef, kept.tobytes())
+        if key not in done:
+            done[key] = series(name, column, kept).level(level, coef)
+        return done[key]
 
     def own(name: str, column: str) -> np.ndarray:
         return ~(np.isnan(table.scores[name]) | np.isnan(table.human[column]))
@@ -668,8 +670,8 @@ def correlate(
                     kept = own(a, column) & own(b, column)
                     for level in levels:
                         for coef in coefficients:
-                            va, da = _resampled(resampled, computed, a, column, level, coef, kept)
-                            vb, db = _resampled(resampled, computed, b, column, level, coef, kept)
+                            va, da, _, _ = computed(a, column, level, coef, kept)
+                            vb, db, _, _ = computed(b, column, level, coef, kept)
                             comparisons.append(_comparison(column, level, coef, a, b, va, vb, da - db, confidence))
                     if "system" in levels:
                         test = _williams(series(a, column, kept), table.scores[b][kept])
@@ -698,21 +700,6 @@ def correlate(
         left_out,
         os.fspath(data) if isinstance(data, (str, os.PathLike)) else None,
     )
-
-
-def _resampled(
-    done: dict[tuple[str, str, str, str, bytes], tuple[float, np.ndarray]],
-    compute: Any,
-    name: str,
-    column: str,
-    level: str,
-    coef: str,
-    kept: np.ndarray,
-) -> tuple[float, np.ndarray]:
-    key = (name, column, level, coef, kept.tobytes())
-    if key not in done:
-        compute(name, column, level, coef, kept)
-    return done[key]
 
 
 def _comparison(

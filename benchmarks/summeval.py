@@ -256,6 +256,11 @@ def print_table(figures: dict[str, Any], metrics: Sequence[str]) -> None:
     }
     if skipped:
         print("documents skipped (a side constant): " + ", ".join(f"{m}/{d} {n}" for (m, d), n in skipped.items()))
+    print(
+        "ROUGE-Lsum (sentences one per line) is compared with the published ROUGE-L: ROUGE-1.5.5's ROUGE-L of a "
+        "multi-sentence summary is the union LCS over sentences. The published BERTScore used roberta-large, "
+        "this run the bundled MiniLM. docs/correlation.md explains each gap."
+    )
 
 
 if __name__ == "__main__":

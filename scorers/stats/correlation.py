@@ -17,8 +17,8 @@ A row whose scorer failed (an error, or a null score) or whose human score is mi
 
 **Intervals.** Every figure gets a percentile bootstrap interval from ``resamples``
 resamples of the groups (the rows, without ``group_by``), drawn with replacement by
-``numpy.random.default_rng(seed).choice(G, (resamples, G))``; a drawn group brings all
-its rows (twice if drawn twice). Every figure is computed on the same draws. A resample
+``numpy.random.default_rng(seed).choice(G, (resamples, G))`` (groups numbered in the order
+they first appear in the rows); a drawn group brings all its rows (twice if drawn twice). Every figure is computed on the same draws. A resample
 whose figure is undefined (every drawn group skipped, or a constant side) is left out of
 the interval.
 

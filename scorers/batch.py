@@ -332,10 +332,10 @@ class BatchScorer:
             paths = tuple(self._field_paths(scorer))
             if paths not in shared:
                 shared[paths] = self.argument_rows(scorer, rows)
-            outcomes[scorer.name] = [
-                outcome if isinstance(outcome, Score) else _recorded(outcome)
-                for outcome in score_sync(scorer, list(shared[paths]))
-            ]
+            scored: list[Any] = score_sync(scorer, list(shared[paths]))
+            if not all(map(isinstance, scored, itertools.repeat(Score))):  # some rows failed
+                scored = [outcome if isinstance(outcome, Score) else _recorded(outcome) for outcome in scored]
+            outcomes[scorer.name] = scored
         summary = Summary(self.scorers)
         summary.add_columns(len(rows), outcomes)
         records, renamed, failed = _records(rows, outcomes, metadata)
@@ -492,10 +492,13 @@ def _records(
 
 
 _SCORE = operator.attrgetter("score")
+_STATS = operator.attrgetter("stats")
 
 
 def _has_stats(column: list[Any]) -> bool:
-    return any(getattr(outcome, "stats", None) is not None for outcome in column)
+    if dict in set(map(type, column)):
+        return any(getattr(outcome, "stats", None) is not None for outcome in column)
+    return list(map(_STATS, column)).count(None) < len(column)
 
 
 def error_record(exc: BaseException) -> dict[str, Any]:

@@ -15,10 +15,11 @@ Every value JSON can carry is written and read back as it was, lone surrogates
 (``"\\ud800"``) included: such a record is written with ``\\u`` escapes, so the
 file stays UTF-8.
 
-JSON lines are read and written with orjson, byte for byte as Python's ``json`` module reads and writes them
-(``json.dumps(record, ensure_ascii=False)``: ``", "`` and ``": "`` separators, floats as ``repr`` writes them,
-non-ASCII text as it is); a line or a record orjson does not read or write as ``json`` does (NaN, an integer of
-19 digits or more, a lone surrogate, a float below 1e-4, a type orjson does not know) goes through ``json``.
+JSON lines are read and written with orjson (the separators of the lines written spaced by msgspec), byte for
+byte as Python's ``json`` module reads and writes them (``json.dumps(record, ensure_ascii=False)``: ``", "`` and
+``": "`` separators, floats as ``repr`` writes them, non-ASCII text as it is); a line or a record orjson does not
+read or write as ``json`` does (NaN, an integer of 19 digits or more, a lone surrogate, a float below 1e-4, a type
+orjson does not know) goes through ``json``.
 
 >>> import json, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "rows.jsonl")
@@ -34,6 +35,7 @@ non-ASCII text as it is); a line or a record orjson does not read or write as ``
 
 from __future__ import annotations
 
+import bisect
 import codecs
 import contextlib
 import csv
@@ -41,6 +43,7 @@ import errno
 import functools
 import importlib
 import io
+import itertools
 import json
 import os
 import re
@@ -49,8 +52,9 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Mapping, Sequence, cast
+from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence, cast
 
+import msgspec
 import orjson
 
 from ._util import is_int, json_error_reason
@@ -198,20 +202,14 @@ def jsonl_rows(path: str, lines: Sequence[bytes], lineno: int = 1, offset: int =
     >>> list(jsonl_rows("a.jsonl", [b'{"x": 1}\\n', b"\\n", b'{"x": 12345678901234567890, "y": NaN}\\n']))
     [{'x': 1}, {'x': 12345678901234567890, 'y': nan}]
     """
-    careful = _LONG_DIGITS in b"".join(lines).translate(_DIGITS_AS_ZEROS)
-    if not careful:
-        try:  # the common case, in C: every line an object orjson reads
-            rows = list(map(orjson.loads, lines))
-        except ValueError:
-            pass
-        else:
-            if set(map(type, rows)) <= {dict}:
-                yield from rows
-                return
+    rows = _plain_rows(lines)
+    if rows is not None:
+        yield from rows
+        return
     loads = orjson.loads
     for raw in lines:
         try:
-            if careful and _LONG_DIGITS in raw.translate(_DIGITS_AS_ZEROS):
+            if _LONG_DIGITS in raw.translate(_DIGITS_AS_ZEROS):
                 raise ValueError(raw)
             row = loads(raw)
         except ValueError:  # JSON orjson does not read as json does (NaN, long integers, a lone surrogate), or none
@@ -223,6 +221,18 @@ def jsonl_rows(path: str, lines: Sequence[bytes], lineno: int = 1, offset: int =
             yield row
         lineno += 1
         offset += len(raw)
+
+
+def _plain_rows(lines: Sequence[bytes]) -> list[dict[str, Any]] | None:
+    """The rows of ``lines`` when each is a JSON object that orjson reads as ``json`` does (no digits run long
+    enough to be an integer beyond 64 bits), read in C; else None."""
+    if _LONG_DIGITS in b"".join(lines).translate(_DIGITS_AS_ZEROS):
+        return None
+    try:
+        rows = list(map(orjson.loads, lines))
+    except ValueError:
+        return None
+    return rows if set(map(type, rows)) <= {dict} else None
 
 
 def _json_row(path: str, raw: bytes, lineno: int, offset: int) -> dict[str, Any] | None:
@@ -260,7 +270,10 @@ class LineChunk:
 
     def read(self) -> tuple[list[dict[str, Any]], DataError | None]:
         """The chunk's rows up to the first line that is not a row, and that line's error (None if every line is)."""
-        rows: list[dict[str, Any]] = []
+        rows = _plain_rows(self.lines)
+        if rows is not None:
+            return rows, None
+        rows = []
         try:
             rows.extend(self.rows())
         except DataError as exc:
@@ -471,17 +484,13 @@ def json_line(record: Mapping[str, Any]) -> bytes:
 
 #: orjson writes what it does not write as ``json`` does to ``default`` (which refuses it, so ``json`` writes it):
 #: subclasses of str, int, float, dict and list, dataclasses and datetimes.
-_ORJSON_OPTIONS = (
-    orjson.OPT_INDENT_2
-    | orjson.OPT_PASSTHROUGH_SUBCLASS
-    | orjson.OPT_PASSTHROUGH_DATACLASS
-    | orjson.OPT_PASSTHROUGH_DATETIME
+_orjson_dumps = functools.partial(
+    orjson.dumps,
+    option=orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME,
 )
-_orjson_dumps = functools.partial(orjson.dumps, option=_ORJSON_OPTIONS)
-#: orjson writes one member or item a line: the line ends (never in a string, where a newline is ``\\n``) and the
-#: indentation that follow a comma become ``json``'s ", ", the others go.
-_ITEM_BREAK = re.compile(rb",\n *")
-_BREAK = re.compile(rb"\n *")
+#: orjson's compact JSON with ``json``'s separators, ", " and ": " (the text, strings and numbers as they are).
+#: (msgspec's stubs give format one overload, of str; it gives bytes for bytes.)
+_spaced = cast(Callable[[bytes], bytes], functools.partial(msgspec.json.format, indent=0))
 #: How orjson writes a float that ``json`` writes otherwise: below 1e-4, ``0.00001`` or ``1.5e-7`` (``json``:
 #: ``1e-05``, ``1.5e-07``). Found anywhere (in a text too): such a record is written by ``json``.
 _SMALL_DECIMAL = b"0.0000"
@@ -496,32 +505,41 @@ def json_lines(records: Iterable[Mapping[str, Any]]) -> bytes:
     if not records:
         return b""
     try:  # the common case, in C
-        lines = list(map(_orjson_dumps, records))
+        lines = list(map(_spaced, map(_orjson_dumps, records)))
     except TypeError:  # orjson.JSONEncodeError: a lone surrogate, an integer beyond 64 bits, another type
         lines = []
         for record in records:
             try:
-                lines.append(_orjson_dumps(record))
+                lines.append(_spaced(_orjson_dumps(record)))
             except TypeError:
                 lines.append(_json_bytes(record))
-    # a NUL byte never is in JSON text (it is written \u0000): it keeps the records apart
-    data = _BREAK.sub(b"", _ITEM_BREAK.sub(b", ", b"\0".join(lines)))
-    if _suspect(data):
-        lines = data.split(b"\0")
-        for i, line in enumerate(lines):
-            if _suspect(line) and (_orjson_only_float(line) or not _finite(records[i])):
+    data = b"\n".join(lines)
+    suspects = _suspects(data, lines)
+    if suspects:
+        for i in suspects:
+            if _orjson_only_float(lines[i]) or not _finite(records[i]):
                 lines[i] = _json_bytes(records[i])
-        data = b"\0".join(lines)
-    return data.replace(b"\0", b"\n") + b"\n"
+        data = b"\n".join(lines)
+    return data + b"\n"
 
 
-def _suspect(data: bytes) -> bool:
-    """Whether orjson may have written ``data`` otherwise than ``json``: a null (orjson writes NaN and infinities
-    so), a float below 1e-4 as a decimal (0.00001), or a digit, "e-" and a digit (1.5e-7, where ``json`` writes
-    1.5e-07); the last two found in C, on the bytes with every digit a zero and every other byte a space but those
-    of "null" and "e-"."""
+def _suspects(data: bytes, lines: list[bytes]) -> list[int]:
+    """The lines of ``data`` (``lines`` joined by newlines) that orjson may have written otherwise than ``json``:
+    with a null (orjson writes NaN and infinities so), a float below 1e-4 as a decimal (0.00001), or a digit, "e-"
+    and a digit (1.5e-7, where ``json`` writes 1.5e-07). Found in C, the last two on the bytes with every digit a
+    zero and every other byte a space but those of "null" and "e-"."""
     marks = data.translate(_MARKS)
-    return b"null" in marks or b"0e-0" in marks or _SMALL_DECIMAL in data
+    found: set[int] = set()
+    ends: list[int] | None = None
+    for text, pattern in ((marks, b"null"), (marks, b"0e-0"), (data, _SMALL_DECIMAL)):
+        at = text.find(pattern)
+        while at >= 0:
+            if ends is None:  # where each line ends (its newline)
+                ends = list(itertools.accumulate(map((1).__add__, map(len, lines))))
+            line = bisect.bisect_right(ends, at)
+            found.add(line)
+            at = text.find(pattern, ends[line])
+    return sorted(found)
 
 
 def _orjson_only_float(data: bytes) -> bool:

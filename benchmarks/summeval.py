@@ -164,8 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = find_data(args.data)
     if path is None:
         print(
-            f"skipped: no SummEval data. Put BARTScore's SUM/SummEval/data.pkl (github.com/neulab/BARTScore) or "
-            f"SummEval's model_annotations.aligned.paired.jsonl (github.com/Yale-LILY/SummEval) in {CACHE}/ "
+            f"skipped: no SummEval data. Put BARTScore's SUM/SummEval/data.pkl (the neulab/BARTScore repository) or "
+            f"SummEval's model_annotations.aligned.paired.jsonl (Yale-LILY/SummEval) in {CACHE}/ "
             "or pass --data PATH."
         )
         return 0

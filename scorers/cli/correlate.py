@@ -86,7 +86,7 @@ def add_correlate(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
         type=float,
         default=0.0,
         metavar="D",
-        help="--pairs-from: the least difference of human scores that makes a pair (default: 0, any difference)",
+        help="--pairs-from: a pair needs human scores more than D apart (default: 0, any difference)",
     )
     p_correlate.add_argument("--no-compare", action="store_true", help="no tests between pairs of scorers")
     p_correlate.add_argument(
@@ -100,7 +100,10 @@ def add_correlate(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
     p_correlate.add_argument("--confidence", type=float, default=0.95, help="interval level (default: 0.95)")
     p_correlate.add_argument("--json", action="store_true", help="also print the figures as JSON on stdout")
     p_correlate.add_argument(
-        "-o", "--output", metavar="CORR.json", help="write the figures as JSON (the report reads this file)"
+        "-o",
+        "--output",
+        metavar="CORR.json",
+        help="write the figures as JSON (scorers.report.write_report(correlations=...) shows it)",
     )
     p_correlate.add_argument(
         "--html", metavar="REPORT.html", help="write an HTML page of the figures with a chart per human column"

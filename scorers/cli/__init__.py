@@ -1,4 +1,4 @@
-"""Command line: ``python -m scorers list|show|run|check|promptfoo|report|meta-eval|compare|loopback``.
+"""Command line: ``python -m scorers list|show|run|check|promptfoo|report|meta-eval|compare|correlate|loopback``.
 
 A thin layer over the library: ``run`` is :func:`scorers.evaluate` plus file
 reading, durable JSONL output, resume, thresholds and a summary table.

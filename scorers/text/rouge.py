@@ -31,13 +31,14 @@ import unicodedata
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from .._util import lazy, optional_import
+from .._util import lazy
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError
 from ..fields import references_field, text_field
 from ..registry import register
 from ..score import Score
 from ._ngrams import CachedSignature, TokenCache, clipped_ngram_matches, porter_stem, split_flat
+from ._nltk_modules import nltk_version
 
 if TYPE_CHECKING:
     import numpy as np
@@ -159,7 +160,7 @@ class ROUGE(CachedSignature, Scorer):
             "reference": REFERENCE,
         }
         if self.use_stemmer:
-            params["nltk_version"] = optional_import("nltk", scorer=self.name, extra="text").__version__
+            params["nltk_version"] = nltk_version(scorer=self.name)
         return params
 
     # -------------------------------------------------------------- tokens

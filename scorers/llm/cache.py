@@ -64,6 +64,16 @@ CREATE TABLE IF NOT EXISTS replies (
 #: Canonical JSON (sorted keys, no spaces); one instance, as ``json.dumps`` would build one per call.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
+
+def _encode_text(text: str) -> str:
+    """``_CANONICAL.encode(text)`` for a ``str``. An ASCII text without DEL (which only the ASCII escaper escapes)
+    comes out the same from the ASCII escaper, the faster of the two (about 2.5 against 4 us for a 1 kB prompt)."""
+    return _ascii_escaped(text) if text.isascii() and "\x7f" not in text else _escaped(text)
+
+
+_ascii_escaped: Callable[[str], str] = json.encoder.encode_basestring_ascii
+_escaped: Callable[[str], str] = json.encoder.encode_basestring
+
 #: Most keys in one ``IN (...)`` query (SQLite's default limit on parameters is 999 in old builds).
 _KEYS_PER_QUERY = 500
 
@@ -130,12 +140,14 @@ def _encode_messages(messages: Any, encode: Callable[[Any], str]) -> str:
         return encode(messages)
     parts = []
     for message in messages:
+        if type(message) is dict and len(message) == 2:  # the usual message: {"role": str, "content": str}
+            content, role = message.get("content"), message.get("role")
+            if type(content) is str and type(role) is str:
+                parts.append(f'{{"content":{_encode_text(content)},"role":{_encode_text(role)}}}')
+                continue
         if type(message) is not dict or not all(type(k) is str and type(v) is str for k, v in message.items()):
             return encode(messages)
-        if len(message) == 2 and "role" in message and "content" in message:  # the usual message: keys known
-            parts.append(f'{{"content":{encode(message["content"])},"role":{encode(message["role"])}}}')
-        else:
-            parts.append("{" + ",".join(f"{encode(k)}:{encode(message[k])}" for k in sorted(message)) + "}")
+        parts.append("{" + ",".join(f"{encode(k)}:{encode(message[k])}" for k in sorted(message)) + "}")
     return f"[{','.join(parts)}]"
 
 

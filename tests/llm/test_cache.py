@@ -53,6 +53,11 @@ KEY_VECTORS = [
     BODY,
     {},
     {"model": "m", "messages": [{"role": "user", "content": 'caf\u00e9 \u2028 \x7f \x00 "quoted" \\ tab\t'}]},
+    {"model": "m", "messages": [{"role": "user", "content": 'ASCII \x00 \x1f "quoted" \\ tab\t line\n ~'}]},
+    {
+        "model": "m",
+        "messages": [{"role": "user", "content": "ASCII with DEL \x7f"}, {"role": "assistant", "content": ""}],
+    },
     {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "parts"}]}]},
     {"model": "m", "messages": [{"content": "x", "role": "system", "name": "n"}, {}]},
     {"model": "m", "messages": ({"role": "user", "content": "a tuple"},)},

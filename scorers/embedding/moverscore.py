@@ -222,7 +222,8 @@ class MoverScore(Scorer):
 
     # ------------------------------------------------------------ scoring
     def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
-        torch = models.import_torch(self.name)
+        import numpy as np
+        from scipy.spatial.distance import cdist  # scipy comes with POT
 
         texts = list(dict.fromkeys(t for row in rows for t in (row["output"], *row["expected"])))
         tokens = [self._tokens(t) for t in texts]
@@ -233,13 +234,16 @@ class MoverScore(Scorer):
         sides: list[dict[int, tuple[Any, Any] | None]] = [{}, {}]  # text index -> (unit embeddings, weights)
 
         def side(i: int, which: int) -> tuple[Any, Any] | None:
-            """The kept tokens' unit embeddings (float64) and normalised weights of text ``i``; None: no weight."""
+            """The kept tokens' unit embeddings (float64) and normalised weights of text ``i``; None: no weight.
+
+            numpy, not torch: these arrays are small, and torch's thread pool costs more than the arithmetic."""
             if i not in sides[which]:
-                weights = torch.tensor(self._weights(tokens[i], ids[i], which), dtype=torch.float64)
+                weights = np.array(self._weights(tokens[i], ids[i], which), dtype=np.float64)
                 kept = weights > 0
-                vectors = torch.nn.functional.normalize(states[i][kept].double(), dim=-1)
+                vectors = states[i].numpy()[kept].astype(np.float64)
+                vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
                 total = weights[kept].sum()
-                sides[which][i] = (vectors, (weights[kept] / total).numpy()) if total > 0 else None
+                sides[which][i] = (vectors, weights[kept] / total) if total > 0 else None
             return sides[which][i]
 
         results: list[Score | ScorerError] = []
@@ -253,8 +257,8 @@ class MoverScore(Scorer):
                 reference = side(index[ref], 0)
                 if reference is None:
                     break
-                cost = torch.cdist(reference[0], output[0], compute_mode="donot_use_mm_for_euclid_dist")
-                distances.append(float(self._ot.emd2(reference[1], output[1], cost.numpy())))
+                cost = cdist(reference[0], output[0])  # |x - y| summed directly: 0 between equal embeddings
+                distances.append(float(self._ot.emd2(reference[1], output[1], cost)))
             if len(distances) < len(row["expected"]):
                 results.append(ScorerInputError(self.name, "expected", _NO_WEIGHT))
                 continue

@@ -67,8 +67,8 @@ class MoverScore(Scorer):
     ``device`` and ``allow_download`` (hub models are read from the local HF cache only unless True).
 
     >>> s = MoverScore()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")
-    >>> round(s.score, 4), round(s.metadata["distance"], 4)
-    (0.5437, 0.8394)
+    >>> round(s.score, 4), round(s.metadata["distance"], 4)  # float32 embeddings: agree to about 1e-6 across CPUs
+    (0.526, 0.9011)
     """
 
     name = "MoverScore"

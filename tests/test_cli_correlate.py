@@ -111,6 +111,10 @@ def test_outputs_and_report(results: Path, tmp_path: Path, capsys: pytest.Captur
     text = page.read_text()
     assert text.count('data-chart="correlation"') == 1 and "<script" not in text
     assert 'class="williams"' in text
+    report = tmp_path / "report.html"
+    assert main(["report", str(results), "--correlation", str(corr), "-o", str(report)]) == 0
+    text = report.read_text()
+    assert text.count('data-chart="correlation"') == 1 and 'class="williams"' in text
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,14 @@ def add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser], templat
         metavar="META.json",
         help="also show a meta-eval file (agreement figures, confusion heat map); repeatable",
     )
+    p_report.add_argument(
+        "--correlation",
+        action="append",
+        default=[],
+        dest="correlations",
+        metavar="CORR.json",
+        help="also show a correlation file of `correlate -o` (tables, a chart per human column); repeatable",
+    )
     p_report.add_argument("-o", "--output", required=True, metavar="REPORT.html", help="HTML file to write")
     p_report.add_argument(
         "--key", metavar="FIELD", help="compare rows matched by this field (default: by position), as `compare --key`"
@@ -52,6 +60,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         args.results,
         args.output,
         meta_evals=args.meta_evals,
+        correlations=args.correlations,
         key=args.key,
         mapping=dict(parse_pairs(args.map, "--map")),
         prices=parse_prices(args.price) if args.price else None,

@@ -106,7 +106,7 @@ class MoverScore(Scorer):
                 f"{self.name}: score_map must be one of {', '.join(map(repr, SCORE_MAPS))}, got {score_map!r}",
                 scorer=self.name,
             )
-        if isinstance(stop_words, str) or not all(isinstance(w, str) for w in stop_words):
+        if not isinstance(stop_words, (list, tuple, set, frozenset)) or not all(isinstance(w, str) for w in stop_words):
             raise ConfigError(f"{self.name}: stop_words must be a list of strings", scorer=self.name)
         self.model = model
         self.allow_download = bool(allow_download)

@@ -227,6 +227,8 @@ def test_a_text_with_nothing_to_weigh_is_the_rows_input_error():
         ({"num_layers": -1}, "num_layers must be a non-negative integer"),
         ({"num_layers": 7}, "between 0 and 6"),
         ({"stop_words": "the"}, "stop_words must be a list of strings"),
+        ({"stop_words": [1]}, "stop_words must be a list of strings"),
+        ({"stop_words": 5}, "stop_words must be a list of strings"),
         ({"batch_size": 0}, "batch_size must be a positive integer"),
     ],
 )

@@ -29,42 +29,32 @@ PUNCTUATION = frozenset(string.punctuation)
 @register
 class MoverScore(Scorer):
     """MoverScore: the earth mover's distance between the IDF-weighted contextual token embeddings of
-    ``output`` and ``expected`` (Zhao et al. 2019), computed as ``moverscore_v2.word_mover_score`` does.
+    ``output`` and ``expected`` (Zhao et al. 2019), as ``moverscore_v2.word_mover_score`` computes it.
 
-    Each text is tokenized as moverscore_v2 does (``[CLS]`` + word pieces, truncated to the tokenizer's
-    ``model_max_length`` - 2, + ``[SEP]``; the tokenizer loaded with ``do_lower_case=True``) and encoded;
-    each token gets the embedding of the model's last layer (or of layer ``num_layers``). Tokens that are
-    stop words, ``##`` word pieces or one punctuation character weigh nothing; the others weigh their IDF
-    (``idf=True``) or 1 (``[CLS]`` and ``[SEP]`` included, as moverscore_v2's uniform weights have them).
-    The distance ``d`` is the optimal transport cost between the two normalised weight vectors over the
-    Euclidean distances of the unit embeddings, solved exactly by POT's network simplex (``ot.emd2``; pyemd,
-    which moverscore_v2 calls, runs the same solver by default). ``score_map`` turns it into the score:
-    ``"reciprocal"`` (default) is ``1 / (1 + d)``, what moverscore_v2 returns on the project's repository;
-    ``"complement"`` is ``1 - d``, what moverscore 1.0.3 on PyPI returns, clamped to [0, 1] for ``score``.
-    ``metadata`` holds ``distance`` (``d``) and ``moverscore`` (the unclamped value). A list of references
-    scores their mean, as the project's ``sentence_score`` does (``metadata["references"]``: each value).
+    Tokens are moverscore_v2's (``[CLS]``, word pieces truncated to ``model_max_length - 2``, ``[SEP]``;
+    the tokenizer loaded with ``do_lower_case=True``), embedded by the model's last layer (or layer
+    ``num_layers``). Stop words, ``##`` pieces and single punctuation characters weigh 0; other tokens
+    their IDF (``idf=True``) or 1. ``d`` is the exact optimal transport cost between the two normalised
+    weight vectors over the Euclidean distances of the unit embeddings (POT's ``ot.emd2``, which pyemd,
+    moverscore_v2's solver, runs by default). ``score_map="reciprocal"`` (default) scores ``1 / (1 + d)``
+    (moverscore_v2 on the project's repository); ``"complement"`` scores ``1 - d`` (moverscore 1.0.3 on
+    PyPI), clamped to [0, 1]. ``metadata``: ``distance`` and ``moverscore`` (unclamped); several
+    references score their mean (``metadata["references"]``: each).
 
-    IDF: moverscore_v2 takes two IDF tables, ``log((M+1)/(df+1))`` over a corpus of ``M`` texts (a token no
-    text holds: ``log(M+1)``), usually built from the call's references and outputs. A row's score here
-    never depends on the other rows of its batch, so the corpora are settings: ``idf_sents`` weighs the
-    references, and the outputs too unless ``idf_output_sents`` is given. To reproduce a corpus call
-    ``word_mover_score(refs, hyps, get_idf_dict(refs), get_idf_dict(hyps))``, pass ``idf_sents=refs,
-    idf_output_sents=hyps``. ``idf=False`` (default) gives every kept token weight 1.
+    IDF corpora are settings, so a row's score never depends on its batch: ``idf_sents`` weighs the
+    references (and the outputs, unless ``idf_output_sents`` is given): ``word_mover_score(refs, hyps,
+    get_idf_dict(refs), get_idf_dict(hyps))`` is ``MoverScore(idf=True, idf_sents=refs,
+    idf_output_sents=hyps)``. Unlike moverscore_v2, padding never weighs (it weighs the id of ``[PAD]``,
+    0 only in BERT vocabularies), a text with no weighted token is the row's ``ScorerInputError`` (1.0
+    there), and distances are float64, so an output equal to its reference scores exactly 1 (float32
+    noise there). ``n_gram`` and ``remove_subwords``, which moverscore_v2 takes but never uses, are not
+    parameters. Details: docs/moverscore.md.
 
-    What moverscore_v2 does differently: it accepts ``n_gram`` and ``remove_subwords`` but uses neither
-    (unigrams; ``##`` pieces always dropped), so they are not parameters here. It pads each batch and
-    weighs padding with the id of ``[PAD]``, which is 0 for BERT vocabularies (MiniLM, DistilBERT) but not
-    others, where its numbers depend on the batch; here padding never weighs. A text with no weighted
-    token (only stop words or punctuation; or, with IDF, only tokens every corpus text holds) scores 1.0
-    there; here it is the row's :class:`~scorers.errors.ScorerInputError`. Distances are computed in
-    float64 from the float32 embeddings, so an output equal to its reference scores exactly 1 (moverscore_v2's
-    float32 distances between equal embeddings are rounding noise, about 1e-4).
-
-    Parameters: ``model`` (``None``: the bundled all-MiniLM-L6-v2; a hub name such as
-    ``"distilbert-base-uncased"``, moverscore_v2's default, or a local folder), ``num_layers`` (``None``:
-    all), ``idf``/``idf_sents``/``idf_output_sents``, ``stop_words`` (word pieces, compared as the tokenizer
-    writes them), ``score_map``, ``batch_size`` (texts per forward pass; never changes the numbers),
-    ``device`` and ``allow_download`` (hub models are read from the local HF cache only unless True).
+    Parameters: ``model`` (``None``: the bundled all-MiniLM-L6-v2; a hub name or a local folder),
+    ``num_layers`` (``None``: all), ``idf``/``idf_sents``/``idf_output_sents``, ``stop_words`` (word
+    pieces as the tokenizer writes them), ``score_map``; ``batch_size`` (texts per forward pass),
+    ``device`` and ``allow_download`` (hub models only from the local HF cache unless True) never
+    change the numbers.
 
     >>> s = MoverScore()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")
     >>> round(s.score, 4), round(s.metadata["distance"], 4)  # float32 embeddings: agree to about 1e-6 across CPUs

@@ -141,10 +141,10 @@ def score_jsonl(
     """
     pool, started = None, None  # started: done once a worker process is up
     if workers > 1 and _forks_safely():  # forks of this process, up at once
-        pool = _process_pool(unit, workers - 1, "fork")
+        pool = _process_pool(unit, workers, "fork", workers - 1)
         started = pool.submit(os.getpid)  # forks the workers now, before this process starts a thread
     elif workers > 1:  # fresh processes, which import scorers first: started from a thread, while this one goes on
-        pool = _process_pool(unit, workers - 1)
+        pool = _process_pool(unit, workers, processes=workers - 1)
         starter = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="scorers-start")
         started = starter.submit(lambda: pool.submit(os.getpid).result())
         starter.shutdown(wait=False)
@@ -268,13 +268,17 @@ def _worker_payload(unit: BatchScorer, workers: int) -> bytes:
 
 
 def _process_pool(
-    unit: BatchScorer, workers: int, method: str = "forkserver"
+    unit: BatchScorer, workers: int, method: str = "forkserver", processes: int | None = None
 ) -> concurrent.futures.ProcessPoolExecutor:
+    """``processes`` (default: ``workers``) worker processes for ``unit``; ``workers`` is the count a message names."""
     payload = _worker_payload(unit, workers)
     # forkserver: workers start from a clean process, not from a fork of this (multi-threaded) one; no preload,
     # since the forkserver's settings are the whole process's: each worker imports scorers once
     return concurrent.futures.ProcessPoolExecutor(
-        workers, mp_context=multiprocessing.get_context(method), initializer=_init_worker, initargs=(payload,)
+        processes or workers,
+        mp_context=multiprocessing.get_context(method),
+        initializer=_init_worker,
+        initargs=(payload,),
     )
 
 

@@ -465,18 +465,18 @@ def _records(
     failed_rows: set[int] = set()
     for name in failing:
         failed_rows.update(i for i, outcome in enumerate(outcomes[name]) if type(outcome) is dict)
-    for i in failed_rows:  # the scores of the scorers that failed come last, as RowResult.scores puts them
+    errors = {i: {name: outcomes[name][i] for name in failing if type(outcomes[name][i]) is dict} for i in failed_rows}
+    for i, row_errors in errors.items():  # the scores of the scorers that failed come last, as RowResult.scores has
         row_scores = scores[i]
-        errors = {name: outcomes[name][i] for name in failing if type(outcomes[name][i]) is dict}
-        for name in errors:
+        for name in row_errors:
             del row_scores[name]
             row_scores[name] = None
     for row, row_scores in zip(rows, scores):
         row["scores"] = row_scores
-    if failed_rows or with_stats or metadata:
+    if errors or with_stats or metadata:
         for i, row in enumerate(rows):
-            if i in failed_rows:
-                row["errors"] = {name: outcomes[name][i] for name in failing if type(outcomes[name][i]) is dict}
+            if i in errors:
+                row["errors"] = errors[i]
             stats = {
                 name: list(outcomes[name][i].stats)
                 for name in with_stats
@@ -488,7 +488,7 @@ def _records(
                 row["metadata_scores"] = {
                     name: column[i].metadata for name, column in outcomes.items() if type(column[i]) is not dict
                 }
-    return rows, renamed, len(failed_rows)
+    return rows, renamed, len(errors)
 
 
 _SCORE = operator.attrgetter("score")

@@ -13,7 +13,7 @@ a :class:`ChatResult`. See :mod:`scorers.llm.engine` for how requests are sent.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping, Sequence
 
 from .._util import memoize
@@ -340,7 +340,15 @@ class ChatResult:
         values["tool_calls"] = tuple(ToolCall(**call) for call in values.get("tool_calls") or ())
         if values.get("logprobs") is not None:
             values["logprobs"] = tuple(TokenLogprob.from_dict(t) for t in values["logprobs"])
+        if values.keys() == _STORED_FIELDS:  # a whole to_dict() form, such as a cache entry: the instance is
+            result = object.__new__(cls)  # filled as the frozen __init__ fills it, without the call of 16
+            result.__dict__.update(values, parsed=None)  # arguments (microseconds of every cache hit)
+            return result
         return cls(**values)
+
+
+#: The fields :meth:`ChatResult.to_dict` writes: all but ``parsed``.
+_STORED_FIELDS = frozenset(f.name for f in fields(ChatResult)) - {"parsed"}
 
 
 def _parse_chat(data: Any, *, model: str) -> ChatResult:

@@ -3,6 +3,7 @@ against the loopback server through the real openai client."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 
@@ -315,6 +316,27 @@ def test_result_round_trips_through_to_dict():
     )
     data = json.loads(json.dumps(result.to_dict()))
     assert ChatResult.from_dict(data) == result
+
+
+@pytest.mark.parametrize(
+    "leave_out", [(), ("failed_prompt_tokens", "failed_completion_tokens", "logprobs"), ("sent",)], ids=str
+)
+def test_result_from_a_whole_or_older_dict_with_changes_is_the_replaced_result(leave_out):
+    result = ChatResult(
+        content=None,
+        tool_calls=(ToolCall("select_choice", '{"choice": "A"}', "call_1"),),
+        finish_reason="tool_calls",
+        model="m",
+        prompt_tokens=12,
+        attempts=1,
+        sent={"api": "chat"},
+    )
+    data = {k: v for k, v in json.loads(json.dumps(result.to_dict())).items() if k not in leave_out}
+    rebuilt = ChatResult.from_dict(data, cached=True, attempts=0, latency_s=0.5)
+    expected = dataclasses.replace(result, cached=True, attempts=0, latency_s=0.5, sent=data.get("sent", {}))
+    assert rebuilt == expected and repr(rebuilt) == repr(expected) and rebuilt.parsed is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(rebuilt, "cached", False)
 
 
 def test_a_reply_cached_before_sent_existed_gets_it_from_the_request(engine, llm_server):

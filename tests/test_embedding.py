@@ -14,6 +14,7 @@ import hashlib
 import json
 import math
 import pickle
+import random
 import re
 import subprocess
 import sys
@@ -215,6 +216,73 @@ def test_bertscore_lower_layers_match_reference_figures(num_layers: int, f1: flo
     )
     assert score.metadata["f1"] == pytest.approx(f1, abs=0.5e-6 + GOLDEN_TOL)
     assert score.metadata["signature"]["num_layers"] == num_layers
+
+
+RANDOM_VOCABULARY = (
+    "the a cat sat on mat dog ran quickly over lazy brown fox quantum strong force pancakes breakfast morning "
+    "meeting Thursday moved rescheduled we I you it is was not never 1 2 42 3.5 café naïve 日本語 👍 , . ! ? ( ) -"
+).split()
+
+
+def random_pairs(n: int, seed: int = 18) -> list[tuple[str, str]]:
+    """Seeded pairs of 1 to 150 words: unrelated, identical, and shuffled subsets of the reference."""
+    rng = random.Random(seed)
+
+    def sentence() -> str:
+        words = rng.choice([rng.randint(1, 6), rng.randint(6, 30), rng.randint(30, 150)])
+        return " ".join(rng.choice(RANDOM_VOCABULARY) for _ in range(words))
+
+    pairs = []
+    for _ in range(n):
+        reference, u = sentence(), rng.random()
+        if u < 0.05:
+            output = reference
+        elif u < 0.5:
+            output = sentence()
+        else:
+            words = reference.split()
+            kept = rng.sample(words, max(1, int(len(words) * rng.uniform(0.3, 1.0))))
+            output = " ".join(kept + [rng.choice(RANDOM_VOCABULARY) for _ in range(rng.randint(0, 5))])
+        pairs.append((output, reference))
+    return pairs
+
+
+#: Enough varied lengths that a batch has both single-length forward passes and merged, padded ones.
+RANDOM_PAIRS = random_pairs(240)
+
+
+@pytest.fixture(scope="module")
+def random_reference_alone(reference: Any) -> list[tuple[float, float, float]]:
+    return [tuple(t.item() for t in reference.score([o], [e])) for o, e in RANDOM_PAIRS]
+
+
+@pytest.mark.parametrize("batch_size", [64, 5])
+def test_bertscore_equals_bert_score_on_random_pairs_of_varied_lengths(
+    random_reference_alone: list[tuple[float, float, float]], batch_size: int
+) -> None:
+    scores = BERTScore(device="cpu", batch_size=batch_size).score_batch(rows_of(RANDOM_PAIRS))
+    for score, alone in zip(scores, random_reference_alone):
+        assert prf(score) == pytest.approx(alone, abs=TOL)
+
+
+def test_bertscore_forward_passes_are_single_length_once_large_enough() -> None:
+    from scorers.embedding.bertscore import MIN_PASS_TOKENS, TOKEN_BUDGET, _length_batches
+
+    bert = BERTScore(device="cpu")
+    lengths = [len(bert._tokenize(t)) for t in dict.fromkeys(t for pair in RANDOM_PAIRS for t in pair)]
+    kinds = set()
+    for batch_size in (64, 5):
+        batches = _length_batches(lengths, batch_size)
+        assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+        widths = [[lengths[i] for i in batch] for batch in batches]
+        assert all(w == sorted(w) and len(w) <= batch_size and len(w) * w[-1] <= TOKEN_BUDGET for w in widths)
+        # a pass takes another length only while it is still small
+        assert all(k * w[k - 1] < MIN_PASS_TOKENS for w in widths for k in range(1, len(w)) if w[k] != w[k - 1])
+        assert sum(len(w) * w[-1] for w in widths) < 1.1 * sum(lengths)  # little padding
+        kinds |= {w[0] == w[-1] for w in widths}
+    assert kinds == {True, False}  # the random pairs above go through both kinds of pass
+    many = [n for n in range(20, 40) for _ in range(60)]  # 60 sentences of each length: no padding at all
+    assert all(len({many[i] for i in batch}) == 1 for batch in _length_batches(many, 64))
 
 
 @pytest.mark.parametrize("output,expected", [("", "The cat sat."), ("The cat sat.", "   "), ("", "")])

@@ -49,8 +49,9 @@ class BERTScore(Scorer):
     defaulting to bert-score's tuned layer), ``num_layers``, ``idf``/``idf_sents``,
     ``lang`` (only picks the rescale baseline file, as in bert-score),
     ``rescale_with_baseline``/``baseline_path`` (``ConfigError`` when no baseline
-    exists for the model, e.g. MiniLM), ``batch_size`` (sentences per forward
-    pass; never changes the numbers), ``device``, ``use_fast_tokenizer`` and
+    exists for the model, e.g. MiniLM), ``batch_size`` (the most sentences per
+    forward pass, which groups sentences of one token length so that no padding is
+    computed; never changes the numbers), ``device``, ``use_fast_tokenizer`` and
     ``allow_download`` (hub models are read from the local HF cache only unless True).
     For paper-comparable numbers: ``BERTScore(model_type="roberta-large",
     rescale_with_baseline=True, allow_download=True)``.
@@ -317,21 +318,22 @@ class BERTScore(Scorer):
 #: The most tokens one forward pass holds (besides ``batch_size`` sentences): bounds memory on long texts.
 TOKEN_BUDGET = 8192
 #: A forward pass of fewer tokens than this also takes the next token length (padded, with an attention
-#: mask): below it, the fixed cost of a pass and small matrix products outweigh the padding.
-MIN_PASS_TOKENS = 128
+#: mask): each pass has a fixed cost (module calls, thread synchronisation: large on a busy machine),
+#: so few sentences in many passes would cost more than a little padding.
+MIN_PASS_TOKENS = 1024
 
 
 def _length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Indices sorted by length, cut into forward passes of one token length each.
+    """Indices sorted by length, cut into forward passes of one token length each where there are enough.
 
     A pass holds at most ``batch_size`` sentences and :data:`TOKEN_BUDGET` tokens; a pass
     still under :data:`MIN_PASS_TOKENS` tokens takes the next length too. With many
-    sentences nearly every pass is of a single length: the encoder computes no padding
-    (bert-score pads each batch of 64 to its longest sentence) and needs no attention mask.
-    Padding with a mask gives the same states to float32 rounding, so batching never changes the numbers.
+    sentences most passes are of a single length: the encoder computes no padding (bert-score
+    pads each batch of 64 to its longest sentence) and needs no attention mask. Padding with
+    a mask gives the same states to float32 rounding, so batching never changes the numbers.
 
-    >>> _length_batches([40, 40, 40, 41, 41, 41, 41, 3], batch_size=64)  # 3 is merged: 3 tokens < 128
-    [[7, 0, 1, 2], [3, 4, 5, 6]]
+    >>> _length_batches([300] * 4 + [301] * 4 + [3], batch_size=64)  # 3 tokens are merged: < MIN_PASS_TOKENS
+    [[8, 0, 1, 2, 3], [4, 5, 6, 7]]
     """
     batches: list[list[int]] = []
     current: list[int] = []

@@ -10,6 +10,8 @@ One registry of scorers sharing one keyword interface,
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._util import lazy
 from ._version import __version__
 from .aggregate import Aggregator, MeanAggregator, StatsAggregator
@@ -27,7 +29,7 @@ from .errors import (
     UnknownScorerError,
 )
 from .fields import Field, references_field, text_field
-from .registry import entries, get, names, register, registry
+from .registry import Registry, entries, get, names, register, registry
 from .score import Score
 
 # Importing the families registers their scorers; heavy libraries load on first use.
@@ -35,13 +37,23 @@ from . import agents as _agents  # noqa: E402,F401  # isort: skip
 from . import embedding as _embedding  # noqa: E402,F401  # isort: skip
 from . import heuristic as _heuristic  # noqa: E402,F401  # isort: skip
 from . import text as _text  # noqa: E402,F401  # isort: skip
-from .judges import discovery as _discovery  # noqa: E402  # isort: skip
-
-_discovery.install()  # templates/*.yaml register lazily, on the registry's first lookup
 from .heuristic import ExactMatch, JSONDiff, Levenshtein, ListContains, NumericDiff, ValidJSON  # noqa: E402
-from .judges import LLMClassifier  # noqa: E402
-from .llm import configure  # noqa: E402
 from .runner import Evaluation, RowResult, Summary, aevaluate, evaluate  # noqa: E402
+
+if TYPE_CHECKING:
+    from .judges import LLMClassifier
+    from .llm import configure
+
+
+def _load_judges(registry: Registry) -> None:
+    """The judges (pydantic, the OpenAI client's settings: most of ``import scorers``) load on the registry's
+    first miss or listing, or on ``import scorers.judges``; then the templates/*.yaml register."""
+    from .judges import discovery
+
+    discovery.install()
+
+
+registry.add_loader(_load_judges)
 
 __all__ = [
     "__version__",
@@ -88,9 +100,18 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """``compare`` and ``meta_evaluate`` load :mod:`scorers.stats` (numpy, scipy) on first use, not at import."""
+    """``compare`` and ``meta_evaluate`` load :mod:`scorers.stats` (numpy, scipy), ``LLMClassifier`` and
+    ``configure`` the judges, on first use, not at import."""
     if name in ("compare", "meta_evaluate"):
         from . import stats
 
         return getattr(stats, name)
+    if name == "LLMClassifier":
+        from .judges import LLMClassifier
+
+        return LLMClassifier
+    if name == "configure":
+        from .llm import configure
+
+        return configure
     raise AttributeError(f"module 'scorers' has no attribute {name!r}")

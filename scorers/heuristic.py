@@ -19,6 +19,12 @@ import re
 from functools import lru_cache, partial
 from typing import Any, Callable, Literal, Sequence, cast
 
+# imported here, not in the scorers' methods: two threads importing rapidfuzz.distance at once can get it half
+# initialised (its modules import each other), e.g. Levenshtein and ROUGE-L scoring a first batch side by side
+import rapidfuzz
+import rapidfuzz.process
+from rapidfuzz.distance import Levenshtein as rapidfuzz_levenshtein
+
 from ._util import is_int, is_number, json_error_reason, lazy
 from .base import Scorer
 from .errors import ConfigError, ScorerError, ScorerInputError
@@ -175,8 +181,6 @@ class Levenshtein(Scorer):
         self.normalize = normalize
 
     def params(self) -> dict[str, Any]:
-        import rapidfuzz
-
         return {"normalize": self.normalize, "rapidfuzz": rapidfuzz.__version__}
 
     def _prepare(self, text: str) -> str:
@@ -188,22 +192,20 @@ class Levenshtein(Scorer):
 
     # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook\'s **fields)
     def _score(self, *, output: str, expected: str, **_: Any) -> Score:  # type: ignore[override]
-        from rapidfuzz.distance import Levenshtein as _lev
-
-        return self.make_score(_lev.normalized_similarity(self._prepare(output), self._prepare(expected)))
+        return self.make_score(
+            rapidfuzz_levenshtein.normalized_similarity(self._prepare(output), self._prepare(expected))
+        )
 
     def _similarities(self, outputs: Sequence[str], expecteds: Sequence[str]) -> list[float]:
         import numpy as np
-        from rapidfuzz import process
-        from rapidfuzz.distance import Levenshtein as _lev
 
         if self.normalize is not None:
             outputs = [self._prepare(o) for o in outputs]
             expecteds = [self._prepare(e) for e in expecteds]
-        sims = process.cpdist(
+        sims = rapidfuzz.process.cpdist(
             outputs,
             expecteds,
-            scorer=_lev.normalized_similarity,
+            scorer=rapidfuzz_levenshtein.normalized_similarity,
             dtype=np.float64,
             workers=-1 if len(outputs) >= 4_000 else 1,
         )
@@ -610,11 +612,10 @@ class ListContains(Scorer):
         import numpy as np
 
         if type(self.pairwise_scorer) is Levenshtein and self.pairwise_scorer.normalize is None:
-            from rapidfuzz import process
-            from rapidfuzz.distance import Levenshtein as _lev
-
             outs, exps = self._texts("output", output), self._texts("expected", expected)
-            return process.cdist(outs, exps, scorer=_lev.normalized_similarity, dtype=np.float64)
+            return rapidfuzz.process.cdist(
+                outs, exps, scorer=rapidfuzz_levenshtein.normalized_similarity, dtype=np.float64
+            )
         matrix = np.zeros((len(output), len(expected)))
         for i, o in enumerate(output):
             for j, e in enumerate(expected):

@@ -31,6 +31,8 @@ import unicodedata
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
+from rapidfuzz.distance import LCSseq  # at import: see scorers.heuristic's rapidfuzz imports
+
 from .._util import lazy
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError
@@ -245,8 +247,6 @@ def _fmeasure(precision: float, recall: float) -> float:
 def _lcs_prf(target: list[int], prediction: list[int]) -> tuple[float, float, float]:
     if not target or not prediction:
         return 0.0, 0.0, 0.0
-    from rapidfuzz.distance import LCSseq
-
     length = LCSseq.similarity(target, prediction)
     precision, recall = length / len(prediction), length / len(target)
     return precision, recall, _fmeasure(precision, recall)

@@ -17,49 +17,18 @@ import scorers
 from scorers.embedding.nli import NLIEntailment
 from scorers.errors import ConfigError, ScorerInputError
 from scorers.registry import Registry
+from scorers.testing import TINY_NLI_LABELS, TINY_NLI_WORDS, tiny_nli_model
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-WORDS = "a the man woman dog cat plays sleeps runs guitar music makes someone is not on mat outside , .".split()
-LABELS = {0: "contradiction", 1: "neutral", 2: "entailment"}
+WORDS, LABELS = TINY_NLI_WORDS, TINY_NLI_LABELS
 
 
 @pytest.fixture(scope="module")
 def tiny_nli(tmp_path_factory) -> Path:
     """A one-layer BERT with a 3-class head (random weights, seeded) and a WordPiece tokenizer of ``WORDS``."""
-    from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
-    from tokenizers.models import WordPiece
-
-    folder = tmp_path_factory.mktemp("tiny-nli")
-    vocab = {token: i for i, token in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
-    tokenizer = Tokenizer(WordPiece(vocab, unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokenizer.post_processor = processors.BertProcessing(("[SEP]", vocab["[SEP]"]), ("[CLS]", vocab["[CLS]"]))
-    transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
-        unk_token="[UNK]",
-        pad_token="[PAD]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-        model_max_length=32,
-    ).save_pretrained(folder)
-    torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=32,
-        initializer_range=0.5,  # a wide spread, so that the classes' probabilities differ between pairs
-        id2label=LABELS,
-        label2id={name: index for index, name in LABELS.items()},
-    )
-    transformers.BertForSequenceClassification(config).save_pretrained(folder)
-    return folder
+    return tiny_nli_model(tmp_path_factory.mktemp("tiny-nli"))
 
 
 def with_labels(source: Path, target: Path, id2label: dict[int, str]) -> str:

@@ -17,6 +17,7 @@ two 4096 × 4096 float32 matrices with the same thread count.
 
     python benchmarks/bench_bertscore.py                       # 1,000 pairs, 3 timed runs per side
     python benchmarks/bench_bertscore.py --n 300 --json /tmp/bertscore.json
+    python benchmarks/bench_bertscore.py --threads 1     # on a busy machine: one thread suffers least from sharing
 
 The exit status is 1 when the numbers differ.
 """
@@ -100,10 +101,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=1000, help="pairs (default 1000)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per side; the median is reported")
     parser.add_argument("--check", type=int, default=CHECK_PAIRS, help="pairs checked against bert-score alone")
+    parser.add_argument("--threads", type=int, help="torch threads for both sides and the peak (default: torch's)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args(argv)
 
     import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     pairs = make_pairs(args.n)
     outputs, expecteds = [p[0] for p in pairs], [p[1] for p in pairs]

@@ -8,7 +8,8 @@
 #   - scorers, editable, with every extra and the test tools, at the versions of scripts/constraints.txt (torch
 #     2.13.0: the CPU build; any other spec may pull a multi-GB CUDA build);
 #   - the promptfoo CLI (npm), the local OpenAI-compatible server (llama-cpp-python, compiled here) and the
-#     harnesses' own venvs (autoevals' test suite, promptflow, DeepEval) under .cache/ (git-ignored).
+#     harnesses' own venvs (autoevals' test suite, promptflow, DeepEval) and moverscore 1.0.3 (the MoverScore
+#     equality test's reference) under .cache/ (git-ignored).
 # Usage: bash scripts/setup.sh        (run from the repository root; root or sudo for apt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -99,5 +100,8 @@ bash scripts/setup_autoevals.sh
 step_done
 step "promptflow 1.18.5 and DeepEval 4.3.1, each in its own venv under .cache/harness"
 bash scripts/setup_harnesses.sh
+step_done
+step "moverscore 1.0.3, pyemd and POT in .cache/moverscore-venv (for tests/embedding/test_moverscore.py)"
+bash scripts/setup_moverscore.sh
 step_done
 say "setup done"

@@ -121,6 +121,9 @@ OTHER_VALUE = {
     "window": 2,
     "aspect": "concise",
     "normalization": "mean_probability",
+    "idf_output_sents": ["a b", "c"],
+    "stop_words": ["the"],
+    "score_map": "complement",
 }
 #: Settings both scorers get, where the parameter only makes sense with them.
 CONTEXT = {
@@ -130,6 +133,7 @@ CONTEXT = {
     "base_url": {"provider": "openai"},
     "model_type": {"num_layers": 3},
     "idf_sents": {"idf": True, "idf_sents": ["x y"]},
+    "idf_output_sents": {"idf": True, "idf_sents": ["x y"]},
 }
 #: Settings that must change together with the parameter.
 COUPLED = {

@@ -52,7 +52,7 @@ class MoverScore(Scorer):
 
     Parameters: ``model`` (``None``: the bundled all-MiniLM-L6-v2; a hub name or a local folder),
     ``num_layers`` (``None``: all), ``idf``/``idf_sents``/``idf_output_sents``, ``stop_words`` (word
-    pieces as the tokenizer writes them), ``score_map``; ``batch_size`` (texts per forward pass),
+    pieces as the tokenizer writes them), ``score_map``; ``batch_size`` (texts per forward pass; 256 as moverscore_v2's),
     ``device`` and ``allow_download`` (hub models only from the local HF cache unless True) never
     change the numbers.
 
@@ -78,7 +78,7 @@ class MoverScore(Scorer):
         idf_output_sents: Sequence[str] | None = None,
         stop_words: Sequence[str] = (),
         score_map: str = "reciprocal",
-        batch_size: int = 64,
+        batch_size: int = 256,
         device: str | None = None,
         allow_download: bool = False,
         name: str | None = None,

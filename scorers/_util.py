@@ -32,6 +32,8 @@ import types
 from types import ModuleType
 from typing import Annotated, Any, Callable, Generic, Iterable, Mapping, TypeGuard, TypeVar, Union, get_args, get_origin
 
+import orjson
+
 from .errors import MissingExtraError
 
 __all__ = [
@@ -251,3 +253,16 @@ def annotation_text(annotation: Any) -> str:
     if annotation is type(None):
         return "None"
     return annotation.__name__ if isinstance(annotation, type) else str(annotation).replace("typing.", "")
+
+
+def json_loads(text: str | bytes) -> Any:
+    """What ``json.loads(text)`` returns, read by orjson where it can (several times faster), else by json itself
+    (NaN, integers beyond 64 bits, lone surrogates: what orjson refuses), whose error a malformed text raises.
+
+    >>> json_loads('{"a": [1, 2.5, "x"]}'), json_loads("NaN") != json_loads("NaN")
+    ({'a': [1, 2.5, 'x']}, True)
+    """
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)

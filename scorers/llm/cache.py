@@ -33,7 +33,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .._util import lazy, memoize, optional_import
+from .._util import json_loads, lazy, memoize, optional_import
 from ..errors import ConfigError
 from .redaction import mask_urls
 
@@ -241,7 +241,7 @@ class LLMCache:
         """The stored reply for ``key``, or ``None``."""
         with self._lock:
             row = self._connection().execute("SELECT reply FROM replies WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else json_loads(row[0])
 
     def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The stored replies of those ``keys`` that are present (``{key: reply}``), in few queries.
@@ -260,7 +260,7 @@ class LLMCache:
                 chunk = wanted[start : start + _KEYS_PER_QUERY]
                 query = f"SELECT key, reply FROM replies WHERE key IN ({','.join('?' * len(chunk))})"
                 found.update(connection.execute(query, chunk).fetchall())
-        return {key: json.loads(text) for key, text in found.items()}
+        return {key: json_loads(text) for key, text in found.items()}
 
     def put(self, key: str, reply: Mapping[str, Any], *, model: str) -> None:
         """Store ``reply`` (JSON-serialisable) under ``key``, replacing any older entry."""
@@ -400,7 +400,7 @@ class RedisCache:
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored reply for ``key``, or ``None``."""
         text = self._call(lambda client: client.get(self.prefix + key))
-        return None if text is None else json.loads(text)
+        return None if text is None else json_loads(text)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The stored replies of those ``keys`` that are present (``{key: reply}``), in one round trip."""
@@ -414,7 +414,7 @@ class RedisCache:
                 pipeline.mget([self.prefix + key for key in wanted[start : start + _KEYS_PER_QUERY]])
             return [text for chunk in pipeline.execute() for text in chunk]
 
-        return {key: json.loads(text) for key, text in zip(wanted, self._call(fetch)) if text is not None}
+        return {key: json_loads(text) for key, text in zip(wanted, self._call(fetch)) if text is not None}
 
     def put(self, key: str, reply: Mapping[str, Any], *, model: str) -> None:
         """Store ``reply`` under ``key`` (expiring after ``ttl_s`` when set), replacing any older entry.

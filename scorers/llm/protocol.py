@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping, Sequence
 
-from .._util import memoize
+from .._util import json_loads, memoize
 from ..errors import ConfigError
 from .config import APIS, is_reasoning_model
 
@@ -260,7 +260,7 @@ class ToolCall:
     def parse_arguments(self) -> Any:
         """The arguments as JSON; raises :class:`InvalidReply` when they are not valid JSON."""
         try:
-            return json.loads(self.arguments)
+            return json_loads(self.arguments)
         except ValueError as exc:
             raise InvalidReply(f"tool {self.name!r} was called with malformed JSON arguments: {exc}") from None
 

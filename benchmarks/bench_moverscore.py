@@ -54,7 +54,7 @@ def reference(model: str, refs: list[str], hyps: list[str]) -> tuple[list[float]
     if done.returncode != 0:
         sys.exit(f"moverscore_v2 failed:\n{done.stderr[-3000:]}")
     out = json.loads(done.stdout)
-    return out["scores"]["uniform"], out["seconds"]["uniform"][0]
+    return out["scores"]["uniform"], out["seconds"]["uniform"]
 
 
 def ours(refs: list[str], hyps: list[str]) -> tuple[list[float], float]:

@@ -52,9 +52,9 @@ class MoverScore(Scorer):
 
     Parameters: ``model`` (``None``: the bundled all-MiniLM-L6-v2; a hub name or a local folder),
     ``num_layers`` (``None``: all), ``idf``/``idf_sents``/``idf_output_sents``, ``stop_words`` (word
-    pieces as the tokenizer writes them), ``score_map``; ``batch_size`` (texts per forward pass; 256 as moverscore_v2's),
-    ``device`` and ``allow_download`` (hub models only from the local HF cache unless True) never
-    change the numbers.
+    pieces as the tokenizer writes them), ``score_map``; ``batch_size`` (texts per forward pass, 256 as
+    in moverscore_v2), ``device`` and ``allow_download`` (hub models only from the local HF cache unless
+    True) never change the numbers.
 
     >>> s = MoverScore()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")
     >>> round(s.score, 4), round(s.metadata["distance"], 4)  # float32 embeddings: agree to about 1e-6 across CPUs

@@ -1,10 +1,10 @@
 """Runs ``moverscore_v2.word_mover_score`` of moverscore 1.0.3 (PyPI) for tests/embedding/test_moverscore.py.
 
 Run with the Python of .cache/moverscore-venv (scripts/setup.sh), offline. Reads JSON on stdin:
-``{"model": FOLDER, "refs": [...], "hyps": [...], "batch_size": N, "repeats": R, "runs": [{"name", "idf",
-"stop_words", "num_layers"}]}``; writes ``{"scores": {name: [score, ...]}, "seconds": {name: [s, ...]}}`` on
-stdout: the wall time of each of the ``R`` calls of ``word_mover_score`` (for benchmarks/bench_moverscore.py). ``idf`` true: ``get_idf_dict(refs)`` and ``get_idf_dict(hyps)``, as
-moverscore's README does; false: uniform weights (``defaultdict(lambda: 1.0)``).
+``{"model": FOLDER, "refs": [...], "hyps": [...], "batch_size": N, "runs": [{"name", "idf", "stop_words",
+"num_layers"}]}``; writes ``{"scores": {name: [score, ...]}, "seconds": {name: s}}`` on stdout (the wall time of
+the ``word_mover_score`` call, for benchmarks/bench_moverscore.py). ``idf`` true: ``get_idf_dict(refs)`` and
+``get_idf_dict(hyps)``, as moverscore's README does; false: uniform weights (``defaultdict(lambda: 1.0)``).
 
 moverscore 1.0.3 was written for transformers 2-3 and numpy < 1.24, and its module loads DistilBERT from the
 hub when imported. What is adapted here, so that it runs on today's packages with the model given on stdin,
@@ -91,13 +91,11 @@ def main() -> None:
             idf_ref, idf_hyp = moverscore_v2.get_idf_dict(refs), moverscore_v2.get_idf_dict(hyps)
         else:
             idf_ref, idf_hyp = defaultdict(lambda: 1.0), defaultdict(lambda: 1.0)
-        seconds[run["name"]] = []
-        for _ in range(job.get("repeats", 1)):
-            start = time.perf_counter()
-            values = moverscore_v2.word_mover_score(
-                refs, hyps, idf_ref, idf_hyp, stop_words=run["stop_words"], batch_size=job["batch_size"], device="cpu"
-            )
-            seconds[run["name"]].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        values = moverscore_v2.word_mover_score(
+            refs, hyps, idf_ref, idf_hyp, stop_words=run["stop_words"], batch_size=job["batch_size"], device="cpu"
+        )
+        seconds[run["name"]] = time.perf_counter() - start
         scores[run["name"]] = [float(v) for v in values]
     json.dump({"scores": scores, "seconds": seconds}, sys.stdout)
 

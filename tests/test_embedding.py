@@ -482,6 +482,7 @@ def _variants(tmp_path: Path) -> dict[str, Any]:
         "BERTScore-rescaled": lambda: BERTScore(device="cpu", rescale_with_baseline=True, baseline_path=str(baseline)),
         "EmbeddingSimilarity": lambda: scorers.get("EmbeddingSimilarity", device="cpu"),
         "EmbeddingSimilarity-autoevals": lambda: EmbeddingSimilarity(prefix="Q: ", expected_min=0.7),
+        "MoverScore": lambda: scorers.get("MoverScore", device="cpu"),
     }
 
 

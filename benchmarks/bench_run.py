@@ -142,7 +142,7 @@ def main() -> None:
         help="the sizes of the streaming runs (rows/s is the larger one's)",
     )
     parser.add_argument("--rows", type=int, default=100_000, help="rows of the ROUGE-L --workers comparison")
-    parser.add_argument("--mix-rows", type=int, default=20_000, help="rows of the three-metric --workers comparison")
+    parser.add_argument("--mix-rows", type=int, default=50_000, help="rows of the three-metric --workers comparison")
     parser.add_argument("--workers-max", type=int, default=2)
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args()

@@ -266,3 +266,18 @@ def json_loads(text: str | bytes) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         return json.loads(text)
+
+
+@memoize
+def import_rapidfuzz() -> ModuleType:
+    """rapidfuzz with its ``distance`` and ``process`` modules, imported once under a lock, on first use (so a broken
+    rapidfuzz fails its scorers' rows, not ``import scorers``): two threads importing ``rapidfuzz.distance`` at once
+    can get it half initialised, since its modules import each other.
+
+    >>> import_rapidfuzz().distance.Levenshtein.normalized_similarity("kitten", "sitting")
+    0.5714285714285714
+    """
+    import rapidfuzz.distance
+    import rapidfuzz.process
+
+    return rapidfuzz

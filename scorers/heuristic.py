@@ -19,13 +19,7 @@ import re
 from functools import lru_cache, partial
 from typing import Any, Callable, Literal, Sequence, cast
 
-# imported here, not in the scorers' methods: two threads importing rapidfuzz.distance at once can get it half
-# initialised (its modules import each other), e.g. Levenshtein and ROUGE-L scoring a first batch side by side
-import rapidfuzz
-import rapidfuzz.process
-from rapidfuzz.distance import Levenshtein as rapidfuzz_levenshtein
-
-from ._util import is_int, is_number, json_error_reason, lazy
+from ._util import import_rapidfuzz, is_int, is_number, json_error_reason, lazy
 from .base import Scorer
 from .errors import ConfigError, ScorerError, ScorerInputError
 from .fields import Field, as_str, require, text_field, to_text
@@ -181,7 +175,7 @@ class Levenshtein(Scorer):
         self.normalize = normalize
 
     def params(self) -> dict[str, Any]:
-        return {"normalize": self.normalize, "rapidfuzz": rapidfuzz.__version__}
+        return {"normalize": self.normalize, "rapidfuzz": import_rapidfuzz().__version__}
 
     def _prepare(self, text: str) -> str:
         if self.normalize is None:
@@ -193,7 +187,9 @@ class Levenshtein(Scorer):
     # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook\'s **fields)
     def _score(self, *, output: str, expected: str, **_: Any) -> Score:  # type: ignore[override]
         return self.make_score(
-            rapidfuzz_levenshtein.normalized_similarity(self._prepare(output), self._prepare(expected))
+            import_rapidfuzz().distance.Levenshtein.normalized_similarity(
+                self._prepare(output), self._prepare(expected)
+            )
         )
 
     def _similarities(self, outputs: Sequence[str], expecteds: Sequence[str]) -> list[float]:
@@ -202,10 +198,11 @@ class Levenshtein(Scorer):
         if self.normalize is not None:
             outputs = [self._prepare(o) for o in outputs]
             expecteds = [self._prepare(e) for e in expecteds]
+        rapidfuzz = import_rapidfuzz()
         sims = rapidfuzz.process.cpdist(
             outputs,
             expecteds,
-            scorer=rapidfuzz_levenshtein.normalized_similarity,
+            scorer=rapidfuzz.distance.Levenshtein.normalized_similarity,
             dtype=np.float64,
             workers=-1 if len(outputs) >= 4_000 else 1,
         )
@@ -613,8 +610,9 @@ class ListContains(Scorer):
 
         if type(self.pairwise_scorer) is Levenshtein and self.pairwise_scorer.normalize is None:
             outs, exps = self._texts("output", output), self._texts("expected", expected)
+            rapidfuzz = import_rapidfuzz()
             return rapidfuzz.process.cdist(
-                outs, exps, scorer=rapidfuzz_levenshtein.normalized_similarity, dtype=np.float64
+                outs, exps, scorer=rapidfuzz.distance.Levenshtein.normalized_similarity, dtype=np.float64
             )
         matrix = np.zeros((len(output), len(expected)))
         for i, o in enumerate(output):

@@ -17,13 +17,13 @@ from ..fields import references_field, text_field
 from ..registry import register
 from ..score import Score
 from . import models
-from .models import DEFAULT_LAYERS, DEFAULT_MODEL_LABEL, ModelSource
+from .models import DEFAULT_LAYERS, DEFAULT_MODEL_LABEL
 
 __all__ = ["BERTScore"]
 
 
 @register
-class BERTScore(Scorer):
+class BERTScore(models.HubModel, Scorer):
     """BERTScore F1 with bert-score's semantics (Zhang et al. 2020), batch-independent.
 
     Each token of the output is matched to its most similar token of the
@@ -123,14 +123,8 @@ class BERTScore(Scorer):
             raise ConfigError(f"{self.name}: baseline_path given but rescale_with_baseline=False", scorer=self.name)
 
     # ------------------------------------------------------------ per-process state (dropped when pickled)
-    @lazy
-    def _source(self) -> ModelSource:
-        return models.model_source(self.name, self.model_type)
-
-    @lazy
-    def device(self) -> str:
-        """The device scored on: the ``device`` parameter, else ``cuda`` when available, else ``cpu``."""
-        return models.default_device(self._device, self.name)
+    def _model_name(self) -> str | None:
+        return self.model_type
 
     @lazy
     def _tokenizer(self) -> Any:

@@ -24,11 +24,12 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any, Sequence
 
-from .._util import memoize, optional_import
+from .._util import lazy, memoize, optional_import
 from ..errors import ConfigError, MissingExtraError
 
 __all__ = [
     "DEFAULT_MODEL_LABEL",
+    "HubModel",
     "ModelSource",
     "model_source",
     "require_packages",
@@ -132,6 +133,29 @@ def model_source(scorer: str, model: str | None) -> ModelSource:
         location = str(folder.resolve())
         return ModelSource(location, Path(location).name)
     return ModelSource(model, model)
+
+
+class HubModel:
+    """A scorer's Hugging Face model, located once per process: :attr:`_source` and :attr:`device` are ``@lazy``
+    (dropped when the scorer pickles, found again where it lands). The scorer sets ``name`` and ``_device``;
+    :meth:`_model_name` reads its ``model`` setting (BERTScore's is ``model_type``)."""
+
+    name: str
+    model: str | None
+    _device: str | None
+
+    def _model_name(self) -> str | None:
+        """The model's hub name or folder; None for the bundled MiniLM."""
+        return self.model
+
+    @lazy
+    def _source(self) -> ModelSource:
+        return model_source(self.name, self._model_name())
+
+    @lazy
+    def device(self) -> str:
+        """The device the model runs on: the ``device`` parameter, else ``cuda`` when available, else ``cpu``."""
+        return default_device(self._device, self.name)
 
 
 @memoize

@@ -27,7 +27,7 @@ PUNCTUATION = frozenset(string.punctuation)
 
 
 @register
-class MoverScore(Scorer):
+class MoverScore(models.HubModel, Scorer):
     """MoverScore: the earth mover's distance between the IDF-weighted contextual token embeddings of
     ``output`` and ``expected`` (Zhao et al. 2019), as ``moverscore_v2.word_mover_score`` computes it.
 
@@ -133,15 +133,6 @@ class MoverScore(Scorer):
         return total if num_layers is None else num_layers
 
     # ------------------------------------------------------------ per-process state (dropped when pickled)
-    @lazy
-    def _source(self) -> ModelSource:
-        return models.model_source(self.name, self.model)
-
-    @lazy
-    def device(self) -> str:
-        """The device scored on: the ``device`` parameter, else ``cuda`` when available, else ``cpu``."""
-        return models.default_device(self._device, self.name)
-
     @lazy
     def _tokenizer(self) -> Any:
         optional_import("transformers", scorer=self.name, extra="bert")

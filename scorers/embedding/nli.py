@@ -42,7 +42,7 @@ PREMISES = ("input", "expected", "context")
 Premise = Literal["input", "expected", "context"]
 
 
-class NLIEntailment(Scorer):
+class NLIEntailment(models.HubModel, Scorer):
     """P(entailment) of the output given a premise field, from a Hugging Face NLI classifier (``model=``).
 
     ``premise``: ``"input"`` (default), ``"expected"`` or ``"context"`` (chunks joined by blank lines).
@@ -95,15 +95,6 @@ class NLIEntailment(Scorer):
         self.entailment_index = self._entailment_index(entailment_label)
 
     # ------------------------------------------------------------ the model (per process, dropped when pickled)
-    @lazy
-    def _source(self) -> ModelSource:
-        return models.model_source(self.name, self.model)
-
-    @lazy
-    def device(self) -> str:
-        """The device the model runs on: the ``device`` parameter, else ``cuda`` when available, else ``cpu``."""
-        return models.default_device(self._device, self.name)
-
     @lazy
     def _tokenizer(self) -> Any:
         return models.load_tokenizer(self._source, True, self.allow_download, self.name)

@@ -20,7 +20,6 @@ from ..fields import references_field, text_field
 from ..registry import register
 from ..score import Score
 from . import models
-from .models import ModelSource
 
 __all__ = ["EmbeddingSimilarity", "OpenAIEmbeddingSimilarity", "EMBEDDING_CACHE", "LRU"]
 
@@ -67,7 +66,7 @@ EMBEDDING_CACHE = LRU(20_000)
 
 
 @register
-class EmbeddingSimilarity(Scorer):
+class EmbeddingSimilarity(models.HubModel, Scorer):
     """Cosine similarity of sentence embeddings of ``output`` and ``expected``.
 
     Local provider (default): the bundled all-MiniLM-L6-v2 with mean pooling over
@@ -175,15 +174,6 @@ class EmbeddingSimilarity(Scorer):
         return key
 
     # ------------------------------------------------------------ per-process state (dropped when pickled)
-    @lazy
-    def _source(self) -> ModelSource:
-        return models.model_source(self.name, self.model)
-
-    @lazy
-    def device(self) -> str:
-        """The device embedded on: the ``device`` parameter, else ``cuda`` when available, else ``cpu``."""
-        return models.default_device(self._device, self.name)
-
     @lazy
     def _tokenizer(self) -> Any:
         return models.load_tokenizer(self._source, True, self.allow_download, self.name)

@@ -31,9 +31,7 @@ import unicodedata
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from rapidfuzz.distance import LCSseq  # at import: see scorers.heuristic's rapidfuzz imports
-
-from .._util import lazy
+from .._util import import_rapidfuzz, lazy
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError
 from ..fields import references_field, text_field
@@ -247,7 +245,7 @@ def _fmeasure(precision: float, recall: float) -> float:
 def _lcs_prf(target: list[int], prediction: list[int]) -> tuple[float, float, float]:
     if not target or not prediction:
         return 0.0, 0.0, 0.0
-    length = LCSseq.similarity(target, prediction)
+    length = import_rapidfuzz().distance.LCSseq.similarity(target, prediction)
     precision, recall = length / len(prediction), length / len(target)
     return precision, recall, _fmeasure(precision, recall)
 

@@ -395,7 +395,7 @@ class Scorer:
         few passes over its lists instead of a call per row and field.
         """
         accepted, per_field, passed, texts = self._plan
-        if not rows or passed or set(map(type, rows)) != {dict} or not all(map(accepted.issuperset, rows)):
+        if not rows or passed or set(map(type, rows)) != {dict} or not accepted.issuperset(set().union(*rows)):
             return None
         bound = self._bound
         limit = self.max_chars

@@ -266,13 +266,13 @@ def test_bertscore_equals_bert_score_on_random_pairs_of_varied_lengths(
 
 
 def test_bertscore_forward_passes_are_single_length_once_large_enough() -> None:
-    from scorers.embedding.bertscore import MIN_PASS_TOKENS, TOKEN_BUDGET, _length_batches
+    from scorers.embedding.models import MIN_PASS_TOKENS, TOKEN_BUDGET, length_batches
 
     bert = BERTScore(device="cpu")
     lengths = [len(bert._tokenize(t)) for t in dict.fromkeys(t for pair in RANDOM_PAIRS for t in pair)]
     kinds = set()
     for batch_size in (64, 5):
-        batches = _length_batches(lengths, batch_size)
+        batches = length_batches(lengths, batch_size)
         assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
         widths = [[lengths[i] for i in batch] for batch in batches]
         assert all(w == sorted(w) and len(w) <= batch_size and len(w) * w[-1] <= TOKEN_BUDGET for w in widths)
@@ -282,7 +282,29 @@ def test_bertscore_forward_passes_are_single_length_once_large_enough() -> None:
         kinds |= {w[0] == w[-1] for w in widths}
     assert kinds == {True, False}  # the random pairs above go through both kinds of pass
     many = [n for n in range(20, 40) for _ in range(60)]  # 60 sentences of each length: no padding at all
-    assert all(len({many[i] for i in batch}) == 1 for batch in _length_batches(many, 64))
+    assert all(len({many[i] for i in batch}) == 1 for batch in length_batches(many, 64))
+
+
+def test_one_long_text_pads_no_pass_of_short_ones() -> None:
+    """encode_tokens (MoverScore, EmbeddingSimilarity) goes through length_batches: 300 short texts and one of
+    500 tokens were one pass of 256 padded to 500 tokens (and a 26 s MoverScore test); now the short ones pass alone,
+    and every text's states are its own, unpadded, in input order."""
+    import torch
+
+    from scorers.embedding.models import TOKEN_BUDGET, encode_tokens
+
+    passes: list[tuple[int, int]] = []
+
+    class Echo(torch.nn.Module):  # states = the token ids as floats: each row's real tokens are checkable
+        def forward(self, tokens: torch.Tensor, attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor]:
+            passes.append(tuple(tokens.shape))
+            return (tokens.unsqueeze(-1).float(),)
+
+    ids = [[i % 7 + 1] * (3 + i % 5) for i in range(300)] + [[9] * 500]
+    states = encode_tokens(Echo(), "cpu", ids, pad_id=0, batch_size=256)
+    assert [s.squeeze(-1).long().tolist() for s in states] == ids
+    assert all(rows * width <= max(TOKEN_BUDGET, width) for rows, width in passes)
+    assert max(width for rows, width in passes if rows > 1) <= 7  # no short text is padded to the long one
 
 
 @pytest.mark.parametrize("output,expected", [("", "The cat sat."), ("The cat sat.", "   "), ("", "")])

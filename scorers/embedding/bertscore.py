@@ -260,13 +260,13 @@ class BERTScore(models.HubModel, Scorer):
     def _encode(self, ids: list[list[int]]) -> list[Any]:
         """Unit-length layer-``num_layers`` states of each id sequence, on the model's device, in input order.
 
-        Sentences go through the model in :func:`_length_batches`: equal token lengths together,
+        Sentences go through the model in :func:`~scorers.embedding.models.length_batches`: equal token lengths together,
         so that no padding is computed and no attention mask is needed (see there).
         """
         torch = models.import_torch(self.name)
         pad_sequence = torch.nn.utils.rnn.pad_sequence
         units: list[Any] = [None] * len(ids)
-        for batch in _length_batches([len(x) for x in ids], self.batch_size):
+        for batch in models.length_batches([len(x) for x in ids], self.batch_size):
             lengths = [len(ids[i]) for i in batch]
             tokens = pad_sequence(
                 [torch.tensor(ids[i], dtype=torch.long) for i in batch],
@@ -274,7 +274,7 @@ class BERTScore(models.HubModel, Scorer):
                 padding_value=self._encoding[1],
             )
             mask = None
-            if lengths[0] != lengths[-1]:  # a batch of several lengths (see _length_batches): mask the padding
+            if lengths[0] != lengths[-1]:  # a batch of several lengths (see models.length_batches): mask the padding
                 mask = (torch.arange(lengths[-1]) < torch.tensor(lengths).unsqueeze(1)).long().to(self.device)
             states = self._model(tokens.to(self.device), attention_mask=mask)[0]
             states = torch.nn.functional.normalize(states.float(), dim=-1)
@@ -307,39 +307,6 @@ class BERTScore(models.HubModel, Scorer):
             start += n
             results.append(self.make_score(min(max(f, 0.0), 1.0), precision=p, recall=r, f1=f))
         return results
-
-
-#: The most tokens one forward pass holds (besides ``batch_size`` sentences): bounds memory on long texts.
-TOKEN_BUDGET = 8192
-#: A forward pass of fewer tokens than this also takes the next token length (padded, with an attention
-#: mask): each pass has a fixed cost (module calls, thread synchronisation: large on a busy machine),
-#: so few sentences in many passes would cost more than a little padding.
-MIN_PASS_TOKENS = 1024
-
-
-def _length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Indices sorted by length, cut into forward passes of one token length each where there are enough.
-
-    A pass holds at most ``batch_size`` sentences and :data:`TOKEN_BUDGET` tokens; a pass
-    still under :data:`MIN_PASS_TOKENS` tokens takes the next length too. With many
-    sentences most passes are of a single length: the encoder computes no padding (bert-score
-    pads each batch of 64 to its longest sentence) and needs no attention mask. Padding with
-    a mask gives the same states to float32 rounding, so batching never changes the numbers.
-
-    >>> _length_batches([300] * 4 + [301] * 4 + [3], batch_size=64)  # 3 tokens are merged: < MIN_PASS_TOKENS
-    [[8, 0, 1, 2, 3], [4, 5, 6, 7]]
-    """
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
-        if current:
-            last, width = lengths[current[-1]], lengths[i]  # sorted: width >= last
-            full = len(current) >= batch_size or (len(current) + 1) * width > TOKEN_BUDGET
-            if full or (width != last and len(current) * last >= MIN_PASS_TOKENS):
-                batches.append(current)
-                current = []
-        current.append(i)
-    return batches + [current] if current else batches
 
 
 def _greedy_match(

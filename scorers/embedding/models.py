@@ -42,6 +42,9 @@ __all__ = [
     "max_seq_length",
     "encode_tokens",
     "sorted_batches",
+    "length_batches",
+    "TOKEN_BUDGET",
+    "MIN_PASS_TOKENS",
     "default_device",
 ]
 
@@ -291,13 +294,47 @@ def sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
+#: The most tokens one forward pass holds (besides ``batch_size`` sentences): bounds memory on long texts.
+TOKEN_BUDGET = 8192
+#: A forward pass of fewer tokens than this also takes the next token length (padded, with an attention
+#: mask): each pass has a fixed cost (module calls, thread synchronisation: large on a busy machine),
+#: so few sentences in many passes would cost more than a little padding.
+MIN_PASS_TOKENS = 1024
+
+
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices sorted by length, cut into forward passes of one token length each where there are enough.
+
+    A pass holds at most ``batch_size`` sentences and :data:`TOKEN_BUDGET` tokens; a pass
+    still under :data:`MIN_PASS_TOKENS` tokens takes the next length too. With many
+    sentences most passes are of a single length: the encoder computes no padding (bert-score
+    pads each batch of 64 to its longest sentence) and needs no attention mask. Padding with
+    a mask gives the same states to float32 rounding, so batching never changes the numbers.
+
+    >>> length_batches([300] * 4 + [301] * 4 + [3], batch_size=64)  # 3 tokens are merged: < MIN_PASS_TOKENS
+    [[8, 0, 1, 2, 3], [4, 5, 6, 7]]
+    """
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        if current:
+            last, width = lengths[current[-1]], lengths[i]  # sorted: width >= last
+            full = len(current) >= batch_size or (len(current) + 1) * width > TOKEN_BUDGET
+            if full or (width != last and len(current) * last >= MIN_PASS_TOKENS):
+                batches.append(current)
+                current = []
+        current.append(i)
+    return batches + [current] if current else batches
+
+
 def encode_tokens(model: Any, device: str, ids: list[list[int]], pad_id: int, batch_size: int) -> list[Any]:
-    """Last hidden states of each id sequence (float32 CPU tensors, unpadded, in input order)."""
+    """Last hidden states of each id sequence (float32 CPU tensors, unpadded, in input order), encoded in
+    :func:`length_batches` (one long text pads no batch of short ones)."""
     import torch
 
     states: list[Any] = [None] * len(ids)
     with torch.inference_mode():
-        for batch in sorted_batches([len(x) for x in ids], batch_size):
+        for batch in length_batches([len(x) for x in ids], batch_size):
             width = max(len(ids[i]) for i in batch)
             tokens = torch.full((len(batch), width), pad_id, dtype=torch.long)
             mask = torch.zeros((len(batch), width), dtype=torch.long)

@@ -158,10 +158,11 @@ class NLIEntailment(models.HubModel, Scorer):
 
         pairs = [(self._premise(row), row["output"]) for row in rows]
         tokenizer, classifier = self._tokenizer, self._classifier
-        lengths = [len(premise) + len(output) for premise, output in pairs]
+        # token counts, so that passes group pairs of one length (one long premise pads no pass of short ones)
+        lengths = list(map(len, tokenizer([p for p, _ in pairs], [o for _, o in pairs], truncation=True)["input_ids"]))
         probabilities: list[Any] = [None] * len(pairs)
         with torch.inference_mode():
-            for batch in models.sorted_batches(lengths, self.batch_size):
+            for batch in models.length_batches(lengths, self.batch_size):
                 encoded = tokenizer(
                     [pairs[i][0] for i in batch],
                     [pairs[i][1] for i in batch],

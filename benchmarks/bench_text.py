@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import Case, make_pairs, make_short_pairs, print_table, run_case, write_json  # noqa: E402
+from benchmarks.common import Case, make_pairs, make_short_pairs, print_table, run_case, versions, write_json  # noqa: E402
 
 #: Other engineers' case lists, imported when their files exist.
 EXTRA_CASE_MODULES = ("benchmarks.cases_meteor", "benchmarks.cases_embedding")
@@ -244,22 +244,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "cpus": os.cpu_count(),
                 "load_average_before": load_before,
                 "load_average_after": load_after,
-                "versions": _versions(),
+                "versions": versions("scorers", "sacrebleu", "rouge-score", "nltk", "rapidfuzz", "numpy", "autoevals"),
             },
         )
     return 1 if problems else 0
-
-
-def _versions() -> dict[str, str]:
-    from importlib import metadata
-
-    out = {}
-    for package in ("scorers", "sacrebleu", "rouge-score", "nltk", "rapidfuzz", "numpy", "autoevals"):
-        try:
-            out[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            out[package] = "not installed"
-    return out
 
 
 if __name__ == "__main__":

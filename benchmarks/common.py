@@ -227,3 +227,20 @@ def print_table(results: list[dict[str, Any]]) -> None:
 def write_json(path: str, results: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> None:
     with open(path, "w") as fh:
         json.dump({"results": results, **(extra or {})}, fh, indent=2)
+
+
+def versions(*packages: str) -> dict[str, str]:
+    """Each package's installed version ("not installed" when absent), for a benchmark's JSON.
+
+    >>> versions("no-such-package-here")
+    {'no-such-package-here': 'not installed'}
+    """
+    from importlib import metadata
+
+    out = {}
+    for package in packages:
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            out[package] = "not installed"
+    return out

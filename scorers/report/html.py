@@ -185,27 +185,40 @@ def _comparison(files: list[ResultsFile], labels: list[str], key: str | None) ->
     }
 
 
+def _format_file(source: str | Path | Mapping[str, Any], kind: str, fmt: str, version: int, write_one: str) -> Any:
+    """The ``kind`` file at ``source`` (or its dict), read and checked to be in scorers' format ``fmt`` at
+    ``version``; a DataError names the file and what is wrong (missing, invalid JSON, another format or version)."""
+    if isinstance(source, Mapping):
+        data: Any = source
+    else:
+        try:
+            with open(source, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except FileNotFoundError:
+            raise DataError(f"{source}: no such file") from None
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{source}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    where = kind if isinstance(source, Mapping) else str(source)
+    if not isinstance(data, Mapping) or data.get("format") != fmt:
+        raise DataError(f'{where}: not a {kind} file (no "format": "{fmt}"); write one with {write_one}')
+    if data.get("format_version") != version:
+        raise DataError(
+            f"{where}: {kind} format_version {data.get('format_version')!r}; this scorers reads version {version}"
+        )
+    return data
+
+
 def _meta_eval(path: str) -> dict[str, Any]:
     """A meta-eval JSON file (:mod:`scorers.stats.metaeval`'s format) as the page shows it: figures, confusion."""
     from ..stats.metaeval import FORMAT, FORMAT_VERSION
 
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise DataError(
-            f'{path}: not a meta-eval file (no "format": "{FORMAT}"); write one with '
-            "python -m scorers meta-eval DATA -s JUDGE --label FIELD -o META.json"
-        )
-    if data.get("format_version") != FORMAT_VERSION:
-        raise DataError(
-            f"{path}: meta-eval format_version {data.get('format_version')!r}; this scorers "
-            f"reads version {FORMAT_VERSION}"
-        )
+    data = _format_file(
+        path,
+        "meta-eval",
+        FORMAT,
+        FORMAT_VERSION,
+        "python -m scorers meta-eval DATA -s JUDGE --label FIELD -o META.json",
+    )
     confusion = data.get("confusion")
     svg = None
     if confusion:
@@ -236,27 +249,13 @@ def _correlation(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     given) with its intervals; the tests between metrics."""
     from ..stats.correlation import FORMAT, FORMAT_VERSION
 
-    label = "" if isinstance(source, Mapping) else str(source)
-    if isinstance(source, Mapping):
-        data: Any = source
-    else:
-        try:
-            with open(source, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except FileNotFoundError:
-            raise DataError(f"{source}: no such file") from None
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{source}:{exc.lineno}: invalid JSON ({exc.msg})") from None
-    if not isinstance(data, Mapping) or data.get("format") != FORMAT:
-        raise DataError(
-            f'{label or "correlation"}: not a correlation file (no "format": "{FORMAT}"); write one with '
-            "python -m scorers correlate RESULTS.jsonl --human COLUMN -o CORR.json"
-        )
-    if data.get("format_version") != FORMAT_VERSION:
-        raise DataError(
-            f"{label or 'correlation'}: correlation format_version {data.get('format_version')!r}; this scorers "
-            f"reads version {FORMAT_VERSION}"
-        )
+    data = _format_file(
+        source,
+        "correlation",
+        FORMAT,
+        FORMAT_VERSION,
+        "python -m scorers correlate RESULTS.jsonl --human COLUMN -o CORR.json",
+    )
     figures = data["figures"]
     coefficients = list(dict.fromkeys(f["coefficient"] for f in figures))
     levels = list(dict.fromkeys(f["level"] for f in figures))
@@ -289,7 +288,7 @@ def _correlation(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
             }
             svg = charts.correlations(bars, title=f"{human}: {charted}", ylabel=f"{charted} with {human}")
         humans.append({"name": human, "rows": rows, "svg": svg})
-    label = label or data.get("results") or ""
+    label = ("" if isinstance(source, Mapping) else str(source)) or data.get("results") or ""
     return {**data, "label": label, "coefficients": coefficients, "charted": charted, "humans": humans}
 
 

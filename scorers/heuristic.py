@@ -344,7 +344,7 @@ class JSONDiff(Scorer):
         if (both_dicts or both_lists) and depth == MAX_JSON_DEPTH:  # strings holding JSON can nest it further
             raise _too_deep()
         if both_dicts:
-            keys = set(o) | set(e)
+            keys = list(dict.fromkeys([*o, *e]))  # in the values' order: sums and errors never depend on hashing
             if not keys:
                 return 1.0
             return sum(self._similarity(o.get(k), e.get(k), depth + 1) for k in keys) / len(keys)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -712,3 +715,28 @@ def test_list_contains_names_itself_the_field_and_the_element_a_pairwise_scorer_
         r"\(element 0\), more than its pairwise scorer's max_chars=10",
     ):
         ListContains(pairwise_scorer=Levenshtein(max_chars=10))(output=["x" * 11], expected=["a"])
+
+
+# JSONDiff's result, error and all, for values whose keys a set would iterate in a hash-dependent order
+JSONDIFF_BY_HASH_SEED = """
+import math, sys
+from scorers.heuristic import JSONDiff
+output = {f"k{i}": i for i in range(1, 40)}
+print(repr(JSONDiff()(output=output, expected={k: v * 1.37 + 0.1 for k, v in output.items()}).score))
+try:
+    JSONDiff()(output={"nan": math.nan, "huge": 10**400}, expected={"nan": 1, "huge": 2})
+except Exception as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+def test_json_diff_gives_the_same_bytes_whatever_the_hash_seed():
+    """Keys are visited in the values' order, not a set's: sums and the error reported never vary by process."""
+    outputs = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        run = subprocess.run([sys.executable, "-c", JSONDIFF_BY_HASH_SEED], env=env, capture_output=True, timeout=120)
+        assert run.returncode == 0, run.stderr.decode()[-2000:]
+        outputs.add(run.stdout)
+    assert len(outputs) == 1, outputs
+    assert b"NumericDiff: field 'output' must be a finite number, got nan" in outputs.pop()  # the first key's error

@@ -1,4 +1,4 @@
-"""autoevals' ``ScorerWithPartial``: here every :class:`~.score.Scorer` has ``partial``.
+"""autoevals' ``ScorerWithPartial``: here every :class:`~scorers.score.Scorer` has ``partial``.
 
 >>> from scorers.compat.autoevals.string import Levenshtein
 >>> issubclass(Levenshtein, ScorerWithPartial)

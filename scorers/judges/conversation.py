@@ -32,6 +32,7 @@ from ..errors import ScorerInputError
 
 __all__ = [
     "CHARS_PER_TOKEN",
+    "LINE_BREAK",
     "DEFAULT_MAX_TOKENS",
     "THREAD_FIELD",
     "THREAD_VARIABLES",
@@ -85,13 +86,30 @@ class PromptText:
 
 
 # --------------------------------------------------------------- our transcript
+#: Every line break :meth:`str.splitlines` knows (CR LF counted once): LF, CR, VT, FF, the separators FS, GS, RS,
+#: NEL (U+0085), LINE SEPARATOR (U+2028) and PARAGRAPH SEPARATOR (U+2029). A prompt shows each as a newline.
+LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+#: The line breaks ``json.dumps(..., ensure_ascii=False)`` leaves as they are (it escapes every other one).
+_JSON_UNESCAPED = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def _indented(text: str, prefix: str = "  ") -> str:
-    """Every line after the first of ``text`` indented by ``prefix``."""
-    return text.replace("\n", "\n" + prefix)
+    """``text`` with every line break (any of :data:`LINE_BREAK`) a newline followed by ``prefix``: no line
+    of the text can start where a transcript's role lines start."""
+    return LINE_BREAK.sub("\n" + prefix, text)
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    """``value`` as one line of JSON, non-ASCII text as it is but for the line breaks, which are escaped."""
+    return json.dumps(value, ensure_ascii=False).translate(_JSON_UNESCAPED)
+
+
+def _label(text: str) -> str:
+    """A role or tool name as a prompt shows it: as it is when printable with no space, quote, colon or
+    parenthesis (``get_weather``), else as a JSON string (``"get weather"``): no name can break a line."""
+    if text.isprintable() and not any(c in ' "():' for c in text):
+        return text
+    return _json(text)
 
 
 class CallView(PromptText, dict[str, Any]):
@@ -101,7 +119,7 @@ class CallView(PromptText, dict[str, Any]):
     __slots__ = ()
 
     def prompt_text(self) -> str:
-        return f"{self['name']}({_json(self['arguments'])})"
+        return f"{_label(self['name'])}({_json(self['arguments'])})"
 
 
 class MessageView(PromptText, dict[str, Any]):
@@ -114,7 +132,8 @@ class MessageView(PromptText, dict[str, Any]):
     def prompt_text(self) -> str:
         role, content = self["role"], self["content"]
         if role == "tool":
-            head = "tool" + (f" {self['name']}" if self["name"] else "") + (" (error)" if self["is_error"] else "")
+            name = f" {_label(self['name'])}" if self["name"] else ""
+            head = f"tool{name}{' (error)' if self['is_error'] else ''}"
         else:
             head = role
         lines = [f"{head}: {_indented(content)}" if content else f"{head}:"]
@@ -209,7 +228,9 @@ def _thawed(value: Any) -> Any:
 def transcript(value: Any, *, scorer: str = "transcript", field: str = "conversation") -> str:
     """The conversation in ``value`` as our transcript: one ``role: text`` entry per message (further lines
     indented by two spaces), each tool call on its own line as ``  call name({arguments})``, and each tool
-    result as ``tool name: result`` (``tool name (error): ...`` when the tool failed).
+    result as ``tool name: result`` (``tool name (error): ...`` when the tool failed). Only a message starts
+    a line: every line break in a text (:data:`LINE_BREAK`) is a newline and the indent, arguments are JSON
+    with line breaks escaped, and a tool name that is not plain (:func:`_label`) is quoted as JSON.
 
     >>> print(transcript([
     ...     {"role": "user", "content": "Weather in Paris?"},
@@ -269,7 +290,8 @@ def _round_up(tokens: int) -> int:
 
 # ------------------------------------------------------ autoevals' thread variables
 class ThreadMessage(PromptText, dict[str, Any]):
-    """One message of a thread, printed as autoevals prints it: ``role: content`` (content not text as JSON);
+    """One message of a thread, printed as autoevals prints it: ``role: content`` (content not text as JSON),
+    but for its text's further lines, indented by two spaces, and an odd role, quoted (as in our transcript);
     an empty one (no first message in an empty thread) prints nothing."""
 
     __slots__ = ()
@@ -278,7 +300,8 @@ class ThreadMessage(PromptText, dict[str, Any]):
         if not self:
             return ""
         content = self.get("content")
-        return f"{self.get('role', '')}: {content if isinstance(content, str) else json.dumps(content)}"
+        text = _indented(content) if isinstance(content, str) else json.dumps(content)
+        return f"{_role(self.get('role', ''))}: {text}"
 
 
 class ThreadMessages(PromptText, tuple[ThreadMessage, ...]):
@@ -300,6 +323,11 @@ class ThreadPairs(PromptText, tuple[dict[str, ThreadMessage], ...]):
         if not self:
             return ""
         return repr([{role: dict(message) for role, message in pair.items()} for pair in self])
+
+
+def _role(role: Any) -> str:
+    """A thread message's role as a prompt shows it (:func:`_label` of its text)."""
+    return _label(role if isinstance(role, str) else str(role))
 
 
 def _is_message(item: Any) -> bool:
@@ -375,8 +403,7 @@ def thread_text(messages: Iterable[Mapping[str, Any]]) -> str:
             pending.update(_announced_calls(message["content"]))
     entries: list[str] = []
     for message in messages:
-        role = message.get("role", "")
-        role = role if isinstance(role, str) else str(role)
+        role = _role(message.get("role", ""))
         content = message.get("content")
         if role == "tool" and isinstance(content, list):
             entries += [_tool_result(part, pending) for part in content if _part_type(part) == "tool_result"]
@@ -418,12 +445,12 @@ def _tool_result(part: Mapping[str, Any], pending: dict[str, tuple[str, str]]) -
     call = pending.pop(call_id, None)
     name = (tool_name if isinstance(tool_name, str) else "") or (call[0] if call else "tool")
     result = _unwrapped(part.get("output"))
-    lines = [f"Tool ({name}):"]
+    lines = [f"Tool ({_label(name)}):"]
     if call and call[1]:
-        lines += ["  Args:", f"    {_cut_middle(call[1])}"]
+        lines += ["  Args:", f"    {_indented(_cut_middle(call[1]), '    ')}"]
     lowered = result.lower()
     failed = "error:" in lowered or '"error"' in lowered or lowered.startswith("error")
-    lines += ["  Error:" if failed else "  Result:", f"    {_cut_middle(result)}"]
+    lines += ["  Error:" if failed else "  Result:", f"    {_indented(_cut_middle(result), '    ')}"]
     return "\n".join(lines)
 
 

@@ -739,6 +739,10 @@ MAX_PATTERN_CHARS = 10_000
 #: written out its minimum number of times, as the matching engine compiles it (``(?:ab){3,5}`` counts 1 + 3 x 2):
 #: ``(?:a{1000}){1000}`` would take 300 MB and 1 s to compile; this many, under 50 MB.
 MAX_PATTERN_ITEMS = 100_000
+#: The most literal characters in a row a pattern may hold: the regex engine builds its search tables for the
+#: string they form, on the first match, in time that grows with the cube of its length and that ``timeout_s`` does
+#: not count (2,000 ``a``: 2.5 s; 9,999: 325 s; this many: at most 0.4 s).
+MAX_LITERAL_CHARS = 1_000
 #: Compiled patterns at most this size are kept (by the engine's cache) for the next row.
 _CACHED_PATTERN_ITEMS = 1_000
 
@@ -755,19 +759,27 @@ def _regex_module() -> Any:
     return regex
 
 
-@lru_cache(maxsize=1024)
-def _pattern_items(pattern: str, flags: int) -> int:
-    """How many items ``pattern`` (valid for :mod:`re`) has once each counted repetition is written out its
-    minimum number of times (at most :data:`MAX_PATTERN_ITEMS` + 1), read from :mod:`re`'s parse of it."""
+def _sre_parse() -> Any:
     try:
         from re import _parser as sre_parse  # type: ignore[attr-defined]  # 3.11+; typeshed leaves it out
     except ImportError:  # Python 3.10
         import sre_parse
+    return sre_parse
 
+
+@lru_cache(maxsize=1024)
+def _pattern_shape(pattern: str, flags: int) -> tuple[int, int]:
+    """``(items, longest literal)`` of ``pattern`` (valid for :mod:`re`), read from :mod:`re`'s parse of it.
+
+    ``items``: how many items it has once each counted repetition is written out its minimum number of times (at
+    most :data:`MAX_PATTERN_ITEMS` + 1). ``longest literal``: the most characters in a row that the engine may join
+    into one string to search for (literals, one-character classes and escapes, through non-capturing groups)."""
+    sre_parse = _sre_parse()
     repeats = {getattr(sre_parse, name, None) for name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")} - {None}
+    parsed = sre_parse.parse(pattern, flags)
     limit = MAX_PATTERN_ITEMS + 1
     total = 0
-    stack: list[tuple[Any, int]] = [(sre_parse.parse(pattern, flags), 1)]
+    stack: list[tuple[Any, int]] = [(parsed, 1)]
     while stack and total < limit:
         node, times = stack.pop()
         if isinstance(node, sre_parse.SubPattern):
@@ -779,7 +791,37 @@ def _pattern_items(pattern: str, flags: int) -> int:
                     stack.append((av, times))
         elif isinstance(node, (tuple, list)):  # a group's, branch's or condition's arguments: find the patterns
             stack.extend((child, times) for child in node if isinstance(child, (sre_parse.SubPattern, tuple, list)))
-    return min(total, limit)
+    return min(total, limit), _longest_literal(sre_parse, parsed)
+
+
+def _longest_literal(sre_parse: Any, parsed: Any) -> int:
+    """The longest run of one-character items in ``parsed``, read through non-capturing groups."""
+    longest = 0
+    sequences = [parsed]
+    while sequences:
+        run = 0
+        walk = [iter(sequences.pop().data)]  # a sequence, and the non-capturing groups in it being read through
+        while walk:
+            item = next(walk[-1], None)
+            if item is None:
+                walk.pop()
+                continue
+            op, av = item
+            if op is sre_parse.LITERAL or (op is sre_parse.IN and len(av) == 1 and av[0][0] is sre_parse.LITERAL):
+                run += 1
+                longest = max(longest, run)
+            elif op is sre_parse.SUBPATTERN and av[0] is None:  # (?:...) and (?i:...): the engine joins through
+                walk.append(iter(av[-1].data))
+            else:  # a group, branch, repeat or condition: ends the run; its sequences have runs of their own
+                run = 0
+                found = [av] if isinstance(av, (tuple, list, sre_parse.SubPattern)) else []
+                while found:
+                    node = found.pop()
+                    if isinstance(node, sre_parse.SubPattern):
+                        sequences.append(node)
+                    elif isinstance(node, (tuple, list)):
+                        found.extend(node)
+    return longest
 
 
 @register
@@ -798,9 +840,10 @@ class RegexMatch(Scorer):
     :class:`~scorers.errors.ScorerInputError` (a pattern given with the row: field
     ``expected``; the constructor's: field ``output``); ``timeout_s=None`` lifts
     the limit. Below it the number does not depend on ``timeout_s``. A pattern
-    longer than :data:`MAX_PATTERN_CHARS`, or that holds more than
+    longer than :data:`MAX_PATTERN_CHARS`, that holds more than
     :data:`MAX_PATTERN_ITEMS` items once its counted repetitions are written out,
-    is refused (compiling it would take seconds or gigabytes).
+    or more than :data:`MAX_LITERAL_CHARS` literal characters in a row, is refused
+    (compiling it, or the engine's search tables, would take seconds or gigabytes).
 
     Where the engines differ, on rare patterns, the number follows ``regex``: a
     POSIX class such as ``[[:alpha:]]`` is one (``re`` reads a set of the
@@ -857,13 +900,19 @@ class RegexMatch(Scorer):
                     "(compiling takes time that grows faster than its length)"
                 )
             re.compile(pattern, flags)  # the syntax accepted, and its error messages, are re's
-            items = _pattern_items(pattern, flags)
+            items, literal = _pattern_shape(pattern, flags)
             if items > MAX_PATTERN_ITEMS:
                 raise ValueError(
                     f"is a pattern of more than {MAX_PATTERN_ITEMS:,} items once its counted "
                     "repetitions such as {1000} are written out (the engine builds every copy when it compiles: "
                     "time and memory): "
                     "repeat fewer times, or use an open bound such as {1,}"
+                )
+            if literal > MAX_LITERAL_CHARS:
+                raise ValueError(
+                    f"holds {literal:,} literal characters in a row, more than {MAX_LITERAL_CHARS:,} (the engine's "
+                    "search tables for a literal take time that grows with the cube of its length, outside "
+                    "timeout_s): to find a long text, use Contains"
                 )
             return regex.compile(
                 pattern,

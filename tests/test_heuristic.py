@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
 import pytest
+from bounded import run_bounded
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -533,13 +535,51 @@ def test_regex_match_a_pattern_too_large_to_compile_is_that_rows_error_or_a_conf
 
 
 def test_regex_match_patterns_at_the_limits_compile():
-    from scorers.heuristic import MAX_PATTERN_CHARS, MAX_PATTERN_ITEMS, _pattern_items
+    from scorers.heuristic import MAX_PATTERN_CHARS, MAX_PATTERN_ITEMS, _pattern_shape
 
-    assert _pattern_items(r"(?:ab){3,5}", 0) == 1 + 3 * 2 and _pattern_items(r"(ab){3,5}", 0) == 1 + 3 * 3
-    assert _pattern_items(r"[a-z]{1,64}", 0) == 2
+    assert _pattern_shape(r"(?:ab){3,5}", 0)[0] == 1 + 3 * 2 and _pattern_shape(r"(ab){3,5}", 0)[0] == 1 + 3 * 3
+    assert _pattern_shape(r"[a-z]{1,64}", 0)[0] == 2
     assert RegexMatch()(output="a" * 99_998, expected=f"a{{{MAX_PATTERN_ITEMS - 1}}}").score == 0.0
     assert RegexMatch()(output="a", expected="a|" * (MAX_PATTERN_CHARS // 2 - 1) + "a").score == 1.0
     assert RegexMatch()(output="a" * 2000, expected="a{1,1000000}").score == 1.0  # an open part is not written out
+
+
+def regex_match_error(pattern: str, text: str) -> str:
+    """The ScorerInputError's message for ``pattern`` as a row's pattern (run bounded, in a child)."""
+    with pytest.raises(ScorerInputError) as caught:
+        RegexMatch()(output=text, expected=pattern)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "pattern,literal",
+    [
+        ("a" * 9_999, "9,999"),
+        ("(?:a)" * 1_001, "1,001"),
+        ("[a]" * 1_001, "1,001"),
+        (r"\x61" * 1_001, "1,001"),
+        ("x+" + "ab" * 501 + "y?", "1,002"),
+    ],
+    ids=["9,999 a", "non-capturing groups", "one-character classes", "escapes", "inside"],
+)
+def test_regex_match_a_long_literal_is_refused_before_the_engine_builds_its_search_tables(pattern, literal):
+    """The engine's tables for a literal took time cubic in its length outside timeout_s: 9,999 a's, 325 s."""
+    message = run_bounded(regex_match_error, pattern, "ab" * 10_000, timeout_s=60, memory_mb=500)
+    assert message.startswith(
+        f"RegexMatch: field 'expected' holds {literal} literal characters in a row, more than 1,000"
+    ), message
+    with pytest.raises(ConfigError, match=f"holds {literal} literal characters in a row, more than 1,000"):
+        RegexMatch(pattern=pattern)
+
+
+def test_regex_match_literals_at_the_limit_score():
+    from scorers.heuristic import MAX_LITERAL_CHARS, _pattern_shape
+
+    assert _pattern_shape("a" * 5 + "(b)" + "c" * 3, 0)[1] == 5  # a capturing group ends a run
+    assert _pattern_shape("(?:ab)(?i:cd)[e]\\x66", 0)[1] == 6  # non-capturing groups are read through
+    assert _pattern_shape("a{500}" + "b" * 10, 0)[1] == 10  # a repeat is not a literal
+    assert RegexMatch()(output="a" * 5_000, expected="a" * MAX_LITERAL_CHARS).score == 1.0
+    assert RegexMatch()(output="b" * 5_000, expected="(a)" * 2_000).score == 0.0
 
 
 #: (pattern, text): the syntax RegexMatch takes (Python's re), matched alike by re and the regex engine.
@@ -592,8 +632,6 @@ RE_SYNTAX = [
 @pytest.mark.parametrize("full", [False, True])
 @pytest.mark.parametrize("pattern,text", RE_SYNTAX)
 def test_regex_match_agrees_with_re_on_its_syntax(pattern, text, full, ignore_case):
-    import re
-
     compiled = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     expected = compiled.fullmatch(text) if full else compiled.search(text)
     for scorer in (

@@ -11,7 +11,9 @@ and every Score carries them in its metadata. Then each row is one form-filling 
     token that is a whole number on the scale) the score is ``Σ s·p(s) / Σ p(s)`` over the
     alternatives that are whole numbers on the scale with ``p >= min_prob``, then mapped
     onto [0, 1] as ``(s - min) / (max - min)``. An endpoint or model that returns no
-    logprobs is an :class:`~scorers.llm.EndpointConfigError` (the run stops).
+    logprobs, or no alternatives with them, is an :class:`~scorers.llm.EndpointConfigError` (the run
+    stops); a score token with no alternative on the scale with ``p >= min_prob`` is the row's
+    :class:`~scorers.errors.JudgeError`.
 ``top_token``
     the number the model wrote, mapped onto [0, 1].
 
@@ -39,9 +41,9 @@ import types
 from typing import Any, Mapping, Sequence
 
 from .._util import is_int
-from ..llm import ChatRequest, ChatResult, InvalidReply
+from ..llm import ChatRequest, ChatResult, InvalidReply, TokenLogprob
 from ..score import Score
-from .base import ReplyFormat, TemplatedJudge
+from .base import ReplyFormat, TemplatedJudge, judge_error
 from .rating import parse_text_rating
 from .spec import GEvalSpec, Scale
 from .template import JudgeTemplate
@@ -191,7 +193,7 @@ class GEvalJudge(TemplatedJudge):
             )
         ]
 
-    def _validate(self, result: ChatResult) -> tuple[int, float, dict[str, float] | None]:
+    def _validate(self, result: ChatResult) -> int:
         if self.response_mode == "text":
             written = parse_text_rating(result.content or "")
         else:
@@ -201,28 +203,47 @@ class GEvalJudge(TemplatedJudge):
                 f"no whole-number score on the scale [{self.scale.min}, {self.scale.max}] in the "
                 f"reply (got {written!r})"
             )
-        if self.score_mode == "top_token":
-            return written, float(written), None
-        expected, distribution = self._weighted(result)
-        return written, expected, distribution
+        if self.score_mode == "logprobs":
+            self._score_token(result)
+        return written
 
-    def _weighted(self, result: ChatResult) -> tuple[float, dict[str, float]]:
+    def _score_token(self, result: ChatResult) -> TokenLogprob:
+        """The reply's first token that is a whole number on the scale; :class:`InvalidReply` when none is."""
         for token in result.logprobs or ():
-            if _on_scale(token.token, self.scale) is None:
-                continue
-            weights: dict[int, float] = {}
-            for alternative, logprob in token.top or ((token.token, token.logprob),):
-                value = _on_scale(alternative, self.scale)
-                p = math.exp(logprob)
-                if value is not None and p >= self.min_prob:
-                    weights[value] = weights.get(value, 0.0) + p
-            total = sum(weights.values())
-            expected = sum(value * p for value, p in weights.items()) / total
-            return expected, {str(value): p / total for value, p in sorted(weights.items())}
+            if _on_scale(token.token, self.scale) is not None:
+                return token
         raise InvalidReply("no token of the reply is a whole number on the scale, so its logprobs cannot be read")
 
+    def _weighted(self, result: ChatResult) -> tuple[float, dict[str, float]]:
+        """The expected score over the score token's alternatives on the scale, and their probabilities; a
+        :class:`JudgeError` when no alternative is on the scale with ``p >= min_prob`` (the engine refuses a
+        reply whose tokens carry no alternatives, so the written token is never taken as certain)."""
+        token = self._score_token(result)
+        weights: dict[int, float] = {}
+        for alternative, logprob in token.top:
+            value = _on_scale(alternative, self.scale)
+            p = math.exp(logprob)
+            if value is not None and p >= self.min_prob:
+                weights[value] = weights.get(value, 0.0) + p
+        total = math.fsum(weights.values())
+        if not total > 0:
+            shown = ", ".join(f"{alternative!r}: {math.exp(logprob):.3g}" for alternative, logprob in token.top)
+            raise judge_error(
+                self,
+                f"no alternative of the score token {token.token!r} is a whole number on the scale "
+                f"[{self.scale.min}, {self.scale.max}] with probability >= min_prob {self.min_prob} "
+                f"(alternatives: {shown}), so there is no distribution to weigh",
+                result,
+            )
+        expected = math.fsum(value * p for value, p in weights.items()) / total
+        return expected, {str(value): p / total for value, p in sorted(weights.items())}
+
     def _score_from(self, results: list[ChatResult], latency: float) -> Score:
-        written, expected, distribution = results[0].parsed
+        written = results[0].parsed
+        distribution = None
+        expected = float(written)
+        if self.score_mode == "logprobs":
+            expected, distribution = self._weighted(results[0])
         metadata: dict[str, Any] = {
             "score_mode": self.score_mode,
             "written_score": written,

@@ -38,7 +38,7 @@ from ..errors import JudgeError
 from .cache import cache_key
 from .config import LLMSettings
 from .engine import LLMEngine, _cache_call
-from .protocol import reply_tokens
+from .protocol import LOGPROB_SLACK, reply_tokens
 from .transport import Budget, EndpointConfigError, RequestRejected, send
 from .usage import failed_call_usage
 
@@ -263,10 +263,15 @@ def _read(
             if index > 0 and offset < prompt_end:
                 raise cannot(f"its reply's log-probability of prompt token {index} ({tokens[index]!r}) is null")
             read.append(None)
-        elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        elif (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and value <= LOGPROB_SLACK
+        ):
             read.append(float(value))
         else:
-            raise malformed(f"the log-probability of token {index} is {value!r}, not a finite number")
+            raise malformed(f"the log-probability of token {index} is {value!r}, not a finite number <= 0")
     return EchoedPrompt(
         prompt=prompt,
         text=text,

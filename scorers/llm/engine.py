@@ -374,6 +374,16 @@ async def _ask(
                 raw=reply.to_dict(),
                 attempts=budget.attempts,
             )
+        if request.top_logprobs and reply.logprobs and not all(token.top for token in reply.logprobs):
+            raise EndpointConfigError(
+                f"{label}the endpoint at {settings.shown_url} returned logprobs without the top_logprobs "
+                f"alternatives asked for ({request.top_logprobs} per token) for model {body['model']!r} ({api} API): "
+                "the endpoint or model does not support them. Use an endpoint that returns top_logprobs, or a "
+                "setting that needs none (G-Eval: score_mode='top_token', the number the model wrote)",
+                scorer=scorer,
+                raw=reply.to_dict(),
+                attempts=budget.attempts,
+            )
         reply = replace(
             reply,
             prompt_tokens=spent.prompt,

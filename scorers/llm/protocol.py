@@ -28,6 +28,8 @@ __all__ = [
     "InvalidReply",
     "parse_reply",
     "reply_tokens",
+    "logprob",
+    "LOGPROB_SLACK",
     "engine_owned_keys",
     "extra_conflict",
 ]
@@ -36,6 +38,9 @@ __all__ = [
 #: Body keys that are the request's content, not its generation settings (left out of ``ChatResult.sent``).
 _CONTENT_KEYS = frozenset({"model", "messages", "input", "tools", "tool_choice", "response_format"})
 
+
+#: How far above 0 a log-probability may be (a server's rounding): more is no log-probability.
+LOGPROB_SLACK = 1e-3
 
 #: What the Responses API is asked to include for output-text log-probabilities.
 _RESPONSES_LOGPROBS = "message.output_text.logprobs"
@@ -471,14 +476,31 @@ def _arguments(arguments: Any) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
+def logprob(value: Any) -> float:
+    """``value`` as a log-probability: a number at most :data:`LOGPROB_SLACK` (a server's rounding above 0),
+    ``-inf`` allowed; a :class:`ValueError` otherwise (NaN, ``1000``: a probability far above 1).
+
+    >>> logprob(-0.25), logprob("-1")
+    (-0.25, -1.0)
+    >>> logprob(1000)
+    Traceback (most recent call last):
+    ...
+    ValueError: 1000 is not a log-probability (a number <= 0)
+    """
+    number = float(value)
+    if not number <= LOGPROB_SLACK:
+        raise ValueError(f"{value!r} is not a log-probability (a number <= 0)")
+    return number
+
+
 def _token_logprobs(tokens: Any) -> tuple[TokenLogprob, ...]:
     """``[{token, logprob, top_logprobs: [{token, logprob}]}]`` (both APIs' shape) as :class:`TokenLogprob`s."""
     try:
         return tuple(
             TokenLogprob(
                 str(t["token"]),
-                float(t["logprob"]),
-                tuple((str(a["token"]), float(a["logprob"])) for a in t.get("top_logprobs") or ()),
+                logprob(t["logprob"]),
+                tuple((str(a["token"]), logprob(a["logprob"])) for a in t.get("top_logprobs") or ()),
             )
             for t in tokens
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import re
 
 import pytest
 
@@ -141,13 +142,21 @@ def test_an_endpoint_without_prompt_logprobs_is_a_config_error(support, why):
     assert all(isinstance(outcome, EndpointConfigError) for outcome in outcomes)
 
 
-def test_a_reply_with_an_unreadable_logprob_is_a_judge_error_of_the_row():
+@pytest.mark.parametrize("value", ["x", 1000, 1e308, 0.5], ids=str)
+def test_a_reply_with_an_unreadable_logprob_is_a_judge_error_of_the_row(value):
+    """Text, or a number above 0 (the probability e^1000 overflowed a float: OverflowError, not a row error)."""
+
     def broken(reply):
-        reply["choices"][0]["logprobs"]["token_logprobs"][2] = "x"
+        values = reply["choices"][0]["logprobs"]["token_logprobs"]
+        values[-2] = value  # the output's token (the last is the generated one)
         return reply
 
     with LoopbackLLM(completions=TextCompletions(edit=broken)) as server:
-        with pytest.raises(JudgeError, match="malformed reply: the log-probability of token 2 is 'x'") as info:
+        with pytest.raises(
+            JudgeError,
+            match=f"GPTScore: the completions endpoint sent a malformed reply: the log-probability "
+            f"of token \\d+ is {re.escape(repr(value))}, not a finite number <= 0",
+        ) as info:
             GPTScore(engine=engine_for(server))(input="Hi", output="Hello")
     assert not isinstance(info.value, ConfigError)
     assert info.value.usage["failed_calls"] == 1 and info.value.usage["model"] == "gpt-4o-mini"

@@ -216,6 +216,72 @@ def test_geval_without_logprobs_is_a_config_error_never_a_fallback() -> None:
         GEvalJudge("G", "{{output}}", criteria="c", response_mode="tools")
 
 
+def completion_with_logprobs(content: str, tokens: list[dict[str, Any]]) -> Reply:
+    """A chat completion body as is, with ``tokens`` as its logprobs (what LoopbackLLM would not serve)."""
+    return Reply.raw(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "model": "gpt-4o-mini",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                    "logprobs": {"content": tokens, "refusal": None},
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
+        }
+    )
+
+
+def test_geval_from_an_endpoint_without_top_logprobs_is_a_config_error_never_probability_1() -> None:
+    """An endpoint that sends each token's logprob but no alternatives (``top_logprobs: []``): the written token
+    was once taken as certain (p = 1) while the metadata said ``logprobs``."""
+    reply = completion_with_logprobs("4", [{"token": "4", "logprob": -0.9, "top_logprobs": []}])
+    with LoopbackLLM(default=reply) as server:
+        judge = geval(server)
+        with pytest.raises(EndpointConfigError) as info:
+            judge(output="text")
+        outcomes = judge.score_batch([{"output": "a"}, {"output": "b"}])
+        url = server.base_url
+    message = str(info.value)
+    assert isinstance(info.value, ConfigError) and info.value.scorer == "Coherence"
+    assert message.startswith("Coherence: ") and url in message
+    assert "without the top_logprobs alternatives asked for (20 per token)" in message
+    assert "score_mode='top_token'" in message
+    assert all(isinstance(outcome, EndpointConfigError) for outcome in outcomes)
+
+
+def test_geval_with_no_alternative_on_the_scale_is_the_rows_judge_error(llm_server: LoopbackLLM) -> None:
+    """Every alternative off the scale or under min_prob: nothing to weigh (it was a ZeroDivisionError)."""
+    llm_server.default = Reply.text("4", top_logprobs=[{"4": math.log(0.005), "four": math.log(0.9)}])
+    judge = geval(llm_server)
+    with pytest.raises(
+        JudgeError,
+        match=r"Coherence: no alternative of the score token '4' is a whole number on "
+        r"the scale \[1, 5\] with probability >= min_prob 0.01 \(alternatives: 'four': 0.9, '4': 0.005\)",
+    ) as info:
+        judge(output="text")
+    assert not isinstance(info.value, ConfigError)
+    (outcome,) = judge.score_batch([{"output": "a"}])
+    assert isinstance(outcome, JudgeError) and outcome.usage["failed_calls"] == 1
+
+
+def test_geval_with_a_logprob_above_0_is_an_unusable_reply(llm_server: LoopbackLLM) -> None:
+    """A log-probability of 1000 is no probability (e^1000 was an OverflowError): the reply is re-asked, then
+    the row's JudgeError."""
+    llm_server.default = Reply.text("4", top_logprobs=[{"4": -0.1, "5": 1000.0}])
+    with pytest.raises(
+        JudgeError,
+        match=r"Coherence: the judge's reply was unusable after 2 asks: .*1000.0 is not "
+        r"a log-probability \(a number <= 0\)",
+    ) as info:
+        geval(llm_server)(output="text")
+    assert not isinstance(info.value, ConfigError) and len(llm_server.chat_requests) == 2
+
+
 def test_geval_generates_steps_once_and_the_cache_pins_them(llm_server: LoopbackLLM, tmp_path: Path) -> None:
     llm_server.script(
         Reply.json({"steps": ["Read the text.", "Check each sentence follows."]}), match="evaluation steps"

@@ -43,6 +43,7 @@ from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine, RequestRejec
 from ..llm.engine import NotPicklable
 from ..llm.usage import Usage, as_failed, call_usage, summed_usage
 from ..score import Score
+from .conversation import budget_metadata
 from .spec import RequestSettings, TemplateSpec, add_kind, kind_of, validate_model
 from .spec import remove_kind as remove_kind_model
 from .template import JudgeTemplate, mustache_to_jinja, render_value
@@ -948,6 +949,11 @@ class TemplatedJudge(LLMJudge):
     def _row_requests(self, fields: Mapping[str, Any]) -> list[ChatRequest]:
         names = set(self.variables())
         return self._requests({k: v for k, v in fields.items() if k in names})
+
+    def call_metadata(self, results: Sequence[ChatResult], latency: float) -> dict[str, Any]:
+        """As every judge's, and for a template that reads conversations, how their tokens are counted."""
+        budgets = self.template.budgets()
+        return {**super().call_metadata(results, latency), **(budget_metadata(budgets) if budgets else {})}
 
     async def _run_row(
         self, fields: Mapping[str, Any], requests: list[ChatRequest], hits: list[ChatResult | None] | None

@@ -10,8 +10,10 @@ A template that uses autoevals' thread variables (``{{thread}}``, ``{{thread_cou
 ``{{thread_with_system}}``) reads one field, ``thread``, and each variable renders as autoevals 0.4.1
 renders it (:func:`thread_variables`).
 
-Either way a conversation whose text passes its token budget (characters / 4; :data:`DEFAULT_MAX_TOKENS`
-unless the template says otherwise) is the row's :class:`~scorers.errors.ScorerInputError`: it is never cut.
+Either way a conversation whose text passes its token budget (:data:`DEFAULT_MAX_TOKENS` unless the template
+says otherwise) is the row's :class:`~scorers.errors.ScorerInputError`: it is never cut. Its tokens are counted
+as its UTF-8 bytes (:func:`count_tokens`), a bound no tokenizer exceeds, so CJK text and emoji are never
+undercounted (characters / 4 undercounted them 4 to 16 times).
 
 >>> view = conversation_view([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}],
 ...                          scorer="Demo", field="conversation")
@@ -31,7 +33,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ..errors import ScorerInputError
 
 __all__ = [
-    "CHARS_PER_TOKEN",
+    "TOKEN_COUNT",
     "LINE_BREAK",
     "DEFAULT_MAX_TOKENS",
     "THREAD_FIELD",
@@ -45,16 +47,20 @@ __all__ = [
     "ThreadPairs",
     "conversation_view",
     "transcript",
+    "count_tokens",
     "check_budget",
+    "budget_metadata",
     "thread_variables",
     "thread_text",
     "template_context",
 ]
 
-#: The token estimate of a text is its length divided by this (no tokenizer is assumed).
-CHARS_PER_TOKEN = 4
-#: The budget of one conversation, in estimated tokens, when its template sets none.
-DEFAULT_MAX_TOKENS = 32_000
+#: How a conversation's tokens are counted against its budget (a score's ``metadata["conversation_tokens"]``
+#: says it): its UTF-8 bytes, an upper bound of any tokenizer's count, as each token holds at least one byte.
+TOKEN_COUNT = "utf8_bytes"
+#: The budget of one conversation, in tokens (:data:`TOKEN_COUNT`), when its template sets none: about 32,000
+#: tokens of English text (4 bytes a token), fewer of CJK text (3 bytes a character) or emoji (4 bytes).
+DEFAULT_MAX_TOKENS = 128_000
 #: The row field the thread variables are computed from.
 THREAD_FIELD = "thread"
 #: autoevals' thread variables, each computed from the :data:`THREAD_FIELD` field.
@@ -177,8 +183,8 @@ def conversation_view(
     ...                   field="conversation", max_tokens=100)
     Traceback (most recent call last):
     ...
-    scorers.errors.ScorerInputError: Demo: field 'conversation' is about 127 tokens (506 characters / 4), over \
-its budget of 100: raise it in the template, fields: {conversation: {type: conversation, max_tokens: 200}}
+    scorers.errors.ScorerInputError: Demo: field 'conversation' may be up to 506 tokens (its UTF-8 bytes), over \
+its budget of 100: raise it in the template, fields: {conversation: {type: conversation, max_tokens: 600}}
     """
     from ..agents.readers import read_conversation
 
@@ -252,21 +258,30 @@ def transcript(value: Any, *, scorer: str = "transcript", field: str = "conversa
 _UNBOUNDED = 1 << 62
 
 
+def count_tokens(text: str) -> int:
+    """At most how many tokens ``text`` is, in any tokenizer: its UTF-8 bytes (:data:`TOKEN_COUNT`). A
+    byte-level BPE token (GPT, Llama 3, Qwen) holds at least one byte, as does a SentencePiece piece or byte.
+
+    >>> count_tokens("word " * 4), count_tokens("日本語のテキスト"), count_tokens("🙂🙂")
+    (20, 24, 8)
+    """
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def check_budget(
     text: str, *, scorer: str, field: str, max_tokens: int, raise_budget: Callable[[int], str] | None = None
 ) -> None:
-    """Refuse ``text`` when its estimated tokens (characters / :data:`CHARS_PER_TOKEN`, rounded up) pass
-    ``max_tokens``; the error says how to raise the budget: ``raise_budget(a budget that would do)``, by default
-    the template's field setting.
+    """Refuse ``text`` when its tokens (:func:`count_tokens`) may pass ``max_tokens``; the error says how to
+    raise the budget: ``raise_budget(a budget that would do)``, by default the template's field setting.
 
-    >>> check_budget("x" * 10, scorer="Demo", field="conversation", max_tokens=2,
+    >>> check_budget("é" * 10, scorer="Demo", field="conversation", max_tokens=2,
     ...              raise_budget=lambda budget: f"pass max_conversation_tokens={budget}")
     Traceback (most recent call last):
     ...
-    scorers.errors.ScorerInputError: Demo: field 'conversation' is about 3 tokens (10 characters / 4), over its \
-budget of 2: pass max_conversation_tokens=4
+    scorers.errors.ScorerInputError: Demo: field 'conversation' may be up to 20 tokens (its UTF-8 bytes), over \
+its budget of 2: pass max_conversation_tokens=30
     """
-    tokens = -(-len(text) // CHARS_PER_TOKEN)
+    tokens = count_tokens(text)
     if tokens > max_tokens:
         suggested = _round_up(tokens)
         how = (
@@ -277,9 +292,18 @@ budget of 2: pass max_conversation_tokens=4
         raise ScorerInputError(
             scorer,
             field,
-            f"is about {tokens:,} tokens ({len(text):,} characters / {CHARS_PER_TOKEN}), over its budget of "
-            f"{max_tokens:,}: {how}",
+            f"may be up to {tokens:,} tokens (its UTF-8 bytes), over its budget of {max_tokens:,}: {how}",
         )
+
+
+def budget_metadata(budgets: Mapping[str, int]) -> dict[str, Any]:
+    """What a score of a judge that reads conversations says of their budgets: how tokens are counted and
+    each field's budget (``metadata["conversation_tokens"]``).
+
+    >>> budget_metadata({"conversation": 1000})
+    {'conversation_tokens': {'counted_as': 'utf8_bytes', 'budgets': {'conversation': 1000}}}
+    """
+    return {"conversation_tokens": {"counted_as": TOKEN_COUNT, "budgets": dict(budgets)}}
 
 
 def _round_up(tokens: int) -> int:

@@ -17,7 +17,8 @@ unusable and re-asked):
 A request shows the conversation as a transcript whose messages are headed by their index (``[3] user: ...``),
 so verdicts and metadata name messages by the index the reader's own list has. A malformed conversation is the
 row's :class:`~scorers.errors.ScorerInputError` naming the message index; one whose transcript passes
-``max_conversation_tokens`` (characters / 4; default 32,000) is one too, saying how to raise it: never cut.
+``max_conversation_tokens`` (counted as UTF-8 bytes, a bound no tokenizer exceeds; default 128,000) is one too,
+saying how to raise it: never cut. ``metadata["conversation_tokens"]`` says how tokens are counted.
 Every score's metadata holds the items, each verdict (with its reason under chain of thought) and the usage
 summed over the row's requests; ``python -m scorers show NAME`` states the requests per row. The step prompts
 are package data (``scorers/judges/prompts/conversational/<step>.md``); ``prompts={step: text}`` replaces them.
@@ -50,7 +51,7 @@ from ..fields import Field
 from ..llm import ChatResult, InvalidReply
 from ..registry import register
 from .base import ReplyFormat, sum_usage
-from .conversation import DEFAULT_MAX_TOKENS, ConversationView, MessageView, conversation_view
+from .conversation import DEFAULT_MAX_TOKENS, ConversationView, MessageView, budget_metadata, conversation_view
 from .rag import YES_NO, ItemVerdict, MultiStepJudge, items_format, read_items
 
 __all__ = [
@@ -67,7 +68,7 @@ FIELD = "conversation"
 
 class ConversationJudge(MultiStepJudge):
     """Base of the conversation judges: the ``conversation`` field, read and numbered once per row, within
-    ``max_conversation_tokens`` (estimated tokens of its transcript; a bound that refuses a row, never a
+    ``max_conversation_tokens`` (tokens of its transcript as UTF-8 bytes; a bound that refuses a row, never a
     setting that changes a score)."""
 
     fields = (
@@ -112,9 +113,11 @@ class ConversationJudge(MultiStepJudge):
         return messages
 
     def call_metadata(self, results: Sequence[ChatResult], latency: float) -> dict[str, Any]:
-        """As every judge's, and for a row that needed no request: zero usage, nothing sent."""
+        """As every judge's (for a row that needed no request: zero usage, nothing sent), and how the
+        conversation's tokens are counted against its budget."""
+        budget = budget_metadata({FIELD: self.max_conversation_tokens})
         if results:
-            return super().call_metadata(results, latency)
+            return {**super().call_metadata(results, latency), **budget}
         return {
             "response_mode": self.response_mode,
             "model": self._model_name(),
@@ -124,6 +127,7 @@ class ConversationJudge(MultiStepJudge):
             "attempts": 0,
             "reasks": 0,
             "cached": False,
+            **budget,
         }
 
 

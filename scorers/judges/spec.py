@@ -132,8 +132,8 @@ def _or_shorthand(schema: dict[str, Any]) -> None:
 
 class FieldSpec(_Strict):
     """A template field's declared type: ``conversation`` (read as a conversation, shown as a transcript;
-    ``scorers.judges.conversation``) with its budget in estimated tokens. ``fields: {name: conversation}``
-    is short for ``{name: {type: conversation}}``."""
+    ``scorers.judges.conversation``) with its budget in tokens (counted as UTF-8 bytes).
+    ``fields: {name: conversation}`` is short for ``{name: {type: conversation}}``."""
 
     model_config = ConfigDict(json_schema_extra=_or_shorthand)
 

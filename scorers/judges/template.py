@@ -195,7 +195,7 @@ class JudgeTemplate:
     file: str | None = None
     #: ``"scorers"`` (our DSL, which reads autoevals files unchanged) or ``"openai-evals"``.
     format: str = "scorers"
-    #: The fields that hold a conversation, each with its budget in estimated tokens (:mod:`.conversation`).
+    #: The fields that hold a conversation, each with its budget in tokens (counted as UTF-8 bytes) (:mod:`.conversation`).
     conversations: tuple[tuple[str, int], ...] = ()
     _variables: tuple[str, ...] = field(default=(), repr=False, compare=False)
     #: Per message: literal text and variable names, when the message is plain ``{{ name }}`` substitution.
@@ -279,7 +279,7 @@ class JudgeTemplate:
             "choice_scores": dict(self.choice_scores or {}),
         }
         if self.conversations:
-            hashed["conversations"] = self.conversations
+            hashed["conversations"] = [name for name, _ in self.conversations]  # the budgets change no verdict
         body = json.dumps(
             hashed,
             sort_keys=True,
@@ -291,6 +291,14 @@ class JudgeTemplate:
         """``template 'Name' (file path), key`` for error messages."""
         place = f"template {self.name!r}" + (f" ({self.file})" if self.file else "")
         return f"{place}, key {key!r}" if key else place
+
+    def budgets(self) -> dict[str, int]:
+        """The token budget of each field read as a conversation: those declared, and ``thread`` when the
+        thread variables are used (:data:`~scorers.judges.conversation.DEFAULT_MAX_TOKENS` unless declared)."""
+        budgets = dict(self.conversations)
+        if self._thread_used:
+            budgets.setdefault(THREAD_FIELD, DEFAULT_MAX_TOKENS)
+        return budgets
 
     # -------------------------------------------------------------- rendering
     def render(self, variables: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -308,12 +316,12 @@ class JudgeTemplate:
                     scorer=self.name,
                 )
         context["__choices"] = list(self.choices)
-        if self.conversations or self._thread_used:
-            budgets = dict(self.conversations)
+        budgets = self.budgets()
+        if budgets:
             context = template_context(
                 context,
                 scorer=self.name,
-                conversations=budgets,
+                conversations=dict(self.conversations),
                 thread_variables_used=self._thread_used,
                 thread_max_tokens=budgets.get(THREAD_FIELD, DEFAULT_MAX_TOKENS),
             )

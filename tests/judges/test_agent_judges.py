@@ -23,7 +23,7 @@ import scorers
 from scorers.cli.catalog import describe
 from scorers.errors import ScorerInputError
 from scorers.judges import RubricJudge, TemplatedJudge
-from scorers.judges.conversation import transcript
+from scorers.judges.conversation import DEFAULT_MAX_TOKENS, transcript
 from scorers.llm import LLMEngine
 from scorers.score import Score
 from scorers.testing import LoopbackLLM, RecordedRequest, Reply, auto_reply
@@ -196,7 +196,7 @@ def test_a_malformed_conversation_is_that_rows_input_error_and_is_not_sent(case:
 def test_a_conversation_over_its_budget_is_refused_saying_how_to_raise_it(case: Case, server: LoopbackLLM) -> None:
     server.reset()
     long = [{"role": "user", "content": "word " * 40_000}, {"role": "assistant", "content": "ok"}]
-    with pytest.raises(ScorerInputError, match=r"over its budget of 32,000.*max_tokens: \d+"):
+    with pytest.raises(ScorerInputError, match=rf"over its budget of {DEFAULT_MAX_TOKENS:,}.*max_tokens: \d+"):
         judge(case.name, server)(**row(case, long))
     assert server.request_count == 0
 
@@ -205,7 +205,7 @@ def test_the_conversational_rubric_is_any_rubric_over_a_conversation_field() -> 
     """ConversationRubric is data: the same file with other criteria (or kind: geval) grades a dialogue too."""
     rubric = scorers.get("ConversationRubric")
     assert isinstance(rubric, RubricJudge)
-    assert rubric.judge_kind == "rubric" and rubric.template.conversations == (("conversation", 32_000),)
+    assert rubric.judge_kind == "rubric" and rubric.template.conversations == (("conversation", DEFAULT_MAX_TOKENS),)
     assert [c.name for c in rubric.criteria] == ["helpfulness", "consistency", "clarity"]
     assert rubric.threshold == 4
 

@@ -17,7 +17,7 @@ import pytest
 
 from scorers.errors import ScorerInputError, TemplateError
 from scorers.judges import LLMClassifier
-from scorers.judges.conversation import DEFAULT_MAX_TOKENS, thread_variables, transcript
+from scorers.judges.conversation import DEFAULT_MAX_TOKENS, count_tokens, thread_variables, transcript
 from scorers.judges.discovery import build_judge, parse_template
 from scorers.judges.template import JudgeTemplate
 from scorers.llm import LLMEngine
@@ -124,8 +124,9 @@ def test_a_conversation_over_its_budget_is_refused_with_how_to_raise_it() -> Non
         prompt_of(judge, conversation=long)
     message = str(caught.value)
     assert f"over its budget of {DEFAULT_MAX_TOKENS:,}" in message
-    assert "fields: {conversation: {type: conversation, max_tokens: 70000}}" in message
-    roomy = judge_from({**HELPFUL, "fields": {"conversation": {"type": "conversation", "max_tokens": 70_000}}})
+    assert "may be up to 250,006 tokens (its UTF-8 bytes)" in message
+    assert "fields: {conversation: {type: conversation, max_tokens: 300000}}" in message
+    roomy = judge_from({**HELPFUL, "fields": {"conversation": {"type": "conversation", "max_tokens": 300_000}}})
     assert "word word" in prompt_of(roomy, conversation=long)  # never cut
     tight = judge_from({**HELPFUL, "fields": {"conversation": {"type": "conversation", "max_tokens": 10}}})
     with pytest.raises(ScorerInputError, match="over its budget of 10"):
@@ -140,8 +141,52 @@ def test_the_thread_has_a_budget_too() -> None:
             "choice_scores": {"Y": 1},
         }
     )
-    with pytest.raises(ScorerInputError, match=r"field 'thread' is about \d+ tokens .* over its budget of 5"):
+    with pytest.raises(ScorerInputError, match=r"field 'thread' may be up to \d+ tokens .* over its budget of 5"):
         prompt_of(judge, thread=[{"role": "user", "content": "a longer message than five tokens"}])
+
+
+#: Texts of one character per 1 (ASCII), 2 (Cyrillic), 3 (CJK) and 4 (emoji) UTF-8 bytes, and a ZWJ emoji sequence.
+TEXTS = {
+    "english": "The weather in Paris is mild. ",
+    "russian": "Погода в Париже мягкая. ",
+    "japanese": "パリの天気は穏やかです。",
+    "emoji": "🙂🌧️🌍",
+    "family": "👨‍👩‍👧‍👦",
+}
+
+
+@pytest.mark.parametrize("text", TEXTS.values(), ids=TEXTS.keys())
+def test_the_token_count_is_never_below_a_byte_level_tokenizers(text: str) -> None:
+    """The worst case of a byte-level BPE (GPT, Llama 3, Qwen) is one token per byte: a tokenizer with no merges.
+    characters / 4 counted a Japanese text at 1/12 and an emoji at 1/16 of that."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    worst = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
+    worst.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    assert count_tokens(text * 10) >= len(worst.encode(text * 10).ids)
+    assert count_tokens(text * 10) >= -(-len(text * 10) // 4)
+
+
+@pytest.mark.parametrize("text", TEXTS.values(), ids=TEXTS.keys())
+def test_a_conversation_is_within_its_budget_by_its_bytes(llm_server: LoopbackLLM, text: str) -> None:
+    """Over real HTTP: the transcript's UTF-8 bytes decide; one byte over the budget is refused, unsent."""
+    conversation = [{"role": "user", "content": text * 20}]
+    size = len(transcript(conversation).encode())
+    engine = LLMEngine(base_url=llm_server.base_url, api_key="placeholder", cache=False)
+    fits = judge_from(
+        {**HELPFUL, "fields": {"conversation": {"type": "conversation", "max_tokens": size}}}, engine=engine
+    )
+    llm_server.default = Reply.choice("Y")
+    score = fits(conversation=conversation)
+    assert score.metadata["conversation_tokens"] == {"counted_as": "utf8_bytes", "budgets": {"conversation": size}}
+    assert len(llm_server.chat_requests) == 1
+    short = judge_from(
+        {**HELPFUL, "fields": {"conversation": {"type": "conversation", "max_tokens": size - 1}}}, engine=engine
+    )
+    with pytest.raises(ScorerInputError, match=f"may be up to {size:,} tokens \\(its UTF-8 bytes\\)"):
+        short(conversation=conversation)
+    assert len(llm_server.chat_requests) == 1
 
 
 def test_the_declaration_is_checked() -> None:
@@ -162,6 +207,11 @@ def test_the_declaration_is_part_of_the_template_hash_and_undeclared_fields_rend
     assert prompt_of(plain, conversation=messages) == json.dumps(messages)
     assert prompt_of(declared, conversation=messages) == "user: hi"
     assert plain.template.content_hash() != declared.template.content_hash()
+    roomy = judge_from(
+        HELPFUL
+        | {"prompt": "{{conversation}}", "fields": {"conversation": {"type": "conversation", "max_tokens": 10**6}}}
+    )
+    assert roomy.template.content_hash() == declared.template.content_hash()  # a budget changes no verdict
     assert (
         plain.template.content_hash()
         == JudgeTemplate(

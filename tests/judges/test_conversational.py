@@ -13,6 +13,7 @@ import pytest
 
 import scorers
 from scorers.errors import JudgeError, ScorerInputError
+from scorers.judges.conversation import DEFAULT_MAX_TOKENS
 from scorers.judges.conversational import (
     ArgumentCorrectness,
     ConversationCompleteness,
@@ -171,6 +172,10 @@ def test_argument_correctness_without_calls_scores_1_without_a_request(llm_env: 
     assert score.score == 1.0 and "no tool call" in score.metadata["reason"] and score.metadata["calls"] == []
     assert score.metadata["usage"]["requests"] == 0 and score.metadata["attempts"] == 0
     assert llm_env.chat_requests == []
+    assert score.metadata["conversation_tokens"] == {
+        "counted_as": "utf8_bytes",
+        "budgets": {"conversation": DEFAULT_MAX_TOKENS},
+    }
 
 
 def test_turn_relevancy_judges_each_reply_against_its_window(llm_env: LoopbackLLM) -> None:
@@ -209,6 +214,7 @@ def test_knowledge_retention_judges_the_assistant_messages_after_the_first_fact(
     assert items(judged) == ["message 2", "message 5"]
     assert "- (message 1) The user is vegan." in judged.last_user_message
     assert score.metadata["usage"]["requests"] == 2
+    assert score.metadata["conversation_tokens"]["counted_as"] == "utf8_bytes"
 
 
 @pytest.mark.parametrize(

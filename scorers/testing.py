@@ -6,7 +6,8 @@
 client can talk to it over real HTTP. Replies are scripted by matching on the
 request, the same way for both APIs; faults (429 with ``Retry-After``, 5xx, a
 llama.cpp-style validation error, hangs, dropped connections) and latency can be
-injected; every request is recorded (``RecordedRequest.api`` says which API).
+injected; the most recent requests are recorded, within a bound on their number and
+size (``RecordedRequest.api`` says which API), and every one is counted.
 
 >>> from openai import OpenAI
 >>> with LoopbackLLM(default=Reply.choice("C", reasons="same facts")) as server:
@@ -264,6 +265,8 @@ class RecordedRequest:
     status: int = 0
     #: The query string's parameters (the last value of a repeated one).
     query: dict[str, str] = field(default_factory=dict)
+    #: The body's size in bytes, as received.
+    size: int = 0
 
     @property
     def api(self) -> str | None:
@@ -382,6 +385,11 @@ class LoopbackLLM:
     endpoint or model without logprobs support. ``port`` is the port to listen
     on (default 0: a free one, never one an earlier server of this process had).
     ``completions`` answers ``POST /v1/completions`` (default: ``TextCompletions()``).
+
+    ``requests`` holds the most recent requests, at most ``record_limit`` of them
+    with at most ``record_bytes`` of bodies in all (always the newest one), so a
+    long-running server keeps bounded memory; ``request_count`` counts every
+    request since the start (or :meth:`reset`).
     """
 
     def __init__(
@@ -395,6 +403,8 @@ class LoopbackLLM:
         logprobs: bool = True,
         port: int = 0,
         completions: "TextCompletions | None" = None,
+        record_limit: int = 1_000,
+        record_bytes: int = 32 * 2**20,
     ) -> None:
         self.default: ReplySource = default if default is not None else Reply.text("OK")
         self.latency = latency
@@ -405,6 +415,9 @@ class LoopbackLLM:
         self.embedding_dim = embedding_dim
         self.rules: list[Rule] = []
         self.requests: list[RecordedRequest] = []
+        self.record_limit, self.record_bytes = record_limit, record_bytes
+        self._recorded_bytes = 0
+        self._received = 0
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -428,6 +441,7 @@ class LoopbackLLM:
         with self._lock:
             self.rules.clear()
             self.requests.clear()
+            self._recorded_bytes = self._received = 0
             self.max_in_flight = self.in_flight
 
     @property
@@ -456,8 +470,9 @@ class LoopbackLLM:
 
     @property
     def request_count(self) -> int:
+        """Every request received since the start (or :meth:`reset`), recorded or not."""
         with self._lock:
-            return len(self.requests)
+            return self._received
 
     # ------------------------------------------------------------- lifecycle
     def start(self) -> "LoopbackLLM":
@@ -541,9 +556,19 @@ class LoopbackLLM:
             body=body,
             received_at=time.time(),
             query=dict(request.query),
+            size=len(raw),
         )
         with self._lock:
+            self._received += 1
             self.requests.append(recorded)
+            self._recorded_bytes += recorded.size
+            drop = 0  # the oldest records past either bound (the newest is always kept)
+            while drop < len(self.requests) - 1 and (
+                len(self.requests) - drop > self.record_limit or self._recorded_bytes > self.record_bytes
+            ):
+                self._recorded_bytes -= self.requests[drop].size
+                drop += 1
+            del self.requests[:drop]
         return recorded
 
     def _authorised(self, recorded: RecordedRequest) -> bool:

@@ -212,6 +212,25 @@ def test_reset_and_not_running():
         assert server.rules == [] and server.requests == []
 
 
+def test_the_record_is_bounded_and_the_count_exact():
+    """Every body was kept (300 requests of 1 MB: 51 -> 341 MB): now the newest, within a number and a size."""
+    with LoopbackLLM(record_limit=3) as server:
+        for i in range(10):
+            ask(server, f"q{i}")
+        assert server.request_count == 10
+        assert [r.last_user_message for r in server.requests] == ["q7", "q8", "q9"]
+    megabyte = "x" * 2**20
+    with LoopbackLLM(record_bytes=3 * 2**20) as server:
+        for i in range(12):
+            ask(server, f"{i} {megabyte}")
+        assert server.request_count == 12 and 1 <= len(server.requests) < 3
+        assert sum(r.size for r in server.requests) <= 3 * 2**20 < 12 * 2**20
+        assert server.requests[-1].last_user_message.startswith("11 ")
+        ask(server, "y" * (4 * 2**20))  # one body over the whole budget: kept alone, the newest
+        assert server.request_count == 13 and [r.last_user_message[0] for r in server.requests] == ["y"]
+    assert (LoopbackLLM().record_limit, LoopbackLLM().record_bytes) == (1_000, 32 * 2**20)
+
+
 def test_a_stopped_servers_port_is_never_given_to_a_new_one():
     ports = []
     for _ in range(25):

@@ -38,6 +38,7 @@ NOT_IN_SIGNATURE = {
     "choice_scores": "enters as the template's content hash",
     "max_chars": "a bound on the input's length: refuses a row, never changes a number",
     "max_calls": "a bound on how many tool calls a row holds: refuses a row, never changes a number",
+    "max_steps": "a bound on an edit search's steps: refuses a row, never changes a number",
     "max_conversation_tokens": "a bound on a conversation's length: refuses a row, never changes a number",
 }
 #: Per scorer: parameters that do not change the number on their own, and why.

@@ -122,9 +122,7 @@ def _sacrebleu_ter(settings: _TERSettings) -> Any:
                 best = min(best, num_edits)
             return [best, ref_lengths / len(ref_words)]
 
-    return TER(
-        normalized=normalized, no_punct=no_punct, asian_support=asian_support, case_sensitive=case_sensitive
-    )
+    return TER(normalized=normalized, no_punct=no_punct, asian_support=asian_support, case_sensitive=case_sensitive)
 
 
 def _ter_chunk(

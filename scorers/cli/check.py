@@ -25,18 +25,26 @@ def add_schema(sub: argparse._SubParsersAction[argparse.ArgumentParser], templat
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from ..judges.discovery import check_templates, template_dirs, template_files
+    from ..judges.discovery import check_templates, template_dirs, template_files, template_warnings
 
     paths = args.paths or [d for d in template_dirs() if d.is_dir()]
     problems = check_templates(paths)
+    warnings = template_warnings(paths)
     for problem in problems:
         print(problem, file=sys.stderr)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     files = len(template_files(paths))
     print(
-        f"{files} template file{'s' if files != 1 else ''} checked, {len(problems)} problem{'s' if len(problems) != 1 else ''}",
+        f"{_count(files, 'template file')} checked, {_count(len(problems), 'problem')}, "
+        f"{_count(len(warnings), 'warning')}",
         file=sys.stderr,
     )
     return 1 if problems else 0
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'s' if number != 1 else ''}"
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ kinds' classes as they are defined.
 
 from __future__ import annotations
 
+import difflib
 import os
 import warnings
 from pathlib import Path
@@ -38,6 +39,8 @@ __all__ = [
     "parse_template",
     "load_template_file",
     "check_templates",
+    "template_warnings",
+    "known_fields",
     "template_files",
     "template_dirs",
     "builtin_template_dir",
@@ -131,6 +134,46 @@ def check_templates(paths: Iterable[str | os.PathLike[str]] | None = None) -> li
                 except ConfigError as exc:
                     problems.append(Problem(str(path), "", str(exc).split(": ", 1)[-1]))
     return problems
+
+
+def template_warnings(paths: Iterable[str | os.PathLike[str]] | None = None) -> list[Problem]:
+    """What may be wrong in valid template files (default: every template directory): each template variable
+    that is no known field (:func:`known_fields`), with the known field it most resembles (a typo such as
+    ``{{ouptut}}`` would otherwise pass ``check`` and fail the run: no row has such a column)."""
+    known = known_fields()
+    found: list[Problem] = []
+    for path in template_files(template_dirs() if paths is None else paths):
+        definitions, problems = read_file(path) if path.is_file() else ([], [])
+        for template in (d.template for d in definitions if not problems):
+            key = "prompt" if template.prompt is not None else "messages"
+            for name in template.variables:
+                if name in known:
+                    continue
+                close = difflib.get_close_matches(name, sorted(known), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                found.append(
+                    Problem(
+                        str(path),
+                        key,
+                        f"template {template.name!r} reads {name!r}, which is no known field{hint} "
+                        f"(a run needs a column {name!r}, or --map {name}=COLUMN)",
+                    )
+                )
+    return found
+
+
+def known_fields() -> frozenset[str]:
+    """The field names the library knows: the standard ones, those of every registered scorer class, the
+    variables of the built-in templates and autoevals' thread variables."""
+    from ..fields import STANDARD_FIELDS
+    from ..registry import entries
+    from .conversation import THREAD_FIELD, THREAD_VARIABLES
+
+    names = {*STANDARD_FIELDS, THREAD_FIELD, *THREAD_VARIABLES}
+    names.update(f.name for entry in entries() if entry.scorer_class is not None for f in entry.scorer_class.fields)
+    for path in template_files([builtin_template_dir()]):
+        names.update(name for d in read_file(path)[0] for name in d.template.variables)
+    return frozenset(names)
 
 
 # ---------------------------------------------------------------- registration

@@ -468,3 +468,31 @@ def test_cli_check_exit_code_and_report(
     assert f"{len(paths) or len(template_files([builtin_template_dir()]))} template file" in err
     for path in paths:
         assert (path in err) == (not path.endswith("good.yaml"))
+
+
+@pytest.mark.parametrize(
+    "variable, hint",
+    [
+        ("ouptut", "; did you mean 'output'?"),
+        ("contxt", "; did you mean 'context'?"),
+        ("thred", "; did you mean 'thread'?"),
+        ("house_rules", ""),
+    ],
+)
+def test_cli_check_warns_on_a_variable_that_is_no_known_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, variable: str, hint: str
+) -> None:
+    """A typo passed check with 0 problems, then a run asked for ``--map ouptut=COLUMN``: check now warns, saying
+    the field meant; the file is still valid (exit 0), as a variable may name any column."""
+    from scorers.cli import main
+
+    monkeypatch.delenv("SCORERS_TEMPLATES", raising=False)
+    path = write(tmp_path, "typo.yaml", f'prompt: "{{{{input}}}} {{{{{variable}}}}}"\nchoice_scores: {{"Y": 1}}\n')
+    assert main(["check", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert (
+        f"warning: {path}: prompt: template 'Typo' reads {variable!r}, which is no known field{hint} "
+        f"(a run needs a column {variable!r}, or --map {variable}=COLUMN)\n"
+    ) in err
+    assert err.endswith("1 template file checked, 0 problems, 1 warning\n")
+    assert main(["check"]) == 0 and capsys.readouterr().err.endswith(", 0 problems, 0 warnings\n")  # the built-ins

@@ -22,6 +22,8 @@ worker reaches (``SCORERS_CACHE_URL=redis://host:6379/0``), so work an engine re
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import os
@@ -30,8 +32,9 @@ import sqlite3
 import threading
 import time
 import urllib.parse
+import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from .._util import json_loads, lazy, memoize, optional_import
 from ..errors import ConfigError
@@ -46,6 +49,9 @@ __all__ = [
     "cache_keys",
     "is_redis_url",
     "open_cache",
+    "paying",
+    "stamped",
+    "paid_here",
 ]
 
 #: Bump when the stored reply format changes; old entries are then simply not found.
@@ -149,6 +155,51 @@ def _encode_messages(messages: Any, encode: Callable[[Any], str]) -> str:
             return encode(messages)
         parts.append("{" + ",".join(f"{encode(k)}:{encode(message[k])}" for k in sorted(message)) + "}")
     return f"[{','.join(parts)}]"
+
+
+#: The key of a stored reply naming who paid for it: ``[run, block, attempt]`` (see :func:`paying`).
+PAID_BY = "paid_by"
+#: Who pays for the calls made now: the run, its block and this attempt at the block (None: nobody says).
+_PAYER: contextvars.ContextVar[tuple[str, int, str] | None] = contextvars.ContextVar("scorers_payer", default=None)
+
+
+@contextlib.contextmanager
+def paying(run: str, block: int) -> Iterator[None]:
+    """Calls made in the block (this task and the tasks it starts) are paid for by the rows of ``block`` of
+    ``run`` (an engine's block of rows, named by its first row's index), in an attempt of their own. A reply
+    that another attempt at the same block of the same run stored (a worker lost after it paid, whose rows are
+    scored again) then counts as paid on a hit, not as cached: the run did pay for it. A hit on any other
+    entry (another run's, another block's: the same prompt in two rows) is cached, as always.
+
+    >>> stored = stamped({"content": "A"})  # outside paying(): no stamp
+    >>> with paying("run-1", 0):
+    ...     stored = stamped({"content": "A"})
+    ...     paid_here(stored)  # this attempt's own entry: a repeat of the prompt, cached
+    False
+    >>> with paying("run-1", 0):  # the block scored again after its worker was lost
+    ...     paid_here(stored)
+    True
+    >>> with paying("run-1", 16):
+    ...     paid_here(stored)
+    False
+    """
+    token = _PAYER.set((run, block, uuid.uuid4().hex))
+    try:
+        yield
+    finally:
+        _PAYER.reset(token)
+
+
+def stamped(reply: dict[str, Any]) -> dict[str, Any]:
+    """``reply`` to store, with :data:`PAID_BY` when a block is :func:`paying` for the calls made now."""
+    payer = _PAYER.get()
+    return reply if payer is None else {**reply, PAID_BY: list(payer)}
+
+
+def paid_here(stored: Mapping[str, Any]) -> bool:
+    """Whether ``stored`` was paid for by another attempt at the block of the run that is :func:`paying` now."""
+    payer, paid_by = _PAYER.get(), stored.get(PAID_BY)
+    return payer is not None and isinstance(paid_by, list) and paid_by[:2] == list(payer[:2]) and paid_by[2] != payer[2]
 
 
 class LLMCache:

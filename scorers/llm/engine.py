@@ -97,7 +97,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from .._aio import run_sync
 from .._util import memoize, spell_out_keywords
 from ..errors import ConfigError, JudgeError
-from .cache import CacheError, ReplyCache, cache_key, cache_keys, open_cache
+from .cache import PAID_BY, CacheError, ReplyCache, cache_key, cache_keys, open_cache, paid_here, stamped
 from .config import ENGINE_OPTIONS, LLMSettings, check_options, default_model, resolve, settings_state
 from .protocol import (
     ChatRequest,
@@ -136,8 +136,14 @@ def _cache_hit(
     """A stored reply as a cache hit (``cached``, no attempts), or ``None`` when it no longer passes ``validate``.
 
     ``sent`` comes from the request's body (the cache key), so replies stored before ``ChatResult``
-    had the field get it too."""
-    hit = ChatResult.from_dict(stored, cached=True, attempts=0, latency_s=latency_s, sent=sent)
+    had the field get it too. A reply that an earlier attempt at the same block of this run paid for
+    (:func:`~scorers.llm.cache.paying`) keeps its figures (``cached`` false): the run paid for it."""
+    paid = paid_here(stored)
+    if PAID_BY in stored:
+        stored = {key: value for key, value in stored.items() if key != PAID_BY}
+    hit = ChatResult.from_dict(
+        stored, cached=not paid, attempts=stored.get("attempts", 0) if paid else 0, latency_s=latency_s, sent=sent
+    )
     if validate is not None:
         try:
             parsed = validate(hit)
@@ -300,7 +306,7 @@ class LLMEngine:
             raise
         object.__setattr__(reply, "latency_s", time.perf_counter() - started)  # a fresh reply of this call
         if cache is not None:
-            _cache_call(cache.put, key, reply.to_dict(), model=reply.model)
+            _cache_call(cache.put, key, stamped(reply.to_dict()), model=reply.model)
         return reply
 
 

@@ -264,3 +264,31 @@ def test_a_damaged_cache_stops_a_judge_run_before_any_request(tmp_path, fake_api
     assert all(isinstance(outcome, ConfigError) for outcome in outcomes)
     for message in (str(outcomes[0]), str(info.value)):
         assert str(path) in message and "delete it" in message and "--no-cache" in message
+
+
+def test_a_block_scored_again_counts_the_calls_its_first_attempt_paid_for_as_paid(
+    tmp_path: Path, llm_server, fake_api_key: str
+) -> None:
+    """An engine's block of rows pays for its calls (paying): a later attempt at the same block of the same run
+    (its worker lost) finds them in the cache with their figures, not as cached; any other hit is cached."""
+    from scorers.llm import ChatRequest, LLMEngine
+    from scorers.llm.cache import paying
+    from scorers.llm.usage import call_usage
+
+    engine = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, cache=str(tmp_path / "c.sqlite"))
+    request = ChatRequest(messages=[{"role": "user", "content": "Same?"}])
+    with paying("run-1", 16):
+        first = engine.complete_sync(request)
+        repeated = engine.complete_sync(request)  # the same prompt again in this attempt: another row's, cached
+    with paying("run-1", 16):  # the block scored again after its worker was lost
+        again = engine.complete_sync(request)
+        (looked_up,) = engine.lookup([request])
+    with paying("run-1", 32):
+        other_block = engine.complete_sync(request)
+    with paying("run-2", 16):
+        other_run = engine.complete_sync(request)
+    outside = engine.complete_sync(request)
+    assert llm_server.request_count == 1
+    assert call_usage(first)["requests"] == 1 and not first.cached
+    assert call_usage(again) == call_usage(first) and call_usage(looked_up) == call_usage(first)
+    assert all(hit.cached and call_usage(hit) == {"cached": 1} for hit in (repeated, other_block, other_run, outside))

@@ -38,6 +38,9 @@ import contextlib
 import json
 import os
 import pickle
+import signal
+import threading
+import uuid
 import warnings
 from abc import abstractmethod
 from pathlib import Path
@@ -61,6 +64,7 @@ __all__ = [
     "worker_settings",
     "score_rows",
     "environ_defaults",
+    "kept_signal_handlers",
 ]
 
 #: The column holding each row's input index (0-based, counting from ``start``).
@@ -280,8 +284,9 @@ def split(table: Any, workers: int, size: int) -> list[Any]:
 def worker_settings(*, judges: bool = True) -> dict[str, Any]:
     """What a worker needs to judge like this process: :func:`scorers.configure` values, the LLM environment
     variables (:data:`~scorers.llm.config.FORWARDED_ENV`; ``None`` for one unset here), and the judge cache
-    resolved here (an absolute SQLite path, a Redis URL or off). A configured ``client`` cannot travel: with
-    ``judges`` that is a ConfigError, without it is left here. :func:`score_rows` applies them, scoped."""
+    resolved here (an absolute SQLite path, a Redis URL or off), and the run's id (whose blocks pay for their
+    judge calls: :func:`scorers.llm.cache.paying`). A configured ``client`` cannot travel: with ``judges`` that
+    is a ConfigError, without it is left here. :func:`score_rows` applies them, scoped."""
     from ..llm import config
     from ..llm.cache import is_redis_url
 
@@ -298,7 +303,8 @@ def worker_settings(*, judges: bool = True) -> dict[str, Any]:
         values["cache"] = cache if is_redis_url(cache) else str(Path(cache).expanduser().absolute())
     else:  # an LLMCache / RedisCache: its path or URL
         values["cache"] = getattr(cache, "url", None) or str(Path(cache.path).absolute())
-    return {"configured": values, "env": {name: os.environ.get(name) for name in config.FORWARDED_ENV}}
+    env = {name: os.environ.get(name) for name in config.FORWARDED_ENV}
+    return {"configured": values, "env": env, "run": uuid.uuid4().hex}
 
 
 async def score_rows(
@@ -306,15 +312,24 @@ async def score_rows(
     rows: list[dict[str, Any]],
     limit: asyncio.Semaphore | None = None,
     settings: Mapping[str, Any] | None = None,
+    block: int | None = None,
 ) -> list[str]:
     """In a worker: each row's scores, errors, statistics and score metadata as JSON text that UTF-8 (an Arrow
     string) carries (:func:`scorers.io.utf8_json`). A ConfigError (the run is misconfigured) travels to the driver
     inside the results, which raises it there as it would locally. ``settings`` (the driver's
     :func:`worker_settings`) hold while the rows are scored (:func:`scorers.llm.config.scoped`: this task and
-    the tasks it starts), in place of the worker process's own."""
+    the tasks it starts), in place of the worker process's own. ``block`` (the index of the rows' first row)
+    names the rows as the run's block that pays for their judge calls (:func:`scorers.llm.cache.paying`): when
+    the block is scored again after a lost worker, the calls the run already paid for count as paid, not
+    cached."""
+    from ..llm.cache import paying
     from ..llm.config import scoped
 
-    with scoped(settings["configured"], settings["env"]) if settings is not None else contextlib.nullcontext():
+    with contextlib.ExitStack() as scope:
+        if settings is not None:
+            scope.enter_context(scoped(settings["configured"], settings["env"]))
+            if block is not None:
+                scope.enter_context(paying(settings["run"], block))
         try:
             results = await unit.score(rows, limit=limit)
         except ConfigError as exc:
@@ -326,6 +341,23 @@ async def score_rows(
             utf8_json({key: record[key] for key in RESULT_KEYS if key in record}, allow_nan=False, default=str)
         )  # a lone surrogate as a \u escape: UTF-8 text
     return texts
+
+
+@contextlib.contextmanager
+def kept_signal_handlers() -> Iterator[None]:
+    """The SIGINT and SIGTERM handlers of this process as they are now, in force again after the block (in the
+    main thread only: elsewhere Python can neither read nor set them). For a library that installs its own
+    (``ray.init``): a stop signal then still reaches the run (the CLI's exit 143 and its resume hint)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in handlers.items():
+            if handler is not None:  # None: a handler not installed from Python, which cannot be put back
+                signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
@@ -374,8 +406,9 @@ class ClusterEngine(Engine):
     @abstractmethod
     def score_table(self, table: Any, unit: BatchScorer, *, workers: int, ordered: bool) -> Generator[Any, None, None]:
         """Arrow batches of :data:`INDEX_COLUMN` and :data:`~scorers.batch.RESULT_COLUMN` (each row's
-        :func:`score_rows` text) for the rows of ``table``, scored on ``workers`` workers; closing the generator
-        stops the work (and a cluster started for it)."""
+        :func:`score_rows` text) for the rows of ``table``, scored on ``workers`` workers, or None now and then
+        while none is ready (so that the run can stop on an interrupt meanwhile); closing the generator stops
+        the work (and a cluster started for it)."""
 
     def score(self, job: Job) -> Generator[list[RowResult], None, None]:
         rows = list(job.rows)
@@ -388,6 +421,9 @@ class ClusterEngine(Engine):
         batches = self.score_table(table, job.unit, workers=job.workers, ordered=job.ordered)
         try:
             for batch in batches:
+                if batch is None:  # still at work: an empty chunk, so that the run can stop meanwhile
+                    yield []
+                    continue
                 ready = []
                 for index, text in zip(batch.column(INDEX_COLUMN).to_pylist(), batch.column(RESULT_COLUMN).to_pylist()):
                     offset = index - job.start

@@ -3,7 +3,6 @@ seconds to start), both with 2 workers, started and stopped by scorers.engines i
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any, Iterator
 
 import pytest
@@ -14,9 +13,9 @@ WORKERS = 2
 
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[Any]:
-    """A local Ray cluster on 127.0.0.1 (``scorers.engines.ray.connect``): runs in this session join it."""
-    if importlib.util.find_spec("ray") is None:  # not imported here: Ray must first be imported by connect()
-        pytest.skip("the Ray engine needs pip install 'scorers[ray]' (scripts/setup.sh)")
+    """A local Ray cluster on 127.0.0.1 (``scorers.engines.ray.connect``): runs in this session join it. Ray is
+    imported first, as a program that uses it would: the cluster must stay on 127.0.0.1 all the same."""
+    pytest.importorskip("ray", reason="the Ray engine needs pip install 'scorers[ray]' (scripts/setup.sh)")
     from scorers.engines.ray import connect
 
     with connect(None, WORKERS) as ray:

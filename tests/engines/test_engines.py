@@ -207,7 +207,29 @@ def test_a_killed_worker_loses_no_row_and_repays_no_judge_call(engine: str, llm_
 
 
 def test_a_local_ray_cluster_stays_on_loopback(ray_cluster: Any) -> None:
+    """Every socket the processes of the local cluster listen on is on 127.0.0.1 (Ray was imported before the
+    engine started it: Ray would rewrite 127.0.0.1 to the machine's routed address and listen on every interface)."""
     assert {node["NodeManagerAddress"] for node in ray_cluster.nodes()} == {"127.0.0.1"}
+    listening = set()
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if not any("ray" in part for part in [process.name(), *process.cmdline()]):
+                continue  # not Ray's (a Spark session's JVM)
+            listening |= {
+                (process.name(), c.laddr.ip)
+                for c in process.net_connections(kind="inet")
+                if c.status == psutil.CONN_LISTEN
+            }
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    assert {name for name, _ in listening} >= {"gcs_server", "raylet"}
+    assert {ip for _, ip in listening} <= {"127.0.0.1", "::ffff:127.0.0.1"}, listening
+
+
+def test_a_ray_client_address_without_grpcio_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "grpc", None)  # what ray[client] adds, not installed
+    with pytest.raises(MissingExtraError, match=r"ray:// address .*'grpcio'.*pip install 'scorers\[ray\]'"):
+        list(scorers.evaluate(ROWS[:2], SCORERS, engine=Ray(address="ray://127.0.0.1:10001")))
 
 
 # ---------------------------------------------------------------- the driver, without an engine

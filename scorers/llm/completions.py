@@ -153,7 +153,7 @@ async def prompt_logprobs(
     log-probabilities, :class:`~scorers.errors.JudgeError` for a failed call (with ``usage``: what it cost).
     """
     started = time.perf_counter()
-    settings, cache = engine._resolved()  # the engine's settings and cache, as its own calls use them
+    settings, cache = engine._resolved(scorer)  # the engine's settings and cache, as its own calls use them
     body = completion_body(prompt, model or settings.model)
     sent = {"api": "completions", **{k: v for k, v in body.items() if k not in ("model", "prompt")}}
     key = cache_key(body, base_url=settings.shown_url) if cache is not None else ""

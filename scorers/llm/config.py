@@ -610,9 +610,10 @@ def cache_target(value: Any) -> Any:
     return value
 
 
-def resolve(**overrides: Any) -> LLMSettings:
+def resolve(*, scorer: str | None = None, **overrides: Any) -> LLMSettings:
     """Merge per-engine ``overrides`` (already checked; ``None`` = unset), :func:`configure`, the environment and
-    the defaults, in that order, field by field (:class:`LLMSettings` declares them)."""
+    the defaults, in that order, field by field (:class:`LLMSettings` declares them). No API key (and no client)
+    is a :class:`~scorers.errors.ConfigError` naming ``scorer``, the judge that needs it."""
     configured = _values()
     explicit_client = overrides.get("client")
     explicit_endpoint = overrides.get("api_key") is not None or overrides.get("base_url") is not None
@@ -636,8 +637,11 @@ def resolve(**overrides: Any) -> LLMSettings:
             values[name] = _chosen(name, chosen.get(name), environ)
     if client is None and values["api_key"] is None:
         raise ConfigError(
-            "no API key for the LLM judge: set OPENAI_API_KEY, call scorers.configure(api_key=...) "
-            "or pass client=/api_key= to the scorer (a local server that ignores keys still needs a placeholder)"
+            f"no API key for the LLM judge{f' {scorer}' if scorer else ''}: set OPENAI_API_KEY (with OPENAI_BASE_URL "
+            "for a server other than api.openai.com); to try it offline, run `python -m scorers loopback` in another "
+            "shell and export the lines it prints. In Python: scorers.configure(api_key=...) or client=/api_key= on "
+            "the scorer (a local server that ignores keys still needs a placeholder)",
+            scorer=scorer,
         )
     values["base_url"] = values["base_url"].rstrip("/")
     return LLMSettings.model_construct(**values)

@@ -199,14 +199,15 @@ class LLMEngine:
         """The resolved settings; raises :class:`ConfigError` when no API key is available."""
         return self._resolved()[0]
 
-    def _resolved(self) -> tuple[LLMSettings, ReplyCache | None]:
+    def _resolved(self, scorer: str | None = None) -> tuple[LLMSettings, ReplyCache | None]:
         """The settings and the open cache, memoised until ``configure()``, the environment or the
-        working folder changes (:func:`~scorers.llm.config.settings_state`)."""
+        working folder changes (:func:`~scorers.llm.config.settings_state`); a missing API key is a
+        :class:`~scorers.errors.ConfigError` naming ``scorer``."""
         state = settings_state()
         memo = self._memo
         if memo is not None and memo[0] == state:
             return memo[1], memo[2]
-        settings = resolve(**self._options)
+        settings = resolve(scorer=scorer, **self._options)
         cache = open_cache(settings.cache) if settings.cache is not None else None
         self._memo = (state, settings, cache)
         return settings, cache
@@ -286,7 +287,7 @@ class LLMEngine:
         reply is still stored.
         """
         started = time.perf_counter()
-        settings, cache = self._resolved()
+        settings, cache = self._resolved(scorer)
         body, api = _body(request, settings)
         sent = sent_settings(body, api)
         key = cache_key(body, base_url=settings.shown_url, tag=request.cache_tag) if cache is not None else ""

@@ -5,7 +5,10 @@ retries with backoff, and the mapping of HTTP failures onto typed errors.
 * 4xx other than 408/409/429, or a 5xx whose body is a request-validation error →
   :class:`RequestRejected`, never retried;
 * 429 (honouring ``Retry-After``), 408/409/5xx, timeouts and dropped connections → retried
-  with jittered exponential backoff, within the call's ``deadline``.
+  with jittered exponential backoff, within the call's ``deadline``;
+* a connection refused (or a host name that does not resolve) :data:`UNREACHABLE_AFTER` times in a row
+  by an endpoint that has not answered once in this process → :class:`EndpointConfigError`: nothing
+  listens there, so the run stops instead of retrying every row.
 
 >>> _retry_after({"retry-after": "2"})
 2.0
@@ -17,11 +20,13 @@ import asyncio
 import atexit
 import collections
 import email.utils
+import errno
 import hashlib
 import json
 import logging
 import random
 import re
+import socket
 import sys
 import time
 import warnings
@@ -40,6 +45,8 @@ log = logging.getLogger("scorers.llm")
 
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
+#: Connections in a row an endpoint that never answered may refuse before the run stops (EndpointConfigError).
+UNREACHABLE_AFTER = 3
 
 
 #: The path each API posts to (under ``base_url``).
@@ -130,6 +137,7 @@ async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: st
                         options={"max_retries": 0, "timeout": settings.timeout},
                     )
             except openai.APIStatusError as exc:
+                _answered(settings.base_url)
                 status = exc.status_code
                 if status in (401, 403):
                     raise EndpointConfigError(
@@ -167,10 +175,21 @@ async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: st
                 elif _is_unusable_url(exc):
                     raise _client_refused(label, scorer, budget, settings, root) from None
                 else:
-                    cause = redact(f"connection failed: {type(root).__name__}: {root}"[:300], settings.api_key)
+                    failure = redact(f"{type(root).__name__}: {root}"[:300], settings.api_key)
+                    cause = f"connection failed: {failure}"
+                    if _is_unreachable(root) and _refused(settings.base_url) >= UNREACHABLE_AFTER:
+                        raise EndpointConfigError(
+                            f"{label}nothing answers at {settings.shown_url}: {UNREACHABLE_AFTER} connections in a "
+                            f"row failed and none has succeeded since the start (last: {failure}); check the base "
+                            "URL (OPENAI_BASE_URL or base_url=) and that its server is running (an offline one: "
+                            "python -m scorers loopback)",
+                            scorer=scorer,
+                            attempts=budget.attempts,
+                        ) from None
             except (ValueError, TypeError) as exc:  # the HTTP client refused the request before sending it
                 raise _client_refused(label, scorer, budget, settings, exc) from None
             else:
+                _answered(settings.base_url)
                 try:
                     return json.loads(response.content)
                 except ValueError as exc:  # a 2xx body that is not JSON
@@ -188,6 +207,34 @@ async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: st
         scorer=scorer,
         attempts=budget.attempts,
     )
+
+
+@memoize
+def _refusals() -> dict[str, int]:
+    """Per base URL: the connections refused in a row before its first answer in this process; ``-1`` once it
+    has answered (a server that goes away later is retried as any failure is)."""
+    return {}
+
+
+def _answered(base_url: str) -> None:
+    _refusals()[base_url] = -1
+
+
+def _refused(base_url: str) -> int:
+    """Count one more refused connection to ``base_url``; the count so far (``-1`` once it has answered)."""
+    refusals = _refusals()
+    count = refusals.get(base_url, 0)
+    if count >= 0:
+        count = refusals[base_url] = count + 1
+    return count
+
+
+def _is_unreachable(root: BaseException) -> bool:
+    """Whether a connection failed before reaching any server: refused, or a host or network unreachable, or a
+    host name that does not resolve (not a timeout or a connection dropped by a server)."""
+    if isinstance(root, (ConnectionRefusedError, socket.gaierror)):
+        return True
+    return isinstance(root, OSError) and root.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH)
 
 
 def _client_refused(

@@ -62,19 +62,26 @@ def test_mask_urls(url, shown):
     assert mask_urls(url) == shown
 
 
-def test_an_unreachable_url_with_credentials_fails_rows_without_showing_them(fake_api_key, caplog):
+def test_an_unreachable_url_with_credentials_stops_the_run_without_showing_them(fake_api_key, caplog):
     caplog.set_level(logging.DEBUG)
     url = with_credentials(f"http://127.0.0.1:{free_port()}/v1", query=True)  # nothing listens there
     engine = LLMEngine(base_url=url, api_key=fake_api_key, transport="httpx", **FAST)
     judge = LLMClassifier("Polite", "Is {{output}} polite?", {"Y": 1.0, "N": 0.0}, engine=engine)
-    records = [result.to_record(with_metadata=True) for result in scorers.evaluate([{"output": "hi"}], [judge])]
-    error = records[0]["errors"]["Polite"]
-    assert error["type"] == "JudgeError" and "connection failed" in error["message"]
-    assert "http://user:***@127.0.0.1" in error["message"] and "api-key=***" in error["message"]
+    with pytest.raises(EndpointConfigError) as stopped:  # connections refused from the start: nothing listens
+        list(scorers.evaluate([{"output": "hi"}], [judge]))
+    message = str(stopped.value)
+    assert "nothing answers at" in message and "ConnectionRefusedError" in message
+    assert "http://user:***@127.0.0.1" in message and "api-key=***" in message
     with pytest.raises(JudgeError) as info:
         engine.complete_sync(ChatRequest(messages=[{"role": "user", "content": "hi"}]))
     assert_no_secret(
-        json.dumps(records), str(info.value), repr(info.value), repr(engine), repr(engine.settings()), *our_log(caplog)
+        message,
+        json.dumps(stopped.value.to_dict()),
+        str(info.value),
+        repr(info.value),
+        repr(engine),
+        repr(engine.settings()),
+        *our_log(caplog),
     )
 
 

@@ -23,7 +23,8 @@ Footguns handled here:
 - ``ray.init`` installs its own SIGTERM handler (exit 15 with a stack dump, or 134): the process's handlers
   are put back after it (:func:`~scorers.engines.cluster.kept_signal_handlers`), and the driver waits for
   results in a thread of its own, so a stop signal ends a run within seconds;
-- a ``ray://`` address (Ray Client) without ``grpcio`` installed is a MissingExtraError naming the extra;
+- a ``ray://`` address (Ray Client) is a ConfigError before anything starts: Ray Data cannot run through Ray
+  Client (Ray 2.60: an AttributeError deep in its executor; before, Ray's own "requires ray[client]");
 - the actors judge with the driver's settings, scoped to each batch (:func:`~scorers.engines.cluster.score_rows`):
   nothing is written to their environment;
 - a lost actor is restarted by Ray and its batches re-run; the driver keeps each
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import logging
 import os
 import queue
@@ -50,7 +50,7 @@ from pydantic import Field
 
 from .._aio import background_loop
 from ..batch import RESULT_COLUMN, BatchScorer
-from ..errors import MissingExtraError
+from ..errors import ConfigError, MissingExtraError
 from .cluster import (
     INDEX_COLUMN,
     ClusterEngine,
@@ -82,22 +82,27 @@ def _ray(address: str | None = None) -> Any:
         import ray.data
     except ImportError as exc:
         raise MissingExtraError("engine='ray'", "ray[data]", "ray") from exc
-    if address is not None and address.startswith("ray://") and importlib.util.find_spec("grpc") is None:
-        raise MissingExtraError("engine='ray' with a ray:// address (Ray Client)", "grpcio", "ray")
+    if address is not None and address.startswith("ray://"):
+        raise ConfigError(
+            f"the ray engine cannot run through Ray Client (address={address}): Ray Data needs the driver on a "
+            "machine of the cluster's network (through Ray Client, Ray 2.60 fails with \"'Worker' object has no "
+            "attribute 'core_worker'\"); give the head's host:port (the port of ray start --head) from such a "
+            "machine, or auto there"
+        )
     return ray
 
 
 def _on_loopback(address: str | None) -> bool:
     """Whether ``address`` (None: a cluster started here; ``auto``: ``RAY_ADDRESS``'s) is on this machine's loopback.
 
-    >>> _on_loopback("127.0.0.1:6379"), _on_loopback("ray://localhost:10001"), _on_loopback("10.0.0.5:6379")
+    >>> _on_loopback("127.0.0.1:6379"), _on_loopback("localhost:6379"), _on_loopback("10.0.0.5:6379")
     (True, True, False)
     """
     if address == "auto":
         address = os.environ.get("RAY_ADDRESS") or "auto"
     if address is None:
         return True
-    host = urllib.parse.urlsplit(address if "://" in address else f"//{address}").hostname
+    host = urllib.parse.urlsplit(f"//{address}").hostname
     return host in ("127.0.0.1", "localhost", "::1")
 
 
@@ -118,8 +123,9 @@ def _unrewritten(loopback: bool) -> Iterator[None]:
 
 @contextlib.contextmanager
 def connect(address: str | None, workers: int) -> Iterator[Any]:
-    """Ray, connected: to ``address`` (``"auto"``, ``host:port``, ``ray://...``), to the cluster this process
-    already joined, or to a local cluster on 127.0.0.1 started here with ``workers + 1`` CPUs and stopped on exit.
+    """Ray, connected: to ``address`` (``"auto"``, ``host:port``; a ``ray://`` one is refused), to the cluster this
+    process already joined, or to a local cluster on 127.0.0.1 started here with ``workers + 1`` CPUs and stopped
+    on exit.
     The SIGINT and SIGTERM handlers in force before ``ray.init`` (which installs its own) are in force after it."""
     ray = _ray(address)
     if ray.is_initialized():

@@ -123,6 +123,12 @@ def test_outputs_and_report(results: Path, tmp_path: Path, capsys: pytest.Captur
         (["--human", "rating", "--level", "summary"], "needs group_by (--group-by)"),
         (["--human", "output", "--group-by", "doc_id"], "not a finite number"),
         (["--human", "rating", "-s", "Nope"], "no scores of Nope"),
+        (["--human", "ratng"], "--human ratng: no field 'ratng' in any row; did you mean 'rating'?"),
+        (
+            ["--human", "rating", "--group-by", "doc"],
+            "--group-by doc: no field 'doc' in any row; did you mean 'doc_id'?",
+        ),
+        (["--human", "rating", "--system-key", "sys"], "--system-key sys: no field 'sys' in any row"),
     ],
 )
 def test_bad_usage_exits_2(results: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
@@ -198,3 +204,34 @@ def test_help_lists_the_command() -> None:
         [sys.executable, "-m", "scorers", "--help"], capture_output=True, text=True, timeout=120, cwd=REPO
     )
     assert done.returncode == 0 and "correlate" in done.stdout
+
+
+def test_a_human_score_beyond_floats_exits_2(results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A rating of 10**400 (valid JSON; no float holds it) is exit 2 naming the row and column, not a traceback."""
+    lines = results.read_text().splitlines()
+    record = json.loads(lines[2])
+    record["rating"] = 10**400
+    path = tmp_path / "huge.jsonl"
+    path.write_text("\n".join([*lines[:2], json.dumps(record), *lines[3:]]) + "\n")
+    code, _, err = run(capsys, str(path), "--human", "rating", "--resamples", "5")
+    assert code == 2 and "row 3: the human score 'rating' is 1000000" in err and "not a finite number" in err
+
+
+@pytest.mark.parametrize(("flag", "shown"), [("--progress", True), ("--no-progress", False), (None, False)])
+def test_progress_bar(results: Path, capsys: pytest.CaptureFixture[str], flag: str | None, shown: bool) -> None:
+    """The bootstrap's resamples as a tqdm bar on stderr: with --progress, or (default) when stderr is a terminal
+    (here it is not). Two passes (Levenshtein and BLEU) of 40 resamples."""
+    args = [str(results), "--human", "rating", "-s", "Levenshtein", "-s", "BLEU", "--no-compare", "--resamples", "40"]
+    code, _, err = run(capsys, *args, *([flag] if flag else []))
+    assert code == 0, err
+    assert ("bootstrap: 100%" in err and "80/80" in err) is shown
+    assert "resample" in err if shown else "bootstrap:" not in err
+
+
+def test_progress_bar_by_default_on_a_terminal(
+    results: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, _, err = run(capsys, str(results), "--human", "rating", "-s", "BLEU", "--resamples", "30")
+    assert code == 0, err
+    assert "bootstrap: 100%" in err and "30/30" in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any, Callable, NamedTuple, Sequence
 
 import yaml
@@ -55,3 +56,20 @@ def scorer_params(names: Sequence[str], params: Sequence[str]) -> dict[str, dict
             raise ConfigError(f"--param {key}: expected NAME.KEY with NAME one of the -s scorers ({', '.join(names)})")
         by_name[lowered[scorer.lower()]][param] = yaml.safe_load(value) if value else ""
     return by_name
+
+
+def add_progress(parser: argparse.ArgumentParser) -> None:
+    """``--progress`` / ``--no-progress`` (``args.progress``: True, False, or None to follow stderr)."""
+    parser.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="force the progress bar (default: only when stderr is a terminal)",
+    )
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+
+
+def wants_progress(args: argparse.Namespace) -> bool:
+    """Whether to show a progress bar: as asked, else when stderr is a terminal."""
+    return bool(args.progress) if args.progress is not None else sys.stderr.isatty()

@@ -6,8 +6,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
-from ._common import Command
+from ._common import Command, add_progress, wants_progress
 
 CORRELATE_EXIT_CODES = """exit codes:
   0    correlated
@@ -108,11 +109,13 @@ def add_correlate(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
     p_correlate.add_argument(
         "--html", metavar="REPORT.html", help="write an HTML page of the figures with a chart per human column"
     )
+    add_progress(p_correlate)
 
 
 def cmd_correlate(args: argparse.Namespace) -> int:
     from ..stats.correlation import correlate
 
+    bar, close = _progress_bar(args)
     result = correlate(
         args.results,
         human=args.human,
@@ -128,7 +131,10 @@ def cmd_correlate(args: argparse.Namespace) -> int:
         resamples=args.resamples,
         seed=args.seed,
         confidence=args.confidence,
+        progress=bar,
     )
+    if close is not None:
+        close()
     data = result.to_dict()
     text = json.dumps(data, indent=2, ensure_ascii=False)
     print(result.table(), file=sys.stderr)
@@ -143,6 +149,27 @@ def cmd_correlate(args: argparse.Namespace) -> int:
     if args.json:
         print(text)
     return 0
+
+
+def _progress_bar(args: argparse.Namespace) -> tuple[Callable[[int, int], None] | None, Callable[[], None] | None]:
+    """A tqdm bar of the bootstrap's resamples on stderr (as `run` decides: --progress, or a terminal)."""
+    if not wants_progress(args):
+        return None, None
+    from tqdm import tqdm
+
+    bar: Any = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, unit="resample", desc="bootstrap", file=sys.stderr, dynamic_ncols=True)
+        bar.update(done - bar.n)
+
+    def close() -> None:
+        if bar is not None:
+            bar.close()
+
+    return update, close
 
 
 COMMANDS = {"correlate": Command(add_correlate, cmd_correlate)}

@@ -28,7 +28,7 @@ from ..io import (
 )
 from ..registry import registry
 from ..runner import COLUMN_CHECK_ROWS, RowResult, Summary, check_columns, evaluate, resolve_scorers
-from ._common import EXIT_CODES, Command, parse_pairs, parse_prices, scorer_params
+from ._common import EXIT_CODES, Command, add_progress, parse_pairs, parse_prices, scorer_params, wants_progress
 
 
 def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
@@ -128,14 +128,7 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates:
     p_run.add_argument("--metadata", action="store_true", help="also write each score's metadata (metadata_scores)")
     p_run.add_argument("--summary-json", metavar="PATH", help="also write the summary as JSON")
     p_run.add_argument("--fail-on-error", action="store_true", help="exit 1 when any row has a scorer error")
-    p_run.add_argument(
-        "--progress",
-        dest="progress",
-        action="store_true",
-        default=None,
-        help="force the progress bar (default: only when stderr is a terminal)",
-    )
-    p_run.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    add_progress(p_run)
 
 
 def _resume_from(out: str, rows: Iterator[dict[str, Any]], scorers: Sequence[Scorer]) -> list[dict[str, Any]]:
@@ -401,7 +394,7 @@ def _say_renamed(columns: Sequence[str], output: str | None) -> None:
 
 
 def _progress(args: argparse.Namespace, parquet_in: bool, done: int) -> Any:
-    if args.progress is False or (args.progress is None and not sys.stderr.isatty()):
+    if not wants_progress(args):
         return None
     total = count_rows(args.data, args.format) if args.data != "-" and not parquet_in else None
     from tqdm import tqdm

@@ -55,14 +55,16 @@ from __future__ import annotations
 import json
 import math
 import os
+from array import array
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .._util import ABSENT, is_int, is_number, lookup
+from .._util import ABSENT, did_you_mean, is_int, is_number, lookup
 from ..errors import ConfigError, DataError
 from ..io import input_row, read_rows
+from ._coefficients import BUDGET, Weighted, batched
 from .resample import bootstrap_indices
 
 __all__ = [
@@ -381,26 +383,135 @@ def _aligned(header: tuple[str, ...], body: list[tuple[str, ...]]) -> list[str]:
 
 
 # ------------------------------------------------------------------ reading
-def _records(data: str | os.PathLike[str] | Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    name = os.fspath(data) if isinstance(data, (str, os.PathLike)) else None
-    records: list[Mapping[str, Any]] = []
-    if name is not None:
-        records.extend(read_rows(name, "jsonl"))
-    else:
-        records.extend(data)  # type: ignore[arg-type]  # not a path: an iterable of records
-    for number, record in enumerate(records, 1):
-        if not isinstance(record, Mapping) or not isinstance(record.get("scores"), Mapping):
-            raise DataError(
-                f'{name or "rows"}: row {number} has no "scores" object; correlate reads the results files of '
-                "`scorers run`"
-            )
-    if not records:
-        raise DataError(f"{name or 'rows'}: no rows")
-    return records
-
-
 def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _number(value: Any) -> float:
+    """``value`` as a float; nan for an integer beyond float's range or a non-finite number."""
+    try:
+        number = float(value)
+    except OverflowError:  # an integer such as 10**400
+        return math.nan
+    return number if math.isfinite(number) else math.nan
+
+
+@dataclass(frozen=True)
+class _Table:
+    """The rows as arrays: each row's group and system index, every scorer's and human column's values."""
+
+    group: np.ndarray  # (rows,) int
+    system: np.ndarray | None  # (rows,) int
+    groups: Sequence[str]
+    systems: list[str]
+    scores: dict[str, np.ndarray]
+    human: dict[str, np.ndarray]
+
+    @property
+    def rows(self) -> int:
+        return len(self.group)
+
+
+class _Reader:
+    """Reads results rows in one pass into columns of floats (a million rows stay a few arrays, not dicts)."""
+
+    def __init__(
+        self,
+        name: str | None,
+        human: Sequence[str],
+        group_by: str | None,
+        system_key: str | None,
+        pairs_from: str | None,
+    ) -> None:
+        self.name, self.human, self.group_by, self.system_key = name, human, group_by, system_key
+        self.pairs_from = pairs_from
+        self.rows = 0
+        self.fields: dict[str, None] = {}  # every row field seen, for the message on a missing one
+        self.scores: dict[str, array[float]] = {}
+        self.columns: dict[str, array[float]] = {column: array("d") for column in human}
+        self.seen: dict[str, bool] = dict.fromkeys(human, False)
+        self.groups: dict[str, int] = {}
+        self.systems: dict[str, int] = {}
+        self.group: array[int] = array("q")
+        self.system: array[int] = array("q")
+        self.missing: dict[str, int] = {}  # --group-by / --system-key: the first row without the field
+
+    def add(self, record: Any) -> None:
+        self.rows += 1
+        number = self.rows
+        if not isinstance(record, Mapping) or not isinstance(record.get("scores"), Mapping):
+            raise DataError(
+                f'{self.name or "rows"}: row {number} has no "scores" object; correlate reads the results files of '
+                "`scorers run`"
+            )
+        row = input_row(record)
+        self.fields.update(dict.fromkeys(row))
+        failed = record.get("errors") or {}
+        for name, value in record["scores"].items():
+            if name not in self.scores:
+                self.scores[name] = array("d", [math.nan]) * (number - 1)
+            self.scores[name].append(self._score(value, name in failed, number, name))
+        for values in self.scores.values():
+            if len(values) < number:
+                values.append(math.nan)
+        for column in self.human:
+            self.columns[column].append(self._human(row, column, number))
+        if self.group_by is not None:
+            self.group.append(self._index(row, self.group_by, number, self.groups))
+        if self.system_key is not None:
+            self.system.append(self._index(row, self.system_key, number, self.systems))
+
+    def _score(self, value: Any, failed: bool, number: int, name: str) -> float:
+        """A row's score; nan when the scorer failed (an error) or gave none."""
+        if value is None or failed or not is_number(value):
+            return math.nan
+        number_ = _number(value)
+        if math.isnan(number_) and not (isinstance(value, float) and math.isnan(value)):
+            raise DataError(f"row {number}: the score of {name} is {_short(value)}, not a finite number")
+        return number_
+
+    def _human(self, row: Mapping[str, Any], column: str, number: int) -> float:
+        """A row's human score; nan when missing (absent or null)."""
+        value = lookup(row, column)
+        if value is ABSENT:
+            return math.nan
+        self.seen[column] = True
+        if value is None:
+            return math.nan
+        number_ = _number(value) if is_number(value) else math.nan
+        if math.isnan(number_):
+            raise DataError(f"row {number}: the human score {column!r} is {_short(value)}, not a finite number")
+        return number_
+
+    def _index(self, row: Mapping[str, Any], path: str, number: int, index: dict[str, int]) -> int:
+        value = lookup(row, path)
+        if value is ABSENT or value is None:
+            self.missing.setdefault(path, number)
+            return -1
+        return index.setdefault(_key(value), len(index))
+
+    def table(self, scorers: Sequence[str]) -> _Table:
+        if not self.rows:
+            raise DataError(f"{self.name or 'rows'}: no rows")
+        fields = list(self.fields)
+        for column in self.human:
+            if not self.seen[column]:
+                raise _no_field("--pairs-from" if column == self.pairs_from else "--human", column, fields)
+        for option, path in (("--group-by", self.group_by), ("--system-key", self.system_key)):
+            if path is None or path not in self.missing:
+                continue
+            index = self.groups if option == "--group-by" else self.systems
+            if not index:
+                raise _no_field(option, path, fields)
+            raise DataError(f"row {self.missing[path]} has no field {path!r} ({option})")
+        return _Table(
+            np.frombuffer(self.group, dtype=np.int64) if self.group_by else np.arange(self.rows, dtype=np.int64),
+            None if self.system_key is None else np.frombuffer(self.system, dtype=np.int64),
+            list(self.groups) if self.group_by is not None else range(self.rows),  # type: ignore[arg-type]
+            list(self.systems),
+            {name: np.frombuffer(self.scores[name], dtype=float) for name in scorers},
+            {column: np.frombuffer(values, dtype=float) for column, values in self.columns.items()},
+        )
 
 
 def _field(record: Mapping[str, Any], path: str, number: int, option: str) -> str:
@@ -410,136 +521,199 @@ def _field(record: Mapping[str, Any], path: str, number: int, option: str) -> st
     return _key(value)
 
 
-def _human(record: Mapping[str, Any], column: str, number: int) -> float:
-    """A row's human score; nan when missing (absent or null)."""
-    value = lookup(input_row(record), column)
-    if value is ABSENT or value is None:
-        return math.nan
-    if not is_number(value) or not math.isfinite(value):
-        raise DataError(f"row {number}: the human score {column!r} is {_key(value)}, not a finite number")
-    return float(value)
-
-
-def _score(record: Mapping[str, Any], name: str) -> float:
-    """A row's score of ``name``; nan when the scorer failed (an error) or gave none."""
-    value = record["scores"].get(name)
-    if value is None or name in (record.get("errors") or {}) or not is_number(value):
-        return math.nan
-    return float(value)
-
-
-@dataclass(frozen=True)
-class _Table:
-    """The rows as arrays: each row's group and system index, every scorer's and human column's values."""
-
-    group: np.ndarray  # (rows,) int
-    system: np.ndarray | None  # (rows,) int
-    groups: list[str]
-    systems: list[str]
-    scores: dict[str, np.ndarray]
-    human: dict[str, np.ndarray]
-
-
-def _table(
-    records: list[Mapping[str, Any]],
-    scorers: Sequence[str],
-    human: Sequence[str],
-    group_by: str | None,
-    system_key: str | None,
-) -> _Table:
-    groups: dict[str, int] = {}
-    systems: dict[str, int] = {}
-    group, system = [], []
-    for number, record in enumerate(records, 1):
-        if group_by is None:
-            group.append(number - 1)
-        else:
-            group.append(groups.setdefault(_field(record, group_by, number, "--group-by"), len(groups)))
-        if system_key is not None:
-            system.append(systems.setdefault(_field(record, system_key, number, "--system-key"), len(systems)))
-    return _Table(
-        np.array(group, dtype=np.int64),
-        None if system_key is None else np.array(system, dtype=np.int64),
-        list(groups) if group_by is not None else [str(i) for i in range(len(records))],
-        list(systems),
-        {name: np.array([_score(r, name) for r in records]) for name in scorers},
-        {column: np.array([_human(r, column, n) for n, r in enumerate(records, 1)]) for column in human},
+def _no_field(option: str, path: str, fields: list[str]) -> DataError:
+    listed = ", ".join(fields[:30]) + (f" and {len(fields) - 30} more" if len(fields) > 30 else "")
+    return DataError(
+        f"{option} {path}: no field {path!r} in any row{did_you_mean(path, fields)} "
+        f"(the rows' fields: {listed or 'none'})"
     )
 
 
+def _short(value: Any) -> str:
+    text = _key(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+
+
+def _read(
+    data: str | os.PathLike[str] | Iterable[Mapping[str, Any]],
+    human: Sequence[str],
+    group_by: str | None,
+    system_key: str | None,
+    pairs_from: str | None,
+) -> _Reader:
+    name = os.fspath(data) if isinstance(data, (str, os.PathLike)) else None
+    reader = _Reader(name, human, group_by, system_key, pairs_from)
+    for record in read_rows(name, "jsonl") if name is not None else data:  # type: ignore[union-attr]
+        reader.add(record)
+    return reader
+
+
 # ------------------------------------------------------------------ figures
-class _Series:
-    """One scorer's values against one human column on a set of kept rows: each level's figures, resampled."""
+class _Draws:
+    """The bootstrap's draws of the groups, made ``BUDGET // rows`` resamples at a time (bounded memory).
+
+    The chunks are the rows of ``default_rng(seed).choice(groups, (resamples, groups))``, taken in
+    pieces from one generator (numpy's bounded integers draw the same stream either way: tested).
+    ``weights`` of a chunk: how often each group was drawn in each resample.
+    """
 
     def __init__(
-        self, table: _Table, x: np.ndarray, y: np.ndarray, kept: np.ndarray, drawn: np.ndarray, weights: np.ndarray
+        self, groups: int, rows: int, resamples: int, seed: int, progress: Callable[[int], None] | None
     ) -> None:
-        self.table, self.drawn, self.weights = table, drawn, weights
+        self.groups, self.resamples, self.seed, self.progress = groups, resamples, seed, progress
+        self.step = max(1, BUDGET // max(rows, groups, 1))
+
+    def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        rng = np.random.default_rng(self.seed)
+        for start in range(0, self.resamples, self.step):
+            count = min(self.step, self.resamples - start)
+            drawn = bootstrap_indices(rng, self.groups, count)
+            offsets = (np.arange(count, dtype=np.int64) * self.groups)[:, None]
+            weights = np.bincount((drawn + offsets).ravel(), minlength=count * self.groups)
+            yield drawn, weights.reshape(count, self.groups)
+            if self.progress is not None:
+                self.progress(count)
+
+
+#: (value, resampled values, n, skipped) of one figure
+_Figure = tuple[float, np.ndarray, int, int]
+#: Groups up to this size get their within-group coefficients by pairwise comparison, all at once.
+_SMALL_GROUP = 64
+
+
+class _Series:
+    """One scorer's values against one human column on a set of kept rows: every level's figures, resampled.
+
+    :meth:`figure` computes all of them in one pass over the draws.
+    """
+
+    def __init__(
+        self,
+        table: _Table,
+        x: np.ndarray,
+        y: np.ndarray,
+        kept: np.ndarray,
+        draws: _Draws,
+        levels: Sequence[str],
+        coefficients: Sequence[str],
+    ) -> None:
+        self.table, self.draws, self.levels, self.coefficients = table, draws, tuple(levels), tuple(coefficients)
         self.x, self.y = x[kept], y[kept]
         self.group = table.group[kept]
         self.system = None if table.system is None else table.system[kept]
-        self._per_group: dict[str, np.ndarray] = {}
+        self._figures: dict[tuple[str, str], _Figure] | None = None
+
+    def figure(self, level: str, name: str) -> _Figure:
+        if self._figures is None:
+            self._figures = self._compute()
+        return self._figures[(level, name)]
 
     def per_group(self, name: str) -> np.ndarray:
         """The coefficient within each group (nan where skipped), over every group of the table."""
-        if name not in self._per_group:
-            values = np.full(len(self.table.groups), math.nan)
-            order = np.argsort(self.group, kind="stable")
-            bounds = np.flatnonzero(np.diff(self.group[order])) + 1
-            for rows in np.split(order, bounds) if len(order) else []:
-                values[self.group[rows[0]]] = coefficient(name, self.x[rows], self.y[rows])
-            self._per_group[name] = values
-        return self._per_group[name]
+        values = np.full(len(self.table.groups), math.nan)
+        sizes = np.bincount(self.group, minlength=len(values))
+        order = np.argsort(self.group, kind="stable")
+        ordered = self.group[order]
+        position = np.arange(len(order)) - (np.cumsum(sizes) - sizes)[ordered]
+        width = 1
+        while width < _SMALL_GROUP:
+            width *= 2
+            chosen = (sizes > width // 2) & (sizes <= width)
+            slot = np.cumsum(chosen) - 1
+            rows = chosen[ordered]
+            shape = (int(chosen.sum()), width)
+            x, y, valid = np.zeros(shape), np.zeros(shape), np.zeros(shape, dtype=bool)
+            where = (slot[ordered[rows]], position[rows])
+            x[where], y[where], valid[where] = self.x[order[rows]], self.y[order[rows]], True
+            values[chosen] = batched(name, x, y, valid)
+        for group in np.flatnonzero(sizes > width):
+            first = np.searchsorted(ordered, group)
+            rows = order[first : first + sizes[group]]
+            values[group] = coefficient(name, self.x[rows], self.y[rows])
+        return values
 
-    def summary_level(self, name: str) -> tuple[float, np.ndarray, int, int]:
-        values = self.per_group(name)
-        present = np.zeros(len(values), dtype=bool)
-        present[self.group] = True
-        used = int(np.sum(~np.isnan(values)))
-        value = float(np.mean(values[~np.isnan(values)])) if used else math.nan
-        drawn = values[self.drawn]
-        with np.errstate(invalid="ignore"):
-            counts = np.sum(~np.isnan(drawn), axis=1)
-            resampled = np.where(counts > 0, np.nansum(drawn, axis=1) / np.maximum(counts, 1), math.nan)
-        return value, resampled, used, int(np.sum(present)) - used
-
-    def system_means(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per-system means on all rows, and per resample ((resamples, systems); nan for a system not drawn)."""
+    def system_means(self, values: np.ndarray) -> np.ndarray:
+        """Per-system means on all rows (nan for a system without rows)."""
         assert self.system is not None
-        shape = (len(self.table.groups), len(self.table.systems))
-        totals, counts = np.zeros(shape), np.zeros(shape)
-        np.add.at(totals, (self.group, self.system), values)
-        np.add.at(counts, (self.group, self.system), 1.0)
+        systems = len(self.table.systems)
         with np.errstate(invalid="ignore", divide="ignore"):
-            observed = totals.sum(0) / counts.sum(0)
-            resampled = (self.weights @ totals) / (self.weights @ counts)
-        return observed, resampled
+            return np.bincount(self.system, values, systems) / np.bincount(self.system, minlength=systems)
 
-    def system_level(self, name: str) -> tuple[float, np.ndarray, int]:
-        (mx, rx), (my, ry) = self.system_means(self.x), self.system_means(self.y)
-        present = ~np.isnan(mx)
-        value = coefficient(name, mx[present], my[present])
-        resampled = np.array([_on_present(name, a, b) for a, b in zip(rx, ry)])
-        return value, resampled, int(np.sum(present))
+    def _compute(self) -> dict[tuple[str, str], _Figure]:
+        names, levels = self.coefficients, self.levels
+        resampled = {(level, name): np.empty(self.draws.resamples) for level in levels for name in names}
+        figures: dict[tuple[str, str], _Figure] = {}
+        per_group: dict[str, np.ndarray] = {}
+        if "summary" in levels:
+            present = np.zeros(len(self.table.groups), dtype=bool)
+            present[self.group] = True
+            for name in names:
+                per_group[name] = values = self.per_group(name)
+                used = int(np.sum(~np.isnan(values)))
+                value = float(np.mean(values[~np.isnan(values)])) if used else math.nan
+                figures[("summary", name)] = (value, resampled[("summary", name)], used, int(np.sum(present)) - used)
+        if "system" in levels:
+            mx, my = self.system_means(self.x), self.system_means(self.y)
+            present = ~np.isnan(mx)
+            for name in names:
+                value = coefficient(name, mx[present], my[present])
+                figures[("system", name)] = (value, resampled[("system", name)], int(np.sum(present)), 0)
+            assert self.system is not None
+            by_system = np.argsort(self.system, kind="stable")
+            starts = np.searchsorted(self.system[by_system], np.arange(len(self.table.systems)))
+        if "global" in levels:
+            for name in names:
+                figures[("global", name)] = (
+                    coefficient(name, self.x, self.y),
+                    resampled[("global", name)],
+                    len(self.x),
+                    0,
+                )
+            weighted = Weighted(self.x, self.y)
+        start = 0
+        for drawn, weights in self.draws.chunks():
+            done = slice(start, start + len(drawn))
+            start += len(drawn)
+            for name, values in per_group.items():
+                chosen = values[drawn]
+                with np.errstate(invalid="ignore"):
+                    counts = np.sum(~np.isnan(chosen), axis=1)
+                    resampled[("summary", name)][done] = np.where(
+                        counts > 0, np.nansum(chosen, axis=1) / np.maximum(counts, 1), math.nan
+                    )
+            if "system" in levels or "global" in levels:
+                repeats = weights[:, self.group]
+            if "system" in levels:
+                means = [_sums(repeats, v, by_system, starts) for v in (self.x, self.y, np.ones(len(self.x)))]
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    rx, ry = means[0] / means[2], means[1] / means[2]
+                for name in names:
+                    resampled[("system", name)][done] = batched(name, rx, ry, means[2] > 0)
+            if "global" in levels:
+                for name, values in weighted.coefficients(names, repeats).items():
+                    resampled[("global", name)][done] = values
+        return figures
 
-    def global_level(self, name: str) -> tuple[float, np.ndarray, int]:
-        value = coefficient(name, self.x, self.y)
-        resampled = np.empty(len(self.weights))
-        for k, drawn in enumerate(self.weights):  # one resample at a time: rows x resamples can be large
-            repeats = drawn[self.group].astype(np.int64)
-            resampled[k] = coefficient(name, np.repeat(self.x, repeats), np.repeat(self.y, repeats))
-        return value, resampled, len(self.x)
 
-    def level(self, level: str, name: str) -> tuple[float, np.ndarray, int, int]:
-        if level == "summary":
-            return self.summary_level(name)
-        value, resampled, n = self.system_level(name) if level == "system" else self.global_level(name)
-        return value, resampled, n, 0
+def _sums(repeats: np.ndarray, values: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per resample and system: the sum of ``values`` over the drawn rows, ``(resamples, systems)``."""
+    out = np.zeros((len(repeats), len(starts)))
+    if len(order):
+        sums = np.add.reduceat(repeats[:, order] * values[order], np.minimum(starts, len(order) - 1), axis=1)
+        empty = np.r_[starts[1:], len(order)] == starts  # a system without kept rows
+        out[:, ~empty] = sums[:, ~empty]
+    return out
 
 
-def _on_present(name: str, a: np.ndarray, b: np.ndarray) -> float:
-    present = ~(np.isnan(a) | np.isnan(b))
-    return coefficient(name, a[present], b[present])
+class _Counter:
+    """Adds up resamples done and hands ``(done, total)`` to a progress callback."""
+
+    def __init__(self, progress: Callable[[int, int], None], total: int) -> None:
+        self.progress, self.total, self.done = progress, total, 0
+
+    def __call__(self, count: int) -> None:
+        self.done += count
+        self.progress(self.done, self.total)
 
 
 def _interval(resampled: np.ndarray, confidence: float) -> tuple[float | None, float | None]:
@@ -571,6 +745,7 @@ def correlate(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     confidence: float = 0.95,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Correlation:
     """Correlate scorers with human scores in the rows of a results file (a path) or in results records.
 
@@ -582,6 +757,7 @@ def correlate(
     doc); ``pairs_from``: a human column to form them from instead, every two rows of a group whose
     scores differ by more than ``min_difference`` (WMT's DARR: 25 points of direct assessment).
     ``compare``: test every pair of scorers (paired bootstrap; Williams at system level).
+    ``progress(done, total)`` is called as bootstrap resamples are computed (``total``: every pass's).
     Raises :class:`DataError` for bad rows, :class:`ConfigError` for bad options.
     """
     if not human and pairs is None and pairs_from is None:
@@ -611,41 +787,46 @@ def correlate(
         raise ConfigError("pairs formed from a human column need group_by (--group-by): pairs are within a group")
     if not is_number(min_difference) or not min_difference >= 0:
         raise ConfigError(f"min_difference must be a number at least 0, got {min_difference!r}")
-    records = _records(data)
-    found = list(dict.fromkeys(name for r in records for name in r["scores"]))
+    columns = list(dict.fromkeys([*human, *([pairs_from] if pairs_from is not None else [])]))
+    reader = _read(data, columns, group_by, system_key, pairs_from)
+    found = list(reader.scores)
     if scorers is None:
         scorers = found
     missing = [name for name in scorers if name not in found]
     if missing:
-        raise ConfigError(f"no scores of {', '.join(missing)} in these rows (scorers: {', '.join(found) or 'none'})")
+        raise ConfigError(
+            f"no scores of {', '.join(missing)} in these rows{did_you_mean(missing[0], found)} "
+            f"(scorers: {', '.join(found) or 'none'})"
+        )
     if not scorers:
         raise DataError("no scorer in these rows")
-    columns = list(dict.fromkeys([*human, *([pairs_from] if pairs_from is not None else [])]))
-    table = _table(records, scorers, columns, group_by, system_key)
-    rng = np.random.default_rng(seed)
-    drawn = bootstrap_indices(rng, len(table.groups), resamples)
-    weights = np.zeros((resamples, len(table.groups)))
-    np.add.at(weights, (np.repeat(np.arange(resamples), drawn.shape[1]), drawn.ravel()), 1.0)
+    table = reader.table(scorers)
+    del reader
 
+    def own(name: str, column: str) -> np.ndarray:
+        return ~(np.isnan(table.scores[name]) | np.isnan(table.human[column]))
+
+    wanted = [(name, column, own(name, column)) for column in human for name in scorers]
+    if compare:
+        for column in human:
+            for i, a in enumerate(scorers):
+                for b in scorers[i + 1 :]:
+                    kept = own(a, column) & own(b, column)
+                    wanted += [(a, column, kept), (b, column, kept)]
+    passes = (
+        len({(name, column, kept.tobytes()) for name, column, kept in wanted})
+        + (pairs is not None)
+        + (pairs_from is not None)
+    )
+    counted = None if progress is None else _Counter(progress, passes * resamples)
+    draws = _Draws(len(table.groups), table.rows, resamples, seed, counted)
     cache: dict[tuple[str, str, bytes], _Series] = {}
 
     def series(name: str, column: str, kept: np.ndarray) -> _Series:
         key = (name, column, kept.tobytes())
         if key not in cache:
-            cache[key] = _Series(table, table.scores[name], table.human[column], kept, drawn, weights)
+            cache[key] = _Series(table, table.scores[name], table.human[column], kept, draws, levels, coefficients)
         return cache[key]
-
-    done: dict[tuple[str, str, str, str, bytes], tuple[float, np.ndarray, int, int]] = {}
-
-    def computed(name: str, column: str, level: str, coef: str, kept: np.ndarray) -> tuple[float, np.ndarray, int, int]:
-        """A figure on the rows ``kept``, with its resampled values; computed once (comparisons reuse it)."""
-        key = (name, column, level, coef, kept.tobytes())
-        if key not in done:
-            done[key] = series(name, column, kept).level(level, coef)
-        return done[key]
-
-    def own(name: str, column: str) -> np.ndarray:
-        return ~(np.isnan(table.scores[name]) | np.isnan(table.human[column]))
 
     figures, left_out = [], {}
     for column in human:
@@ -656,10 +837,10 @@ def correlate(
             }
             for level in levels:
                 for coef in coefficients:
-                    value, draws, n, skipped = computed(name, column, level, coef, own(name, column))
+                    value, resampled, n, skipped = series(name, column, own(name, column)).figure(level, coef)
                     figures.append(
                         CorrelationFigure(
-                            name, column, level, coef, _value(value), *_interval(draws, confidence), n, skipped
+                            name, column, level, coef, _value(value), *_interval(resampled, confidence), n, skipped
                         )
                     )
     comparisons, williams = [], []
@@ -670,8 +851,8 @@ def correlate(
                     kept = own(a, column) & own(b, column)
                     for level in levels:
                         for coef in coefficients:
-                            va, da, _, _ = computed(a, column, level, coef, kept)
-                            vb, db, _, _ = computed(b, column, level, coef, kept)
+                            va, da, _, _ = series(a, column, kept).figure(level, coef)
+                            vb, db, _, _ = series(b, column, kept).figure(level, coef)
                             comparisons.append(_comparison(column, level, coef, a, b, va, vb, da - db, confidence))
                     if "system" in levels:
                         test = _williams(series(a, column, kept), table.scores[b][kept])
@@ -680,15 +861,15 @@ def correlate(
     ranked = []
     if pairs is not None:
         assert group_by is not None and system_key is not None
-        ranked += _kendall_like(table, scorers, *_file_pairs(table, pairs, group_by, system_key), weights, confidence)
+        ranked += _kendall_like(table, scorers, *_file_pairs(table, pairs, group_by, system_key), draws, confidence)
     if pairs_from is not None:
-        ranked += _kendall_like(table, scorers, *_column_pairs(table, pairs_from, min_difference), weights, confidence)
+        ranked += _kendall_like(table, scorers, *_column_pairs(table, pairs_from, min_difference), draws, confidence)
     return Correlation(
         tuple(scorers),
         tuple(human),
         group_by,
         system_key,
-        len(records),
+        table.rows,
         len(table.groups),
         resamples,
         seed,
@@ -719,9 +900,7 @@ def _comparison(
 
 def _williams(sa: _Series, scores_b: np.ndarray) -> tuple[float, float, float, int, float, float] | None:
     """Williams' test on the system means of the rows both scored: (r_a, r_b, r_ab, n, t, p), or None."""
-    ma, _ = sa.system_means(sa.x)
-    mh, _ = sa.system_means(sa.y)
-    mb, _ = sa.system_means(scores_b)
+    ma, mh, mb = sa.system_means(sa.x), sa.system_means(sa.y), sa.system_means(scores_b)
     present = ~np.isnan(ma)
     n = int(np.sum(present))
     r_a = coefficient("pearson", mh[present], ma[present])
@@ -792,11 +971,12 @@ def _kendall_like(
     source: str,
     better: np.ndarray,
     worse: np.ndarray,
-    weights: np.ndarray,
+    draws: _Draws,
     confidence: float,
 ) -> list[KendallLike]:
     out = []
     groups = table.group[better]
+    counts = []
     for scorer in scorers:
         b, w = table.scores[scorer][better], table.scores[scorer][worse]
         kept = ~(np.isnan(b) | np.isnan(w))
@@ -804,15 +984,23 @@ def _kendall_like(
         discordant = np.zeros(len(table.groups))
         np.add.at(concordant, groups[kept], (b[kept] > w[kept]).astype(float))
         np.add.at(discordant, groups[kept], (b[kept] <= w[kept]).astype(float))
-        c, d = weights @ concordant, weights @ discordant
-        with np.errstate(invalid="ignore", divide="ignore"):
-            draws = (c - d) / (c + d)
+        counts.append((concordant, discordant))
+    resampled: list[list[np.ndarray]] = [[] for _ in scorers]
+    for _, weights in draws.chunks():
+        for k, (concordant, discordant) in enumerate(counts):
+            c, d = weights @ concordant, weights @ discordant
+            with np.errstate(invalid="ignore", divide="ignore"):
+                resampled[k].append((c - d) / (c + d))
+    for k, scorer in enumerate(scorers):
+        b, w = table.scores[scorer][better], table.scores[scorer][worse]
+        kept = ~(np.isnan(b) | np.isnan(w))
+        concordant, discordant = counts[k]
         out.append(
             KendallLike(
                 scorer,
                 source,
                 _value(kendall_like(b[kept], w[kept])),
-                *_interval(draws, confidence),
+                *_interval(np.concatenate(resampled[k]), confidence),
                 int(concordant.sum()),
                 int(discordant.sum()),
                 int(np.sum(b[kept] == w[kept])),

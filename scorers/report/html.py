@@ -211,6 +211,7 @@ def _format_file(source: str | Path | Mapping[str, Any], kind: str, fmt: str, ve
 def _meta_eval(path: str) -> dict[str, Any]:
     """A meta-eval JSON file (:mod:`scorers.stats.metaeval`'s format) as the page shows it: figures, confusion."""
     from ..stats.metaeval import FORMAT, FORMAT_VERSION
+    from . import shapes
 
     data = _format_file(
         path,
@@ -219,6 +220,7 @@ def _meta_eval(path: str) -> dict[str, Any]:
         FORMAT_VERSION,
         "python -m scorers meta-eval DATA -s JUDGE --label FIELD -o META.json",
     )
+    shapes.check(data, shapes.MetaEvalFile, path, "meta-eval")
     confusion = data.get("confusion")
     svg = None
     if confusion:
@@ -248,6 +250,7 @@ def _correlation(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     shows it: per human column a table of every scorer's figures and a chart of one coefficient (Spearman's when
     given) with its intervals; the tests between metrics."""
     from ..stats.correlation import FORMAT, FORMAT_VERSION
+    from . import shapes
 
     data = _format_file(
         source,
@@ -255,6 +258,9 @@ def _correlation(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
         FORMAT,
         FORMAT_VERSION,
         "python -m scorers correlate RESULTS.jsonl --human COLUMN -o CORR.json",
+    )
+    shapes.check(
+        data, shapes.CorrelationFile, "correlation" if isinstance(source, Mapping) else str(source), "correlation"
     )
     figures = data["figures"]
     coefficients = list(dict.fromkeys(f["coefficient"] for f in figures))

@@ -89,3 +89,79 @@ def test_not_a_correlation_file(tmp_path: Path) -> None:
         write_report([], tmp_path / "r.html", correlations=[path])
     with pytest.raises(ConfigError, match="correlation file"):
         write_report([], tmp_path / "r.html")
+
+
+def _reshaped(data: dict, change: str) -> dict:
+    """``data`` of the right format and version, with one inner shape wrong."""
+    data = json.loads(json.dumps(data))
+    if change == "figures-object":
+        data["figures"] = {"a": 1}
+    elif change == "figure-value-string":
+        data["figures"][3]["value"] = "0.5"
+    elif change == "figure-without-level":
+        del data["figures"][0]["level"]
+    elif change == "human-string":
+        data["human"] = 7
+    elif change == "williams-list":
+        data["williams"] = [[1, 2]]
+    elif change == "figure-missing":
+        data["figures"] = data["figures"][1:]
+    elif change == "bootstrap-null":
+        data["bootstrap"] = None
+    return data
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("figures-object", "figures: Input should be a valid array"),
+        ("figure-value-string", "figures.3.value: Input should be a valid number"),
+        ("figure-without-level", "figures.0.level: Field required"),
+        ("human-string", "human: Input should be a valid array"),
+        ("williams-list", "williams.0: Input should be"),
+        ("figure-missing", "no figure of scorer '<M&1>' against 'coherence' at level 'summary' for 'pearson'"),
+        ("bootstrap-null", "bootstrap: Input should be"),
+    ],
+)
+def test_a_wrongly_shaped_correlation_file_exits_2(
+    result: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str], change: str, message: str
+) -> None:
+    """Right format and version but a wrong inner shape: a DataError naming the file and where (it was a
+    TypeError or KeyError while the page was built)."""
+    from scorers.cli import main
+
+    path = tmp_path / "corr.json"
+    path.write_text(json.dumps(_reshaped(result, change)))
+    with pytest.raises(DataError, match=re.escape(f"{path}: not a valid correlation file: ")) as raised:
+        write_report([], tmp_path / "r.html", correlations=[path])
+    assert message in str(raised.value)
+    assert main(["report", "--correlation", str(path), "-o", str(tmp_path / "r.html")]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("figures", "figures.kappa.ci: Tuple should have at most 2 items"),
+        ("judge", "judge: Input should be an object"),
+        ("confusion", "confusion.matrix.0: Input should be a valid array"),
+        ("failures", "failures.0.errors: Field required"),
+    ],
+)
+def test_a_wrongly_shaped_meta_eval_file_exits_2(
+    meta_eval_file: Path, tmp_path: Path, change: str, message: str
+) -> None:
+    data = json.loads(meta_eval_file.read_text())
+    if change == "figures":
+        data["figures"]["kappa"]["ci"] = [0.1, 0.2, 0.3]
+    elif change == "judge":
+        data["judge"] = "Factuality"
+    elif change == "confusion":
+        data["confusion"]["matrix"] = [1, 2]
+    else:
+        data["failures"] = [{"index": 3}]
+    path = tmp_path / "meta.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataError, match=re.escape(f"{path}: not a valid meta-eval file: ")) as raised:
+        write_report([], tmp_path / "r.html", meta_evals=[path])
+    assert message in str(raised.value)

@@ -1,16 +1,18 @@
 """Read a conversation, or a list of tool calls, from the formats users already have.
 
-Both readers detect the format themselves: OpenAI chat messages (and the legacy ``function_call``), OpenAI
-Responses items or a whole Response, Anthropic messages (``tool_use``/``tool_result`` blocks, a top-level
-``system``), LangChain messages (dicts or the ``lc`` serialised form), OpenTelemetry GenAI spans exported as OTLP
-JSON, and JSON text of any of these (what a CSV cell holds). What cannot be read is a
+Both readers detect the format themselves: OpenAI chat messages (and the legacy ``function_call``) or a whole
+ChatCompletion, OpenAI Responses items or a whole Response, Anthropic messages (``tool_use``/``tool_result``
+blocks, a top-level ``system``), a whole Anthropic Message or its ``content`` blocks alone, LangChain messages
+(dicts or the ``lc`` serialised form), OpenTelemetry GenAI spans exported as OTLP JSON, and JSON text of any of
+these (what a CSV cell holds). What cannot be read is a
 :class:`~scorers.errors.ScorerInputError` that names the message, call or span and what is wrong with it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
@@ -19,17 +21,19 @@ from scorers.agents.model import ROLES, Conversation, FrozenDict, Message, ToolC
 from scorers.errors import ScorerInputError
 from scorers.fields import utf8_encodable
 
-__all__ = ["read_conversation", "read_tool_calls"]
+__all__ = ["read_conversation", "read_tool_calls", "CallLimitError"]
 
 #: What :func:`read_conversation` accepts, as its errors say it.
 ACCEPTED = (
     "accepted: a list of OpenAI chat, OpenAI Responses, Anthropic or LangChain messages; a dict with 'messages' "
-    "(and Anthropic's 'system'), a Response with 'output', or OTLP JSON with 'resourceSpans'; or JSON text of one"
+    "(and Anthropic's 'system'), a Response with 'output', a ChatCompletion with 'choices', one message (an "
+    "Anthropic Message) or a list of its content blocks, or OTLP JSON with 'resourceSpans'; or JSON text of one"
 )
 #: What :func:`read_tool_calls` accepts, as its errors say it.
 CALLS_ACCEPTED = (
     "accepted: a list of calls (OpenAI {id, function: {name, arguments}}, {name, arguments|args|input_parameters}, "
-    "Responses function_call items, Anthropic tool_use blocks), a dict with 'tool_calls', any conversation, "
+    "Responses function_call items, Anthropic tool_use blocks), an Anthropic content list, a dict with "
+    "'tool_calls', any conversation, "
     "JSON text of one, or None"
 )
 #: Content parts that carry text, and the key that holds it.
@@ -81,18 +85,62 @@ class _Malformed(ValueError):
     """What is wrong with a value, naming where; the readers raise it as a :class:`ScorerInputError`."""
 
 
+class _TooMany(Exception):
+    """More calls than the reader's ``max_calls``: reading stops there."""
+
+
+class CallLimitError(ScorerInputError):
+    """A value holds more tool calls than ``max_calls``: raised while reading, once that many have been read
+    (``count``: the calls the value holds when that is known without reading them, else ``None``)."""
+
+    def __init__(self, scorer: str, field: str, max_calls: int, count: int | None) -> None:
+        held = f"{count:,} tool calls, more than" if count is not None else "more tool calls than"
+        super().__init__(scorer, field, f"holds {held} max_calls={max_calls:,}")
+        self.max_calls = max_calls
+        self.count = count
+
+
 @contextmanager
-def _input_errors(scorer: str, field_name: str) -> Iterator[None]:
+def _input_errors(scorer: str, field_name: str, max_calls: int | None = None) -> Iterator[None]:
     try:
         yield
     except _Malformed as exc:
         raise ScorerInputError(scorer, field_name, str(exc)) from None
+    except _TooMany as exc:
+        assert max_calls is not None
+        raise CallLimitError(scorer, field_name, max_calls, exc.args[0]) from None
     except RecursionError:
         raise ScorerInputError(scorer, field_name, "is nested too deeply to read") from None
 
 
-def read_conversation(value: Any, *, scorer: str, field: str) -> Conversation:
+#: The longest value an error message shows.
+_SHOWN_CHARS = 200
+
+
+def _shown(value: Any, form: Callable[[Any], str] = repr) -> str:
+    """A value of the input as an error message shows it: ``repr`` (or ``form``), cut at 200 characters; an integer
+    longer than Python writes as text by its number of digits."""
+    try:
+        text = form(value)
+    except ValueError:  # only an int past sys.get_int_max_str_digits()
+        return f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
+    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}... ({len(text):,} characters)"
+
+
+def _json_problem(exc: ValueError) -> str:
+    """Why ``json`` did not read a text: its syntax error, or an integer longer than Python reads from text."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at character {exc.pos}"
+    return (
+        f"it holds an integer of more than {sys.get_int_max_str_digits():,} digits, more than Python reads from "
+        "text; sys.set_int_max_str_digits raises the limit"
+    )
+
+
+def read_conversation(value: Any, *, scorer: str, field: str, max_calls: int | None = None) -> Conversation:
     """The :class:`~scorers.agents.model.Conversation` in ``value``, whichever format it is in (see the module).
+    More than ``max_calls`` tool calls is a :class:`CallLimitError`, raised as soon as the call after the last one
+    allowed is read.
 
     >>> conversation = read_conversation(
     ...     [
@@ -112,13 +160,15 @@ def read_conversation(value: Any, *, scorer: str, field: str) -> Conversation:
     scorers.errors.ScorerInputError: Demo: field 'output' at message 0: unknown role 'robot' (accepted: system, \
 developer, user, assistant, tool, and the legacy function)
     """
-    with _input_errors(scorer, field):
-        return _conversation(_decoded(value))
+    with _input_errors(scorer, field, max_calls):
+        return _conversation(_decoded(value), max_calls)
 
 
-def read_tool_calls(value: Any, *, scorer: str, field: str) -> tuple[ToolCall, ...]:
+def read_tool_calls(value: Any, *, scorer: str, field: str, max_calls: int | None = None) -> tuple[ToolCall, ...]:
     """The tool calls in ``value``: a list of calls in any call shape, any conversation :func:`read_conversation`
-    reads (its assistant's calls, in order), a dict with ``tool_calls``, JSON text of one of these, or ``None``.
+    reads (its assistant's calls, in order), an Anthropic message's content blocks, a dict with ``tool_calls``,
+    JSON text of one of these, or ``None``. More than ``max_calls`` calls is a :class:`CallLimitError`, raised
+    while reading.
 
     >>> read_tool_calls([{"name": "get_weather", "args": {"city": "Paris"}}], scorer="Demo", field="expected")
     (ToolCall(name='get_weather', arguments=FrozenDict({'city': 'Paris'}), id=None),)
@@ -128,7 +178,7 @@ def read_tool_calls(value: Any, *, scorer: str, field: str) -> tuple[ToolCall, .
     scorers.errors.ScorerInputError: Demo: field 'expected' at call 0 ('get_time'): arguments are not valid JSON \
 (Expecting ',' delimiter at character 12)
     """
-    with _input_errors(scorer, field):
+    with _input_errors(scorer, field, max_calls):
         value = _decoded(value)
         if value is None:
             return ()
@@ -136,12 +186,14 @@ def read_tool_calls(value: Any, *, scorer: str, field: str) -> tuple[ToolCall, .
             value = value["tool_calls"] or []
         if not isinstance(value, (Mapping, list, tuple)):
             raise _Malformed(f"is of type {type(value).__name__}, not a list of tool calls ({CALLS_ACCEPTED})")
-        if isinstance(value, (list, tuple)) and not any(_is_message(item) for item in value):
+        if isinstance(value, (list, tuple)) and not any(_is_message(item) or _is_part(item) for item in value):
+            if max_calls is not None and len(value) > max_calls:
+                raise _TooMany(len(value))
             calls = tuple(_call(f"call {index}", item) for index, item in enumerate(value))
             for index, call in enumerate(calls):
                 _check_call_text(f"call {index}", call)
             return calls
-        return _conversation(value).tool_calls
+        return _conversation(value, max_calls).tool_calls
 
 
 def _decoded(value: Any) -> Any:
@@ -151,36 +203,88 @@ def _decoded(value: Any) -> Any:
     try:
         return json.loads(value)
     except json.JSONDecodeError as exc:
-        raise _Malformed(f"is text that is not JSON ({exc.msg} at character {exc.pos}); {ACCEPTED}") from None
+        raise _Malformed(f"is text that is not JSON ({_json_problem(exc)}); {ACCEPTED}") from None
+    except ValueError as exc:
+        raise _Malformed(f"is JSON text that cannot be read: {_json_problem(exc)}") from None
 
 
-def _conversation(value: Any) -> Conversation:
+def _conversation(value: Any, max_calls: int | None = None) -> Conversation:
+    builder = _Builder(max_calls=max_calls)
     if _is_object(value):
         if "resourceSpans" in value:
-            return _from_otlp(value).conversation()
+            return _from_otlp(value, builder).conversation()
         if "messages" in value:
-            builder = _Builder()
             if value.get("system") is not None:
                 builder.add("system", Message("system", _content("system", value["system"])))
             return _from_items(value["messages"], builder).conversation()
         if isinstance(value.get("output"), list):
-            return _from_items(value["output"], _Builder(), label="output item").conversation()
-        raise _Malformed(f"is an object with none of the keys 'messages', 'output', 'resourceSpans' ({ACCEPTED})")
+            return _from_items(value["output"], builder, label="output item").conversation()
+        if "choices" in value:
+            _read_item(builder, "choices[0].message", _only_choice(value["choices"]))
+            return builder.conversation()
+        if "role" in value:  # one message: an Anthropic Message, a Responses message item
+            _read_item(builder, "the message", value)
+            return builder.conversation()
+        raise _Malformed(
+            f"is an object with none of the keys 'messages', 'output', 'choices', 'role', 'resourceSpans' ({ACCEPTED})"
+        )
     if isinstance(value, (list, tuple)):
-        return _from_items(value, _Builder()).conversation()
+        if value and not any(_is_message(item) for item in value) and any(_is_part(item) for item in value):
+            # the content blocks of one assistant message (Anthropic): text, tool_use, ...
+            _read_role_message(builder, "content", {"role": "assistant", "content": value})
+            return builder.conversation()
+        return _from_items(value, builder).conversation()
     raise _Malformed(f"is of type {type(value).__name__}, not a conversation ({ACCEPTED})")
+
+
+def _only_choice(choices: Any) -> Any:
+    """The message of a ChatCompletion's one choice (several choices are several conversations: give one)."""
+    if not isinstance(choices, (list, tuple)) or len(choices) != 1:
+        count = (
+            f"{len(choices)} choices"
+            if isinstance(choices, (list, tuple))
+            else f"choices of type {type(choices).__name__}"
+        )
+        raise _Malformed(
+            f"is a ChatCompletion with {count}, not one: give one choice's message (choices[i].message) "
+            "or its tool_calls"
+        )
+    choice = choices[0]
+    if not _is_object(choice) or not _is_object(choice.get("message")):
+        raise _Malformed("at choices[0]: a choice with no message object (a streamed chunk's delta is not read)")
+    return choice["message"]
 
 
 @dataclass
 class _Builder:
     """The messages read so far, each with where it was read (``message 3``), for the errors."""
 
-    entries: list[tuple[str, Message]] = field(default_factory=list)
+    _entries: list[tuple[str, Message]] = field(default_factory=list)
+    #: calls that join the last message (an assistant's) when the entries are next read: joined one at a time,
+    #: a tuple copied per call would make reading quadratic
+    _tail: list[ToolCall] = field(default_factory=list)
     #: the ids of the calls read so far, and of the calls a tool result answers
     call_ids: set[str | None] = field(default_factory=set)
     answered_ids: set[str | None] = field(default_factory=set)
+    #: reading stops (:class:`_TooMany`) at the call after this many
+    max_calls: int | None = None
+    calls: int = 0
+
+    @property
+    def entries(self) -> list[tuple[str, Message]]:
+        if self._tail:
+            where, last = self._entries[-1]
+            self._entries[-1] = (where, replace(last, tool_calls=last.tool_calls + tuple(self._tail)))
+            self._tail = []
+        return self._entries
+
+    def _count(self, calls: int) -> None:
+        self.calls += calls
+        if self.max_calls is not None and self.calls > self.max_calls:
+            raise _TooMany(None)
 
     def add(self, where: str, message: Message) -> None:
+        self._count(len(message.tool_calls))
         self.entries.append((where, message))
         self.call_ids.update(call.id for call in message.tool_calls)
         if message.role == "tool":
@@ -188,11 +292,12 @@ class _Builder:
 
     def add_calls(self, where: str, calls: Sequence[ToolCall]) -> None:
         """Calls given as items of their own (Responses, OpenTelemetry) join the assistant message just before."""
+        self._count(len(calls))
         self.call_ids.update(call.id for call in calls)
-        if self.entries and self.entries[-1][1].role == "assistant":
-            last_where, last = self.entries[-1]
-            self.entries[-1] = (last_where, replace(last, tool_calls=last.tool_calls + tuple(calls)))
+        if self._entries and self._entries[-1][1].role == "assistant":
+            self._tail.extend(calls)
         else:
+            self.calls -= len(calls)  # counted again by add
             self.add(where, Message("assistant", None, tuple(calls)))
 
     def conversation(self) -> Conversation:
@@ -237,11 +342,28 @@ def _kind(value: Mapping[str, Any]) -> str | None:
 
 
 def _is_message(item: Any) -> bool:
-    """Whether a list item is a message (else it is a call, in :func:`read_tool_calls`)."""
+    """Whether a list item is a message or a Responses item (else it is a call, in :func:`read_tool_calls`)."""
     if not _is_object(item):
         return False
     kind = _kind(item)
-    return "role" in item or "lc" in item or kind in _LANGCHAIN_ROLES or kind in ("message", "function_call_output")
+    return (
+        "role" in item
+        or "lc" in item
+        or kind in _LANGCHAIN_ROLES
+        or kind in ("message", "function_call_output")
+        or kind in _SKIPPED_ITEMS
+    )
+
+
+def _is_part(item: Any) -> bool:
+    """Whether a list item is a content block that is no call (text, an image, a tool result): the list is then
+    one message's content."""
+    if not _is_object(item):
+        return False
+    kind = _kind(item)
+    return kind is not None and (
+        kind in _TEXT_PARTS or kind in _SKIPPED_PARTS or kind == "tool_result" or kind.endswith("_tool_result")
+    )
 
 
 def _read_item(builder: _Builder, where: str, item: Any) -> None:
@@ -256,7 +378,9 @@ def _read_item(builder: _Builder, where: str, item: Any) -> None:
     elif kind == "function_call":
         builder.add_calls(where, (_call(where, item),))
     elif kind == "function_call_output":
-        builder.add(where, Message("tool", _result(item.get("output")), tool_call_id=_id(where, item.get("call_id"))))
+        builder.add(
+            where, Message("tool", _result(where, item.get("output")), tool_call_id=_id(where, item.get("call_id")))
+        )
     elif kind in _SKIPPED_ITEMS:
         return
     elif "role" in item:
@@ -269,10 +393,14 @@ def _read_role_message(builder: _Builder, where: str, item: Mapping[str, Any]) -
     """An OpenAI chat, Responses or Anthropic message: ``role``, ``content`` (text or parts), ``tool_calls``."""
     role = item["role"]
     if role == "function":  # OpenAI's legacy function result: answers the last call by name, not id
-        builder.add(where, Message("tool", _result(item.get("content")), name=_text(where, "name", item.get("name"))))
+        builder.add(
+            where, Message("tool", _result(where, item.get("content")), name=_text(where, "name", item.get("name")))
+        )
         return
     if role not in ROLES:
-        raise _Malformed(f"at {where}: unknown role {role!r} (accepted: {', '.join(ROLES)}, and the legacy function)")
+        raise _Malformed(
+            f"at {where}: unknown role {_shown(role)} (accepted: {', '.join(ROLES)}, and the legacy function)"
+        )
     content, calls, results = _parts(where, item.get("content"))
     calls += _calls(where, item.get("tool_calls"))
     if item.get("function_call") is not None:
@@ -301,7 +429,7 @@ def _langchain_serialised(where: str, item: Mapping[str, Any]) -> tuple[str, Map
     kind = _LANGCHAIN_CLASSES.get(str(name).removesuffix("Chunk"))
     if kind is None or not _is_object(kwargs):
         raise _Malformed(
-            f"at {where}: a LangChain serialised object of class {name!r}, not a message with 'kwargs' "
+            f"at {where}: a LangChain serialised object of class {_shown(name)}, not a message with 'kwargs' "
             f"(accepted: {', '.join(_LANGCHAIN_CLASSES)})"
         )
     return kind, kwargs
@@ -310,11 +438,13 @@ def _langchain_serialised(where: str, item: Mapping[str, Any]) -> tuple[str, Map
 def _read_langchain(builder: _Builder, where: str, kind: str, data: Mapping[str, Any]) -> None:
     role = _LANGCHAIN_ROLES[kind] or data.get("role")
     if role not in ROLES:
-        raise _Malformed(f"at {where}: unknown role {role!r} (accepted: {', '.join(ROLES)})")
+        raise _Malformed(f"at {where}: unknown role {_shown(role)} (accepted: {', '.join(ROLES)})")
     invalid = data.get("invalid_tool_calls")
     if invalid:
         bad = invalid[0] if isinstance(invalid, list) and _is_object(invalid[0]) else {}
-        raise _Malformed(f"at {where}: LangChain could not parse a call ({bad.get('name')!r}): {bad.get('error')}")
+        raise _Malformed(
+            f"at {where}: LangChain could not parse a call ({_shown(bad.get('name'))}): {_shown(bad.get('error'), str)}"
+        )
     content, content_calls, results = _parts(where, data.get("content"))
     extra = data.get("additional_kwargs")
     extra = extra if _is_object(extra) else {}
@@ -359,7 +489,7 @@ def _parts(where: str, content: Any) -> tuple[str | None, list[ToolCall], list[t
         elif kind == "tool_result" or kind.endswith("_tool_result"):
             result = Message(
                 "tool",
-                _result(part.get("content")),
+                _result(part_where, part.get("content")),
                 tool_call_id=_id(part_where, part.get("tool_use_id")),
                 is_error=bool(part.get("is_error")),
             )
@@ -406,8 +536,8 @@ def _arguments(where: str, arguments: Any) -> Any:
         return freeze(arguments)
     try:  # json.loads is the one to say that text starts with a byte order mark
         parsed = json.loads(arguments) if arguments.startswith("\ufeff") else _FROZEN_JSON.decode(arguments)
-    except json.JSONDecodeError as exc:
-        raise _Malformed(f"at {where}: arguments are not valid JSON ({exc.msg} at character {exc.pos})") from None
+    except ValueError as exc:
+        raise _Malformed(f"at {where}: arguments are not valid JSON ({_json_problem(exc)})") from None
     return freeze(parsed) if "[" in arguments else parsed  # without arrays, the decoder's objects are frozen
 
 
@@ -428,13 +558,24 @@ def _content(where: str, value: Any) -> str | None:
     return content
 
 
-def _result(value: Any) -> str | None:
+def _result(where: str, value: Any) -> str | None:
     """A tool's result as text: text as it is, a list of text parts joined, any other JSON value as JSON text."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, (list, tuple)) and all(_is_object(p) and _kind(p) in _TEXT_PARTS for p in value):
         return "\n".join(str(p.get(_TEXT_PARTS[p["type"]], "")) for p in value)
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return _json_text(where, "tool result", value)
+
+
+def _json_text(where: str, key: str, value: Any) -> str:
+    """``value`` as JSON text (a value of another type as its ``str``); an integer too long to write is an error."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except ValueError:  # only an integer past sys.get_int_max_str_digits()
+        raise _Malformed(
+            f"at {where}: the {key} holds an integer of more than {sys.get_int_max_str_digits():,} digits, more "
+            "than Python writes as text (sys.set_int_max_str_digits raises the limit)"
+        ) from None
 
 
 def _check_message_text(where: str, message: Message) -> None:
@@ -447,8 +588,8 @@ def _check_message_text(where: str, message: Message) -> None:
 def _check_call_text(where: str, call: ToolCall) -> None:
     _check_utf8(where, "name", call.name)
     _check_utf8(where, "id", call.id)
-    if not _encodable(call.arguments):  # then its JSON text holds a lone surrogate: the error says where
-        _check_utf8(where, "arguments", json.dumps(call.arguments, ensure_ascii=False, default=str))
+    if not _encodable(call.arguments):  # then its JSON text holds a lone surrogate or a too long integer
+        _check_utf8(where, "arguments", _json_text(where, "arguments", call.arguments))
 
 
 def _encodable(value: Any) -> bool:
@@ -472,7 +613,10 @@ def _all_encodable(values: Iterable[Any]) -> bool:
         elif kind is FrozenDict or kind is tuple:
             if not _encodable(value):
                 return False
-        elif not (kind is int or kind is float or kind is bool or value is None):
+        elif kind is int:
+            if value.bit_length() > 3.3 * (sys.get_int_max_str_digits() or 1 << 62):  # perhaps too long to write
+                return False
+        elif not (kind is float or kind is bool or value is None):
             return False
     return True
 
@@ -494,7 +638,7 @@ def _check_utf8(where: str, key: str, text: str | None) -> None:
         raise _Malformed(f"at {where}: the {key} {exc}") from None
 
 
-def _from_otlp(document: Mapping[str, Any]) -> _Builder:
+def _from_otlp(document: Mapping[str, Any], builder: _Builder) -> _Builder:
     """A conversation from OpenTelemetry GenAI spans (OTLP JSON), read in the order the spans started.
 
     An inference span gives its input messages (those a conversation read so far does not already hold: each
@@ -506,10 +650,9 @@ def _from_otlp(document: Mapping[str, Any]) -> _Builder:
         for scope in _otlp_list(resource, "scopeSpans", "resourceSpans"):
             spans.extend(_otlp_list(scope, "spans", "scopeSpans"))
     ordered = sorted(enumerate(spans), key=lambda pair: _otlp_start(f"span {pair[0]}", pair[1]))
-    builder = _Builder()
     system: Message | None = None
     for index, span in ordered:
-        where = f"span {index} ({span.get('name')!r})"
+        where = f"span {index} ({_shown(span.get('name'))})"
         attributes = _otlp_attributes(where, span.get("attributes"))
         if attributes.get("gen_ai.operation.name") == "execute_tool":
             _read_tool_span(builder, where, attributes, span)
@@ -538,7 +681,7 @@ def _otlp_start(where: str, span: Any) -> int:
         raise _Malformed(f"at {where}: is of type {type(span).__name__}, not a span object")
     try:
         return int(span.get("startTimeUnixNano") or 0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a float such as 1e400 (infinite)
         raise _Malformed(f"at {where}: startTimeUnixNano is not an integer") from None
 
 
@@ -562,7 +705,7 @@ def _otlp_value(where: str, value: Any) -> Any:
             return [_otlp_value(where, v) for v in inner.get("values", [])]
         if kind == "kvlistValue":
             return {str(kv["key"]): _otlp_value(where, kv.get("value")) for kv in inner.get("values", [])}
-    except (AttributeError, KeyError, TypeError, ValueError):
+    except (AttributeError, KeyError, TypeError, ValueError, OverflowError):
         raise _Malformed(f"at {where}: an attribute's {kind} is not OTLP JSON") from None
     if kind in ("stringValue", "boolValue", "doubleValue", "bytesValue"):
         return inner
@@ -575,8 +718,8 @@ def _otlp_json(where: str, key: str, value: Any) -> Any:
         return value
     try:
         return json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise _Malformed(f"at {where}: {key} is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    except ValueError as exc:
+        raise _Malformed(f"at {where}: {key} is not valid JSON ({_json_problem(exc)})") from None
 
 
 def _read_tool_span(builder: _Builder, where: str, attributes: Mapping[str, Any], span: Mapping[str, Any]) -> None:
@@ -588,7 +731,7 @@ def _read_tool_span(builder: _Builder, where: str, attributes: Mapping[str, Any]
     if "gen_ai.tool.call.result" in attributes and (call.id is None or call.id not in builder.answered_ids):
         status = span.get("status")
         failed = _is_object(status) and status.get("code") in (_OTLP_STATUS_ERROR, "STATUS_CODE_ERROR")
-        result = _result(attributes["gen_ai.tool.call.result"])
+        result = _result(where, attributes["gen_ai.tool.call.result"])
         builder.add(where, Message("tool", result, tool_call_id=call.id, name=call.name, is_error=failed))
 
 
@@ -603,7 +746,7 @@ def _otel_messages(where: str, messages: Any) -> list[tuple[str, Message]]:
             raise _Malformed(f"at {message_where}: is of type {type(message).__name__}, not a message object")
         role = message.get("role")
         if role not in ROLES:
-            raise _Malformed(f"at {message_where}: unknown role {role!r} (accepted: {', '.join(ROLES)})")
+            raise _Malformed(f"at {message_where}: unknown role {_shown(role)} (accepted: {', '.join(ROLES)})")
         parts = message.get("parts") or []
         if not isinstance(parts, list):
             raise _Malformed(f"at {message_where}: parts is of type {type(parts).__name__}, not a list")
@@ -616,7 +759,8 @@ def _otel_messages(where: str, messages: Any) -> list[tuple[str, Message]]:
             elif kind == "tool_call":
                 calls.append(_call(part_where, part))
             elif kind == "tool_call_response":
-                result = Message("tool", _result(part.get("response")), tool_call_id=_id(part_where, part.get("id")))
+                response = _result(part_where, part.get("response"))
+                result = Message("tool", response, tool_call_id=_id(part_where, part.get("id")))
                 read.append((part_where, result))
         if texts or calls or role != "tool":
             content = "\n".join(texts) if texts else None

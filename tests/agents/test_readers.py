@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from scorers.agents import Conversation, FrozenDict, Message, ToolCall, freeze, read_conversation, read_tool_calls
+from scorers.agents.readers import CallLimitError
 from scorers.errors import ScorerInputError
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -152,6 +153,68 @@ def test_a_whole_responses_response_reads_its_output() -> None:
     assert conversation(response) == Conversation(
         (Message("assistant", None, (ToolCall("get_weather", id="call_1"),)),)
     )
+
+
+#: An assistant's reply in Anthropic's Messages API: text, then two calls (the content blocks of one message).
+ANTHROPIC_CONTENT = [
+    {"type": "text", "text": "Let me check both."},
+    {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+    {"type": "tool_use", "id": "toolu_2", "name": "get_time", "input": {"tz": "Europe/Paris"}},
+]
+ANTHROPIC_CALLS = (
+    ToolCall("get_weather", freeze({"city": "Paris"}), "toolu_1"),
+    ToolCall("get_time", freeze({"tz": "Europe/Paris"}), "toolu_2"),
+)
+#: https://docs.anthropic.com/en/api/messages (the response: a Message object)
+ANTHROPIC_MESSAGE = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-sonnet-4-5",
+    "content": ANTHROPIC_CONTENT,
+    "stop_reason": "tool_use",
+    "usage": {"input_tokens": 10, "output_tokens": 20},
+}
+#: https://platform.openai.com/docs/api-reference/chat/object (a ChatCompletion with one choice)
+CHAT_COMPLETION = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "model": "gpt-4o",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "tool_calls",
+            "message": {
+                "role": "assistant",
+                "content": "Let me check both.",
+                "tool_calls": [
+                    {"id": "toolu_1", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+                    for n, a in (("get_weather", {"city": "Paris"}), ("get_time", {"tz": "Europe/Paris"}))
+                ],
+            },
+        }
+    ],
+}
+CHAT_COMPLETION["choices"][0]["message"]["tool_calls"][1]["id"] = "toolu_2"  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    "value", [ANTHROPIC_CONTENT, ANTHROPIC_MESSAGE, CHAT_COMPLETION], ids=["content", "message", "completion"]
+)
+def test_anthropic_content_a_whole_message_and_a_whole_chat_completion_read(value: Any) -> None:
+    reply = Conversation((Message("assistant", "Let me check both.", ANTHROPIC_CALLS),))
+    for given in (value, json.dumps(value)):
+        assert calls(given) == ANTHROPIC_CALLS
+        assert conversation(given) == reply
+
+
+def test_a_chat_completion_of_several_choices_or_a_streamed_chunk_is_refused() -> None:
+    two = {**CHAT_COMPLETION, "choices": CHAT_COMPLETION["choices"] * 2}
+    with pytest.raises(ScorerInputError, match=r"is a ChatCompletion with 2 choices, not one: give one choice's"):
+        calls(two)
+    chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "Hi"}}]}
+    with pytest.raises(ScorerInputError, match=r"at choices\[0\]: a choice with no message object"):
+        conversation(chunk)
 
 
 def test_openai_legacy_function_call_and_function_result() -> None:
@@ -344,7 +407,11 @@ def chat_span(**attributes: str) -> dict[str, Any]:
         ),
         (conversation, 42, "is of type int, not a conversation (accepted: a list of OpenAI chat, OpenAI Responses,"),
         (calls, 4.5, "is of type float, not a list of tool calls (accepted: a list of calls (OpenAI"),
-        (conversation, {"role": "user"}, "is an object with none of the keys 'messages', 'output', 'resourceSpans'"),
+        (
+            conversation,
+            {"user": "hi"},
+            "is an object with none of the keys 'messages', 'output', 'choices', 'role', 'resourceSpans'",
+        ),
         (conversation, "Hello there", "is text that is not JSON (Expecting value at character 0); accepted:"),
         (conversation, [{"role": "user", "content": 7}], "at message 0: content is of type int, not text or a list"),
         (
@@ -390,6 +457,34 @@ def chat_span(**attributes: str) -> dict[str, Any]:
             otlp(tool_span(5, "a", "x"), {"name": "late", "startTimeUnixNano": "soon"}),
             "at span 1: startTimeUnixNano is not an integer",
         ),
+        # values Python's int and json refuse: each the row's error, never an OverflowError or ValueError
+        (conversation, otlp({"startTimeUnixNano": 1e400}), "at span 0: startTimeUnixNano is not an integer"),
+        (
+            conversation,
+            otlp({"name": "n", "attributes": [{"key": "k", "value": {"intValue": 1e400}}]}),
+            "at span 0 ('n'): an attribute's intValue is not OTLP JSON",
+        ),
+        (
+            calls,
+            [{"name": "f", "arguments": '{"n": ' + "1" * 5_000 + "}"}],
+            "at call 0 ('f'): arguments are not valid JSON (it holds an integer of more than 4,300 digits, more than "
+            "Python reads from text; sys.set_int_max_str_digits raises the limit)",
+        ),
+        (
+            conversation,
+            '[{"role": "user", "content": ' + "7" * 5_000 + "}]",
+            "is JSON text that cannot be read: it holds an integer of more than 4,300 digits",
+        ),
+        (calls, [{"name": "f", "arguments": {"n": 10**5_000}}], "at call 0: the arguments holds an integer of more"),
+        (
+            conversation,
+            [
+                {"type": "function_call", "call_id": "c1", "name": "f"},
+                {"type": "function_call_output", "call_id": "c1", "output": {"n": 10**5_000}},
+            ],
+            "at message 1: the tool result holds an integer of more than 4,300 digits",
+        ),
+        (conversation, [{"role": 10**5_000}], "at message 0: unknown role an integer of about 5,000 digits"),
     ],
     ids=lambda v: None if not isinstance(v, str) else v[:40],
 )
@@ -399,6 +494,23 @@ def test_malformed_input_names_where_and_what(read: Callable[[Any], Any], value:
         read(value)
     assert caught.value.field == field and caught.value.scorer == "Test"
     assert caught.value.problem.startswith(problem), caught.value.problem
+
+
+def test_a_call_limit_refuses_while_reading() -> None:
+    items = [{"type": "function_call", "call_id": f"c{i}", "name": "f", "arguments": "{}"} for i in range(100_000)]
+    # past the limit the calls are malformed: had reading gone on, that would be the error
+    broken = items[:1_001] + [{"type": "function_call", "call_id": "x", "arguments": "{"}] * 10
+    for value, held in (
+        (broken, "1,011 tool calls, more than"),
+        ([{"role": "user", "content": "?"}, *broken], "more tool calls than"),
+    ):
+        with pytest.raises(CallLimitError) as caught:
+            read_tool_calls(value, scorer="Test", field="output", max_calls=1_000)
+        assert caught.value.problem == f"holds {held} max_calls=1,000"
+        with pytest.raises(CallLimitError):
+            read_conversation(value, scorer="Test", field="output", max_calls=1_000)
+    assert len(calls(items)) == 100_000  # no limit unless asked
+    assert len(read_tool_calls(items[:1_000], scorer="Test", field="output", max_calls=1_000)) == 1_000
 
 
 def test_huge_values_read_in_linear_time() -> None:

@@ -22,7 +22,7 @@ created once (pip, about 80-110 s each)::
 
 A peer whose venv is missing is skipped, saying how to create it. The cases table runs every library on the
 documented disagreements (issue 17): the same call twice, a pairing a greedy matcher misses, extra and missing
-calls, ``1`` vs ``"1"``, ``1`` vs ``1.0``, an extra argument.
+calls, ``1`` vs ``"1"``, ``true`` vs ``1``, ``1`` vs ``1.0``, an extra argument.
 """
 
 from __future__ import annotations
@@ -97,6 +97,11 @@ CASES: list[dict[str, Any]] = [
         "case": '`1` vs `"1"`',
         "expected": [("get_user", {"id": 1})],
         "actual": [("get_user", {"id": "1"})],
+    },
+    {
+        "case": "`true` vs `1`",
+        "expected": [("notify", {"urgent": True})],
+        "actual": [("notify", {"urgent": 1})],
     },
     {
         "case": "`1` vs `1.0`",

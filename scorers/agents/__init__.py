@@ -2,7 +2,7 @@
 from the formats users have (:mod:`scorers.agents.readers`)."""
 
 from scorers.agents import tool_calls as tool_calls  # registers the deterministic tool-call scorers
-from scorers.agents.model import ROLES, Conversation, FrozenDict, Message, ToolCall, freeze, thaw
+from scorers.agents.model import ROLES, Conversation, FrozenDict, Message, ToolCall, freeze, jsonable, thaw
 from scorers.agents.readers import read_conversation, read_tool_calls
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "ToolCall",
     "freeze",
     "thaw",
+    "jsonable",
     "read_conversation",
     "read_tool_calls",
 ]

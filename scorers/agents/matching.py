@@ -28,6 +28,8 @@ arguments or a mapping from dot paths into its arguments (``"*"``: the tool's de
 
 from __future__ import annotations
 
+import bisect
+import decimal
 import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Hashable, Literal, Mapping, Sequence, Union
@@ -36,7 +38,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
 
 from ..errors import ConfigError
-from .model import ToolCall, thaw
+from .model import ToolCall, jsonable
 
 __all__ = [
     "RULE_NAMES",
@@ -46,6 +48,8 @@ __all__ = [
     "Verdict",
     "Pair",
     "Matching",
+    "ComparisonLimit",
+    "MAX_COMPARISONS",
     "credit_matrix",
     "explain_pair",
     "pair_credit",
@@ -75,7 +79,7 @@ class _Tag:
         return self.name
 
 
-_TRUE, _FALSE, _ARRAY = _Tag("true"), _Tag("false"), _Tag("array")
+_TRUE, _FALSE, _ARRAY, _NAN = _Tag("true"), _Tag("false"), _Tag("array"), _Tag("NaN")
 
 
 def _is_number(value: Any) -> bool:
@@ -84,14 +88,18 @@ def _is_number(value: Any) -> bool:
 
 def exact_key(value: Any) -> Hashable:
     """A hashable form of a JSON value, equal for values equal as JSON: ``1`` and ``1.0`` alike, ``1``, ``"1"``
-    and ``true`` all different, key order ignored.
+    and ``true`` all different, key order ignored; NaN equals NaN (as the JSON text ``NaN`` equals itself).
 
     >>> exact_key(1) == exact_key(1.0), exact_key(1) == exact_key(True), exact_key({"a": [1]}) == exact_key({"a": (1.0,)})
     (True, False, True)
+    >>> exact_key(float("nan")) == exact_key(float("nan")), exact_key(float("nan")) == exact_key(float("inf"))
+    (True, False)
     """
     kind = type(value)
-    if kind is str or kind is int or kind is float or value is None:  # the usual leaves, by exact type first
+    if kind is str or kind is int or value is None:  # the usual leaves, by exact type first
         return value
+    if kind is float:
+        return value if value == value else _NAN
     if isinstance(value, bool):
         return _TRUE if value else _FALSE
     if isinstance(value, dict):
@@ -232,11 +240,26 @@ class Superset(Rule):
         return list(expected)
 
 
+#: Decimal arithmetic without rounding (as many digits as a result needs) for :class:`Numeric`.
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
+
+def _decimal(number: int | float) -> decimal.Decimal:
+    """A number as the decimal it is written as: a float as its shortest ``repr`` (``0.3``, not the binary
+    0.299999999999999988897...), an integer as it is."""
+    return decimal.Decimal(number) if isinstance(number, int) else decimal.Decimal(repr(number))
+
+
 class Numeric(Rule):
-    """Numbers (and strings that spell one) agree within ``tolerance`` (absolute); other values: ``exact``."""
+    """Numbers (and strings that spell one) agree within ``tolerance`` (absolute), compared as the decimals they
+    are written as (``0.4`` and ``0.3`` are within ``0.1``); other values, NaN and infinities: ``exact``."""
 
     rule: Literal["numeric"] = "numeric"
     tolerance: Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)] = 0.0
+    _tolerance: decimal.Decimal = PrivateAttr(decimal.Decimal(0))
+
+    def model_post_init(self, context: Any) -> None:
+        self._tolerance = _decimal(self.tolerance)
 
     def label(self) -> str:
         return f"numeric(tolerance={self.tolerance})"
@@ -247,10 +270,13 @@ class Numeric(Rule):
             return None
         if e == a:
             return True
-        try:
-            return abs(e - a) <= self.tolerance
-        except OverflowError:  # an integer beyond a float's range against a float
-            return False
+        try:  # in floats first: decided there unless the difference is within rounding of the tolerance
+            difference, rounding = abs(float(e) - float(a)), (abs(float(e)) + abs(float(a)) + self.tolerance) * 2**-50
+            if abs(difference - self.tolerance) > rounding:
+                return difference < self.tolerance
+        except OverflowError:  # an integer beyond a float's range
+            pass
+        return _EXACT.subtract(_decimal(e), _decimal(a)).copy_abs() <= self._tolerance
 
     def agree(self, expected: Any, actual: Any) -> bool:
         return _structurally(expected, actual, self._close)
@@ -350,8 +376,9 @@ class ToolRules:
     def __init__(self, root: Rule, paths: Mapping[str, Rule]) -> None:
         self.root = root
         self.paths = dict(paths)
-        #: Paths that have rules below them: their objects are compared key by key.
-        self.parents = frozenset(path.rsplit(".", i)[0] for path in paths for i in range(1, path.count(".") + 1))
+        #: The paths in order, to find those below a path by bisection (a set of every path's prefixes would take
+        #: memory quadratic in a path's length)
+        self._sorted = sorted(paths)
         #: The rule of a top-level key without one of its own: subset and superset compare values exactly.
         self.child_default: Rule = Exact() if isinstance(root, (Subset, Superset)) else root
         self._ignored: dict[str, bool] = {}
@@ -364,11 +391,24 @@ class ToolRules:
     def rule_at(self, path: str, inherited: Rule) -> Rule:
         return self.paths.get(path, inherited)
 
+    def has_rules_below(self, path: str) -> bool:
+        """Whether a rule is set at a path below ``path`` (then objects there are compared key by key)."""
+        prefix = path + "."
+        at = bisect.bisect_left(self._sorted, prefix)
+        return at < len(self._sorted) and self._sorted[at].startswith(prefix)
+
+    def canonical(self, path: str, rule: Rule) -> Callable[[Any], Hashable] | None:
+        """The canonical form under which values at ``path`` agree when equal (``exact``, ``loose``, and
+        ``subset``/``superset`` on values that are no objects), or None when the rule compares otherwise."""
+        if self.has_rules_below(path):
+            return None
+        return rule.key if isinstance(rule, (Exact, Loose)) else None
+
     def ignores(self, key: str) -> bool:
         """Whether a top-level key is left out of the credit (``ignore``, and no rule below it)."""
         ignored = self._ignored.get(key)
         if ignored is None:
-            ignored = isinstance(self.rule_at(key, self.child_default), Ignore) and key not in self.parents
+            ignored = isinstance(self.rule_at(key, self.child_default), Ignore) and not self.has_rules_below(key)
             if len(self._ignored) < 1_000:  # keys seen so far; a bound, as rows may bring any number of keys
                 self._ignored[key] = ignored
         return ignored
@@ -456,12 +496,13 @@ class Verdict:
     agree: bool
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable; a side without the argument has no key."""
+        """JSON (NaN and infinities as strings, :func:`~scorers.agents.model.jsonable`); a side without the
+        argument has no key."""
         out: dict[str, Any] = {"path": self.path, "rule": self.rule, "agree": self.agree}
         if self.expected is not MISSING:
-            out["expected"] = thaw(self.expected)
+            out["expected"] = jsonable(self.expected)
         if self.actual is not MISSING:
-            out["actual"] = thaw(self.actual)
+            out["actual"] = jsonable(self.actual)
         return out
 
 
@@ -473,7 +514,7 @@ def compare_values(
     if (
         isinstance(expected, dict)
         and isinstance(actual, dict)
-        and (path in rules.parents or isinstance(rule, (Subset, Superset)))
+        and (isinstance(rule, (Subset, Superset)) or rules.has_rules_below(path))
     ):
         child = Exact() if isinstance(rule, (Subset, Superset)) else rule
         outcomes = (
@@ -539,63 +580,179 @@ def explain_pair(rules: ToolRules, expected: Any, actual: Any) -> tuple[float, l
     return pair_credit(rules, expected, actual, verdicts), verdicts
 
 
+#: The most comparisons of values one row's pairing may make under rules that have no canonical form (``numeric``,
+#: a text scorer, rules on nested paths): each distinct expected value of an argument against each distinct actual
+#: one, a comparison weighing the leaves of both values (text: a leaf per 64 characters begun). About 5 s of CPU
+#: time; rules with a canonical form (``exact``, ``loose``, ``ignore``) take time linear in the calls' size.
+MAX_COMPARISONS = 2_000_000
+
+
+class ComparisonLimit(ValueError):
+    """A row's pairing would compare more values than :data:`MAX_COMPARISONS`; the scorers raise it as the row's
+    :class:`~scorers.errors.ScorerInputError`."""
+
+    def __init__(self, path: str, rule: str, needed: int) -> None:
+        where = f"the argument {path!r}" if path else "the arguments"
+        super().__init__(
+            f"would take more than {MAX_COMPARISONS:,} comparisons of argument values to pair ({where} under the "
+            f"rule {rule} alone: {needed:,}, every distinct expected value against every distinct actual one of "
+            "the same tool; a bound on time): compare fewer calls per row, or use exact or loose there, which "
+            "compare in linear time"
+        )
+
+
+class _Budget:
+    """What is left of :data:`MAX_COMPARISONS` for one row."""
+
+    def __init__(self) -> None:
+        self.left = MAX_COMPARISONS
+
+    def spend(self, path: str, rule: Rule, needed: int) -> None:
+        self.left -= needed
+        if self.left < 0:
+            raise ComparisonLimit(path, rule.label(), needed)
+
+
+def _size(value: Any) -> int:
+    """The leaves of a JSON value, text counting one per 64 characters begun: what comparing it costs."""
+    size, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        else:
+            size += 1 + len(item) // 64 if isinstance(item, str) else 1
+    return max(size, 1)
+
+
 def _ids(keys: Sequence[Hashable], table: dict[Hashable, int]) -> np.ndarray:
     return np.fromiter((table.setdefault(key, len(table)) for key in keys), dtype=np.int64, count=len(keys))
 
 
-def _key_agreement(rules: ToolRules, key: str, expected: list[Any], actual: list[Any]) -> np.ndarray:
-    """Whether the values of one top-level key agree, for every (expected, actual) pair: a boolean matrix.
-
-    ``exact`` and ``loose`` compare canonical forms (one numpy comparison); other rules compare each distinct pair
-    of values once."""
-    rule = rules.rule_at(key, rules.child_default)
-    if isinstance(rule, (Exact, Loose)) and key not in rules.parents:
+def _agreement(
+    rules: ToolRules, path: str, rule: Rule, inherited: Rule, expected: list[Any], actual: list[Any], budget: _Budget
+) -> np.ndarray:
+    """Whether each expected value at ``path`` agrees with each actual one (``rule``: the rule there, ``inherited``:
+    the rule above it): a boolean matrix. A rule with a canonical form compares those forms (one numpy
+    comparison); another compares each distinct pair of values once, within the row's budget."""
+    canonical = rules.canonical(path, rule)
+    if canonical is not None:
         table: dict[Hashable, int] = {}
-        ids_e = _ids([rule.key(v) if v is not MISSING else _Tag("missing") for v in expected], table)
-        ids_a = _ids([rule.key(v) if v is not MISSING else _Tag("missing") for v in actual], table)
+        ids_e, ids_a = _ids([canonical(v) for v in expected], table), _ids([canonical(v) for v in actual], table)
         return ids_e[:, None] == ids_a[None, :]
+    if isinstance(rule, Ignore) and not rules.has_rules_below(path):
+        return np.ones((len(expected), len(actual)), dtype=bool)
     distinct: dict[Hashable, int] = {}
-    ids_e = _ids([exact_key(v) if v is not MISSING else MISSING for v in expected], distinct)
-    ids_a = _ids([exact_key(v) if v is not MISSING else MISSING for v in actual], distinct)
+    ids_e, ids_a = _ids([exact_key(v) for v in expected], distinct), _ids([exact_key(v) for v in actual], distinct)
     values = dict(zip([*ids_e.tolist(), *ids_a.tolist()], [*expected, *actual]))
-    rows, cols = np.unique(ids_e), np.unique(ids_a)
+    rows, cols = np.unique(ids_e).tolist(), np.unique(ids_a).tolist()
+    sizes = {key: _size(values[key]) for key in {*rows, *cols}}
+    budget.spend(path, rule, len(cols) * sum(sizes[e] for e in rows) + len(rows) * sum(sizes[a] for a in cols))
     agree = np.array(
-        [
-            [compare_values(rules, key, values[e], values[a], rules.child_default, None) for a in cols.tolist()]
-            for e in rows.tolist()
-        ],
-        dtype=bool,
+        [[compare_values(rules, path, values[e], values[a], inherited, None) for a in cols] for e in rows], dtype=bool
     ).reshape(len(rows), len(cols))
     return agree[np.searchsorted(rows, ids_e)[:, None], np.searchsorted(cols, ids_a)[None, :]]
 
 
-#: Pairs of calls of one tool from which their credits are computed a top-level key at a time over numpy arrays;
-#: fewer are compared pair by pair (numpy's overhead per call outweighs the loop's).
+#: Pairs of calls of one tool from which their credits are computed over numpy arrays and sparse matrices; fewer
+#: are compared pair by pair (numpy's overhead per call outweighs the loop's).
 VECTORISE_FROM = 64
 
 
-def _block_credit(rules: ToolRules, expected: list[Any], actual: list[Any]) -> np.ndarray:
-    """The credits of every pair of calls of one tool, from their arguments (what :func:`pair_credit` gives), a
-    top-level key at a time when every side is an object."""
-    if not all(isinstance(a, dict) for a in (*expected, *actual)):
-        return np.array([[pair_credit(rules, e, a) for a in actual] for e in expected]).reshape(
-            len(expected), len(actual)
+def _block_credit(rules: ToolRules, expected: list[Any], actual: list[Any], budget: _Budget) -> np.ndarray:
+    """The credits of every pair of calls of one tool, from their arguments (what :func:`pair_credit` gives):
+    objects a top-level key at a time (:func:`_object_credit`), other arguments compared whole."""
+    credit = np.zeros((len(expected), len(actual)))
+    objects_e = [i for i, args in enumerate(expected) if isinstance(args, dict)]
+    objects_a = [j for j, args in enumerate(actual) if isinstance(args, dict)]
+    others_e = [i for i, args in enumerate(expected) if not isinstance(args, dict)]
+    others_a = [j for j, args in enumerate(actual) if not isinstance(args, dict)]
+    whole = Exact() if isinstance(rules.root, (Subset, Superset)) else rules.root  # as compare_values has it
+    if others_e:
+        others = [expected[i] for i in others_e]
+        credit[others_e, :] = _agreement(rules, "", whole, rules.root, others, actual, budget)
+    if others_a:
+        others = [actual[j] for j in others_a]
+        credit[:, others_a] = _agreement(rules, "", whole, rules.root, expected, others, budget)
+    if objects_e and objects_a:
+        block = _object_credit(rules, [expected[i] for i in objects_e], [actual[j] for j in objects_a], budget)
+        credit[np.ix_(objects_e, objects_a)] = block
+    return credit
+
+
+def _sparse(rows: list[int], cols: list[int], shape: tuple[int, int]) -> Any:
+    """A sparse 0/1 matrix with ones at (``rows[k]``, ``cols[k]``)."""
+    from scipy import sparse
+
+    return sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
+
+
+def _object_credit(
+    rules: ToolRules, expected: list[Mapping[str, Any]], actual: list[Mapping[str, Any]], budget: _Budget
+) -> np.ndarray:
+    """The credits of every pair of argument objects. Each key costs only the pairs of calls that both hold it:
+    how many keys two calls share, and how many agree under a canonical form, are sparse matrix products, so
+    that calls with many distinct keys cost time linear in their size (a dense matrix per key would cost the
+    number of keys times the number of pairs)."""
+    n, m = len(expected), len(actual)
+    holders: dict[str, tuple[list[int], list[int]]] = {}
+    for i, args in enumerate(expected):
+        for key in args:
+            holders.setdefault(key, ([], []))[0].append(i)
+    for j, args in enumerate(actual):
+        for key in args:
+            holders.setdefault(key, ([], []))[1].append(j)
+    counted_keys = [key for key in holders if not rules.ignores(key)]
+    present: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])  # rows, keys; cols, keys
+    for k, key in enumerate(counted_keys):
+        rows, cols = holders[key]
+        present[0].extend(rows)
+        present[1].extend([k] * len(rows))
+        present[2].extend(cols)
+        present[3].extend([k] * len(cols))
+    per_e = np.bincount(present[0], minlength=n).astype(float)[:, None]
+    per_a = np.bincount(present[2], minlength=m).astype(float)[None, :]
+    if isinstance(rules.root, Subset):
+        counted = np.broadcast_to(per_a, (n, m))
+    elif isinstance(rules.root, Superset):
+        counted = np.broadcast_to(per_e, (n, m))
+    else:
+        shared = (
+            _sparse(present[0], present[1], (n, len(counted_keys)))
+            @ _sparse(present[2], present[3], (m, len(counted_keys))).T
         )
-    keys = dict.fromkeys(key for args in (*expected, *actual) for key in args)
-    agreeing = np.zeros((len(expected), len(actual)))
-    counted = np.zeros((len(expected), len(actual)))
-    for key in keys:
-        if rules.ignores(key):
-            continue
-        in_expected = np.array([key in args for args in expected])[:, None]
-        in_actual = np.array([key in args for args in actual])[None, :]
-        counts = rules.counted(in_expected, in_actual)
-        agree = _key_agreement(
-            rules, key, [a.get(key, MISSING) for a in expected], [a.get(key, MISSING) for a in actual]
-        )
-        counted += counts
-        agreeing += agree & counts
-    return np.divide(agreeing, counted, out=np.ones_like(agreeing), where=counted > 0)
+        counted = per_e + per_a - shared.toarray()
+    agreeing = np.zeros((n, m))
+    equal: dict[Hashable, int] = {}  # (key, canonical value): its column
+    forms: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
+    for key in counted_keys:
+        rows, cols = holders[key]
+        rule = rules.rule_at(key, rules.child_default)
+        canonical = rules.canonical(key, rule)
+        if canonical is not None:
+            forms[0].extend(rows)
+            forms[1].extend(equal.setdefault((key, canonical(expected[i][key])), len(equal)) for i in rows)
+            forms[2].extend(cols)
+            forms[3].extend(equal.setdefault((key, canonical(actual[j][key])), len(equal)) for j in cols)
+        elif isinstance(rule, Ignore):  # rules below it: a side without the key agrees too, where the key counts
+            values_e = [args.get(key, MISSING) for args in expected]
+            values_a = [args.get(key, MISSING) for args in actual]
+            agree = _agreement(rules, key, rule, rules.child_default, values_e, values_a, budget)
+            in_e = np.array([v is not MISSING for v in values_e])[:, None]
+            in_a = np.array([v is not MISSING for v in values_a])[None, :]
+            agreeing += agree & rules.counted(in_e, in_a)
+        else:
+            values_e, values_a = [expected[i][key] for i in rows], [actual[j][key] for j in cols]
+            agreeing[np.ix_(rows, cols)] += _agreement(
+                rules, key, rule, rules.child_default, values_e, values_a, budget
+            )
+    if equal:
+        agreeing += (
+            _sparse(forms[0], forms[1], (n, len(equal))) @ _sparse(forms[2], forms[3], (m, len(equal))).T
+        ).toarray()
+    return np.divide(agreeing, counted, out=np.ones((n, m)), where=counted > 0)
 
 
 def _by_name(expected: Sequence[ToolCall], actual: Sequence[ToolCall]) -> list[tuple[str, list[int], list[int]]]:
@@ -610,7 +767,8 @@ def _by_name(expected: Sequence[ToolCall], actual: Sequence[ToolCall]) -> list[t
 
 
 def credit_matrix(expected: Sequence[ToolCall], actual: Sequence[ToolCall], rules: ArgumentRules) -> np.ndarray:
-    """The credit of every (expected, actual) pair: rows are expected calls, columns actual ones."""
+    """The credit of every (expected, actual) pair: rows are expected calls, columns actual ones. More comparisons
+    than :data:`MAX_COMPARISONS` under rules with no canonical form is a :class:`ComparisonLimit`."""
     return _credit(expected, actual, rules, _by_name(expected, actual))
 
 
@@ -622,6 +780,7 @@ def _credit(
 ) -> np.ndarray:
     """:func:`credit_matrix`, given the calls grouped by tool (:func:`_by_name`)."""
     credit = np.zeros((len(expected), len(actual)))
+    budget = _Budget()
     for name, rows, cols in groups:
         tool = rules.for_tool(name)
         if len(rows) * len(cols) < VECTORISE_FROM:
@@ -630,7 +789,9 @@ def _credit(
                 for j in cols:
                     credit[i, j] = pair_credit(tool, arguments, actual[j].arguments)
         else:
-            block = _block_credit(tool, [expected[i].arguments for i in rows], [actual[j].arguments for j in cols])
+            block = _block_credit(
+                tool, [expected[i].arguments for i in rows], [actual[j].arguments for j in cols], budget
+            )
             credit[np.ix_(rows, cols)] = block
     return credit
 
@@ -687,10 +848,9 @@ def _in_order(weights: np.ndarray, same: np.ndarray) -> list[tuple[int, int]]:
     return pairs[::-1]
 
 
-def _matching(pairs: list[tuple[int, int]], weights: np.ndarray) -> Matching:
-    n_expected, n_actual = weights.shape
-    paired = [Pair(i, j, float(weights[i, j])) for i, j in pairs]
-    used_e, used_a = {i for i, _ in pairs}, {j for _, j in pairs}
+def _matching(pairs: list[tuple[int, int, float]], n_expected: int, n_actual: int) -> Matching:
+    paired = [Pair(i, j, float(credit)) for i, j, credit in pairs]
+    used_e, used_a = {i for i, _, _ in pairs}, {j for _, j, _ in pairs}
     return Matching(
         tuple(paired),
         tuple(i for i in range(n_expected) if i not in used_e),
@@ -703,17 +863,25 @@ def match_calls(
     expected: Sequence[ToolCall], actual: Sequence[ToolCall], rules: ArgumentRules, order: str = "any"
 ) -> Matching:
     """The best pairing of calls of the same tool under ``order``: ``any`` (optimal assignment), ``in_order`` (the
-    best order-preserving pairing) or ``exact`` (position by position)."""
+    best order-preserving pairing) or ``exact`` (position by position: only those pairs are compared, in time
+    linear in the calls' size)."""
+    n_expected, n_actual = len(expected), len(actual)
+    if order == "exact":
+        pairs = [
+            (i, i, pair_credit(rules.for_tool(want.name), want.arguments, got.arguments))
+            for i, (want, got) in enumerate(zip(expected, actual))
+            if want.name == got.name
+        ]
+        return _matching(pairs, n_expected, n_actual)
     groups = _by_name(expected, actual)
     credit = _credit(expected, actual, rules, groups)
     if order == "any":
-        pairs = _optimal(credit, groups)
-    elif order == "in_order":
-        same = np.array([[e.name == a.name for a in actual] for e in expected], dtype=bool)
-        pairs = _in_order(credit, same.reshape(len(expected), len(actual)))
+        chosen = _optimal(credit, groups)
     else:
-        pairs = [(i, i) for i in range(min(len(expected), len(actual))) if expected[i].name == actual[i].name]
-    return _matching(pairs, credit)
+        names: dict[Hashable, int] = {}
+        same = _ids([c.name for c in expected], names)[:, None] == _ids([c.name for c in actual], names)[None, :]
+        chosen = _in_order(credit, same)
+    return _matching([(i, j, credit[i, j]) for i, j in chosen], n_expected, n_actual)
 
 
 def perfect_matching(expected: Sequence[ToolCall], actual: Sequence[ToolCall], rules: ArgumentRules) -> Matching:
@@ -722,7 +890,7 @@ def perfect_matching(expected: Sequence[ToolCall], actual: Sequence[ToolCall], r
     groups = _by_name(expected, actual)
     perfect = (_credit(expected, actual, rules, groups) == 1.0).astype(float)
     pairs = _optimal(perfect, groups)
-    return _matching([(i, j) for i, j in pairs if perfect[i, j]], perfect)
+    return _matching([(i, j, 1.0) for i, j in pairs if perfect[i, j]], len(expected), len(actual))
 
 
 def score_of(total: float, n_expected: int, n_actual: int, extra_calls: str) -> float:

@@ -22,11 +22,12 @@ hashed and pickled, and JSON-dumps as it was read.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ROLES", "FrozenDict", "freeze", "thaw", "ToolCall", "Message", "Conversation"]
+__all__ = ["ROLES", "FrozenDict", "freeze", "thaw", "jsonable", "ToolCall", "Message", "Conversation"]
 
 #: The roles a :class:`Message` may have (OpenAI's chat roles; ``developer`` is the newer name of ``system``).
 ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -78,6 +79,30 @@ def thaw(value: Any) -> Any:
         return {k: thaw(v) for k, v in value.items()}
     if kind is tuple or kind is list or isinstance(value, (list, tuple)):
         return [thaw(v) for v in value]
+    return value
+
+
+#: How :func:`jsonable` writes the floats JSON has no number for.
+_NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+def jsonable(value: Any) -> Any:
+    """:func:`thaw`, with NaN and the infinities as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``:
+    what a scorer's metadata holds, so that a results file stays JSON (Python reads and writes a bare ``NaN``,
+    which JSON does not have).
+
+    >>> jsonable(freeze({"x": [float("nan"), 1.5, float("-inf")]}))
+    {'x': ['NaN', 1.5, '-Infinity']}
+    """
+    kind = type(value)
+    if kind is float:
+        return value if value - value == 0.0 else _NON_FINITE.get(value, "NaN")
+    if kind in _SCALARS:
+        return value
+    if kind is FrozenDict or kind is dict or isinstance(value, Mapping):
+        return {k: jsonable(v) for k, v in value.items()}
+    if kind is tuple or kind is list or isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
     return value
 
 

@@ -15,18 +15,19 @@ LangChain, OpenTelemetry GenAI spans, or JSON text of one).
 from __future__ import annotations
 
 import json
+import math
+import sys
 from contextlib import contextmanager
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
-from .._util import is_int
+from .._util import is_int, is_number
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError, ScorerInputError
 from ..fields import Field
 from ..registry import register
 from ..score import Score
-from .model import Conversation, ToolCall, thaw
-from .readers import read_conversation, read_tool_calls
+from .model import Conversation, ToolCall, jsonable, thaw
+from .readers import CallLimitError, read_conversation, read_tool_calls
 
 if TYPE_CHECKING:
     from .matching import Matching
@@ -47,61 +48,53 @@ def _calls_field(name: str, description: str) -> Field:
 
 
 def _call_dict(index: int, call: ToolCall) -> dict[str, Any]:
-    return {"index": index, "name": call.name, "arguments": thaw(call.arguments)}
+    return {"index": index, "name": call.name, "arguments": jsonable(call.arguments)}
 
 
 class _ToolCallScorer(Scorer):
-    """What the tool-call scorers share: reading calls from a field, and a bound on how many a row may hold."""
+    """What the tool-call scorers share: reading calls from a field (cost linear in its size)."""
 
     fields = (
         _calls_field("output", f"the actual {_CALLS_HELP}"),
         _calls_field("expected", f"the expected {_CALLS_HELP}"),
     )
 
-    def __init__(self, *, max_calls: int | None = 1_000, name: str | None = None) -> None:
-        super().__init__(name=name)
-        if max_calls is not None and (not is_int(max_calls) or max_calls < 1):
-            raise ConfigError(
-                f"{self.name}: max_calls must be a positive integer or None, got {max_calls!r}", scorer=self.name
-            )
-        self.max_calls = max_calls
-
-    def _calls(self, value: Any, field: str) -> tuple[ToolCall, ...]:
-        """The calls ``value`` holds (also a Conversation or ToolCalls built in Python); too many is a
-        ScorerInputError."""
+    def _calls(self, value: Any, field: str, max_calls: int | None = None) -> tuple[ToolCall, ...]:
+        """The calls ``value`` holds (also a Conversation or ToolCalls built in Python); more than ``max_calls`` is
+        a ScorerInputError, raised while reading."""
         if isinstance(value, Conversation):
             calls = value.tool_calls
         elif isinstance(value, (list, tuple)) and value and all(isinstance(item, ToolCall) for item in value):
             calls = tuple(value)
         else:
-            calls = read_tool_calls(value, scorer=self.name, field=field)
-        self._check_count(field, len(calls))
+            return read_tool_calls(value, scorer=self.name, field=field, max_calls=max_calls)
+        if max_calls is not None and len(calls) > max_calls:
+            raise CallLimitError(self.name, field, max_calls, len(calls))
         return calls
-
-    def _check_count(self, field: str, count: int) -> None:
-        if self.max_calls is not None and count > self.max_calls:
-            raise ScorerInputError(
-                self.name,
-                field,
-                f"holds {count:,} tool calls, more than max_calls={self.max_calls:,} (a bound on time and memory: "
-                f"every pair of calls is compared): raise it if the cost is acceptable, with "
-                f"scorers.get({self.name!r}, max_calls=...) or -p {self.name}.max_calls=... (null: no limit)",
-            )
 
     @contextmanager
     def _comparing(self) -> Iterator[None]:
         """Errors while comparing arguments become this scorer's ScorerInputError."""
+        from .matching import ComparisonLimit
+
         try:
             yield
         except RecursionError:
             raise ScorerInputError(self.name, "output", "holds arguments nested too deeply to compare") from None
+        except ComparisonLimit as exc:
+            raise ScorerInputError(self.name, "output", str(exc)) from None
         except ScorerError as exc:  # a rule's text scorer refused a value
             field = getattr(exc, "field", "output")
             raise ScorerInputError(self.name, field, f"holds an argument a rule's scorer refused: {exc}") from exc
 
 
 class _RuledScorer(_ToolCallScorer):
-    """A tool-call scorer that compares arguments under :class:`~scorers.agents.matching.ArgumentRules`."""
+    """A tool-call scorer that compares arguments under :class:`~scorers.agents.matching.ArgumentRules`, pairing
+    calls through a matrix of every expected call against every actual one of the same tool: ``max_calls`` bounds
+    the calls on a side."""
+
+    #: 2: NaN agrees with NaN; numeric tolerances compare the decimals as written (0.4 and 0.3 within 0.1)
+    algorithm_version = "2"
 
     def __init__(
         self,
@@ -113,8 +106,34 @@ class _RuledScorer(_ToolCallScorer):
     ) -> None:
         from .matching import ArgumentRules
 
-        super().__init__(max_calls=max_calls, name=name)
+        super().__init__(name=name)
+        if max_calls is not None and (not is_int(max_calls) or max_calls < 1):
+            raise ConfigError(
+                f"{self.name}: max_calls must be a positive integer or None, got {max_calls!r}", scorer=self.name
+            )
+        self.max_calls = max_calls
         self.rules = ArgumentRules(arguments, rules, owner=self.name)
+
+    def _bounded_calls(self, value: Any, field: str) -> tuple[ToolCall, ...]:
+        """The calls ``value`` holds; more than ``max_calls`` is a ScorerInputError, raised while reading."""
+        try:
+            return self._calls(value, field, self.max_calls)
+        except CallLimitError as exc:
+            raise ScorerInputError(self.name, field, f"{exc.problem} (refused while reading): {self._why()}") from None
+
+    def _check_count(self, field: str, count: int) -> None:
+        if self.max_calls is not None and count > self.max_calls:
+            raise ScorerInputError(
+                self.name, field, f"holds {count:,} tool calls, more than max_calls={self.max_calls:,}: {self._why()}"
+            )
+
+    def _why(self) -> str:
+        return (
+            "a bound on time and memory, as pairing compares every expected call with every actual call of the "
+            "same tool (memory grows with their product) and the best pairing takes time that grows faster still; "
+            f"raise it if the cost is acceptable, with scorers.get({self.name!r}, max_calls=...) or "
+            f"-p {self.name}.max_calls=... (null: no limit)"
+        )
 
     def params(self) -> dict[str, Any]:
         return self.rules.to_data()
@@ -166,7 +185,8 @@ class ToolCallMatch(_RuledScorer):
 
     Metadata: ``pairs`` (expected index, actual index, name, credit and each argument's verdict: path, rule,
     expected, actual, agree), ``unmatched_expected`` and ``unmatched_actual``. A row of more than ``max_calls``
-    calls on a side is a :class:`~scorers.errors.ScorerInputError` (``None``: no limit).
+    calls on a side is a :class:`~scorers.errors.ScorerInputError` (``None``: no limit), except under
+    ``order="exact"``, which compares only the pairs at the same position.
     """
 
     name = "ToolCallMatch"
@@ -204,7 +224,10 @@ class ToolCallMatch(_RuledScorer):
     def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:  # type: ignore[override]
         from .matching import match_calls, score_of
 
-        actual, wanted = self._calls(output, "output"), self._calls(expected, "expected")
+        if self.order == "exact":  # position by position: linear, no bound needed
+            actual, wanted = self._calls(output, "output"), self._calls(expected, "expected")
+        else:
+            actual, wanted = self._bounded_calls(output, "output"), self._bounded_calls(expected, "expected")
         with self._comparing():
             matching = match_calls(wanted, actual, self.rules, self.order)
             metadata = self._explained(wanted, actual, matching)
@@ -264,7 +287,7 @@ class TrajectoryMatch(_RuledScorer):
 
         if self.mode == "strict":
             return self._strict(self._conversation(output, "output"), self._conversation(expected, "expected"))
-        actual, wanted = self._calls(output, "output"), self._calls(expected, "expected")
+        actual, wanted = self._bounded_calls(output, "output"), self._bounded_calls(expected, "expected")
         with self._comparing():
             matching = perfect_matching(wanted, actual, self.rules)
             metadata = self._explained(wanted, actual, matching)
@@ -278,15 +301,39 @@ class TrajectoryMatch(_RuledScorer):
         return self.make_score(float(parts_at is None), parts_at=parts_at, **metadata)
 
     def _conversation(self, value: Any, field: str) -> Conversation:
+        """The conversation strict mode compares; a list of bare calls is an error that says which modes take it."""
         if isinstance(value, Conversation):
-            return value
-        return read_conversation(value, scorer=self.name, field=field)
+            conversation = value
+        else:
+            try:
+                conversation = read_conversation(value, scorer=self.name, field=field, max_calls=self.max_calls)
+            except CallLimitError as exc:
+                raise ScorerInputError(
+                    self.name, field, f"{exc.problem} (refused while reading): {self._why()}"
+                ) from None
+            except ScorerInputError as exc:
+                if not self._bare_calls(value, field):
+                    raise
+                raise ScorerInputError(
+                    self.name,
+                    field,
+                    "is a list of tool calls, not a conversation: mode='strict' (the default) compares messages, "
+                    "each message's role and its calls, as openevals does; mode='unordered', 'subset' or "
+                    f"'superset' compares bare calls (reading it as a conversation: {exc.problem})",
+                ) from None
+        self._check_count(field, len(conversation.tool_calls))
+        return conversation
+
+    def _bare_calls(self, value: Any, field: str) -> bool:
+        """Whether ``value`` reads as a non-empty list of calls."""
+        try:
+            return bool(read_tool_calls(value, scorer=self.name, field=field, max_calls=self.max_calls))
+        except ScorerInputError:
+            return False
 
     def _strict(self, actual: Conversation, wanted: Conversation) -> Score:
         from .matching import perfect_matching
 
-        self._check_count("output", len(actual.tool_calls))
-        self._check_count("expected", len(wanted.tool_calls))
         for index, (want, got) in enumerate(zip(wanted.messages, actual.messages)):
             if want.role != got.role:
                 reason = f"the message's role is {got.role!r}, expected {want.role!r}"
@@ -305,51 +352,6 @@ class TrajectoryMatch(_RuledScorer):
         return self.make_score(1.0, parts_at=None)
 
 
-#: The keys of a tool definition that hold its JSON Schema: OpenAI (chat and Responses), and Anthropic.
-_SCHEMA_KEYS = ("parameters", "input_schema")
-
-
-def _schemas(tools: Any) -> dict[str, Any]:
-    """Each tool's name and the JSON Schema of its arguments, from a list of tool definitions (OpenAI ``tools``:
-    ``{"type": "function", "function": {...}}``; flat ``{"name", "parameters"}`` as in the Responses API; Anthropic
-    ``{"name", "input_schema"}``). A tool without a schema takes any object. Anything else is a ValueError."""
-    if not isinstance(tools, (list, tuple)):
-        raise ValueError(f"must be a list of tool definitions, got {type(tools).__name__}")
-    schemas: dict[str, Any] = {}
-    for index, tool in enumerate(tools):
-        definition = tool.get("function", tool) if isinstance(tool, Mapping) else {}
-        name = definition.get("name") if isinstance(definition, Mapping) else None
-        if not isinstance(definition, Mapping) or not isinstance(name, str) or not name:
-            raise ValueError(
-                f"tool {index} is not a tool definition with a name, such as "
-                '{"type": "function", "function": {"name": "...", "parameters": {...}}}'
-            )
-        if name in schemas:
-            raise ValueError(f"tool {index} ({name!r}) has the name of an earlier tool")
-        schema = next((definition[key] for key in _SCHEMA_KEYS if definition.get(key) is not None), {"type": "object"})
-        schemas[name] = schema
-    return schemas
-
-
-@lru_cache(maxsize=64)
-def _validators(tools_json: str) -> dict[str, Any]:
-    """A validator per tool, each schema checked once (``check_schema``); nothing is ever fetched for a ``$ref``.
-
-    Cached by the tools' JSON text (the last 64 lists). A bad schema is a ValueError naming the tool."""
-    import jsonschema
-    from referencing import Registry
-
-    validators = {}
-    for name, schema in _schemas(json.loads(tools_json)).items():
-        cls = jsonschema.validators.validator_for(schema)
-        try:
-            cls.check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            raise ValueError(f"the tool {name!r} has an invalid JSON Schema: {exc.message}") from None
-        validators[name] = cls(schema, registry=Registry())  # empty: a remote $ref is an error, never a download
-    return validators
-
-
 def _tools_json(tools: Any) -> str:
     """The tools as canonical JSON text (the validators' cache key); a value JSON cannot hold is a ValueError."""
     if isinstance(tools, str):
@@ -357,12 +359,21 @@ def _tools_json(tools: Any) -> str:
             tools = json.loads(tools)
         except json.JSONDecodeError as exc:
             raise ValueError(f"is text that is not JSON ({exc.msg} at character {exc.pos})") from None
+        except ValueError:  # an integer of more digits than Python reads from text
+            raise ValueError(
+                f"is JSON text holding an integer of more than {sys.get_int_max_str_digits():,} digits, more than "
+                "Python reads from text (sys.set_int_max_str_digits raises the limit)"
+            ) from None
         except RecursionError:
             raise ValueError("is JSON text nested too deeply to read") from None
     try:
         return json.dumps(tools, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"is not a JSON list of tool definitions: {exc}") from None
+
+
+#: CPU seconds the validation of one call's arguments may take by default (``ToolCallValid(timeout_s=...)``).
+VALIDATION_TIMEOUT_S = 1.0
 
 
 @register
@@ -375,6 +386,12 @@ class ToolCallValid(_ToolCallScorer):
     wins). Each schema is checked once (an invalid one is a ConfigError, or the row's ScorerInputError) and
     nothing is fetched for a ``$ref``. No calls scores 1 (nothing invalid was called). Metadata: ``invalid``, each
     invalid call (index, name, arguments) and why, from the schema's most relevant error.
+
+    Validating takes time linear in the calls, each call within ``timeout_s`` seconds of CPU time (1 by default;
+    ``None``: no limit): a call that takes longer (a schema whose ``anyOf`` or ``$ref`` branch at every level, a
+    ``pattern`` that backtracks without end) is the row's :class:`~scorers.errors.ScorerInputError`. Patterns
+    match with the ``regex`` package, ``multipleOf`` compares decimals as written and ``uniqueItems`` hashes
+    (:mod:`scorers.agents.schemas`).
     """
 
     name = "ToolCallValid"
@@ -387,15 +404,27 @@ class ToolCallValid(_ToolCallScorer):
         'ToolCallValid(tools=[{"name": "search", "parameters": {"type": "object", "required": ["q"]}}])'
         '(output=[{"name": "search", "arguments": {}}])  # 0.0'
     )
+    #: 2: multipleOf compares decimals as written (0.3 is a multiple of 0.1); uniqueItems: NaN equals NaN
+    algorithm_version = "2"
 
-    def __init__(self, *, tools: Any = None, max_calls: int | None = 1_000, name: str | None = None) -> None:
-        super().__init__(max_calls=max_calls, name=name)
+    def __init__(
+        self, *, tools: Any = None, timeout_s: float | None = VALIDATION_TIMEOUT_S, name: str | None = None
+    ) -> None:
+        from .schemas import validators
+
+        super().__init__(name=name)
+        if timeout_s is not None and (not is_number(timeout_s) or not 0 < timeout_s < math.inf):
+            raise ConfigError(
+                f"{self.name}: timeout_s must be a positive number of seconds or None, got {timeout_s!r}",
+                scorer=self.name,
+            )
+        self.timeout_s = timeout_s
         self.tools = tools
         self._tools_key = None
         if tools is not None:
             try:
                 self._tools_key = _tools_json(tools)
-                _validators(self._tools_key)
+                validators(self._tools_key)
             except ValueError as exc:
                 raise ConfigError(f"{self.name}: tools {exc}", scorer=self.name) from None
 
@@ -404,6 +433,8 @@ class ToolCallValid(_ToolCallScorer):
 
     # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook's **fields)
     def _score(self, *, output: Any, tools: Any = None, **_: Any) -> Score:  # type: ignore[override]
+        from .schemas import validators
+
         calls = self._calls(output, "output")
         if tools is None and self._tools_key is None:
             raise ScorerInputError(
@@ -411,32 +442,43 @@ class ToolCallValid(_ToolCallScorer):
             )
         key = self._tools_key if tools is None else None
         try:
-            validators = _validators(key or _tools_json(tools))
+            found = validators(key or _tools_json(tools))
         except ValueError as exc:
             raise ScorerInputError(self.name, "tools", str(exc)) from None
         invalid = []
         for index, call in enumerate(calls):
-            error = self._error(call, validators)
+            error = self._error(index, call, found, "tools" if tools is not None else "output")
             if error is not None:
                 invalid.append({**_call_dict(index, call), "error": error})
         value = (len(calls) - len(invalid)) / len(calls) if calls else 1.0
         return self.make_score(value, invalid=invalid, calls=len(calls))
 
-    def _error(self, call: ToolCall, validators: Mapping[str, Any]) -> str | None:
-        """Why ``call`` is invalid, or None when it is valid."""
-        from jsonschema.exceptions import best_match
+    def _error(self, index: int, call: ToolCall, validators: Mapping[str, Any], schema_field: str) -> str | None:
+        """Why ``call`` is invalid, or None when it is valid (``schema_field``: the field a schema at fault is in)."""
         from referencing.exceptions import Unresolvable
+
+        from .schemas import ValidationTimeout, validate
 
         validator = validators.get(call.name)
         if validator is None:
             return f"no tool is named {call.name!r} (tools: {', '.join(validators) or 'none'})"
         try:
-            error = best_match(validator.iter_errors(thaw(call.arguments)))
+            error = validate(validator, thaw(call.arguments), self.timeout_s)
         except RecursionError:
             raise ScorerInputError(self.name, "output", "holds arguments nested too deeply to validate") from None
         except Unresolvable as exc:
             raise ScorerInputError(
-                self.name, "tools", f"the tool {call.name!r} has a $ref that resolves to nothing here: {exc}"
+                self.name, schema_field, f"the tool {call.name!r} has a $ref that resolves to nothing here: {exc}"
+            ) from None
+        except ValidationTimeout:
+            raise ScorerInputError(
+                self.name,
+                schema_field,
+                f"took more than timeout_s={self.timeout_s} s of CPU time to validate call {index}'s arguments "
+                f"against the schema of {call.name!r} (a schema whose anyOf, oneOf or $ref branch at every level, "
+                "a pattern that backtracks without end such as ^(a+)+$, or very large arguments): simplify the "
+                f"schema, or raise the limit with scorers.get({self.name!r}, timeout_s=...) or "
+                f"-p {self.name}.timeout_s=... (null: no limit)",
             ) from None
         if error is None:
             return None
@@ -452,7 +494,7 @@ def _tool_names(value: Any) -> list[str] | None:
             parsed = json.loads(value)
         except json.JSONDecodeError:
             return [name.strip() for name in value.split(",") if name.strip()]
-        except RecursionError:  # JSON nested too deep for names: the reader says so
+        except (RecursionError, ValueError):  # nested too deep, an integer too long: the reader says so
             return None
         return _tool_names(parsed) if isinstance(parsed, list) else None
     if isinstance(value, (list, tuple)) and value and all(isinstance(item, str) for item in value):
@@ -475,8 +517,8 @@ class ToolCallF1(_ToolCallScorer):
     description = "F1 of tool names called vs expected (promptfoo's tool-call-f1, over multisets)"
     example = 'ToolCallF1()(output=[{"name": "search"}, {"name": "fetch"}], expected="search,summarise")  # 0.5'
 
-    def __init__(self, *, multiset: bool = True, max_calls: int | None = 1_000, name: str | None = None) -> None:
-        super().__init__(max_calls=max_calls, name=name)
+    def __init__(self, *, multiset: bool = True, name: str | None = None) -> None:
+        super().__init__(name=name)
         self.multiset = multiset
 
     def params(self) -> dict[str, Any]:

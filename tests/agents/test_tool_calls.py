@@ -14,6 +14,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from bounded import run_bounded
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -780,3 +781,192 @@ def test_the_signature_records_the_rules_and_the_text_scorers_own_signature():
     rule = signature["rules"]["f"]["q"]
     assert (rule["scorer"], rule["threshold"], rule["signature"]["scorer"]) == ("Levenshtein", 0.9, "Levenshtein")
     assert (signature["arguments"], signature["order"], signature["extra_calls"]) == ("exact", "any", "penalise")
+
+
+# ------------------------------------------------------------------------------------- NaN, tolerances, strict mode
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual", "params", "score"),
+    [
+        (NAN, NAN, {}, 1.0),
+        (NAN, NAN, {"arguments": "loose"}, 1.0),
+        (NAN, NAN, {"arguments": {"rule": "numeric", "tolerance": 1}}, 1.0),
+        (NAN, 1, {"arguments": {"rule": "numeric", "tolerance": 1e300}}, 0.0),
+        (INF, INF, {"arguments": {"rule": "numeric", "tolerance": 1}}, 1.0),
+        (INF, -INF, {}, 0.0),
+        (INF, 1e308, {"arguments": {"rule": "numeric", "tolerance": 1e308}}, 0.0),
+        ([1, NAN], [1, NAN], {}, 1.0),
+    ],
+)
+def test_nan_agrees_with_nan_and_the_metadata_stays_json(expected, actual, params, score):
+    for vectorise_from in (0, 10**9):
+        with mock.patch.object(matching, "VECTORISE_FROM", vectorise_from):
+            result = match([call("f", x=actual)] * 3, [call("f", x=expected)] * 3, **params)
+        assert result.score == score
+    text = json.dumps(result.to_dict(), allow_nan=False)  # no bare NaN: what --metadata writes is JSON
+    assert '"NaN"' in text or "Infinity" in text
+
+
+def test_a_results_line_with_nan_arguments_is_json():
+    from scorers.io import json_line
+
+    result = match([{"name": "f", "arguments": {"x": NAN}}], [{"name": "f", "arguments": {"x": 1}}])
+    line = json_line({"metadata": {"ToolCallMatch": result.metadata}}).decode()
+    json.loads(line, parse_constant=lambda name: pytest.fail(f"{name} written into {line}"))
+    assert result.metadata["pairs"][0]["arguments"][0]["actual"] == "NaN"
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual", "tolerance", "agree"),
+    [
+        (0.3, 0.4, 0.1, True),  # 0.4 - 0.3 is 0.10000000000000003 in binary floating point
+        (0.4, 0.3, 0.1, True),
+        ("0.3", "0.4", 0.1, True),
+        (1.1, 1.2, 0.1, True),
+        (0.3, 0.41, 0.1, False),
+        (0.3, 0.40000000000000002, 0.1, True),  # the same float as 0.4
+        (10**30, 10**30 + 5, 5, True),
+        (10**30, 10**30 + 6, 5, False),
+        (10**400, 1e308, 1e308, False),
+        (1e-300, 2e-300, 1e-300, True),
+        (1e-300, 2.0000000000000001e-300, 1e-300, True),
+        (100, 100.5, 0.5, True),
+        (100, 100.50000000000001, 0.5, False),
+    ],
+)
+def test_a_numeric_tolerance_is_exact_for_decimals_as_written(expected, actual, tolerance, agree):
+    rule = {"rule": "numeric", "tolerance": tolerance}
+    for vectorise_from in (0, 10**9):
+        with mock.patch.object(matching, "VECTORISE_FROM", vectorise_from):
+            result = match([call("f", x=actual)] * 8, [call("f", x=expected)] * 8, arguments=rule)
+        assert result.score == float(agree)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(
+    st.decimals(min_value=-1000, max_value=1000, places=3),
+    st.decimals(min_value=-1000, max_value=1000, places=3),
+    st.decimals(min_value=0, max_value=100, places=2),
+)
+def test_numeric_agrees_exactly_when_the_decimals_differ_by_at_most_the_tolerance(e, a, tolerance):
+    rule = {"rule": "numeric", "tolerance": float(tolerance)}
+    result = match([call("f", x=float(a))], [call("f", x=float(e))], arguments=rule)
+    assert result.score == float(abs(e - a) <= tolerance)
+
+
+def test_strict_mode_says_it_compares_messages_when_given_bare_calls():
+    bare = [call("get_weather", city="sf")]
+    with pytest.raises(ScorerInputError) as caught:
+        scorers.get("TrajectoryMatch")(output=bare, expected=REFERENCE)
+    assert caught.value.field == "output"
+    assert caught.value.problem.startswith(
+        "is a list of tool calls, not a conversation: mode='strict' (the default) compares messages, each message's "
+        "role and its calls, as openevals does; mode='unordered', 'subset' or 'superset' compares bare calls"
+    )
+    assert scorers.get("TrajectoryMatch", mode="unordered")(output=bare, expected=bare).score == 1.0
+
+
+# ----------------------------------------------------------------------------- bounds on time and memory
+def _outcomes() -> list[tuple[str, Any]]:
+    """Each bounded case's score, or its typed error's message (run in one bounded child)."""
+    found: list[tuple[str, Any]] = []
+    for name, params, row, _ in _bounded_cases():
+        try:
+            found.append(("score", scorers.get(name, **params)(**row).score))
+        except scorers.errors.ScorerError as error:
+            found.append((type(error).__name__, str(error)))
+    return found
+
+
+def _distinct_keys(prefix: str, n: int) -> list[dict[str, Any]]:
+    return [{"name": "f", "arguments": {f"{prefix}{i}": i}} for i in range(n)]
+
+
+def _responses(n: int) -> str:
+    """``n`` Responses function_call items as JSON text (100,000: 8 MB)."""
+    item = {"type": "function_call", "call_id": "call_{:06}", "name": "lookup", "arguments": '{"q": "x"}'}
+    return "[" + ", ".join(json.dumps(item).replace("{:06}", f"{i:06}") for i in range(n)) + "]"
+
+
+def _bounded_cases() -> list[tuple[str, dict[str, Any], dict[str, Any], Any]]:
+    """(scorer, parameters, row, the score or the start of the error): rows that took minutes or gigabytes."""
+    return [
+        # 1,000 calls a side, each with its own argument key (86 KB): 21-40 s on the dense route, a key at a time
+        ("ToolCallMatch", {}, {"output": _distinct_keys("a", 1_000), "expected": _distinct_keys("e", 1_000)}, 0.0),
+        (
+            "ToolCallMatch",
+            {"order": "in_order"},
+            {"output": _distinct_keys("a", 1_000), "expected": _distinct_keys("a", 1_000)},
+            1.0,
+        ),
+        (
+            "TrajectoryMatch",
+            {"mode": "unordered"},
+            {"output": _distinct_keys("a", 1_000), "expected": _distinct_keys("a", 1_000)},
+            1.0,
+        ),
+        # read until the limit, never whole
+        (
+            "ToolCallMatch",
+            {},
+            {"output": _responses(100_000), "expected": []},
+            "ToolCallMatch: field 'output' holds 100,000 tool calls, more than max_calls=1,000 (refused while reading): "
+            "a bound on time and memory, as pairing compares every expected call with every actual call of the same tool",
+        ),
+        # linear scorers take any number of calls; order="exact" compares only the pairs at the same position (a
+        # matrix of 20,000 x 20,000 credits would be 3 GB)
+        (
+            "ToolCallMatch",
+            {"order": "exact"},
+            {"output": _distinct_keys("a", 20_000), "expected": _distinct_keys("a", 20_000)},
+            1.0,
+        ),
+        ("ToolCallF1", {}, {"output": _responses(5_000), "expected": "lookup"}, 2 / 5_001),
+        ("ToolCallValid", {"tools": [{"name": "lookup"}]}, {"output": _responses(5_000)}, 1.0),
+        # a rule without a canonical form compares each distinct pair of values: within a budget, or refused
+        (
+            "ToolCallMatch",
+            {"arguments": {"rule": "numeric", "tolerance": 1}},
+            {
+                "output": [{"name": "f", "arguments": {"v": list(range(i, i + 50))}} for i in range(1_000)],
+                "expected": [{"name": "f", "arguments": {"v": list(range(i, i + 50))}} for i in range(1_000)],
+            },
+            "ToolCallMatch: field 'output' would take more than 2,000,000 comparisons of argument values to pair (the "
+            "argument 'v' under the rule numeric(tolerance=1.0) alone: 100,000,000, every distinct expected value",
+        ),
+        (
+            "ToolCallMatch",
+            {"arguments": {"rule": "numeric", "tolerance": 1}},
+            {"output": [call("f", v=i) for i in range(300)], "expected": [call("f", v=i) for i in range(300)]},
+            1.0,
+        ),
+        # a rule path of 20,000 keys (473 MB when each prefix was kept)
+        (
+            "ToolCallMatch",
+            {"rules": {"f": {".".join(["k"] * 20_000): "loose"}}},
+            {"output": [call("f", k=1)], "expected": [call("f", k=1)]},
+            1.0,
+        ),
+    ]
+
+
+def test_adversarial_rows_finish_in_bounds_or_are_typed_errors():
+    found = run_bounded(_outcomes, timeout_s=120, memory_mb=600)
+    for (name, params, _, expected), (kind, value) in zip(_bounded_cases(), found):
+        if isinstance(expected, float):
+            assert (kind, value) == ("score", expected), (name, params)
+        else:
+            assert kind == "ScorerInputError" and value.startswith(expected), value
+
+
+def test_f1_and_valid_have_no_call_limit_and_the_matchers_say_why_they_have_one():
+    for name in ("ToolCallF1", "ToolCallValid"):
+        assert "max_calls" not in scorers.get(name).signature()
+        with pytest.raises(ConfigError, match="max_calls"):
+            scorers.get(name, max_calls=10)
+    with pytest.raises(
+        ScorerInputError, match=r"than max_calls=2 \(refused while reading\): a bound on time and memory"
+    ):
+        scorers.get("TrajectoryMatch", max_calls=2)(output=REFERENCE * 2, expected=REFERENCE)

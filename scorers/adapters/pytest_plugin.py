@@ -62,6 +62,8 @@ __all__ = ["assert_score", "recording", "summarize"]
 #: Longest shown form of one field (or a judge's rationale) in a failure message.
 FIELD_WIDTH = 200
 RATIONALE_WIDTH = 1000
+#: Most lines a failure message gives to a tool-call scorer's disagreements (arguments, unmatched calls).
+DISAGREEMENTS_SHOWN = 10
 
 _lock = threading.Lock()
 #: Recorders in force, innermost last: one per pytest session (nested pytester runs push their own) or recording().
@@ -75,8 +77,9 @@ def assert_score(scorer: Scorer | str, threshold: float, /, **fields: Any) -> Sc
     ``scorer`` is a :class:`~scorers.base.Scorer` or a registered name (as for
     ``scorers.get``; anything else is a :class:`~scorers.errors.ConfigError`).
     ``threshold`` is a number in [0, 1]. The AssertionError names the scorer,
-    the score and the threshold, a judge's choice and rationale, and the
-    fields (truncated). A skipped example (score ``None``) fails. A
+    the score and the threshold, a judge's choice and rationale, a tool-call
+    scorer's disagreements (each argument that disagreed, each call unmatched or
+    invalid), and the fields (truncated). A skipped example (score ``None``) fails. A
     ``ScorerError`` (bad input, a judge that gave up) propagates.
 
     >>> from scorers.adapters.pytest_plugin import recording
@@ -137,9 +140,49 @@ def _failure_message(name: str, result: Score, threshold: float, fields: dict[st
         rationale = metadata["rationale"]
         text = rationale if isinstance(rationale, str) else json.dumps(rationale, ensure_ascii=False)
         lines.append(f"  rationale: {_truncate(text, RATIONALE_WIDTH)}")
+    disagreements = _tool_call_disagreements(metadata)
+    lines += [f"  {_truncate(line, FIELD_WIDTH)}" for line in disagreements[:DISAGREEMENTS_SHOWN]]
+    if len(disagreements) > DISAGREEMENTS_SHOWN:
+        lines.append(f"  ... and {len(disagreements) - DISAGREEMENTS_SHOWN} more (the score's metadata has them all)")
     for key, value in fields.items():
         lines.append(f"  {key}: {_truncate(repr(value), FIELD_WIDTH)}")
     return "\n".join(lines)
+
+
+def _tool_call_disagreements(metadata: dict[str, Any]) -> list[str]:
+    """What a tool-call scorer's metadata says went wrong (scorers.agents.tool_calls): each argument that
+    disagreed, each call left unmatched or invalid, where trajectories part, the names missing or extra."""
+
+    def call(entry: dict[str, Any]) -> str:
+        return f"{entry.get('name')}({json.dumps(entry.get('arguments'), ensure_ascii=False, default=str)})"
+
+    lines = []
+    parts_at = metadata.get("parts_at")
+    if isinstance(parts_at, dict):
+        where = ", ".join(f"{key} {value}" for key, value in parts_at.items() if key != "reason")
+        lines.append(f"parts at {where}: {parts_at.get('reason')}")
+    for pair in metadata.get("pairs") or []:
+        for verdict in pair.get("arguments") or []:
+            if not verdict.get("agree", True):
+                sides = ", ".join(
+                    f"{side} {json.dumps(verdict[side], ensure_ascii=False, default=str)}"
+                    if side in verdict
+                    else f"{side}: missing"
+                    for side in ("expected", "actual")
+                )
+                lines.append(
+                    f"argument {verdict.get('path')!r} of {pair.get('name')} (expected call {pair.get('expected')}, "
+                    f"actual call {pair.get('actual')}) disagrees under {verdict.get('rule')}: {sides}"
+                )
+    for side in ("expected", "actual"):
+        for entry in metadata.get(f"unmatched_{side}") or []:
+            lines.append(f"{side} call {entry.get('index')} unmatched: {call(entry)}")
+    for entry in metadata.get("invalid") or []:
+        lines.append(f"call {entry.get('index')} invalid: {call(entry)}: {entry.get('error')}")
+    for key in ("missing", "extra"):
+        if metadata.get(key):
+            lines.append(f"{key} tool names: {', '.join(map(str, metadata[key]))}")
+    return lines
 
 
 def _truncate(text: str, width: int) -> str:

@@ -76,6 +76,62 @@ def test_long_fields_are_truncated_in_the_message() -> None:
     assert "  expected: 'short'" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("name", "params", "fields", "lines"),
+    [
+        (
+            "ToolCallMatch",
+            {},
+            {
+                "output": [{"name": "search", "arguments": {"q": "Paris", "n": 3}}, {"name": "book"}],
+                "expected": [{"name": "search", "arguments": {"q": "paris", "n": 3}}],
+            },
+            [
+                "  argument 'q' of search (expected call 0, actual call 0) disagrees under exact: expected \"paris\", "
+                'actual "Paris"',
+                "  actual call 1 unmatched: book({})",
+            ],
+        ),
+        (
+            "ToolCallMatch",
+            {},
+            {"output": [{"name": "f", "arguments": {}}], "expected": [{"name": "f", "arguments": {"a": 1}}]},
+            ["  argument 'a' of f (expected call 0, actual call 0) disagrees under exact: expected 1, actual: missing"],
+        ),
+        (
+            "TrajectoryMatch",
+            {"mode": "unordered"},
+            {"output": [{"name": "f", "arguments": {"a": 2}}], "expected": [{"name": "f", "arguments": {"a": 1}}]},
+            [
+                "  parts at expected_call 0: no actual call matches it",
+                '  expected call 0 unmatched: f({"a": 1})',
+                '  actual call 0 unmatched: f({"a": 2})',
+            ],
+        ),
+        (
+            "ToolCallValid",
+            {"tools": [{"name": "f", "parameters": {"required": ["a"]}}]},
+            {"output": [{"name": "f", "arguments": {}}]},
+            ["  call 0 invalid: f({}): the arguments: 'a' is a required property"],
+        ),
+        (
+            "ToolCallF1",
+            {},
+            {"output": [{"name": "f"}, {"name": "g"}], "expected": "f, h"},
+            ["  missing tool names: h", "  extra tool names: g"],
+        ),
+    ],
+)
+def test_a_tool_call_scorers_failure_says_which_argument_or_call_disagreed(
+    name: str, params: dict[str, Any], fields: dict[str, Any], lines: list[str]
+) -> None:
+    with recording(), pytest.raises(AssertionError) as info:
+        assert_score(scorers.get(name, **params), 1.0, **fields)
+    message = str(info.value).splitlines()
+    assert message[0].startswith(f"{name} scored ")
+    assert message[1 : 1 + len(lines)] == lines
+
+
 def test_a_skipped_example_fails() -> None:
     with recording() as calls, pytest.raises(AssertionError) as info:
         assert_score(Abstains(), 0.0, output="x")

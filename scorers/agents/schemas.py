@@ -5,8 +5,8 @@ raise anything but a typed error:
 
 - ``pattern``, ``patternProperties`` (and ``additionalProperties``, which matches them too) match with the ``regex`` package, which can stop a match, within the
   call's CPU time (``^(a+)+$`` against 28 characters would take minutes with :mod:`re`); a pattern is refused
-  before matching as :class:`~scorers.heuristic.RegexMatch` refuses one (too long, or too many items once its
-  counted repeats are written out);
+  before matching as :class:`~scorers.heuristic.RegexMatch` refuses one (too long, too many items once its
+  counted repeats are written out, or too long a literal);
 - ``multipleOf`` compares the decimals as written (``0.3`` is a multiple of ``0.1``; jsonschema's float division
   says it is not) and never overflows (``10**400`` against ``0.5``);
 - ``uniqueItems`` compares JSON values by a hashable form, in linear time (jsonschema compares every pair of
@@ -63,8 +63,9 @@ def _timed(keyword: Callable[..., Any]) -> Callable[..., Any]:
 
 def check_patterns(schema: Any) -> None:
     """Refuse a schema holding a pattern that :class:`~scorers.heuristic.RegexMatch` would refuse to compile (a
-    ValueError saying why); patterns are compiled when first matched, and by ``check_schema`` (format regex)."""
-    from ..heuristic import MAX_PATTERN_CHARS, MAX_PATTERN_ITEMS, _pattern_items
+    ValueError saying why): too long, too many items once counted repeats are written out, or a literal so long
+    that the engine's search tables take minutes outside any time limit."""
+    from ..heuristic import MAX_LITERAL_CHARS, MAX_PATTERN_CHARS, MAX_PATTERN_ITEMS, _pattern_shape
 
     stack = [schema]
     while stack:
@@ -80,13 +81,19 @@ def check_patterns(schema: Any) -> None:
                         "takes time that grows faster than its length)"
                     )
                 try:
-                    too_many = _pattern_items(pattern, 0) > MAX_PATTERN_ITEMS
+                    items, literal = _pattern_shape(pattern, 0)
                 except Exception:  # re's parser refuses it: check_schema says why (format "regex")
                     continue
-                if too_many:
+                if items > MAX_PATTERN_ITEMS:
                     raise ValueError(
                         f"has a pattern of more than {MAX_PATTERN_ITEMS:,} items once its counted repetitions such "
                         "as {1000} are written out (compiling builds every copy: time and memory)"
+                    )
+                if literal > MAX_LITERAL_CHARS:
+                    raise ValueError(
+                        f"has a pattern of {literal:,} literal characters in a row, more than {MAX_LITERAL_CHARS:,} "
+                        "(the engine's search tables for a literal take time that grows with the cube of its length, "
+                        "outside timeout_s)"
                     )
             stack.extend(node.values())
         elif isinstance(node, list):

@@ -9,6 +9,9 @@ interpreter.
 - A Python block runs in an empty folder (the user's project); a bash block in a folder laid out like the
   clone's top folder (symbolic links to its entries), so ``examples/...`` works and what it writes stays out of
   the clone.
+- A README block runs with only what the README's first command installs: a sitecustomize on ``PYTHONPATH``
+  hides the packages of the extras it leaves out, so an example that needs one fails here as it would for a new
+  user. The docs pages' blocks run with every extra (each page says which one it needs).
 - A user who calls a judge has ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``: here the URL is a LoopbackLLM this
   test starts, which answers every judge with a valid choice. Blocks that start their own server ignore it.
 - ``pip`` is a stand-in on ``PATH`` that installs nothing: it checks that each requirement is this clone (never
@@ -26,11 +29,14 @@ import re
 import subprocess
 import sys
 import textwrap
+from importlib import metadata
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from scorers.testing import LoopbackLLM, RecordedRequest, Reply
 
@@ -243,13 +249,71 @@ def user_env(tmp_path: Path, judge_server: LoopbackLLM) -> dict[str, str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     pip = bin_dir / "pip"
-    pip.write_text(f"#!{sys.executable}\n" + PIP_STAND_IN.format(root=str(ROOT)), encoding="utf-8")
+    pip.write_text(f"#!{sys.executable} -I\n" + PIP_STAND_IN.format(root=str(ROOT)), encoding="utf-8")
     pip.chmod(0o755)
     env = {**os.environ, "OPENAI_API_KEY": "sk-readme-0123456789", "OPENAI_BASE_URL": judge_server.base_url}
     env["PATH"] = os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), env.get("PATH", "")])
     for name in ("PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST"):
         env.pop(name, None)
     return env
+
+
+SITECUSTOMIZE = """
+import importlib.machinery, sys
+HIDDEN = {hidden!r}
+
+class HidingPathFinder(importlib.machinery.PathFinder):
+    \"\"\"tests/test_readme.py: the packages that the README's first command does not install are not found.\"\"\"
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        return None if name.partition(".")[0] in HIDDEN else super().find_spec(name, path, target)
+
+sys.meta_path[:] = [HidingPathFinder if f is importlib.machinery.PathFinder else f for f in sys.meta_path]
+"""
+
+
+def _dependencies(name: str, extras: set[str], seen: set[tuple[str, str]]) -> set[str]:
+    """The installed distribution ``name`` (none if it is not installed) and everything it requires with
+    ``extras``, each once (``seen``: the (distribution, extra) pairs visited, "" for its plain requirements)."""
+    try:
+        requires = [Requirement(line) for line in metadata.requires(name) or []]
+    except metadata.PackageNotFoundError:
+        return set()
+    found = {name}
+    for extra in {"", *extras} - {e for n, e in seen if n == name}:
+        seen.add((name, extra))
+        for requirement in requires:
+            if requirement.marker is None or requirement.marker.evaluate({"extra": extra}):
+                found |= _dependencies(canonicalize_name(requirement.name), set(requirement.extras), seen)
+    return found
+
+
+def first_command_hides() -> set[str]:
+    """The top-level modules of what scorers' extras install and the README's first command does not (the
+    dependency trees of the extras it leaves out, less those of scorers and of the extras it names)."""
+    first = next(b for b in RUN if b.file == "README.md")
+    named = re.search(r"'\.\[([\w,]*)\]'", first.text)
+    installed = _dependencies("scorers", set(named[1].split(",")) if named else set(), set())
+    every = _dependencies("scorers", set(metadata.metadata("scorers").get_all("Provides-Extra") or []), set())
+    hidden = every - installed - {"pip", "setuptools"}  # a new venv has those
+    return {
+        module
+        for module, dists in metadata.packages_distributions().items()
+        if all(canonicalize_name(d) in hidden for d in dists)
+    }
+
+
+@pytest.fixture(scope="module")
+def first_command_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A PYTHONPATH under which Python finds only what the README's first command installs (a sitecustomize)."""
+    folder = tmp_path_factory.mktemp("first-command")
+    (folder / "sitecustomize.py").write_text(SITECUSTOMIZE.format(hidden=sorted(first_command_hides())))
+    return os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")]))
+
+
+def _env_for(block: Block, user_env: dict[str, str], first_command_path: str) -> dict[str, str]:
+    """README blocks run with what the README's first command installs; the docs pages' with every extra."""
+    return {**user_env, "PYTHONPATH": first_command_path} if block.file == "README.md" else user_env
 
 
 def _failure(block: Block, run: subprocess.CompletedProcess[str], what: str | None = None) -> str:
@@ -281,7 +345,7 @@ def _run(block: Block, command: list[str], cwd: Path, env: dict[str, str]) -> su
 # ----------------------------------------------------------------------------- the blocks
 @pytest.mark.parametrize("block", [b for b in RUN if b.lang == "python"], ids=lambda b: b.id)
 def test_python_block_runs_on_its_own(
-    block: Block, project_folder: Path, user_env: dict[str, str], judge_server: LoopbackLLM
+    block: Block, project_folder: Path, user_env: dict[str, str], judge_server: LoopbackLLM, first_command_path: str
 ) -> None:
     if block.is_pytest_file:
         path = project_folder / f"test_block_line_{block.line}.py"
@@ -291,7 +355,7 @@ def test_python_block_runs_on_its_own(
         command = [sys.executable, path.name]
     path.write_text(block.text, encoding="utf-8")
     before = judge_server.request_count
-    run = _run(block, command, project_folder, user_env)
+    run = _run(block, command, project_folder, _env_for(block, user_env, first_command_path))
     assert run.returncode == 0, _failure(block, run)
     if block.is_pytest_file:
         assert re.search(r"\b\d+ passed\b", run.stdout) and " failed" not in run.stdout, _failure(block, run)
@@ -300,8 +364,13 @@ def test_python_block_runs_on_its_own(
 
 
 @pytest.mark.parametrize("block", [b for b in RUN if b.lang == "bash"], ids=lambda b: b.id)
-def test_bash_block_runs(block: Block, clone_folder: Path, user_env: dict[str, str]) -> None:
-    run = _run(block, ["bash", "-euo", "pipefail", "-c", block.text], clone_folder, user_env)
+def test_bash_block_runs(block: Block, clone_folder: Path, user_env: dict[str, str], first_command_path: str) -> None:
+    run = _run(
+        block,
+        ["bash", "-euo", "pipefail", "-c", block.text],
+        clone_folder,
+        _env_for(block, user_env, first_command_path),
+    )
     assert run.returncode == 0, _failure(block, run)
 
 

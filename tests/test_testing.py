@@ -428,7 +428,7 @@ def _fields(judge) -> dict:
     return fields | {name: JUDGE_FIELDS["conversation"] for name, _ in conversations}
 
 
-@pytest.mark.parametrize("name, settings", _judge_cases())
+@pytest.mark.parametrize("name, settings", list(_judge_cases()))
 def test_auto_reply_scores_every_builtin_judge_in_every_response_mode(auto_server, name, settings):
     from scorers.registry import registry
 
@@ -438,7 +438,7 @@ def test_auto_reply_scores_every_builtin_judge_in_every_response_mode(auto_serve
     assert score.metadata["usage"]["requests"] >= 1
 
 
-@pytest.mark.parametrize("kind, settings", _kind_cases())
+@pytest.mark.parametrize("kind, settings", list(_kind_cases()))
 def test_auto_reply_scores_every_judge_kind(auto_server, kind, settings):
     judge = kind(kind.__name__, engine=_engine(auto_server), **settings)
     score = judge(**_fields(judge))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs scorers with every extra and the test tools, offline data included, into the Python that runs it (a
-# venv or not). Every step prints a line with the time since the start, then "... done"; a step that fails shows
-# its command's own message and stops the script. A second run skips what is already there.
+# venv or not). Every step prints a line with the time since the start, a "still ..." line every 30 s while it runs
+# (scripts/steps_lib.sh), then "... done"; a step that fails shows its command's own message and stops the script.
+# A second run skips what is already there.
 #   - Debian's packages, when missing: WordNet 3.0 for METEOR, redis-server (the Redis cache tests start their
 #     own), Chromium and fonts (the report's browser tests, driven by playwright; playwright's own browsers are
 #     never installed), Java (the Spark engine);
@@ -14,12 +15,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-START=$SECONDS
-clock() { local t=$((SECONDS - START)); printf '%2d:%02d' $((t / 60)) $((t % 60)); }
-say() { printf 'setup [%s] %s\n' "$(clock)" "$*"; }
-STEP_START=0
-step() { STEP_START=$SECONDS; say "$*..."; }
-step_done() { local t=$((SECONDS - STEP_START)); say "... done ($((t / 60)):$(printf '%02d' $((t % 60))))"; }
+. scripts/steps_lib.sh
+trap stop_ticker EXIT
 
 # apt_install PACKAGE...: install Debian packages. apt-get's output is kept out of the way unless it fails, when
 # it is shown and setup stops. A first failure may be missing or stale package lists: one update, one more try.

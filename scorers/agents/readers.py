@@ -122,8 +122,10 @@ def _shown(value: Any, form: Callable[[Any], str] = repr) -> str:
     longer than Python writes as text by its number of digits."""
     try:
         text = form(value)
-    except ValueError:  # only an int past sys.get_int_max_str_digits()
-        return f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
+    except ValueError:  # only an int past sys.get_int_max_str_digits(), or a value holding one
+        if isinstance(value, int):
+            return f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
+        return f"a {type(value).__name__} holding an integer too long to write"
     return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}... ({len(text):,} characters)"
 
 

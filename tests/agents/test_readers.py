@@ -485,6 +485,7 @@ def chat_span(**attributes: str) -> dict[str, Any]:
             "at message 1: the tool result holds an integer of more than 4,300 digits",
         ),
         (conversation, [{"role": 10**5_000}], "at message 0: unknown role an integer of about 5,000 digits"),
+        (conversation, [{"role": [10**5_000]}], "at message 0: unknown role a list holding an integer too long"),
     ],
     ids=lambda v: None if not isinstance(v, str) else v[:40],
 )

@@ -8,9 +8,12 @@ background loop, so async clients bound to that loop stay usable across calls.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
+import functools
 import os
 import threading
-from typing import Awaitable, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 from ._util import memoize
 
@@ -58,3 +61,30 @@ def run_sync(awaitable: Awaitable[T]) -> T:
         return await awaitable
 
     return asyncio.run_coroutine_threadsafe(wrapper(), loop).result()
+
+
+class DaemonThreads(concurrent.futures.Executor):
+    """Runs each call on a daemon thread of its own. A call that never returns (a hung scorer) then cannot keep
+    the process from exiting, as a ``ThreadPoolExecutor``'s would: the interpreter waits for those at exit."""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def call() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+        threading.Thread(target=call, name="scorers-call", daemon=True).start()
+        return future
+
+
+async def to_daemon_thread(fn: Callable[..., T], /, *args: Any) -> T:
+    """``asyncio.to_thread`` on a daemon thread (:class:`DaemonThreads`), in the caller's context."""
+    call = functools.partial(contextvars.copy_context().run, fn, *args)
+    return await asyncio.get_running_loop().run_in_executor(DaemonThreads(), call)

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
 
-from ._aio import background_loop
+from ._aio import background_loop, to_daemon_thread
 from ._util import ABSENT, lookup
 from .aggregate import Aggregator
 from .base import Scorer
@@ -408,7 +408,7 @@ class BatchScorer:
         # one batch at a time per sync scorer: CPU-bound batch paths (a model's forward pass)
         # must not run several times over on few cores, and need not be thread-safe across batches
         async with self._cpu_turns.setdefault(id(scorer), asyncio.Lock()):
-            return await asyncio.to_thread(score_sync, scorer, args)
+            return await to_daemon_thread(score_sync, scorer, args)
 
     # ---------------------------------------------------------------- engines
     def __call__(self, batch: Any) -> Any:

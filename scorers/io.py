@@ -57,6 +57,11 @@ from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence, cas
 import msgspec
 import orjson
 
+try:
+    import fcntl
+except ImportError:  # Windows: results files are not locked
+    fcntl = None  # type: ignore[assignment]
+
 from ._util import is_int, json_error_reason
 from .errors import ConfigError, DataError
 
@@ -571,6 +576,46 @@ def too_deep_to_write(path: str | None) -> DataError:
     return DataError(f"cannot write a row of {path if path not in (None, '-') else 'stdout'}: {_DEPTH_HINT}")
 
 
+def open_results(path: str, *, append: bool) -> IO[bytes]:
+    """``path`` opened to write a run's results (appended to with ``append``, else emptied), holding an exclusive
+    lock on it while it stays open, so that two runs never write one file. The kernel releases the lock however
+    the process ends (even by SIGKILL): a stale lock cannot be left. A file another run holds is a
+    :class:`~scorers.errors.ConfigError` naming the process that holds it, and is left as it is; one that cannot
+    be opened is a :class:`DataError`. A pipe or a device (``/dev/null``) is opened as it is, unlocked.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else 0), 0o666)
+    except OSError as exc:
+        raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
+    fh = os.fdopen(fd, "ab" if append else "wb")  # emptied below, once it is ours
+    if fcntl is None or not stat.S_ISREG(os.fstat(fd).st_mode):
+        return fh
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _lock_holder(fd)
+        fh.close()
+        raise ConfigError(
+            f"{path} is being written by another run ({holder}); two runs writing one file would mix their rows: "
+            "wait for that run to end (then --resume continues it), or write to another file"
+        ) from None
+    if not append:
+        fh.truncate(0)
+    return fh
+
+
+def _lock_holder(fd: int) -> str:
+    """Who holds the lock on the open file ``fd``: ``process 1234`` (Linux: from /proc/locks), or ``another process``."""
+    st = os.fstat(fd)
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    with contextlib.suppress(OSError), open("/proc/locks") as locks:
+        for line in locks:  # "1: FLOCK  ADVISORY  WRITE 1234 fe:00:5678 0 EOF"
+            fields = line.split()
+            if "FLOCK" in fields and where in fields:
+                return f"process {fields[fields.index(where) - 1]}"
+    return "another process"
+
+
 class ResultWriter:
     """Appends one JSON line per row (:func:`json_line`).
 
@@ -580,7 +625,9 @@ class ResultWriter:
     seconds and on close (a machine crash loses at most that window). Pipes,
     terminals and devices such as ``/dev/null`` are flushed only. A line cut by a
     kill or a full disk is found and dropped by :func:`read_completed`. A file that
-    cannot be written (no space left, no permission) raises :class:`DataError`.
+    cannot be written (no space left, no permission) raises :class:`DataError`. The
+    file is locked while the writer is open (:func:`open_results`): another run
+    cannot write it meanwhile.
     """
 
     def __init__(self, path: str | None, *, append: bool = False, sync_interval_s: float = 1.0) -> None:
@@ -590,10 +637,7 @@ class ResultWriter:
             sys.stdout.flush()  # what was printed before comes first
             self._fh: IO[bytes] = sys.stdout.buffer
         else:
-            try:
-                self._fh = open(path, "ab" if append else "wb")  # type: ignore[arg-type]
-            except OSError as exc:
-                raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
+            self._fh = open_results(cast(str, path), append=append)
         self._syncs = not self._to_stdout and stat.S_ISREG(os.fstat(self._fh.fileno()).st_mode)
         self._sync_interval_s = sync_interval_s
         self._last_sync = time.monotonic()
@@ -641,7 +685,10 @@ class ResultWriter:
         self._last_sync = time.monotonic()
 
     def close(self) -> None:
-        """Sync and close; the file is closed even when the last lines cannot be written."""
+        """Sync and close (once; closing again does nothing); the file is closed even when the last lines cannot be
+        written."""
+        if self._fh.closed:
+            return
         try:
             self.sync()
         except BaseException:
@@ -742,10 +789,7 @@ class ParquetResultWriter:
         self._pq = import_pyarrow("Parquet output", "pyarrow.parquet")
         self._records: list[dict[str, Any]] = []
         self._kinds: dict[str, str] = {}  # column -> the kind of value its rows hold so far
-        try:
-            self._fh: Any = open(path, "wb")
-        except OSError as exc:
-            raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
+        self._fh: Any = open_results(path, append=False)
 
     def write(self, record: dict[str, Any]) -> None:
         if self._fh is None:

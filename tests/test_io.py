@@ -404,3 +404,20 @@ def test_a_line_chunk_reads_its_rows_before_the_error():
     chunk = LineChunk("a.jsonl", 7, 0, [b'{"a": 1}\n', b"[1]\n", b'{"a": 2}\n'])
     rows, error = chunk.read()
     assert rows == [{"a": 1}] and str(error) == "a.jsonl:8: expected a JSON object per line, got list"
+
+
+@pytest.mark.parametrize("writer", ["jsonl", "parquet"])
+def test_a_results_file_is_locked_while_a_writer_has_it_open(tmp_path, writer):
+    from scorers.errors import ConfigError
+    from scorers.io import ParquetResultWriter, ResultWriter, open_results
+
+    path = tmp_path / f"out.{writer}"
+    path.write_bytes(b"earlier results\n")
+    with ResultWriter(str(path)) if writer == "jsonl" else ParquetResultWriter(str(path)):
+        for append in (False, True):
+            with pytest.raises(ConfigError, match=f"is being written by another run \\(process {os.getpid()}\\)"):
+                open_results(str(path), append=append)
+    with open_results(str(path), append=True):  # released on close
+        pass
+    with open_results("/dev/null", append=False), open_results("/dev/null", append=False):  # a device is shared
+        pass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
@@ -14,7 +15,7 @@ from .. import engines
 from ..base import Scorer
 from ..batch import BatchScorer
 from ..engines.local import score_jsonl
-from ..errors import ConfigError, DataError
+from ..errors import ConfigError, DataError, ScorerError
 from ..io import (
     JsonlLines,
     ParquetResultWriter,
@@ -239,7 +240,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     mapping = dict(parse_pairs(args.map, "--map"))
     thresholds = _thresholds(args.threshold, scorers)
 
-    parquet_in = (args.format or Path(args.data).suffix.lower().lstrip(".")) == "parquet"
+    parquet_in = _parquet_in(args)
     parquet_out = bool(args.output) and args.output.lower().endswith(".parquet")
     engine = engines.registry.get(args.engine, **dict(parse_pairs(args.engine_options, "--engine-option")))
     # JSONL to JSONL on this machine with no judge: the lines go to the scoring thread or processes as bytes
@@ -250,9 +251,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         and isinstance(engine, engines.Local)
         and not any(scorer.is_async for scorer in scorers)
     )
-    source = JsonlLines(args.data) if streamed else None
-    rows = source.rows() if source is not None else read_input(args.data, args.format)
-    previous: list[dict[str, Any]] = []
     if args.resume:
         if not args.output or args.output == "-" or parquet_out:
             raise ConfigError("--resume needs -o OUT.jsonl")
@@ -261,7 +259,32 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"--resume with --engine {engine.name} needs --ordered (OUT must hold DATA's first "
                 "rows in order, and the run continues it in order)"
             )
-        previous = _resume_from(args.output, rows, scorers)
+    with contextlib.ExitStack() as stack:
+        source = stack.enter_context(JsonlLines(args.data)) if streamed else None
+        rows = source.rows() if source is not None else read_input(args.data, args.format)
+        # the output is opened (and locked: no other run may write it) before it is read to resume
+        writer: ResultWriter | ParquetResultWriter = (
+            ParquetResultWriter(args.output) if parquet_out else ResultWriter(args.output, append=args.resume)
+        )
+        stack.enter_context(writer)
+        previous = _resume_from(args.output, rows, scorers) if args.resume else []
+        return _score(args, scorers, mapping, thresholds, engine, source, rows, previous, writer)
+
+
+def _score(
+    args: argparse.Namespace,
+    scorers: list[Scorer],
+    mapping: dict[str, str],
+    thresholds: dict[str, float],
+    engine: engines.Engine,
+    source: JsonlLines | None,
+    rows: Iterator[dict[str, Any]],
+    previous: list[dict[str, Any]],
+    writer: ResultWriter | ParquetResultWriter,
+) -> int:
+    """Score ``rows`` (``source``'s, when the run streams JSONL lines) into ``writer``, after the ``previous``
+    records of a resumed run; print the summary, and return the exit code."""
+    parquet_out = isinstance(writer, ParquetResultWriter)
 
     run = None
     if source is not None:
@@ -281,7 +304,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         summary = run.summary
     for record in previous:
         summary.add(RowResult.from_record(record))
-    progress = _progress(args, parquet_in, len(previous))
+    progress = _progress(args, len(previous))
     failed_rows = sum(1 for r in previous if r.get("errors"))
     columns: set[str] = set()  # the input columns seen so far
     received: list[int] = []
@@ -301,41 +324,38 @@ def cmd_run(args: argparse.Namespace) -> int:
     handlers = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         if source is not None:
+            assert isinstance(writer, ResultWriter)
             unit = BatchScorer(scorers, mapping=mapping, concurrency=args.concurrency)
-            with source, ResultWriter(args.output, append=bool(previous)) as lines_writer:
-                for scored in score_jsonl(
-                    unit, source, workers=args.workers, metadata=args.metadata, output=args.output
-                ):
-                    if received:
-                        raise KeyboardInterrupt
-                    if scored is None:  # still scoring
-                        continue
-                    note(scored.renamed)
-                    lines_writer.write_lines(scored.lines)
-                    lines_writer.flush()
-                    summary.merge(scored.summary)
-                    summary.elapsed_s = time.perf_counter() - summary.started
-                    failed_rows += scored.failed
-                    if progress is not None:
-                        progress.update(scored.rows)
-                    if scored.error is not None:
-                        raise scored.error
+            for scored in score_jsonl(unit, source, workers=args.workers, metadata=args.metadata, output=args.output):
+                if received:
+                    raise KeyboardInterrupt
+                if scored is None:  # still scoring
+                    continue
+                note(scored.renamed)
+                writer.write_lines(scored.lines)
+                writer.flush()
+                summary.merge(scored.summary)
+                summary.elapsed_s = time.perf_counter() - summary.started
+                failed_rows += scored.failed
+                if progress is not None:
+                    progress.update(scored.rows)
+                if scored.error is not None:
+                    raise scored.error
         else:
             assert run is not None
-            with (
-                ParquetResultWriter(args.output)
-                if parquet_out
-                else ResultWriter(args.output, append=bool(previous)) as writer
-            ):
-                for result in run:
-                    note(list(result.row))
-                    writer.write(result.to_record(with_metadata=args.metadata))
-                    if not run.waiting:  # the next row is still being scored: hand what is written to the OS
-                        writer.flush()
-                    failed_rows += bool(result.errors)
-                    if progress is not None:
-                        progress.update(1)
-    except KeyboardInterrupt:
+            for result in run:
+                note(list(result.row))
+                writer.write(result.to_record(with_metadata=args.metadata))
+                if not run.waiting:  # the next row is still being scored: hand what is written to the OS
+                    writer.flush()
+                failed_rows += bool(result.errors)
+                if progress is not None:
+                    progress.update(1)
+        writer.close()  # written whole (Parquet) and synced before the summary says so
+    except (KeyboardInterrupt, ScorerError) as exc:
+        if isinstance(exc, ScorerError) and not received:
+            raise
+        # a stop signal sent to the process group also ends worker processes: the run stops on the signal
         name, code = ("terminated", 143) if received[:1] == [signal.SIGTERM] else ("interrupted", 130)
         if parquet_out:  # written whole when the writer closes; --resume reads JSONL only
             print(
@@ -393,10 +413,14 @@ def _say_renamed(columns: Sequence[str], output: str | None) -> None:
         )
 
 
-def _progress(args: argparse.Namespace, parquet_in: bool, done: int) -> Any:
+def _parquet_in(args: argparse.Namespace) -> bool:
+    return (args.format or Path(args.data).suffix.lower().lstrip(".")) == "parquet"
+
+
+def _progress(args: argparse.Namespace, done: int) -> Any:
     if not wants_progress(args):
         return None
-    total = count_rows(args.data, args.format) if args.data != "-" and not parquet_in else None
+    total = count_rows(args.data, args.format) if args.data != "-" and not _parquet_in(args) else None
     from tqdm import tqdm
 
     return tqdm(total=total, initial=done, unit="row", file=sys.stderr, dynamic_ncols=True)

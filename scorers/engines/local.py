@@ -19,17 +19,20 @@ import asyncio
 import collections
 import concurrent.futures
 import concurrent.futures.process
+import ctypes
 import functools
 import io
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 import threading
+import time
 import types
-from typing import Any, AsyncGenerator, ClassVar, Generator, Iterable
+from typing import Any, AsyncGenerator, Callable, ClassVar, Generator, Iterable, TypeVar
 
-from .._aio import background_loop
+from .._aio import DaemonThreads, background_loop
 from ..batch import BatchScorer, RowResult, ScoredLines, score_sync
 from ..errors import ConfigError
 from ..io import JsonlLines, LineChunk
@@ -37,6 +40,8 @@ from ..score import Score
 from .base import Engine, Job
 
 __all__ = ["Local", "reorder_rows", "score_jsonl"]
+
+T = TypeVar("T")
 
 
 class Local(Engine):
@@ -147,17 +152,16 @@ def score_jsonl(
         started = pool.submit(os.getpid)  # forks the workers now, before this process starts a thread
     elif workers > 1:  # fresh processes, which import scorers first: started from a thread, while this one goes on
         pool = _process_pool(unit, workers)
-        starter = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="scorers-start")
-        started = starter.submit(lambda: pool.submit(os.getpid).result())
-        starter.shutdown(wait=False)
-    thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="scorers")
+        started = DaemonThreads().submit(lambda: pool.submit(os.getpid).result())
+    thread = DaemonThreads()  # at most two chunks out, scored one after the other (one_at_a_time)
+    one_at_a_time = threading.Lock()
     pending: collections.deque[tuple[concurrent.futures.Future[ScoredLines], bool]] = collections.deque()
     in_pool = 0  # of the pending chunks, those sent to the worker processes
     size, ended = _FIRST_CHUNK_BYTES, False
     try:
         while True:
             if started is not None and started.done() and started.exception() is not None:
-                raise _broken(workers, started.exception())
+                raise _broken(workers, pool)
             while not ended:
                 to_pool = started is not None and started.done()  # once up, the workers score every chunk
                 if (in_pool >= 2 * workers) if to_pool else (len(pending) - in_pool >= 2):
@@ -167,11 +171,16 @@ def score_jsonl(
                     ended = True
                 elif to_pool:
                     assert pool is not None
-                    future = pool.submit(_score_lines_in_worker, chunk, metadata=metadata, output=output)
+                    try:
+                        future = pool.submit(_score_lines_in_worker, chunk, metadata=metadata, output=output)
+                    except concurrent.futures.process.BrokenProcessPool as exc:  # broke while the last chunk was out
+                        raise _broken(workers, pool) from exc
                     pending.append((future, True))
                     in_pool += 1
                 else:
-                    future = thread.submit(unit.score_lines, chunk, metadata=metadata, output=output)
+                    future = thread.submit(
+                        _holding, one_at_a_time, unit.score_lines, chunk, metadata=metadata, output=output
+                    )
                     pending.append((future, False))
             if not pending:
                 return
@@ -182,7 +191,7 @@ def score_jsonl(
                 except concurrent.futures.TimeoutError:
                     yield None
                 except concurrent.futures.process.BrokenProcessPool as exc:
-                    raise _broken(workers, exc) from exc
+                    raise _broken(workers, pool) from exc
             in_pool -= pending.popleft()[1]
             if scored.seconds < _FAST_CHUNK_S:
                 size = min(2 * size, _MAX_CHUNK_BYTES)
@@ -194,17 +203,60 @@ def score_jsonl(
     finally:
         for future, _ in pending:
             future.cancel()
-        thread.shutdown(wait=False, cancel_futures=True)
         if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+            _release(pool, kill=bool(pending))
+
+
+def _holding(lock: threading.Lock, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    with lock:
+        return fn(*args, **kwargs)
 
 
 # ------------------------------------------------------------- worker processes
 _worker_unit: list[BatchScorer] = []  # the unit of this worker process (one, once it started)
 
 
-def _init_worker(payload: bytes) -> None:
+#: prctl(2)'s option that has the kernel send this process a signal when its parent ends.
+_PR_SET_PDEATHSIG = 1
+
+
+def _init_worker(payload: bytes, parent: int | None) -> None:
+    _end_with(parent)
     _worker_unit[:] = [pickle.loads(payload)]
+
+
+def _end_with(parent: int | None) -> None:
+    """Make this worker process end with ``parent`` (None: the process that started it), however that one ends.
+
+    A fork inherits the run's SIGINT and SIGTERM handlers, which only ask the run to stop: here Ctrl-C (sent to
+    the whole process group) is left to the run's process, which stops its workers, and SIGTERM ends the worker.
+    On Linux the kernel kills the worker when its parent ends, even by SIGKILL and even while the worker is stuck
+    in C code; elsewhere a thread looks for the parent every second.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    parent = os.getppid() if parent is None else parent
+    if sys.platform == "linux":
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    else:
+        threading.Thread(target=_watch_parent, args=(parent,), name="scorers-parent", daemon=True).start()
+    if os.getppid() != parent:  # the parent ended before this process asked to end with it
+        os._exit(1)
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
+def _release(pool: concurrent.futures.ProcessPoolExecutor, *, kill: bool) -> None:
+    """Shut ``pool`` down; with ``kill``, end its workers now: at exit the interpreter waits for a pool's workers,
+    so one stuck in a scorer would keep this process alive."""
+    processes = list((pool._processes or {}).values()) if kill else []  # no public way before Python 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.kill()
 
 
 def _score_in_worker(args_per_scorer: list[list[dict[str, Any]]]) -> list[list[Score | BaseException]]:
@@ -215,12 +267,32 @@ def _score_lines_in_worker(chunk: LineChunk, *, metadata: bool, output: str | No
     return _worker_unit[0].score_lines(chunk, metadata=metadata, output=output)
 
 
-def _broken(workers: int, exc: BaseException | None) -> ConfigError:
+def _broken(workers: int, pool: concurrent.futures.ProcessPoolExecutor | None) -> ConfigError:
+    """The error that stops a run whose worker process ended abruptly, saying how it ended where that is known."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # private: no public way before 3.14
+    deadline = time.monotonic() + 1.0  # the pool ends the other workers; the dead one may not be reaped yet
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    # a worker ended by SIGTERM is one the pool ended after the first one died
+    ended = sorted({_how_ended(p.exitcode) for p in processes if p.exitcode not in (None, 0, -signal.SIGTERM)})
+    how = f" ({', '.join(ended)})" if ended else ""
     return ConfigError(
-        f"workers={workers}: a worker process ended abruptly ({exc}). It was killed (e.g. out of "
-        "memory: try fewer workers) or could not start: a script that calls evaluate(..., workers=N) "
-        "must guard its entry point with `if __name__ == '__main__':`, since workers import it"
+        f"workers={workers}: a worker process ended abruptly{how}: a scorer crashed it (a segfault in a C "
+        "extension, os._exit, ...), it was killed (e.g. out of memory: try fewer workers), or it could not start "
+        "(a script that calls evaluate(..., workers=N) must guard its entry point with "
+        "`if __name__ == '__main__':`, since workers import it). The run stops; the rows written so far are "
+        "complete"
     )
+
+
+def _how_ended(exitcode: int) -> str:
+    """A worker's exit code in words: ``exit code 3``, ``killed by SIGSEGV``."""
+    if exitcode < 0:
+        try:
+            return f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exit code {exitcode}"
 
 
 class _NotingMain(pickle.Pickler):
@@ -280,7 +352,7 @@ def _process_pool(
         processes or workers,
         mp_context=multiprocessing.get_context(method),
         initializer=_init_worker,
-        initargs=(payload,),
+        initargs=(payload, os.getpid() if method == "fork" else None),  # forkserver: the server is the parent
     )
 
 
@@ -352,7 +424,7 @@ class _Pipeline:
         try:
             return await asyncio.get_running_loop().run_in_executor(pool, _score_in_worker, args)
         except concurrent.futures.process.BrokenProcessPool as exc:
-            raise _broken(self.workers, exc) from exc
+            raise _broken(self.workers, pool) from exc
 
     async def _score_chunk(self, start: int, rows: list[dict[str, Any]]) -> list[RowResult]:
         pool = self._pool
@@ -426,5 +498,5 @@ class _Pipeline:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            _release(self._pool, kill=bool(pending))
             self._pool = None

@@ -617,3 +617,40 @@ def test_report_names_a_results_line_whose_errors_are_not_an_object(tmp_path):
     result = cli("report", str(old), "-o", str(tmp_path / "r.html"))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f'{old}: record 1: "errors" is a str, not an object' in result.stderr
+
+
+# ------------------------------------------------------------------ a folder where a file is expected
+FILE_ARGUMENTS = [  # every argument that names a file to read or write, with FOLDER where it goes
+    ("run", ["FOLDER", "-s", "ExactMatch"], "data"),
+    ("run", [str(EXAMPLE), "-s", "ExactMatch", "-o", "FOLDER"], "-o/--output"),
+    ("run", [str(EXAMPLE), "-s", "ExactMatch", "--summary-json", "FOLDER"], "--summary-json"),
+    ("compare", [str(EXAMPLE), "FOLDER"], "RESULTS.jsonl"),
+    ("meta-eval", ["FOLDER", "-s", "ExactMatch", "--label", "x"], "data"),
+    ("meta-eval", [str(EXAMPLE), "-s", "ExactMatch", "--label", "x", "-o", "FOLDER"], "-o/--output"),
+    ("correlate", ["FOLDER", "--human", "x"], "RESULTS.jsonl"),
+    ("correlate", [str(EXAMPLE), "--human", "x", "--pairs", "FOLDER"], "--pairs"),
+    ("correlate", [str(EXAMPLE), "--human", "x", "-o", "FOLDER"], "-o/--output"),
+    ("correlate", [str(EXAMPLE), "--human", "x", "--html", "FOLDER"], "--html"),
+    ("report", ["FOLDER", "-o", "report.html"], "RESULTS.jsonl"),
+    ("report", [str(EXAMPLE), "--meta-eval", "FOLDER", "-o", "report.html"], "--meta-eval"),
+    ("report", [str(EXAMPLE), "--correlation", "FOLDER", "-o", "report.html"], "--correlation"),
+    ("report", [str(EXAMPLE), "-o", "FOLDER"], "-o/--output"),
+    ("promptfoo", ["init", "FOLDER"], "PATH"),
+    ("loopback", ["--replies", "FOLDER"], "--replies"),
+]
+
+
+@pytest.mark.parametrize("command,args,argument", FILE_ARGUMENTS, ids=[f"{c} {a}" for c, _, a in FILE_ARGUMENTS])
+def test_a_folder_where_a_file_is_expected_is_exit_2_naming_it(tmp_path, capsys, command, args, argument):
+    from scorers.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main([command, *[str(tmp_path) if a == "FOLDER" else a for a in args]])
+    assert exited.value.code == 2
+    assert f"error: argument {argument}: {tmp_path} is a directory, not a file" in capsys.readouterr().err
+
+
+def test_compare_given_a_folder_says_so_with_exit_2():
+    result = cli("compare", "examples", str(EXAMPLE))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "argument RESULTS.jsonl: examples is a directory, not a file" in result.stderr

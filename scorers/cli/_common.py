@@ -1,8 +1,9 @@
-"""What the commands share: the exit codes epilog, KEY=VALUE options, --price and -p NAME.KEY=VALUE."""
+"""What the commands share: the exit codes epilog, file arguments, KEY=VALUE options, --price and -p NAME.KEY=VALUE."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -24,6 +25,22 @@ class Command(NamedTuple):
 
     add_parser: Callable[[argparse._SubParsersAction[argparse.ArgumentParser], argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+
+
+def file_path(text: str) -> str:
+    """The argparse ``type`` of every argument that names a file to read or write (``-``: standard input or
+    output): a directory there is a usage error (exit 2) naming it.
+
+    >>> file_path("-"), file_path("results.jsonl")
+    ('-', 'results.jsonl')
+    >>> file_path(".")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: . is a directory, not a file
+    """
+    if text != "-" and os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a directory, not a file")
+    return text
 
 
 def parse_pairs(items: Sequence[str], option: str) -> list[tuple[str, str]]:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ._common import Command, parse_pairs, scorer_params
+from ._common import Command, file_path, parse_pairs, scorer_params
 
 COMPARE_EXIT_CODES = """exit codes:
   0    compared (nothing significantly worse, where --fail-if-worse asks)
@@ -30,7 +30,11 @@ def add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser], templa
         "figures in every file, and counted. A table goes to stderr.",
     )
     p_compare.add_argument(
-        "files", nargs="+", metavar="RESULTS.jsonl", help="results files of `run`; the first is the baseline"
+        "files",
+        nargs="+",
+        type=file_path,
+        metavar="RESULTS.jsonl",
+        help="results files of `run`; the first is the baseline",
     )
     p_compare.add_argument(
         "--key", metavar="FIELD", help="match rows by this field (or dotted path) instead of by position"

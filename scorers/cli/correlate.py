@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from ._common import Command, add_progress, wants_progress
+from ._common import Command, add_progress, file_path, wants_progress
 
 CORRELATE_EXIT_CODES = """exit codes:
   0    correlated
@@ -37,7 +37,9 @@ def add_correlate(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
         "level the Williams test. --pairs (or --pairs-from) adds WMT's Kendall-like tau over preference pairs. "
         "A table goes to stderr.",
     )
-    p_correlate.add_argument("results", metavar="RESULTS.jsonl", help="results file of `run` with human score columns")
+    p_correlate.add_argument(
+        "results", type=file_path, metavar="RESULTS.jsonl", help="results file of `run` with human score columns"
+    )
     p_correlate.add_argument(
         "--human",
         action="append",
@@ -73,6 +75,7 @@ def add_correlate(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
     )
     p_correlate.add_argument(
         "--pairs",
+        type=file_path,
         metavar="PAIRS.jsonl",
         help='preference pairs {"GROUP": g, "better": SYSTEM, "worse": SYSTEM}: WMT\'s Kendall-like tau',
     )
@@ -103,11 +106,15 @@ def add_correlate(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
     p_correlate.add_argument(
         "-o",
         "--output",
+        type=file_path,
         metavar="CORR.json",
         help="write the figures as JSON (scorers.report.write_report(correlations=...) shows it)",
     )
     p_correlate.add_argument(
-        "--html", metavar="REPORT.html", help="write an HTML page of the figures with a chart per human column"
+        "--html",
+        type=file_path,
+        metavar="REPORT.html",
+        help="write an HTML page of the figures with a chart per human column",
     )
     add_progress(p_correlate)
 

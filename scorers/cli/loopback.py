@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .._replies_format import REPLIES_FORMAT
-from ._common import Command
+from ._common import Command, file_path
 
 LOOPBACK_EPILOG = (
     REPLIES_FORMAT
@@ -32,7 +32,10 @@ def add_loopback(sub: argparse._SubParsersAction[argparse.ArgumentParser], templ
     )
     p_loopback.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default: 8000; 0: any free one)")
     p_loopback.add_argument(
-        "--replies", metavar="FILE", help="JSONL rules answered before the automatic answer (format below)"
+        "--replies",
+        type=file_path,
+        metavar="FILE",
+        help="JSONL rules answered before the automatic answer (format below)",
     )
     p_loopback.add_argument(
         "--latency", type=float, default=0.0, metavar="S", help="seconds to wait before each reply (default: 0)"

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..io import read_rows
 from ..registry import registry
-from ._common import EXIT_CODES, Command, parse_pairs, scorer_params
+from ._common import EXIT_CODES, Command, file_path, parse_pairs, scorer_params
 
 
 def add_meta_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
@@ -23,7 +23,9 @@ def add_meta_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
         description="Run one judge over DATA, whose rows carry a human label, and report agreement with "
         "bootstrap confidence intervals (JSON to -o, a table on stderr; see scorers.stats.metaeval).",
     )
-    p_meta.add_argument("data", help="labelled rows (.jsonl, .json array, .csv/.tsv), or - for JSONL on stdin")
+    p_meta.add_argument(
+        "data", type=file_path, help="labelled rows (.jsonl, .json array, .csv/.tsv), or - for JSONL on stdin"
+    )
     p_meta.add_argument("-s", "--scorer", required=True, dest="judge", metavar="JUDGE", help="the judge to grade")
     p_meta.add_argument("--label", required=True, metavar="FIELD", help="field (or dotted path) of the human label")
     p_meta.add_argument(
@@ -59,7 +61,7 @@ def add_meta_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
         help="take a judge field from another column or dotted path",
     )
     p_meta.add_argument("--key", metavar="FIELD", help="field naming each row in the report (e.g. id)")
-    p_meta.add_argument("-o", "--output", metavar="META.json", help="report file (default: stdout)")
+    p_meta.add_argument("-o", "--output", type=file_path, metavar="META.json", help="report file (default: stdout)")
     p_meta.add_argument("--format", choices=["jsonl", "json", "csv"], help="input format (default: from the extension)")
     p_meta.add_argument("--concurrency", type=int, default=16, help="in-flight judge calls (default: 16)")
     p_meta.add_argument("--model", help="model of the judge (default: SCORERS_MODEL, else the library default)")

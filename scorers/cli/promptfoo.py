@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
-from ._common import Command
+from ._common import Command, file_path
 
 
 def add_promptfoo(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
@@ -18,6 +18,7 @@ def add_promptfoo(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
     p_promptfoo.add_argument(
         "path",
         nargs="?",
+        type=file_path,
         metavar="PATH",
         help="file to write (default: scorers_assert.py); an existing different file is kept",
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import Command, parse_pairs, parse_prices
+from ._common import Command, file_path, parse_pairs, parse_prices
 
 
 def add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
@@ -13,12 +13,13 @@ def add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser], templat
         "report",
         help="write one self-contained HTML report of results files (the first is the baseline of the comparison)",
     )
-    p_report.add_argument("results", nargs="*", metavar="RESULTS.jsonl", help="results files of `run`")
+    p_report.add_argument("results", nargs="*", type=file_path, metavar="RESULTS.jsonl", help="results files of `run`")
     p_report.add_argument(
         "--meta-eval",
         action="append",
         default=[],
         dest="meta_evals",
+        type=file_path,
         metavar="META.json",
         help="also show a meta-eval file (agreement figures, confusion heat map); repeatable",
     )
@@ -27,10 +28,13 @@ def add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser], templat
         action="append",
         default=[],
         dest="correlations",
+        type=file_path,
         metavar="CORR.json",
         help="also show a correlation file of `correlate -o` (tables, a chart per human column); repeatable",
     )
-    p_report.add_argument("-o", "--output", required=True, metavar="REPORT.html", help="HTML file to write")
+    p_report.add_argument(
+        "-o", "--output", required=True, type=file_path, metavar="REPORT.html", help="HTML file to write"
+    )
     p_report.add_argument(
         "--key", metavar="FIELD", help="compare rows matched by this field (default: by position), as `compare --key`"
     )

@@ -29,7 +29,16 @@ from ..io import (
 )
 from ..registry import registry
 from ..runner import COLUMN_CHECK_ROWS, RowResult, Summary, check_columns, evaluate, resolve_scorers
-from ._common import EXIT_CODES, Command, add_progress, parse_pairs, parse_prices, scorer_params, wants_progress
+from ._common import (
+    EXIT_CODES,
+    Command,
+    add_progress,
+    file_path,
+    parse_pairs,
+    parse_prices,
+    scorer_params,
+    wants_progress,
+)
 
 
 def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
@@ -44,7 +53,9 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates:
         "{name: {type, message}}, and where a scorer has a corpus figure its row statistics "
         '("stats"). A summary table goes to stderr.',
     )
-    p_run.add_argument("data", help="input file (.jsonl, .json array, .csv/.tsv), or - for JSONL on stdin")
+    p_run.add_argument(
+        "data", type=file_path, help="input file (.jsonl, .json array, .csv/.tsv), or - for JSONL on stdin"
+    )
     p_run.add_argument(
         "-s",
         "--scorer",
@@ -63,7 +74,11 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates:
         help="scorer parameter, VALUE parsed as YAML (e.g. -p BLEU.tokenize=intl)",
     )
     p_run.add_argument(
-        "-o", "--output", metavar="OUT.jsonl", help="results file (default: stdout); a .parquet name writes Parquet"
+        "-o",
+        "--output",
+        type=file_path,
+        metavar="OUT.jsonl",
+        help="results file (default: stdout); a .parquet name writes Parquet",
     )
     p_run.add_argument(
         "--map",
@@ -127,7 +142,7 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates:
         help="USD per 1M input and output tokens of MODEL, for the summary's cost estimate",
     )
     p_run.add_argument("--metadata", action="store_true", help="also write each score's metadata (metadata_scores)")
-    p_run.add_argument("--summary-json", metavar="PATH", help="also write the summary as JSON")
+    p_run.add_argument("--summary-json", type=file_path, metavar="PATH", help="also write the summary as JSON")
     p_run.add_argument("--fail-on-error", action="store_true", help="exit 1 when any row has a scorer error")
     add_progress(p_run)
 

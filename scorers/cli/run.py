@@ -209,12 +209,13 @@ def _print_summary(summary: Summary, stream: Any) -> None:
         if extras:
             print(f"{name}:", file=stream)
             for key, value in extras.items():
-                shown = fmt(value) if isinstance(value, (int, float, str)) else json.dumps(value, default=str)
-                print(f"  {key}: {shown}", file=stream)
-                if key == "usage":  # the same figures in words, what failed attempts cost apart
+                if key == "usage":  # in words, a part a line, what failed attempts cost apart (--summary-json: all)
                     from ..llm.usage import describe_usage
 
-                    print(f"  spent: {describe_usage(value)}", file=stream)
+                    shown = "\n         ".join(describe_usage(value).split("; "))
+                else:
+                    shown = fmt(value) if isinstance(value, (int, float, str)) else json.dumps(value, default=str)
+                print(f"  {key}: {shown}", file=stream)
     print(f"{summary.rows} rows in {summary.elapsed_s:.2f}s", file=stream)
 
 

@@ -20,9 +20,13 @@ def test_the_cli_summary_and_the_report_show_the_failed_attempts_apart(fake_api_
     printed = io.StringIO()
     _print_summary(evaluation.summary, printed)
     assert (
-        "  spent: 6 calls answered, 1 failed, 0 cached; 13 HTTP attempts; tokens in/out 135/20, of which failed "
-        "attempts 75/14; no cost estimate (no price for gpt-4o-mini): --price MODEL=IN,OUT" in printed.getvalue()
+        "Polite:\n"
+        "  usage: 6 calls answered, 1 failed, 0 cached\n"
+        "         13 HTTP attempts\n"
+        "         tokens in/out 135/20, of which failed attempts 75/14\n"
+        "         no cost estimate (no price for gpt-4o-mini): --price MODEL=IN,OUT\n" in printed.getvalue()
     )
+    assert '"requests"' not in printed.getvalue() and "spent:" not in printed.getvalue()  # once, in words
 
     path = tmp_path / "results.jsonl"  # the report reads the same figures back from the results file
     path.write_text("".join(json.dumps(record) + "\n" for record in records))

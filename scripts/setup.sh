@@ -8,7 +8,8 @@
 #     never installed), Java (the Spark engine);
 #   - scorers, editable, with every extra and the test tools, at the versions of scripts/constraints.txt (torch
 #     2.13.0: the CPU build; any other spec may pull a multi-GB CUDA build);
-#   - the promptfoo CLI (npm), the local OpenAI-compatible server (llama-cpp-python, compiled here) and the
+#   - the promptfoo CLI (npm), the local OpenAI-compatible server (llama-cpp-python, compiled here once per machine:
+#     scripts/setup_llm_server.sh keeps the wheel in ~/.cache/scorers/wheels) and the
 #     harnesses' own venvs (autoevals' test suite, promptflow, DeepEval) and moverscore 1.0.3 (the MoverScore
 #     equality test's reference) under .cache/ (git-ignored).
 # Usage: bash scripts/setup.sh        (run from the repository root; root or sudo for apt)
@@ -89,7 +90,7 @@ else
 fi
 
 # the real OpenAI-compatible server of tests/llm/test_real_server.py (llama-cpp-python + Gemma 3 270M)
-step "the local LLM server in .cache/llm-server (llama-cpp-python compiled here: 5-10 min the first time)"
+step "the local LLM server in .cache/llm-server (llama-cpp-python: compiled once per machine, 5-10 min on 2 cores)"
 bash scripts/setup_llm_server.sh
 step_done
 step "autoevals 0.4.1 and its test tools in .cache/autoevals-venv (for tests/compat/test_autoevals_suite.py)"

@@ -6,7 +6,7 @@ import os
 import time
 
 import pytest
-from bounded import run_bounded
+from bounded import BoundedWorker, run_bounded
 
 from scorers.errors import ScorerInputError
 
@@ -46,7 +46,7 @@ def test_a_call_past_the_time_limit_is_an_assertion_naming_it() -> None:
 
 
 def test_a_call_past_the_memory_limit_is_an_assertion_naming_it() -> None:
-    with pytest.raises(AssertionError, match=r"allocate exceeded the memory limit of run_bounded \(200 MiB\)"):
+    with pytest.raises(AssertionError, match=r"allocate exceeded the memory limit of its bounded call \(200 MiB\)"):
         run_bounded(allocate, 2000, timeout_s=60, memory_mb=200)
     # the limit counts from the child's own size after imports: an allocation under it succeeds
     assert run_bounded(allocate, 100, timeout_s=60, memory_mb=200) == 100 * 2**20
@@ -65,5 +65,18 @@ def exit_abruptly() -> None:
 
 
 def test_a_child_that_dies_without_a_result_is_an_assertion() -> None:
-    with pytest.raises(AssertionError, match="exit_abruptly's child process died with exit code 3"):
+    with pytest.raises(AssertionError, match=r"exit_abruptly's child process died \(exit code 3\)"):
         run_bounded(exit_abruptly, timeout_s=60, memory_mb=100)
+
+
+def test_a_worker_serves_calls_in_one_child_and_starts_another_after_a_timeout() -> None:
+    with BoundedWorker() as worker:
+        first = worker.call(child_pid, timeout_s=60, memory_mb=100)
+        assert worker.call(child_pid, timeout_s=60, memory_mb=None) == first != os.getpid()
+        with pytest.raises(AssertionError, match="allocate exceeded the memory limit"):
+            worker.call(allocate, 2000, timeout_s=60, memory_mb=200)
+        assert worker.call(allocate, 500, timeout_s=60, memory_mb=None) == 500 * 2**20  # the limit was per call
+        assert worker.call(child_pid, timeout_s=60, memory_mb=100) == first
+        with pytest.raises(AssertionError, match="sleep_for still running after the 2 s limit"):
+            worker.call(sleep_for, 600, timeout_s=2, memory_mb=100)
+        assert worker.call(child_pid, timeout_s=60, memory_mb=100) != first

@@ -422,7 +422,7 @@ def test_an_unknown_engine_is_a_config_error(engine: Any, message: str) -> None:
         ),
         (
             lambda: Spark(master=2),  # type: ignore[arg-type]
-            r"the spark engine's option master=2: Input should be a valid string \(its options: master\)",
+            r"the spark engine's option master=2: Input should be a valid string \(its options: master, conf\)",
         ),
         (
             lambda: Local(workers=2),  # type: ignore[call-arg]
@@ -434,6 +434,20 @@ def test_an_unknown_engine_is_a_config_error(engine: Any, message: str) -> None:
 def test_engine_options_are_checked_naming_the_engine_and_its_options(build: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         build()
+
+
+def test_spark_settings_are_options_named_spark_dot_key() -> None:
+    engine = EngineRegistry([Spark]).get("spark", master="local[1]", **{"spark.executor.memory": "2g"})  # the CLI's
+    assert engine == Spark(master="local[1]", conf={"spark.executor.memory": "2g"})
+    assert "spark.KEY=VALUE" in Spark.options()["conf"]
+    with pytest.raises(ConfigError, match=r"option conf=.*a Spark setting's name starts with 'spark.', got 'memory'"):
+        Spark(conf={"memory": "2g"})
+
+
+def test_spark_settings_are_refused_where_a_session_is_already_active(spark_session: Any) -> None:
+    run = scorers.evaluate(ROWS[:2], SCORERS, engine=Spark(conf={"spark.executor.memory": "2g"}))
+    with pytest.raises(ConfigError, match=r"\(spark.executor.memory\) apply to a session it starts"):
+        list(run)
 
 
 def test_the_engine_keywords_of_evaluate_are_gone() -> None:

@@ -25,8 +25,10 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import importlib.metadata
 import inspect
 import json
+import re
 import threading
 import types
 from types import ModuleType
@@ -88,6 +90,32 @@ def optional_import(module: str, *, scorer: str, extra: str, package: str | None
     except ImportError as exc:
         name = package or module.split(".")[0].replace("_", "-")
         raise MissingExtraError(scorer, name, extra) from exc
+
+
+def missing_from_extra(extra: str) -> list[str]:
+    """The packages of ``scorers[extra]`` that are not installed, read off the installed package's metadata (empty
+    where scorers runs from a checkout that was never installed, so nothing can be said).
+
+    >>> missing_from_extra("no-such-extra")
+    []
+    """
+    try:
+        requirements = importlib.metadata.requires("scorers") or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    missing = []
+    for requirement in requirements:
+        spec, _, marker = requirement.partition(";")
+        if re.search(rf"""extra\s*==\s*["']{re.escape(extra)}["']""", marker) is None:
+            continue
+        name = re.match(r"[A-Za-z0-9._-]+", spec.strip())
+        if name is None or name.group() == "scorers":  # an extra made of other extras ("all")
+            continue
+        try:
+            importlib.metadata.version(name.group())
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(name.group())
+    return missing
 
 
 def memoize(func: F) -> F:

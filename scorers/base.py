@@ -63,6 +63,9 @@ class Scorer:
     name: str = ""
     #: Family: ``heuristic``, ``text``, ``embedding`` or ``llm``.
     kind: ClassVar[str] = "heuristic"
+    #: The optional extra (``pip install 'scorers[EXTRA]'``) the scorer needs with its default parameters, or
+    #: None; ``python -m scorers list`` marks a scorer whose extra is not installed.
+    extra: ClassVar[str | None] = None
     #: One line shown by ``python -m scorers list`` (a templated judge sets its own per instance).
     description: str = ""
     #: Fields read by the scorer; ``required`` ones must be given and not None.

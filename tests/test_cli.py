@@ -47,6 +47,25 @@ def test_list_table_and_show():
     assert "fields:" in shown.stdout and "example:" in shown.stdout and "normalize = null" in shown.stdout
 
 
+def test_list_marks_the_scorers_whose_extra_is_not_installed(tmp_path):
+    # an installed scorers whose "text" extra names a package that is not installed (the real metadata machinery
+    # reads it: the folder is first on the path), while its "bert" extra's packages are all present
+    dist_info = tmp_path / "scorers-0.0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: scorers\nVersion: 0.0\nProvides-Extra: text\nProvides-Extra: bert\n"
+        'Requires-Dist: no-such-package-xyz>=1; extra == "text"\nRequires-Dist: numpy; extra == "bert"\n'
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    listed = {row["name"]: row for row in json.loads(cli("list", "--json", env=env).stdout)}
+    assert listed["BLEU"]["extra"] == "text" and listed["BLEU"]["missing"] == ["no-such-package-xyz"]
+    assert listed["BERTScore"]["extra"] == "bert" and listed["BERTScore"]["missing"] == []
+    assert "extra" not in listed["Levenshtein"]  # a core scorer needs no extra
+    table = {line.split()[0]: line for line in cli("list", env=env).stdout.splitlines()[1:]}
+    assert "[not installed: pip install 'scorers[text]']" in table["METEOR"]
+    assert "not installed" not in table["BERTScore"] and "not installed" not in table["Levenshtein"]
+
+
 def test_run_example_writes_one_line_per_row_in_order(tmp_path):
     out = tmp_path / "out.jsonl"
     result = cli("run", str(EXAMPLE), "-s", "ExactMatch", "-s", "Levenshtein", "-o", str(out))

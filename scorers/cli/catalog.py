@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
+from .._util import missing_from_extra
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError
 from ..registry import entries, registry
@@ -16,7 +17,9 @@ from ._common import Command
 def add_list(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
     p_list = sub.add_parser("list", help="list the registered scorers", parents=[templates])
     p_list.add_argument(
-        "--json", action="store_true", help="print a JSON array of {name, kind, description, required, ...}"
+        "--json",
+        action="store_true",
+        help="print a JSON array of {name, kind, description, required, extra, missing, ...}",
     )
     p_list.add_argument("--kind", help="only scorers of this kind (heuristic, text, embedding, llm, ...)")
 
@@ -31,6 +34,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.kind and args.kind not in kinds:
         raise ConfigError(f"--kind {args.kind}: no scorer is of that kind (kinds: {', '.join(kinds)})")
     rows: list[dict[str, Any]] = []
+    missing: dict[str, list[str]] = {}  # per extra, its packages not installed (read once)
     for entry in entries():
         if args.kind and entry.kind != args.kind:
             continue
@@ -51,6 +55,12 @@ def cmd_list(args: argparse.Namespace) -> int:
             "source": entry.source,
             "higher_is_better": entry.higher_is_better,
         }
+        extra = entry.scorer_class.extra if entry.scorer_class is not None else None
+        if extra is not None:
+            if extra not in missing:
+                missing[extra] = missing_from_extra(extra)
+            row["extra"] = extra
+            row["missing"] = missing[extra]
         if entry_error:
             row["error"] = entry_error
         rows.append(row)
@@ -64,9 +74,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     for r in rows:
         print(
             f"{r['name']:<{width}}  {r['kind']:<{kind_width}}  {', '.join(r['required']):<{fields_width}}  "
-            f"{r.get('error') or r['description']}"
+            f"{_not_installed(r)}{r.get('error') or r['description']}"
         )
     return 0
+
+
+def _not_installed(row: Mapping[str, Any]) -> str:
+    """The mark ``list`` puts before a scorer whose extra is not installed."""
+    if not row.get("missing"):
+        return ""
+    return f"[not installed: pip install 'scorers[{row['extra']}]'] "
 
 
 def describe(scorer: Scorer, aliases: Sequence[str] = ()) -> str:

@@ -72,6 +72,7 @@ class BERTScore(models.HubModel, Scorer):
 
     name = "BERTScore"
     kind = "embedding"
+    extra = "bert"
     description = "BERTScore F1: greedy token matching of contextual embeddings (bert-score semantics)."
     fields = (text_field("output", utf8=True, description="candidate text"), references_field("expected", utf8=True))
     example = 'BERTScore()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")'

@@ -63,6 +63,7 @@ class MoverScore(models.HubModel, Scorer):
 
     name = "MoverScore"
     kind = "embedding"
+    extra = "bert"
     description = "MoverScore: earth mover's distance between IDF-weighted contextual token embeddings."
     fields = (text_field("output", utf8=True, description="candidate text"), references_field("expected", utf8=True))
     example = 'MoverScore()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")'

@@ -51,6 +51,7 @@ class NLIEntailment(models.HubModel, Scorer):
     """
 
     kind = "embedding"
+    extra = "bert"
     description = "Probability that a premise field entails the output, from a Hugging Face NLI classifier."
     fields: tuple[Field, ...] = (text_field("input", utf8=True), text_field("output", utf8=True))
     example = "NLIEntailment(model='/models/nli')(input='A man plays a guitar.', output='Someone makes music.')"

@@ -9,7 +9,7 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from typing import Any, Hashable, Sequence
+from typing import Any, ClassVar, Hashable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from .._aio import run_sync
@@ -102,6 +102,7 @@ class EmbeddingSimilarity(models.HubModel, Scorer):
 
     name = "EmbeddingSimilarity"
     kind = "embedding"
+    extra: ClassVar[str | None] = "bert"  # with provider="openai": none
     description = "Cosine similarity of sentence embeddings (local MiniLM by default, or OpenAI embeddings)."
     fields = (text_field("output", utf8=True), references_field("expected", utf8=True))
     example = 'EmbeddingSimilarity()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")'
@@ -379,6 +380,8 @@ class OpenAIEmbeddingSimilarity(EmbeddingSimilarity):
 
     ``EmbeddingSimilarity(provider="openai", ...)`` is the same scorer, with the same signature.
     """
+
+    extra = None  # the OpenAI client is a core dependency
 
     def __init__(self, *, provider: str = "openai", **kwargs: Any) -> None:
         if provider != "openai":

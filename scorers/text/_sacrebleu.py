@@ -127,6 +127,7 @@ class SacrebleuScorer(CachedSignature, Scorer):
     """
 
     kind = "text"
+    extra = "text"
     fields = (text_field("output", description="hypothesis (system output)"), references_field())
     #: Key of the native figure in metadata and of the corpus figure (``corpus_<key>``) in summaries.
     native_key: ClassVar[str] = ""

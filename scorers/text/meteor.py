@@ -370,6 +370,7 @@ class METEOR(Scorer):
 
     name = "METEOR"
     kind = "text"
+    extra = "text"
     description = (
         "METEOR (nltk meteor_score): exact, stem and WordNet-synonym unigram alignment with a fragmentation penalty"
     )

@@ -197,8 +197,9 @@ class Evaluation:
             yield result
 
     def interrupt(self) -> None:
-        """Ask a ``for`` iteration to stop: it raises ``KeyboardInterrupt`` at its next step (on the local engine
-        within 0.1 s; on a cluster, when its next rows arrive).
+        """Ask a ``for`` iteration to stop: it raises ``KeyboardInterrupt`` once it has given the rows already scored
+        (the rest of the chunk it is in), before it waits for more (on the local engine within 0.1 s; on a cluster,
+        within the engine's next poll), so a stop never drops a finished row.
 
         Safe to call from a signal handler: it only sets a flag, so the interrupt
         never lands inside a lock operation of the waiting thread.
@@ -214,9 +215,8 @@ class Evaluation:
         with contextlib.closing(self.engine.score(self._job)) as chunks:
             for chunk in chunks:
                 self._check_interrupted()
-                for result in self._take(chunk):
-                    yield result
-                    self._check_interrupted()
+                yield from self._take(chunk)
+                self._check_interrupted()
 
     async def __aiter__(self) -> AsyncIterator[RowResult]:
         self._claim()

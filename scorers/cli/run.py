@@ -325,7 +325,7 @@ def _score(
     columns: set[str] = set()  # the input columns seen so far
     received: list[int] = []
 
-    def stop(signum: int, frame: Any) -> None:  # Ctrl-C or SIGTERM: stop at the next row, files intact
+    def stop(signum: int, frame: Any) -> None:  # Ctrl-C or SIGTERM: stop once the rows scored are written
         if received:  # a second signal: stop now
             raise KeyboardInterrupt
         received.append(signum)

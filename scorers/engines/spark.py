@@ -129,7 +129,7 @@ def session(master: str | None, workers: int, conf: Mapping[str, str] | None = N
     spark.sparkContext.setLogLevel("ERROR")
     if interrupt is not None and threading.current_thread() is threading.main_thread():
         # PySpark's own Ctrl-C handler cancels every job and fails it with a Py4JJavaError; keep the caller's (the
-        # CLI stops at the next row; Python's raises KeyboardInterrupt): the run then cancels its own jobs
+        # CLI stops once the rows received are written; Python's raises KeyboardInterrupt): the run then cancels its jobs
         signal.signal(signal.SIGINT, interrupt)
     try:
         yield spark

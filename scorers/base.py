@@ -23,12 +23,13 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
+import math
 from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, ClassVar, Iterable, Mapping
 
 from ._aio import run_sync
-from ._util import did_you_mean, is_int, lazy, lazy_names
+from ._util import did_you_mean, is_int, is_number, lazy, lazy_names
 from ._version import __version__
 from .aggregate import Aggregator, MeanAggregator
 from .errors import ConfigError, PositionalArgumentError, ScorerError, ScorerInputError, UnknownArgumentError
@@ -105,6 +106,15 @@ class Scorer:
                 f"{self.name}: max_chars must be a positive integer or None, got {max_chars!r}", scorer=self.name
             )
         self.max_chars = max_chars
+
+    def _checked_timeout(self, timeout_s: float | None) -> float | None:
+        """``timeout_s`` when it is a positive, finite number of seconds or None (no limit); else a ConfigError."""
+        if timeout_s is not None and (not is_number(timeout_s) or not 0 < timeout_s < math.inf):
+            raise ConfigError(
+                f"{self.name}: timeout_s must be a positive number of seconds or None, got {timeout_s!r}",
+                scorer=self.name,
+            )
+        return timeout_s
 
     # ------------------------------------------------------------------ hooks
     def _score(self, **fields: Any) -> Score:

@@ -19,7 +19,7 @@ import re
 from functools import lru_cache, partial
 from typing import Any, Callable, Literal, Sequence, cast
 
-from ._util import import_rapidfuzz, is_int, is_number, json_error_reason, lazy
+from ._util import import_rapidfuzz, is_int, json_error_reason, lazy
 from .base import Scorer
 from .errors import ConfigError, ScorerError, ScorerInputError
 from .fields import Field, as_str, require, text_field, to_text
@@ -869,12 +869,7 @@ class RegexMatch(Scorer):
         name: str | None = None,
     ) -> None:
         super().__init__(name=name)
-        if timeout_s is not None and (not is_number(timeout_s) or not 0 < timeout_s < math.inf):
-            raise ConfigError(
-                f"{self.name}: timeout_s must be a positive number of seconds or None, got {timeout_s!r}",
-                scorer=self.name,
-            )
-        self.timeout_s = timeout_s
+        self.timeout_s = self._checked_timeout(timeout_s)
         self.pattern = pattern
         self.full = full
         self.ignore_case = ignore_case

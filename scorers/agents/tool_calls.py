@@ -15,12 +15,11 @@ LangChain, OpenTelemetry GenAI spans, or JSON text of one).
 from __future__ import annotations
 
 import json
-import math
 import sys
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
-from .._util import is_int, is_number
+from .._util import is_int
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError, ScorerInputError
 from ..fields import Field
@@ -413,12 +412,7 @@ class ToolCallValid(_ToolCallScorer):
         from .schemas import validators
 
         super().__init__(name=name)
-        if timeout_s is not None and (not is_number(timeout_s) or not 0 < timeout_s < math.inf):
-            raise ConfigError(
-                f"{self.name}: timeout_s must be a positive number of seconds or None, got {timeout_s!r}",
-                scorer=self.name,
-            )
-        self.timeout_s = timeout_s
+        self.timeout_s = self._checked_timeout(timeout_s)
         self.tools = tools
         self._tools_key = None
         if tools is not None:

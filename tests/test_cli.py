@@ -279,10 +279,13 @@ def test_run_with_a_judge_against_the_loopback_server(tmp_path, llm_server, fake
     cached = cli(*args, env=env)
     assert cached.returncode == 0, cached.stderr
     assert len(llm_server.chat_requests) - sent == 1  # only the failed row is asked again
-    uncached = cli(*args, "--no-cache", "--price", "judge-model=1000000,2000000", env=env)
+    summary_json = tmp_path / "summary.json"
+    priced = ("--price", "judge-model=1000000,2000000", "--summary-json", str(summary_json))
+    uncached = cli(*args, "--no-cache", *priced, env=env)
     assert uncached.returncode == 0
-    usage = json.loads(next(line for line in uncached.stderr.splitlines() if "usage:" in line).split("usage:", 1)[1])
+    usage = json.loads(summary_json.read_text())["scorers"]["Factuality"]["usage"]
     assert usage["cost_usd"] == pytest.approx(usage["prompt_tokens"] + 2 * usage["completion_tokens"])
+    assert f"cost ${usage['cost_usd']:.4f}" in uncached.stderr  # the summary says it in words
     assert len(llm_server.chat_requests) - sent == 1 + 3
 
 

@@ -57,11 +57,16 @@ def test_list_marks_the_scorers_whose_extra_is_not_installed(tmp_path):
         'Requires-Dist: no-such-package-xyz>=1; extra == "text"\nRequires-Dist: numpy; extra == "bert"\n'
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
-    listed = {row["name"]: row for row in json.loads(cli("list", "--json", env=env).stdout)}
+
+    def cli(*args: str) -> subprocess.CompletedProcess:  # from tmp_path: the checkout's own egg-info is not found first
+        command = [sys.executable, "-m", "scorers", *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+
+    listed = {row["name"]: row for row in json.loads(cli("list", "--json").stdout)}
     assert listed["BLEU"]["extra"] == "text" and listed["BLEU"]["missing"] == ["no-such-package-xyz"]
     assert listed["BERTScore"]["extra"] == "bert" and listed["BERTScore"]["missing"] == []
     assert "extra" not in listed["Levenshtein"]  # a core scorer needs no extra
-    table = {line.split()[0]: line for line in cli("list", env=env).stdout.splitlines()[1:]}
+    table = {line.split()[0]: line for line in cli("list").stdout.splitlines()[1:]}
     assert "[not installed: pip install 'scorers[text]']" in table["METEOR"]
     assert "not installed" not in table["BERTScore"] and "not installed" not in table["Levenshtein"]
 

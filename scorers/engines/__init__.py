@@ -12,7 +12,7 @@ summary as a local run. Ray, Spark and pyarrow are imported only when a run uses
 >>> import scorers
 >>> from scorers.engines import Local, Ray, Spark
 >>> Spark(master="local[4,3]")
-Spark(master='local[4,3]')
+Spark(master='local[4,3]', conf={})
 >>> run = scorers.evaluate([{"output": "a", "expected": "a"}], ["ExactMatch"], engine="local")
 >>> [r.scores for r in run]
 [{'ExactMatch': 1.0}]

@@ -97,7 +97,7 @@ def engine_named(engine: str | Engine) -> Engine:
     """``engine`` itself, or the engine registered under that name with its default options.
 
     >>> engine_named("spark"), engine_named(Ray(address="auto"))
-    (Spark(master=None), Ray(address='auto'))
+    (Spark(master=None, conf={}), Ray(address='auto'))
     """
     if isinstance(engine, Engine):
         return engine

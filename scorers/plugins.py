@@ -190,8 +190,11 @@ class Registry(Generic[T]):
                         self._load_entry_point(entry_point)
 
     def _load_entry_point(self, entry_point: importlib_metadata.EntryPoint) -> None:
+        key = self._fold(entry_point.name)
         try:
             loaded = entry_point.load()
+            if key in self._keys:  # its module registered it on import
+                return
             value = loaded if self._accept is None else self._accept(entry_point, loaded)
             if value is not None:
                 self._add(entry_point.name, value, (), replace=False)
@@ -201,10 +204,12 @@ class Registry(Generic[T]):
                 f"{type(exc).__name__}: {exc}"
             )
             warnings.warn(message, RuntimeWarning, stacklevel=4)
+            if key in self._keys:
+                return
             if self._placeholder is not None:
-                self._add(entry_point.name, self._placeholder(entry_point, message), (), replace=True)
+                self._add(entry_point.name, self._placeholder(entry_point, message), (), replace=False)
             else:
-                self._failures[self._fold(entry_point.name)] = (entry_point.name, message)
+                self._failures[key] = (entry_point.name, message)
 
     def _fold(self, name: str) -> str:
         return name if self._case_sensitive else name.lower()

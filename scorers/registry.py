@@ -1,9 +1,10 @@
-"""The scorer registry: a plain mapping from names to scorer factories.
+"""The scorer registry: names to scorer factories (:class:`Entry`), a :class:`scorers.plugins.Registry`.
 
 Names are case-insensitive and may have aliases. Third-party packages add
 scorers through the ``scorers`` entry-point group (each entry point names a
-:class:`~scorers.base.Scorer` subclass or a factory); YAML judge templates
-register into the same mapping.
+:class:`~scorers.base.Scorer` subclass or a factory, registered under the entry
+point's name; one that fails to load warns, and only its name fails); YAML judge
+templates register into the same mapping.
 
 >>> import scorers
 >>> scorers.get("levenshtein").name
@@ -14,13 +15,11 @@ True
 
 from __future__ import annotations
 
-import difflib
-import threading
-import warnings
 from dataclasses import dataclass, field
-from importlib import metadata as importlib_metadata
+from importlib.metadata import EntryPoint
 from typing import Any, Callable, Iterator
 
+from . import plugins
 from ._util import did_you_mean
 from .base import Scorer
 from .errors import ConfigError, UnknownScorerError
@@ -86,34 +85,21 @@ class Entry:
 
 
 class Registry:
-    """Case-insensitive mapping of scorer names (and aliases) to :class:`Entry`."""
+    """Case-insensitive mapping of scorer names (and aliases) to :class:`Entry` (a :class:`scorers.plugins.Registry`
+    read from the ``scorers`` entry-point group)."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, Entry] = {}
-        self._keys: dict[str, str] = {}
-        self._lock = threading.RLock()
-        self._plugins_loaded = False
-        self._loaders: list[Callable[["Registry"], None]] = []
+        self._entries: plugins.Registry[Entry] = plugins.Registry(
+            "scorer",
+            group=ENTRY_POINT_GROUP,
+            accept=self._plugin_entry,
+            placeholder=_failed_plugin,
+            unknown=_unknown_scorer,
+        )
 
     # -------------------------------------------------------------- writing
     def add(self, entry: Entry, *, replace: bool = False) -> Entry:
-        with self._lock:
-            for key in (entry.name, *entry.aliases):
-                owner = self._keys.get(key.lower())
-                if owner is not None and owner != entry.name and not replace:
-                    raise ConfigError(f"cannot register {entry.name!r}: the name {key!r} is taken by {owner!r}")
-            if entry.name in self._entries and not replace:
-                raise ConfigError(
-                    f"a scorer named {entry.name!r} is already registered ({self._entries[entry.name].source})"
-                )
-            old = self._entries.get(entry.name)
-            if old is not None:
-                for key in (old.name, *old.aliases):
-                    self._keys.pop(key.lower(), None)
-            self._entries[entry.name] = entry
-            for key in (entry.name, *entry.aliases):
-                self._keys[key.lower()] = entry.name
-            return entry
+        return self._entries.register(entry.name, entry, aliases=entry.aliases, replace=replace)
 
     def register(
         self,
@@ -137,21 +123,10 @@ class Registry:
         """
 
         def decorate(cls: type[Scorer]) -> type[Scorer]:
-            entry_name = name or cls.name or cls.__name__
-            doc = (cls.__doc__ or "").strip().splitlines()
-            self.add(
-                Entry(
-                    name=entry_name,
-                    factory=_factory(cls, entry_name),
-                    kind=kind or cls.kind,
-                    description=description or cls.description or (doc[0] if doc else ""),
-                    aliases=tuple(aliases),
-                    defaults=dict(defaults),
-                    scorer_class=cls,
-                    higher_is_better=cls.higher_is_better,
-                ),
-                replace=replace,
-            )
+            entry = _class_entry(cls, name or cls.name or cls.__name__, aliases=tuple(aliases), defaults=defaults)
+            entry.kind = kind or entry.kind
+            entry.description = description or entry.description
+            self.add(entry, replace=replace)
             return cls
 
         if isinstance(cls_or_name, type):
@@ -161,86 +136,82 @@ class Registry:
         return decorate
 
     def add_loader(self, loader: Callable[["Registry"], None]) -> None:
-        """Run ``loader(registry)`` lazily, before the first lookup (used for templates)."""
-        with self._lock:
-            self._loaders.append(loader)
+        """Run ``loader(registry)`` lazily, before the first lookup of a name not registered yet (used for
+        templates)."""
+        self._entries.add_loader(lambda: loader(self))
+
+    def _plugin_entry(self, entry_point: EntryPoint, target: Any) -> Entry | None:
+        """The entry of a ``scorers`` entry point: a Scorer subclass, or a factory of scorers."""
+        if isinstance(target, type) and issubclass(target, Scorer):
+            if target.__name__ in self._entries:  # its module registered it under its own name
+                return None
+            return _class_entry(target, entry_point.name, source=entry_point.value)
+        if callable(target):
+            description = (target.__doc__ or "").strip().split("\n")[0]
+            return Entry(entry_point.name, target, "plugin", description, source=entry_point.value)
+        raise TypeError(f"{target!r} is neither a Scorer subclass nor a factory of scorers")
 
     # -------------------------------------------------------------- reading
-    def _ensure_loaded(self) -> None:
-        with self._lock:
-            while self._loaders:
-                self._loaders.pop(0)(self)
-            if not self._plugins_loaded:
-                self._plugins_loaded = True
-                self._load_entry_points()
-
-    def _load_entry_points(self) -> None:
-        for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                target = ep.load()
-            except Exception as exc:  # a broken plugin must not break the library: only its own entry fails
-                message = f"entry point {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}"
-                warnings.warn(message, RuntimeWarning, stacklevel=2)
-                if ep.name.lower() not in self._keys:
-                    self.add(
-                        Entry(
-                            name=ep.name,
-                            factory=_failing(message, ep.name),
-                            kind="plugin",
-                            description=f"(failed to load) {message}",
-                            source=ep.value,
-                        )
-                    )
-                continue
-            if isinstance(target, type) and issubclass(target, Scorer):
-                if target.__name__ not in self._entries and ep.name.lower() not in self._keys:
-                    self.register(target, name=ep.name)
-            elif callable(target):
-                if ep.name.lower() not in self._keys:
-                    self.add(
-                        Entry(
-                            name=ep.name,
-                            factory=target,
-                            kind="plugin",
-                            description=(target.__doc__ or "").strip().split("\n")[0],
-                            source=ep.value,
-                        )
-                    )
-
     def entry(self, name: str) -> Entry:
         # A name registered already is the answer: templates and plugins never replace one, so the loaders
         # (YAML files, entry points: most of a cold call to a built-in scorer) run only for a name not found yet.
-        key = self._keys.get(name.lower())
-        if key is None:
-            self._ensure_loaded()
-            key = self._keys.get(name.lower())
-        if key is None:
-            lowered = {n.lower(): n for n in self._keys}
-            matches = difflib.get_close_matches(name.lower(), list(lowered), n=6, cutoff=0.6)
-            close = list(dict.fromkeys(self._keys[k] for k in matches))[:3]  # aliases of one scorer name it once
-            hint = f" Did you mean {', '.join(close)}?" if close else ""
-            raise UnknownScorerError(f"no scorer named {name!r}.{hint} See `python -m scorers list`.")
-        return self._entries[key]
+        return self._entries.get(name)
 
     def get(self, name: str, **params: Any) -> Scorer:
         return self.entry(name).create(**params)
 
     def names(self) -> list[str]:
-        self._ensure_loaded()
-        return sorted(self._entries, key=str.lower)
+        return sorted(self._entries.names(), key=str.lower)
 
     def entries(self) -> list[Entry]:
-        return [self._entries[n] for n in self.names()]
+        return [entry for _, entry in sorted(self._entries.items(), key=lambda item: item[0].lower())]
 
     def __contains__(self, name: object) -> bool:
-        self._ensure_loaded()
-        return isinstance(name, str) and name.lower() in self._keys
+        return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def __len__(self) -> int:
-        return len(self.names())
+        return len(self._entries)
+
+
+def _class_entry(
+    cls: type[Scorer],
+    name: str,
+    *,
+    aliases: tuple[str, ...] = (),
+    defaults: dict[str, Any] | None = None,
+    source: str = "builtin",
+) -> Entry:
+    doc = (cls.__doc__ or "").strip().splitlines()
+    return Entry(
+        name=name,
+        factory=_factory(cls, name),
+        kind=cls.kind,
+        description=cls.description or (doc[0] if doc else ""),
+        aliases=aliases,
+        defaults=dict(defaults or {}),
+        source=source,
+        scorer_class=cls,
+        higher_is_better=cls.higher_is_better,
+    )
+
+
+def _failed_plugin(entry_point: EntryPoint, message: str) -> Entry:
+    """What a plugin that failed to load stands as: an entry that raises ``message`` when built."""
+    return Entry(
+        entry_point.name,
+        _failing(message, entry_point.name),
+        "plugin",
+        f"(failed to load) {message}",
+        source=entry_point.value,
+    )
+
+
+def _unknown_scorer(name: str, close: list[str]) -> UnknownScorerError:
+    hint = f" Did you mean {', '.join(close)}?" if close else ""
+    return UnknownScorerError(f"no scorer named {name!r}.{hint} See `python -m scorers list`.")
 
 
 def _failing(message: str, name: str) -> ScorerFactory:

@@ -2,7 +2,8 @@
 
 Names are case-insensitive. The built-in engines are ``local``, ``ray`` and ``spark``; third-party packages add
 engines through the ``scorers.engines`` entry-point group (each entry point names an ``Engine`` subclass,
-registered under its ``name``). A plugin that fails to load warns and fails only when its engine is asked for.
+registered under the entry point's name). A plugin that fails to load warns and fails only when its engine is
+asked for.
 
 >>> registry.get("ray", address="auto")
 Ray(address='auto')
@@ -12,12 +13,11 @@ Ray(address='auto')
 
 from __future__ import annotations
 
-import threading
-import warnings
 from importlib import metadata as importlib_metadata
 from typing import Any, Iterable
 
 from ..errors import ConfigError
+from ..plugins import Registry
 from .base import Engine
 from .local import Local
 from .ray import Ray
@@ -32,24 +32,13 @@ class EngineRegistry:
     """Case-insensitive mapping of engine names to :class:`~scorers.engines.Engine` classes."""
 
     def __init__(self, builtins: Iterable[type[Engine]] = ()) -> None:
-        self._classes: dict[str, type[Engine]] = {}
-        self._failures: dict[str, str] = {}  # name -> why its plugin did not load
-        self._lock = threading.RLock()
-        self._plugins_loaded = False
+        self._classes: Registry[type[Engine]] = Registry("engine", group=ENTRY_POINT_GROUP, accept=_engine_class)
         for cls in builtins:
             self.register(cls)
 
     def register(self, cls: type[Engine], *, replace: bool = False) -> type[Engine]:
         """Register ``cls`` under its ``name`` (usable as a class decorator)."""
-        if not (isinstance(cls, type) and issubclass(cls, Engine)):
-            raise ConfigError(f"cannot register {cls!r} as an engine: not a subclass of scorers.engines.Engine")
-        key = cls.name.lower()
-        with self._lock:
-            if key in self._classes and self._classes[key] is not cls and not replace:
-                raise ConfigError(f"an engine named {cls.name!r} is already registered ({self._classes[key]!r})")
-            self._classes[key] = cls
-            self._failures.pop(key, None)
-        return cls
+        return self._classes.register(_engine_class(None, cls).name.lower(), cls, replace=replace)
 
     def get(self, name: str, **options: Any) -> Engine:
         """The engine registered as ``name`` with ``options`` (a wrong one is a ConfigError naming the engine)."""
@@ -57,36 +46,28 @@ class EngineRegistry:
 
     def engine_class(self, name: str) -> type[Engine]:
         """The class registered as ``name`` (case-insensitive); an unknown name is a ConfigError naming the others."""
-        self._load_plugins()
-        key = name.lower()
-        if key in self._failures:
-            raise ConfigError(self._failures[key])
-        if key not in self._classes:
-            raise ConfigError(f"unknown engine {name!r}; expected {', '.join(self.names())}")
-        return self._classes[key]
+        return self._classes.get(name)
 
     def names(self) -> list[str]:
         """Every engine's name, the built-in ones first."""
-        self._load_plugins()
-        return [*self._classes, *self._failures]
+        return self._classes.names()
 
-    def _load_plugins(self) -> None:
-        with self._lock:
-            if self._plugins_loaded:
-                return
-            self._plugins_loaded = True
-            for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
-                if ep.name.lower() in self._classes:
-                    continue
-                try:
-                    target = ep.load()
-                    if not (isinstance(target, type) and issubclass(target, Engine)):
-                        raise TypeError(f"{target!r} is not a subclass of scorers.engines.Engine")
-                    self.register(target)
-                except Exception as exc:  # a broken plugin must not break the library: only its own engine fails
-                    message = f"engine entry point {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}"
-                    warnings.warn(message, RuntimeWarning, stacklevel=3)
-                    self._failures[ep.name.lower()] = message
+    def options_help(self) -> str:
+        """Every registered engine's options, as ``--engine-option``'s help lists them (:meth:`Engine.options`).
+
+        >>> EngineRegistry([Local, Ray]).options_help().split(" (")[0]
+        'ray: address'
+        """
+        return "; ".join(
+            f"{name}: {key} ({text})" for name, cls in self._classes.items() for key, text in cls.options().items()
+        )
+
+
+def _engine_class(entry_point: importlib_metadata.EntryPoint | None, loaded: Any) -> type[Engine]:
+    """``loaded`` when it is an :class:`Engine` subclass (what an entry point may name)."""
+    if not (isinstance(loaded, type) and issubclass(loaded, Engine)):
+        raise ConfigError(f"cannot register {loaded!r} as an engine: not a subclass of scorers.engines.Engine")
+    return loaded
 
 
 #: The engines ``evaluate(engine=NAME)`` and ``--engine NAME`` know.

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from .. import engines
+from .. import engines, identity
 from ..base import Scorer
 from ..batch import BatchScorer
 from ..engines.local import score_jsonl
@@ -96,6 +96,12 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates:
         "scorer such as Hallucination; see list --json)",
     )
     p_run.add_argument("--resume", action="store_true", help="continue an interrupted run: skip rows already in OUT")
+    p_run.add_argument(
+        "--force",
+        action="store_true",
+        help="with --resume: append to OUT even though this run's configuration differs from the one that wrote it "
+        "(recorded in OUT.run.json)",
+    )
     p_run.add_argument(
         "--format", choices=["jsonl", "json", "csv", "parquet"], help="input format (default: from the extension)"
     )
@@ -184,6 +190,21 @@ def _resume_from(out: str, rows: Iterator[dict[str, Any]], scorers: Sequence[Sco
     return previous
 
 
+def _record_identity(args: argparse.Namespace, scorers: Sequence[Scorer], mapping: dict[str, str], start: int) -> None:
+    """Write the run's identity beside OUT; resumed, after checking it is the configuration that wrote OUT's rows."""
+    if not identity.has_sidecar(args.output):
+        return
+    config = identity.configuration(scorers, mapping)
+    if not args.resume:
+        identity.write_identity(args.output, [{"start": 0, **config}])
+        return
+    check = identity.check_resume(args.output, config, start, force=args.force, force_hint="--resume --force")
+    for note in check.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    if check.configurations is not None:
+        identity.write_identity(args.output, check.configurations)
+
+
 def _print_summary(summary: Summary, stream: Any) -> None:
     def fmt(value: Any) -> str:
         if value is None:
@@ -267,6 +288,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         and isinstance(engine, engines.Local)
         and not any(scorer.is_async for scorer in scorers)
     )
+    if args.force and not args.resume:
+        raise ConfigError(
+            "--force needs --resume (it appends to OUT under a configuration other than the one that wrote it)"
+        )
     if args.resume:
         if not args.output or args.output == "-" or parquet_out:
             raise ConfigError("--resume needs -o OUT.jsonl")
@@ -284,6 +309,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         stack.enter_context(writer)
         previous = _resume_from(args.output, rows, scorers) if args.resume else []
+        _record_identity(args, scorers, mapping, len(previous))
         return _score(args, scorers, mapping, thresholds, engine, source, rows, previous, writer)
 
 

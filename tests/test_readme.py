@@ -19,13 +19,19 @@ interpreter.
   command installs every extra), and that each file an option names exists.
 
 A failure names the block by its file and line (the test id ``README.md-L123`` / ``docs/judges.md-L120``).
+
+With ``SCORERS_BLOCK_OUTPUTS=DIR`` set, each block's stdout, stderr and the files it wrote are kept under
+``DIR/<file>-<hash of the block's text>/``: run it before and after a refactoring and ``diff -r`` the two folders
+to check that every documented command still prints and writes the same bytes (docs/development.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -342,6 +348,27 @@ def _run(block: Block, command: list[str], cwd: Path, env: dict[str, str]) -> su
         )
 
 
+def _keep_outputs(block: Block, run: subprocess.CompletedProcess[str], cwd: Path, skip: set[str]) -> None:
+    """Under ``$SCORERS_BLOCK_OUTPUTS``: the block's stdout, stderr and the plain files it wrote in ``cwd``."""
+    root = os.environ.get("SCORERS_BLOCK_OUTPUTS")
+    if not root:
+        return
+    digest = hashlib.sha256(block.text.encode()).hexdigest()[:12]
+    keep = Path(root) / f"{block.file.replace('/', '_')}-{digest}"
+    shutil.rmtree(keep, ignore_errors=True)
+    (keep / "files").mkdir(parents=True)
+    (keep / "stdout").write_text(run.stdout, encoding="utf-8")
+    (keep / "stderr").write_text(run.stderr, encoding="utf-8")
+    for folder, dirs, files in os.walk(cwd):  # links (the clone's own entries) are neither followed nor kept
+        dirs[:] = [d for d in dirs if d not in ("__pycache__", ".pytest_cache")]
+        for name in files:
+            path = Path(folder) / name
+            relative = path.relative_to(cwd).as_posix()
+            if not path.is_symlink() and relative not in skip:
+                (keep / "files" / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, keep / "files" / relative)
+
+
 # ----------------------------------------------------------------------------- the blocks
 @pytest.mark.parametrize("block", [b for b in RUN if b.lang == "python"], ids=lambda b: b.id)
 def test_python_block_runs_on_its_own(
@@ -356,6 +383,7 @@ def test_python_block_runs_on_its_own(
     path.write_text(block.text, encoding="utf-8")
     before = judge_server.request_count
     run = _run(block, command, project_folder, _env_for(block, user_env, first_command_path))
+    _keep_outputs(block, run, project_folder, {path.name})
     assert run.returncode == 0, _failure(block, run)
     if block.is_pytest_file:
         assert re.search(r"\b\d+ passed\b", run.stdout) and " failed" not in run.stdout, _failure(block, run)
@@ -371,6 +399,7 @@ def test_bash_block_runs(block: Block, clone_folder: Path, user_env: dict[str, s
         clone_folder,
         _env_for(block, user_env, first_command_path),
     )
+    _keep_outputs(block, run, clone_folder, set())
     assert run.returncode == 0, _failure(block, run)
 
 

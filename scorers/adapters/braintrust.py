@@ -69,7 +69,7 @@ from typing import Any
 from ..base import Scorer
 from ..errors import ConfigError, ScorerInputError
 from ..score import Score
-from ._common import build_scorer, plain_data, reads_calls
+from .common import build_scorer, plain_data, reads_calls
 
 __all__ = ["DROPPED", "BraintrustScorer", "scorer", "scorers"]
 

@@ -78,7 +78,7 @@ from ..agents.model import ToolCall, freeze
 from ..base import Scorer
 from ..errors import ConfigError, MissingExtraError, ScorerInputError, _rebuild
 from ..score import Score
-from ._common import build_scorer, check_field, conversation_field, reads_calls
+from .common import build_scorer, check_field, conversation_field, reads_calls
 
 if TYPE_CHECKING:
     from deepeval.metrics import BaseConversationalMetric, BaseMetric

@@ -76,7 +76,7 @@ from .._util import ABSENT, lookup
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError, ScorerInputError
 from ..score import Score
-from ._common import build_scorer, check_field, conversation_field, plain_data, reads_calls
+from .common import build_scorer, check_field, conversation_field, plain_data, reads_calls
 
 __all__ = ["evaluator", "SOURCES"]
 

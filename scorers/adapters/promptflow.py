@@ -53,7 +53,7 @@ from typing import Any, Mapping, Sequence, TypedDict
 
 from ..base import Scorer
 from ..errors import ConfigError, MissingExtraError, ScorerInputError
-from . import _common
+from . import common
 
 __all__ = ["LineScores", "ScorerFlow", "aggregate", "aggregate_scores", "build_scorers", "score_line"]
 
@@ -95,7 +95,7 @@ def build_scorers(
             f"promptflow adapter: name the scorers, a list or comma-separated names "
             f"(python -m scorers list), got {scorers!r}"
         )
-    return _common.build_scorers(items, params or {}, harness="promptflow adapter")
+    return common.build_scorers(items, params or {}, harness="promptflow adapter")
 
 
 def score_line(

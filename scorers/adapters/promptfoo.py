@@ -81,7 +81,7 @@ from .._util import ABSENT, is_number, lookup
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError, ScorerInputError
 from ..score import Score
-from ._common import build_scorers, reads_calls
+from .common import build_scorers, reads_calls
 
 __all__ = ["get_assert", "assertion_file", "provider_calls", "DEFAULT_THRESHOLD", "CONFIG_KEYS", "DEFAULT_FILE"]
 

@@ -42,7 +42,7 @@ from .._util import is_number
 from ..base import Scorer
 from ..errors import ScorerError
 from ..score import Score
-from ._common import build_scorer
+from .common import build_scorer
 
 try:  # pluggy comes with pytest; without it the hooks below are plain functions nobody calls
     from pluggy import HookimplMarker

@@ -21,7 +21,7 @@ import yaml
 
 import scorers
 from scorers import ConfigError, Scorer, text_field
-from scorers.adapters import _common, promptfoo
+from scorers.adapters import common, promptfoo
 from scorers.adapters.promptfoo import get_assert
 from scorers.errors import UnknownScorerError
 from scorers.testing import LoopbackLLM, Reply
@@ -355,9 +355,9 @@ class MaybeSkips(Scorer):
 
 @pytest.fixture
 def maybe_skips(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_get = _common.get  # the adapters build every scorer through _common
+    real_get = common.get  # the adapters build every scorer through common
     monkeypatch.setattr(
-        _common, "get", lambda name, **params: MaybeSkips() if name == "MaybeSkips" else real_get(name, **params)
+        common, "get", lambda name, **params: MaybeSkips() if name == "MaybeSkips" else real_get(name, **params)
     )
 
 

@@ -1,4 +1,4 @@
-"""What the harness adapters share: the scorer they wrap and the checks on a field mapping.
+"""The building blocks of a harness adapter, public so that a new adapter (docs/development.md) uses what ours use.
 
 - :func:`build_scorer`: a registered name built with its parameters, or an instance (parameters go only with a name);
 - :func:`build_scorers`: several of them, with parameters by scorer name, none listed twice;

@@ -9,7 +9,20 @@ scorer that failed on every row); 130 interrupted (Ctrl-C), 143 terminated
 (SIGTERM): rows already written stay valid and ``--resume`` continues.
 
 One module per command (``run``, ``catalog``: list and show, ``check``: check and
-schema, ...), each with its ``COMMANDS``; :mod:`scorers.cli.parser` holds the table.
+schema, ...), each with its ``COMMANDS``; :mod:`scorers.cli.parser` registers them. A plugin package adds a
+command as an entry point of the ``scorers.commands`` group naming a :class:`Command`:
+
+>>> def add_parser(sub, templates):
+...     sub.add_parser("hello", help="say hello").add_argument("name")
+>>> def say_hello(args):
+...     print(f"hello {args.name}")
+...     return 0
+>>> from scorers.cli.parser import COMMANDS
+>>> hello = COMMANDS.register("hello", Command(add_parser, say_hello))
+>>> main(["hello", "Ada"])
+hello Ada
+0
+>>> COMMANDS.remove("hello")
 """
 
 from __future__ import annotations
@@ -18,11 +31,12 @@ import sys
 from typing import Sequence
 
 from ..errors import ScorerError
+from ._common import Command
 from .catalog import describe
 from .parser import COMMANDS, build_parser
 from .run import _print_summary  # noqa: F401  (tests import it from here)
 
-__all__ = ["main", "build_parser", "describe"]
+__all__ = ["main", "build_parser", "describe", "Command"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ..judges.discovery import add_template_dir
 
             add_template_dir(directory)
-        return COMMANDS[args.command].run(args)
+        return COMMANDS.get(args.command).run(args)
     except ScorerError as exc:  # DataError, ConfigError, ... all derive from it
         print(f"error: {exc}", file=sys.stderr)
         return 2

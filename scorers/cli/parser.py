@@ -1,10 +1,19 @@
-"""The parser of ``python -m scorers``: one subparser per command, from the table of command modules."""
+"""The parser of ``python -m scorers``: one subparser per command, from the registry of commands.
+
+The built-in commands are the ``COMMANDS`` of the command modules; a plugin package adds a command through the
+``scorers.commands`` entry-point group (each entry point names a :class:`~scorers.cli.Command`, the command's
+name is the entry point's). A plugin that fails to load warns; its command is listed and says why when run.
+"""
 
 from __future__ import annotations
 
 import argparse
+from importlib.metadata import EntryPoint
+from typing import Any
 
 from .. import __version__
+from ..errors import ConfigError
+from ..plugins import Registry
 from . import catalog, check, compare, correlate, loopback, meta_eval, promptfoo, report, run
 from ._common import EXIT_CODES, Command
 
@@ -20,21 +29,38 @@ examples:
 """
 )
 
-# Every command, in the order `--help` lists them: adding a command is a module with its COMMANDS and a line here
-# (and its name in USAGE).
-COMMANDS: dict[str, Command] = {
-    **catalog.COMMANDS,  # list, show
-    **check.COMMANDS,  # check, schema
-    **promptfoo.COMMANDS,
-    **run.COMMANDS,
-    **report.COMMANDS,
-    **meta_eval.COMMANDS,
-    **compare.COMMANDS,
-    **correlate.COMMANDS,
-    **loopback.COMMANDS,
-}
+ENTRY_POINT_GROUP = "scorers.commands"
 
-# The commands as the usage line shows them: run third.
+
+def _command(entry_point: EntryPoint, loaded: Any) -> Command:
+    """What a ``scorers.commands`` entry point names: a :class:`~scorers.cli.Command`."""
+    if not isinstance(loaded, Command):
+        raise TypeError(f"{loaded!r} is not a scorers.cli.Command")
+    return loaded
+
+
+def _failed_command(entry_point: EntryPoint, message: str) -> Command:
+    """What a command whose plugin failed to load stands as: listed, and its run is the error (exit 2)."""
+
+    def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], _: argparse.ArgumentParser) -> None:
+        sub.add_parser(entry_point.name, help=f"(failed to load) {message}")
+
+    def fail(_: argparse.Namespace) -> int:
+        raise ConfigError(message)
+
+    return Command(add_parser, fail)
+
+
+#: Every command, in the order `--help` lists them (the built-in ones, then the plugins'): adding a command is a
+#: module with its COMMANDS and a line here (and its name in USAGE), or an entry point of a plugin package.
+COMMANDS: Registry[Command] = Registry(
+    "command", group=ENTRY_POINT_GROUP, case_sensitive=True, accept=_command, placeholder=_failed_command
+)
+for _module in (catalog, check, promptfoo, run, report, meta_eval, compare, correlate, loopback):
+    for _name, _builtin in _module.COMMANDS.items():
+        COMMANDS.register(_name, _builtin)
+
+# The built-in commands as the usage line shows them (run third), before the plugins'.
 USAGE = (
     "list",
     "show",
@@ -53,7 +79,7 @@ USAGE = (
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command; ``args.command`` names the one given.
 
-    >>> sorted(USAGE) == sorted(COMMANDS)
+    >>> sorted(USAGE) == sorted(COMMANDS)  # (with no plugin installed)
     True
     >>> build_parser().parse_args(["show", "BLEU"]).command
     'show'
@@ -65,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"scorers {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(USAGE) + "}")
+    names = [*USAGE, *(name for name in COMMANDS.names() if name not in USAGE)]
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(names) + "}")
     templates = argparse.ArgumentParser(add_help=False)
     templates.add_argument(
         "--templates",
@@ -74,6 +101,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="also register the judge templates in DIR (repeatable; like SCORERS_TEMPLATES)",
     )
-    for command in COMMANDS.values():
+    for _, command in COMMANDS.items():
         command.add_parser(sub, templates)
     return parser

@@ -5,7 +5,7 @@ loop; :class:`TemplatedJudge` (the template kinds: classifier, rubric, rating, g
 pairwise, and any kind a module adds) and :class:`~scorers.judges.rag.MultiStepJudge`
 (RAG metrics, SelfCheck) sit under it. A template kind is one subclass of
 :class:`TemplatedJudge` naming its spec model, which registers the kind everywhere
-(:data:`KIND_CLASSES`, :mod:`scorers.judges.spec`).
+(:func:`scorers.judges.spec.add_kind`: the one registry of kinds).
 
 Batches read the cache once for every row and send only the misses, concurrently.
 :class:`ReplyFormat` turns a JSON schema into the request parts of each response
@@ -45,14 +45,11 @@ from ..llm.usage import Usage, as_failed, call_usage, summed_usage
 from ..score import Score
 from .conversation import budget_metadata
 from .spec import RequestSettings, TemplateSpec, add_kind, kind_of, validate_model
-from .spec import remove_kind as remove_kind_model
 from .template import JudgeTemplate, mustache_to_jinja, render_value
 
 __all__ = [
     "LLMJudge",
     "TemplatedJudge",
-    "KIND_CLASSES",
-    "remove_kind",
     "ReplyFormat",
     "JudgeAggregator",
     "REASONS_DESCRIPTION",
@@ -665,17 +662,6 @@ def _validated(name: str, model: type[Any], data: Mapping[str, Any]) -> Any:
     return spec
 
 
-#: The judge class of each template kind (``kind:``), filled by :class:`TemplatedJudge` subclasses that name
-#: their ``spec_model``; :mod:`scorers.judges.spec` holds the kinds' models, in the same registration.
-KIND_CLASSES: dict[str, type["TemplatedJudge"]] = {}
-
-
-def remove_kind(kind: str) -> None:
-    """Forget a template kind: its judge class and its spec model (a test's toy kind); unknown kinds are ignored."""
-    KIND_CLASSES.pop(kind, None)
-    remove_kind_model(kind)
-
-
 class TemplatedJudge(LLMJudge):
     """Base of the template kinds: a prompt (or messages) rendered per row, the reply read as the kind's verdict.
 
@@ -749,12 +735,7 @@ class TemplatedJudge(LLMJudge):
         declared = cls.__dict__.get("judge_kind")
         if declared not in (None, kind):
             raise TypeError(f"{cls.__qualname__}: judge_kind {declared!r} differs from its spec model's kind {kind!r}")
-        other = KIND_CLASSES.get(kind)
-        if other is not None and f"{other.__module__}.{other.__qualname__}" != f"{cls.__module__}.{cls.__qualname__}":
-            raise ValueError(f"judge kind {kind!r} is already registered, by {other.__module__}.{other.__qualname__}")
-        add_kind(model)
-        cls.judge_kind = kind
-        KIND_CLASSES[kind] = cls
+        cls.judge_kind = add_kind(cls)
 
     def __init__(
         self,
@@ -1004,9 +985,9 @@ def _template_parameters() -> tuple[list[inspect.Parameter], list[inspect.Parame
 
 def _constructor(cls: type[TemplatedJudge]) -> Callable[..., None]:
     """A kind's ``__init__``: the template parameters around the kind's own, then the request settings (spelled
-    out in its signature, as :func:`takes_request_settings` does); it calls :meth:`TemplatedJudge._construct`.
-    Written as source, as :mod:`dataclasses` writes ``__init__``, so that a missing or extra argument is Python's
-    own ``TypeError`` naming the kind's ``__init__``."""
+    out in its signature, as :func:`takes_request_settings` does). The arguments are bound to that signature (a
+    missing or extra one is a ``TypeError`` naming the kind's ``__init__``) and passed to
+    :meth:`TemplatedJudge._construct`."""
     head, tail = _template_parameters()
     kind = cls._kind_parameters
     by_kind = {p.kind: [q for q in kind if q.kind is p.kind] for p in kind}
@@ -1014,34 +995,33 @@ def _constructor(cls: type[TemplatedJudge]) -> Callable[..., None]:
     keyword = [*by_kind.get(inspect.Parameter.KEYWORD_ONLY, []), *tail]
     if len(positional) + len(keyword) != len(head) + len(kind) + len(tail):
         raise TypeError(f"{cls.__qualname__}: a kind's parameters are positional-or-keyword or keyword-only")
-    empty = inspect.Parameter.empty
-    defaults = {p.name: p.default for p in (*positional, *keyword) if p.default is not empty}
-
-    def spelled(p: inspect.Parameter) -> str:
-        return p.name if p.default is empty else f"{p.name}=_defaults[{p.name!r}]"
-
-    def passed(parameters: Sequence[inspect.Parameter]) -> str:
-        return "{" + ", ".join(f"{p.name!r}: {p.name}" for p in parameters) + "}"
-
-    source = (
-        f"def __init__({', '.join(map(spelled, positional))}, *, {', '.join(map(spelled, keyword))}, **request):\n"
-        f"    _construct(self, {passed([*head[1:], *tail])}, {passed(kind)}, request)\n"
-    )
-    namespace: dict[str, Any] = {"_construct": TemplatedJudge._construct, "_defaults": defaults}
-    exec(source, namespace)  # noqa: S102 - the source is built from parameter names only
-    init: Callable[..., None] = namespace["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__module__ = cls.__module__
-    init.__doc__ = TemplatedJudge.__init__.__doc__
-    init.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    binding = inspect.Signature(
         [*positional, *keyword, inspect.Parameter("request", inspect.Parameter.VAR_KEYWORD, annotation="Any")],
         return_annotation="None",
     )
+    owner = f"{cls.__qualname__}.__init__()"
+    kind_names = [p.name for p in kind]
+
+    def __init__(self: TemplatedJudge, *args: Any, **kwargs: Any) -> None:
+        try:
+            bound = binding.bind(self, *args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{owner} {exc}") from None
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        del arguments["self"]
+        request = arguments.pop("request")
+        self._construct(arguments, {name: arguments.pop(name) for name in kind_names}, request)
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__module__ = cls.__module__
+    __init__.__doc__ = TemplatedJudge.__init__.__doc__
+    __init__.__signature__ = binding  # type: ignore[attr-defined]
     names = cls.request_setting_names()
     spell_out_keywords(
-        init, {name: RequestSettings.model_fields[name].annotation for name in names}, cls.request_defaults
+        __init__, {name: RequestSettings.model_fields[name].annotation for name in names}, cls.request_defaults
     )
-    return init
+    return __init__
 
 
 # -------------------------------------------------------------------- helpers

@@ -8,8 +8,8 @@ is read within the limits of :mod:`scorers.judges.limits`, so one that would cos
 without bound (a YAML "billion laughs", ``{{ 9 ** 9 ** 9 }}``) is such an invalid file:
 it costs the other judges nothing, and a run that does not use it goes on unwarned
 (it is not that run's configuration), while a run that names it stops at once. The judge
-class of each ``kind:`` is :data:`KIND_CLASSES` (:mod:`scorers.judges.base`), filled by the
-kinds' classes as they are defined.
+class of each ``kind:`` is :data:`KIND_CLASSES` (:mod:`scorers.judges.spec`: the one registry of kinds),
+filled by the kinds' classes as they are defined.
 
 >>> judge = build_judge(parse_template({"kind": "rating", "prompt": "Rate {{output}}", "scale": {"min": 1, "max": 3}},
 ...                                    name="Tiny"))
@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .._util import memoize
 from ..errors import ConfigError, TemplateError
-from .base import KIND_CLASSES, TemplatedJudge
+from .base import TemplatedJudge
 from .formats import Definition, Problem, camel_case, parse_document, read_file
+from .spec import KIND_CLASSES
 
 if TYPE_CHECKING:
     from ..registry import Registry
@@ -55,7 +56,8 @@ TEMPLATE_SUFFIXES = (".yaml", ".yml")
 
 def build_judge(definition: Definition, **overrides: Any) -> TemplatedJudge:
     """The judge a definition describes; keyword arguments override its settings."""
-    return KIND_CLASSES[definition.kind].from_definition(definition.template, definition.settings, **overrides)
+    judge_class: type[TemplatedJudge] = KIND_CLASSES[definition.kind]
+    return judge_class.from_definition(definition.template, definition.settings, **overrides)
 
 
 def parse_template(data: Mapping[str, Any], *, name: str = "Judge", file: str | None = None) -> Definition:

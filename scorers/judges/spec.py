@@ -13,12 +13,13 @@ every problem, each located by its key. The models export a JSON Schema
 >>> problems
 [('choice_scores.Y', 'must be a number in [0, 1], got 2')]
 
-The kinds are a registry: a judge class that names its spec model (a :class:`TemplateSpec`
-subclass whose ``kind`` is one literal) adds it with :func:`add_kind`, and :data:`KINDS`,
-the discriminated union (:data:`JudgeSpec`) and the JSON Schema are derived from the
-registry when they are needed (a kind added later is in them from then on). This module
-defines the built-in kinds' models and never imports a judge; the built-in judge classes
-register them when :mod:`scorers.judges` is imported. Kinds are listed (``KINDS``, the
+The kinds are one registry (:func:`add_kind`, :data:`KIND_CLASSES`): a judge class that names
+its spec model (a :class:`TemplateSpec` subclass whose ``kind`` is one literal) is added under
+that kind, and :data:`KINDS`, the discriminated union (:data:`JudgeSpec`), the JSON Schema and
+the class that builds each kind's judges are all read from it when they are needed (a kind
+added later is in them from then on). This module defines the built-in kinds' models and never
+imports a judge; the built-in judge classes register themselves when :mod:`scorers.judges` is
+imported. Kinds are listed (``KINDS``, the
 schema's ``oneOf``) in the order their models were defined, whatever the order of imports.
 """
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 import string
+from types import MappingProxyType
 from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
@@ -58,6 +60,7 @@ __all__ = [
     "COMMON_SETTINGS",
     "add_kind",
     "remove_kind",
+    "KIND_CLASSES",
     "kind_model",
     "kind_of",
 ]
@@ -412,13 +415,16 @@ class PairwiseSpec(TemplateSpec):
 
 
 # ---------------------------------------------------------------- the kinds
-#: The spec model of each registered kind, in registration order (:func:`add_kind`).
-_KIND_MODELS: dict[str, type[TemplateSpec]] = {}
+#: The one registry of judge kinds: each kind's judge class (whose ``spec_model`` is the kind's spec model), in
+#: the order the models were defined (:func:`add_kind`).
+_KINDS: dict[str, type] = {}
+#: A read-only view of the registry: kind → judge class.
+KIND_CLASSES: Mapping[str, type] = MappingProxyType(_KINDS)
 #: The discriminated union of the registered kinds, built on first use after a change.
 _UNION: list[Any] = []
 
 
-def kind_of(model: type[BaseModel]) -> str:
+def kind_of(model: Any) -> str:
     """The kind a spec model declares: the one value of its ``kind: Literal[...]`` field.
 
     >>> kind_of(RatingSpec)
@@ -434,33 +440,41 @@ def kind_of(model: type[BaseModel]) -> str:
     return values[0]
 
 
-def add_kind(model: type[TemplateSpec]) -> str:
-    """Register ``model`` as the spec of its kind (see :func:`kind_of`); returns the kind.
+def add_kind(judge: type) -> str:
+    """Register the judge class ``judge`` under the kind its ``spec_model`` declares (see :func:`kind_of`); returns
+    the kind. The kind's spec validation, JSON Schema and judge class all come from this one entry.
 
-    A kind is taken once: registering another model under a taken kind is a ``ValueError``
-    (the same class, or one defined again by the same module and name, replaces it).
+    A :class:`~scorers.judges.TemplatedJudge` subclass naming a ``spec_model`` calls it when it is defined. A
+    kind is taken once: registering another class under a taken kind is a ``ValueError`` (the same class, or
+    one defined again by the same module and name, replaces it).
     """
-    kind = kind_of(model)
-    other = _KIND_MODELS.get(kind)
-    if other is not None and other is not model and _qualified(other) != _qualified(model):
+    kind = kind_of(getattr(judge, "spec_model", None))
+    other = _KINDS.get(kind)
+    if other is not None and other is not judge and _qualified(other) != _qualified(judge):
         raise ValueError(f"judge kind {kind!r} is already registered, by {_qualified(other)}")
-    _KIND_MODELS[kind] = model
-    ordered = sorted(_KIND_MODELS.items(), key=lambda item: _DEFINED.get(item[1], len(_DEFINED)))
-    _KIND_MODELS.clear()
-    _KIND_MODELS.update(ordered)
+    _KINDS[kind] = judge
+    ordered = sorted(_KINDS.items(), key=lambda item: _DEFINED.get(_model(item[1]), len(_DEFINED)))
+    _KINDS.clear()
+    _KINDS.update(ordered)
     _UNION.clear()
     return kind
 
 
 def remove_kind(kind: str) -> None:
-    """Forget a registered kind (a test's toy kind); unknown kinds are ignored."""
-    if _KIND_MODELS.pop(kind, None) is not None:
+    """Forget a registered kind, its judge class and its spec model (a test's toy kind); unknown kinds are
+    ignored."""
+    if _KINDS.pop(kind, None) is not None:
         _UNION.clear()
 
 
 def kind_model(kind: str) -> type[TemplateSpec]:
     """The spec model of a registered kind (``KeyError`` otherwise)."""
-    return _KIND_MODELS[kind]
+    return _model(_KINDS[kind])
+
+
+def _model(judge: type) -> type[TemplateSpec]:
+    model: type[TemplateSpec] = getattr(judge, "spec_model")
+    return model
 
 
 def _qualified(model: type) -> str:
@@ -468,15 +482,15 @@ def _qualified(model: type) -> str:
 
 
 def _kinds() -> tuple[str, ...]:
-    return tuple(_KIND_MODELS)
+    return tuple(_KINDS)
 
 
 def _union() -> tuple[Any, TypeAdapter[Any]]:
     """``(JudgeSpec, its TypeAdapter)`` over the registered kinds, cached until the registry changes."""
     if not _UNION:
-        if not _KIND_MODELS:
+        if not _KINDS:
             raise RuntimeError("no judge kind is registered: import scorers.judges, which registers the built-in kinds")
-        models = tuple(_KIND_MODELS.values())
+        models = tuple(map(_model, _KINDS.values()))
         # one kind is its model (a discriminator needs a union)
         union: Any = Annotated[Union[models], Field(discriminator="kind")] if len(models) > 1 else models[0]
         _UNION[:] = [union, TypeAdapter(union)]
@@ -501,10 +515,10 @@ def validate_spec(data: Mapping[str, Any]) -> tuple[Any, list[tuple[str, str]]]:
         return None, [("", "a judge spec must be a mapping")]
     data = dict(data)
     kind = data.setdefault("kind", "classifier")
-    model = _KIND_MODELS.get(kind) if isinstance(kind, str) else None
-    if model is None:
+    judge = _KINDS.get(kind) if isinstance(kind, str) else None
+    if judge is None:
         return None, [("kind", f"must be one of {' | '.join(_kinds())}, got {kind!r}")]
-    return validate_model(model, data)
+    return validate_model(_model(judge), data)
 
 
 def validate_model(model: type[BaseModel], data: Mapping[str, Any]) -> tuple[Any, list[tuple[str, str]]]:

@@ -20,8 +20,8 @@ import pytest
 
 from scorers.errors import ConfigError, TemplateError
 from scorers.judges import spec as spec_module
-from scorers.judges.base import KIND_CLASSES, remove_kind
 from scorers.judges.discovery import build_judge, check_templates, load_template_file, parse_template
+from scorers.judges.spec import KIND_CLASSES, remove_kind
 from scorers.llm import LLMEngine
 from scorers.testing import LoopbackLLM, Reply
 

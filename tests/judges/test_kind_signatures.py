@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import pytest
 
 from scorers.judges import GEvalJudge, LLMClassifier, PairwiseJudge, RatingJudge, RubricJudge
-from scorers.judges.base import remove_kind
+from scorers.judges.spec import remove_kind
 
 MODULE = f"{__package__}.yesno_kind" if __package__ else "yesno_kind"
 

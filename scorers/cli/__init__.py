@@ -10,14 +10,14 @@ scorer that failed on every row); 130 interrupted (Ctrl-C), 143 terminated
 
 One module per command (``run``, ``catalog``: list and show, ``check``: check and
 schema, ...), each with its ``COMMANDS``; :mod:`scorers.cli.parser` registers them. A plugin package adds a
-command as an entry point of the ``scorers.commands`` group naming a :class:`Command`:
+command as an entry point of the ``scorers.commands`` group naming a :class:`Command` (or registers one in
+:data:`COMMANDS`):
 
 >>> def add_parser(sub, templates):
 ...     sub.add_parser("hello", help="say hello").add_argument("name")
 >>> def say_hello(args):
 ...     print(f"hello {args.name}")
 ...     return 0
->>> from scorers.cli.parser import COMMANDS
 >>> hello = COMMANDS.register("hello", Command(add_parser, say_hello))
 >>> main(["hello", "Ada"])
 hello Ada
@@ -36,7 +36,7 @@ from .catalog import describe
 from .parser import COMMANDS, build_parser
 from .run import _print_summary  # noqa: F401  (tests import it from here)
 
-__all__ = ["main", "build_parser", "describe", "Command"]
+__all__ = ["main", "build_parser", "describe", "Command", "COMMANDS"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

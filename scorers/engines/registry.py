@@ -53,7 +53,7 @@ class EngineRegistry:
         return self._classes.names()
 
     def options_help(self) -> str:
-        """Every registered engine's options, as ``--engine-option``'s help lists them (:meth:`Engine.options`).
+        """Every registered engine's options, as ``--engine-option``'s help lists them (``Engine.options()``).
 
         >>> EngineRegistry([Local, Ray]).options_help().split(" (")[0]
         'ray: address'

@@ -56,7 +56,7 @@ TEMPLATE_SUFFIXES = (".yaml", ".yml")
 
 def build_judge(definition: Definition, **overrides: Any) -> TemplatedJudge:
     """The judge a definition describes; keyword arguments override its settings."""
-    judge_class: type[TemplatedJudge] = KIND_CLASSES[definition.kind]
+    judge_class: type[TemplatedJudge] = KIND_CLASSES.get(definition.kind)
     return judge_class.from_definition(definition.template, definition.settings, **overrides)
 
 

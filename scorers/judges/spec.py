@@ -28,13 +28,13 @@ from __future__ import annotations
 import math
 import re
 import string
-from types import MappingProxyType
 from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from .._util import is_number
 from ..llm.protocol import extra_conflict
+from ..plugins import Registry
 from .conversation import DEFAULT_MAX_TOKENS
 
 # KINDS and JudgeSpec are computed on first read (module __getattr__), from the kinds registered by then.
@@ -61,6 +61,7 @@ __all__ = [
     "add_kind",
     "remove_kind",
     "KIND_CLASSES",
+    "ENTRY_POINT_GROUP",
     "kind_model",
     "kind_of",
 ]
@@ -415,11 +416,22 @@ class PairwiseSpec(TemplateSpec):
 
 
 # ---------------------------------------------------------------- the kinds
-#: The one registry of judge kinds: each kind's judge class (whose ``spec_model`` is the kind's spec model), in
-#: the order the models were defined (:func:`add_kind`).
-_KINDS: dict[str, type] = {}
-#: A read-only view of the registry: kind → judge class.
-KIND_CLASSES: Mapping[str, type] = MappingProxyType(_KINDS)
+#: The entry-point group a plugin package declares its judge kinds in (each names its judge class, or the module
+#: that defines it: importing it registers the kind).
+ENTRY_POINT_GROUP = "scorers.judge_kinds"
+
+
+def _judge_class(entry_point: Any, loaded: Any) -> type:
+    """Reached only when importing what the entry point names registered no kind of its name: an error."""
+    raise TypeError(
+        f"importing {loaded!r} registered no judge kind {entry_point.name!r}: the entry point's name is the kind "
+        "(its spec model's kind: Literal[...]) and it names the TemplatedJudge subclass, or its module"
+    )
+
+
+#: The one registry of judge kinds: kind → judge class (whose ``spec_model`` is the kind's spec model). A kind's
+#: validation, JSON Schema and judges all come from its one entry (:func:`add_kind`).
+KIND_CLASSES: Registry[type] = Registry("judge kind", group=ENTRY_POINT_GROUP, case_sensitive=True, accept=_judge_class)
 #: The discriminated union of the registered kinds, built on first use after a change.
 _UNION: list[Any] = []
 
@@ -449,13 +461,10 @@ def add_kind(judge: type) -> str:
     one defined again by the same module and name, replaces it).
     """
     kind = kind_of(getattr(judge, "spec_model", None))
-    other = _KINDS.get(kind)
+    other = KIND_CLASSES.get(kind) if kind in KIND_CLASSES else None
     if other is not None and other is not judge and _qualified(other) != _qualified(judge):
         raise ValueError(f"judge kind {kind!r} is already registered, by {_qualified(other)}")
-    _KINDS[kind] = judge
-    ordered = sorted(_KINDS.items(), key=lambda item: _DEFINED.get(_model(item[1]), len(_DEFINED)))
-    _KINDS.clear()
-    _KINDS.update(ordered)
+    KIND_CLASSES.register(kind, judge, replace=True)
     _UNION.clear()
     return kind
 
@@ -463,13 +472,14 @@ def add_kind(judge: type) -> str:
 def remove_kind(kind: str) -> None:
     """Forget a registered kind, its judge class and its spec model (a test's toy kind); unknown kinds are
     ignored."""
-    if _KINDS.pop(kind, None) is not None:
+    if kind in KIND_CLASSES:
+        KIND_CLASSES.remove(kind)
         _UNION.clear()
 
 
 def kind_model(kind: str) -> type[TemplateSpec]:
-    """The spec model of a registered kind (``KeyError`` otherwise)."""
-    return _model(_KINDS[kind])
+    """The spec model of a registered kind (a ``ConfigError`` naming the kinds otherwise)."""
+    return _model(KIND_CLASSES.get(kind))
 
 
 def _model(judge: type) -> type[TemplateSpec]:
@@ -477,20 +487,26 @@ def _model(judge: type) -> type[TemplateSpec]:
     return model
 
 
+def _registered() -> dict[str, type[TemplateSpec]]:
+    """Each kind's spec model, in the order the models were defined (whatever the order of imports)."""
+    models = {kind: _model(judge) for kind, judge in KIND_CLASSES.items()}
+    return dict(sorted(models.items(), key=lambda item: _DEFINED.get(item[1], len(_DEFINED))))
+
+
 def _qualified(model: type) -> str:
     return f"{model.__module__}.{model.__qualname__}"
 
 
 def _kinds() -> tuple[str, ...]:
-    return tuple(_KINDS)
+    return tuple(_registered())
 
 
 def _union() -> tuple[Any, TypeAdapter[Any]]:
     """``(JudgeSpec, its TypeAdapter)`` over the registered kinds, cached until the registry changes."""
     if not _UNION:
-        if not _KINDS:
+        models = tuple(_registered().values())
+        if not models:
             raise RuntimeError("no judge kind is registered: import scorers.judges, which registers the built-in kinds")
-        models = tuple(map(_model, _KINDS.values()))
         # one kind is its model (a discriminator needs a union)
         union: Any = Annotated[Union[models], Field(discriminator="kind")] if len(models) > 1 else models[0]
         _UNION[:] = [union, TypeAdapter(union)]
@@ -515,10 +531,9 @@ def validate_spec(data: Mapping[str, Any]) -> tuple[Any, list[tuple[str, str]]]:
         return None, [("", "a judge spec must be a mapping")]
     data = dict(data)
     kind = data.setdefault("kind", "classifier")
-    judge = _KINDS.get(kind) if isinstance(kind, str) else None
-    if judge is None:
+    if not isinstance(kind, str) or kind not in KIND_CLASSES:
         return None, [("kind", f"must be one of {' | '.join(_kinds())}, got {kind!r}")]
-    return validate_model(_model(judge), data)
+    return validate_model(kind_model(kind), data)
 
 
 def validate_model(model: type[BaseModel], data: Mapping[str, Any]) -> tuple[Any, list[tuple[str, str]]]:

@@ -60,7 +60,7 @@ def template_file(tmp_path: Path) -> Path:
 
 def test_importing_the_module_registers_the_kind_and_forgetting_it_restores_the_builtins(yesno: ModuleType) -> None:
     assert spec_module.KINDS == (*BUILTIN, "yesno")
-    assert KIND_CLASSES["yesno"] is yesno.YesNoJudge and yesno.YesNoJudge.judge_kind == "yesno"
+    assert KIND_CLASSES.get("yesno") is yesno.YesNoJudge and yesno.YesNoJudge.judge_kind == "yesno"
     assert spec_module.kind_model("yesno") is yesno.YesNoSpec
     remove_kind("yesno")
     assert spec_module.KINDS == BUILTIN and "yesno" not in KIND_CLASSES
@@ -150,4 +150,4 @@ def test_a_second_class_cannot_take_a_registered_kind(yesno: ModuleType) -> None
 
     with pytest.raises(ValueError, match="judge kind 'yesno' is already registered"):
         type("OtherYesNo", (TemplatedJudge,), {"spec_model": yesno.YesNoSpec, "__module__": __name__})
-    assert KIND_CLASSES["yesno"] is yesno.YesNoJudge
+    assert KIND_CLASSES.get("yesno") is yesno.YesNoJudge

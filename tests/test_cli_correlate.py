@@ -12,7 +12,6 @@ import pytest
 import scipy.stats
 
 import scorers
-from scorers.cli import correlate as cli_correlate
 from scorers.cli import main
 from scorers.stats import correlation
 
@@ -187,15 +186,6 @@ def test_pairs(results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
         found["concordant"],
         found["discordant"],
         found["value"],
-    )
-
-
-def test_the_parser_names_agree_with_the_library() -> None:
-    assert cli_correlate.LEVELS == correlation.LEVELS
-    assert cli_correlate.COEFFICIENTS == correlation.COEFFICIENTS
-    assert (cli_correlate.DEFAULT_RESAMPLES, cli_correlate.DEFAULT_SEED) == (
-        correlation.DEFAULT_RESAMPLES,
-        correlation.DEFAULT_SEED,
     )
 
 

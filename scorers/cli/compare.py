@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
-from ._common import Command, file_path, parse_pairs, scorer_params
+from ..options import CompareOptions
+from ._common import Command, Flag, add_options, command_parser, file_path, options_of, parse_pairs, scorer_params
 
 COMPARE_EXIT_CODES = """exit codes:
   0    compared (nothing significantly worse, where --fail-if-worse asks)
@@ -15,11 +17,27 @@ COMPARE_EXIT_CODES = """exit codes:
 """
 
 
+def _scorer_params(items: list[str]) -> dict[str, dict[str, Any]]:
+    """``-p NAME.KEY=VALUE`` items as ``{NAME: {KEY: VALUE}}``."""
+    return scorer_params([key.rpartition(".")[0] for key, _ in parse_pairs(items, "--param")], items)
+
+
+#: The options of scorers.options.CompareOptions and how the command spells them.
+FLAGS = {
+    "key": Flag(metavar="FIELD"),
+    "test": Flag(),
+    "resamples": Flag(metavar="N"),
+    "seed": Flag(),
+    "alpha": Flag(),
+    "params": Flag(names=("-p", "--param"), metavar="NAME.KEY=VALUE", append=True, convert=_scorer_params),
+}
+
+
 def add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
-    p_compare = sub.add_parser(
+    p_compare = command_parser(
+        sub,
         "compare",
         help="compare results files of the same rows: intervals and paired significance tests",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=COMPARE_EXIT_CODES,
         description="Compare results files of `run` on the same rows; the first is the baseline. For every scorer "
         "in all files: each file's mean with a 95 % bootstrap interval (scipy.stats.bootstrap, BCa) "
@@ -36,38 +54,7 @@ def add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser], templa
         metavar="RESULTS.jsonl",
         help="results files of `run`; the first is the baseline",
     )
-    p_compare.add_argument(
-        "--key", metavar="FIELD", help="match rows by this field (or dotted path) instead of by position"
-    )
-    p_compare.add_argument(
-        "--test",
-        choices=["bs", "ar"],
-        default="bs",
-        help="paired bootstrap (bs, default) or approximate randomisation (ar)",
-    )
-    p_compare.add_argument(
-        "--resamples",
-        type=int,
-        metavar="N",
-        help="bootstrap resamples (bs, default 1000) or randomisation trials (ar, default "
-        "10000); intervals take N resamples under bs, 1000 under ar",
-    )
-    p_compare.add_argument("--seed", type=int, default=12345, help="seed of every draw (default: 12345, sacrebleu's)")
-    p_compare.add_argument(
-        "--alpha",
-        type=float,
-        default=0.05,
-        help="significance level of better/worse and --fail-if-worse (default: 0.05)",
-    )
-    p_compare.add_argument(
-        "-p",
-        "--param",
-        action="append",
-        default=[],
-        metavar="NAME.KEY=VALUE",
-        help="scorer parameter for the corpus figures, as for run (e.g. -p BLEU.tokenize=intl); "
-        "give the settings the run used",
-    )
+    add_options(p_compare, CompareOptions, FLAGS)
     p_compare.add_argument("--json", action="store_true", help="also print the comparison as JSON on stdout")
     p_compare.add_argument(
         "--fail-if-worse",
@@ -83,16 +70,7 @@ def add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser], templa
 def cmd_compare(args: argparse.Namespace) -> int:
     from ..stats import compare
 
-    names = [key.rpartition(".")[0] for key, _ in parse_pairs(args.param, "--param")]
-    comparison = compare(
-        args.files,
-        key=args.key,
-        test=args.test,
-        resamples=args.resamples,
-        seed=args.seed,
-        alpha=args.alpha,
-        params=scorer_params(names, args.param),
-    )
+    comparison = compare(args.files, **options_of(args, FLAGS))
     worse = {name: comparison.worse(name) for name in args.fail_if_worse}
     print(comparison.table(), file=sys.stderr)
     if args.json:

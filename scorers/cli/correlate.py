@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from ._common import Command, add_progress, file_path, wants_progress
+from ..options import CorrelateOptions
+from ._common import Command, Flag, add_options, add_progress, command_parser, file_path, options_of, wants_progress
 
 CORRELATE_EXIT_CODES = """exit codes:
   0    correlated
@@ -16,18 +17,29 @@ CORRELATE_EXIT_CODES = """exit codes:
 """
 
 
-# scorers.stats.correlation's LEVELS, COEFFICIENTS and defaults, written out so that building the parser imports
-# neither numpy nor scipy (tests/test_cli_correlate.py checks that they agree).
-LEVELS = ("summary", "system", "global")
-COEFFICIENTS = ("pearson", "spearman", "kendall_b", "kendall_c")
-DEFAULT_RESAMPLES, DEFAULT_SEED = 1000, 0
+#: The options of scorers.options.CorrelateOptions and how the command spells them.
+FLAGS = {
+    "human": Flag(metavar="COLUMN"),
+    "scorers": Flag(names=("-s", "--scorer"), metavar="SCORER"),
+    "group_by": Flag(metavar="FIELD"),
+    "system_key": Flag(metavar="FIELD"),
+    "levels": Flag(names=("--level",)),
+    "coefficients": Flag(names=("--coefficient",)),
+    "pairs": Flag(type=file_path, metavar="PAIRS.jsonl"),
+    "pairs_from": Flag(metavar="COLUMN"),
+    "min_difference": Flag(metavar="D"),
+    "compare": Flag(help="no tests between pairs of scorers"),
+    "resamples": Flag(metavar="N"),
+    "seed": Flag(),
+    "confidence": Flag(),
+}
 
 
 def add_correlate(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
-    p_correlate = sub.add_parser(
+    p_correlate = command_parser(
+        sub,
         "correlate",
         help="correlation of scorers with human scores: summary, system and global level, with tests",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=CORRELATE_EXIT_CODES,
         description="Correlate the scores of a results file of `run` with human scores held in its rows "
         "(see scorers.stats.correlation). Summary level: within each --group-by group (document), across its "
@@ -40,68 +52,7 @@ def add_correlate(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
     p_correlate.add_argument(
         "results", type=file_path, metavar="RESULTS.jsonl", help="results file of `run` with human score columns"
     )
-    p_correlate.add_argument(
-        "--human",
-        action="append",
-        default=[],
-        metavar="COLUMN",
-        help="row field (or dotted path) of a human score; repeatable",
-    )
-    p_correlate.add_argument(
-        "-s",
-        "--scorer",
-        action="append",
-        dest="scorers",
-        metavar="SCORER",
-        help="a scorer of the results file (repeatable; default: all of them)",
-    )
-    p_correlate.add_argument(
-        "--group-by", metavar="FIELD", help="field naming each row's group (document): summary level, bootstrap unit"
-    )
-    p_correlate.add_argument("--system-key", metavar="FIELD", help="field naming each row's system: system level")
-    p_correlate.add_argument(
-        "--level",
-        action="append",
-        dest="levels",
-        choices=LEVELS,
-        help="only this level (repeatable; default: every level the fields allow)",
-    )
-    p_correlate.add_argument(
-        "--coefficient",
-        action="append",
-        dest="coefficients",
-        choices=COEFFICIENTS,
-        help="only this coefficient (repeatable; default: all)",
-    )
-    p_correlate.add_argument(
-        "--pairs",
-        type=file_path,
-        metavar="PAIRS.jsonl",
-        help='preference pairs {"GROUP": g, "better": SYSTEM, "worse": SYSTEM}: WMT\'s Kendall-like tau',
-    )
-    p_correlate.add_argument(
-        "--pairs-from",
-        metavar="COLUMN",
-        help="form preference pairs from a human score: every two rows of a group that differ by more than "
-        "--min-difference (WMT's DARR)",
-    )
-    p_correlate.add_argument(
-        "--min-difference",
-        type=float,
-        default=0.0,
-        metavar="D",
-        help="--pairs-from: a pair needs human scores more than D apart (default: 0, any difference)",
-    )
-    p_correlate.add_argument("--no-compare", action="store_true", help="no tests between pairs of scorers")
-    p_correlate.add_argument(
-        "--resamples",
-        type=int,
-        default=DEFAULT_RESAMPLES,
-        metavar="N",
-        help=f"bootstrap resamples (default: {DEFAULT_RESAMPLES})",
-    )
-    p_correlate.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default: {DEFAULT_SEED})")
-    p_correlate.add_argument("--confidence", type=float, default=0.95, help="interval level (default: 0.95)")
+    add_options(p_correlate, CorrelateOptions, FLAGS)
     p_correlate.add_argument("--json", action="store_true", help="also print the figures as JSON on stdout")
     p_correlate.add_argument(
         "-o",
@@ -123,23 +74,7 @@ def cmd_correlate(args: argparse.Namespace) -> int:
     from ..stats.correlation import correlate
 
     bar, close = _progress_bar(args)
-    result = correlate(
-        args.results,
-        human=args.human,
-        scorers=args.scorers,
-        group_by=args.group_by,
-        system_key=args.system_key,
-        coefficients=args.coefficients or COEFFICIENTS,
-        levels=args.levels,
-        pairs=args.pairs,
-        pairs_from=args.pairs_from,
-        min_difference=args.min_difference,
-        compare=not args.no_compare,
-        resamples=args.resamples,
-        seed=args.seed,
-        confidence=args.confidence,
-        progress=bar,
-    )
+    result = correlate(args.results, **options_of(args, FLAGS), progress=bar)
     if close is not None:
         close()
     data = result.to_dict()

@@ -9,17 +9,17 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..io import read_rows
+from ..options import MetaEvalOptions
 from ..registry import registry
-from ._common import EXIT_CODES, Command, file_path, parse_pairs, scorer_params
+from ._common import Command, Flag, add_options, command_parser, file_path, options_of, parse_pairs, scorer_params
 
 
 def add_meta_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
-    p_meta = sub.add_parser(
+    p_meta = command_parser(
+        sub,
         "meta-eval",
         help="does a judge agree with human labels? accuracy, kappa, correlations, confusion",
         parents=[templates],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=EXIT_CODES,
         description="Run one judge over DATA, whose rows carry a human label, and report agreement with "
         "bootstrap confidence intervals (JSON to -o, a table on stderr; see scorers.stats.metaeval).",
     )
@@ -27,19 +27,7 @@ def add_meta_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
         "data", type=file_path, help="labelled rows (.jsonl, .json array, .csv/.tsv), or - for JSONL on stdin"
     )
     p_meta.add_argument("-s", "--scorer", required=True, dest="judge", metavar="JUDGE", help="the judge to grade")
-    p_meta.add_argument("--label", required=True, metavar="FIELD", help="field (or dotted path) of the human label")
-    p_meta.add_argument(
-        "--label-scores",
-        metavar="MAP",
-        help="label scores in [0, 1]: Y=1,N=0 or JSON (default: the judge's choice_scores or scale)",
-    )
-    p_meta.add_argument(
-        "--samples",
-        type=int,
-        default=1,
-        metavar="K",
-        help="judge each row K times (needs temperature > 0) and report stability",
-    )
+    add_options(p_meta, MetaEvalOptions, FLAGS)
     p_meta.add_argument(
         "--swap",
         action="store_true",
@@ -53,26 +41,16 @@ def add_meta_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
         metavar="JUDGE.KEY=VALUE",
         help="judge parameter, VALUE parsed as YAML (e.g. -p Factuality.temperature=0.7)",
     )
-    p_meta.add_argument(
-        "--map",
-        action="append",
-        default=[],
-        metavar="FIELD=COLUMN",
-        help="take a judge field from another column or dotted path",
-    )
-    p_meta.add_argument("--key", metavar="FIELD", help="field naming each row in the report (e.g. id)")
     p_meta.add_argument("-o", "--output", type=file_path, metavar="META.json", help="report file (default: stdout)")
     p_meta.add_argument("--format", choices=["jsonl", "json", "csv"], help="input format (default: from the extension)")
-    p_meta.add_argument("--concurrency", type=int, default=16, help="in-flight judge calls (default: 16)")
     p_meta.add_argument("--model", help="model of the judge (default: SCORERS_MODEL, else the library default)")
     p_meta.add_argument("--no-cache", action="store_true", help="do not read or write the LLM judge cache")
-    p_meta.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default: 2000)")
-    p_meta.add_argument("--confidence", type=float, default=0.95, help="confidence level (default: 0.95)")
-    p_meta.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
 
 
-def _label_scores(text: str) -> dict[str, float]:
-    """``--label-scores``: ``Y=1,N=0`` or a JSON object."""
+def _label_scores(text: str) -> dict[str, float] | None:
+    """``--label-scores``: ``Y=1,N=0`` or a JSON object (an empty one: none)."""
+    if not text:
+        return None
     if text.lstrip().startswith(("{", "[")):
         try:
             mapping = json.loads(text)
@@ -90,6 +68,24 @@ def _label_scores(text: str) -> dict[str, float]:
     return scores
 
 
+def _mapping(items: list[str]) -> dict[str, str]:
+    return dict(parse_pairs(items, "--map"))
+
+
+#: The options of scorers.options.MetaEvalOptions and how the command spells them.
+FLAGS = {
+    "label": Flag(metavar="FIELD"),
+    "label_scores": Flag(metavar="MAP", convert=_label_scores),
+    "samples": Flag(metavar="K"),
+    "key": Flag(metavar="FIELD"),
+    "mapping": Flag(names=("--map",), metavar="FIELD=COLUMN", append=True, convert=_mapping),
+    "concurrency": Flag(),
+    "resamples": Flag(),
+    "confidence": Flag(),
+    "seed": Flag(),
+}
+
+
 def cmd_meta_eval(args: argparse.Namespace) -> int:
     from ..judges import PairwiseJudge
     from ..stats.metaeval import meta_evaluate
@@ -104,19 +100,7 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
             raise ConfigError(f"--swap: {args.judge} is not a pairwise judge (kind: pairwise)")
         params["swap"] = True
     judge = registry.get(args.judge, **params)
-    report = meta_evaluate(
-        read_rows(args.data, args.format),
-        judge,
-        label=args.label,
-        label_scores=_label_scores(args.label_scores) if args.label_scores else None,
-        samples=args.samples,
-        key=args.key,
-        mapping=dict(parse_pairs(args.map, "--map")),
-        concurrency=args.concurrency,
-        resamples=args.resamples,
-        confidence=args.confidence,
-        seed=args.seed,
-    )
+    report = meta_evaluate(read_rows(args.data, args.format), judge, **options_of(args, FLAGS))
     text = json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str)
     if args.output and args.output != "-":
         Path(args.output).write_text(text + "\n", encoding="utf-8")

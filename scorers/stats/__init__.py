@@ -8,17 +8,23 @@ global level, with bootstrap intervals and tests between metrics (:mod:`scorers.
 
 from __future__ import annotations
 
+from ..options import CompareOptions, CorrelateOptions, MetaEvalOptions
 from .compare import Comparison, FigureComparison, SystemFigure, compare
-from .correlation import Correlation, correlate
+from .correlation import Correlation, compute_correlation, correlate, read_scores
 from .metaeval import MetaEvaluation, meta_evaluate
 
 __all__ = [
     "compare",
+    "CompareOptions",
     "Comparison",
     "FigureComparison",
     "SystemFigure",
     "correlate",
+    "CorrelateOptions",
+    "read_scores",
+    "compute_correlation",
     "Correlation",
     "meta_evaluate",
+    "MetaEvalOptions",
     "MetaEvaluation",
 ]

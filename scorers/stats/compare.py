@@ -34,6 +34,7 @@ is reported per file.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -41,10 +42,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .._util import ABSENT, is_int, lookup
+from .._util import ABSENT, lookup
 from ..aggregate import MeanAggregator, StatsAggregator
 from ..errors import ConfigError, DataError, UnknownScorerError
 from ..io import input_row, read_rows
+from ..options import COMPARE_RESAMPLES, TESTS, CompareOptions
 from ..registry import registry
 from ..score import Score
 from . import resample
@@ -61,12 +63,10 @@ __all__ = [
     "mean_interval",
 ]
 
-#: ``bs``: paired bootstrap; ``ar``: approximate randomisation.
-TESTS = ("bs", "ar")
 #: sacrebleu's defaults: 1000 bootstrap resamples, 10000 randomisation trials.
-DEFAULT_RESAMPLES = {"bs": 1000, "ar": 10000}
+DEFAULT_RESAMPLES = COMPARE_RESAMPLES
 #: sacrebleu's default seed (``SACREBLEU_SEED``).
-DEFAULT_SEED = 12345
+DEFAULT_SEED: int = CompareOptions.default("seed")
 CONFIDENCE = 0.95
 #: Fields of the task (not of the system's answer) that matched rows must agree on, where both files have them.
 CHECKED_FIELDS = ("input", "expected")
@@ -247,16 +247,7 @@ def format_p_value(p_value: float, alpha: float) -> str:
 LOWER_IS_BETTER_CORPUS = ("corpus_ter",)
 
 
-def compare(
-    files: Sequence[str | os.PathLike[str]],
-    *,
-    key: str | None = None,
-    test: str = "bs",
-    resamples: int | None = None,
-    seed: int = DEFAULT_SEED,
-    alpha: float = 0.05,
-    params: Mapping[str, Mapping[str, Any]] | None = None,
-) -> Comparison:
+def compare(files: Sequence[str | os.PathLike[str]], **options: Any) -> Comparison:
     """Compare results files of the same rows; the first file is the baseline.
 
     ``key``: match rows by this field (a dotted path allowed) instead of by
@@ -269,25 +260,24 @@ def compare(
     are the settings the run used. Raises :class:`DataError` when the files do not
     hold the same rows, :class:`ConfigError` for bad options.
     """
+    checked = CompareOptions(**options)
+    key, test, resamples, seed, alpha = checked.key, checked.test, checked.draws, checked.seed, checked.alpha
     paths = [os.fspath(f) for f in files]
     if len(paths) < 2:
         raise ConfigError(f"compare needs a baseline and at least one other results file, got {len(paths)} file(s)")
-    if test not in TESTS:
-        raise ConfigError(f"test {test!r}: choose bs (paired bootstrap) or ar (approximate randomisation)")
-    resamples = DEFAULT_RESAMPLES[test] if resamples is None else resamples
-    if not is_int(resamples) or resamples < 1:
-        raise ConfigError(f"resamples must be a positive integer, got {resamples!r}")
-    if not is_int(seed) or seed < 0:
-        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
-    if not 0.0 < alpha < 1.0:  # also refuses nan
-        raise ConfigError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
     aligned = align_rows(paths, [_read(path) for path in paths], key)
     names, not_compared = _scorer_names(paths, aligned)
-    params = _check_params(params or {}, names, aligned)
+    params = _check_params(checked.params or {}, names, aligned)
     figures: list[FigureComparison] = []
     for name in names:
         figures += _compare_scorer(name, paths, aligned, test, resamples, seed, alpha, params.get(name))
     return Comparison(tuple(paths), len(aligned[0]), key, test, resamples, seed, alpha, tuple(figures), not_compared)
+
+
+# inspect.signature reads __signature__: the options are CompareOptions' fields
+compare.__signature__ = CompareOptions.signature(  # type: ignore[attr-defined]
+    [inspect.Parameter("files", inspect.Parameter.POSITIONAL_OR_KEYWORD)], returns="Comparison"
+)
 
 
 # ------------------------------------------------------------------ reading and matching

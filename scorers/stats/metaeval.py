@@ -67,15 +67,17 @@ from __future__ import annotations
 
 import collections
 import copy
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .._util import ABSENT, is_int, is_number, lookup
+from .._util import ABSENT, lookup
 from ..base import Scorer
 from ..errors import ConfigError, DataError
+from ..options import MetaEvalOptions
 from ..runner import evaluate, resolve_scorers
 from . import agreement
 
@@ -260,20 +262,6 @@ def _choices(judge: Scorer) -> tuple[tuple[str, ...], dict[str, float]] | None:
     return None
 
 
-def _check_label_scores(label_scores: Mapping[str, float]) -> dict[str, float]:
-    checked = {}
-    for name, value in label_scores.items():
-        if not is_number(value) or not 0 <= value <= 1:
-            raise ConfigError(
-                f"label_scores: the score of label {name!r} must be a number in [0, 1] (judge scores "
-                f"lie there), got {value!r}"
-            )
-        checked[str(name)] = float(value)
-    if not checked:
-        raise ConfigError("label_scores is empty: give at least one label=score")
-    return checked
-
-
 def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
@@ -362,8 +350,6 @@ def _scale(
 # ---------------------------------------------------------------------- samples
 def _sample_judges(judge: Scorer, samples: int) -> list[Scorer]:
     """The judge once, or k copies that differ only in the request's ``seed`` (each cached apart)."""
-    if not is_int(samples) or samples < 1:
-        raise ConfigError(f"samples must be an integer of at least 1, got {samples!r}")
     if samples == 1:
         return [judge]
     from ..judges.base import LLMJudge
@@ -403,20 +389,7 @@ def _verdict(
 
 
 # ------------------------------------------------------------------ the report
-def meta_evaluate(
-    rows: Iterable[Mapping[str, Any]],
-    judge: Scorer | str,
-    *,
-    label: str,
-    label_scores: Mapping[str, float] | None = None,
-    samples: int = 1,
-    key: str | None = None,
-    mapping: Mapping[str, str] | None = None,
-    concurrency: int = 16,
-    resamples: int = 2000,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> MetaEvaluation:
+def meta_evaluate(rows: Iterable[Mapping[str, Any]], judge: Scorer | str, **options: Any) -> MetaEvaluation:
     """Judge ``rows`` and measure agreement with each row's human ``label`` (a field or dotted path).
 
     ``label_scores`` maps labels to scores in [0, 1]; ``samples`` judges each row that many times
@@ -426,11 +399,10 @@ def meta_evaluate(
     ``confidence``, seeded with ``seed``. A row without a usable label is a
     :class:`~scorers.errors.DataError` before any request. See the module docstring for the report.
     """
+    checked = MetaEvalOptions(**options)
+    label, samples, key, mapping = checked.label, checked.samples, checked.key, checked.mapping
+    concurrency, resamples, confidence, seed = checked.concurrency, checked.resamples, checked.confidence, checked.seed
     (judge,) = resolve_scorers([judge])
-    if not is_int(resamples) or resamples < 100:
-        raise ConfigError(f"resamples must be an integer of at least 100, got {resamples!r}")
-    if not 0 < confidence < 1:
-        raise ConfigError(f"confidence must lie in (0, 1), got {confidence!r}")
     judges = _sample_judges(judge, samples)
     rows = [dict(row) for row in rows]
     if not rows:
@@ -449,8 +421,7 @@ def meta_evaluate(
             if found is ABSENT:
                 raise DataError(f"row {index}: no field {key!r} to name the row by (--key)")
             keys.append(found)
-    checked = None if label_scores is None else _check_label_scores(label_scores)
-    scale, label_values, label_categories = _scale(judge, labels, checked, label)
+    scale, label_values, label_categories = _scale(judge, labels, checked.label_scores, label)
     score_of = dict(zip(scale.labels, scale.scores)) if scale.type == "choices" else {}
 
     verdicts: list[dict[str, Any]] = []
@@ -500,7 +471,7 @@ def meta_evaluate(
         sample_verdicts.append([v for v, _, _ in outcomes])
         judgments += [s.metadata for s in scores]
 
-    options: dict[str, Any] = {"resamples": resamples, "confidence": confidence, "seed": seed}
+    drawn: dict[str, Any] = {"resamples": resamples, "confidence": confidence, "seed": seed}
     label_scores_arr = np.array([v["label_score"] for v in verdicts], float)
     judge_scores_arr = np.array([v["judge_score"] for v in verdicts], float)
     off = [v["judge_score"] for v in verdicts if v["verdict"] is None]
@@ -512,11 +483,9 @@ def meta_evaluate(
         def kappa(x: np.ndarray, y: np.ndarray) -> float:
             return agreement.cohen_kappa(x, y, categories=len(scale.labels), weighted=scale.weighted)
 
-        figures["accuracy"] = agreement.with_ci(
-            agreement.accuracy, label_codes, judge_codes, vectorized=True, **options
-        )
+        figures["accuracy"] = agreement.with_ci(agreement.accuracy, label_codes, judge_codes, vectorized=True, **drawn)
         figures["kappa"] = agreement.with_ci(
-            kappa, label_codes, judge_codes, **options, undefined="labels and verdicts all fall in one category"
+            kappa, label_codes, judge_codes, **drawn, undefined="labels and verdicts all fall in one category"
         )
     else:
         off_scale = (
@@ -525,11 +494,11 @@ def meta_evaluate(
         )
         figures["accuracy"] = figures["kappa"] = agreement.Estimate(None, None, None, len(verdicts), off_scale)
     figures["mean_abs_diff"] = agreement.with_ci(
-        agreement.mean_abs_diff, label_scores_arr, judge_scores_arr, vectorized=True, **options
+        agreement.mean_abs_diff, label_scores_arr, judge_scores_arr, vectorized=True, **drawn
     )
     constant = "the labels' or the judge's scores are constant"
     for name, function in (("spearman", agreement.spearman), ("kendall", agreement.kendall)):
-        figures[name] = agreement.with_ci(function, label_scores_arr, judge_scores_arr, **options, undefined=constant)
+        figures[name] = agreement.with_ci(function, label_scores_arr, judge_scores_arr, **drawn, undefined=constant)
     figures = {name: figures[name] for name in ("accuracy", "mean_abs_diff", "kappa", "spearman", "kendall")}
 
     report = MetaEvaluation(
@@ -543,7 +512,7 @@ def meta_evaluate(
         verdicts=verdicts,
         failures=failures,
         figures=figures,
-        bootstrap={"method": agreement.BOOTSTRAP_METHOD, **options, "paired_over": "rows"},
+        bootstrap={"method": agreement.BOOTSTRAP_METHOD, **drawn, "paired_over": "rows"},
     )
     if judge_codes is not None and verdicts:
         count = len(scale.labels)
@@ -563,3 +532,13 @@ def meta_evaluate(
             "second": sum(m["position_bias"] == "second" for m in judgments),
         }
     return report
+
+
+# inspect.signature reads __signature__: the options are MetaEvalOptions' fields
+meta_evaluate.__signature__ = MetaEvalOptions.signature(  # type: ignore[attr-defined]
+    [
+        inspect.Parameter("rows", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter("judge", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+    ],
+    returns="MetaEvaluation",
+)

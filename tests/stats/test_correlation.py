@@ -20,7 +20,7 @@ import scipy.stats
 from bounded import run_bounded
 
 from scorers.errors import ConfigError, DataError
-from scorers.stats import correlate, correlation
+from scorers.stats import _correlation_figures, correlate
 from scorers.stats.correlation import COEFFICIENTS, coefficient, kendall_like, williams_test
 
 SEED, RESAMPLES = 11, 60
@@ -458,7 +458,7 @@ def test_a_field_some_rows_lack_names_the_first() -> None:
 @pytest.mark.parametrize(("groups", "resamples", "step"), [(7, 13, 3), (12, 60, 7), (1001, 57, 5), (3, 5, 1)])
 def test_draws_in_chunks_are_one_call_of_choice(groups: int, resamples: int, step: int) -> None:
     """The bootstrap draws a few resamples at a time, and they are the documented single call's rows."""
-    draws = correlation._Draws(groups, groups, resamples, SEED, None)
+    draws = _correlation_figures._Draws(groups, groups, resamples, SEED, None)
     draws.step = step
     chunks = list(draws.chunks())
     drawn = np.concatenate([d for d, _ in chunks])

@@ -1,5 +1,5 @@
-"""Every plugin point through a real installed distribution: a scorer, an engine, a judge template format and a
-command, each declared in its entry-point group, with a broken plugin beside each that fails alone (a warning
+"""Every plugin point through a real installed distribution: a scorer, an engine, a judge kind, a judge template
+format and a command, each declared in its entry-point group, with a broken plugin beside each that fails alone (a warning
 naming it and the error; the rest of the command line works). ``python -m scorers`` runs in a subprocess whose
 path starts with the distribution's folder, as an installed plugin package is found."""
 
@@ -87,6 +87,10 @@ BrokenScorer = no_such_module_xyz:Scorer
 careful = toyplugin:Careful
 odd = toyplugin:NOT_A_THING
 
+[scorers.judge_kinds]
+yesno = toyplugin_yesno
+maybe = no_such_module_xyz
+
 [scorers.template_formats]
 questions = toyplugin:QUESTIONS
 broken-format = no_such_module_xyz:FORMAT
@@ -102,6 +106,7 @@ def cli(tmp_path_factory: pytest.TempPathFactory):
     """``python -m scorers ARGS`` with the toy plugin distribution installed, from a folder of its own."""
     site = tmp_path_factory.mktemp("site")
     (site / "toyplugin.py").write_text(textwrap.dedent(PLUGIN))
+    (site / "toyplugin_yesno.py").write_text((REPO / "tests" / "judges" / "yesno_kind.py").read_text())
     dist = site / "toyplugin-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toyplugin\nVersion: 1.0\n")
@@ -168,3 +173,17 @@ def test_a_plugin_template_format_loads_and_a_broken_one_fails_alone(cli, tmp_pa
     assert "template format entry point 'broken-format' (no_such_module_xyz:FORMAT) failed to load" in shown.stderr
     checked = cli("check", str(tmp_path / "polite.yaml"))
     assert checked.returncode == 0 and "1 template file checked, 0 problems" in checked.stderr
+
+
+def test_a_plugin_judge_kind_loads_templates_and_a_broken_one_fails_alone(cli, tmp_path) -> None:
+    (tmp_path / "kind_polite.yaml").write_text("kind: yesno\nprompt: Is this polite? {{output}}\nno_score: 0.25\n")
+    shown = cli("show", "--templates", str(tmp_path), "KindPolite")
+    assert shown.returncode == 0, shown.stderr
+    assert "kind: yesno" in shown.stdout and "no_score = 0.25" in shown.stdout
+    assert "judge kind entry point 'maybe' (no_such_module_xyz) failed to load" in shown.stderr
+    checked = cli("check", str(tmp_path / "kind_polite.yaml"))
+    assert checked.returncode == 0 and "1 template file checked, 0 problems" in checked.stderr
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("kind: maybe\nprompt: Is this polite? {{output}}\n")
+    refused = cli("check", str(unknown))
+    assert refused.returncode == 1 and "kind: must be one of classifier | rubric" in refused.stderr

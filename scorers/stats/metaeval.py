@@ -69,8 +69,8 @@ import collections
 import copy
 import inspect
 import math
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -81,7 +81,20 @@ from ..options import MetaEvalOptions
 from ..runner import evaluate, resolve_scorers
 from . import agreement
 
-__all__ = ["meta_evaluate", "MetaEvaluation", "LabelScale", "FORMAT", "FORMAT_VERSION"]
+__all__ = [
+    "meta_evaluate",
+    "read_labels",
+    "sample_judges",
+    "judge_rows",
+    "agreement_report",
+    "MetaEvaluation",
+    "MetaEvalOptions",
+    "LabelledRows",
+    "Judgments",
+    "LabelScale",
+    "FORMAT",
+    "FORMAT_VERSION",
+]
 
 FORMAT = "scorers-meta-eval"
 FORMAT_VERSION = 1
@@ -282,19 +295,7 @@ def _scale(
     """The label scale, each row's label score and each row's category."""
     choices = _choices(judge)
     if choices is not None and all(str(v) in choices[0] for v in labels):
-        names, defaults = choices
-        scores = label_scores if label_scores is not None else defaults
-        missing = [c for c in names if c not in scores]
-        if missing:
-            raise ConfigError(
-                f"label_scores must give a score to every choice of {judge.name} "
-                f"({', '.join(names)}); missing: {', '.join(missing)}"
-            )
-        return (
-            LabelScale("choices", tuple(names), tuple(scores[c] for c in names), False),
-            [scores[str(v)] for v in labels],
-            [names.index(str(v)) for v in labels],
-        )
+        return _choice_scale(judge, labels, label_scores, *choices)
     if choices is not None and label_scores is None and any(str(v) in choices[0] for v in labels):
         index, value = next((i, v) for i, v in enumerate(labels) if str(v) not in choices[0])
         raise DataError(
@@ -302,37 +303,76 @@ def _scale(
             f"({', '.join(choices[0])}), as the other labels are; correct it, or give every label a "
             "score with --label-scores (label_scores=)"
         )
+    row_scores = [_label_score(judge, choices, label_scores, label, index, value) for index, value in enumerate(labels)]
+    scale = _score_scale(getattr(judge, "scale", None), label_scores, row_scores)
+    # every row score is on the scale built just above (a label off it was a DataError): its category is an int
+    return scale, row_scores, [scale.category(v) for v in row_scores]  # type: ignore[misc]
+
+
+def _choice_scale(
+    judge: Scorer,
+    labels: list[Any],
+    label_scores: dict[str, float] | None,
+    names: tuple[str, ...],
+    defaults: dict[str, float],
+) -> tuple[LabelScale, list[float], list[int]]:
+    """Labels that are the judge's choices: nominal categories, scored by ``label_scores`` or the judge's."""
+    scores = label_scores if label_scores is not None else defaults
+    missing = [c for c in names if c not in scores]
+    if missing:
+        raise ConfigError(
+            f"label_scores must give a score to every choice of {judge.name} "
+            f"({', '.join(names)}); missing: {', '.join(missing)}"
+        )
+    return (
+        LabelScale("choices", tuple(names), tuple(scores[c] for c in names), False),
+        [scores[str(v)] for v in labels],
+        [names.index(str(v)) for v in labels],
+    )
+
+
+def _label_score(
+    judge: Scorer,
+    choices: tuple[tuple[str, ...], dict[str, float]] | None,
+    label_scores: dict[str, float] | None,
+    label: str,
+    index: int,
+    value: Any,
+) -> float:
+    """A label's score: from ``label_scores``, else a point of the judge's scale, else a number in [0, 1]."""
     judge_scale = getattr(judge, "scale", None)
-    row_scores = []
-    for index, value in enumerate(labels):
-        number = _number(value)
-        if label_scores is not None:
-            if str(value) not in label_scores:
-                raise DataError(
-                    f"row {index}: label {value!r} (field {label!r}) has no score in label_scores "
-                    f"({', '.join(label_scores)}); add it, e.g. --label-scores {value}=1"
-                )
-            row_scores.append(label_scores[str(value)])
-        elif (
-            judge_scale is not None
-            and number is not None
-            and number.is_integer()
-            and judge_scale.min <= number <= judge_scale.max
-        ):
-            row_scores.append(judge_scale.normalise(number))
-        elif number is not None and 0 <= number <= 1 and judge_scale is None:
-            row_scores.append(number)
-        else:
-            options = [f"one of {judge.name}'s choices ({', '.join(choices[0])})"] if choices else []
-            options.append(
-                f"an integer on its scale {judge_scale.min}..{judge_scale.max}"
-                if judge_scale is not None
-                else "a number in [0, 1]"
-            )
+    number = _number(value)
+    if label_scores is not None:
+        if str(value) not in label_scores:
             raise DataError(
-                f"row {index}: label {value!r} (field {label!r}) is not {' or '.join(options)}; map "
-                f"labels to scores with --label-scores (label_scores=), e.g. Y=1,N=0"
+                f"row {index}: label {value!r} (field {label!r}) has no score in label_scores "
+                f"({', '.join(label_scores)}); add it, e.g. --label-scores {value}=1"
             )
+        return label_scores[str(value)]
+    if (
+        judge_scale is not None
+        and number is not None
+        and number.is_integer()
+        and judge_scale.min <= number <= judge_scale.max
+    ):
+        return judge_scale.normalise(number)
+    if number is not None and 0 <= number <= 1 and judge_scale is None:
+        return number
+    options = [f"one of {judge.name}'s choices ({', '.join(choices[0])})"] if choices else []
+    options.append(
+        f"an integer on its scale {judge_scale.min}..{judge_scale.max}"
+        if judge_scale is not None
+        else "a number in [0, 1]"
+    )
+    raise DataError(
+        f"row {index}: label {value!r} (field {label!r}) is not {' or '.join(options)}; map "
+        f"labels to scores with --label-scores (label_scores=), e.g. Y=1,N=0"
+    )
+
+
+def _score_scale(judge_scale: Any, label_scores: dict[str, float] | None, row_scores: list[float]) -> LabelScale:
+    """The ordinal scale of scores: ``label_scores``' distinct values, else the judge's scale's points, else the
+    labels' distinct scores."""
     if label_scores is not None:
         values = sorted(set(label_scores.values()))
         names = tuple("/".join(k for k, v in label_scores.items() if v == value) for value in values)
@@ -342,13 +382,11 @@ def _scale(
     else:
         values = sorted(set(row_scores))
         names = tuple(f"{v:g}" for v in values)
-    scale = LabelScale("scores", names, tuple(values), True)
-    # every row score is on the scale built just above (a label off it was a DataError): its category is an int
-    return scale, row_scores, [scale.category(v) for v in row_scores]  # type: ignore[misc]
+    return LabelScale("scores", names, tuple(values), True)
 
 
 # ---------------------------------------------------------------------- samples
-def _sample_judges(judge: Scorer, samples: int) -> list[Scorer]:
+def sample_judges(judge: Scorer, samples: int) -> list[Scorer]:
     """The judge once, or k copies that differ only in the request's ``seed`` (each cached apart)."""
     if samples == 1:
         return [judge]
@@ -392,91 +430,192 @@ def _verdict(
 def meta_evaluate(rows: Iterable[Mapping[str, Any]], judge: Scorer | str, **options: Any) -> MetaEvaluation:
     """Judge ``rows`` and measure agreement with each row's human ``label`` (a field or dotted path).
 
+    The options are :class:`~scorers.options.MetaEvalOptions`' (see the signature).
     ``label_scores`` maps labels to scores in [0, 1]; ``samples`` judges each row that many times
     (stability); ``key`` names a field that identifies rows in the report; ``mapping`` and
     ``concurrency`` go to :func:`scorers.evaluate`. Confidence intervals: percentile bootstrap
     (``scipy.stats.bootstrap``) over rows resampled in pairs, ``resamples`` times, at level
     ``confidence``, seeded with ``seed``. A row without a usable label is a
     :class:`~scorers.errors.DataError` before any request. See the module docstring for the report.
+    The steps: :func:`read_labels` checks the labels, :func:`judge_rows` judges the rows,
+    :func:`agreement_report` computes the figures, :meth:`MetaEvaluation.table` shows them.
     """
     checked = MetaEvalOptions(**options)
-    label, samples, key, mapping = checked.label, checked.samples, checked.key, checked.mapping
-    concurrency, resamples, confidence, seed = checked.concurrency, checked.resamples, checked.confidence, checked.seed
-    (judge,) = resolve_scorers([judge])
-    judges = _sample_judges(judge, samples)
-    rows = [dict(row) for row in rows]
-    if not rows:
-        raise DataError("meta-eval needs at least one labelled row; the data has none")
-    labels, keys = [], []
-    for index, row in enumerate(rows):
-        value = lookup(row, label)
-        if value is ABSENT or value is None or value == "":
-            raise DataError(
-                f"row {index}: no label in field {label!r} (columns: {', '.join(map(str, row))}); "
-                "every row needs one (--label FIELD)"
-            )
-        labels.append(value)
-        if key is not None:
-            found = lookup(row, key)
-            if found is ABSENT:
-                raise DataError(f"row {index}: no field {key!r} to name the row by (--key)")
-            keys.append(found)
-    scale, label_values, label_categories = _scale(judge, labels, checked.label_scores, label)
-    score_of = dict(zip(scale.labels, scale.scores)) if scale.type == "choices" else {}
+    (scorer,) = resolve_scorers([judge])
+    judges = sample_judges(scorer, checked.samples)
+    labelled = read_labels(rows, scorer, checked)
+    return agreement_report(scorer, labelled, judge_rows(labelled, judges, checked), checked)
 
-    verdicts: list[dict[str, Any]] = []
-    failures: list[dict[str, Any]] = []
-    codes: list[tuple[int, int | None]] = []  # (label category, verdict category) per scored row
-    sample_verdicts: list[list[str | float]] = []
-    judgments: list[Mapping[str, Any]] = []  # every scored judgment's metadata
-    for result in evaluate(rows, judges, mapping=mapping, concurrency=concurrency):
+
+@dataclass(frozen=True)
+class LabelledRows:
+    """The rows of a meta-evaluation, each label on the :class:`LabelScale` (the first step, :func:`read_labels`)."""
+
+    rows: list[dict[str, Any]]
+    labels: list[Any]
+    #: each row's ``key`` field, when the options name one
+    keys: list[Any] | None
+    scale: LabelScale
+    #: each row's label score and category on the scale
+    scores: list[float]
+    categories: list[int]
+
+
+def read_labels(rows: Iterable[Mapping[str, Any]], judge: Scorer, options: MetaEvalOptions) -> LabelledRows:
+    """Each row's label (``options.label``) on the scale of ``judge``'s verdicts (see the module doc); a
+    :class:`~scorers.errors.DataError` naming the row for a missing or unusable label, before any request.
+
+    >>> from scorers import ExactMatch
+    >>> labelled = read_labels([{"ok": 1}, {"ok": 0}], ExactMatch(), MetaEvalOptions(label="ok"))
+    >>> labelled.scale.labels, labelled.scores, labelled.categories
+    (('0', '1'), [1.0, 0.0], [1, 0])
+    """
+    copied = [dict(row) for row in rows]
+    if not copied:
+        raise DataError("meta-eval needs at least one labelled row; the data has none")
+    labels = [_label(row, index, options.label) for index, row in enumerate(copied)]
+    keys = None if options.key is None else [_row_key(row, index, options.key) for index, row in enumerate(copied)]
+    scale, scores, categories = _scale(judge, labels, options.label_scores, options.label)
+    return LabelledRows(copied, labels, keys, scale, scores, categories)
+
+
+def _label(row: Mapping[str, Any], index: int, label: str) -> Any:
+    value = lookup(row, label)
+    if value is ABSENT or value is None or value == "":
+        raise DataError(
+            f"row {index}: no label in field {label!r} (columns: {', '.join(map(str, row))}); "
+            "every row needs one (--label FIELD)"
+        )
+    return value
+
+
+def _row_key(row: Mapping[str, Any], index: int, key: str) -> Any:
+    found = lookup(row, key)
+    if found is ABSENT:
+        raise DataError(f"row {index}: no field {key!r} to name the row by (--key)")
+    return found
+
+
+@dataclass
+class Judgments:
+    """What :func:`judge_rows` found: the scored rows' verdicts and the failed rows, in row order."""
+
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    #: (label category, verdict category) per scored row
+    codes: list[tuple[int, int | None]] = field(default_factory=list)
+    #: each scored row's verdict of every sample
+    samples: list[list[str | float]] = field(default_factory=list)
+    #: every scored judgment's metadata
+    metadata: list[Mapping[str, Any]] = field(default_factory=list)
+
+
+def judge_rows(labelled: LabelledRows, judges: Sequence[Scorer], options: MetaEvalOptions) -> Judgments:
+    """Score the rows with ``judges`` (the judge, or its samples: :func:`sample_judges`) through
+    :func:`scorers.evaluate` and read each row's verdict on the label scale; a row any sample failed on is a
+    failure with its errors."""
+    scale = labelled.scale
+    score_of = dict(zip(scale.labels, scale.scores)) if scale.type == "choices" else {}
+    judged = Judgments()
+    for result in evaluate(labelled.rows, judges, mapping=options.mapping, concurrency=options.concurrency):
         index = result.index
-        named = {"index": index, **({"key": keys[index]} if key is not None else {})}
-        errors = [
-            {
-                "sample": s + 1,
-                **{k: v for k, v in result.errors[j.name].items() if k in ("type", "message", "unexpected")},
-            }
-            for s, j in enumerate(judges)
-            if j.name in result.errors
-        ]
-        errors += [
-            {"sample": s + 1, "type": "NoScore", "message": "the judge returned no score for this row"}
-            for s, j in enumerate(judges)
-            if j.name in result.results and result.results[j.name].score is None
-        ]
+        named = {"index": index, **({"key": labelled.keys[index]} if labelled.keys is not None else {})}
+        errors = _errors(result, judges)
         if errors:
-            failures.append({**named, "errors": errors})
+            judged.failures.append({**named, "errors": errors})
             continue
         scores = [result.results[j.name] for j in judges]
         # a row where a sample's score is None went to failures above
         outcomes = [_verdict(scale, s.metadata, s.score, score_of) for s in scores]  # type: ignore[arg-type]
-        categories = [c for _, _, c in outcomes]
-        category = None
-        if None not in categories:  # the most frequent verdict; a tie goes to the lowest score
-            counts = collections.Counter(c for c in categories if c is not None)  # all of them: narrowed to int
-            top = max(counts.values())
-            category = min((c for c in counts if counts[c] == top), key=lambda c: (scale.scores[c], c))
+        category = _most_frequent([c for _, _, c in outcomes], scale)
         entry = {
             **named,
-            "label": str(labels[index]),
-            "label_score": label_values[index],
+            "label": str(labelled.labels[index]),
+            "label_score": labelled.scores[index],
             "verdict": None if category is None else scale.labels[category],
             "judge_score": float(np.mean([s for _, s, _ in outcomes])),
         }
-        if samples > 1:
+        if len(judges) > 1:
             entry["sample_verdicts"] = [v for v, _, _ in outcomes]
-        verdicts.append(entry)
-        codes.append((label_categories[index], category))
-        sample_verdicts.append([v for v, _, _ in outcomes])
-        judgments += [s.metadata for s in scores]
+        judged.verdicts.append(entry)
+        judged.codes.append((labelled.categories[index], category))
+        judged.samples.append([v for v, _, _ in outcomes])
+        judged.metadata += [s.metadata for s in scores]
+    return judged
 
-    drawn: dict[str, Any] = {"resamples": resamples, "confidence": confidence, "seed": seed}
-    label_scores_arr = np.array([v["label_score"] for v in verdicts], float)
-    judge_scores_arr = np.array([v["judge_score"] for v in verdicts], float)
+
+def _errors(result: Any, judges: Sequence[Scorer]) -> list[dict[str, Any]]:
+    """A row's errors per sample: each judge's error, or its missing score."""
+    errors = [
+        {"sample": s + 1, **{k: v for k, v in result.errors[j.name].items() if k in ("type", "message", "unexpected")}}
+        for s, j in enumerate(judges)
+        if j.name in result.errors
+    ]
+    return errors + [
+        {"sample": s + 1, "type": "NoScore", "message": "the judge returned no score for this row"}
+        for s, j in enumerate(judges)
+        if j.name in result.results and result.results[j.name].score is None
+    ]
+
+
+def _most_frequent(categories: list[int | None], scale: LabelScale) -> int | None:
+    """The most frequent verdict; a tie goes to the lowest score; None when a verdict is off the scale."""
+    if None in categories:
+        return None
+    counts = collections.Counter(c for c in categories if c is not None)  # all of them: narrowed to int
+    top = max(counts.values())
+    return min((c for c in counts if counts[c] == top), key=lambda c: (scale.scores[c], c))
+
+
+def agreement_report(
+    judge: Scorer, labelled: LabelledRows, judged: Judgments, options: MetaEvalOptions
+) -> MetaEvaluation:
+    """The agreement of ``judge``'s verdicts with the labels: the figures with their bootstrap intervals, and the
+    confusion, per-label figures, stability over samples and swap consistency where they apply."""
+    scale, verdicts = labelled.scale, judged.verdicts
+    drawn: dict[str, Any] = {"resamples": options.resamples, "confidence": options.confidence, "seed": options.seed}
     off = [v["judge_score"] for v in verdicts if v["verdict"] is None]
-    label_codes = np.array([c for c, _ in codes], int)
-    judge_codes = np.array([c for _, c in codes], int) if not off else None
+    label_codes = np.array([c for c, _ in judged.codes], int)
+    judge_codes = np.array([c for _, c in judged.codes], int) if not off else None
+    report = MetaEvaluation(
+        judge=judge.name,
+        signature=judge.signature(),
+        label=options.label,
+        key=options.key,
+        scale=scale,
+        samples=options.samples,
+        rows=len(labelled.rows),
+        verdicts=verdicts,
+        failures=judged.failures,
+        figures=_figures(scale, verdicts, label_codes, judge_codes, off, drawn),
+        bootstrap={"method": agreement.BOOTSTRAP_METHOD, **drawn, "paired_over": "rows"},
+    )
+    if judge_codes is not None and verdicts:
+        count = len(scale.labels)
+        report.confusion = agreement.confusion(label_codes, judge_codes, categories=count)
+        report.per_label = [
+            {"label": name, **figures_of}
+            for name, figures_of in zip(scale.labels, agreement.per_label(label_codes, judge_codes, categories=count))
+        ]
+    if options.samples > 1 and verdicts:
+        report.stability = {"samples": options.samples, "n": len(verdicts), **agreement.stability(judged.samples)}
+    if getattr(judge, "swap", False) and judged.metadata:
+        report.swap = _swap(judged.metadata)
+    return report
+
+
+def _figures(
+    scale: LabelScale,
+    verdicts: list[dict[str, Any]],
+    label_codes: np.ndarray,
+    judge_codes: np.ndarray | None,
+    off: list[float],
+    drawn: dict[str, Any],
+) -> dict[str, agreement.Estimate]:
+    """accuracy, mean_abs_diff, kappa, spearman and kendall with their intervals (categorical ones only when
+    the judge's scores are on the label scale)."""
+    label_scores = np.array([v["label_score"] for v in verdicts], float)
+    judge_scores = np.array([v["judge_score"] for v in verdicts], float)
     figures: dict[str, agreement.Estimate] = {}
     if judge_codes is not None:
 
@@ -494,44 +633,23 @@ def meta_evaluate(rows: Iterable[Mapping[str, Any]], judge: Scorer | str, **opti
         )
         figures["accuracy"] = figures["kappa"] = agreement.Estimate(None, None, None, len(verdicts), off_scale)
     figures["mean_abs_diff"] = agreement.with_ci(
-        agreement.mean_abs_diff, label_scores_arr, judge_scores_arr, vectorized=True, **drawn
+        agreement.mean_abs_diff, label_scores, judge_scores, vectorized=True, **drawn
     )
     constant = "the labels' or the judge's scores are constant"
     for name, function in (("spearman", agreement.spearman), ("kendall", agreement.kendall)):
-        figures[name] = agreement.with_ci(function, label_scores_arr, judge_scores_arr, **drawn, undefined=constant)
-    figures = {name: figures[name] for name in ("accuracy", "mean_abs_diff", "kappa", "spearman", "kendall")}
+        figures[name] = agreement.with_ci(function, label_scores, judge_scores, **drawn, undefined=constant)
+    return {name: figures[name] for name in ("accuracy", "mean_abs_diff", "kappa", "spearman", "kendall")}
 
-    report = MetaEvaluation(
-        judge=judge.name,
-        signature=judge.signature(),
-        label=label,
-        key=key,
-        scale=scale,
-        samples=samples,
-        rows=len(rows),
-        verdicts=verdicts,
-        failures=failures,
-        figures=figures,
-        bootstrap={"method": agreement.BOOTSTRAP_METHOD, **drawn, "paired_over": "rows"},
-    )
-    if judge_codes is not None and verdicts:
-        count = len(scale.labels)
-        report.confusion = agreement.confusion(label_codes, judge_codes, categories=count)
-        report.per_label = [
-            {"label": name, **figures_of}
-            for name, figures_of in zip(scale.labels, agreement.per_label(label_codes, judge_codes, categories=count))
-        ]
-    if samples > 1 and verdicts:
-        report.stability = {"samples": samples, "n": len(verdicts), **agreement.stability(sample_verdicts)}
-    if getattr(judge, "swap", False) and judgments:
-        report.swap = {
-            "n": len(judgments),
-            "consistency": float(np.mean([m["agreement"] for m in judgments])),
-            "position_bias": float(np.mean([m["position_bias"] is not None for m in judgments])),
-            "first": sum(m["position_bias"] == "first" for m in judgments),
-            "second": sum(m["position_bias"] == "second" for m in judgments),
-        }
-    return report
+
+def _swap(judgments: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """A pairwise judge asked in both orders: how often the verdicts agree, how often one position won both."""
+    return {
+        "n": len(judgments),
+        "consistency": float(np.mean([m["agreement"] for m in judgments])),
+        "position_bias": float(np.mean([m["position_bias"] is not None for m in judgments])),
+        "first": sum(m["position_bias"] == "first" for m in judgments),
+        "second": sum(m["position_bias"] == "second" for m in judgments),
+    }
 
 
 # inspect.signature reads __signature__: the options are MetaEvalOptions' fields

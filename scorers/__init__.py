@@ -29,6 +29,7 @@ from .errors import (
     UnknownScorerError,
 )
 from .fields import Field, references_field, text_field
+from .params import param
 from .registry import Registry, entries, get, names, register, registry
 from .score import Score
 
@@ -59,6 +60,7 @@ __all__ = [
     "__version__",
     "Score",
     "Scorer",
+    "param",
     "Field",
     "text_field",
     "references_field",

@@ -23,17 +23,17 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import math
 from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, ClassVar, Iterable, Mapping
 
 from ._aio import run_sync
-from ._util import did_you_mean, is_int, is_number, lazy, lazy_names
+from ._util import did_you_mean, lazy, lazy_names
 from ._version import __version__
 from .aggregate import Aggregator, MeanAggregator
-from .errors import ConfigError, PositionalArgumentError, ScorerError, ScorerInputError, UnknownArgumentError
+from .errors import PositionalArgumentError, ScorerError, ScorerInputError, UnknownArgumentError
 from .fields import STANDARD_FIELDS, Field, to_text
+from .params import Param, declared_params, signature_of
 from .score import Score
 
 __all__ = ["Scorer"]
@@ -48,8 +48,11 @@ class Scorer:
     Subclasses set the class attributes and implement ``_score`` or
     ``_score_batch`` (sync) or ``_ascore`` or ``_ascore_batch`` (async). Hooks
     take fields by keyword (``def _score(self, *, output, expected)``); a batch
-    hook takes a list of such dicts. Constructor parameters that change the
-    number must be returned by :meth:`params`, so that they enter the signature.
+    hook takes a list of such dicts. Constructor parameters are declared once, as
+    class attributes (``ignore_case: bool = param("...", default=False)``, see
+    :mod:`scorers.params`): the keyword-only constructor, validation,
+    :meth:`params` (what enters the signature) and :meth:`options` come from them;
+    ``__post_init__`` checks several at once and builds what derives from them.
 
     >>> from scorers import Scorer
     >>> class Shouting(Scorer):
@@ -84,6 +87,8 @@ class Scorer:
     is_async: ClassVar[bool] = False
     #: Derived: standard fields a hook names in its signature (passed even when not declared).
     _asked: ClassVar[tuple[str, ...]] = ()
+    #: Derived: the declared parameters (:func:`~scorers.params.param`), inherited ones first.
+    _declared: ClassVar[dict[str, Param]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -91,30 +96,47 @@ class Scorer:
         hook = cls._ascore if cls.is_async else cls._score
         parameters = inspect.signature(hook).parameters
         cls._asked = tuple(name for name in STANDARD_FIELDS if name in parameters)
+        cls._declared = declared_params(cls, cls._declared)
+        # a class with a constructor of its own describes itself (None: inspect reads its __init__)
+        cls.__signature__ = (  # type: ignore[attr-defined]  # read by inspect.signature
+            signature_of(cls._declared, _BASE_SIGNATURE) if cls.__init__ is Scorer.__init__ else None
+        )
 
-    def __init__(self, *, name: str | None = None) -> None:
+    def __init__(self, *, name: str | None = None, **params: Any) -> None:
         if name is not None:
             self.name = name
         if not self.name:
             self.name = type(self).__name__
         self._bound: dict[str, Any] = {}
+        declared = self._declared
+        unknown = next((key for key in params if key not in declared), None)
+        if unknown is not None:  # the registry words it, with the parameters there are
+            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {unknown!r}")
+        for option in declared.values():
+            if option.name in params:
+                value = option.checked(params[option.name], self.name)
+            elif option.required:
+                raise TypeError(f"{type(self).__name__}() missing 1 required keyword-only argument: {option.name!r}")
+            else:
+                value = option.default
+            setattr(self, option.attribute, value)
+        self.__post_init__()
 
-    def _set_max_chars(self, max_chars: int | None) -> None:
-        """Set :attr:`max_chars`: a positive integer, or None for no limit."""
-        if max_chars is not None and (not is_int(max_chars) or max_chars < 1):
-            raise ConfigError(
-                f"{self.name}: max_chars must be a positive integer or None, got {max_chars!r}", scorer=self.name
-            )
-        self.max_chars = max_chars
+    def __post_init__(self) -> None:
+        """Check what involves several parameters, and build what derives from them (called by the constructor
+        once every declared parameter is set and valid); a wrong combination is a :class:`ConfigError`."""
 
-    def _checked_timeout(self, timeout_s: float | None) -> float | None:
-        """``timeout_s`` when it is a positive, finite number of seconds or None (no limit); else a ConfigError."""
-        if timeout_s is not None and (not is_number(timeout_s) or not 0 < timeout_s < math.inf):
-            raise ConfigError(
-                f"{self.name}: timeout_s must be a positive number of seconds or None, got {timeout_s!r}",
-                scorer=self.name,
-            )
-        return timeout_s
+    @classmethod
+    def options(cls) -> dict[str, Param]:
+        """The declared parameters by name, in the constructor's order: each with its ``default``, ``help``,
+        ``choices`` and ``allowed`` (what a value must be).
+
+        >>> from scorers import get
+        >>> option = type(get("Contains")).options()["mode"]
+        >>> option.default, option.choices, option.help
+        ('any', ('any', 'all'), "'any': one of the expected strings must occur; 'all': the share of them that do")
+        """
+        return dict(cls._declared)
 
     # ------------------------------------------------------------------ hooks
     def _score(self, **fields: Any) -> Score:
@@ -156,8 +178,9 @@ class Scorer:
         return list(await asyncio.gather(*(one(row) for row in rows)))
 
     def params(self) -> dict[str, Any]:
-        """Every setting that changes the number (enters the signature)."""
-        return {}
+        """Every setting that changes the number (enters the signature): the declared parameters but those with
+        ``signed=False``, in order; a subclass adds what else decides its numbers (a library's version)."""
+        return {name: getattr(self, option.attribute) for name, option in self._declared.items() if option.signed}
 
     def aggregator(self) -> Aggregator:
         """A fresh accumulator for run summaries (corpus-level figures go here)."""
@@ -191,11 +214,9 @@ class Scorer:
         """The keyword parameters of the constructor (settings, not fields), and of the base constructors
         that a ``**settings`` parameter passes on to."""
         names: list[str] = []
-        for klass in cls.__mro__:
-            init = vars(klass).get("__init__")
-            if init is None:
-                continue
-            parameters = inspect.signature(init).parameters.values()
+        inits = (vars(klass)["__init__"] for klass in cls.__mro__[1:] if "__init__" in vars(klass))
+        for signature in (inspect.signature(cls), *map(inspect.signature, inits)):
+            parameters = signature.parameters.values()
             names += [
                 p.name
                 for p in parameters
@@ -472,6 +493,10 @@ class Scorer:
         if self.name == type(self).__name__:
             return f"{type(self).__name__}({params})"
         return f"{type(self).__name__}(name={self.name!r}{', ' + params if params else ''})"
+
+
+#: The base constructor's signature: what follows the declared parameters in a subclass's.
+_BASE_SIGNATURE = inspect.signature(Scorer.__init__)
 
 
 def _safely(hook: Any, row: dict[str, Any]) -> Score | ScorerError:

@@ -17,12 +17,13 @@ import json
 import math
 import re
 from functools import lru_cache, partial
-from typing import Any, Callable, Literal, Sequence, cast
+from typing import Any, Callable, Literal, Sequence, cast, get_args
 
-from ._util import import_rapidfuzz, is_int, json_error_reason, lazy
+from ._util import import_rapidfuzz, json_error_reason, lazy
 from .base import Scorer
 from .errors import ConfigError, ScorerError, ScorerInputError
 from .fields import Field, as_str, require, text_field, to_text
+from .params import param, seconds
 from .registry import register
 from .score import Score
 
@@ -105,13 +106,8 @@ class ExactMatch(Scorer):
     fields = (Field("output", JSON_TYPES), Field("expected", JSON_TYPES))
     example = 'ExactMatch()(output="Paris", expected="Paris")  # 1.0'
 
-    def __init__(self, *, ignore_case: bool = False, strip: bool = False, name: str | None = None) -> None:
-        super().__init__(name=name)
-        self.ignore_case = ignore_case
-        self.strip = strip
-
-    def params(self) -> dict[str, Any]:
-        return {"ignore_case": self.ignore_case, "strip": self.strip}
+    ignore_case: bool = param("compare the texts casefolded", default=False)
+    strip: bool = param("strip whitespace from both ends of the texts first", default=False)
 
     def _normalise(self, value: Any, as_json: bool, field: str) -> str:
         try:
@@ -145,6 +141,7 @@ class ExactMatch(Scorer):
 
 #: The Unicode normal forms Levenshtein's ``normalize`` takes.
 _NormalForm = Literal["NFC", "NFD", "NFKC", "NFKD"]
+_NORMAL_FORMS: tuple[_NormalForm, ...] = get_args(_NormalForm)
 
 
 @register
@@ -164,19 +161,20 @@ class Levenshtein(Scorer):
     fields = (text_field("output"), text_field("expected"))
     example = 'Levenshtein()(output="kitten", expected="sitting")  # 0.5714'
 
-    def __init__(
-        self, *, normalize: str | None = None, max_chars: int | None = 100_000, name: str | None = None
-    ) -> None:
-        super().__init__(name=name)
-        self._set_max_chars(max_chars)
-        if normalize not in (None, "NFC", "NFD", "NFKC", "NFKD"):
-            raise ConfigError(
-                f"Levenshtein: normalize must be None, NFC, NFD, NFKC or NFKD, got {normalize!r}", scorer=self.name
-            )
-        self.normalize = normalize
+    normalize: str | None = param(
+        "the Unicode normal form both texts are put in first (None: compared as given)",
+        default=None,
+        choices=_NORMAL_FORMS,
+    )
+    max_chars: int | None = param(
+        "longest text a row may hold (the cost grows with the product of the lengths); None: no limit",
+        default=100_000,
+        ge=1,
+        signed=False,
+    )
 
     def params(self) -> dict[str, Any]:
-        return {"normalize": self.normalize, "rapidfuzz": import_rapidfuzz().__version__}
+        return {**super().params(), "rapidfuzz": import_rapidfuzz().__version__}
 
     def _prepare(self, text: str) -> str:
         if self.normalize is None:
@@ -279,6 +277,10 @@ def _maybe_parse_json(value: Any) -> Any:
     return value
 
 
+#: What a scorer-valued parameter (JSONDiff's, ListContains') must be.
+_A_SCORER = "a Scorer or a registered name, or None"
+
+
 @register
 class JSONDiff(Scorer):
     """Recursive similarity of two JSON values.
@@ -307,29 +309,36 @@ class JSONDiff(Scorer):
     #: 2: mixed-type values with non-ASCII text are compared as \u-escaped JSON (as autoevals), not raw UTF-8
     algorithm_version = "2"
 
-    def __init__(
-        self,
-        *,
-        string_scorer: Scorer | str | None = None,
-        number_scorer: Scorer | str | None = None,
-        preserve_strings: bool = False,
-        max_chars: int | None = 100_000,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(name=name)
-        self._set_max_chars(max_chars)
+    string_scorer: Scorer | str | None = param(
+        "compares two strings: a Scorer or a registered name (None: Levenshtein)",
+        default=None,
+        expected=_A_SCORER,
+    )
+    number_scorer: Scorer | str | None = param(
+        "compares two numbers: a Scorer or a registered name (None: NumericDiff)", default=None, expected=_A_SCORER
+    )
+    preserve_strings: bool = param("compare strings holding JSON as strings, not parsed", default=False)
+    max_chars: int | None = param(
+        "longest side, as compact ASCII-escaped JSON text (the cost grows with the product of the sides' sizes); "
+        "None: no limit",
+        default=100_000,
+        ge=1,
+        signed=False,
+    )
+
+    def __post_init__(self) -> None:
         # no limit of its own: max_chars bounds the strings it compares here
-        self.string_scorer = _resolve_scorer(
-            string_scorer, partial(Levenshtein, max_chars=None), "string_scorer", self.name
+        self._strings = _resolve_scorer(
+            self.string_scorer, partial(Levenshtein, max_chars=None), "string_scorer", self.name
         )
-        self.number_scorer = _resolve_scorer(number_scorer, NumericDiff, "number_scorer", self.name)
-        self.preserve_strings = preserve_strings
+        self._numbers = _resolve_scorer(self.number_scorer, NumericDiff, "number_scorer", self.name)
+        self.string_scorer, self.number_scorer = self._strings, self._numbers  # as resolved
 
     def params(self) -> dict[str, Any]:
         return {
-            "string_scorer": self.string_scorer.signature(),
-            "number_scorer": self.number_scorer.signature(),
-            "preserve_strings": self.preserve_strings,
+            **super().params(),
+            "string_scorer": self._strings.signature(),
+            "number_scorer": self._numbers.signature(),
         }
 
     def _similarity(self, o: Any, e: Any, depth: int = 0) -> float:
@@ -354,12 +363,12 @@ class JSONDiff(Scorer):
                 return 1.0
             return sum(self._similarity(a, b, depth + 1) for a, b in zip(o, e)) / longest
         if isinstance(o, str) and isinstance(e, str):
-            return _inner_score(self.string_scorer, o, e)
+            return _inner_score(self._strings, o, e)
         if _is_number(o) and _is_number(e):  # bools count as 0/1, as in autoevals
-            return _inner_score(self.number_scorer, _unbool(o), _unbool(e))
+            return _inner_score(self._numbers, _unbool(o), _unbool(e))
         # as autoevals: non-ASCII characters are \u-escaped, so "é" counts as the six characters \u00e9
         return _inner_score(
-            self.string_scorer,
+            self._strings,
             _canonical_json(o, sort_keys=True, ensure_ascii=True),
             _canonical_json(e, sort_keys=True, ensure_ascii=True),
         )
@@ -436,14 +445,14 @@ class ValidJSON(Scorer):
     fields = (Field("output", JSON_TYPES), Field("schema", (dict, bool), required=False))
     example = 'ValidJSON(schema={"type": "object", "required": ["a"]})(output=\'{"a": 1}\')  # 1.0'
 
-    def __init__(self, *, schema: dict[str, Any] | bool | None = None, name: str | None = None) -> None:
-        super().__init__(name=name)
-        self.schema = schema
-        if schema is not None:
-            self._validator(schema, None)
+    schema: dict[str, Any] | bool | None = param(
+        "the JSON schema output must validate against (None: any JSON object or array; a row's schema= wins)",
+        default=None,
+    )
 
-    def params(self) -> dict[str, Any]:
-        return {"schema": self.schema}
+    def __post_init__(self) -> None:
+        if self.schema is not None:
+            self._validator(self.schema, None)
 
     def _validator(self, schema: dict[str, Any] | bool, field: str | None) -> Any:
         """A validator for ``schema``. A bad schema is a ConfigError when it is the constructor's
@@ -562,35 +571,33 @@ class ListContains(Scorer):
     fields = (Field("output", (list, tuple)), Field("expected", (list, tuple)))
     example = 'ListContains()(output=["a", "b"], expected=["b", "a"])  # 1.0'
 
-    def __init__(
-        self,
-        *,
-        pairwise_scorer: Scorer | str | type | None = None,
-        allow_extra_entities: bool = False,
-        max_items: int | None = 1_000,
-        max_chars: int | None = 100_000,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(name=name)
-        self._set_max_chars(max_chars)
-        if max_items is not None and (not is_int(max_items) or max_items < 1):
-            raise ConfigError(
-                f"{self.name}: max_items must be a positive integer or None, got {max_items!r}", scorer=self.name
-            )
-        self.max_items = max_items
+    pairwise_scorer: Scorer | str | type | None = param(
+        "compares an output element with an expected one: a Scorer, its class or a registered name (None: Levenshtein)",
+        default=None,
+        expected="a Scorer, a Scorer class or a registered name, or None",
+    )
+    allow_extra_entities: bool = param("divide by len(expected), not the longer list's length", default=False)
+    max_items: int | None = param(
+        "most elements a list may have (every pair is compared); None: no limit", default=1_000, ge=1, signed=False
+    )
+    max_chars: int | None = param(
+        "most characters a list's elements may hold together; None: no limit", default=100_000, ge=1, signed=False
+    )
+
+    def __post_init__(self) -> None:
         # no limit of its own: max_chars bounds all the text of a list here
-        self.pairwise_scorer = _resolve_scorer(
-            pairwise_scorer, partial(Levenshtein, max_chars=None), "pairwise_scorer", self.name
+        self._pairwise = _resolve_scorer(
+            self.pairwise_scorer, partial(Levenshtein, max_chars=None), "pairwise_scorer", self.name
         )
-        self.allow_extra_entities = allow_extra_entities
+        self.pairwise_scorer = self._pairwise  # as resolved
 
     def params(self) -> dict[str, Any]:
-        return {"pairwise_scorer": self.pairwise_scorer.signature(), "allow_extra_entities": self.allow_extra_entities}
+        return {**super().params(), "pairwise_scorer": self._pairwise.signature()}
 
     def _texts(self, field: str, items: Sequence[Any]) -> list[str]:
         """The elements as Levenshtein reads them; one it cannot read, or longer than its own ``max_chars``,
         is a ScorerInputError naming the field and the element."""
-        pairwise = self.pairwise_scorer
+        pairwise = self._pairwise
         texts = []
         for at, item in enumerate(items):
             try:
@@ -612,7 +619,7 @@ class ListContains(Scorer):
     def _matrix(self, output: Sequence[Any], expected: Sequence[Any]) -> Any:
         import numpy as np
 
-        if type(self.pairwise_scorer) is Levenshtein and self.pairwise_scorer.normalize is None:
+        if type(self._pairwise) is Levenshtein and self._pairwise.normalize is None:
             outs, exps = self._texts("output", output), self._texts("expected", expected)
             rapidfuzz = import_rapidfuzz()
             return rapidfuzz.process.cdist(
@@ -622,7 +629,7 @@ class ListContains(Scorer):
         for i, o in enumerate(output):
             for j, e in enumerate(expected):
                 try:
-                    matrix[i, j] = _inner_score(self.pairwise_scorer, o, e)
+                    matrix[i, j] = _inner_score(self._pairwise, o, e)
                 except ScorerInputError as exc:
                     field, at = ("expected", j) if exc.field == "expected" else ("output", i)
                     raise ScorerInputError(
@@ -706,15 +713,12 @@ class Contains(Scorer):
     fields = (text_field("output"), Field("expected", (str, list, tuple)))
     example = 'Contains()(output="The capital is Paris.", expected="Paris")  # 1.0'
 
-    def __init__(self, *, ignore_case: bool = False, mode: str = "any", name: str | None = None) -> None:
-        super().__init__(name=name)
-        if mode not in ("any", "all"):
-            raise ConfigError(f"{self.name}: mode must be 'any' or 'all', got {mode!r}", scorer=self.name)
-        self.ignore_case = ignore_case
-        self.mode = mode
-
-    def params(self) -> dict[str, Any]:
-        return {"ignore_case": self.ignore_case, "mode": self.mode}
+    ignore_case: bool = param("compare casefolded", default=False)
+    mode: str = param(
+        "'any': one of the expected strings must occur; 'all': the share of them that do",
+        default="any",
+        choices=("any", "all"),
+    )
 
     # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook\'s **fields)
     def _score(self, *, output: str, expected: Any, **_: Any) -> Score:  # type: ignore[override]
@@ -859,29 +863,18 @@ class RegexMatch(Scorer):
     #: 2: matched by the regex package (a time limit); it differs from re on a few rare patterns (see above)
     algorithm_version = "2"
 
-    def __init__(
-        self,
-        *,
-        pattern: str | None = None,
-        full: bool = False,
-        ignore_case: bool = False,
-        timeout_s: float | None = REGEX_TIMEOUT_S,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(name=name)
-        self.timeout_s = self._checked_timeout(timeout_s)
-        self.pattern = pattern
-        self.full = full
-        self.ignore_case = ignore_case
-        self._compiled = self._compile(pattern, "pattern") if pattern is not None else None
+    pattern: str | None = param("the regular expression (None: each row's expected is its pattern)", default=None)
+    full: bool = param("the whole output must match (fullmatch), not a part of it (search)", default=False)
+    ignore_case: bool = param("match case-insensitively", default=False)
+    timeout_s: float | None = seconds(
+        "CPU seconds one match may take (a longer one is the row's error)", default=REGEX_TIMEOUT_S
+    )
+
+    def __post_init__(self) -> None:
+        self._compiled = self._compile(self.pattern, "pattern") if self.pattern is not None else None
 
     def params(self) -> dict[str, Any]:
-        return {
-            "pattern": self.pattern,
-            "full": self.full,
-            "ignore_case": self.ignore_case,
-            "regex": _regex_module().__version__,
-        }
+        return {**super().params(), "regex": _regex_module().__version__}
 
     def _compile(self, pattern: str, source: str) -> Any:
         """``pattern`` compiled by the regex package; one that is invalid or too large is a ConfigError for the

@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 import scorers
-from scorers import Field, MeanAggregator, Score, Scorer, text_field
+from scorers import Field, MeanAggregator, Score, Scorer, param, text_field
 from scorers.errors import ScorerInputError, UnknownArgumentError
 from scorers.fields import references_field
 
@@ -262,9 +262,7 @@ class Bounded(Scorer):
     name = "Bounded"
     fields = (text_field("output"), references_field(), Field("note", (str,), required=False))
 
-    def __init__(self, *, max_chars=5, name=None):
-        super().__init__(name=name)
-        self._set_max_chars(max_chars)
+    max_chars: int | None = param("longest text", default=5, ge=1)
 
     def _score(self, *, output, expected, note=None, **_):
         return self.make_score(1.0)

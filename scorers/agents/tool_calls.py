@@ -19,10 +19,10 @@ import sys
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
-from .._util import is_int
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError, ScorerInputError
 from ..fields import Field
+from ..params import param, seconds
 from ..registry import register
 from ..score import Score
 from .model import Conversation, ToolCall, jsonable, thaw
@@ -87,6 +87,26 @@ class _ToolCallScorer(Scorer):
             raise ScorerInputError(self.name, field, f"holds an argument a rule's scorer refused: {exc}") from exc
 
 
+#: The parameters of the scorers that compare arguments (ToolCallMatch, TrajectoryMatch), declared once here.
+_ARGUMENTS = param(
+    "the rule of every argument: exact, loose, ignore, subset, superset, or a rule as a mapping",
+    default="exact",
+    signed=False,  # in the signature as the rules' data (ArgumentRules.to_data)
+)
+_RULES = param(
+    "rules per tool and per dot path, overriding arguments (e.g. {search: {query: loose}})",
+    default=None,
+    signed=False,
+    expected="a mapping of tool names (or '*') to a rule or to {path: rule}, or None",
+)
+_MAX_CALLS = param(
+    "most calls a side may hold (pairing compares every expected call with every actual one); None: no limit",
+    default=1_000,
+    ge=1,
+    signed=False,
+)
+
+
 class _RuledScorer(_ToolCallScorer):
     """A tool-call scorer that compares arguments under :class:`~scorers.agents.matching.ArgumentRules`, pairing
     calls through a matrix of every expected call against every actual one of the same tool: ``max_calls`` bounds
@@ -95,23 +115,16 @@ class _RuledScorer(_ToolCallScorer):
     #: 2: NaN agrees with NaN; numeric tolerances compare the decimals as written (0.4 and 0.3 within 0.1)
     algorithm_version = "2"
 
-    def __init__(
-        self,
-        *,
-        arguments: Any = "exact",
-        rules: Mapping[str, Any] | None = None,
-        max_calls: int | None = 1_000,
-        name: str | None = None,
-    ) -> None:
+    # the parameters ToolCallMatch and TrajectoryMatch declare (each in its constructor's order)
+    arguments: Any
+    rules: Any
+    max_calls: int | None
+
+    def __post_init__(self) -> None:
         from .matching import ArgumentRules
 
-        super().__init__(name=name)
-        if max_calls is not None and (not is_int(max_calls) or max_calls < 1):
-            raise ConfigError(
-                f"{self.name}: max_calls must be a positive integer or None, got {max_calls!r}", scorer=self.name
-            )
-        self.max_calls = max_calls
-        self.rules = ArgumentRules(arguments, rules, owner=self.name)
+        self._rules = ArgumentRules(self.arguments, self.rules, owner=self.name)
+        self.rules = self._rules  # as read
 
     def _bounded_calls(self, value: Any, field: str) -> tuple[ToolCall, ...]:
         """The calls ``value`` holds; more than ``max_calls`` is a ScorerInputError, raised while reading."""
@@ -135,7 +148,7 @@ class _RuledScorer(_ToolCallScorer):
         )
 
     def params(self) -> dict[str, Any]:
-        return self.rules.to_data()
+        return {**self._rules.to_data(), **super().params()}
 
     def _explained(
         self, expected: Sequence[ToolCall], actual: Sequence[ToolCall], matching: Matching
@@ -146,7 +159,7 @@ class _RuledScorer(_ToolCallScorer):
         pairs = []
         for pair in matching.pairs:
             call = expected[pair.expected]
-            _, verdicts = explain_pair(self.rules.for_tool(call.name), call.arguments, actual[pair.actual].arguments)
+            _, verdicts = explain_pair(self._rules.for_tool(call.name), call.arguments, actual[pair.actual].arguments)
             pairs.append(
                 {
                     "expected": pair.expected,
@@ -195,29 +208,19 @@ class ToolCallMatch(_RuledScorer):
         'expected=[{"name": "search", "arguments": {"q": "paris", "n": 3}}])  # 0.5'
     )
 
-    def __init__(
-        self,
-        *,
-        arguments: Any = "exact",
-        rules: Mapping[str, Any] | None = None,
-        order: str = "any",
-        extra_calls: str = "penalise",
-        max_calls: int | None = 1_000,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(arguments=arguments, rules=rules, max_calls=max_calls, name=name)
-        if order not in ORDERS:
-            raise ConfigError(f"{self.name}: order must be one of {', '.join(ORDERS)}, got {order!r}", scorer=self.name)
-        if extra_calls not in EXTRA_CALLS:
-            raise ConfigError(
-                f"{self.name}: extra_calls must be one of {', '.join(EXTRA_CALLS)}, got {extra_calls!r}",
-                scorer=self.name,
-            )
-        self.order = order
-        self.extra_calls = extra_calls
-
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "order": self.order, "extra_calls": self.extra_calls}
+    arguments: Any = _ARGUMENTS
+    rules: Mapping[str, Any] | None = _RULES
+    order: str = param(
+        "any: pair in any order; in_order: keep both lists' order; exact: position by position",
+        default="any",
+        choices=ORDERS,
+    )
+    extra_calls: str = param(
+        "penalise: an F1 with partial credit; ignore: recall (credit over the expected calls)",
+        default="penalise",
+        choices=EXTRA_CALLS,
+    )
+    max_calls: int | None = _MAX_CALLS
 
     # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook's **fields)
     def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:  # type: ignore[override]
@@ -228,7 +231,7 @@ class ToolCallMatch(_RuledScorer):
         else:
             actual, wanted = self._bounded_calls(output, "output"), self._bounded_calls(expected, "expected")
         with self._comparing():
-            matching = match_calls(wanted, actual, self.rules, self.order)
+            matching = match_calls(wanted, actual, self._rules, self.order)
             metadata = self._explained(wanted, actual, matching)
         if self.order == "exact" and len(wanted) != len(actual):
             reason = f"order='exact' needs as many calls as expected: {len(actual)} made, {len(wanted)} expected"
@@ -261,24 +264,13 @@ class TrajectoryMatch(_RuledScorer):
     description = "1 if the trajectory matches the expected one (openevals' strict, unordered, subset, superset)"
     example = 'TrajectoryMatch(mode="unordered")(output=[{"name": "a"}, {"name": "b"}], expected=[{"name": "b"}, {"name": "a"}])  # 1.0'
 
-    def __init__(
-        self,
-        *,
-        mode: str = "strict",
-        arguments: Any = "exact",
-        rules: Mapping[str, Any] | None = None,
-        max_calls: int | None = 1_000,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(arguments=arguments, rules=rules, max_calls=max_calls, name=name)
-        if mode not in TRAJECTORY_MODES:
-            raise ConfigError(
-                f"{self.name}: mode must be one of {', '.join(TRAJECTORY_MODES)}, got {mode!r}", scorer=self.name
-            )
-        self.mode = mode
+    mode: str = param("how the trajectories must match (openevals' modes)", default="strict", choices=TRAJECTORY_MODES)
+    arguments: Any = _ARGUMENTS
+    rules: Mapping[str, Any] | None = _RULES
+    max_calls: int | None = _MAX_CALLS
 
     def params(self) -> dict[str, Any]:
-        return {"mode": self.mode, **super().params()}
+        return {**_ToolCallScorer.params(self), **self._rules.to_data()}  # mode first
 
     # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook's **fields)
     def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:  # type: ignore[override]
@@ -288,7 +280,7 @@ class TrajectoryMatch(_RuledScorer):
             return self._strict(self._conversation(output, "output"), self._conversation(expected, "expected"))
         actual, wanted = self._bounded_calls(output, "output"), self._bounded_calls(expected, "expected")
         with self._comparing():
-            matching = perfect_matching(wanted, actual, self.rules)
+            matching = perfect_matching(wanted, actual, self._rules)
             metadata = self._explained(wanted, actual, matching)
         must_match_expected = self.mode in ("superset", "unordered")
         must_match_actual = self.mode in ("subset", "unordered")
@@ -340,7 +332,7 @@ class TrajectoryMatch(_RuledScorer):
             if not (want.tool_calls or got.tool_calls):
                 continue
             with self._comparing():
-                matching = perfect_matching(want.tool_calls, got.tool_calls, self.rules)
+                matching = perfect_matching(want.tool_calls, got.tool_calls, self._rules)
                 if matching.unmatched_expected or matching.unmatched_actual:
                     reason = "the message's tool calls differ from the expected ones"
                     metadata = self._explained(want.tool_calls, got.tool_calls, matching)
@@ -406,24 +398,22 @@ class ToolCallValid(_ToolCallScorer):
     #: 2: multipleOf compares decimals as written (0.3 is a multiple of 0.1); uniqueItems: NaN equals NaN
     algorithm_version = "2"
 
-    def __init__(
-        self, *, tools: Any = None, timeout_s: float | None = VALIDATION_TIMEOUT_S, name: str | None = None
-    ) -> None:
+    tools: Any = param("the tool definitions, OpenAI tools format (None: each row's tools)", default=None)
+    timeout_s: float | None = seconds(
+        "CPU seconds the validation of one row may take (a longer one is the row's error)",
+        default=VALIDATION_TIMEOUT_S,
+    )
+
+    def __post_init__(self) -> None:
         from .schemas import validators
 
-        super().__init__(name=name)
-        self.timeout_s = self._checked_timeout(timeout_s)
-        self.tools = tools
         self._tools_key = None
-        if tools is not None:
+        if self.tools is not None:
             try:
-                self._tools_key = _tools_json(tools)
+                self._tools_key = _tools_json(self.tools)
                 validators(self._tools_key)
             except ValueError as exc:
                 raise ConfigError(f"{self.name}: tools {exc}", scorer=self.name) from None
-
-    def params(self) -> dict[str, Any]:
-        return {"tools": self.tools}
 
     # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook's **fields)
     def _score(self, *, output: Any, tools: Any = None, **_: Any) -> Score:  # type: ignore[override]
@@ -511,12 +501,7 @@ class ToolCallF1(_ToolCallScorer):
     description = "F1 of tool names called vs expected (promptfoo's tool-call-f1, over multisets)"
     example = 'ToolCallF1()(output=[{"name": "search"}, {"name": "fetch"}], expected="search,summarise")  # 0.5'
 
-    def __init__(self, *, multiset: bool = True, name: str | None = None) -> None:
-        super().__init__(name=name)
-        self.multiset = multiset
-
-    def params(self) -> dict[str, Any]:
-        return {"multiset": self.multiset}
+    multiset: bool = param("count a name called twice twice (False: sets of names)", default=True)
 
     # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook's **fields)
     def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:  # type: ignore[override]

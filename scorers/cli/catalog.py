@@ -123,11 +123,24 @@ def describe(scorer: Scorer, aliases: Sequence[str] = ()) -> str:
         lines.append(f"  {f.name:<12} {need:<9} {f.type_names()}" + (f"  {f.description}" if f.description else ""))
     lines.append("  (input, output, expected and metadata are always accepted)")
     lines += ["", "parameters (as configured by default; set with -p NAME.KEY=VALUE or scorers.get(NAME, KEY=...)):"]
-    params = scorer.params()
-    lines += [f"  {k} = {json.dumps(v, default=str)}" for k, v in params.items()] or ["  (none)"]
+    lines += _parameter_lines(scorer) or ["  (none)"]
     if scorer.example:
         lines += ["", "example:", f"  {scorer.example}"]
     return "\n".join(lines)
+
+
+def _parameter_lines(scorer: Scorer) -> list[str]:
+    """Each parameter as configured (``KEY = JSON``), with what it may be and its help when it is declared
+    (:meth:`Scorer.options`), then what else enters the signature (a library's version)."""
+    signed = scorer.params()
+    lines = []
+    for name, option in type(scorer).options().items():
+        value = signed[name] if name in signed else getattr(scorer, option.attribute)
+        unsigned = "" if option.signed else "; not in the signature"
+        lines += [f"  {name} = {json.dumps(value, default=str)}  ({option.allowed}{unsigned})", f"      {option.help}"]
+    declared = type(scorer).options()
+    lines += [f"  {k} = {json.dumps(v, default=str)}" for k, v in signed.items() if k not in declared]
+    return lines
 
 
 def cmd_show(args: argparse.Namespace) -> int:

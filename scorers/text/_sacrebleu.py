@@ -132,8 +132,7 @@ class SacrebleuScorer(CachedSignature, Scorer):
     #: Key of the native figure in metadata and of the corpus figure (``corpus_<key>``) in summaries.
     native_key: ClassVar[str] = ""
 
-    def __init__(self, *, name: str | None = None) -> None:
-        super().__init__(name=name)
+    def __post_init__(self) -> None:
         self._sacrebleu_version: str = optional_import("sacrebleu", scorer=self.name, extra="text").__version__
 
     @lazy

@@ -18,8 +18,9 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-from .._util import is_int, is_number, lazy, optional_import
+from .._util import lazy, optional_import
 from ..errors import ConfigError, ScorerError
+from ..params import param
 from ..registry import register
 from ..score import Score
 from ._ngrams import TokenCache, clipped_ngram_matches
@@ -54,45 +55,28 @@ class BLEU(SacrebleuScorer):
     algorithm_version = "1"
     native_key = "bleu"
 
-    def __init__(
-        self,
-        *,
-        tokenize: str = "13a",
-        smooth_method: str = "exp",
-        smooth_value: float | None = None,
-        lowercase: bool = False,
-        effective_order: bool = True,
-        max_ngram_order: int = 4,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(name=name)
+    tokenize: str = param("sacrebleu's tokenizer (one of sacrebleu's BLEU.TOKENIZERS)", default="13a")
+    smooth_method: str = param("sacrebleu's smoothing (one of sacrebleu's BLEU.SMOOTH_DEFAULTS)", default="exp")
+    smooth_value: float | None = param(
+        "the smoothing's value (None: sacrebleu's default for the method)", default=None, ge=0
+    )
+    lowercase: bool = param("lowercase both sides first", default=False)
+    effective_order: bool = param("average the n-gram orders that have matches (sentence BLEU)", default=True)
+    max_ngram_order: int = param("the longest n-grams counted", default=4, ge=1)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         sacre_bleu = optional_import("sacrebleu.metrics.bleu", scorer=self.name, extra="text").BLEU
+        smooth_method, smooth_value = self.smooth_method, self.smooth_value
         if smooth_method not in sacre_bleu.SMOOTH_DEFAULTS:
             raise ConfigError(
                 f"{self.name}: unknown smooth_method {smooth_method!r}; choose one of "
                 f"{', '.join(sacre_bleu.SMOOTH_DEFAULTS)}",
                 scorer=self.name,
             )
-        if smooth_value is not None:
-            if sacre_bleu.SMOOTH_DEFAULTS[smooth_method] is None:
-                raise ConfigError(
-                    f"{self.name}: smooth_method {smooth_method!r} takes no smooth_value", scorer=self.name
-                )
-            if not is_number(smooth_value) or not smooth_value >= 0:
-                raise ConfigError(
-                    f"{self.name}: smooth_value must be a non-negative number, got {smooth_value!r}", scorer=self.name
-                )
-        if not is_int(max_ngram_order) or max_ngram_order < 1:
-            raise ConfigError(
-                f"{self.name}: max_ngram_order must be a positive integer, got {max_ngram_order!r}", scorer=self.name
-            )
-        _check_tokenizer(self.name, tokenize, tuple(sacre_bleu.TOKENIZERS))
-        self.tokenize = tokenize
-        self.smooth_method = smooth_method
-        self.smooth_value = smooth_value
-        self.lowercase = bool(lowercase)
-        self.effective_order = bool(effective_order)
-        self.max_ngram_order = max_ngram_order
+        if smooth_value is not None and sacre_bleu.SMOOTH_DEFAULTS[smooth_method] is None:
+            raise ConfigError(f"{self.name}: smooth_method {smooth_method!r} takes no smooth_value", scorer=self.name)
+        _check_tokenizer(self.name, self.tokenize, tuple(sacre_bleu.TOKENIZERS))
         self._smooth_default = sacre_bleu.SMOOTH_DEFAULTS[smooth_method]
         self._metric  # noqa: B018  (built now: a tokenizer that cannot load fails here, not on the first row)
 
@@ -123,12 +107,8 @@ class BLEU(SacrebleuScorer):
 
     def params(self) -> dict[str, Any]:
         return {
-            "tokenize": self.tokenize,
-            "smooth_method": self.smooth_method,
+            **super().params(),
             "smooth_value": self.smooth_value if self.smooth_value is not None else self._smooth_default,
-            "lowercase": self.lowercase,
-            "effective_order": self.effective_order,
-            "max_ngram_order": self.max_ngram_order,
             "sacrebleu_version": self._sacrebleu_version,
         }
 

@@ -15,8 +15,9 @@ import string
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .._util import is_int, lazy
+from .._util import lazy
 from ..errors import ConfigError, ScorerError
+from ..params import param
 from ..registry import register
 from ..score import Score
 from ._ngrams import TokenCache, clipped_ngram_matches
@@ -49,27 +50,17 @@ class ChrF(SacrebleuScorer):
     algorithm_version = "1"
     native_key = "chrf"
 
-    def __init__(
-        self,
-        *,
-        char_order: int = 6,
-        word_order: int = 0,
-        beta: int = 2,
-        lowercase: bool = False,
-        whitespace: bool = False,
-        eps_smoothing: bool = False,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(name=name)
-        for label, value, least in (("char_order", char_order, 0), ("word_order", word_order, 0), ("beta", beta, 0)):
-            if not is_int(value) or value < least:
-                raise ConfigError(
-                    f"{self.name}: {label} must be a non-negative integer, got {value!r}", scorer=self.name
-                )
-        if char_order + word_order == 0:
+    char_order: int = param("the longest character n-grams counted", default=6, ge=0)
+    word_order: int = param("the longest word n-grams counted (2: chrF++)", default=0, ge=0)
+    beta: int = param("weight of recall against precision in the F-score", default=2, ge=0)
+    lowercase: bool = param("lowercase both sides first", default=False)
+    whitespace: bool = param("count whitespace among the characters", default=False)
+    eps_smoothing: bool = param("average the F-scores of all orders, smoothed (sacrebleu's eps)", default=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.char_order + self.word_order == 0:
             raise ConfigError(f"{self.name}: char_order and word_order cannot both be 0", scorer=self.name)
-        self.char_order, self.word_order, self.beta = char_order, word_order, beta
-        self.lowercase, self.whitespace, self.eps_smoothing = bool(lowercase), bool(whitespace), bool(eps_smoothing)
 
     def _build_metric(self) -> Any:
         from sacrebleu.metrics.chrf import CHRF
@@ -95,15 +86,7 @@ class ChrF(SacrebleuScorer):
         )
 
     def params(self) -> dict[str, Any]:
-        return {
-            "char_order": self.char_order,
-            "word_order": self.word_order,
-            "beta": self.beta,
-            "lowercase": self.lowercase,
-            "whitespace": self.whitespace,
-            "eps_smoothing": self.eps_smoothing,
-            "sacrebleu_version": self._sacrebleu_version,
-        }
+        return {**super().params(), "sacrebleu_version": self._sacrebleu_version}
 
     @lazy
     def _words(self) -> TokenCache:

@@ -35,15 +35,17 @@ has imported nltk already. A cold call is then mostly ``import scorers``.
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 import zlib
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable
 
-from .._util import is_number, memoize
+from .._util import memoize
 from ..base import Scorer
-from ..errors import ConfigError, ScorerError
+from ..errors import ScorerError
 from ..fields import references_field, text_field
+from ..params import param
 from ..registry import register
 from ..score import Score
 from ._ngrams import porter_stem
@@ -381,26 +383,16 @@ class METEOR(Scorer):
     example = 'METEOR()(output="the cat is glad", expected="the cat is happy")'
     algorithm_version = "1"
 
-    def __init__(
-        self,
-        *,
-        alpha: float = 0.9,
-        beta: float = 3.0,
-        gamma: float = 0.5,
-        preprocess: str = "lower",
-        stemmer: str = "porter",
-        synonyms: str = "wordnet",
-        tokenizer: str = "nltk",
-        name: str | None = None,
-    ) -> None:
-        super().__init__(name=name)
-        self.alpha = _number("alpha", alpha, 0.0, 1.0, self.name)
-        self.beta = _number("beta", beta, 0.0, None, self.name)
-        self.gamma = _number("gamma", gamma, 0.0, 1.0, self.name)
-        self.preprocess = _choice("preprocess", preprocess, PREPROCESSORS, self.name)
-        self.stemmer = _choice("stemmer", stemmer, STEMMERS, self.name)
-        self.synonyms = _choice("synonyms", synonyms, SYNONYMS, self.name)
-        self.tokenizer = _choice("tokenizer", tokenizer, TOKENIZERS, self.name)
+    alpha: float = param("weight of precision against recall in the F-mean", default=0.9, ge=0, le=1)
+    beta: float = param("shape of the fragmentation penalty", default=3.0, ge=0, lt=math.inf)
+    gamma: float = param("most the fragmentation penalty can take off", default=0.5, ge=0, le=1)
+    preprocess: str = param("'lower': lowercase the tokens (nltk's default)", default="lower", choices=PREPROCESSORS)
+    stemmer: str = param("the stemmer of the stem stage", default="porter", choices=STEMMERS)
+    synonyms: str = param("where the synonym stage finds synonyms", default="wordnet", choices=SYNONYMS)
+    tokenizer: str = param("how texts split into words", default="nltk", choices=TOKENIZERS)
+
+    def __post_init__(self) -> None:
+        self.alpha, self.beta, self.gamma = float(self.alpha), float(self.beta), float(self.gamma)
         self._nltk_version = nltk_version(scorer=self.name)
         #: Where synonym sets come from (numbers are equal either way; "nltk" is the slow reference path).
         self._synonym_source = "index"
@@ -412,16 +404,7 @@ class METEOR(Scorer):
             self._wordnet_version = wordnet_version()
 
     def params(self) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "alpha": self.alpha,
-            "beta": self.beta,
-            "gamma": self.gamma,
-            "preprocess": self.preprocess,
-            "stemmer": self.stemmer,
-            "synonyms": self.synonyms,
-            "tokenizer": self.tokenizer,
-            "nltk": self._nltk_version,
-        }
+        params: dict[str, Any] = {**super().params(), "nltk": self._nltk_version}
         if self._wordnet_version is not None:
             params["wordnet"] = self._wordnet_version
         return params
@@ -461,21 +444,3 @@ class METEOR(Scorer):
                 metadata["best_reference"] = best_index
             scores.append(Score(self.name, best, metadata))
         return scores
-
-
-def _number(param: str, value: Any, low: float, high: float | None, scorer: str) -> float:
-    if not is_number(value):
-        raise ConfigError(f"{scorer}: {param} must be a number, got {value!r}", scorer=scorer)
-    value = float(value)
-    if not (low <= value and (high is None or value <= high)) or value != value or value == float("inf"):
-        bounds = f"in [{low:g}, {high:g}]" if high is not None else f"a finite number >= {low:g}"
-        raise ConfigError(f"{scorer}: {param} must be {bounds}, got {value!r}", scorer=scorer)
-    return value
-
-
-def _choice(param: str, value: Any, allowed: Sequence[str], scorer: str) -> str:
-    if value not in allowed:
-        raise ConfigError(
-            f"{scorer}: {param} must be one of {', '.join(map(repr, allowed))}, got {value!r}", scorer=scorer
-        )
-    return value

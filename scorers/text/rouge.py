@@ -35,6 +35,7 @@ from .._util import import_rapidfuzz, lazy
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError
 from ..fields import references_field, text_field
+from ..params import param
 from ..registry import register
 from ..score import Score
 from ._ngrams import CachedSignature, TokenCache, clipped_ngram_matches, porter_stem, split_flat
@@ -120,32 +121,31 @@ class ROUGE(CachedSignature, Scorer):
     example = 'ROUGE(rouge_type="rouge1")(output="the cat sat", expected="the cat sat down")'
     algorithm_version = "1"
 
-    def __init__(
-        self,
-        *,
-        rouge_type: str = "rougeL",
-        use_stemmer: bool = False,
-        tokenizer: str = "default",
-        max_chars: int | Literal["auto"] | None = "auto",
-        name: str | None = None,
-    ) -> None:
-        super().__init__(name=name)
-        match = _ROUGE_N.match(rouge_type) if isinstance(rouge_type, str) else None
-        if rouge_type not in ("rougeL", "rougeLsum") and match is None:
+    rouge_type: str = param(
+        "rouge1 to rouge9 (n-grams), rougeL (longest common subsequence) or rougeLsum", default="rougeL"
+    )
+    use_stemmer: bool = param("Porter-stem the tokens (nltk)", default=False)
+    tokenizer: str = param("how texts split into tokens", default="default", choices=TOKENIZERS)
+    # the parameter takes "auto", which __post_init__ resolves to the int | None of Scorer.max_chars
+    max_chars: int | Literal["auto"] | None = param(  # type: ignore[assignment]
+        "longest text ('auto': 100,000 for rougeL, 20,000 for rougeLsum, no limit for rougeN); None: no limit",
+        default="auto",
+        ge=1,
+        signed=False,
+        expected="a positive integer, 'auto' or None",
+    )
+
+    def __post_init__(self) -> None:
+        match = _ROUGE_N.match(self.rouge_type)
+        if self.rouge_type not in ("rougeL", "rougeLsum") and match is None:
             raise ConfigError(
-                f"{self.name}: unknown rouge_type {rouge_type!r}; use rouge1 to rouge9 (rouge-score's "
+                f"{self.name}: unknown rouge_type {self.rouge_type!r}; use rouge1 to rouge9 (rouge-score's "
                 "range), rougeL or rougeLsum",
                 scorer=self.name,
             )
-        self._set_max_chars(DEFAULT_MAX_CHARS.get(rouge_type) if max_chars == "auto" else max_chars)
-        if tokenizer not in TOKENIZERS:
-            raise ConfigError(
-                f"{self.name}: unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}", scorer=self.name
-            )
-        self.rouge_type = rouge_type
+        if self.max_chars == "auto":
+            self.max_chars = DEFAULT_MAX_CHARS.get(self.rouge_type)
         self.order = int(match.group(1)) if match else 0
-        self.use_stemmer = bool(use_stemmer)
-        self.tokenizer = tokenizer
         self._stem  # noqa: B018  (loaded now, so that a missing nltk fails here)
 
     @lazy
@@ -153,12 +153,7 @@ class ROUGE(CachedSignature, Scorer):
         return porter_stem(self.name) if self.use_stemmer else None
 
     def params(self) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "rouge_type": self.rouge_type,
-            "use_stemmer": self.use_stemmer,
-            "tokenizer": self.tokenizer,
-            "reference": REFERENCE,
-        }
+        params: dict[str, Any] = {**super().params(), "reference": REFERENCE}
         if self.use_stemmer:
             params["nltk_version"] = nltk_version(scorer=self.name)
         return params

@@ -19,8 +19,9 @@ import math
 from functools import partial
 from typing import Any, Callable, Sequence
 
-from .._util import is_int, lazy, memoize
-from ..errors import ConfigError, ScorerError, ScorerInputError
+from .._util import lazy, memoize
+from ..errors import ScorerError, ScorerInputError
+from ..params import param
 from ..registry import register
 from ..score import Score
 from ._pool import ProcessPool
@@ -189,32 +190,22 @@ class TER(SacrebleuScorer):
     algorithm_version = "1"
     native_key = "ter"
 
-    def __init__(
-        self,
-        *,
-        normalized: bool = False,
-        no_punct: bool = False,
-        asian_support: bool = False,
-        case_sensitive: bool = False,
-        max_chars: int | None = 5_000,
-        max_steps: int | None = MAX_TER_STEPS,
-        processes: int = 1,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(name=name)
-        self._set_max_chars(max_chars)
-        if max_steps is not None and (not is_int(max_steps) or max_steps < 1):
-            raise ConfigError(
-                f"{self.name}: max_steps must be a positive integer or None, got {max_steps!r}", scorer=self.name
-            )
-        #: The most steps the edit search may take on a row (None: no limit; not in the signature).
-        self.max_steps = max_steps
-        if not is_int(processes) or processes < 1:
-            raise ConfigError(f"{self.name}: processes must be a positive integer, got {processes!r}", scorer=self.name)
-        #: Worker processes for big batches (1: none; not part of the signature, the numbers are the same).
-        self.processes = processes
-        self.normalized, self.no_punct = bool(normalized), bool(no_punct)
-        self.asian_support, self.case_sensitive = bool(asian_support), bool(case_sensitive)
+    normalized: bool = param("normalise punctuation and tokenise first (sacrebleu's normalized)", default=False)
+    no_punct: bool = param("remove punctuation first", default=False)
+    asian_support: bool = param("tokenise Asian scripts by character", default=False)
+    case_sensitive: bool = param("compare case-sensitively", default=False)
+    max_chars: int | None = param(
+        "longest hypothesis or reference (the edit search's cost grows much faster); None: no limit",
+        default=5_000,
+        ge=1,
+        signed=False,
+    )
+    max_steps: int | None = param(
+        "most steps the edit search may take on a row; None: no limit", default=MAX_TER_STEPS, ge=1, signed=False
+    )
+    processes: int = param(
+        "worker processes for big batches (1: none; the numbers are the same)", default=1, ge=1, signed=False
+    )
 
     def _build_metric(self) -> Any:
         return _sacrebleu_ter(self._settings())
@@ -228,13 +219,7 @@ class TER(SacrebleuScorer):
         return sacrebleu_private(self._metric, "_compute_score_from_stats", ter_from_stats)
 
     def params(self) -> dict[str, Any]:
-        return {
-            "normalized": self.normalized,
-            "no_punct": self.no_punct,
-            "asian_support": self.asian_support,
-            "case_sensitive": self.case_sensitive,
-            "sacrebleu_version": self._sacrebleu_version,
-        }
+        return {**super().params(), "sacrebleu_version": self._sacrebleu_version}
 
     # ------------------------------------------------------------- processes
     @lazy

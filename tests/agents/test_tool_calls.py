@@ -711,7 +711,7 @@ def test_tool_call_f1_reads_promptfoos_value_and_explains():
         ({"rules": {"f": {"q": {"scorer": "Levenshtein", "threshold": 1.5}}}}, "rules['f']['q']['threshold']"),
         ({"rules": {"f": {"q": {"scorer": "Levenshtein"}}}}, "rules['f']['q']['threshold']: Field required"),
         ({"rules": {"f": {"q": {"scorer": "Factuality", "threshold": 0.5}}}}, "must run locally"),
-        ({"rules": ["f"]}, "rules must map tool names"),
+        ({"rules": ["f"]}, "rules must be a mapping of tool names"),
         ({"rules": {"f": {"a..b": "exact"}}}, "a path is keys joined by dots"),
         ({"order": "random"}, "order must be one of any, in_order, exact"),
         ({"extra_calls": "penalize"}, "extra_calls must be one of penalise, ignore"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 import pytest
@@ -12,6 +13,10 @@ from scorers.errors import MissingExtraError
 
 if TYPE_CHECKING:  # imported by the fixtures that serve it: doctests that need no server do not load it
     from scorers.testing import LoopbackLLM
+
+#: Scripts under tests/ that another interpreter runs (a harness venv) and that import an extra at the top: not
+#: modules of this one, so --doctest-modules never imports them.
+collect_ignore = ["tests/embedding/moverscore_reference.py"]
 
 #: The API key tests give the client; distinctive so tests can assert it never leaks.
 FAKE_API_KEY = "sk-test-LEAKCANARY-0123456789abcdef"
@@ -98,13 +103,50 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
     _fail_skips_in_ci(outcome.get_result())  # type: ignore[attr-defined]
 
 
+# ----------------------------------------------------------------------------- test tiers
+#: The marks a test gets from the shared fixtures it uses (a test module's own ``pytestmark`` says the rest).
+FIXTURE_MARKS = {
+    "real_llm_server": ("needs_server",),
+    "redis_server": ("needs_redis",),
+    "ray_cluster": ("needs_cluster",),
+    "spark_session": ("needs_cluster", "needs_java"),
+}
+#: The marks of the doctests in a folder or module of scorers/ (they carry no marks of their own).
+DOCTEST_MARKS = {
+    "scorers/embedding/": ("needs_torch",),  # the embedding scorers load torch and a model
+    "scorers/text/meteor.py": ("slow",),  # builds the WordNet synonym index (about 7 s)
+}
+
+
+def _tier_marks(item: pytest.Item, root: Path) -> set[str]:
+    """The tier marks ``item`` lacks: those of the fixtures it uses and of its doctest module, and ``slow`` when
+    it needs anything (a ``needs_*`` mark)."""
+    own = {mark.name for mark in item.iter_markers()}
+    marks = {name for fixture in getattr(item, "fixturenames", ()) for name in FIXTURE_MARKS.get(fixture, ())}
+    where = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+    for prefix, names in DOCTEST_MARKS.items():
+        if where.startswith(prefix):
+            marks.update(names)
+    if any(name.startswith("needs_") for name in own | marks):
+        marks.add("slow")
+    return marks - own
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by these marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks each test with what it needs (``needs_*``) and ``slow`` if it needs anything, so ``-m "not slow"``
+    (the fast tier) leaves it out."""
+    for item in items:
+        for name in sorted(_tier_marks(item, config.rootpath)):
+            item.add_marker(name)
+
+
 # ----------------------------------------------------------------------------- a real OpenAI-compatible server
 import dataclasses  # noqa: E402  (this section's own imports)
 import socket  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 import urllib.request  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 _LLM_SERVER_DIR = Path(__file__).resolve().parent / ".cache" / "llm-server"
 

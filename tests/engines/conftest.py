@@ -32,7 +32,12 @@ def spark_session() -> Iterator[Any]:
         yield spark
 
 
-@pytest.fixture(params=["ray", "spark"])
+@pytest.fixture(
+    params=[
+        pytest.param("ray", marks=pytest.mark.needs_cluster),
+        pytest.param("spark", marks=[pytest.mark.needs_cluster, pytest.mark.needs_java]),
+    ]
+)
 def engine(request: pytest.FixtureRequest) -> str:
     """Each engine in turn, its cluster running."""
     request.getfixturevalue({"ray": "ray_cluster", "spark": "spark_session"}[request.param])

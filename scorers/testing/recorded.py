@@ -41,7 +41,7 @@ class RecordedRequest:
     @property
     def api(self) -> str | None:
         """The name of the API the path is (``"chat"``, ``"responses"``, ``"completions"``, ``"embeddings"``:
-        :attr:`WireProtocol.name <scorers.testing.protocols.WireProtocol.name>`); ``None`` for other paths."""
+        :attr:`~scorers.testing.protocols.WireProtocol.name`); ``None`` for other paths."""
         protocol = self._protocol
         return protocol.name if protocol is not None else None
 

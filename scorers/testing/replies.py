@@ -28,7 +28,7 @@ LLAMA_CPP_JSON_SCHEMA_REJECTION = (
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted answer of the server: a chat completion or a fault.
+    """One scripted answer of the server: a text, JSON or tool call (in the shape of the protocol asked) or a fault.
 
     Build replies with the class methods (:meth:`choice`, :meth:`tool_call`,
     :meth:`text`, :meth:`json`, :meth:`rate_limited`, :meth:`error`,

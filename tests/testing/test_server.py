@@ -48,6 +48,7 @@ def test_reset_and_not_running():
         assert server.rules == [] and server.requests == []
 
 
+@pytest.mark.slow  # 13 bodies of 1 to 4 MB: about 3 s
 def test_the_record_is_bounded_and_the_count_exact():
     """Every body was kept (300 requests of 1 MB: 51 -> 341 MB): now the newest, within a number and a size."""
     with LoopbackLLM(record_limit=3) as server:

@@ -74,7 +74,7 @@ class WireProtocol(ABC):
     Subclass :class:`ScriptedProtocol` or :class:`ComputedProtocol`, not this class.
     """
 
-    #: The API's name, :attr:`RecordedRequest.api <scorers.testing.RecordedRequest.api>` of its requests.
+    #: The API's name, :attr:`~scorers.testing.RecordedRequest.api` of its requests.
     name: ClassVar[str]
     #: The paths it answers to ``POST`` (aiohttp route patterns, e.g. ``"/v1/chat/completions"``).
     paths: ClassVar[tuple[str, ...]]

@@ -24,7 +24,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from scorers import Scorer, text_field
+from scorers import Scorer, param, text_field
 from scorers.cli import Command
 from scorers.engines import Local
 from scorers.judges.formats import FORMATS, TemplateFormat
@@ -34,16 +34,10 @@ class Shouting(Scorer):
     """1 if the output is upper case."""
 
     fields = (text_field("output"),)
-
-    def __init__(self, *, strict: bool = True, name=None):
-        super().__init__(name=name)
-        self.strict = strict
+    strict: bool = param("only upper case counts (else a final '!' does too)", default=True)
 
     def _score(self, *, output):
         return self.make_score(float(output.isupper() or (not self.strict and output.endswith("!"))))
-
-    def params(self):
-        return {"strict": self.strict}
 
 
 class Careful(Local):
@@ -142,6 +136,7 @@ def test_a_plugin_scorer_is_listed_shown_and_scores_and_a_broken_one_fails_alone
     assert "No module named 'no_such_module_xyz'" in listed["BrokenScorer"]["error"]
     shown = cli("show", "shouting")
     assert shown.returncode == 0 and "strict = true" in shown.stdout
+    assert "only upper case counts (else a final '!' does too)" in shown.stdout
     data = tmp_path / "rows.jsonl"
     data.write_text('{"output": "HEY"}\n{"output": "hey!"}\n')
     scored = cli("run", str(data), "-s", "Shouting", "-p", "Shouting.strict=false", "-o", "-")

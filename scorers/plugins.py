@@ -107,9 +107,9 @@ class Registry(Generic[T]):
                     raise ConfigError(f"cannot register {name!r}: the name {key!r} is taken by {owner!r}")
             if name in self._values and self._values[name] is not value and not replace:
                 raise ConfigError(f"{_article(self.kind)} {self.kind} named {name!r} is already registered")
-            if name in self._values:
-                self.remove(name)
-            self._values[name] = value
+            for key in [key for key, owner in self._keys.items() if owner == name]:  # a replaced entry's aliases
+                del self._keys[key]
+            self._values[name] = value  # (a replaced name keeps its place)
             self._failures.pop(self._fold(name), None)
             for key in (name, *aliases):
                 self._keys[self._fold(key)] = name

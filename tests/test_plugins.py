@@ -33,8 +33,9 @@ def test_names_aliases_and_case() -> None:
         numbers.register("five", 6)
     with pytest.raises(ConfigError, match="cannot register 'Quad': the name 'Quad' is taken by 'Four'"):
         numbers.register("Quad", 4)
-    numbers.register("five", 55, replace=True)
-    assert numbers.get("five") == 55
+    numbers.register("Four", 44, replace=True)
+    assert numbers.get("four") == 44 and "quad" not in numbers and numbers.names() == ["Four", "five"]
+    numbers.register("Four", 4, aliases=("quad",), replace=True)
     numbers.remove("Four")
     assert "quad" not in numbers and numbers.names() == ["five"]
 

@@ -119,7 +119,7 @@ class Scorer:
                 raise TypeError(f"{type(self).__name__}() missing 1 required keyword-only argument: {option.name!r}")
             else:
                 value = option.default
-            setattr(self, option.attribute, value)
+            setattr(self, option.name, value)
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -180,7 +180,7 @@ class Scorer:
     def params(self) -> dict[str, Any]:
         """Every setting that changes the number (enters the signature): the declared parameters but those with
         ``signed=False``, in order; a subclass adds what else decides its numbers (a library's version)."""
-        return {name: getattr(self, option.attribute) for name, option in self._declared.items() if option.signed}
+        return {name: getattr(self, name) for name, option in self._declared.items() if option.signed}
 
     def aggregator(self) -> Aggregator:
         """A fresh accumulator for run summaries (corpus-level figures go here)."""

@@ -74,8 +74,6 @@ class Param:
     signed: bool = True
     #: Completes "must be ..." in the error for a wrong value; derived from the type and constraint when None.
     expected: str | None = None
-    #: The instance attribute that holds the value (default: the parameter's name).
-    stored_as: str | None = None
     name: str = ""
     #: The annotation as written (a string under ``from __future__ import annotations``).
     annotation: Any = None
@@ -85,10 +83,6 @@ class Param:
     @property
     def required(self) -> bool:
         return self.default is REQUIRED
-
-    @property
-    def attribute(self) -> str:
-        return self.stored_as or self.name
 
     @property
     def allowed(self) -> str:
@@ -134,17 +128,16 @@ def param(
     lt: float | None = None,
     signed: bool = True,
     expected: str | None = None,
-    stored_as: str | None = None,
 ) -> Any:
     """Declare a scorer parameter: ``name: TYPE = param("what it does", default=..., ge=..., choices=...)``.
 
     ``default`` omitted: the parameter is required. ``choices``, ``ge``/``gt``/``le``/``lt``: the values allowed
     (bounds apply to numbers). ``signed=False``: left out of :meth:`~scorers.base.Scorer.params` (a bound on
     cost, a number of processes: settings that never change a number). ``expected``: the "must be ..." text of
-    the error, when the derived one would not say it well. ``stored_as``: the instance attribute (default: the
-    name). The value is checked, never converted: ``__post_init__`` may normalise it.
+    the error, when the derived one would not say it well. The value is checked, never converted, and set as the
+    instance attribute of the same name: ``__post_init__`` may normalise it.
     """
-    return Param(help, default, choices, ge, gt, le, lt, signed, expected, stored_as)
+    return Param(help, default, choices, ge, gt, le, lt, signed, expected)
 
 
 def seconds(help: str, *, default: float | None) -> Any:

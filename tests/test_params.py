@@ -7,10 +7,13 @@ explicit ``__init__`` of each): declaring them must not change what ``inspect.si
 from __future__ import annotations
 
 import inspect
+import re
 
 import pytest
 
 import scorers
+from scorers import ConfigError, Scorer, param, text_field
+from scorers.cli.catalog import describe
 from scorers.registry import entries
 
 #: ``str(inspect.signature(cls))`` of every registered scorer class, as the hand-written constructors gave it.
@@ -69,3 +72,100 @@ def test_every_registered_scorer_keeps_its_constructor_signature(qualname):
 
 def test_every_registered_scorer_class_is_pinned():
     assert sorted(_classes()) == sorted(PINNED)
+
+
+class Toy(Scorer):
+    """A scorer declaring one parameter of each kind the mechanism handles."""
+
+    fields = (text_field("output"),)
+    threshold: float = param("share that counts", default=0.5, ge=0, le=1)
+    mode: str = param("how to count", default="any", choices=("any", "all"))
+    limit: int | None = param("a bound that never changes a number", default=10, ge=1, signed=False)
+    model: str = param("a required one")
+
+    def __post_init__(self) -> None:
+        if self.mode == "all" and self.limit is None:
+            raise ConfigError(f"{self.name}: mode='all' needs a limit", scorer=self.name)
+        self.derived = f"{self.model}/{self.mode}"
+
+    def _score(self, *, output):
+        return self.make_score(1.0)
+
+
+def test_the_declarations_give_the_constructor_signature_params_and_options():
+    assert str(inspect.signature(Toy)) == (
+        "(*, threshold: 'float' = 0.5, mode: 'str' = 'any', limit: 'int | None' = 10, model: 'str', "
+        "name: 'str | None' = None) -> 'None'"
+    )
+    toy = Toy(model="m", threshold=1)
+    assert (toy.threshold, toy.mode, toy.limit, toy.derived) == (1, "any", 10, "m/any")  # checked, not converted
+    assert toy.params() == {"threshold": 1, "mode": "any", "model": "m"}  # signed ones, in order
+    assert toy.signature()["threshold"] == 1
+    options = Toy.options()
+    assert list(options) == ["threshold", "mode", "limit", "model"]
+    assert (options["mode"].default, options["mode"].choices, options["mode"].help) == (
+        "any",
+        ("any", "all"),
+        "how to count",
+    )
+    assert options["model"].required and not options["limit"].signed
+    assert [o.allowed for o in options.values()] == [
+        "a number in [0, 1]",
+        "one of any, all",
+        "a positive integer or None",
+        "a string",
+    ]
+    assert Toy.threshold == 0.5 and not hasattr(Toy, "model")  # the defaults are the class attributes
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"threshold": 1.5}, "Toy: threshold must be a number in [0, 1], got 1.5"),
+        ({"threshold": "high"}, "Toy: threshold must be a number in [0, 1], got 'high'"),
+        ({"threshold": float("nan")}, "Toy: threshold must be a number in [0, 1], got nan"),
+        ({"threshold": True}, "Toy: threshold must be a number in [0, 1], got True"),
+        ({"mode": "some"}, "Toy: mode must be one of any, all, got 'some'"),
+        ({"limit": 0}, "Toy: limit must be a positive integer or None, got 0"),
+        ({"limit": 2.0}, "Toy: limit must be a positive integer or None, got 2.0"),
+        ({"model": 3}, "Toy: model must be a string, got 3"),
+        ({"mode": "all", "limit": None}, "Toy: mode='all' needs a limit"),
+    ],
+)
+def test_a_wrong_value_is_a_config_error_naming_the_scorer_the_parameter_and_what_was_wrong(params, message):
+    with pytest.raises(ConfigError, match="^" + re.escape(message) + "$") as info:
+        Toy(**{"model": "m", **params})
+    assert info.value.scorer == "Toy"
+
+
+def test_unknown_and_missing_parameters_are_type_errors_that_the_registry_words():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'treshold'"):
+        Toy(model="m", treshold=1)
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'model'"):
+        Toy()
+    with pytest.raises(ConfigError, match=r"unknown parameter 'strp'; did you mean 'strip'\? \(parameters: "):
+        scorers.get("ExactMatch", strp=True)
+
+
+def test_a_subclass_inherits_the_declarations_and_one_with_its_own_constructor_keeps_its_signature():
+    class Stricter(Toy):
+        strict: bool = param("be strict", default=False)
+
+    class Handwritten(Toy):
+        def __init__(self, *, level: int = 1, name: str | None = None) -> None:
+            super().__init__(model="fixed", name=name)
+            self.level = level
+
+    assert list(inspect.signature(Stricter).parameters) == ["threshold", "mode", "limit", "model", "strict", "name"]
+    assert Stricter(model="m", strict=True).params() == {"threshold": 0.5, "mode": "any", "model": "m", "strict": True}
+    assert str(inspect.signature(Handwritten)) == "(*, level: 'int' = 1, name: 'str | None' = None) -> 'None'"
+    assert Handwritten(level=2).derived == "fixed/any"
+    assert Handwritten.constructor_params() == ["level", "name"]
+
+
+def test_show_lists_each_parameter_with_what_it_may_be_and_its_help():
+    shown = describe(scorers.get("TER"))
+    assert "  max_steps = 10000000  (a positive integer or None; not in the signature)\n" in shown
+    assert "      most steps the edit search may take on a row; None: no limit\n" in shown
+    assert '  sacrebleu_version = "' in shown  # what else enters the signature, after the declared ones
+    assert "  word_order = 2  (a non-negative integer)" in describe(scorers.get("chrF++"))  # as registered

@@ -135,7 +135,7 @@ def _parameter_lines(scorer: Scorer) -> list[str]:
     signed = scorer.params()
     lines = []
     for name, option in type(scorer).options().items():
-        value = signed[name] if name in signed else getattr(scorer, option.attribute)
+        value = signed[name] if name in signed else getattr(scorer, name)
         unsigned = "" if option.signed else "; not in the signature"
         lines += [f"  {name} = {json.dumps(value, default=str)}  ({option.allowed}{unsigned})", f"      {option.help}"]
     declared = type(scorer).options()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from scorers.testing import LoopbackLLM, RecordedRequest
 from scorers.testing.protocols import PROTOCOLS, ChatCompletionsAPI, protocol_for
 
@@ -24,3 +26,14 @@ def test_a_server_speaks_only_the_protocols_it_is_given() -> None:
         assert CHAT.post(server).status == 200
         assert post(RESPONSES.url(server), RESPONSES.ask("hello")).status == 404
         assert [request.api for request in server.requests] == ["chat"]  # a path it does not speak is not recorded
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS, ids=lambda protocol: protocol.name)
+def test_every_protocol_lets_in_only_the_servers_key(protocol) -> None:
+    with LoopbackLLM(api_key="right") as server:
+        url = server.base_url.removesuffix("/v1") + protocol.paths[0]
+        answer = post(url, {}, {"authorization": "Bearer wrong"})
+        key = "invalid_api_key"
+        assert answer.status == 401
+        assert answer.json() == protocol.error(401, "Incorrect API key provided (loopback)", key, key)
+        assert [(request.api, request.status) for request in server.requests] == [(protocol.name, 401)]

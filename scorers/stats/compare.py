@@ -59,7 +59,10 @@ __all__ = [
     "TESTS",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
+    "read_results",
     "align_rows",
+    "compare_rows",
+    "CompareOptions",
     "mean_interval",
 ]
 
@@ -183,45 +186,47 @@ class Comparison:
             f"significant at p < {self.alpha}"
         ]
         header = ("scorer", "figure", "system", "value", "95 % interval", "diff", "p", "")
-        body = []
-        for figure in self.figures:
-            for name, system in zip(names, figure.systems):
-                if system.halfwidth is not None:
-                    interval = f"μ {system.resample_mean:.4f} ± {system.halfwidth:.4f}"
-                elif system.low is not None:
-                    interval = f"[{system.low:.4f}, {system.high:.4f}]"
-                else:
-                    interval = "-"
-                verdict = "worse" if system.worse else "better" if system.better else ""
-                p_value = "-" if system.p_value is None else format_p_value(system.p_value, self.alpha)
-                body.append(
-                    (
-                        figure.scorer,
-                        figure.figure,
-                        name,
-                        _number(system.value),
-                        interval,
-                        _number(system.difference, "+.4f"),
-                        p_value,
-                        verdict,
-                    )
-                )
+        body = [
+            self._cells(figure, name, system) for figure in self.figures for name, system in zip(names, figure.systems)
+        ]
         widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
         for row in [header, *body]:
             lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
-        for figure in self.figures:
-            direction = {True: "higher is better", False: "lower is better", None: "direction unknown"}[
-                figure.higher_is_better
-            ]
-            counts = ", ".join(f"{os.path.basename(f)} {n}" for f, n in figure.failed.items() if n)
-            lines.append(
-                f"{figure.scorer} {figure.figure}: {figure.rows} rows, {figure.excluded} left out"
-                f"{' (failed: ' + counts + ')' if counts else ''}; "
-                f"{direction}" + (f"; {figure.note}" if figure.note else "")
-            )
-        for name, where in self.not_compared.items():
-            lines.append(f"{name}: not compared, only in {where}")
+        lines += [_figure_line(figure) for figure in self.figures]
+        lines += [f"{name}: not compared, only in {where}" for name, where in self.not_compared.items()]
         return "\n".join(lines)
+
+    def _cells(self, figure: FigureComparison, name: str, system: SystemFigure) -> tuple[str, ...]:
+        """One line of the table: a file's figure, interval, difference, p-value and verdict."""
+        if system.halfwidth is not None:
+            interval = f"μ {system.resample_mean:.4f} ± {system.halfwidth:.4f}"
+        elif system.low is not None:
+            interval = f"[{system.low:.4f}, {system.high:.4f}]"
+        else:
+            interval = "-"
+        verdict = "worse" if system.worse else "better" if system.better else ""
+        p_value = "-" if system.p_value is None else format_p_value(system.p_value, self.alpha)
+        return (
+            figure.scorer,
+            figure.figure,
+            name,
+            _number(system.value),
+            interval,
+            _number(system.difference, "+.4f"),
+            p_value,
+            verdict,
+        )
+
+
+def _figure_line(figure: FigureComparison) -> str:
+    """A figure's rows, rows left out (failed per file) and direction, under the table."""
+    direction = {True: "higher is better", False: "lower is better", None: "direction unknown"}[figure.higher_is_better]
+    counts = ", ".join(f"{os.path.basename(f)} {n}" for f, n in figure.failed.items() if n)
+    return (
+        f"{figure.scorer} {figure.figure}: {figure.rows} rows, {figure.excluded} left out"
+        f"{' (failed: ' + counts + ')' if counts else ''}; "
+        f"{direction}" + (f"; {figure.note}" if figure.note else "")
+    )
 
 
 def _number(value: float | None, spec: str = ".4f") -> str:
@@ -259,19 +264,14 @@ def compare(files: Sequence[str | os.PathLike[str]], **options: Any) -> Comparis
     the defaults are the registry's, and the corpus figures are only right when these
     are the settings the run used. Raises :class:`DataError` when the files do not
     hold the same rows, :class:`ConfigError` for bad options.
+    The steps: :func:`read_results` reads each file, :func:`align_rows` matches their rows,
+    :func:`compare_rows` computes the figures and tests, :meth:`Comparison.table` shows them.
     """
     checked = CompareOptions(**options)
-    key, test, resamples, seed, alpha = checked.key, checked.test, checked.draws, checked.seed, checked.alpha
     paths = [os.fspath(f) for f in files]
     if len(paths) < 2:
         raise ConfigError(f"compare needs a baseline and at least one other results file, got {len(paths)} file(s)")
-    aligned = align_rows(paths, [_read(path) for path in paths], key)
-    names, not_compared = _scorer_names(paths, aligned)
-    params = _check_params(checked.params or {}, names, aligned)
-    figures: list[FigureComparison] = []
-    for name in names:
-        figures += _compare_scorer(name, paths, aligned, test, resamples, seed, alpha, params.get(name))
-    return Comparison(tuple(paths), len(aligned[0]), key, test, resamples, seed, alpha, tuple(figures), not_compared)
+    return compare_rows(paths, align_rows(paths, [read_results(path) for path in paths], checked.key), checked)
 
 
 # inspect.signature reads __signature__: the options are CompareOptions' fields
@@ -280,8 +280,30 @@ compare.__signature__ = CompareOptions.signature(  # type: ignore[attr-defined]
 )
 
 
+def compare_rows(paths: list[str], aligned: list[list[dict[str, Any]]], options: CompareOptions) -> Comparison:
+    """The figures of :func:`compare` over the aligned rows of the files (:func:`align_rows`): every scorer in
+    all of them, each file against the first."""
+    names, not_compared = _scorer_names(paths, aligned)
+    params = _check_params(options.params or {}, names, aligned)
+    figures: list[FigureComparison] = []
+    for name in names:
+        figures += _compare_scorer(name, paths, aligned, options, params.get(name))
+    return Comparison(
+        tuple(paths),
+        len(aligned[0]),
+        options.key,
+        options.test,
+        options.draws,
+        options.seed,
+        options.alpha,
+        tuple(figures),
+        not_compared,
+    )
+
+
 # ------------------------------------------------------------------ reading and matching
-def _read(path: str) -> list[dict[str, Any]]:
+def read_results(path: str) -> list[dict[str, Any]]:
+    """The records of a results file of ``scorers run`` (a :class:`DataError` for a row without ``scores``)."""
     records = []
     for number, record in enumerate(read_rows(path, "jsonl"), 1):
         if not isinstance(record.get("scores"), dict):
@@ -296,35 +318,10 @@ def _read(path: str) -> list[dict[str, Any]]:
 
 def align_rows(paths: list[str], tables: list[list[dict[str, Any]]], key: str | None) -> list[list[dict[str, Any]]]:
     """Each file's records in the baseline's row order; checks that matched rows are of the same task."""
-    base = tables[0]
     if key is None:
-        for path, records in zip(paths[1:], tables[1:]):
-            if len(records) != len(base):
-                raise DataError(
-                    f"{path} has {len(records)} rows and {paths[0]} has {len(base)}: not results of "
-                    "the same rows (rows are matched by position; --key FIELD matches them by a field)"
-                )
-        numbers = [list(range(1, len(base) + 1)) for _ in paths]
-        aligned = tables
+        numbers, aligned = _by_position(paths, tables)
     else:
-        indexes = [_index(path, records, key) for path, records in zip(paths, tables)]
-        for path, index in zip(paths[1:], indexes[1:]):
-            missing = [k for k in indexes[0] if k not in index]
-            extra = [k for k in index if k not in indexes[0]]
-            if missing or extra:
-                raise DataError(
-                    "; ".join(
-                        part
-                        for part in (
-                            _listed(f"{key} values of {paths[0]} missing from {path}", missing, indexes[0], paths[0]),
-                            _listed(f"{key} values of {path} not in {paths[0]}", extra, index, path),
-                        )
-                        if part
-                    )
-                    + ": the files must hold the same rows"
-                )
-        numbers = [[index[k] + 1 for k in indexes[0]] for index in indexes]
-        aligned = [[records[index[k]] for k in indexes[0]] for records, index in zip(tables, indexes)]
+        numbers, aligned = _by_key(paths, tables, key)
     for path, records, rows in zip(paths[1:], aligned[1:], numbers[1:]):
         for i, (first, other) in enumerate(zip(aligned[0], records)):
             for name in CHECKED_FIELDS:
@@ -335,6 +332,38 @@ def align_rows(paths: list[str], tables: list[list[dict[str, Any]]], key: str | 
                         + ("" if key else "; if the files list the rows in another order, use --key FIELD")
                     )
     return aligned
+
+
+def _by_position(
+    paths: list[str], tables: list[list[dict[str, Any]]]
+) -> tuple[list[list[int]], list[list[dict[str, Any]]]]:
+    """Rows matched by position: each file's row numbers and records."""
+    base = tables[0]
+    for path, records in zip(paths[1:], tables[1:]):
+        if len(records) != len(base):
+            raise DataError(
+                f"{path} has {len(records)} rows and {paths[0]} has {len(base)}: not results of "
+                "the same rows (rows are matched by position; --key FIELD matches them by a field)"
+            )
+    return [list(range(1, len(base) + 1)) for _ in paths], tables
+
+
+def _by_key(
+    paths: list[str], tables: list[list[dict[str, Any]]], key: str
+) -> tuple[list[list[int]], list[list[dict[str, Any]]]]:
+    """Rows matched by the ``key`` field: each file's row numbers and records, in the baseline's order."""
+    indexes = [_index(path, records, key) for path, records in zip(paths, tables)]
+    for path, index in zip(paths[1:], indexes[1:]):
+        missing = [k for k in indexes[0] if k not in index]
+        extra = [k for k in index if k not in indexes[0]]
+        if missing or extra:
+            parts = (
+                _listed(f"{key} values of {paths[0]} missing from {path}", missing, indexes[0], paths[0]),
+                _listed(f"{key} values of {path} not in {paths[0]}", extra, index, path),
+            )
+            raise DataError("; ".join(part for part in parts if part) + ": the files must hold the same rows")
+    numbers = [[index[k] + 1 for k in indexes[0]] for index in indexes]
+    return numbers, [[records[index[k]] for k in indexes[0]] for records, index in zip(tables, indexes)]
 
 
 def _index(path: str, records: list[dict[str, Any]], key: str) -> dict[str, int]:
@@ -405,21 +434,16 @@ def _compare_scorer(
     name: str,
     paths: list[str],
     aligned: list[list[dict[str, Any]]],
-    test: str,
-    resamples: int,
-    seed: int,
-    alpha: float,
+    options: CompareOptions,
     params: Mapping[str, Any] | None,
 ) -> list[FigureComparison]:
+    """One scorer's figures across the files: its mean, and its corpus figure where it has one."""
     per_file = [[_row_score(record, name) for record in records] for records in aligned]
     failed = {path: sum(s is None for s in scores) for path, scores in zip(paths, per_file)}
     kept = [i for i in range(len(aligned[0])) if all(scores[i] is not None for scores in per_file)]
     # kept rows have a Score in every file (no None)
     scores: list[list[Score]] = [[file_scores[i] for i in kept] for file_scores in per_file]  # type: ignore[misc]
-    try:
-        higher: bool | None = registry.entry(name).higher_is_better
-    except UnknownScorerError:
-        higher = None  # not registered in this process: figures and p-values, but no "better"/"worse"
+    higher = _higher_is_better(name)
 
     def figure(
         label: str, direction: bool | None, systems: Sequence[SystemFigure], note: str | None = None
@@ -429,43 +453,57 @@ def _compare_scorer(
         )
 
     if not kept:
-        return [
-            figure(
-                "mean",
-                higher,
-                [SystemFigure(p, None) for p in paths],
-                "no row has a score of this scorer in every file",
-            )
-        ]
-    means = [_mean(row_scores) for row_scores in scores]
-    mean_figures = [resample.Figure.mean(np.array([s.score for s in row_scores])) for row_scores in scores]
-    mean_systems = _systems(
-        paths,
-        means,
-        mean_figures,
-        test,
-        resamples,
-        seed,
-        alpha,
-        higher,
-        lambda values: mean_interval(values, _interval_resamples(test, resamples), seed),
-    )
-    with_stats = [sum(s.stats is not None for s in row_scores) for row_scores in scores]
-    if min(with_stats) < len(kept):
-        note = (
-            (
-                f"no corpus figure: {len(kept) - min(with_stats)} compared rows carry no statistics in some file "
-                "(results of an older version?)"
-            )
-            if any(with_stats)
-            else None
-        )
+        nothing = [SystemFigure(p, None) for p in paths]
+        return [figure("mean", higher, nothing, "no row has a score of this scorer in every file")]
+    mean_systems = _mean_systems(paths, scores, options, higher)
+    note, corpus = _corpus_figure(name, paths, scores, options, higher, params)
+    if corpus is None:
         return [figure("mean", higher, mean_systems, note)]
+    return [figure("mean", higher, mean_systems), figure(*corpus)]
+
+
+def _higher_is_better(name: str) -> bool | None:
+    try:
+        return registry.entry(name).higher_is_better
+    except UnknownScorerError:
+        return None  # not registered in this process: figures and p-values, but no "better"/"worse"
+
+
+def _mean_systems(
+    paths: list[str], scores: list[list[Score]], options: CompareOptions, higher: bool | None
+) -> list[SystemFigure]:
+    """Every file's mean with scipy's BCa interval, and the paired test against the baseline."""
+    means = [_mean(row_scores) for row_scores in scores]
+    figures = [resample.Figure.mean(np.array([s.score for s in row_scores])) for row_scores in scores]
+    resamples = _interval_resamples(options.test, options.draws)
+    return _systems(
+        paths, means, figures, options, higher, lambda values: mean_interval(values, resamples, options.seed)
+    )
+
+
+def _corpus_figure(
+    name: str,
+    paths: list[str],
+    scores: list[list[Score]],
+    options: CompareOptions,
+    higher: bool | None,
+    params: Mapping[str, Any] | None,
+) -> tuple[str | None, tuple[str, bool, list[SystemFigure]] | None]:
+    """The scorer's corpus figure on every file (BLEU's, chrF's, TER's: from the rows' statistics) as
+    (figure, direction, systems); else why there is none (a note, or None where none is expected)."""
+    rows = len(scores[0])
+    with_stats = [sum(s.stats is not None for s in row_scores) for row_scores in scores]
+    if min(with_stats) < rows:
+        missing = rows - min(with_stats)
+        note = (
+            f"no corpus figure: {missing} compared rows carry no statistics in some file (results of an older version?)"
+        )
+        return (note if any(with_stats) else None), None
     if higher is None:
-        return [figure("mean", higher, mean_systems, "no corpus figure: not a registered scorer here")]
+        return "no corpus figure: not a registered scorer here", None
     aggregators = [registry.get(name, **dict(params or {})).aggregator() for _ in paths]
     if not isinstance(aggregators[0], StatsAggregator):
-        return [figure("mean", higher, mean_systems)]
+        return None, None
     # The scorer's corpus callback (its StatsAggregator's): figures from column sums; the first key is the figure.
     corpus, key = aggregators[0].corpus, aggregators[0].keys[0]
     observed = []
@@ -473,18 +511,14 @@ def _compare_scorer(
         for score in row_scores:
             aggregator.add(score)
         observed.append(aggregator.result()[key])
-    rows = len(kept)
-    corpus_figures = [
+    figures = [
         resample.Figure(
             np.array([s.stats for s in row_scores]), lambda totals: corpus(list(totals), rows)[key], np.float32
         )
         for row_scores in scores
     ]
     direction = higher != (key in LOWER_IS_BETTER_CORPUS)
-    return [
-        figure("mean", higher, mean_systems),
-        figure(key, direction, _systems(paths, observed, corpus_figures, test, resamples, seed, alpha, direction)),
-    ]
+    return None, (key, direction, _systems(paths, observed, figures, options, direction))
 
 
 def _interval_resamples(test: str, resamples: int) -> int:
@@ -527,10 +561,7 @@ def _systems(
     paths: list[str],
     observed: list[float],
     figures: list[resample.Figure],
-    test: str,
-    resamples: int,
-    seed: int,
-    alpha: float,
+    options: CompareOptions,
     higher: bool | None,
     mean_interval: Callable[[np.ndarray], tuple[float | None, float | None]] | None = None,
 ) -> list[SystemFigure]:
@@ -544,19 +575,8 @@ def _systems(
         extra: dict[str, Any] = {}
         estimate: resample.Interval | None = None
         if i:
-            difference = abs(value - base)
-            if test == "bs":
-                result = resample.paired_bootstrap(base_figure, system_figure, difference, resamples, seed)
-            else:
-                result = resample.approximate_randomisation(
-                    base_figure,
-                    system_figure,
-                    difference,
-                    resamples,
-                    seed,
-                    0 if mean_interval else DEFAULT_RESAMPLES["bs"],
-                )
-            significant = result.p_value < alpha and value != base
+            result = _paired_test(base_figure, system_figure, abs(value - base), options, mean_interval is None)
+            significant = result.p_value < options.alpha and value != base
             gain = None if higher is None else (value > base) == higher
             extra = {
                 "difference": value - base,
@@ -566,7 +586,8 @@ def _systems(
             }
             estimate = result.system
         elif mean_interval is None:
-            estimate = resample.baseline_interval(base_figure, _interval_resamples(test, resamples), seed)
+            resamples = _interval_resamples(options.test, options.draws)
+            estimate = resample.baseline_interval(base_figure, resamples, options.seed)
         if mean_interval is not None:
             extra["low"], extra["high"] = mean_interval(system_figure.stats[:, 0])
         else:
@@ -579,3 +600,14 @@ def _systems(
             }
         out.append(SystemFigure(path, value, **extra))
     return out
+
+
+def _paired_test(
+    base: resample.Figure, system: resample.Figure, difference: float, options: CompareOptions, estimate: bool
+) -> resample.PairedResult:
+    """The paired test of ``options.test`` of a system against the baseline (with the system's bootstrap
+    estimate under ar when ``estimate``)."""
+    if options.test == "bs":
+        return resample.paired_bootstrap(base, system, difference, options.draws, options.seed)
+    resamples = DEFAULT_RESAMPLES["bs"] if estimate else 0
+    return resample.approximate_randomisation(base, system, difference, options.draws, options.seed, resamples)

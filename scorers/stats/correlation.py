@@ -56,7 +56,7 @@ import inspect
 import math
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..options import COEFFICIENTS, LEVELS, CorrelateOptions
 from ._correlation_figures import (
@@ -239,55 +239,15 @@ class Correlation:
             + f"; {pct} percentile bootstrap intervals, {self.resamples} resamples of the "
             f"{'groups' if self.group_by else 'rows'}, seed {self.seed}"
         ]
-        coefficients = self.coefficients
         for human in self.human:
-            lines += ["", f"human: {human}"]
-            body = []
-            for scorer in self.scorers:
-                for level in self.levels:
-                    found = [self.figure(scorer, human, level, c) for c in coefficients]
-                    n = f"{found[0].n}" + (f" ({found[0].skipped} skipped)" if found[0].skipped else "")
-                    body.append((scorer, level, n, *(_cell(f.value, f.low, f.high) for f in found)))
-            lines += _aligned(("scorer", "level", "n", *coefficients), body)
+            lines += ["", f"human: {human}", *self._figures_table(human)]
         if self.comparisons:
-            lines += ["", "paired bootstrap, A - B (two-sided p):"]
-            body = [
-                (c.human, c.level, c.coefficient, c.a, c.b, _cell(c.difference, c.low, c.high, "+.4f"), _p(c.p_value))
-                for c in self.comparisons
-            ]
-            lines += _aligned(("human", "level", "coefficient", "A", "B", "difference", "p"), body)
+            lines += ["", "paired bootstrap, A - B (two-sided p):", *self._comparisons_table()]
         if self.williams:
-            lines += ["", "Williams test, system-level Pearson (one-sided p of r(A) > r(B)):"]
-            body = [
-                (
-                    w.human,
-                    w.a,
-                    w.b,
-                    f"{w.r_a:.4f}",
-                    f"{w.r_b:.4f}",
-                    f"{w.r_ab:.4f}",
-                    str(w.n),
-                    f"{w.t:.4f}",
-                    _p(w.p_value),
-                )
-                for w in self.williams
-            ]
-            lines += _aligned(("human", "A", "B", "r(A)", "r(B)", "r(A,B)", "n", "t", "p"), body)
+            lines += ["", "Williams test, system-level Pearson (one-sided p of r(A) > r(B)):", *self._williams_table()]
         if self.kendall_like:
             lines += ["", "Kendall-like τ over preference pairs ((C - D) / (C + D); a metric tie is discordant):"]
-            body = [
-                (
-                    k.source,
-                    k.scorer,
-                    _cell(k.value, k.low, k.high),
-                    str(k.concordant),
-                    str(k.discordant),
-                    str(k.ties),
-                    str(k.skipped),
-                )
-                for k in self.kendall_like
-            ]
-            lines += _aligned(("pairs", "scorer", "tau", "concordant", "discordant", "ties", "skipped"), body)
+            lines += self._kendall_like_table()
         counts = [
             f"{key}: {', '.join(f'{n} {why}' for why, n in reasons.items() if n)}"
             for key, reasons in self.left_out.items()
@@ -296,6 +256,42 @@ class Correlation:
         if counts:
             lines += ["", "rows left out: " + "; ".join(counts)]
         return "\n".join(lines)
+
+    def _figures_table(self, human: str) -> list[str]:
+        coefficients = self.coefficients
+        body = []
+        for scorer in self.scorers:
+            for level in self.levels:
+                found = [self.figure(scorer, human, level, c) for c in coefficients]
+                n = f"{found[0].n}" + (f" ({found[0].skipped} skipped)" if found[0].skipped else "")
+                body.append((scorer, level, n, *(_cell(f.value, f.low, f.high) for f in found)))
+        return _aligned(("scorer", "level", "n", *coefficients), body)
+
+    def _comparisons_table(self) -> list[str]:
+        body = [
+            (c.human, c.level, c.coefficient, c.a, c.b, _cell(c.difference, c.low, c.high, "+.4f"), _p(c.p_value))
+            for c in self.comparisons
+        ]
+        return _aligned(("human", "level", "coefficient", "A", "B", "difference", "p"), body)
+
+    def _williams_table(self) -> list[str]:
+        body = [
+            (w.human, w.a, w.b, f"{w.r_a:.4f}", f"{w.r_b:.4f}", f"{w.r_ab:.4f}", str(w.n), f"{w.t:.4f}", _p(w.p_value))
+            for w in self.williams
+        ]
+        return _aligned(("human", "A", "B", "r(A)", "r(B)", "r(A,B)", "n", "t", "p"), body)
+
+    def _kendall_like_table(self) -> list[str]:
+        body = [
+            (
+                k.source,
+                k.scorer,
+                _cell(k.value, k.low, k.high),
+                *map(str, (k.concordant, k.discordant, k.ties, k.skipped)),
+            )
+            for k in self.kendall_like
+        ]
+        return _aligned(("pairs", "scorer", "tau", "concordant", "discordant", "ties", "skipped"), body)
 
 
 def _clean(value: Any) -> Any:
@@ -317,6 +313,6 @@ def _p(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def _aligned(header: tuple[str, ...], body: list[tuple[str, ...]]) -> list[str]:
+def _aligned(header: tuple[str, ...], body: Sequence[tuple[str, ...]]) -> list[str]:
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [header, *body]]

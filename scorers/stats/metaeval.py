@@ -198,10 +198,6 @@ class MetaEvaluation:
 
     def table(self) -> str:
         """The human-readable summary the CLI prints on stderr."""
-
-        def fmt(value: float | None) -> str:
-            return "-" if value is None else f"{value:.4f}"
-
         model = self.signature.get("model")
         template = (self.signature.get("template") or {}).get("hash")
         lines = [
@@ -213,54 +209,59 @@ class MetaEvaluation:
             f"{'figure':<14} {'value':>8}  {int(self.bootstrap['confidence'] * 100)}% CI{'':<14} {'n':>5}",
         ]
         for name, figure in self.figures.items():
-            ci = "-" if figure.low is None else f"[{fmt(figure.low)}, {fmt(figure.high)}]"
+            ci = "-" if figure.low is None else f"[{_fmt(figure.low)}, {_fmt(figure.high)}]"
             lines.append(
-                f"{name:<14} {fmt(figure.value):>8}  {ci:<20} {figure.n:>5}"
+                f"{name:<14} {_fmt(figure.value):>8}  {ci:<20} {figure.n:>5}"
                 + (f"  ({figure.reason})" if figure.reason else "")
             )
         if self.confusion is not None and self.per_label is not None:
-            width = max(7, *(len(name) for name in self.scale.labels))
-            lines += [
-                "",
-                "confusion (rows: label, columns: judge)",
-                " " * width + "".join(f"{name:>{width}}" for name in self.scale.labels),
-            ]
-            lines += [
-                f"{name:<{width}}" + "".join(f"{count:>{width}}" for count in row)
-                for name, row in zip(self.scale.labels, self.confusion.tolist())
-            ]
-            lines += ["", f"{'label':<{width}} {'precision':>9} {'recall':>8} {'support':>8} {'judged':>7}"]
-            lines += [
-                f"{entry['label']:<{width}} {fmt(entry['precision']):>9} {fmt(entry['recall']):>8} "
-                f"{entry['support']:>8} {entry['predicted']:>7}"
-                for entry in self.per_label
-            ]
+            lines += self._confusion_table(self.confusion, self.per_label)
         if self.stability is not None:
             lines += [
                 "",
                 f"stability over {self.stability['samples']} samples ({self.stability['n']} rows): "
-                f"unchanged {fmt(self.stability['unchanged'])}, mean pairwise agreement "
-                f"{fmt(self.stability['pairwise_agreement'])}",
+                f"unchanged {_fmt(self.stability['unchanged'])}, mean pairwise agreement "
+                f"{_fmt(self.stability['pairwise_agreement'])}",
             ]
         if self.swap is not None:
             lines += [
                 "",
                 f"swap ({self.swap['n']} judgments in both orders): consistency "
-                f"{fmt(self.swap['consistency'])}, position bias {fmt(self.swap['position_bias'])} "
+                f"{_fmt(self.swap['consistency'])}, position bias {_fmt(self.swap['position_bias'])} "
                 f"(first {self.swap['first']}, second {self.swap['second']})",
             ]
         if self.failures:
-            lines += ["", "failed rows:"]
-            for failure in self.failures:
-                where = f"row {failure['index']}" + (f" ({failure['key']})" if "key" in failure else "")
-                lines += [
-                    f"  {where}: "
-                    + "; ".join(
-                        (f"sample {e['sample']}: " if self.samples > 1 else "") + f"{e['type']}: {e['message']}"
-                        for e in failure["errors"]
-                    )
-                ]
+            lines += ["", "failed rows:", *(self._failure_line(failure) for failure in self.failures)]
         return "\n".join(lines)
+
+    def _confusion_table(self, confusion: np.ndarray, per_label: list[dict[str, Any]]) -> list[str]:
+        width = max(7, *(len(name) for name in self.scale.labels))
+        lines = [
+            "",
+            "confusion (rows: label, columns: judge)",
+            " " * width + "".join(f"{name:>{width}}" for name in self.scale.labels),
+        ]
+        lines += [
+            f"{name:<{width}}" + "".join(f"{count:>{width}}" for count in row)
+            for name, row in zip(self.scale.labels, confusion.tolist())
+        ]
+        lines += ["", f"{'label':<{width}} {'precision':>9} {'recall':>8} {'support':>8} {'judged':>7}"]
+        return lines + [
+            f"{entry['label']:<{width}} {_fmt(entry['precision']):>9} {_fmt(entry['recall']):>8} "
+            f"{entry['support']:>8} {entry['predicted']:>7}"
+            for entry in per_label
+        ]
+
+    def _failure_line(self, failure: dict[str, Any]) -> str:
+        where = f"row {failure['index']}" + (f" ({failure['key']})" if "key" in failure else "")
+        return f"  {where}: " + "; ".join(
+            (f"sample {e['sample']}: " if self.samples > 1 else "") + f"{e['type']}: {e['message']}"
+            for e in failure["errors"]
+        )
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
 
 
 # ------------------------------------------------------------------ label scale

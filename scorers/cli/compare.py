@@ -10,6 +10,15 @@ from typing import Any
 from ..options import CompareOptions
 from ._common import Command, Flag, add_options, command_parser, file_path, options_of, parse_pairs, scorer_params
 
+COMPARE_DESCRIPTION = (
+    "Compare results files of `run` on the same rows; the first is the baseline. For every scorer "
+    "in all files: each file's mean with a 95 % bootstrap interval (scipy.stats.bootstrap, BCa) "
+    "and, for BLEU, chrF and TER, the corpus figure with sacrebleu's bootstrap estimate (mean "
+    "± half-width); for each other file the difference from the baseline and the p-value of a "
+    "paired test (for corpus figures, sacrebleu's paired test, number for number except exact "
+    "ties). A row a scorer failed on (error or null) in any file is left out of that scorer's "
+    "figures in every file, and counted. A table goes to stderr."
+)
 COMPARE_EXIT_CODES = """exit codes:
   0    compared (nothing significantly worse, where --fail-if-worse asks)
   1    a file is significantly worse than the baseline on a --fail-if-worse scorer
@@ -39,13 +48,7 @@ def add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser], templa
         "compare",
         help="compare results files of the same rows: intervals and paired significance tests",
         epilog=COMPARE_EXIT_CODES,
-        description="Compare results files of `run` on the same rows; the first is the baseline. For every scorer "
-        "in all files: each file's mean with a 95 % bootstrap interval (scipy.stats.bootstrap, BCa) "
-        "and, for BLEU, chrF and TER, the corpus figure with sacrebleu's bootstrap estimate (mean "
-        "± half-width); for each other file the difference from the baseline and the p-value of a "
-        "paired test (for corpus figures, sacrebleu's paired test, number for number except exact "
-        "ties). A row a scorer failed on (error or null) in any file is left out of that scorer's "
-        "figures in every file, and counted. A table goes to stderr.",
+        description=COMPARE_DESCRIPTION,
     )
     p_compare.add_argument(
         "files",

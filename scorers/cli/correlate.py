@@ -11,6 +11,15 @@ from typing import Any, Callable
 from ..options import CorrelateOptions
 from ._common import Command, Flag, add_options, add_progress, command_parser, file_path, options_of, wants_progress
 
+CORRELATE_DESCRIPTION = (
+    "Correlate the scores of a results file of `run` with human scores held in its rows "
+    "(see scorers.stats.correlation). Summary level: within each --group-by group (document), across its "
+    "rows (systems), then the mean over groups; system level: between the per-system means (--system-key); "
+    "global: over all rows. Pearson, Spearman, Kendall tau-b and tau-c (scipy), each with a percentile "
+    "bootstrap interval over groups; every pair of scorers with a paired bootstrap test, and at system "
+    "level the Williams test. --pairs (or --pairs-from) adds WMT's Kendall-like tau over preference pairs. "
+    "A table goes to stderr."
+)
 CORRELATE_EXIT_CODES = """exit codes:
   0    correlated
   2    bad usage or data: not a results file, a non-numeric human score, a level without its field
@@ -41,13 +50,7 @@ def add_correlate(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
         "correlate",
         help="correlation of scorers with human scores: summary, system and global level, with tests",
         epilog=CORRELATE_EXIT_CODES,
-        description="Correlate the scores of a results file of `run` with human scores held in its rows "
-        "(see scorers.stats.correlation). Summary level: within each --group-by group (document), across its "
-        "rows (systems), then the mean over groups; system level: between the per-system means (--system-key); "
-        "global: over all rows. Pearson, Spearman, Kendall tau-b and tau-c (scipy), each with a percentile "
-        "bootstrap interval over groups; every pair of scorers with a paired bootstrap test, and at system "
-        "level the Williams test. --pairs (or --pairs-from) adds WMT's Kendall-like tau over preference pairs. "
-        "A table goes to stderr.",
+        description=CORRELATE_DESCRIPTION,
     )
     p_correlate.add_argument(
         "results", type=file_path, metavar="RESULTS.jsonl", help="results file of `run` with human score columns"

@@ -39,6 +39,7 @@ from . import embedding as _embedding  # noqa: E402,F401  # isort: skip
 from . import heuristic as _heuristic  # noqa: E402,F401  # isort: skip
 from . import text as _text  # noqa: E402,F401  # isort: skip
 from .heuristic import ExactMatch, JSONDiff, Levenshtein, ListContains, NumericDiff, ValidJSON  # noqa: E402
+from .run import Run, RunResult  # noqa: E402
 from .runner import Evaluation, RowResult, Summary, aevaluate, evaluate  # noqa: E402
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ __all__ = [
     "MeanAggregator",
     "StatsAggregator",
     "Evaluation",
+    "Run",
+    "RunResult",
     "lazy",
     "get",
     "names",

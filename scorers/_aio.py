@@ -19,6 +19,10 @@ from ._util import memoize
 
 T = TypeVar("T")
 
+#: In-flight async scorer calls (LLM judges) of a run when the caller does not say: the one default that every
+#: entry point (``evaluate``, :class:`~scorers.Run`, ``BatchScorer``, ``python -m scorers run``) derives from.
+DEFAULT_CONCURRENCY = 16
+
 
 def background_loop() -> asyncio.AbstractEventLoop:
     """The event loop, running in a daemon thread, that runs sync calls of async code in this process.

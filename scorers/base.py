@@ -27,7 +27,7 @@ from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, ClassVar, Iterable, Mapping
 
-from ._aio import run_sync
+from ._aio import DEFAULT_CONCURRENCY, run_sync
 from ._util import did_you_mean, lazy, lazy_names
 from ._version import __version__
 from .aggregate import Aggregator, MeanAggregator
@@ -408,7 +408,11 @@ class Scorer:
         return results
 
     async def ascore_batch(
-        self, rows: Iterable[Mapping[str, Any]], *, concurrency: int = 16, limit: asyncio.Semaphore | None = None
+        self,
+        rows: Iterable[Mapping[str, Any]],
+        *,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        limit: asyncio.Semaphore | None = None,
     ) -> list[Score | ScorerError]:
         """Async form of :meth:`score_batch`; at most ``concurrency`` calls in flight (or a shared ``limit``)."""
         if not self.is_async:

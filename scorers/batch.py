@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence
 
-from ._aio import background_loop, to_daemon_thread
+from ._aio import DEFAULT_CONCURRENCY, background_loop, to_daemon_thread
 from ._util import ABSENT, lookup
 from .aggregate import Aggregator
 from .base import Scorer
@@ -255,7 +255,7 @@ class BatchScorer:
         scorers: Iterable[Scorer | str] | Mapping[str, Scorer],
         *,
         mapping: Mapping[str, str] | None = None,
-        concurrency: int = 16,
+        concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"concurrency must be at least 1, got {concurrency}")

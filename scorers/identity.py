@@ -69,8 +69,17 @@ def has_sidecar(results: str | None) -> bool:
 
 def configuration(scorers: Sequence[Scorer], mapping: Mapping[str, str]) -> dict[str, Any]:
     """What a run's results depend on: each scorer's signature, by name, and the field mapping, as JSON values."""
-    config = {"scorers": {scorer.name: scorer.signature() for scorer in scorers}, "mapping": dict(mapping)}
+    config = {"scorers": {scorer.name: _signature(scorer) for scorer in scorers}, "mapping": dict(mapping)}
     return json.loads(json.dumps(config, default=str))
+
+
+def _signature(scorer: Scorer) -> dict[str, Any]:
+    """``scorer``'s signature; one that cannot be computed (a missing or broken dependency, whose version it
+    holds) is recorded as why, and the run meets the error where it always did: scoring the rows."""
+    try:
+        return scorer.signature()
+    except Exception as exc:
+        return {"scorer": type(scorer).__name__, "signature_error": f"{type(exc).__name__}: {exc}"}
 
 
 def _is_version(key: str) -> bool:

@@ -42,6 +42,7 @@ import contextlib
 import os
 from typing import Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 
+from ._aio import DEFAULT_CONCURRENCY
 from ._util import ABSENT, lookup
 from .base import Scorer
 from .batch import BatchScorer, RowResult, Summary, resolve_scorers
@@ -238,7 +239,7 @@ def evaluate(
     scorers: Iterable[Scorer | str] | Mapping[str, Scorer],
     *,
     mapping: Mapping[str, str] | None = None,
-    concurrency: int = 16,
+    concurrency: int = DEFAULT_CONCURRENCY,
     workers: int = 1,
     chunk_size: int | None = None,
     prefetch: int | None = None,

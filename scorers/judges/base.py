@@ -1,24 +1,11 @@
 """What every LLM judge shares: settings validated by the spec model, the engine, batch judging, metadata.
 
 One hierarchy: :class:`LLMJudge` owns the request settings, the engine and the batch
-loop; :class:`TemplatedJudge` (the template kinds: classifier, rubric, rating, geval,
-pairwise, and any kind a module adds) and :class:`~scorers.judges.rag.MultiStepJudge`
-(RAG metrics, SelfCheck) sit under it. A template kind is one subclass of
-:class:`TemplatedJudge` naming its spec model, which registers the kind everywhere
-(:func:`scorers.judges.spec.add_kind`: the one registry of kinds).
-
+loop; :class:`~scorers.judges.templated.TemplatedJudge` (the template kinds: classifier,
+rubric, rating, geval, pairwise, and any kind a module adds) and
+:class:`~scorers.judges.rag.MultiStepJudge` (RAG metrics, SelfCheck) sit under it.
 Batches read the cache once for every row and send only the misses, concurrently.
-:class:`ReplyFormat` turns a JSON schema into the request parts of each response
-mode (a forced tool call, a ``json_schema`` or ``json_object`` response format)
-and reads the reply back as a mapping.
-
->>> fmt = ReplyFormat("record_rating", "Record the rating.", {"type": "object", "properties": {
-...     "rating": {"type": "integer", "minimum": 1, "maximum": 5}}, "required": ["rating"]})
->>> tools, tool_choice, response_format = fmt.request_parts("tools")
->>> tools[0]["function"]["name"], tool_choice, response_format
-('record_rating', {'type': 'function', 'function': {'name': 'record_rating'}}, None)
->>> fmt.request_parts("json_object")[2]["type"]
-'json_object'
+What a judge asks the model to reply and how it reads it back is :mod:`scorers.judges.reply`.
 """
 
 from __future__ import annotations
@@ -27,117 +14,27 @@ import asyncio
 import contextvars
 import inspect
 import json
-import os
-import re
 import time
 import types
-from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
-from .._util import annotation_text, is_int, lazy, spell_out_keywords
+from .._util import is_int, lazy, spell_out_keywords
 from ..aggregate import Aggregator, MeanAggregator
 from ..base import Scorer
-from ..errors import ConfigError, JudgeError, ScorerError, ScorerInputError, UnknownArgumentError
-from ..fields import Field, utf8_encodable
-from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine, RequestRejected
+from ..errors import ConfigError, JudgeError, ScorerError
+from ..llm import ChatRequest, ChatResult, LLMEngine, RequestRejected
 from ..llm.engine import NotPicklable
 from ..llm.usage import Usage, as_failed, call_usage, summed_usage
 from ..score import Score
-from .conversation import budget_metadata
-from .spec import RequestSettings, TemplateSpec, add_kind, kind_of, validate_model
-from .template import JudgeTemplate, mustache_to_jinja, render_value
+from .spec import RequestSettings, validate_model
 
 __all__ = [
     "LLMJudge",
-    "TemplatedJudge",
-    "ReplyFormat",
     "JudgeAggregator",
-    "REASONS_DESCRIPTION",
     "judge_error",
-    "reasons_text",
     "sum_usage",
+    "takes_request_settings",
 ]
-
-REASONS_DESCRIPTION = (
-    "Your reasoning, step by step, written before you decide: weigh the evidence first and only then give your answer."
-)
-
-
-@dataclass(frozen=True)
-class ReplyFormat:
-    """The JSON object a judge asks for, as a forced tool call or a response format, and how to read it back."""
-
-    tool: str
-    description: str
-    schema: Mapping[str, Any]
-
-    def request_parts(self, mode: str) -> tuple[Any, Any, Any]:
-        """``(tools, tool_choice, response_format)`` for ``mode`` (``text``: all ``None``)."""
-        if mode == "tools":
-            return (
-                [
-                    {
-                        "type": "function",
-                        "function": {
-                            "name": self.tool,
-                            "description": self.description,
-                            "parameters": dict(self.schema),
-                        },
-                    }
-                ],
-                {"type": "function", "function": {"name": self.tool}},
-                None,
-            )
-        if mode == "json":
-            return (
-                None,
-                None,
-                {
-                    "type": "json_schema",
-                    "json_schema": {"name": self.tool, "strict": True, "schema": dict(self.schema)},
-                },
-            )
-        if mode == "json_object":  # servers that know only json_object take the schema here (llama.cpp, vLLM)
-            return None, None, {"type": "json_object", "schema": dict(self.schema)}
-        return None, None, None
-
-    def schema_text(self) -> str:
-        """The schema as compact JSON, for the prompt of the ``json_object`` mode."""
-        return json.dumps(self.schema, ensure_ascii=False, separators=(",", ":"))
-
-    def read(self, result: ChatResult, mode: str) -> dict[str, Any]:
-        """The reply's JSON object; raises :class:`InvalidReply` (the engine re-asks) when there is none."""
-        if mode == "tools":
-            if not result.tool_calls:
-                raise InvalidReply(f"no tool call in the reply (content: {(result.content or '')[:200]!r})")
-            call = result.tool_calls[0]
-            if call.name != self.tool:
-                raise InvalidReply(f"called tool {call.name!r} instead of {self.tool!r}")
-            text = call.arguments
-        elif not result.content or not result.content.strip():
-            raise InvalidReply("the reply has no text content")
-        else:
-            text = _strip_code_fence(result.content)
-        try:
-            parsed = json.loads(text)
-        except ValueError as exc:
-            raise InvalidReply(f"malformed JSON ({exc})") from None
-        if not isinstance(parsed, dict):
-            raise InvalidReply("the JSON is not an object")
-        return parsed
-
-
-def _strip_code_fence(text: str) -> str:
-    match = re.fullmatch(r"\s*```(?:json)?\s*(.*?)\s*```\s*", text, re.S)
-    return match.group(1) if match else text
-
-
-def reasons_text(value: Any) -> str | None:
-    """The ``reasons`` of a reply as text (a list of steps is joined by lines), or ``None``."""
-    if isinstance(value, list):
-        value = "\n".join(map(str, value))
-    return value if isinstance(value, str) else None
-
 
 _UNSET: Any = object()
 
@@ -358,19 +255,22 @@ class LLMJudge(Scorer):
         return {}
 
     def request_params(self) -> dict[str, Any]:
-        """The request settings every judge shares, as they enter its signature."""
-        return {
-            "use_cot": self.use_cot,
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "response_mode": self.response_mode,
-            "reasoning_effort": self.reasoning_effort,
-            "api": self.api,
-            "extra_args": self.extra_args,
-        }
+        """The request settings every judge shares, as they enter its signature: each field of
+        :class:`RequestSettings` (``model`` leads :meth:`params`), as the judge resolved it (a kind's default for
+        ``None``)."""
+        return {name: getattr(self, name) for name in RequestSettings.model_fields if name != "model"}
 
     def kind_params(self) -> dict[str, Any]:
-        """The kind's own settings (criteria, scale, choices, ...)."""
+        """The judge's own settings as they enter its signature (:meth:`params`, so the cache's and ``--resume``'s
+        identity) and ``python -m scorers show``: criteria, scale, choices, ...; none by default. A template
+        kind's are its spec model's own fields (:meth:`TemplatedJudge.kind_params
+        <scorers.judges.TemplatedJudge.kind_params>`), so a new kind writes none; a multi-step judge returns the
+        settings its constructor adds (SelfCheck's ``samples``, ``sample_temperature``).
+
+        >>> from scorers.judges import LLMClassifier
+        >>> LLMClassifier("Polite", "Is {{output}} polite?", {"Yes": 1, "No": 0}).kind_params()
+        {'choice_scores': {'Yes': 1.0, 'No': 0.0}, 'samples': 1, 'aggregate': 'mean'}
+        """
         return {}
 
     def describe(self) -> dict[str, Any]:
@@ -662,390 +562,10 @@ def _validated(name: str, model: type[Any], data: Mapping[str, Any]) -> Any:
     return spec
 
 
-class TemplatedJudge(LLMJudge):
-    """Base of the template kinds: a prompt (or messages) rendered per row, the reply read as the kind's verdict.
-
-    A kind is one subclass that names its spec model, which registers the kind (``kind:`` of the
-    template DSL, the spec's validation and JSON Schema, :mod:`scorers.judges.discovery`)::
-
-        class YesNoSpec(TemplateSpec):
-            kind: Literal["yesno"]
-            yes_score: float = 1.0
-
-        class YesNoJudge(TemplatedJudge):
-            spec_model = YesNoSpec
-            ...
-
-    Its constructor is declared once, here: the template parameters (``name``, ``prompt_template``,
-    ``messages``, ``template``, ``engine``, ``client``, ``max_reasks``, ``description``, ``settings``),
-    then the kind's own fields (its spec model's keys that :class:`TemplateSpec` does not have: keyword-only,
-    typed and defaulted as the model declares them), then the request settings. Each kind's class gets an
-    ``__init__`` of that signature when it is defined; the spec model validates everything at once. A kind
-    may define:
-
-    ``_parameters(self, ...) -> None``
-        only a signature: its own fields as its constructor shows them, where the model's types or defaults
-        are not what a caller passes (a positional field, a mapping for a model, ``None`` for the model's
-        default); the same names as the model's own fields;
-    ``_spec_fields(name, template, fields) -> dict``
-        the fields as the spec model reads them (``fields`` as given; a list for a sequence, a default
-        taken from the template); a field whose parameter defaults to ``None`` and is left ``None`` takes the
-        model's default;
-    ``_configure_kind(spec)``
-        the judge's attributes from the validated spec, and its own checks;
-
-    and it defines:
-
-    ``_format() -> ReplyFormat`` and ``_instruction() -> str``
-        the JSON object asked for in the structured modes, and the instruction appended to the prompt;
-    ``_validate(result)``
-        what the reply says (raise :class:`InvalidReply` to have it re-asked);
-    ``_score_from(results, latency) -> Score``
-        the score from the validated replies (``result.parsed`` holds what ``_validate`` returned);
-    ``_requests(variables) -> list[ChatRequest]`` (optional)
-        the requests of one row (one by default; several independent ones: samples, both orders).
-    """
-
-    #: The kind's spec model (a :class:`~scorers.judges.spec.TemplateSpec` with ``kind: Literal[...]``).
-    spec_model: ClassVar[type[TemplateSpec] | None] = None
-
-    #: The kind's own constructor parameters (set for each kind: :meth:`_parameters`, or its spec model's fields).
-    _kind_parameters: ClassVar[tuple[inspect.Parameter, ...]] = ()
-    #: The kind's fields that, left ``None``, take the spec model's default (their parameter defaults to ``None``).
-    _left_to_spec: ClassVar[frozenset[str]] = frozenset()
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        model = cls.__dict__.get("spec_model")
-        if model is not None:
-            cls._kind_parameters = _kind_parameters(cls, model)
-            fields = model.model_fields
-            cls._left_to_spec = frozenset(
-                p.name
-                for p in cls._kind_parameters
-                if p.default is None
-                and not fields[p.name].is_required()
-                and fields[p.name].get_default(call_default_factory=True) is not None
-            )
-            if "__init__" not in cls.__dict__:
-                cls.__init__ = _constructor(cls)  # type: ignore[method-assign]
-        super().__init_subclass__(**kwargs)
-        if model is None:
-            return
-        kind = kind_of(model)
-        declared = cls.__dict__.get("judge_kind")
-        if declared not in (None, kind):
-            raise TypeError(f"{cls.__qualname__}: judge_kind {declared!r} differs from its spec model's kind {kind!r}")
-        cls.judge_kind = add_kind(cls)
-
-    def __init__(
-        self,
-        name: str,
-        prompt_template: str | None = None,
-        *fields: Any,
-        messages: Sequence[Mapping[str, str]] | None = None,
-        template: JudgeTemplate | None = None,
-        engine: LLMEngine | None = None,
-        client: Any = None,
-        max_reasks: int | None = None,
-        description: str | None = None,
-        settings: RequestSettings | Mapping[str, Any] | None = None,
-        **request: Any,
-    ) -> None:
-        """``prompt_template`` (mustache/Jinja text), ``messages`` (``{"role", "content"}`` templates) or a
-        loaded ``template``: exactly one; ``engine``, or ``client``/``max_reasks`` to build one; ``description``
-        (else the template's); then the kind's own fields (``fields``, by position where the kind allows) and
-        the request settings (``settings``, ``**request``: see :meth:`LLMJudge.request_fields`).
-
-        Each kind's class has its own ``__init__`` of this signature with its fields spelled out; this one
-        binds them for a kind that writes its own constructor and calls it."""
-        self._spec_model()
-        names = {p.name for p in self._kind_parameters}
-        bound = inspect.Signature(list(self._kind_parameters)).bind(
-            *fields, **{key: request.pop(key) for key in list(request) if key in names}
-        )
-        bound.apply_defaults()
-        arguments: dict[str, Any] = dict(name=name, prompt_template=prompt_template, messages=messages)
-        arguments.update(template=template, engine=engine, client=client, max_reasks=max_reasks)
-        self._construct(dict(arguments, description=description, settings=settings), bound.arguments, request)
-
-    def _construct(self, arguments: Mapping[str, Any], fields: Mapping[str, Any], request: Mapping[str, Any]) -> None:
-        """Build the judge from the template parameters (``arguments``), the kind's fields and the request
-        settings: :meth:`_spec_fields`, :meth:`_setup`, then :meth:`_configure_kind` with the validated spec."""
-        data = self._spec_fields(arguments["name"], arguments["template"], dict(fields))
-        data = {k: v for k, v in data.items() if not (v is None and k in self._left_to_spec)}
-        self._configure_kind(self._setup(**arguments, spec_fields=data, request=request))
-
-    def _spec_fields(self, name: str, template: JudgeTemplate | None, fields: dict[str, Any]) -> dict[str, Any]:
-        """The kind's fields as its spec model reads them (as given, by default)."""
-        return fields
-
-    def _configure_kind(self, spec: Any) -> None:
-        """Set the judge's attributes from the validated ``spec`` and check what the model alone cannot."""
-
-    def _setup(
-        self,
-        name: str,
-        *,
-        prompt_template: str | None,
-        messages: Sequence[Mapping[str, str]] | None,
-        template: JudgeTemplate | None,
-        description: str | None,
-        engine: LLMEngine | None,
-        client: Any,
-        max_reasks: int | None,
-        spec_fields: Mapping[str, Any],
-        settings: RequestSettings | Mapping[str, Any] | None = None,
-        request: Mapping[str, Any] | None = None,
-    ) -> Any:
-        """Validate the kind's settings (``spec_fields``) and the
-        request settings (``settings``, ``request``: see :meth:`LLMJudge.request_fields`) with the kind's spec
-        model (one :class:`ConfigError` listing every problem), build the engine and the template; returns the
-        validated spec."""
-        given = [x is not None for x in (prompt_template, messages, template)]
-        if sum(given) != 1:
-            raise ConfigError(f"{name}: give exactly one of prompt_template, messages or template", scorer=name)
-        data: dict[str, Any] = {"kind": self.judge_kind, **spec_fields}
-        if template is not None:
-            data["messages"] = [{"role": role, "content": content} for role, content in template.messages]
-        elif prompt_template is not None:
-            data["prompt"] = prompt_template
-        else:
-            data["messages"] = list(messages or [])
-        spec = self._init_judge(
-            name, data, settings, request or {}, engine=engine, client=client, max_reasks=max_reasks
-        )
-        if template is None:
-            template = JudgeTemplate(
-                name=name,
-                messages=tuple((role, mustache_to_jinja(content)) for role, content in spec.message_pairs()),
-                choice_scores=getattr(spec, "choice_scores", None),
-                description=description or "",
-            )
-        self.template = template
-        self.description = " ".join((description or template.description or type(self).description).split())
-        self.fields = tuple(
-            Field(v, (object,), required=True, description=f"template variable {{{{{v}}}}}", convert=_text_or_data)
-            for v in self.variables()
-        )
-        self.example = f"scorers.get({name!r})({', '.join(f'{v}=...' for v in self.variables())})"
-        return spec
-
-    @classmethod
-    def _spec_model(cls) -> type[TemplateSpec]:
-        if cls.spec_model is None:
-            raise TypeError(f"{cls.__qualname__} names no spec_model: a template kind declares its spec model")
-        return cls.spec_model
-
-    @classmethod
-    def from_definition(
-        cls, template: JudgeTemplate, settings: Mapping[str, Any], /, **overrides: Any
-    ) -> "TemplatedJudge":
-        """Build from a template file's definition; keyword arguments win over its settings (and so do the
-        fields a ``settings=`` value sets)."""
-        value = overrides.get("settings")
-        chosen = (
-            value.model_fields_set
-            if isinstance(value, RequestSettings)
-            else set(value)
-            if isinstance(value, Mapping)
-            else set()
-        )
-        arguments = {**{k: v for k, v in settings.items() if k not in chosen}, **overrides}
-        return cls(arguments.pop("name", template.name), template=template, **arguments)
-
-    # ------------------------------------------------------------- describing
-    def variables(self) -> tuple[str, ...]:
-        """The fields of a row this judge reads: the template's variables."""
-        return self.template.variables
-
-    def prompt_params(self) -> dict[str, Any]:
-        # the file's base name only: an absolute path would make signatures differ between machines
-        return {
-            "template": {
-                "name": self.template.name,
-                "hash": self.template.content_hash(),
-                "file": os.path.basename(self.template.file) if self.template.file else None,
-            }
-        }
-
-    def describe(self) -> dict[str, Any]:
-        """What ``python -m scorers show`` prints for a judge: kind, variables, template file and settings."""
-        return {**super().describe(), "template_file": self.template.file}
-
-    # --------------------------------------------------------------- requests
-    def render(self, variables: Mapping[str, Any], instruction: str) -> list[dict[str, Any]]:
-        """The template's messages with ``instruction`` appended to the last (user) message."""
-        messages = self.template.render(variables)
-        messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{instruction}"}
-        return messages
-
-    def _format(self) -> ReplyFormat:
-        """The JSON object the judge asks for in the structured modes."""
-        raise NotImplementedError
-
-    def _instruction(self) -> str:
-        """What the last user message ends with: how to answer, in the judge's response mode."""
-        raise NotImplementedError
-
-    def _request_parts(self) -> tuple[str, Any, Any, Any]:
-        """The instruction, tools, tool_choice and response_format: the same for every row, built once."""
-        key = (self.response_mode, self.use_cot)
-        memo = self.__dict__.get("_parts_memo")
-        if memo is None or memo[0] != key:
-            memo = self._parts_memo = (key, (self._instruction(), *self._format().request_parts(self.response_mode)))
-        return memo[1]
-
-    def build_request(self, variables: Mapping[str, Any], sample: int | None = None) -> ChatRequest:
-        """The request of one judgment; ``sample`` (the seed) makes repeated samples independent."""
-        instruction, tools, tool_choice, response_format = self._request_parts()
-        return self.request(
-            self.render(variables, instruction),
-            tools=tools,
-            tool_choice=tool_choice,
-            response_format=response_format,
-            sample=sample,
-        )
-
-    def _requests(self, variables: Mapping[str, Any]) -> list[ChatRequest]:
-        """The requests of one row: one judgment by default."""
-        return [self.build_request(variables)]
-
-    # ---------------------------------------------------------------- scoring
-    def _bind(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """As :meth:`Scorer._bind`; a row without a template variable's value is that row's bad input
-        (a :class:`~scorers.errors.ScorerInputError` naming the variable, the template and its file):
-        a run goes on with the other rows. (A column no row has is caught by the runner's first-row
-        check, a configuration error that stops the run.)"""
-        try:
-            return super()._bind(kwargs)
-        except UnknownArgumentError:
-            raise
-        except ScorerInputError as exc:
-            if exc.field in self.template.variables and exc.problem.startswith("is required"):
-                raise ScorerInputError(
-                    self.name, exc.field, f"{exc.problem}: it is a template variable of {self.template.where()}"
-                ) from exc
-            raise
-
-    def _row_requests(self, fields: Mapping[str, Any]) -> list[ChatRequest]:
-        names = set(self.variables())
-        return self._requests({k: v for k, v in fields.items() if k in names})
-
-    def call_metadata(self, results: Sequence[ChatResult], latency: float) -> dict[str, Any]:
-        """As every judge's, and for a template that reads conversations, how their tokens are counted."""
-        budgets = self.template.budgets()
-        return {**super().call_metadata(results, latency), **(budget_metadata(budgets) if budgets else {})}
-
-    async def _run_row(
-        self, fields: Mapping[str, Any], requests: list[ChatRequest], hits: list[ChatResult | None] | None
-    ) -> Score | ScorerError:
-        started = time.perf_counter()
-        replies = await self._judge_row(requests, hits)
-        return self._scored(replies, time.perf_counter() - started)
-
-
-def _kind_parameters(cls: type[TemplatedJudge], model: type[TemplateSpec]) -> tuple[inspect.Parameter, ...]:
-    """The kind's own constructor parameters: its ``_parameters``' (after ``self``), or one keyword-only
-    parameter per field of ``model`` that :class:`TemplateSpec` does not have, typed and defaulted as there."""
-    own = [name for name in model.model_fields if name not in TemplateSpec.model_fields and name != "kind"]
-    declared = cls.__dict__.get("_parameters")
-    if declared is None:
-        return tuple(
-            inspect.Parameter(
-                name,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=inspect.Parameter.empty
-                if field.is_required()
-                else field.get_default(call_default_factory=True),
-                annotation=annotation_text(field.annotation),
-            )
-            for name, field in ((name, model.model_fields[name]) for name in own)
-        )
-    parameters = tuple(inspect.signature(declared).parameters.values())[1:]
-    if sorted(p.name for p in parameters) != sorted(own):
-        raise TypeError(
-            f"{cls.__qualname__}._parameters declares {[p.name for p in parameters]}, "
-            f"but its spec model's own fields are {own}"
-        )
-    return parameters
-
-
-def _template_parameters() -> tuple[list[inspect.Parameter], list[inspect.Parameter]]:
-    """:meth:`TemplatedJudge.__init__`'s parameters before the kind's (``self``, ``name``, ``prompt_template``)
-    and after them (``messages`` ... ``settings``), the request settings left out."""
-    parameters = [
-        p
-        for p in inspect.signature(TemplatedJudge.__init__).parameters.values()
-        if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-        and p.name not in RequestSettings.model_fields
-    ]
-    head = [p for p in parameters if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
-    return head, [p for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
-
-
-def _constructor(cls: type[TemplatedJudge]) -> Callable[..., None]:
-    """A kind's ``__init__``: the template parameters around the kind's own, then the request settings (spelled
-    out in its signature, as :func:`takes_request_settings` does). The arguments are bound to that signature (a
-    missing or extra one is a ``TypeError`` naming the kind's ``__init__``) and passed to
-    :meth:`TemplatedJudge._construct`."""
-    head, tail = _template_parameters()
-    kind = cls._kind_parameters
-    by_kind = {p.kind: [q for q in kind if q.kind is p.kind] for p in kind}
-    positional = [*head, *by_kind.get(inspect.Parameter.POSITIONAL_OR_KEYWORD, [])]
-    keyword = [*by_kind.get(inspect.Parameter.KEYWORD_ONLY, []), *tail]
-    if len(positional) + len(keyword) != len(head) + len(kind) + len(tail):
-        raise TypeError(f"{cls.__qualname__}: a kind's parameters are positional-or-keyword or keyword-only")
-    binding = inspect.Signature(
-        [*positional, *keyword, inspect.Parameter("request", inspect.Parameter.VAR_KEYWORD, annotation="Any")],
-        return_annotation="None",
-    )
-    owner = f"{cls.__qualname__}.__init__()"
-    kind_names = [p.name for p in kind]
-
-    def __init__(self: TemplatedJudge, *args: Any, **kwargs: Any) -> None:
-        try:
-            bound = binding.bind(self, *args, **kwargs)
-        except TypeError as exc:
-            raise TypeError(f"{owner} {exc}") from None
-        bound.apply_defaults()
-        arguments = dict(bound.arguments)
-        del arguments["self"]
-        request = arguments.pop("request")
-        self._construct(arguments, {name: arguments.pop(name) for name in kind_names}, request)
-
-    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-    __init__.__module__ = cls.__module__
-    __init__.__doc__ = TemplatedJudge.__init__.__doc__
-    __init__.__signature__ = binding  # type: ignore[attr-defined]
-    names = cls.request_setting_names()
-    spell_out_keywords(
-        __init__, {name: RequestSettings.model_fields[name].annotation for name in names}, cls.request_defaults
-    )
-    return __init__
-
-
 # -------------------------------------------------------------------- helpers
 def judge_error(judge: LLMJudge, message: str, result: ChatResult | None = None) -> JudgeError:
     """A :class:`JudgeError` of ``judge`` carrying the raw reply."""
     return JudgeError(f"{judge.name}: {message}", scorer=judge.name, raw=None if result is None else result.to_dict())
-
-
-def _text_or_data(value: Any) -> Any:
-    """Template variables may be text or JSON-like data (rendered as JSON); floats must be finite.
-
-    A value the prompt cannot show is refused here, as bad input naming its field (a
-    :class:`~scorers.errors.ScorerInputError` for its row), not later as a template error.
-    """
-    if type(value) is str:
-        return utf8_encodable(value)  # the request body is UTF-8
-    if isinstance(value, float) and value != value:
-        raise ValueError("is NaN")
-    try:
-        shown = render_value(value)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"cannot be shown in a judge prompt: {exc}") from None
-    utf8_encodable(shown)
-    return value
 
 
 def sum_usage(results: Sequence[ChatResult]) -> dict[str, int]:

@@ -51,9 +51,10 @@ from typing import Any, Mapping, Sequence
 from ..errors import ConfigError
 from ..llm import ChatRequest, ChatResult, InvalidReply
 from ..score import Score
-from .base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, reasons_text
+from .reply import REASONS_DESCRIPTION, ReplyFormat, reasons_text
 from .spec import ClassifierSpec
 from .template import JudgeTemplate
+from .templated import TemplatedJudge
 
 __all__ = ["LLMClassifier", "Verdict", "parse_text_choice", "read_reply", "TOOL_NAME", "AGGREGATES"]
 
@@ -191,9 +192,6 @@ class LLMClassifier(TemplatedJudge):
         self.aggregate: str = spec.aggregate
         if self.samples > 1:
             self.requests_per_row = f"{self.samples} (independent samples)"
-
-    def kind_params(self) -> dict[str, Any]:
-        return {"choice_scores": self.choice_scores, "samples": self.samples, "aggregate": self.aggregate}
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "choice_scores": self.choice_scores}

@@ -50,9 +50,10 @@ from ..errors import ConfigError, ScorerInputError
 from ..fields import Field
 from ..llm import ChatResult, InvalidReply
 from ..registry import register
-from .base import ReplyFormat, sum_usage
+from .base import sum_usage
 from .conversation import DEFAULT_MAX_TOKENS, ConversationView, MessageView, budget_metadata, conversation_view
 from .rag import YES_NO, ItemVerdict, MultiStepJudge, items_format, read_items
+from .reply import ReplyFormat
 
 __all__ = [
     "ConversationJudge",

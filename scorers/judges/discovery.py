@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .._util import memoize
 from ..errors import ConfigError, TemplateError
-from .base import TemplatedJudge
 from .formats import Definition, Problem, camel_case, parse_document, read_file
 from .spec import KIND_CLASSES
+from .templated import TemplatedJudge
 
 if TYPE_CHECKING:
     from ..registry import Registry

@@ -43,10 +43,12 @@ from typing import Any, Mapping, Sequence
 from .._util import is_int
 from ..llm import ChatRequest, ChatResult, InvalidReply, TokenLogprob
 from ..score import Score
-from .base import ReplyFormat, TemplatedJudge, judge_error
+from .base import judge_error
 from .rating import parse_text_rating
+from .reply import ReplyFormat
 from .spec import GEvalSpec, Scale
 from .template import JudgeTemplate
+from .templated import TemplatedJudge
 
 __all__ = ["GEvalJudge", "STEPS_TOOL"]
 
@@ -91,14 +93,11 @@ class GEvalJudge(TemplatedJudge):
         self.min_prob: float = spec.min_prob
 
     def kind_params(self) -> dict[str, Any]:
-        return {
-            "criteria": self.criteria,
-            "steps": None if self.steps is None else list(self.steps),
-            "scale": self.scale.model_dump(),
-            "score_mode": self.score_mode,
-            "top_logprobs": self.top_logprobs if self.score_mode == "logprobs" else None,
-            "min_prob": self.min_prob if self.score_mode == "logprobs" else None,
-        }
+        """As every kind's; ``top_logprobs`` and ``min_prob`` are ``None`` unless ``score_mode`` is ``logprobs``."""
+        params = super().kind_params()
+        if self.score_mode != "logprobs":
+            params.update(top_logprobs=None, min_prob=None)
+        return params
 
     # ------------------------------------------------------------------ steps
     def _steps_request(self) -> ChatRequest:

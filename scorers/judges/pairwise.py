@@ -25,9 +25,10 @@ from typing import Any, Mapping
 from ..errors import ConfigError
 from ..llm import ChatRequest, ChatResult
 from ..score import Score
-from .base import ReplyFormat, TemplatedJudge
 from .classifier import read_reply, reply_format
+from .reply import ReplyFormat
 from .spec import PairwiseSpec
+from .templated import TemplatedJudge
 
 __all__ = ["PairwiseJudge"]
 
@@ -57,9 +58,6 @@ class PairwiseJudge(TemplatedJudge):
                 scorer=self.name,
             )
         self.choices: tuple[str, ...] = ("A", "B", "tie") if self.allow_tie else ("A", "B")
-
-    def kind_params(self) -> dict[str, Any]:
-        return {"other": self.other, "swap": self.swap, "allow_tie": self.allow_tie}
 
     def _format(self) -> ReplyFormat:
         return reply_format(self.choices, self.use_cot)

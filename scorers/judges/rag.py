@@ -66,7 +66,8 @@ from ..fields import Field, references_field, text_field
 from ..llm import ChatRequest, ChatResult, InvalidReply, LLMEngine
 from ..registry import register
 from ..score import Score
-from .base import REASONS_DESCRIPTION, LLMJudge, ReplyFormat
+from .base import LLMJudge
+from .reply import REASONS_DESCRIPTION, ReplyFormat
 from .spec import RequestSettings
 from .template import JudgeTemplate, mustache_to_jinja
 

@@ -23,8 +23,9 @@ from typing import Any, Mapping
 from .._util import is_int
 from ..llm import ChatResult, InvalidReply
 from ..score import Score
-from .base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, reasons_text
+from .reply import REASONS_DESCRIPTION, ReplyFormat, reasons_text
 from .spec import RatingSpec, Scale
+from .templated import TemplatedJudge
 
 __all__ = ["RatingJudge", "parse_text_rating"]
 
@@ -57,9 +58,6 @@ class RatingJudge(TemplatedJudge):
 
     def _configure_kind(self, spec: Any) -> None:
         self.scale: Scale = spec.scale
-
-    def kind_params(self) -> dict[str, Any]:
-        return {"scale": self.scale.model_dump()}
 
     def _format(self) -> ReplyFormat:
         properties: dict[str, Any] = {}

@@ -27,9 +27,10 @@ from typing import Any, Mapping, Sequence
 from .._util import is_int
 from ..llm import ChatResult, InvalidReply
 from ..score import Score
-from .base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, reasons_text
+from .reply import REASONS_DESCRIPTION, ReplyFormat, reasons_text
 from .spec import Criterion, RubricSpec, Scale
 from .template import JudgeTemplate
+from .templated import TemplatedJudge
 
 __all__ = ["RubricJudge"]
 
@@ -65,13 +66,6 @@ class RubricJudge(TemplatedJudge):
         self.criteria: tuple[Criterion, ...] = tuple(spec.criteria)
         self.scale: Scale = spec.scale
         self.threshold: float | None = spec.threshold
-
-    def kind_params(self) -> dict[str, Any]:
-        return {
-            "criteria": [c.model_dump() for c in self.criteria],
-            "scale": self.scale.model_dump(),
-            "threshold": self.threshold,
-        }
 
     def _format(self) -> ReplyFormat:
         properties: dict[str, Any] = {}

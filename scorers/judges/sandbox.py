@@ -581,39 +581,51 @@ def _static_value(node: nodes.Node) -> Any:
         value = _static_value(node.node)
         return -value if isinstance(value, (int, float)) else _UNKNOWN
     if isinstance(node, nodes.BinExpr):
-        left, right = _static_value(node.left), _static_value(node.right)
-        if left is _UNKNOWN or right is _UNKNOWN:
-            return _UNKNOWN
-        check_binop(node.operator, left, right)
-        if not (isinstance(left, (int, float)) and isinstance(right, (int, float))):
-            return _UNKNOWN
-        try:
-            return _ARITHMETIC[node.operator](left, right)
-        except (ArithmeticError, ValueError):
-            return _UNKNOWN
+        return _static_binop(node)
     if isinstance(node, nodes.Filter) and node.name in _FILTER_BOUNDS and node.node is not None:
-        value = _static_value(node.node)
-        args = [_static_value(a) for a in node.args]
-        # Keyword nodes (str keys), though jinja2 annotates a filter's kwargs as Pair nodes
-        kwargs = {k.key: _static_value(k.value) for k in node.kwargs}
-        if (
-            value is not _UNKNOWN
-            and _UNKNOWN not in args
-            and _UNKNOWN not in kwargs.values()
-            and node.dyn_args is None
-            and node.dyn_kwargs is None
-        ):
-            try:
-                size = _FILTER_BOUNDS[node.name](value, *args, **kwargs)  # type: ignore[arg-type]  # see kwargs
-            except (TypeError, ValueError):  # the render reports the wrong arguments
-                return _UNKNOWN
-            _check_size(size, f"the {node.name!r} filter")
+        _check_filter_size(node, node.node)
         return _UNKNOWN
     if isinstance(node, nodes.Call):
         length = _range_length(node)
         if length is not None and length > MAX_RANGE:
             raise LimitExceeded(f"range() of {length:,} numbers is refused; the sandbox allows {MAX_RANGE:,}")
     return _UNKNOWN
+
+
+def _static_binop(node: nodes.BinExpr) -> Any:
+    """:func:`_static_value` of a binary operation: its operands' sizes checked, its value when both are numbers."""
+    left, right = _static_value(node.left), _static_value(node.right)
+    if left is _UNKNOWN or right is _UNKNOWN:
+        return _UNKNOWN
+    check_binop(node.operator, left, right)
+    if not (isinstance(left, (int, float)) and isinstance(right, (int, float))):
+        return _UNKNOWN
+    try:
+        return _ARITHMETIC[node.operator](left, right)
+    except (ArithmeticError, ValueError):
+        return _UNKNOWN
+
+
+def _check_filter_size(node: nodes.Filter, operand: nodes.Node) -> None:
+    """Refuse a sized filter (``_FILTER_BOUNDS``) of ``operand`` whose constant arguments make its result too
+    large."""
+    value = _static_value(operand)
+    args = [_static_value(a) for a in node.args]
+    # Keyword nodes (str keys), though jinja2 annotates a filter's kwargs as Pair nodes
+    kwargs = {k.key: _static_value(k.value) for k in node.kwargs}
+    if (
+        value is _UNKNOWN
+        or _UNKNOWN in args
+        or _UNKNOWN in kwargs.values()
+        or node.dyn_args is not None
+        or node.dyn_kwargs is not None
+    ):
+        return
+    try:
+        size = _FILTER_BOUNDS[node.name](value, *args, **kwargs)  # type: ignore[arg-type]  # see kwargs
+    except (TypeError, ValueError):  # the render reports the wrong arguments
+        return
+    _check_size(size, f"the {node.name!r} filter")
 
 
 def _range_length(node: nodes.Node) -> int | None:

@@ -64,6 +64,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "kind_model",
     "kind_of",
+    "kind_fields",
 ]
 
 #: How a judge asks for its verdict: a forced tool call, a JSON-schema ``response_format``, a plain
@@ -268,6 +269,15 @@ class TemplateSpec(RequestSettings):
         if self.prompt is not None:
             return (("user", self.prompt.strip()),)
         return tuple((m.role, m.content.strip()) for m in self.messages or ())
+
+
+def kind_fields(model: type[TemplateSpec]) -> tuple[str, ...]:
+    """A kind's own keys: its spec model's fields that :class:`TemplateSpec` does not have (nor ``kind``), in order.
+
+    >>> kind_fields(RubricSpec)
+    ('criteria', 'scale', 'threshold')
+    """
+    return tuple(name for name in model.model_fields if name not in TemplateSpec.model_fields and name != "kind")
 
 
 class _KeyError(ValueError):

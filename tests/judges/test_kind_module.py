@@ -146,7 +146,7 @@ def test_check_accepts_the_kind_and_reports_its_problems(
 
 
 def test_a_second_class_cannot_take_a_registered_kind(yesno: ModuleType) -> None:
-    from scorers.judges.base import TemplatedJudge
+    from scorers.judges import TemplatedJudge
 
     with pytest.raises(ValueError, match="judge kind 'yesno' is already registered"):
         type("OtherYesNo", (TemplatedJudge,), {"spec_model": yesno.YesNoSpec, "__module__": __name__})

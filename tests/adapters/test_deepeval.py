@@ -79,6 +79,7 @@ def metrics_by_case(results: list[dict[str, Any]]) -> list[dict[str, dict[str, A
 
 # ------------------------------------------------------------------ evaluate
 @pytest.mark.parametrize("name", ["scores", "scores_sync"])  # a_measure (DeepEval's default), then measure
+@pytest.mark.needs_harness
 def test_evaluate_scores_equal_ours(tmp_path: Path, name: str) -> None:
     results = scenario(tmp_path, name)["results"]
     cases = metrics_by_case(results)
@@ -99,6 +100,7 @@ def test_evaluate_scores_equal_ours(tmp_path: Path, name: str) -> None:
     assert skipped["reason"] == "skipped: OnlyCapitals does not apply to this test case (not a capital question)"
 
 
+@pytest.mark.needs_harness
 def test_strict_mode_and_parameters(tmp_path: Path) -> None:
     cases = metrics_by_case(scenario(tmp_path, "strict")["results"])
     assert [
@@ -107,16 +109,19 @@ def test_strict_mode_and_parameters(tmp_path: Path) -> None:
     assert cases[1]["Levenshtein"]["reason"] == "Levenshtein 0.750 < 1"  # the reason keeps our score
 
 
+@pytest.mark.needs_harness
 def test_fields_map_a_dotted_path(tmp_path: Path) -> None:
     [result] = scenario(tmp_path, "fields")["results"]
     assert [(m["name"], m["score"]) for m in result["metrics"]] == [("ExactMatch", 1.0)]
 
 
+@pytest.mark.needs_harness
 def test_context_is_the_retrieval_context(tmp_path: Path) -> None:
     [result] = scenario(tmp_path, "context")["results"]
     assert [(m["name"], m["score"]) for m in result["metrics"]] == [("Grounded", 1.0), ("GroundedInContext", 0.0)]
 
 
+@pytest.mark.needs_harness
 def test_the_missing_field_error_pickles(tmp_path: Path) -> None:
     name, message, field, attribute, scorer, mro = scenario(tmp_path, "pickle")["results"]
     assert (name, field, attribute, scorer) == (
@@ -128,6 +133,7 @@ def test_the_missing_field_error_pickles(tmp_path: Path) -> None:
     assert message.startswith("ExactMatch: field 'expected' is required") and "MissingTestCaseParamsError" in mro
 
 
+@pytest.mark.needs_harness
 def test_a_judge_gives_its_rationale_as_the_reason(tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str) -> None:
     llm_server.script(Reply.choice("D", reasons="Roma is not the English name asked for."), match="Roma")
     llm_server.default = Reply.choice("C", reasons="Same facts.")
@@ -147,6 +153,7 @@ def test_a_judge_gives_its_rationale_as_the_reason(tmp_path: Path, llm_server: L
 
 
 # ------------------------------------------------------ agents and conversations
+@pytest.mark.needs_harness
 def test_tools_called_and_expected_tools_reach_the_tool_call_scorers(tmp_path: Path) -> None:
     weather = [{"name": "get_weather", "arguments": {"city": city}} for city in ("Paris", "Rome")]
     actual = [weather[0], {"name": "search", "arguments": {"q": "Rome"}}, weather[1]]
@@ -169,6 +176,7 @@ def test_tools_called_and_expected_tools_reach_the_tool_call_scorers(tmp_path: P
     assert {name: m["score"] for name, m in no_calls.items()} == dict.fromkeys(ours, 1.0)  # [] and []: both empty
 
 
+@pytest.mark.needs_harness
 def test_no_tools_called_is_deepevals_missing_parameter(tmp_path: Path) -> None:
     [result] = scenario(tmp_path, "tool_calls_missing")["results"]
     [data] = result["metrics"]
@@ -179,6 +187,7 @@ def test_no_tools_called_is_deepevals_missing_parameter(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.needs_harness
 def test_conversational_turns_reach_a_conversation_field(tmp_path: Path) -> None:
     [result] = scenario(tmp_path, "conversation")["results"]
     metrics = {m["name"]: m for m in result["metrics"]}
@@ -207,6 +216,7 @@ def test_conversational_turns_reach_a_conversation_field(tmp_path: Path) -> None
     )
 
 
+@pytest.mark.needs_harness
 def test_a_conversational_field_no_attribute_holds_is_a_missing_parameter(tmp_path: Path) -> None:
     [result] = scenario(tmp_path, "conversation_missing")["results"]
     [data] = result["metrics"]
@@ -216,6 +226,7 @@ def test_a_conversational_field_no_attribute_holds_is_a_missing_parameter(tmp_pa
     )
 
 
+@pytest.mark.needs_harness
 def test_a_conversation_judge_reads_the_turns(tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str) -> None:
     llm_server.default = Reply.choice("Y")
     env = {
@@ -237,6 +248,7 @@ def test_a_conversation_judge_reads_the_turns(tmp_path: Path, llm_server: Loopba
 
 
 # ----------------------------------------------------------------- bad input
+@pytest.mark.needs_harness
 def test_a_missing_field_stops_evaluate_by_default(tmp_path: Path) -> None:
     raised = scenario(tmp_path, "missing_raised")
     assert {"scorers.errors.ScorerInputError", "deepeval.errors.MissingTestCaseParamsError"} <= set(raised["raised"])
@@ -246,6 +258,7 @@ def test_a_missing_field_stops_evaluate_by_default(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.needs_harness
 def test_a_missing_field_is_the_metrics_error_when_errors_are_ignored(tmp_path: Path) -> None:
     [result] = scenario(tmp_path, "missing_ignored")["results"]
     [data] = result["metrics"]
@@ -253,11 +266,13 @@ def test_a_missing_field_is_the_metrics_error_when_errors_are_ignored(tmp_path: 
     assert data["error"].startswith("ExactMatch: field 'expected' is required but the test case has no expected_output")
 
 
+@pytest.mark.needs_harness
 def test_a_missing_field_skips_the_metric_with_skip_on_missing_params(tmp_path: Path) -> None:
     [result] = scenario(tmp_path, "missing_skipped")["results"]
     assert [(m["name"], m["score"]) for m in result["metrics"]] == [("OnlyCapitals", 1.0)]
 
 
+@pytest.mark.needs_harness
 def test_mistakes_in_the_arguments_are_config_errors(tmp_path: Path) -> None:
     found = scenario(tmp_path, "config_errors")["results"]
     assert [kind for kind, _ in found] == ["ConfigError"] * 3
@@ -267,6 +282,7 @@ def test_mistakes_in_the_arguments_are_config_errors(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------- assert_test, pytest
+@pytest.mark.needs_harness
 def test_assert_test_under_pytest(tmp_path: Path) -> None:
     cases = tmp_path / "test_cases.py"
     cases.write_text((HERE / "deepeval_assert_cases.py").read_text())
@@ -303,6 +319,7 @@ def readme_examples() -> list[str]:
     return re.findall(r"```py\n(.*?)```", section, flags=re.S)
 
 
+@pytest.mark.needs_harness
 def test_the_readme_example_runs(tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str) -> None:
     llm_server.default = Reply.choice("A", reasons="Roma is Rome in Italian.")
     example = tmp_path / "example.py"
@@ -326,6 +343,7 @@ def test_the_readme_example_runs(tmp_path: Path, llm_server: LoopbackLLM, fake_a
     assert len(llm_server.chat_requests) == 1
 
 
+@pytest.mark.needs_harness
 def test_the_readme_tool_call_example_runs(tmp_path: Path) -> None:
     example = tmp_path / "example.py"
     example.write_text(readme_examples()[1])

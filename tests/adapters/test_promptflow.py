@@ -141,6 +141,7 @@ def ours(data: Path, names: list[str]) -> tuple[list[dict[str, Any]], dict[str, 
 
 
 # ------------------------------------------------------------------ flex flow
+@pytest.mark.needs_harness
 def test_flex_flow_test_scores_one_line(pf: Pf) -> None:
     done = pf(
         "flow",
@@ -160,6 +161,7 @@ def test_flex_flow_test_scores_one_line(pf: Pf) -> None:
     assert result["metadata"]["Levenshtein"]["signature"]["scorer"] == "Levenshtein"
 
 
+@pytest.mark.needs_harness
 def test_flex_flow_batch_run(pf: Pf) -> None:
     data = pf.flows / "data.jsonl"
     run = pf.run("flex_run", "flex", data, COLUMNS, "--init", "scorers=ExactMatch,Levenshtein")
@@ -170,6 +172,7 @@ def test_flex_flow_batch_run(pf: Pf) -> None:
     assert pf.metrics("flex_run") == means == {"ExactMatch": 2 / 3, "Levenshtein": pytest.approx(11 / 12)}
 
 
+@pytest.mark.needs_harness
 def test_flex_flow_through_the_python_api(pf: Pf) -> None:
     out = pf.work / "client.json"
     done = subprocess.run(
@@ -192,6 +195,7 @@ def test_flex_flow_through_the_python_api(pf: Pf) -> None:
 
 
 # ------------------------------------------------------------------- DAG flow
+@pytest.mark.needs_harness
 def test_dag_flow_test_runs_the_line_and_the_aggregation(pf: Pf) -> None:
     done = pf("flow", "test", "--flow", str(pf.flows / "dag"), "--inputs", "answer=Roma", "reference=Rome")
     assert done.returncode == 0, done.stderr
@@ -200,6 +204,7 @@ def test_dag_flow_test_runs_the_line_and_the_aggregation(pf: Pf) -> None:
     assert "Node aggregate completes" in done.stdout + done.stderr
 
 
+@pytest.mark.needs_harness
 def test_dag_flow_batch_run_logs_the_means(pf: Pf) -> None:
     data = pf.flows / "data.jsonl"
     run = pf.run("dag_run", "dag", data, DAG_COLUMNS)
@@ -211,6 +216,7 @@ def test_dag_flow_batch_run_logs_the_means(pf: Pf) -> None:
 
 
 # ------------------------------------------------------------------ bad input
+@pytest.mark.needs_harness
 def test_a_line_without_a_required_field_fails_alone(pf: Pf) -> None:
     data = pf.work / "gaps.jsonl"
     data.write_text(
@@ -233,6 +239,7 @@ def test_a_line_without_a_required_field_fails_alone(pf: Pf) -> None:
     assert pf.metrics("gaps_run") == {"ExactMatch": 0.5}  # the aggregation sees the lines that succeeded
 
 
+@pytest.mark.needs_harness
 def test_an_unknown_scorer_fails_the_flow(pf: Pf) -> None:
     done = pf(
         "flow",
@@ -275,6 +282,7 @@ def score(scorers: str, output: str, expected: str, input: str = "") -> LineScor
 """
 
 
+@pytest.mark.needs_harness
 def test_a_skipped_score_is_none_and_left_out_of_the_mean(pf: Pf) -> None:
     (pf.flows / "dag" / "score.py").write_text(SKIPPING_NODE)  # a scorer of the user's own, next to ours
     run = pf.run("skip_run", "dag", pf.flows / "data.jsonl", DAG_COLUMNS)
@@ -285,6 +293,7 @@ def test_a_skipped_score_is_none_and_left_out_of_the_mean(pf: Pf) -> None:
 
 
 # ---------------------------------------------------------------------- judge
+@pytest.mark.needs_harness
 def test_a_judge_in_a_batch_run(pf: Pf, llm_server: LoopbackLLM, fake_api_key: str) -> None:
     llm_server.script(Reply.choice("D", reasons="Roma is not the English name asked for."), match="Roma")
     llm_server.default = Reply.choice("C", reasons="Same facts.")

@@ -94,6 +94,7 @@ class NonEmptyExpected(Scorer):
 '''
 
 
+@pytest.mark.needs_harness
 def test_eval_passes_fails_skips_and_errors(tmp_path: Path) -> None:
     assertion = init(tmp_path)
     custom = tmp_path / "custom_assert.py"  # the user's own scorer, registered next to the import
@@ -153,6 +154,7 @@ def test_eval_passes_fails_skips_and_errors(tmp_path: Path) -> None:
     assert part["reason"] == "skipped: NonEmptyExpected does not apply to this test (no reference)"
 
 
+@pytest.mark.needs_harness
 def test_eval_reports_a_config_error(tmp_path: Path) -> None:
     assertion = init(tmp_path)
     config = {
@@ -179,6 +181,7 @@ def test_eval_reports_a_config_error(tmp_path: Path) -> None:
     assert "NoSuchScorer" in reason
 
 
+@pytest.mark.needs_harness
 def test_eval_with_a_judge(tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str) -> None:
     llm_server.script(Reply.choice("D", reasons="Milan is not Rome."), match="Milan")
     llm_server.default = Reply.choice("C", reasons="Same facts.")
@@ -242,6 +245,7 @@ WEATHER_TOOL = {
 }
 
 
+@pytest.mark.needs_harness
 def test_eval_scores_the_tool_calls_of_openais_provider(
     tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str
 ) -> None:
@@ -295,6 +299,7 @@ def test_eval_scores_the_tool_calls_of_openais_provider(
     assert len(llm_server.chat_requests) == 3
 
 
+@pytest.mark.needs_harness
 def test_eval_scores_tool_calls_in_a_texts_json_lines(tmp_path: Path) -> None:
     """The echo provider's output is the prompt: Anthropic's provider writes a text and its tool_use blocks as
     JSON lines like this; OpenAI's tool_calls as JSON text."""
@@ -330,6 +335,7 @@ def test_eval_scores_tool_calls_in_a_texts_json_lines(tmp_path: Path) -> None:
     assert code == 100
 
 
+@pytest.mark.needs_harness
 def test_the_docs_tool_call_config_runs(tmp_path: Path) -> None:
     """docs/adapters.md's promptfoo tool-call config, as printed, beside the file `init` writes."""
     section = (ROOT / "docs" / "adapters.md").read_text().split("## promptfoo\n", 1)[1].split("\n## ", 1)[0]

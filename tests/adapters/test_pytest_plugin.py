@@ -278,6 +278,7 @@ SUITE = """
 """
 
 
+@pytest.mark.slow
 def test_plugin_summary_table_and_json_report(tmp_path: Path) -> None:
     suite = make_suite(tmp_path, SUITE)
     result = run_pytest(suite, "--scorers-report", "reports/scores.json")
@@ -347,6 +348,7 @@ def test_plugin_summary_table_and_json_report(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.slow
 def test_without_the_option_the_table_is_printed_and_no_report_written(tmp_path: Path) -> None:
     suite = make_suite(tmp_path, SUITE)
     result = run_pytest(suite, "-k", "exact or close")
@@ -355,6 +357,7 @@ def test_without_the_option_the_table_is_printed_and_no_report_written(tmp_path:
     assert not list(suite.rglob("*.json"))
 
 
+@pytest.mark.slow
 def test_plugin_is_inert_when_no_test_calls_assert_score(tmp_path: Path) -> None:
     suite = make_suite(
         tmp_path,
@@ -383,12 +386,14 @@ def test_plugin_is_inert_when_no_test_calls_assert_score(tmp_path: Path) -> None
     assert not list(suite.rglob("*.json"))  # no report
 
 
+@pytest.mark.slow
 def test_the_option_is_listed_in_help(tmp_path: Path) -> None:
     suite = make_suite(tmp_path, "")
     result = run_pytest(suite, "--help")
     assert result.returncode == 0 and "--scorers-report=PATH" in result.stdout
 
 
+@pytest.mark.slow
 def test_judge_over_http_fails_with_its_rationale(tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str) -> None:
     llm_server.default = Reply.choice("D", reasons=RATIONALE)
     suite = make_suite(

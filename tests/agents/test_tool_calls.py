@@ -952,6 +952,7 @@ def _bounded_cases() -> list[tuple[str, dict[str, Any], dict[str, Any], Any]]:
     ]
 
 
+@pytest.mark.slow
 def test_adversarial_rows_finish_in_bounds_or_are_typed_errors():
     found = run_bounded(_outcomes, timeout_s=120, memory_mb=600)
     for (name, params, _, expected), (kind, value) in zip(_bounded_cases(), found):

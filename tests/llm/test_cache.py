@@ -214,6 +214,7 @@ def _open_and_write(path: str, barrier: object, index: int) -> None:
     cache.put(f"key-{index}", {"content": str(index)}, model="m")
 
 
+@pytest.mark.slow
 def test_processes_opening_a_new_cache_file_at_once_all_succeed(tmp_path: Path) -> None:
     import multiprocessing
 

@@ -17,6 +17,8 @@ from .conftest import HOSTILE
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
 
+pytestmark = pytest.mark.needs_browser
+
 CHROMIUM = Path("/usr/bin/chromium")
 
 

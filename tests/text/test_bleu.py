@@ -244,6 +244,7 @@ def test_chrf_equals_sacrebleu_on_generated_rows(settings):
     "settings",
     [{}, {"normalized": True, "case_sensitive": True}, {"no_punct": True, "asian_support": True, "normalized": True}],
 )
+@pytest.mark.slow
 def test_ter_equals_sacrebleu_on_generated_rows(settings):
     rows = [row for row in ROWS if len(" ".join([row[0], *row[1]])) < 400][:150]  # TER's search is slow on long texts
     reference = sacrebleu.TER(**settings)
@@ -285,6 +286,7 @@ def test_corpus_bleu_signature_matches_sacrebleu_with_fixed_reference_count():
     assert result["corpus_signature"] == metric.get_signature().format()
 
 
+@pytest.mark.slow
 def test_corpus_chrf_and_ter_equal_sacrebleu():
     chrf = _corpus(ChrF(word_order=2), OUTPUTS, EXPECTEDS)
     assert chrf["corpus_chrf"] == sacrebleu.corpus_chrf(OUTPUTS, _reference_streams(EXPECTEDS), word_order=2).score

@@ -378,6 +378,7 @@ def _with_nltk_reader(**settings: Any) -> METEOR:
     return scorer
 
 
+@pytest.mark.slow
 def test_index_path_gives_the_nltk_wordnet_paths_numbers() -> None:
     cases = [(o, e) for o, e, *_ in NLTK_VECTORS] + GENERATED
     rows = [{"output": o, "expected": e} for o, e in cases]
@@ -386,6 +387,7 @@ def test_index_path_gives_the_nltk_wordnet_paths_numbers() -> None:
         assert indexed == [s.score for s in _with_nltk_reader(**settings).score_batch(rows)], settings
 
 
+@pytest.mark.slow
 def test_index_synonym_sets_equal_nltks_over_a_sweep_of_wordnet() -> None:
     """Every 40th WordNet lemma, inflected forms of every 200th, exception-list forms, odd spellings."""
     from nltk.corpus import wordnet
@@ -432,6 +434,7 @@ def test_index_synonym_sets_equal_nltks_over_a_sweep_of_wordnet() -> None:
     assert not different and len(words) > 4000
 
 
+@pytest.mark.slow
 def test_cold_meteor_does_not_load_nltks_wordnet_reader() -> None:
     import os
     import subprocess

@@ -68,6 +68,7 @@ def test_private_copies_tokenize_and_stem_as_nltk_does(private: nltk_modules._Pr
     assert [porter.PorterStemmer().stem(w) for w in words] == [PorterStemmer().stem(w) for w in words]
 
 
+@pytest.mark.slow
 def test_private_data_path_is_nltks_default(private: nltk_modules._PrivateNltk) -> None:
     """nltk.data's search path as a fresh ``import nltk`` in this environment would make it."""
     data = private.module("nltk.data")
@@ -149,6 +150,7 @@ def indexed(offline_wordnet: None) -> None:
 
 
 @pytest.mark.usefixtures("indexed")
+@pytest.mark.slow
 def test_cold_meteor_imports_no_nltk_package_and_nltk_works_after_it() -> None:
     """The design: METEOR's cold path runs none of nltk's __init__ (so no scipy or scikit-learn); a later
     ``import nltk`` then gets nltk whole, working, with the same numbers."""
@@ -169,6 +171,7 @@ print(ours == theirs, nltk.word_tokenize("Don't.", preserve_line=True) == ["Do",
 
 
 @pytest.mark.usefixtures("offline_wordnet")
+@pytest.mark.slow
 def test_meteor_after_nltk_uses_nltks_modules_with_the_same_numbers() -> None:
     script = (
         _PAIRS
@@ -183,6 +186,7 @@ print(ours == theirs, _nltk_modules._PRIVATE._modules == {})
 
 
 @pytest.mark.usefixtures("indexed")
+@pytest.mark.slow
 def test_nltk_imported_in_one_thread_while_meteor_starts_cold_in_another() -> None:
     script = (
         _PAIRS

@@ -58,6 +58,7 @@ def test_built_copy_holds_real_copies_of_every_file(built: Path) -> None:
 
 
 @needs_debian_wordnet
+@pytest.mark.slow
 def test_nltk_loads_the_built_copy_and_finds_synonyms(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import nltk
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
@@ -142,6 +143,7 @@ def test_ensure_wordnet_builds_into_the_data_dir_and_leaves_nltks_path_alone(
 
 
 @needs_debian_wordnet
+@pytest.mark.slow
 def test_nltks_reader_reads_the_built_copy_with_the_path_added_only_while_it_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -237,6 +239,7 @@ def cache(built_index: Path, tmp_path: Path) -> Path:
 
 
 @needs_debian_wordnet
+@pytest.mark.slow
 def test_index_file_is_keyed_by_checksum_and_nltk_version_and_written_atomically(nltk_reads: Path, cache: Path) -> None:
     import hashlib
 
@@ -270,6 +273,7 @@ def test_index_is_reused_without_hashing_or_building_again(
 
 
 @needs_debian_wordnet
+@pytest.mark.slow
 def test_damaged_index_is_rebuilt(nltk_reads: Path, cache: Path) -> None:
     path = _load(cache).path
     expected = path.read_text(encoding="utf-8")
@@ -279,6 +283,7 @@ def test_damaged_index_is_rebuilt(nltk_reads: Path, cache: Path) -> None:
 
 
 @needs_debian_wordnet
+@pytest.mark.slow
 def test_changed_wordnet_files_get_a_new_index(nltk_reads: Path, cache: Path) -> None:
     first = _load(cache)
     exceptions = nltk_reads / "corpora" / "wordnet" / "noun.exc"
@@ -306,6 +311,7 @@ def test_unwritable_cache_gives_an_index_in_memory_with_a_warning(
 
 
 @needs_debian_wordnet
+@pytest.mark.slow
 def test_index_built_from_a_zipped_corpus_equals_the_folders(
     nltk_reads: Path, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -435,35 +435,49 @@ class Scorer:
         accepted, per_field, passed, texts = self._plan
         if not rows or passed or set(map(type, rows)) != {dict} or not accepted.issuperset(set().union(*rows)):
             return None
-        bound = self._bound
-        limit = self.max_chars
         columns: dict[str, list[Any]] = {}
         for name, f, takes_str, converts in per_field:
             if not takes_str:
                 return None
-            if name in bound:
-                default = bound[name]
-                column = [row.get(name, default) for row in rows]
-            else:
-                try:
-                    column = list(map(itemgetter(name), rows))
-                except KeyError:
-                    column = [row.get(name) for row in rows]
-            kinds = set(map(type, column))
-            if kinds == {str}:
-                if limit is not None and name in texts and max(map(len, column)) > limit:
-                    return None
-            elif not (kinds <= _STR_OR_NONE and (f.nullable or not f.required)) or (
-                limit is not None and name in texts and any(len(v) > limit for v in column if v is not None)
-            ):
+            column = self._column(rows, name, f, converts, self.max_chars if name in texts else None)
+            if column is None:
                 return None
-            if converts:
-                try:
-                    column = [value if value is None else f.convert(value) for value in column]
-                except (TypeError, ValueError):  # the row path names the row and the reason
-                    return None
             columns[name] = column
         return columns
+
+    def _column(
+        self, rows: list[dict[str, Any]], name: str, f: Field, converts: bool, limit: int | None
+    ) -> list[Any] | None:
+        """One field's column for :meth:`_bind_columns`, texts of at most ``limit`` characters (None: a row needs
+        the row path)."""
+        bound = self._bound
+        if name in bound:
+            default = bound[name]
+            column = [row.get(name, default) for row in rows]
+        else:
+            try:
+                column = list(map(itemgetter(name), rows))
+            except KeyError:
+                column = [row.get(name) for row in rows]
+        if not self._plain(column, f, limit):
+            return None
+        if converts:
+            try:
+                column = [value if value is None else f.convert(value) for value in column]  # type: ignore[misc]
+            except (TypeError, ValueError):  # the row path names the row and the reason
+                return None
+        return column
+
+    @staticmethod
+    def _plain(column: list[Any], f: Field, limit: int | None) -> bool:
+        """Whether a column holds strings (None where the field may be None or absent) of at most ``limit``
+        characters: what binds with nothing to refuse. Checked once per column (``set(map(type, ...))`` in C)."""
+        kinds = set(map(type, column))
+        if kinds == {str}:
+            return limit is None or max(map(len, column)) <= limit
+        if not (kinds <= _STR_OR_NONE and (f.nullable or not f.required)):
+            return False
+        return limit is None or all(len(v) <= limit for v in column if v is not None)
 
     def _bind_rows(self, rows: Iterable[Mapping[str, Any]]) -> tuple[list[Any], list[dict[str, Any]], list[int]]:
         results: list[Any] = []

@@ -16,7 +16,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from ..options import COEFFICIENTS, CorrelateOptions
+from ..options import COEFFICIENTS, LEVELS, CorrelateOptions
 from ._coefficients import BUDGET, Weighted, batched
 from ._correlation_rows import ScoreTable, column_pairs, file_pairs
 from .resample import bootstrap_indices
@@ -194,6 +194,8 @@ class _Draws:
 
 #: (value, resampled values, n, skipped) of one figure
 _Figure = tuple[float, np.ndarray, int, int]
+#: A level's step over one chunk of draws: (drawn groups, each row's repeats, where the chunk's resamples go).
+_Update = Callable[[np.ndarray, np.ndarray, slice], None]
 #: Groups up to this size get their within-group coefficients by pairwise comparison, all at once.
 _SMALL_GROUP = 64
 
@@ -257,40 +259,36 @@ class _Series:
             return np.bincount(self.system, values, systems) / np.bincount(self.system, minlength=systems)
 
     def _compute(self) -> dict[tuple[str, str], _Figure]:
+        """Every level's figures, and each one's value on every resample (one pass over the draws)."""
         names, levels = self.coefficients, self.levels
         resampled = {(level, name): np.empty(self.draws.resamples) for level in levels for name in names}
         figures: dict[tuple[str, str], _Figure] = {}
-        per_group: dict[str, np.ndarray] = {}
-        if "summary" in levels:
-            present = np.zeros(len(self.table.groups), dtype=bool)
-            present[self.group] = True
-            for name in names:
-                per_group[name] = values = self.per_group(name)
-                used = int(np.sum(~np.isnan(values)))
-                value = float(np.mean(values[~np.isnan(values)])) if used else math.nan
-                figures[("summary", name)] = (value, resampled[("summary", name)], used, int(np.sum(present)) - used)
-        if "system" in levels:
-            mx, my = self.system_means(self.x), self.system_means(self.y)
-            present = ~np.isnan(mx)
-            for name in names:
-                value = coefficient(name, mx[present], my[present])
-                figures[("system", name)] = (value, resampled[("system", name)], int(np.sum(present)), 0)
-            assert self.system is not None
-            by_system = np.argsort(self.system, kind="stable")
-            starts = np.searchsorted(self.system[by_system], np.arange(len(self.table.systems)))
-        if "global" in levels:
-            for name in names:
-                figures[("global", name)] = (
-                    coefficient(name, self.x, self.y),
-                    resampled[("global", name)],
-                    len(self.x),
-                    0,
-                )
-            weighted = Weighted(self.x, self.y)
+        steps = {"summary": self._summary, "system": self._system, "global": self._global}
+        updates = [steps[level](figures, resampled) for level in LEVELS if level in levels]
+        rows = "system" in levels or "global" in levels  # their resamples weigh the drawn rows
         start = 0
         for drawn, weights in self.draws.chunks():
             done = slice(start, start + len(drawn))
             start += len(drawn)
+            repeats = weights[:, self.group] if rows else weights
+            for update in updates:
+                update(drawn, repeats, done)
+        return figures
+
+    def _summary(
+        self, figures: dict[tuple[str, str], _Figure], resampled: dict[tuple[str, str], np.ndarray]
+    ) -> _Update:
+        """The mean over groups of the within-group coefficient; resampled as the mean over the drawn groups."""
+        present = np.zeros(len(self.table.groups), dtype=bool)
+        present[self.group] = True
+        per_group: dict[str, np.ndarray] = {}
+        for name in self.coefficients:
+            per_group[name] = values = self.per_group(name)
+            used = int(np.sum(~np.isnan(values)))
+            value = float(np.mean(values[~np.isnan(values)])) if used else math.nan
+            figures[("summary", name)] = (value, resampled[("summary", name)], used, int(np.sum(present)) - used)
+
+        def update(drawn: np.ndarray, repeats: np.ndarray, done: slice) -> None:
             for name, values in per_group.items():
                 chosen = values[drawn]
                 with np.errstate(invalid="ignore"):
@@ -298,18 +296,40 @@ class _Series:
                     resampled[("summary", name)][done] = np.where(
                         counts > 0, np.nansum(chosen, axis=1) / np.maximum(counts, 1), math.nan
                     )
-            if "system" in levels or "global" in levels:
-                repeats = weights[:, self.group]
-            if "system" in levels:
-                means = [_sums(repeats, v, by_system, starts) for v in (self.x, self.y, np.ones(len(self.x)))]
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    rx, ry = means[0] / means[2], means[1] / means[2]
-                for name in names:
-                    resampled[("system", name)][done] = batched(name, rx, ry, means[2] > 0)
-            if "global" in levels:
-                for name, values in weighted.coefficients(names, repeats).items():
-                    resampled[("global", name)][done] = values
-        return figures
+
+        return update
+
+    def _system(self, figures: dict[tuple[str, str], _Figure], resampled: dict[tuple[str, str], np.ndarray]) -> _Update:
+        """The coefficient between per-system means; resampled over the means of the drawn rows."""
+        mx, my = self.system_means(self.x), self.system_means(self.y)
+        present = ~np.isnan(mx)
+        for name in self.coefficients:
+            value = coefficient(name, mx[present], my[present])
+            figures[("system", name)] = (value, resampled[("system", name)], int(np.sum(present)), 0)
+        assert self.system is not None
+        by_system = np.argsort(self.system, kind="stable")
+        starts = np.searchsorted(self.system[by_system], np.arange(len(self.table.systems)))
+
+        def update(drawn: np.ndarray, repeats: np.ndarray, done: slice) -> None:
+            means = [_sums(repeats, v, by_system, starts) for v in (self.x, self.y, np.ones(len(self.x)))]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rx, ry = means[0] / means[2], means[1] / means[2]
+            for name in self.coefficients:
+                resampled[("system", name)][done] = batched(name, rx, ry, means[2] > 0)
+
+        return update
+
+    def _global(self, figures: dict[tuple[str, str], _Figure], resampled: dict[tuple[str, str], np.ndarray]) -> _Update:
+        """The coefficient over all rows; resampled over the drawn rows, each as often as drawn."""
+        for name in self.coefficients:
+            figures[("global", name)] = (coefficient(name, self.x, self.y), resampled[("global", name)], len(self.x), 0)
+        weighted = Weighted(self.x, self.y)
+
+        def update(drawn: np.ndarray, repeats: np.ndarray, done: slice) -> None:
+            for name, values in weighted.coefficients(self.coefficients, repeats).items():
+                resampled[("global", name)][done] = values
+
+        return update
 
 
 def _sums(repeats: np.ndarray, values: np.ndarray, order: np.ndarray, starts: np.ndarray) -> np.ndarray:

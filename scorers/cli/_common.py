@@ -188,13 +188,15 @@ def _argparse_option(name: str, field: FieldInfo, flag: Flag) -> tuple[tuple[str
         options["choices"] = get_args(kind)
     if kind in (int, float) or flag.type is not None:
         options["type"] = flag.type or kind
-    if field.is_required():
-        options["required"] = True
-    elif repeated if flag.append is None else flag.append:
-        options["action"] = "append"  # no default list: argparse would append to it
-    else:
-        options["default"] = default
+    options |= _presence(field, default, repeated if flag.append is None else flag.append)
     return flag.names or (f"--{option}",), options
+
+
+def _presence(field: FieldInfo, default: Any, repeated: bool) -> dict[str, Any]:
+    """Required, repeatable (no default list: argparse would append to it) or with the field's default."""
+    if field.is_required():
+        return {"required": True}
+    return {"action": "append"} if repeated else {"default": default}
 
 
 def _kind(annotation: Any) -> tuple[Any, bool]:

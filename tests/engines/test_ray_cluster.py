@@ -23,6 +23,7 @@ import pytest
 import scorers
 from scorers.testing import LoopbackLLM, Reply
 
+pytestmark = pytest.mark.needs_cluster
 pytest.importorskip("ray", reason="the Ray engine needs pip install 'scorers[ray]' (scripts/setup.sh)")
 
 #: The tree under test, for the driver and for the cluster's workers (which import scorers).

@@ -20,6 +20,8 @@ import pytest
 
 from scorers.testing import LoopbackLLM, Reply
 
+pytestmark = [pytest.mark.needs_cluster, pytest.mark.needs_java]
+
 REPO = Path(__file__).resolve().parents[2]
 LOOPBACK = {"127.0.0.1", "::ffff:127.0.0.1", "::1"}
 #: A hang guard for each wait below, never a measure.

@@ -32,6 +32,8 @@ from scorers.judges.limits import (
 )
 from scorers.judges.template import JudgeTemplate
 
+pytestmark = pytest.mark.slow  # each case runs in a child process (about 0.6 s of CPU; 34 s for the module)
+
 REPO = Path(__file__).resolve().parents[2]
 MEMORY_LIMIT = 2 << 30
 #: Far above what any case takes once bounded (well under a few seconds); only a hang reaches it.

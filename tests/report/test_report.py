@@ -110,6 +110,7 @@ def test_the_records_round_trip_through_the_runner_format(tmp_path):
         }
 
 
+@pytest.mark.slow
 def test_a_10000_row_report_is_under_1_mb(tmp_path):
     paths = [
         write_results(tmp_path / f"run{i}.jsonl", results_records(10_000, seed=10, shift=0.1 * i)) for i in range(2)

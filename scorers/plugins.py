@@ -143,6 +143,13 @@ class Registry(Generic[T]):
         hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
         raise ConfigError(f"unknown {self.kind} {name!r}; expected {', '.join(self.names())}{hint}")
 
+    def registered(self, name: str) -> T | None:
+        """The plugin registered as ``name`` (or an alias) so far, or ``None``: it runs no loader and reads no entry
+        point, for code that registers (a plugin's module that imports the registering code is not loaded
+        while that code is half-imported)."""
+        key = self._keys.get(self._fold(name))
+        return None if key is None else self._values[key]
+
     def names(self) -> list[str]:
         """Every name, in registration order, then those of the plugins that failed to load."""
         self.load()

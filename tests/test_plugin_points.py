@@ -146,6 +146,8 @@ def test_a_plugin_scorer_is_listed_shown_and_scores_and_a_broken_one_fails_alone
 
 
 def test_a_plugin_engine_runs_with_its_option_and_a_broken_one_fails_alone(cli, tmp_path) -> None:
+    helped = cli("run", "--help")
+    assert "careful: patience (how many times to look)" in " ".join(helped.stdout.split())
     data = tmp_path / "rows.jsonl"
     data.write_text('{"output": "a", "expected": "a"}\n')
     scored = cli("run", str(data), "-s", "ExactMatch", "--engine", "careful", "--engine-option", "patience=3")

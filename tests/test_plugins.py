@@ -67,6 +67,7 @@ def test_loaders_run_once_on_a_miss_or_a_listing() -> None:
     shapes.register("square", 4)
     shapes.add_loader(lambda: calls.append(shapes.register("triangle", 3)))
     assert shapes.get("square") == 4 and calls == []  # a name registered already needs no loader
+    assert shapes.registered("Triangle") is None and calls == []  # what registration code asks: nothing loads
     assert shapes.get("triangle") == 3 and shapes.names() == ["square", "triangle"] and calls == [3]
 
 

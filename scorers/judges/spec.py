@@ -471,7 +471,7 @@ def add_kind(judge: type) -> str:
     one defined again by the same module and name, replaces it).
     """
     kind = kind_of(getattr(judge, "spec_model", None))
-    other = KIND_CLASSES.get(kind) if kind in KIND_CLASSES else None
+    other = KIND_CLASSES.registered(kind)  # (reads no plugin: the built-in kinds register while scorers.judges loads)
     if other is not None and other is not judge and _qualified(other) != _qualified(judge):
         raise ValueError(f"judge kind {kind!r} is already registered, by {_qualified(other)}")
     KIND_CLASSES.register(kind, judge, replace=True)
@@ -482,7 +482,7 @@ def add_kind(judge: type) -> str:
 def remove_kind(kind: str) -> None:
     """Forget a registered kind, its judge class and its spec model (a test's toy kind); unknown kinds are
     ignored."""
-    if kind in KIND_CLASSES:
+    if KIND_CLASSES.registered(kind) is not None:
         KIND_CLASSES.remove(kind)
         _UNION.clear()
 

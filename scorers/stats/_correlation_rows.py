@@ -168,8 +168,22 @@ class _Reader:
         return index.setdefault(_key(value), len(index))
 
     def table(self, scorers: Sequence[str]) -> ScoreTable:
+        """The columns read, of ``scorers``; a :class:`DataError` when no row has a field the options name."""
         if not self.rows:
             raise DataError(f"{self.name or 'rows'}: no rows")
+        self._check_fields()
+        return ScoreTable(
+            tuple(scorers),
+            self.name,
+            np.frombuffer(self.group, dtype=np.int64) if self.group_by else np.arange(self.rows, dtype=np.int64),
+            None if self.system_key is None else np.frombuffer(self.system, dtype=np.int64),
+            list(self.groups) if self.group_by is not None else range(self.rows),  # type: ignore[arg-type]
+            list(self.systems),
+            {name: np.frombuffer(self.scores[name], dtype=float) for name in scorers},
+            {column: np.frombuffer(values, dtype=float) for column, values in self.columns.items()},
+        )
+
+    def _check_fields(self) -> None:
         fields = list(self.fields)
         for column in self.human:
             if not self.seen[column]:
@@ -181,16 +195,6 @@ class _Reader:
             if not index:
                 raise _no_field(option, path, fields)
             raise DataError(f"row {self.missing[path]} has no field {path!r} ({option})")
-        return ScoreTable(
-            tuple(scorers),
-            self.name,
-            np.frombuffer(self.group, dtype=np.int64) if self.group_by else np.arange(self.rows, dtype=np.int64),
-            None if self.system_key is None else np.frombuffer(self.system, dtype=np.int64),
-            list(self.groups) if self.group_by is not None else range(self.rows),  # type: ignore[arg-type]
-            list(self.systems),
-            {name: np.frombuffer(self.scores[name], dtype=float) for name in scorers},
-            {column: np.frombuffer(values, dtype=float) for column, values in self.columns.items()},
-        )
 
 
 def _field(record: Mapping[str, Any], path: str, number: int, option: str) -> str:
@@ -220,17 +224,9 @@ def file_pairs(
     system_key: str,
 ) -> tuple[str, np.ndarray, np.ndarray]:
     """The rows each preference pair names: (where the pairs came from, better rows, worse rows)."""
-    assert table.system is not None
     name = os.fspath(pairs) if isinstance(pairs, (str, os.PathLike)) else "pairs"
     records = list(read_rows(name, "jsonl")) if isinstance(pairs, (str, os.PathLike)) else list(pairs)
-    where: dict[tuple[int, int], int] = {}
-    for row, (g, s) in enumerate(zip(table.group.tolist(), table.system.tolist())):
-        if (g, s) in where:
-            raise DataError(
-                f"rows {where[(g, s)] + 1} and {row + 1} have the same {group_by} and {system_key}: "
-                "preference pairs need one row per group and system"
-            )
-        where[(g, s)] = row
+    where = _row_of(table, group_by, system_key)
     group_index = {key: i for i, key in enumerate(table.groups)}
     system_index = {key: i for i, key in enumerate(table.systems)}
     better, worse = [], []
@@ -248,6 +244,20 @@ def file_pairs(
         better.append(rows[0])
         worse.append(rows[1])
     return name, np.array(better, dtype=np.int64), np.array(worse, dtype=np.int64)
+
+
+def _row_of(table: ScoreTable, group_by: str, system_key: str) -> dict[tuple[int, int], int]:
+    """The row of each (group, system); a :class:`DataError` when two rows share one."""
+    assert table.system is not None
+    where: dict[tuple[int, int], int] = {}
+    for row, (g, s) in enumerate(zip(table.group.tolist(), table.system.tolist())):
+        if (g, s) in where:
+            raise DataError(
+                f"rows {where[(g, s)] + 1} and {row + 1} have the same {group_by} and {system_key}: "
+                "preference pairs need one row per group and system"
+            )
+        where[(g, s)] = row
+    return where
 
 
 def column_pairs(table: ScoreTable, column: str, min_difference: float) -> tuple[str, np.ndarray, np.ndarray]:

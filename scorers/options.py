@@ -126,7 +126,8 @@ def _choices(what: str, names: Sequence[str]) -> BeforeValidator:
     return BeforeValidator(check)
 
 
-_PositiveInt = Annotated[int, _checked(lambda v: is_int(v) and v >= 1, "must be a positive integer")]
+_positive = _checked(lambda v: is_int(v) and v >= 1, "must be a positive integer")
+_PositiveInt = Annotated[int, _positive]
 _Seed = Annotated[int, _checked(lambda v: is_int(v) and v >= 0, "must be a non-negative integer")]
 
 
@@ -153,7 +154,7 @@ class CompareOptions(Options):
     test: Annotated[_Test, BeforeValidator(_test)] = Field(
         "bs", description="paired bootstrap (bs, default) or approximate randomisation (ar)"
     )
-    resamples: _PositiveInt | None = Field(
+    resamples: Annotated[int | None, _positive] = Field(
         None,
         description=f"bootstrap resamples (bs, default {COMPARE_RESAMPLES['bs']}) or randomisation trials (ar, "
         f"default {COMPARE_RESAMPLES['ar']}); intervals take N resamples under bs, {COMPARE_RESAMPLES['bs']} under ar",

@@ -146,11 +146,13 @@ class Run(BaseModel):
     format: Literal["jsonl", "json", "csv", "parquet"] | None = Field(
         default=None, description="input format (default: from the extension)"
     )
-    concurrency: int = Field(default=DEFAULT_CONCURRENCY, description="in-flight async (LLM) calls")
+    concurrency: int = Field(
+        default=DEFAULT_CONCURRENCY, description="in-flight async (LLM) calls (default: %(default)s)"
+    )
     workers: int = Field(
         default=1,
         description="processes for the CPU-bound scorers (1: in this process); judges stay async; with an engine "
-        "other than local, the engine's workers",
+        "other than local, the engine's workers (default: %(default)s)",
     )
     engine: SkipValidation[str | Engine] = Field(
         default="local", description="where to score: an engine's name or an Engine (scorers.engines)"

@@ -15,14 +15,16 @@ from ..run import OptionError, Run
 from ._common import (
     EXIT_CODES,
     Command,
+    Flag,
+    add_options,
     add_progress,
     file_path,
+    options_of,
     parse_pairs,
     parse_prices,
     scorer_params,
     wants_progress,
 )
-from ._options import add_model_options, option_flag
 
 
 def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
@@ -57,29 +59,7 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates:
         metavar="NAME.KEY=VALUE",
         help="scorer parameter, VALUE parsed as YAML (e.g. -p BLEU.tokenize=intl)",
     )
-    p_run.add_argument(
-        "-o",
-        "--output",
-        type=file_path,
-        metavar="OUT.jsonl",
-        help="results file (default: stdout); a .parquet name writes Parquet",
-    )
-    p_run.add_argument(
-        "--map",
-        action="append",
-        default=[],
-        metavar="FIELD=COLUMN",
-        help="take a scorer field from another column or dotted path (e.g. --map output=response)",
-    )
-    p_run.add_argument(
-        "--threshold",
-        action="append",
-        default=[],
-        metavar="NAME=LIMIT",
-        help="fail (exit 1) when NAME's mean score is below LIMIT (above it for a lower-is-better "
-        "scorer such as Hallucination; see list --json)",
-    )
-    add_model_options(p_run, Run, ["resume", "force", "format", "concurrency", "workers"])
+    add_options(p_run, Run, _OPTIONS)
     p_run.add_argument(
         "--engine",
         default=Run.model_fields["engine"].default,
@@ -95,7 +75,7 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates:
         metavar="KEY=VALUE",
         help="an option of the --engine (repeatable): " + engines.registry.options_help(),
     )
-    add_model_options(p_run, Run, ["ordered"])
+    add_options(p_run, Run, _ORDER_OPTIONS)
     p_run.add_argument("--model", help="model of the LLM judges (default: SCORERS_MODEL, else the library default)")
     p_run.add_argument("--no-cache", action="store_true", help="do not read or write the LLM judge cache")
     p_run.add_argument(
@@ -105,9 +85,9 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates:
         metavar="MODEL=IN,OUT",
         help="USD per 1M input and output tokens of MODEL, for the summary's cost estimate",
     )
-    add_model_options(p_run, Run, ["metadata"])
+    add_options(p_run, Run, _OUTPUT_OPTIONS)
     p_run.add_argument("--summary-json", type=file_path, metavar="PATH", help="also write the summary as JSON")
-    add_model_options(p_run, Run, ["fail_on_error"])
+    add_options(p_run, Run, _EXIT_OPTIONS)
     add_progress(p_run)
 
 
@@ -157,6 +137,36 @@ def _thresholds(items: Sequence[str]) -> dict[str, float]:
     return thresholds
 
 
+#: The Run options the command line takes, in the order --help lists them, each spelt as Flag says (the rest, its
+#: default, choices, type and help, come from Run's field).
+_OPTIONS = {
+    "output": Flag(names=("-o", "--output"), metavar="OUT.jsonl", type=file_path),
+    "mapping": Flag(
+        names=("--map",),
+        metavar="FIELD=COLUMN",
+        append=True,
+        help="take a scorer field from another column or dotted path (e.g. --map output=response)",
+        convert=lambda items: dict(parse_pairs(items, "--map")),
+    ),
+    "thresholds": Flag(
+        names=("--threshold",),
+        metavar="NAME=LIMIT",
+        append=True,
+        help="fail (exit 1) when NAME's mean score is below LIMIT (above it for a lower-is-better "
+        "scorer such as Hallucination; see list --json)",
+        convert=_thresholds,
+    ),
+    "resume": Flag(),
+    "force": Flag(),
+    "format": Flag(),
+    "concurrency": Flag(),
+    "workers": Flag(),
+}
+_ORDER_OPTIONS = {"ordered": Flag()}
+_OUTPUT_OPTIONS = {"metadata": Flag()}
+_EXIT_OPTIONS = {"fail_on_error": Flag()}
+
+
 def _configure_llm(args: argparse.Namespace) -> None:
     """``--model``, ``--no-cache`` and ``--price`` as the judges' settings (:func:`scorers.configure`)."""
     llm_settings: dict[str, Any] = {}
@@ -172,32 +182,17 @@ def _configure_llm(args: argparse.Namespace) -> None:
         configure(**llm_settings)
 
 
-#: The flags of the Run options whose command-line name is not theirs (option_flag(name)).
-_FLAGS = {"thresholds": "--threshold", "mapping": "--map", "scorers": "--scorer", "data": "DATA"}
-
-
 def _run_of(args: argparse.Namespace) -> Run:
     """The :class:`~scorers.Run` the arguments ask for; a refused option is named by its flag."""
     params = scorer_params(args.scorers, args.param)
     scorers = [registry.get(name, **params[name]) for name in args.scorers]
     engine = engines.registry.get(args.engine, **dict(parse_pairs(args.engine_options, "--engine-option")))
+    flags = {**_OPTIONS, **_ORDER_OPTIONS, **_OUTPUT_OPTIONS, **_EXIT_OPTIONS}
     try:
-        return Run(
-            args.data,
-            scorers,
-            output=args.output,
-            mapping=dict(parse_pairs(args.map, "--map")),
-            thresholds=_thresholds(args.threshold),
-            engine=engine,
-            progress=wants_progress(args),
-            **{name: getattr(args, name) for name in _DERIVED},
-        )
+        return Run(args.data, scorers, engine=engine, progress=wants_progress(args), **options_of(args, flags))
     except OptionError as exc:
-        raise ConfigError(f"{_FLAGS.get(exc.option, option_flag(exc.option))} {exc.problem}") from None
-
-
-#: The Run options the command line takes as they are (their flags derived by add_model_options).
-_DERIVED = ("resume", "force", "format", "concurrency", "workers", "ordered", "metadata", "fail_on_error")
+        names = flags.get(exc.option, Flag()).names or (f"--{exc.option.replace('_', '-')}",)
+        raise ConfigError(f"{names[-1]} {exc.problem}") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:

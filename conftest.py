@@ -118,11 +118,29 @@ DOCTEST_MARKS = {
 }
 
 
+def _scorer_marks(item: pytest.Item) -> set[str]:
+    """``needs_torch`` for a test parametrized with the name of a scorer of the ``bert`` extra (``name``, as in
+    tests/test_every_scorer.py): it loads that scorer's model."""
+    from scorers.errors import UnknownScorerError
+    from scorers.registry import registry
+
+    callspec = getattr(item, "callspec", None)
+    name = callspec.params.get("name") if callspec is not None else None
+    if not isinstance(name, str):
+        return set()
+    try:
+        scorer_class = registry.entry(name).scorer_class
+    except UnknownScorerError:
+        return set()
+    return {"needs_torch"} if getattr(scorer_class, "extra", None) == "bert" else set()
+
+
 def _tier_marks(item: pytest.Item, root: Path) -> set[str]:
     """The tier marks ``item`` lacks: those of the fixtures it uses and of its doctest module, and ``slow`` when
     it needs anything (a ``needs_*`` mark)."""
     own = {mark.name for mark in item.iter_markers()}
     marks = {name for fixture in getattr(item, "fixturenames", ()) for name in FIXTURE_MARKS.get(fixture, ())}
+    marks.update(_scorer_marks(item))
     where = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
     for prefix, names in DOCTEST_MARKS.items():
         if where.startswith(prefix):

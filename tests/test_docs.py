@@ -38,6 +38,7 @@ def test_every_page_is_in_the_nav_and_the_build_stays_offline() -> None:
     assert config["strict"] is True
 
 
+@pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
     missing = [
         m

@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # each test runs pytest in a subprocess (about 4 s of CPU)
 
 #: Makes ``sacrebleu`` unimportable, then runs pytest on BLEU's doctests (they need the ``text`` extra).
 RUN = """

@@ -366,24 +366,47 @@ def _parse_chat(data: Any, *, model: str) -> ChatResult:
     message = choices[0].get("message")
     if not isinstance(message, Mapping):
         raise InvalidReply("the completion's first choice has no message")
-    calls = []
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if not isinstance(function, Mapping):
-            raise InvalidReply(f"a tool call has no function: {str(call)[:200]!r}")
-        calls.append(
-            ToolCall(
-                name=str(function.get("name") or ""), arguments=_arguments(function.get("arguments")), id=call.get("id")
-            )
-        )
-    prompt_tokens, completion_tokens = reply_tokens(data, "chat")
+    calls = [_chat_tool_call(call) for call in message.get("tool_calls") or ()]
     content = message.get("content")
     logprobs = choices[0].get("logprobs")
-    tokens = logprobs.get("content") if isinstance(logprobs, Mapping) else None
-    return ChatResult(
+    return _reply_result(
+        data,
+        "chat",
+        model=model,
         content=content if isinstance(content, str) else None,
-        tool_calls=tuple(calls),
+        calls=calls,
         finish_reason=choices[0].get("finish_reason"),
+        tokens=logprobs.get("content") if isinstance(logprobs, Mapping) else None,
+    )
+
+
+def _chat_tool_call(call: Any) -> ToolCall:
+    """One entry of a chat message's ``tool_calls``: ``{"id", "function": {"name", "arguments"}}``."""
+    function = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(function, Mapping):
+        raise InvalidReply(f"a tool call has no function: {str(call)[:200]!r}")
+    return ToolCall(
+        name=str(function.get("name") or ""), arguments=_arguments(function.get("arguments")), id=call.get("id")
+    )
+
+
+def _reply_result(
+    data: Mapping[str, Any],
+    api: str,
+    *,
+    model: str,
+    content: str | None,
+    calls: Sequence[ToolCall],
+    finish_reason: str | None,
+    tokens: Any,
+) -> ChatResult:
+    """The :class:`ChatResult` of what a parser read from a reply body of ``api``: the reply's own model and
+    ``usage`` (:func:`reply_tokens`) are read here, ``tokens`` (``None``: no logprobs) by :func:`_token_logprobs`."""
+    prompt_tokens, completion_tokens = reply_tokens(data, api)
+    return ChatResult(
+        content=content,
+        tool_calls=tuple(calls),
+        finish_reason=finish_reason,
         model=model,
         response_model=data.get("model"),
         prompt_tokens=prompt_tokens,
@@ -408,6 +431,21 @@ def _parse_responses(data: Any, *, model: str) -> ChatResult:
         raise InvalidReply("the response has no output list")
     if data.get("status") == "failed":
         raise InvalidReply(f"the response failed: {str(data.get('error'))[:300]}")
+    calls, texts, tokens = _responses_output(output)
+    return _reply_result(
+        data,
+        "responses",
+        model=model,
+        content="".join(texts) if texts else None,
+        calls=calls,
+        finish_reason=_responses_finish_reason(data, calls),
+        tokens=tokens,
+    )
+
+
+def _responses_output(output: list[Any]) -> tuple[list[ToolCall], list[str], list[Any] | None]:
+    """The tool calls (``function_call`` items), the texts and the logprobs (``None``: none sent) of the
+    ``output_text`` parts of ``message`` items of a Responses body's ``output``, in order."""
     calls: list[ToolCall] = []
     texts: list[str] = []
     tokens: list[Any] | None = None
@@ -422,28 +460,27 @@ def _parse_responses(data: Any, *, model: str) -> ChatResult:
                 )
             )
         elif kind == "message":
-            for part in item.get("content") or ():
-                if isinstance(part, Mapping) and part.get("type") == "output_text":
-                    texts.append(str(part.get("text") or ""))
-                    if isinstance(part.get("logprobs"), list):
-                        tokens = [*(tokens or ()), *part["logprobs"]]
+            for part in _output_text_parts(item):
+                texts.append(str(part.get("text") or ""))
+                if isinstance(part.get("logprobs"), list):
+                    tokens = [*(tokens or ()), *part["logprobs"]]
+    return calls, texts, tokens
+
+
+def _output_text_parts(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The ``output_text`` parts of a Responses ``message`` item's ``content``."""
+    return [
+        part for part in message.get("content") or () if isinstance(part, Mapping) and part.get("type") == "output_text"
+    ]
+
+
+def _responses_finish_reason(data: Mapping[str, Any], calls: Sequence[ToolCall]) -> str:
+    """A Responses body's outcome in the chat vocabulary (see :func:`_parse_responses`)."""
     if data.get("status") == "incomplete":
         details = data.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, Mapping) else None
-        finish = _INCOMPLETE_REASONS.get(str(reason), str(reason))
-    else:
-        finish = "tool_calls" if calls else "stop"
-    prompt_tokens, completion_tokens = reply_tokens(data, "responses")
-    return ChatResult(
-        content="".join(texts) if texts else None,
-        tool_calls=tuple(calls),
-        finish_reason=finish,
-        model=model,
-        response_model=data.get("model"),
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
-        logprobs=None if tokens is None else _token_logprobs(tokens),
-    )
+        return _INCOMPLETE_REASONS.get(str(reason), str(reason))
+    return "tool_calls" if calls else "stop"
 
 
 _PARSERS: dict[str, Callable[..., ChatResult]] = {"chat": _parse_chat, "responses": _parse_responses}

@@ -446,49 +446,74 @@ def _records(
     """The results records of ``rows`` (built in place: the rows are the caller's own) as
     :meth:`RowResult.to_record` builds them from these outcomes (a Score or an error record per row and scorer),
     the input columns renamed in them, and the number of rows with an error."""
-    names = list(outcomes)
     failing = [name for name, column in outcomes.items() if dict in set(map(type, column))]
     with_stats = [name for name, column in outcomes.items() if _has_stats(column)]
+    rows, renamed = _escaped(rows)
+    errors = _row_errors(outcomes, failing)
+    for row, row_scores in zip(rows, _scores(outcomes, failing, errors)):
+        row["scores"] = row_scores
+    if errors or with_stats or metadata:
+        _add_details(rows, outcomes, errors, with_stats, metadata)
+    return rows, renamed, len(errors)
+
+
+def _escaped(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """``rows`` with their input keys escaped (:func:`escape_input_keys`; the rows without such a key as they are),
+    and the keys renamed, in order of first appearance."""
+    clashing = {key for key in set().union(*rows) if escaped_key(key) != key}
+    if not clashing:
+        return rows, []
+    renamed = list(dict.fromkeys(key for row in rows if not clashing.isdisjoint(row) for key in row if key in clashing))
+    return [escape_input_keys(row) if not clashing.isdisjoint(row) else row for row in rows], renamed
+
+
+def _row_errors(outcomes: Mapping[str, list[Any]], failing: list[str]) -> dict[int, dict[str, Any]]:
+    """The error records of each row on which some of the ``failing`` scorers failed, by row index."""
+    failed_rows: set[int] = set()
+    for name in failing:
+        failed_rows.update(i for i, outcome in enumerate(outcomes[name]) if type(outcome) is dict)
+    return {i: {name: outcomes[name][i] for name in failing if type(outcomes[name][i]) is dict} for i in failed_rows}
+
+
+def _scores(
+    outcomes: Mapping[str, list[Any]], failing: list[str], errors: Mapping[int, Mapping[str, Any]]
+) -> list[dict[str, float | None]]:
+    """Each row's ``{scorer: score}``, the scorers that failed on it last with None, as :attr:`RowResult.scores`."""
     if failing:
         values = [[getattr(outcome, "score", None) for outcome in column] for column in outcomes.values()]
     else:
         values = [list(map(_SCORE, column)) for column in outcomes.values()]
-    scores = list(map(dict, map(zip, itertools.repeat(names), zip(*values))))
-    keys = set().union(*rows)
-    clashing = {key for key in keys if escaped_key(key) != key}
-    renamed: list[str] = []
-    if clashing:
-        renamed = list(
-            dict.fromkeys(key for row in rows if not clashing.isdisjoint(row) for key in row if key in clashing)
-        )
-        rows = [escape_input_keys(row) if not clashing.isdisjoint(row) else row for row in rows]
-    failed_rows: set[int] = set()
-    for name in failing:
-        failed_rows.update(i for i, outcome in enumerate(outcomes[name]) if type(outcome) is dict)
-    errors = {i: {name: outcomes[name][i] for name in failing if type(outcomes[name][i]) is dict} for i in failed_rows}
-    for i, row_errors in errors.items():  # the scores of the scorers that failed come last, as RowResult.scores has
+    scores = list(map(dict, map(zip, itertools.repeat(list(outcomes)), zip(*values))))
+    for i, row_errors in errors.items():
         row_scores = scores[i]
         for name in row_errors:
             del row_scores[name]
             row_scores[name] = None
-    for row, row_scores in zip(rows, scores):
-        row["scores"] = row_scores
-    if errors or with_stats or metadata:
-        for i, row in enumerate(rows):
-            if i in errors:
-                row["errors"] = errors[i]
-            stats = {
-                name: list(outcomes[name][i].stats)
-                for name in with_stats
-                if type(outcomes[name][i]) is not dict and outcomes[name][i].stats is not None
+    return scores
+
+
+def _add_details(
+    rows: list[dict[str, Any]],
+    outcomes: Mapping[str, list[Any]],
+    errors: Mapping[int, dict[str, Any]],
+    with_stats: list[str],
+    metadata: bool,
+) -> None:
+    """Each row's ``errors``, ``stats`` and (with ``metadata``) ``metadata_scores``, where it has them."""
+    for i, row in enumerate(rows):
+        if i in errors:
+            row["errors"] = errors[i]
+        stats = {
+            name: list(outcomes[name][i].stats)
+            for name in with_stats
+            if type(outcomes[name][i]) is not dict and outcomes[name][i].stats is not None
+        }
+        if stats:
+            row["stats"] = stats
+        if metadata:
+            row["metadata_scores"] = {
+                name: column[i].metadata for name, column in outcomes.items() if type(column[i]) is not dict
             }
-            if stats:
-                row["stats"] = stats
-            if metadata:
-                row["metadata_scores"] = {
-                    name: column[i].metadata for name, column in outcomes.items() if type(column[i]) is not dict
-                }
-    return rows, renamed, len(errors)
 
 
 _SCORE = operator.attrgetter("score")

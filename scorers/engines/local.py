@@ -146,65 +146,111 @@ def score_jsonl(
     >>> [(c.rows, c.lines) for c in chunks]
     [(1, b'{"output": "a", "expected": "a", "scores": {"ExactMatch": 1.0}}\\n')]
     """
-    pool, started = None, None  # started: done once a worker process is up
-    if workers > 1 and _forks_safely():  # forks of this process, up at once
-        pool = _process_pool(unit, workers, "fork")
-        started = pool.submit(os.getpid)  # forks the workers now, before this process starts a thread
-    elif workers > 1:  # fresh processes, which import scorers first: started from a thread, while this one goes on
-        pool = _process_pool(unit, workers)
-        started = DaemonThreads().submit(lambda: pool.submit(os.getpid).result())
-    thread = DaemonThreads()  # at most two chunks out, scored one after the other (one_at_a_time)
-    one_at_a_time = threading.Lock()
-    pending: collections.deque[tuple[concurrent.futures.Future[ScoredLines], bool]] = collections.deque()
-    in_pool = 0  # of the pending chunks, those sent to the worker processes
-    size, ended = _FIRST_CHUNK_BYTES, False
+    scoring = _LineScoring(unit, source, workers, functools.partial(_score_lines, metadata=metadata, output=output))
     try:
         while True:
-            if started is not None and started.done() and started.exception() is not None:
-                raise _broken(workers, pool)
-            while not ended:
-                to_pool = started is not None and started.done()  # once up, the workers score every chunk
-                if (in_pool >= 2 * workers) if to_pool else (len(pending) - in_pool >= 2):
-                    break
-                chunk = source.next_chunk(size)
-                if chunk is None:
-                    ended = True
-                elif to_pool:
-                    assert pool is not None
-                    try:
-                        future = pool.submit(_score_lines_in_worker, chunk, metadata=metadata, output=output)
-                    except concurrent.futures.process.BrokenProcessPool as exc:  # broke while the last chunk was out
-                        raise _broken(workers, pool) from exc
-                    pending.append((future, True))
-                    in_pool += 1
-                else:
-                    future = thread.submit(
-                        _holding, one_at_a_time, unit.score_lines, chunk, metadata=metadata, output=output
-                    )
-                    pending.append((future, False))
-            if not pending:
+            scoring.check_workers()
+            scoring.start_chunks()
+            if not scoring.pending:
                 return
-            while True:
-                try:
-                    scored = pending[0][0].result(timeout=0.1)
-                    break
-                except concurrent.futures.TimeoutError:
-                    yield None
-                except concurrent.futures.process.BrokenProcessPool as exc:
-                    raise _broken(workers, pool) from exc
-            in_pool -= pending.popleft()[1]
-            if scored.seconds < _FAST_CHUNK_S:
-                size = min(2 * size, _MAX_CHUNK_BYTES)
-            elif scored.seconds > _SLOW_CHUNK_S:
-                size = max(size // 2, _FIRST_CHUNK_BYTES)
+            scored = yield from scoring.next_scored()
             yield scored
             if scored.error is not None:
                 return
     finally:
-        for future, _ in pending:
+        scoring.close()
+
+
+def _score_lines(unit: BatchScorer, chunk: LineChunk, *, metadata: bool, output: str | None) -> ScoredLines:
+    return unit.score_lines(chunk, metadata=metadata, output=output)
+
+
+class _LineScoring:
+    """The chunks of :func:`score_jsonl`: read from ``source``, scored by a thread of this process (two out at most,
+    one after the other) until the worker processes are up, then by them (two per process out at most), and given
+    back in input order; a chunk grows while chunks are scored fast, and shrinks when they are slow."""
+
+    def __init__(
+        self,
+        unit: BatchScorer,
+        source: JsonlLines,
+        workers: int,
+        score: Callable[[BatchScorer, LineChunk], ScoredLines],
+    ) -> None:
+        self.unit, self.source, self.workers, self.score = unit, source, workers, score
+        self.pool, self.started = _start_workers(unit, workers)  # started: done once a worker process is up
+        self.thread = DaemonThreads()
+        self.one_at_a_time = threading.Lock()
+        self.pending: collections.deque[tuple[concurrent.futures.Future[ScoredLines], bool]] = collections.deque()
+        self.in_pool = 0  # of the pending chunks, those sent to the worker processes
+        self.size = _FIRST_CHUNK_BYTES
+        self.ended = False
+
+    def check_workers(self) -> None:
+        """Raise the error of worker processes that could not start."""
+        if self.started is not None and self.started.done() and self.started.exception() is not None:
+            raise _broken(self.workers, self.pool)
+
+    def start_chunks(self) -> None:
+        """Read and send out chunks while there is room for them (once up, the workers score every chunk)."""
+        while not self.ended:
+            to_pool = self.started is not None and self.started.done()
+            if (self.in_pool >= 2 * self.workers) if to_pool else (len(self.pending) - self.in_pool >= 2):
+                return
+            chunk = self.source.next_chunk(self.size)
+            if chunk is None:
+                self.ended = True
+            elif to_pool:
+                self._to_pool(chunk)
+            else:
+                future = self.thread.submit(_holding, self.one_at_a_time, self.score, self.unit, chunk)
+                self.pending.append((future, False))
+
+    def _to_pool(self, chunk: LineChunk) -> None:
+        assert self.pool is not None
+        try:
+            future = self.pool.submit(_score_lines_in_worker, chunk, self.score)
+        except concurrent.futures.process.BrokenProcessPool as exc:  # broke while the last chunk was out
+            raise _broken(self.workers, self.pool) from exc
+        self.pending.append((future, True))
+        self.in_pool += 1
+
+    def next_scored(self) -> Generator[None, None, ScoredLines]:
+        """The oldest chunk once scored, None every 0.1 s until then; the next chunk's size follows its time."""
+        while True:
+            try:
+                scored = self.pending[0][0].result(timeout=0.1)
+                break
+            except concurrent.futures.TimeoutError:
+                yield None
+            except concurrent.futures.process.BrokenProcessPool as exc:
+                raise _broken(self.workers, self.pool) from exc
+        self.in_pool -= self.pending.popleft()[1]
+        if scored.seconds < _FAST_CHUNK_S:
+            self.size = min(2 * self.size, _MAX_CHUNK_BYTES)
+        elif scored.seconds > _SLOW_CHUNK_S:
+            self.size = max(self.size // 2, _FIRST_CHUNK_BYTES)
+        return scored
+
+    def close(self) -> None:
+        """Cancel the chunks out; end the worker processes (at once, if some chunk was still out)."""
+        for future, _ in self.pending:
             future.cancel()
-        if pool is not None:
-            _release(pool, kill=bool(pending))
+        if self.pool is not None:
+            _release(self.pool, kill=bool(self.pending))
+
+
+def _start_workers(
+    unit: BatchScorer, workers: int
+) -> tuple[concurrent.futures.ProcessPoolExecutor | None, concurrent.futures.Future[Any] | None]:
+    """With ``workers`` > 1, their pool, and a future done once one of them is up; else None, None."""
+    if workers > 1 and _forks_safely():  # forks of this process, up at once
+        pool = _process_pool(unit, workers, "fork")
+        return pool, pool.submit(os.getpid)  # forks the workers now, before this process starts a thread
+    if workers > 1:  # fresh processes, which import scorers first: started from a thread, while this one goes on
+        pool = _process_pool(unit, workers)
+        return pool, DaemonThreads().submit(lambda: pool.submit(os.getpid).result())
+    return None, None
 
 
 def _holding(lock: threading.Lock, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -265,8 +311,8 @@ def _score_in_worker(args_per_scorer: list[list[dict[str, Any]]]) -> list[list[S
     return [score_sync(scorer, args) for scorer, args in zip(_worker_unit[0].scorers, args_per_scorer)]
 
 
-def _score_lines_in_worker(chunk: LineChunk, *, metadata: bool, output: str | None) -> ScoredLines:
-    return _worker_unit[0].score_lines(chunk, metadata=metadata, output=output)
+def _score_lines_in_worker(chunk: LineChunk, score: Callable[[BatchScorer, LineChunk], ScoredLines]) -> ScoredLines:
+    return score(_worker_unit[0], chunk)
 
 
 def _broken(workers: int, pool: concurrent.futures.ProcessPoolExecutor | None) -> ConfigError:

@@ -112,101 +112,155 @@ async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: st
     """POST ``body`` to ``api``'s path; return the decoded JSON. Counts attempts in ``budget``; raises
     :class:`JudgeError` (:class:`RequestRejected`, :class:`EndpointConfigError`). No message holds the API key
     or the credentials of the URL (:func:`~scorers.llm.redaction.redact`)."""
-    import openai
-
-    label = f"{scorer}: " if scorer else ""
+    request = _Request(body, api, settings, scorer, budget)
     client = await _client_for(settings)
     limiter = _limiter_for(settings.base_url)
-    response_class = _httpx().Response  # cast_to it: the raw reply, decoded here
     attempts_allowed = settings.max_retries + 1
-    cause = "the deadline passed before the first attempt"
     for attempt in range(1, attempts_allowed + 1):
-        retry_after: float | None = None
         async with limiter.slot(settings.max_concurrency):
-            budget.start()
-            limit = min(settings.timeout, budget.left())
-            if limit <= 0:
-                raise budget.exceeded(label, scorer, cause)
-            budget.attempts += 1
-            try:
-                async with _deadline(limit):
-                    response = await client.post(
-                        _PATHS[api],
-                        body=body,
-                        cast_to=response_class,
-                        options={"max_retries": 0, "timeout": settings.timeout},
-                    )
-            except openai.APIStatusError as exc:
-                _answered(settings.base_url)
-                status = exc.status_code
-                if status in (401, 403):
-                    raise EndpointConfigError(
-                        f"{label}authentication failed (HTTP {status}) at {settings.shown_url}; "
-                        f"check the API key (OPENAI_API_KEY or api_key=)",
-                        scorer=scorer,
-                        attempts=budget.attempts,
-                    ) from None
-                detail = redact(_error_detail(exc), settings.api_key)
-                if status == 404:
-                    raise EndpointConfigError(
-                        f"{label}the endpoint rejected the request (HTTP 404): {detail}; check "
-                        f"the base URL ({settings.shown_url}) and the model ({body['model']})",
-                        scorer=scorer,
-                        attempts=budget.attempts,
-                    ) from None
-                if (status not in _RETRY_STATUSES and status < 500) or (status >= 500 and _is_validation_error(detail)):
-                    raise RequestRejected(
-                        f"{label}the endpoint rejected the request (HTTP {status}): {detail}",
-                        status=status,
-                        detail=detail,
-                        scorer=scorer,
-                        attempts=budget.attempts,
-                    ) from None
-                cause = f"HTTP {status}: {detail}"
-                retry_after = _retry_after(exc.response.headers)
-            except asyncio.TimeoutError:
-                cause = f"no reply within the {limit:g} s timeout"
-                if limit < settings.timeout:
-                    raise budget.exceeded(label, scorer, cause) from None
-            except openai.APIConnectionError as exc:  # APITimeoutError included
-                root = _root_cause(exc)
-                if isinstance(root, TimeoutError) or "Timeout" in type(root).__name__:
-                    cause = f"no reply within the {settings.timeout:g} s timeout"
-                elif _is_unusable_url(exc):
-                    raise _client_refused(label, scorer, budget, settings, root) from None
-                else:
-                    failure = redact(f"{type(root).__name__}: {root}"[:300], settings.api_key)
-                    cause = f"connection failed: {failure}"
-                    if _is_unreachable(root) and _refused(settings.base_url) >= UNREACHABLE_AFTER:
-                        raise EndpointConfigError(
-                            f"{label}nothing answers at {settings.shown_url}: {UNREACHABLE_AFTER} connections in a "
-                            f"row failed and none has succeeded since the start (last: {failure}); check the base "
-                            "URL (OPENAI_BASE_URL or base_url=) and that its server is running (an offline one: "
-                            "python -m scorers loopback)",
-                            scorer=scorer,
-                            attempts=budget.attempts,
-                        ) from None
-            except (ValueError, TypeError) as exc:  # the HTTP client refused the request before sending it
-                raise _client_refused(label, scorer, budget, settings, exc) from None
-            else:
-                _answered(settings.base_url)
-                try:
-                    return json.loads(response.content)
-                except ValueError as exc:  # a 2xx body that is not JSON
-                    cause = redact(f"the endpoint sent a body that is not JSON ({exc})", settings.api_key)
+            outcome = await request.attempt(client)
+        if not isinstance(outcome, _Retry):
+            return outcome
         if attempt == attempts_allowed:
             break
-        delay = _backoff(attempt, retry_after, settings)
+        delay = _backoff(attempt, outcome.retry_after, settings)
         if delay >= budget.left():
-            raise budget.exceeded(label, scorer, cause)
-        log.info("%s%s; retrying in %.2f s (attempt %d of %d)", label, cause, delay, attempt + 1, attempts_allowed)
+            raise budget.exceeded(request.label, scorer, request.cause)
+        log.info(
+            "%s%s; retrying in %.2f s (attempt %d of %d)",
+            request.label,
+            request.cause,
+            delay,
+            attempt + 1,
+            attempts_allowed,
+        )
         await asyncio.sleep(delay)
     raise JudgeError(
-        f"{label}the request to {settings.shown_url} failed after {attempts_allowed} "
-        f"attempt{'s' if attempts_allowed > 1 else ''}: {cause}",
+        f"{request.label}the request to {settings.shown_url} failed after {attempts_allowed} "
+        f"attempt{'s' if attempts_allowed > 1 else ''}: {request.cause}",
         scorer=scorer,
         attempts=budget.attempts,
     )
+
+
+class _Retry:
+    """An attempt that failed in a way another may mend; ``retry_after``: the seconds the server asked to wait."""
+
+    __slots__ = ("retry_after",)
+
+    def __init__(self, retry_after: float | None = None) -> None:
+        self.retry_after = retry_after
+
+
+class _Request:
+    """The attempts of one :func:`send`: each posts the body and sorts its failure into an error that stops
+    (raised) or a :class:`_Retry`; ``cause`` is the last failure, as the messages and the retry log name it."""
+
+    def __init__(
+        self, body: dict[str, Any], api: str, settings: LLMSettings, scorer: str | None, budget: Budget
+    ) -> None:
+        self.body, self.api, self.settings, self.scorer, self.budget = body, api, settings, scorer, budget
+        self.label = f"{scorer}: " if scorer else ""
+        self.cause = "the deadline passed before the first attempt"
+
+    async def attempt(self, client: Any) -> Any:
+        """One attempt, its concurrency slot held: the decoded JSON reply, or a :class:`_Retry`."""
+        import openai
+
+        settings, budget = self.settings, self.budget
+        budget.start()
+        limit = min(settings.timeout, budget.left())
+        if limit <= 0:
+            raise budget.exceeded(self.label, self.scorer, self.cause)
+        budget.attempts += 1
+        try:
+            async with _deadline(limit):
+                response = await _post(client, self.api, self.body, settings.timeout)
+        except openai.APIStatusError as exc:
+            return _Retry(self._status_failed(exc))
+        except asyncio.TimeoutError:
+            self.cause = f"no reply within the {limit:g} s timeout"
+            if limit < settings.timeout:
+                raise budget.exceeded(self.label, self.scorer, self.cause) from None
+        except openai.APIConnectionError as exc:  # APITimeoutError included
+            self._connection_failed(exc)
+        except (ValueError, TypeError) as exc:  # the HTTP client refused the request before sending it
+            raise _client_refused(self.label, self.scorer, budget, settings, exc) from None
+        else:
+            _answered(settings.base_url)
+            try:
+                return json.loads(response.content)
+            except ValueError as exc:  # a 2xx body that is not JSON
+                self.cause = redact(f"the endpoint sent a body that is not JSON ({exc})", settings.api_key)
+        return _Retry()
+
+    def _status_failed(self, exc: Any) -> float | None:
+        """An HTTP error status: raise the error of one no retry can change (see the module docstring), else
+        record it as the cause and return the seconds the server asked to wait (``Retry-After``), if any."""
+        settings, budget, label = self.settings, self.budget, self.label
+        _answered(settings.base_url)
+        status = exc.status_code
+        if status in (401, 403):
+            raise EndpointConfigError(
+                f"{label}authentication failed (HTTP {status}) at {settings.shown_url}; "
+                f"check the API key (OPENAI_API_KEY or api_key=)",
+                scorer=self.scorer,
+                attempts=budget.attempts,
+            ) from None
+        detail = redact(_error_detail(exc), settings.api_key)
+        if status == 404:
+            raise EndpointConfigError(
+                f"{label}the endpoint rejected the request (HTTP 404): {detail}; check "
+                f"the base URL ({settings.shown_url}) and the model ({self.body['model']})",
+                scorer=self.scorer,
+                attempts=budget.attempts,
+            ) from None
+        if _is_rejection(status, detail):
+            raise RequestRejected(
+                f"{label}the endpoint rejected the request (HTTP {status}): {detail}",
+                status=status,
+                detail=detail,
+                scorer=self.scorer,
+                attempts=budget.attempts,
+            ) from None
+        self.cause = f"HTTP {status}: {detail}"
+        return _retry_after(exc.response.headers)
+
+    def _connection_failed(self, exc: BaseException) -> None:
+        """A connection that gave no reply: a timeout or a failure to record as the cause, or the error of a URL
+        the client cannot use or of an endpoint where nothing answers (:data:`UNREACHABLE_AFTER`)."""
+        settings = self.settings
+        root = _root_cause(exc)
+        if isinstance(root, TimeoutError) or "Timeout" in type(root).__name__:
+            self.cause = f"no reply within the {settings.timeout:g} s timeout"
+        elif _is_unusable_url(exc):
+            raise _client_refused(self.label, self.scorer, self.budget, settings, root) from None
+        else:
+            failure = redact(f"{type(root).__name__}: {root}"[:300], settings.api_key)
+            self.cause = f"connection failed: {failure}"
+            if _is_unreachable(root) and _refused(settings.base_url) >= UNREACHABLE_AFTER:
+                raise EndpointConfigError(
+                    f"{self.label}nothing answers at {settings.shown_url}: {UNREACHABLE_AFTER} connections in a "
+                    f"row failed and none has succeeded since the start (last: {failure}); check the base "
+                    "URL (OPENAI_BASE_URL or base_url=) and that its server is running (an offline one: "
+                    "python -m scorers loopback)",
+                    scorer=self.scorer,
+                    attempts=self.budget.attempts,
+                ) from None
+
+
+async def _post(client: Any, api: str, body: dict[str, Any], timeout: float) -> Any:
+    """POST ``body`` to ``api``'s path under the client's base URL, the SDK's retries off; the raw HTTP response
+    (``cast_to`` httpx's ``Response``: :func:`send` decodes it)."""
+    return await client.post(
+        _PATHS[api], body=body, cast_to=_httpx().Response, options={"max_retries": 0, "timeout": timeout}
+    )
+
+
+def _is_rejection(status: int, detail: str) -> bool:
+    """Whether an HTTP error status says the request itself is invalid (:class:`RequestRejected`, not retried):
+    a 4xx other than those retried, or a 5xx whose message is a request-validation error."""
+    return (status not in _RETRY_STATUSES and status < 500) or (status >= 500 and _is_validation_error(detail))
 
 
 @memoize

@@ -20,10 +20,21 @@ Spark(master='local[4,3]', conf={})
 
 from __future__ import annotations
 
-from .base import Engine, EngineError, Job
+from .base import Engine, EngineError, Job, score_chunk
 from .local import Local
 from .ray import Ray
 from .registry import EngineRegistry, engine_named, registry
 from .spark import Spark
 
-__all__ = ["Engine", "Local", "Ray", "Spark", "Job", "EngineError", "EngineRegistry", "registry", "engine_named"]
+__all__ = [
+    "Engine",
+    "Local",
+    "Ray",
+    "Spark",
+    "Job",
+    "EngineError",
+    "EngineRegistry",
+    "registry",
+    "engine_named",
+    "score_chunk",
+]

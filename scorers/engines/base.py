@@ -19,17 +19,20 @@ scorers.errors.ConfigError: the ray engine has no option 'adress'; did you mean 
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, AsyncGenerator, ClassVar, Generator, Iterable
+from typing import Any, AsyncGenerator, ClassVar, Generator, Iterable, Iterator, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .._aio import background_loop
 from .._util import did_you_mean
 from ..batch import BatchScorer, RowResult
 from ..errors import ConfigError, ScorerError
 
-__all__ = ["Engine", "Job", "EngineError"]
+__all__ = ["Engine", "Job", "EngineError", "score_chunk"]
 
 
 class EngineError(ScorerError):
@@ -52,6 +55,32 @@ class Job:
     #: Rows per chunk and chunks in flight, for engines that score in chunks (None: the engine's default).
     chunk_size: int | None = None
     prefetch: int | None = None
+
+    def chunks(self, size: int) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+        """The rows in chunks of ``size`` (the last may be shorter), each with the index of its first row.
+
+        >>> from scorers.batch import BatchScorer
+        >>> job = Job(rows=[{"output": "a"}] * 5, unit=BatchScorer(["ExactMatch"]), workers=1, start=10, ordered=True)
+        >>> [(start, len(rows)) for start, rows in job.chunks(2)]
+        [(10, 2), (12, 2), (14, 1)]
+        """
+        rows, start = iter(self.rows), self.start
+        while chunk := list(itertools.islice(rows, size)):
+            yield start, chunk
+            start += len(chunk)
+
+
+def score_chunk(unit: BatchScorer, rows: Sequence[Mapping[str, Any]], start: int = 0) -> list[RowResult]:
+    """Score one chunk of rows with ``unit`` (a :class:`Job`'s, or its copy in a worker process) here, now: each
+    row's :class:`~scorers.RowResult` in order, indexed from ``start``. Sync scorers score in a thread, judges on
+    this process's own event loop (their clients live as long as it). A row's error is recorded on it; a
+    :class:`~scorers.errors.ConfigError` is raised. What an engine's :meth:`Engine.score` calls for each chunk.
+
+    >>> from scorers.batch import BatchScorer
+    >>> [r.scores for r in score_chunk(BatchScorer(["ExactMatch"]), [{"output": "a", "expected": "a"}])]
+    [{'ExactMatch': 1.0}]
+    """
+    return asyncio.run_coroutine_threadsafe(unit.score(rows, start), background_loop()).result()
 
 
 class Engine(BaseModel, ABC):
@@ -95,7 +124,13 @@ class Engine(BaseModel, ABC):
         """Score every row of ``job`` once: yield their results in chunks as they are ready (in input order when
         ``job.ordered``; each result's ``index`` says where it belongs). An empty chunk says that the engine is
         still at work, so that the run can stop on an interrupt meanwhile. A ConfigError stops the run; closing
-        the generator stops the engine's work."""
+        the generator stops the engine's work. The simplest engine scores :meth:`Job.chunks` with
+        :func:`score_chunk`, one after the other::
+
+            def score(self, job):
+                for start, rows in job.chunks(job.chunk_size or 64):
+                    yield score_chunk(job.unit, rows, start)
+        """
 
     def ascore(self, job: Job) -> AsyncGenerator[list[RowResult], None]:
         """:meth:`score` for ``async for``, on the caller's event loop; only engines that score there have it."""

@@ -29,6 +29,8 @@ from scorers.errors import ConfigError, MissingExtraError, ScorerError
 from scorers.registry import registry
 from scorers.score import Score
 
+pytestmark = pytest.mark.slow  # each scorer setting's rows run in a child process (30 s of CPU in all)
+
 #: The most seconds one row may take, called and batched: far above any bounded scorer's cost (RegexMatch: its
 #: 1 s timeout; TER: about 8 s at its step budget), so only a hang or an unbounded cost reaches it.
 CALL_BOUND_S = 60

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -32,6 +34,7 @@ def test_ruff_format_leaves_every_file_as_it_is():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow  # about 16 s of CPU on a fresh clone
 def test_mypy_finds_nothing():
     # The configuration (files, strictness, the third-party overrides) is pyproject.toml's; mypy's cache in
     # .mypy_cache makes a second run a few seconds (a fresh clone's first run checks everything).

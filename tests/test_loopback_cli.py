@@ -15,6 +15,8 @@ from typing import Iterator
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test runs the CLI and the loopback server in subprocesses (1.5-7.5 s)
+
 REPO = Path(__file__).resolve().parents[1]
 QA = REPO / "examples" / "qa.jsonl"
 LABELS = REPO / "examples" / "factuality_labels.jsonl"

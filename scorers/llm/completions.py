@@ -223,64 +223,102 @@ def _read(
 ) -> EchoedPrompt:
     """The :class:`EchoedPrompt` of a reply body; an :class:`EndpointConfigError` when it lacks the prompt's
     log-probabilities, a :class:`JudgeError` when it is malformed."""
-
-    def malformed(why: str) -> JudgeError:
-        return JudgeError(
-            f"{label}the completions endpoint sent a malformed reply: {why}", scorer=scorer, attempts=budget.attempts
-        )
-
-    def cannot(why: str) -> EndpointConfigError:
-        return _cannot(label, settings, body, budget, scorer, why)
-
-    choices = data.get("choices") if isinstance(data, Mapping) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
-        raise malformed(f"no choices in {str(data)[:200]!r}")
-    choice = choices[0]
-    text, logprobs = choice.get("text"), choice.get("logprobs")
-    if not isinstance(text, str):
-        raise malformed("the choice has no text")
-    if logprobs is None:
-        raise cannot("its reply has no logprobs")
-    if not isinstance(logprobs, Mapping) or not isinstance(logprobs.get("tokens"), list):
-        raise malformed(f"logprobs without a tokens list: {str(logprobs)[:200]!r}")
+    faults = _ReplyFaults(label, settings, body, budget, scorer)
+    text, logprobs = _choice_text_and_logprobs(data, faults)
     prompt_at = text.find(prompt)
     if prompt_at < 0:
-        raise cannot("its reply does not echo the prompt")
-    tokens = logprobs["tokens"]
-    values = logprobs.get("token_logprobs")
-    if not isinstance(values, list) or len(values) != len(tokens) or not all(isinstance(t, str) for t in tokens):
-        raise malformed("tokens and token_logprobs are not lists of one length")
-    offsets = _offsets(logprobs.get("text_offset"), tokens, text)
-    if offsets is None:
-        raise cannot(
-            "its reply's tokens cannot be placed in the text: no text_offset list of increasing character offsets, "
-            "and the tokens do not spell the text"
-        )
-    prompt_end = prompt_at + len(prompt)
-    read: list[float | None] = []
-    for index, (value, offset) in enumerate(zip(values, offsets)):
-        if value is None:
-            if index > 0 and offset < prompt_end:
-                raise cannot(f"its reply's log-probability of prompt token {index} ({tokens[index]!r}) is null")
-            read.append(None)
-        elif (
-            isinstance(value, (int, float))
-            and not isinstance(value, bool)
-            and math.isfinite(value)
-            and value <= LOGPROB_SLACK
-        ):
-            read.append(float(value))
-        else:
-            raise malformed(f"the log-probability of token {index} is {value!r}, not a finite number <= 0")
+        raise faults.cannot("its reply does not echo the prompt")
+    tokens, values, offsets = _placed_tokens(logprobs, text, faults)
     return EchoedPrompt(
         prompt=prompt,
         text=text,
         prompt_at=prompt_at,
         tokens=tuple(tokens),
         offsets=tuple(offsets),
-        logprobs=tuple(read),
+        logprobs=tuple(_echoed_logprobs(tokens, values, offsets, prompt_at + len(prompt), faults)),
         model=str(body["model"]),
         response_model=data.get("model") if isinstance(data.get("model"), str) else None,
+    )
+
+
+class _ReplyFaults:
+    """The two errors of an unusable reply: :meth:`malformed` (a :class:`JudgeError`) and :meth:`cannot` (the
+    endpoint cannot give a prompt's log-probabilities: an :class:`EndpointConfigError`, see :func:`_cannot`)."""
+
+    def __init__(
+        self, label: str, settings: LLMSettings, body: Mapping[str, Any], budget: Budget, scorer: str | None
+    ) -> None:
+        self.label, self.settings, self.body, self.budget, self.scorer = label, settings, body, budget, scorer
+
+    def malformed(self, why: str) -> JudgeError:
+        return JudgeError(
+            f"{self.label}the completions endpoint sent a malformed reply: {why}",
+            scorer=self.scorer,
+            attempts=self.budget.attempts,
+        )
+
+    def cannot(self, why: str) -> EndpointConfigError:
+        return _cannot(self.label, self.settings, self.body, self.budget, self.scorer, why)
+
+
+def _choice_text_and_logprobs(data: Any, faults: _ReplyFaults) -> tuple[str, Mapping[str, Any]]:
+    """The first choice's ``text`` and ``logprobs`` (a mapping with a ``tokens`` list)."""
+    choices = data.get("choices") if isinstance(data, Mapping) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        raise faults.malformed(f"no choices in {str(data)[:200]!r}")
+    choice = choices[0]
+    text, logprobs = choice.get("text"), choice.get("logprobs")
+    if not isinstance(text, str):
+        raise faults.malformed("the choice has no text")
+    if logprobs is None:
+        raise faults.cannot("its reply has no logprobs")
+    if not isinstance(logprobs, Mapping) or not isinstance(logprobs.get("tokens"), list):
+        raise faults.malformed(f"logprobs without a tokens list: {str(logprobs)[:200]!r}")
+    return text, logprobs
+
+
+def _placed_tokens(
+    logprobs: Mapping[str, Any], text: str, faults: _ReplyFaults
+) -> tuple[list[str], list[Any], list[int]]:
+    """The tokens of ``logprobs``, their ``token_logprobs`` as sent, and each token's offset in ``text``."""
+    tokens = logprobs["tokens"]
+    values = logprobs.get("token_logprobs")
+    if not isinstance(values, list) or len(values) != len(tokens) or not all(isinstance(t, str) for t in tokens):
+        raise faults.malformed("tokens and token_logprobs are not lists of one length")
+    offsets = _offsets(logprobs.get("text_offset"), tokens, text)
+    if offsets is None:
+        raise faults.cannot(
+            "its reply's tokens cannot be placed in the text: no text_offset list of increasing character offsets, "
+            "and the tokens do not spell the text"
+        )
+    return tokens, values, offsets
+
+
+def _echoed_logprobs(
+    tokens: Sequence[str], values: Sequence[Any], offsets: Sequence[int], prompt_end: int, faults: _ReplyFaults
+) -> list[float | None]:
+    """Each token's log-probability: ``None`` where the reply gives none, which only the text's first token and
+    those after the prompt (at ``prompt_end``) may do."""
+    read: list[float | None] = []
+    for index, (value, offset) in enumerate(zip(values, offsets)):
+        if value is None:
+            if index > 0 and offset < prompt_end:
+                raise faults.cannot(f"its reply's log-probability of prompt token {index} ({tokens[index]!r}) is null")
+            read.append(None)
+        elif _is_logprob(value):
+            read.append(float(value))
+        else:
+            raise faults.malformed(f"the log-probability of token {index} is {value!r}, not a finite number <= 0")
+    return read
+
+
+def _is_logprob(value: Any) -> bool:
+    """Whether ``value`` is a finite number (not a bool) at most :data:`LOGPROB_SLACK` (a server's rounding)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value <= LOGPROB_SLACK
     )
 
 

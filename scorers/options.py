@@ -26,6 +26,7 @@ from typing import Annotated, Any, Callable, ClassVar, Literal, Mapping, Sequenc
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
+from ._aio import DEFAULT_CONCURRENCY
 from ._util import did_you_mean, is_int, is_number
 from .errors import ConfigError
 
@@ -206,7 +207,7 @@ class MetaEvalOptions(Options):
     )
     key: str | None = Field(None, description="field naming each row in the report (e.g. id)")
     mapping: Mapping[str, str] | None = Field(None, description="take a judge field from another column or dotted path")
-    concurrency: int = Field(16, description="in-flight judge calls (default: %(default)s)")
+    concurrency: int = Field(DEFAULT_CONCURRENCY, description="in-flight judge calls (default: %(default)s)")
     resamples: Annotated[int, _checked(lambda v: is_int(v) and v >= 100, "must be an integer of at least 100")] = Field(
         2000, description="bootstrap resamples (default: %(default)s)"
     )

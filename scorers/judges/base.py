@@ -18,14 +18,16 @@ import time
 import types
 from typing import Any, ClassVar, Mapping, Sequence
 
-from .._util import is_int, lazy, spell_out_keywords
+from .._util import annotation_text, is_int, lazy, spell_out_keywords
 from ..aggregate import Aggregator, MeanAggregator
 from ..base import Scorer
 from ..errors import ConfigError, JudgeError, ScorerError
 from ..llm import ChatRequest, ChatResult, LLMEngine, RequestRejected
 from ..llm.engine import NotPicklable
 from ..llm.usage import Usage, as_failed, call_usage, summed_usage
+from ..params import Param
 from ..score import Score
+from .parameters import setting_option
 from .spec import RequestSettings, validate_model
 
 __all__ = [
@@ -139,6 +141,23 @@ class LLMJudge(Scorer):
     def _spec_model(cls) -> type[RequestSettings]:
         """The model that validates the judge's settings: :class:`RequestSettings` (a template kind's spec)."""
         return RequestSettings
+
+    @classmethod
+    def options(cls) -> dict[str, Param]:
+        """The judge's settings by name, as ``show`` lists them: the request settings (:class:`RequestSettings`'
+        fields less those the kind fixes), defaulting as the constructor does, each with its help and what it
+        must be.
+
+        >>> LLMJudge.options()["temperature"].default, LLMJudge.options()["temperature"].allowed
+        (0, 'a number in [0, 2] or null')
+        """
+        fields = RequestSettings.model_fields
+        return {
+            name: setting_option(
+                name, fields[name], cls.request_defaults.get(name), annotation_text(fields[name].annotation)
+            )
+            for name in cls.request_setting_names()
+        }
 
     @classmethod
     def request_setting_names(cls) -> tuple[str, ...]:

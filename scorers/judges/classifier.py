@@ -162,11 +162,6 @@ class LLMClassifier(TemplatedJudge):
     spec_model = ClassifierSpec
     max_tokens_default = (64, 1024)
 
-    def _parameters(
-        self, choice_scores: Mapping[str, float] | None = None, *, samples: int = 1, aggregate: str = "mean"
-    ) -> None:
-        """``choice_scores`` may be passed by position; a template that defines them needs none."""
-
     def _spec_fields(self, name: str, template: JudgeTemplate | None, fields: dict[str, Any]) -> dict[str, Any]:
         if fields["choice_scores"] is None and template is not None and template.choice_scores is not None:
             fields["choice_scores"] = dict(template.choice_scores)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 import re
 import types
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from .._util import is_int
 from ..llm import ChatRequest, ChatResult, InvalidReply, TokenLogprob
@@ -65,18 +65,6 @@ class GEvalJudge(TemplatedJudge):
     response_modes = ("text", "json", "json_object", "tools")
     request_defaults = types.MappingProxyType({"temperature": 0, "response_mode": "text"})
     fixed_settings = types.MappingProxyType({"use_cot": False})  # the steps are the reasoning; the reply is the score
-
-    def _parameters(
-        self,
-        *,
-        criteria: str,
-        steps: Sequence[str] | None = None,
-        scale: Mapping[str, int] | Scale | None = None,
-        score_mode: str = "logprobs",
-        top_logprobs: int = 20,
-        min_prob: float = 0.01,
-    ) -> None:
-        """``steps`` any sequence (``None``: generated); ``scale`` a mapping or a :class:`Scale`, ``None`` for 1–5."""
 
     def _spec_fields(self, name: str, template: JudgeTemplate | None, fields: dict[str, Any]) -> dict[str, Any]:
         steps = fields["steps"]

@@ -1,7 +1,8 @@
 """A template kind's constructor, derived from its spec model: the parameters and the ``__init__`` that binds them.
 
 A kind's own parameters are its spec model's fields that :class:`~scorers.judges.spec.TemplateSpec` does not
-have (keyword-only, typed and defaulted as the model declares them), or what its ``_parameters`` declares; they
+have (keyword-only, typed and defaulted as the model declares them, or as a field's
+:class:`~scorers.judges.spec.Argument` says); they
 sit between the template parameters of :meth:`TemplatedJudge.__init__ <scorers.judges.TemplatedJudge>` and the
 request settings. :func:`kind_constructor` makes the kind's ``__init__``: ordinary Python that binds the
 arguments to that signature (``inspect.signature`` shows it) and builds the judge.
@@ -10,38 +11,43 @@ arguments to that signature (``inspect.signature`` shows it) and builds the judg
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, Literal, get_args, get_origin
+
+from pydantic.fields import FieldInfo
 
 from .._util import annotation_text, spell_out_keywords
-from .spec import RequestSettings, TemplateSpec, kind_fields
+from ..params import REQUIRED, Param
+from .spec import Argument, RequestSettings, TemplateSpec, expected_value, kind_fields
 
-__all__ = ["kind_parameters", "kind_constructor"]
+__all__ = ["kind_parameters", "kind_constructor", "setting_option"]
 
 
-def kind_parameters(cls: type[Any], model: type[TemplateSpec]) -> tuple[inspect.Parameter, ...]:
-    """The kind's own constructor parameters: its ``_parameters``' (after ``self``), or one keyword-only
-    parameter per field of ``model`` that :class:`TemplateSpec` does not have, typed and defaulted as there."""
-    own = list(kind_fields(model))
-    declared = cls.__dict__.get("_parameters")
-    if declared is None:
-        return tuple(
-            inspect.Parameter(
-                name,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=inspect.Parameter.empty
-                if field.is_required()
-                else field.get_default(call_default_factory=True),
-                annotation=annotation_text(field.annotation),
-            )
-            for name, field in ((name, model.model_fields[name]) for name in own)
-        )
-    parameters = tuple(inspect.signature(declared).parameters.values())[1:]
-    if sorted(p.name for p in parameters) != sorted(own):
-        raise TypeError(
-            f"{cls.__qualname__}._parameters declares {[p.name for p in parameters]}, "
-            f"but its spec model's own fields are {own}"
-        )
-    return parameters
+def kind_parameters(model: type[TemplateSpec]) -> tuple[inspect.Parameter, ...]:
+    """The kind's own constructor parameters: one per field of ``model`` that :class:`TemplateSpec` does not have,
+    keyword-only, typed and defaulted as the model declares it or as its :class:`~scorers.judges.spec.Argument`
+    says; positional ones (``Argument(positional=True)``) first.
+
+    >>> from scorers.judges.spec import RatingSpec
+    >>> [str(p) for p in kind_parameters(RatingSpec)]
+    ["scale: 'Mapping[str, int] | Scale'"]
+    """
+    parameters = [_parameter(name, model.model_fields[name]) for name in kind_fields(model)]
+    return tuple(sorted(parameters, key=lambda p: p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD))
+
+
+def _parameter(name: str, field: FieldInfo) -> inspect.Parameter:
+    argument = next((m for m in field.metadata if isinstance(m, Argument)), None)
+    if argument is None or argument.takes_model_default:
+        default = inspect.Parameter.empty if field.is_required() else field.get_default(call_default_factory=True)
+    else:
+        default = argument.default
+    positional = argument is not None and argument.positional
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD if positional else inspect.Parameter.KEYWORD_ONLY,
+        default=default,
+        annotation=argument.annotation if argument is not None else annotation_text(field.annotation),
+    )
 
 
 def _template_parameters(template_init: Callable[..., None]) -> tuple[list[inspect.Parameter], list[inspect.Parameter]]:
@@ -97,3 +103,25 @@ def kind_constructor(cls: type[Any], template_init: Callable[..., None]) -> Call
         __init__, {name: RequestSettings.model_fields[name].annotation for name in names}, cls.request_defaults
     )
     return __init__
+
+
+def setting_option(name: str, field: FieldInfo, default: Any, annotation: Any) -> Param:
+    """A judge setting as :meth:`Scorer.options() <scorers.base.Scorer.options>` lists it: the spec model's
+    ``field`` (its description is the help, its ``Literal`` values the choices), the constructor's ``default`` and
+    ``annotation``.
+
+    >>> from scorers.judges.spec import RequestSettings
+    >>> option = setting_option("response_mode", RequestSettings.model_fields["response_mode"], "tools", "str")
+    >>> option.default, option.choices, option.allowed
+    ('tools', ('tools', 'json', 'json_object', 'text'), 'tools | json | json_object | text')
+    """
+    members = [a for a in get_args(field.annotation) if a is not type(None)] or [field.annotation]
+    literal = members[0] if len(members) == 1 and get_origin(members[0]) is Literal else None
+    return Param(
+        help=field.description or "(its spec model gives no description)",
+        default=REQUIRED if default is inspect.Parameter.empty else default,
+        choices=get_args(literal) if literal is not None else None,
+        expected=expected_value(name) or (annotation if isinstance(annotation, str) else annotation_text(annotation)),
+        name=name,
+        annotation=annotation,
+    )

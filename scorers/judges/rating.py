@@ -18,7 +18,7 @@ number of the reply's last non-empty line.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any
 
 from .._util import is_int
 from ..llm import ChatResult, InvalidReply
@@ -52,9 +52,6 @@ class RatingJudge(TemplatedJudge):
     description = "LLM judge: rates on an integer scale; the score is the rating mapped onto [0, 1]."
     spec_model = RatingSpec
     max_tokens_default = (32, 1024)
-
-    def _parameters(self, *, scale: Mapping[str, int] | Scale) -> None:
-        """``scale`` a mapping or a :class:`Scale`."""
 
     def _configure_kind(self, spec: Any) -> None:
         self.scale: Scale = spec.scale

@@ -22,7 +22,7 @@ whether the weighted mean of the raw values reaches it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .._util import is_int
 from ..llm import ChatResult, InvalidReply
@@ -49,15 +49,6 @@ class RubricJudge(TemplatedJudge):
     spec_model = RubricSpec
     max_tokens_default = (200, 1200)
     response_modes = ("tools", "json", "json_object")
-
-    def _parameters(
-        self,
-        *,
-        criteria: Sequence[Mapping[str, Any] | Criterion],
-        scale: Mapping[str, int] | Scale | None = None,
-        threshold: float | None = None,
-    ) -> None:
-        """``criteria`` any sequence; ``scale`` a mapping or a :class:`Scale`, ``None`` for 1–5."""
 
     def _spec_fields(self, name: str, template: JudgeTemplate | None, fields: dict[str, Any]) -> dict[str, Any]:
         return {**fields, "criteria": list(fields["criteria"])}

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 import string
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
@@ -65,6 +66,8 @@ __all__ = [
     "kind_model",
     "kind_of",
     "kind_fields",
+    "expected_value",
+    "Argument",
 ]
 
 #: How a judge asks for its verdict: a forced tool call, a JSON-schema ``response_format``, a plain
@@ -112,8 +115,46 @@ _EXPECTED = {
     "other": "the name of the field holding the second output",
 }
 
+
+def expected_value(key: str) -> str | None:
+    """What a key must hold, in the words of its problems (``None`` for a key without such words).
+
+    >>> expected_value("temperature")
+    'a number in [0, 2] or null'
+    """
+    return _EXPECTED.get(key)
+
+
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 _Text = Annotated[str, Field(min_length=1, pattern=r"\S")]
+
+
+class _ModelDefault:
+    def __repr__(self) -> str:
+        return "<the model's default>"
+
+
+@dataclass(frozen=True)
+class Argument:
+    """How a kind's constructor takes one of its spec model's fields, where that differs from what the model holds:
+    put in the field's ``Annotated`` metadata (outermost). ``annotation`` is what its signature shows (a mapping
+    where the model holds a model, any sequence where it holds a list); ``default`` the constructor's (``None``
+    left ``None`` takes the model's default; unset: the model's own); ``positional``: it may be passed by position,
+    after the prompt.
+
+    >>> import inspect
+    >>> from scorers.judges import LLMClassifier
+    >>> str(inspect.signature(LLMClassifier).parameters["choice_scores"])
+    "choice_scores: 'Mapping[str, float] | None' = None"
+    """
+
+    annotation: str
+    default: Any = _ModelDefault()
+    positional: bool = False
+
+    @property
+    def takes_model_default(self) -> bool:
+        return isinstance(self.default, _ModelDefault)
 
 
 class _Strict(BaseModel):
@@ -191,14 +232,24 @@ class Criterion(_Strict):
 class RequestSettings(_Strict):
     """The settings of a judge's requests, shared by every kind (and by judges whose prompts are files)."""
 
-    use_cot: bool | None = None
-    model: _Text | None = None
-    temperature: Annotated[float, Field(ge=0, le=2, allow_inf_nan=False)] | None = None
-    max_tokens: Annotated[int, Field(gt=0)] | None = None
-    response_mode: Literal["tools", "json", "json_object", "text"] | None = None
-    reasoning_effort: _Text | None = None
-    api: Literal["chat", "responses"] | None = None
-    extra_args: dict[str, Any] | None = None
+    use_cot: bool | None = Field(None, description="ask for step-by-step reasoning before the verdict")
+    model: _Text | None = Field(None, description="the judge model (None: the engine's)")
+    temperature: Annotated[float, Field(ge=0, le=2, allow_inf_nan=False)] | None = Field(
+        None, description="the sampling temperature (None: the server's default)"
+    )
+    max_tokens: Annotated[int, Field(gt=0)] | None = Field(
+        None, description="each call's output budget (None: the kind's default for its chain-of-thought setting)"
+    )
+    response_mode: Literal["tools", "json", "json_object", "text"] | None = Field(
+        None,
+        description="how the verdict is asked for: a forced tool call, a json_schema response format, a "
+        "json_object one (the schema in the prompt) or text",
+    )
+    reasoning_effort: _Text | None = Field(None, description="a reasoning model's effort (None: not sent)")
+    api: Literal["chat", "responses"] | None = Field(
+        None, description="the OpenAI API called: chat completions or responses (None: the engine's)"
+    )
+    extra_args: dict[str, Any] | None = Field(None, description="further request parameters, sent as given")
 
     @field_validator("extra_args")
     @classmethod
@@ -305,9 +356,14 @@ class ClassifierSpec(TemplateSpec):
     """``kind: classifier`` — the model picks one of ``choice_scores``; the score is its value."""
 
     kind: Literal["classifier"] = "classifier"
-    choice_scores: dict[str, float]
-    samples: Annotated[int, Field(ge=1)] = 1
-    aggregate: Literal["mean", "majority"] = "mean"
+    # a template that defines them needs none; they may be passed by position
+    choice_scores: Annotated[
+        dict[str, float], Argument("Mapping[str, float] | None", default=None, positional=True)
+    ] = Field(description="each choice's score, in [0, 1]")
+    samples: Annotated[int, Field(ge=1)] = Field(1, description="independent judgments per row (needs temperature)")
+    aggregate: Annotated[Literal["mean", "majority"], Argument("str")] = Field(
+        "mean", description="how samples combine: the mean of their scores, or the majority choice's"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> "ClassifierSpec":
@@ -351,9 +407,15 @@ class RubricSpec(TemplateSpec):
     """
 
     kind: Literal["rubric"]
-    criteria: Annotated[list[Criterion], Field(min_length=1)]
-    scale: Scale = Scale()
-    threshold: Annotated[float, Field(allow_inf_nan=False)] | None = None
+    criteria: Annotated[
+        Annotated[list[Criterion], Field(min_length=1)], Argument("Sequence[Mapping[str, Any] | Criterion]")
+    ] = Field(description="the named criteria: each a description, anchors per value (optional) and a weight")
+    scale: Annotated[Scale, Argument("Mapping[str, int] | Scale | None", default=None)] = Field(
+        Scale(), description="the integer scale every criterion is graded on"
+    )
+    threshold: Annotated[float, Field(allow_inf_nan=False)] | None = Field(
+        None, description="the weighted mean grade (on the scale) that passes (None: no pass/fail)"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> "RubricSpec":
@@ -380,7 +442,9 @@ class RatingSpec(TemplateSpec):
     """``kind: rating`` — one integer from ``scale.min`` to ``scale.max``; score ``(r - min) / (max - min)``."""
 
     kind: Literal["rating"]
-    scale: Scale
+    scale: Annotated[Scale, Argument("Mapping[str, int] | Scale")] = Field(
+        description="the integer scale of the rating"
+    )
 
 
 class GEvalSpec(TemplateSpec):
@@ -391,12 +455,18 @@ class GEvalSpec(TemplateSpec):
     """
 
     kind: Literal["geval"]
-    criteria: _Text
-    steps: Annotated[list[_Text], Field(min_length=1)] | None = None
-    scale: Scale = Scale()
-    score_mode: Literal["logprobs", "top_token"] = "logprobs"
-    top_logprobs: Annotated[int, Field(ge=1, le=20)] = 20
-    min_prob: Annotated[float, Field(gt=0, lt=1)] = 0.01
+    criteria: _Text = Field(description="what is judged")
+    steps: Annotated[Annotated[list[_Text], Field(min_length=1)] | None, Argument("Sequence[str] | None")] = Field(
+        None, description="the evaluation steps (None: generated once per template and model)"
+    )
+    scale: Annotated[Scale, Argument("Mapping[str, int] | Scale | None", default=None)] = Field(
+        Scale(), description="the integer scale of the score"
+    )
+    score_mode: Annotated[Literal["logprobs", "top_token"], Argument("str")] = Field(
+        "logprobs", description="logprobs: the score weighted by its token's probabilities; top_token: as written"
+    )
+    top_logprobs: Annotated[int, Field(ge=1, le=20)] = Field(20, description="alternatives read at the score token")
+    min_prob: Annotated[float, Field(gt=0, lt=1)] = Field(0.01, description="the least probability that counts")
     prompt: _Text | None = None
 
     @model_validator(mode="after")
@@ -420,9 +490,11 @@ class PairwiseSpec(TemplateSpec):
     """
 
     kind: Literal["pairwise"]
-    other: Annotated[str, Field(pattern=_IDENTIFIER)] = "expected"
-    swap: bool = False
-    allow_tie: bool = True
+    other: Annotated[str, Field(pattern=_IDENTIFIER)] = Field(
+        "expected", description="the field holding the second output"
+    )
+    swap: bool = Field(False, description="ask in both orders too and score the mean")
+    allow_tie: bool = Field(True, description="let the judge answer tie")
 
 
 # ---------------------------------------------------------------- the kinds

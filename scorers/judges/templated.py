@@ -15,10 +15,11 @@ from typing import Any, ClassVar, Mapping, Sequence
 from ..errors import ConfigError, ScorerError, ScorerInputError, UnknownArgumentError
 from ..fields import Field, utf8_encodable
 from ..llm import ChatRequest, ChatResult, LLMEngine
+from ..params import Param
 from ..score import Score
 from .base import LLMJudge
 from .conversation import budget_metadata
-from .parameters import kind_constructor, kind_parameters
+from .parameters import kind_constructor, kind_parameters, setting_option
 from .reply import ReplyFormat
 from .spec import RequestSettings, TemplateSpec, add_kind, kind_fields, kind_of
 from .template import JudgeTemplate, mustache_to_jinja, render_value
@@ -40,17 +41,15 @@ class TemplatedJudge(LLMJudge):
             spec_model = YesNoSpec
             ...
 
-    Its constructor is declared once, here: the template parameters (``name``, ``prompt_template``,
-    ``messages``, ``template``, ``engine``, ``client``, ``max_reasks``, ``description``, ``settings``),
-    then the kind's own fields (its spec model's keys that :class:`TemplateSpec` does not have: keyword-only,
-    typed and defaulted as the model declares them), then the request settings. Each kind's class gets an
-    ``__init__`` of that signature when it is defined; the spec model validates everything at once. A kind
-    may define:
+    Its constructor is declared once, here and in the spec model: the template parameters (``name``,
+    ``prompt_template``, ``messages``, ``template``, ``engine``, ``client``, ``max_reasks``, ``description``,
+    ``settings``), then the kind's own fields (its spec model's keys that :class:`TemplateSpec` does not have:
+    keyword-only, typed and defaulted as the model declares them, or as a field's
+    :class:`~scorers.judges.spec.Argument` says where a caller passes something else: a mapping for a model, a
+    ``None`` default, a positional field), then the request settings. Each kind's class gets an ``__init__`` of
+    that signature when it is defined (:mod:`scorers.judges.parameters`); the spec model validates everything at
+    once, and gives :meth:`kind_params` and :meth:`options`. A kind may define:
 
-    ``_parameters(self, ...) -> None``
-        only a signature: its own fields as its constructor shows them, where the model's types or defaults
-        are not what a caller passes (a positional field, a mapping for a model, ``None`` for the model's
-        default); the same names as the model's own fields;
     ``_spec_fields(name, template, fields) -> dict``
         the fields as the spec model reads them (``fields`` as given; a list for a sequence, a default
         taken from the template); a field whose parameter defaults to ``None`` and is left ``None`` takes the
@@ -73,7 +72,7 @@ class TemplatedJudge(LLMJudge):
     #: The kind's spec model (a :class:`~scorers.judges.spec.TemplateSpec` with ``kind: Literal[...]``).
     spec_model: ClassVar[type[TemplateSpec] | None] = None
 
-    #: The kind's own constructor parameters (set for each kind: :meth:`_parameters`, or its spec model's fields).
+    #: The kind's own constructor parameters (set for each kind from its spec model's fields).
     _kind_parameters: ClassVar[tuple[inspect.Parameter, ...]] = ()
     #: The kind's fields that, left ``None``, take the spec model's default (their parameter defaults to ``None``).
     _left_to_spec: ClassVar[frozenset[str]] = frozenset()
@@ -81,7 +80,7 @@ class TemplatedJudge(LLMJudge):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         model = cls.__dict__.get("spec_model")
         if model is not None:
-            cls._kind_parameters = kind_parameters(cls, model)
+            cls._kind_parameters = kind_parameters(model)
             fields = model.model_fields
             cls._left_to_spec = frozenset(
                 p.name
@@ -145,6 +144,21 @@ class TemplatedJudge(LLMJudge):
 
     def _configure_kind(self, spec: Any) -> None:
         """Set the judge's attributes from the validated ``spec`` and check what the model alone cannot."""
+
+    @classmethod
+    def options(cls) -> dict[str, Param]:
+        """The kind's own settings (its spec model's fields, as its constructor takes them), then the request
+        settings (:meth:`LLMJudge.options`).
+
+        >>> from scorers.judges import PairwiseJudge
+        >>> list(PairwiseJudge.options())[:4], PairwiseJudge.options()["swap"].help
+        (['other', 'swap', 'allow_tie', 'use_cot'], 'ask in both orders too and score the mean')
+        """
+        if cls.spec_model is None:
+            return super().options()
+        fields = cls.spec_model.model_fields
+        own = {p.name: setting_option(p.name, fields[p.name], p.default, p.annotation) for p in cls._kind_parameters}
+        return {**own, **super().options()}
 
     def kind_params(self) -> dict[str, Any]:
         """The kind's own settings as its signature (``params()``, ``show``) records them: the spec model's own

@@ -134,3 +134,21 @@ def test_every_builtin_kind_keeps_its_signature(cls: type[Any]) -> None:
 def test_the_toy_kind_keeps_its_signature(yesno: type[Any]) -> None:
     assert rows(inspect.signature(yesno)) == EXPECTED["YesNoJudge"]
     assert rows(inspect.signature(yesno.__init__))[1:] == EXPECTED["YesNoJudge"]
+
+
+@pytest.mark.parametrize("cls", [LLMClassifier, RubricJudge, RatingJudge, GEvalJudge, PairwiseJudge])
+def test_every_kinds_options_are_its_settings_as_its_constructor_takes_them(cls: type[Any]) -> None:
+    """``options()`` (what ``show`` lists) and the signature come from the same declarations: the kind's own
+    fields and the request settings, with the constructor's defaults, each with help from the spec model."""
+    template = {row[0] for row in HEAD + TEMPLATE}
+    parameters = {name: default for name, _, default, _ in EXPECTED[cls.__name__] if name not in template}
+    options = cls.options()
+    assert list(options) == list(parameters)
+    assert {name: REQUIRED if o.required else repr(o.default) for name, o in options.items()} == parameters
+    assert all(o.help and not o.help.startswith("(") for o in options.values())
+
+
+def test_the_toy_kinds_options_need_no_code(yesno: type[Any]) -> None:
+    options = yesno.options()
+    assert list(options)[:2] == ["yes_score", "no_score"] and options["no_score"].default == 0.0
+    assert options["yes_score"].help == "(its spec model gives no description)"

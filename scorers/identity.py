@@ -194,6 +194,8 @@ def check_resume(
     """
     recorded = read_identity(results)
     entry = {"start": start, **config}
+    if start == 0:  # no row written yet (a new file, or a run stopped before its first row): nothing to mix
+        return ResumeCheck(None if recorded == [entry] else [entry])
     if recorded is None:
         note = (
             f"{results} has no record of the configuration that scored it ({os.path.basename(sidecar_path(results))}, "

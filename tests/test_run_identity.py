@@ -170,3 +170,16 @@ def test_a_judge_whose_model_or_template_changed_stops_the_resume(tmp_path, fake
         same = cli(*args, "--resume", env=env)
         assert same.returncode == 0, same.stderr
     assert out.read_bytes() == whole
+
+
+def test_resuming_a_file_with_no_rows_yet_records_this_configuration_without_a_warning(tmp_path, capsys, texts):
+    out = tmp_path / "out.jsonl"
+    code, err = run(capsys, str(texts), "-s", "BLEU", "-o", str(out), "--resume")  # a new file
+    assert code == 0 and "warning" not in err, err
+    whole = out.read_bytes()
+    out.write_bytes(b"")  # stopped before its first row: another configuration has nothing to mix with
+    code, err = run(capsys, str(texts), "-s", "BLEU", "-p", "BLEU.tokenize=char", "-o", str(out), "--resume")
+    assert code == 0 and "warning" not in err, err
+    recorded = json.loads((tmp_path / "out.jsonl.run.json").read_text())["configurations"]
+    assert [(c["start"], c["scorers"]["BLEU"]["tokenize"]) for c in recorded] == [(0, "char")]
+    assert out.read_bytes() != whole

@@ -228,6 +228,29 @@ class Summary:
         }
 
 
+class OptionError(ConfigError):
+    """An option of a run (:class:`~scorers.Run`, :func:`~scorers.evaluate`, :class:`BatchScorer`) is refused:
+    ``option`` names it, ``problem`` says what is wrong (a command names the option by its flag)."""
+
+    def __init__(self, option: str, problem: str) -> None:
+        super().__init__(f"{option} {problem}")
+        self.option = option
+        self.problem = problem
+
+
+def at_least_one(value: int, option: str) -> int:
+    """``value``, the count ``option`` gives, if it is at least 1; else an :class:`OptionError`.
+
+    >>> at_least_one(0, "workers")
+    Traceback (most recent call last):
+    ...
+    scorers.batch.OptionError: workers must be at least 1, got 0
+    """
+    if value < 1:
+        raise OptionError(option, f"must be at least 1, got {value}")
+    return value
+
+
 def resolve_scorers(scorers: Iterable[Scorer | str] | Mapping[str, Scorer]) -> list[Scorer]:
     """Scorer instances from instances or registered names; names must be unique."""
     items = list(scorers.values()) if isinstance(scorers, Mapping) else list(scorers)
@@ -257,8 +280,7 @@ class BatchScorer:
         mapping: Mapping[str, str] | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
-        if concurrency < 1:
-            raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
+        at_least_one(concurrency, "concurrency")
         self.scorers: list[Scorer] = resolve_scorers(scorers)
         self.mapping = dict(mapping or {})
         self.concurrency = concurrency

@@ -22,7 +22,7 @@ from . import identity
 from ._aio import DEFAULT_CONCURRENCY
 from ._util import did_you_mean
 from .base import Scorer
-from .batch import BatchScorer, RowResult, Summary, resolve_scorers
+from .batch import BatchScorer, OptionError, RowResult, Summary, at_least_one, resolve_scorers
 from .engines import Engine, Local, engine_named
 from .engines.local import score_jsonl
 from .errors import ConfigError, DataError, ScorerError
@@ -43,21 +43,6 @@ __all__ = ["Run", "RunResult", "OptionError"]
 
 #: The exit code of a run stopped by each signal (128 + its number, as a shell reports it).
 _STOPPED_BY = {signal.SIGINT: ("interrupted", 130), signal.SIGTERM: ("terminated", 143)}
-
-
-class OptionError(ConfigError):
-    """A :class:`Run` option's value is refused: ``option`` names it, ``problem`` says what is wrong."""
-
-    def __init__(self, option: str, problem: str) -> None:
-        super().__init__(f"{option} {problem}")
-        self.option = option
-        self.problem = problem
-
-
-def _at_least_one(value: int, option: str) -> int:
-    if value < 1:
-        raise OptionError(option, f"must be at least 1, got {value}")
-    return value
 
 
 @dataclass
@@ -184,7 +169,7 @@ class Run(BaseModel):
     @field_validator("concurrency", "workers")
     @classmethod
     def _positive(cls, value: int, info: Any) -> int:
-        return _at_least_one(value, info.field_name)
+        return at_least_one(value, info.field_name)
 
     @model_validator(mode="after")
     def _checked(self) -> "Run":

@@ -45,7 +45,7 @@ from typing import Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from ._aio import DEFAULT_CONCURRENCY
 from ._util import ABSENT, lookup
 from .base import Scorer
-from .batch import BatchScorer, RowResult, Summary, resolve_scorers
+from .batch import BatchScorer, RowResult, Summary, at_least_one, resolve_scorers
 from .engines import Engine, Job, engine_named
 from .engines.local import reorder_rows
 from .errors import ConfigError
@@ -164,10 +164,8 @@ class Evaluation:
         chunk_size: int | None = None,
         prefetch: int | None = None,
     ) -> None:
-        if concurrency < 1:
-            raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
-        if workers < 1:
-            raise ConfigError(f"workers must be at least 1, got {workers}")
+        at_least_one(concurrency, "concurrency")
+        at_least_one(workers, "workers")
         self.scorers = scorers
         self.summary = Summary(scorers)
         self.engine = engine

@@ -368,71 +368,15 @@ def _context(
     max_errors: int,
     key: str | None,
 ) -> dict[str, Any]:
+    """What the page template renders of the results ``files`` (see :func:`write_report` for the options)."""
     scorers = list(dict.fromkeys(name for f in files for name in f.scorers))
     summaries = [f.summary(prices) for f in files]
-    summary_rows = []
-    for name in scorers:
-        cells: list[dict[str, Any] | None] = []
-        for results, summary in zip(files, summaries):
-            figures = summary.get(name)
-            if figures is None:
-                cells.append(None)
-                continue
-            ci = _mean_ci(results.values(name)) if figures["n"] else None
-            cells.append({**figures, "ci": ci})
-        summary_rows.append({"scorer": name, "cells": cells})
-
-    histograms = [
-        {
-            "scorer": name,
-            "svg": charts.histogram(
-                {label: f.values(name) for f, label in zip(files, labels) if name in f.scorers}, title=name
-            ),
-        }
-        for name in scorers
+    summary_rows = [_summary_row(name, files, summaries) for name in scorers]
+    histograms = [_histogram(name, files, labels) for name in scorers]
+    judges = [
+        _judge_section(name, files, labels, summaries) for name in scorers if any(f.is_judge(name) for f in files)
     ]
-
-    judges = []
-    for name in scorers:
-        if not any(f.is_judge(name) for f in files):
-            continue
-        counts = {label: f.choices(name) for f, label in zip(files, labels) if f.choices(name)}
-        usage = [
-            (label, summary[name]["usage"])
-            for label, summary in zip(labels, summaries)
-            if "usage" in summary.get(name, {})
-        ]
-        judges.append(
-            {
-                "scorer": name,
-                "usage": usage,
-                "svg": charts.choices(counts, title=f"{name}: choices") if counts else None,
-            }
-        )
-
-    per_file = []
-    for results, label in zip(files, labels):
-        columns = _Columns.of(results, mapping)
-        explained = _tool_call_scorers(results.scorers)
-        low = []
-        for name in results.scorers:
-            scored = [(v, i) for i, v in enumerate(results.column(name)) if v is not None]
-            scored.sort()
-            rows = [_Row(results, i, columns, name) for _, i in scored[:lowest]]
-            why = name in explained or any(r.explanation for r in rows)
-            low.append({"scorer": name, "rows": rows, "last_column": "why" if why else "judge"})
-        failed = [i for i, r in enumerate(results.records) if r.get("errors")]
-        per_file.append(
-            {
-                "label": label,
-                "lowest": low,
-                "errors_total": len(failed),
-                "missing": columns.missing,
-                "without_metadata": [] if results.has_metadata else explained,
-                "errors": [_Row(results, i, columns, None) for i in failed[:max_errors]],
-            }
-        )
-
+    per_file = [_file_section(results, label, mapping, lowest, max_errors) for results, label in zip(files, labels)]
     return {
         "version": __version__,
         "files": [
@@ -447,12 +391,80 @@ def _context(
         "per_file": per_file,
         "lowest": lowest,
         "max_errors": max_errors,
-        "without_metadata": [
-            (label, judges_run)
-            for f, label in zip(files, labels)
-            if not f.has_metadata and (judges_run := _judges(f.scorers))
-        ],
+        "without_metadata": _judges_without_metadata(files, labels),
     }
+
+
+def _judges_without_metadata(files: list[ResultsFile], labels: list[str]) -> list[tuple[str, list[str]]]:
+    """``(label, judges)`` of each file written without metadata that holds judges' scores (whose rationales and
+    choices it therefore lacks)."""
+    return [
+        (label, judges_run)
+        for f, label in zip(files, labels)
+        if not f.has_metadata and (judges_run := _judges(f.scorers))
+    ]
+
+
+def _summary_row(name: str, files: list[ResultsFile], summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary table's row of scorer ``name``: per file, its summary figures with the mean's confidence
+    interval, or ``None`` where the file has no such scorer."""
+    cells: list[dict[str, Any] | None] = []
+    for results, summary in zip(files, summaries):
+        figures = summary.get(name)
+        if figures is None:
+            cells.append(None)
+            continue
+        ci = _mean_ci(results.values(name)) if figures["n"] else None
+        cells.append({**figures, "ci": ci})
+    return {"scorer": name, "cells": cells}
+
+
+def _histogram(name: str, files: list[ResultsFile], labels: list[str]) -> dict[str, Any]:
+    """The histogram of scorer ``name``'s values in each file that has it."""
+    values = {label: f.values(name) for f, label in zip(files, labels) if name in f.scorers}
+    return {"scorer": name, "svg": charts.histogram(values, title=name)}
+
+
+def _judge_section(
+    name: str, files: list[ResultsFile], labels: list[str], summaries: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Judge ``name``'s usage per file and the chart of its choices (``None`` when no file has any)."""
+    counts = {label: f.choices(name) for f, label in zip(files, labels) if f.choices(name)}
+    usage = [
+        (label, summary[name]["usage"]) for label, summary in zip(labels, summaries) if "usage" in summary.get(name, {})
+    ]
+    return {"scorer": name, "usage": usage, "svg": charts.choices(counts, title=f"{name}: choices") if counts else None}
+
+
+def _file_section(
+    results: ResultsFile, label: str, mapping: Mapping[str, str], lowest: int, max_errors: int
+) -> dict[str, Any]:
+    """One file's part of the page: its lowest-scoring rows per scorer and its first ``max_errors`` failed rows."""
+    columns = _Columns.of(results, mapping)
+    explained = _tool_call_scorers(results.scorers)
+    low = [_lowest_rows(results, name, columns, lowest, explained) for name in results.scorers]
+    failed = [i for i, r in enumerate(results.records) if r.get("errors")]
+    return {
+        "label": label,
+        "lowest": low,
+        "errors_total": len(failed),
+        "missing": columns.missing,
+        "without_metadata": [] if results.has_metadata else explained,
+        "errors": [_Row(results, i, columns, None) for i in failed[:max_errors]],
+    }
+
+
+def _lowest_rows(
+    results: ResultsFile, name: str, columns: _Columns, lowest: int, explained: Sequence[str]
+) -> dict[str, Any]:
+    """The ``lowest`` rows of ``results`` by scorer ``name``'s score, and the heading of their last column: "why"
+    for a scorer whose metadata explains a score (``explained``, or any of these rows has an explanation),
+    else "judge"."""
+    scored = [(v, i) for i, v in enumerate(results.column(name)) if v is not None]
+    scored.sort()
+    rows = [_Row(results, i, columns, name) for _, i in scored[:lowest]]
+    why = name in explained or any(r.explanation for r in rows)
+    return {"scorer": name, "rows": rows, "last_column": "why" if why else "judge"}
 
 
 def _judges(names: Sequence[str]) -> list[str]:

@@ -1,5 +1,6 @@
-"""ruff's lint rules, as configured in pyproject.toml ([tool.ruff]), hold over the whole repository, and mypy
-([tool.mypy]: --strict less warn_return_any) finds no error in scorers/."""
+"""ruff's lint rules, as configured in pyproject.toml ([tool.ruff]: no function above cyclomatic complexity 20
+among them), hold over the whole repository, mypy ([tool.mypy]: --strict less warn_return_any) finds no error in
+scorers/, and no module of scorers/ is longer than 800 lines."""
 
 from __future__ import annotations
 
@@ -46,3 +47,14 @@ def test_mypy_finds_nothing():
         timeout=600,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+#: The longest a module of scorers/ may be: past it, a module holds more than one responsibility to split by.
+MAX_MODULE_LINES = 800
+
+
+def test_no_module_is_longer_than_800_lines():
+    lengths = {path: len(path.read_text(encoding="utf-8").splitlines()) for path in (ROOT / "scorers").rglob("*.py")}
+    assert lengths, "no module read"
+    too_long = {str(path.relative_to(ROOT)): n for path, n in lengths.items() if n > MAX_MODULE_LINES}
+    assert not too_long, f"modules above {MAX_MODULE_LINES} lines (split them by responsibility): {too_long}"

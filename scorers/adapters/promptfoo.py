@@ -156,12 +156,24 @@ def get_assert(output: Any, context: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _parse_config(config: Mapping[str, Any]) -> tuple[list[Scorer], dict[str, float], dict[str, str]]:
+    """The assertion's scorers, each one's threshold by its name, and ``map``; a :class:`ConfigError` naming
+    what is wrong in ``config``."""
     if not isinstance(config, Mapping):
         raise ConfigError(f"promptfoo assertion: config must be a mapping, got {type(config).__name__}")
     unknown = [key for key in config if key not in CONFIG_KEYS]
     if unknown:
         raise ConfigError(f"promptfoo assertion: unknown config key {unknown[0]!r} (known: {', '.join(CONFIG_KEYS)})")
-    names = config.get("scorers")
+    names = _scorer_names(config.get("scorers"))
+    params = config.get("params") or {}
+    if not isinstance(params, Mapping):
+        raise ConfigError(f"promptfoo assertion: 'params' must map scorer names to parameters, got {params!r}")
+    scorers = build_scorers(names, params, harness="promptfoo assertion")
+    thresholds = _thresholds(config.get("threshold", DEFAULT_THRESHOLD), names, scorers)
+    return scorers, thresholds, _field_map(config.get("map") or {}, scorers)
+
+
+def _scorer_names(names: Any) -> list[str]:
+    """The config's ``scorers``: a name or a list of names."""
     if isinstance(names, str):
         names = [names]
     if not names or not isinstance(names, list) or not all(isinstance(n, str) for n in names):
@@ -169,16 +181,11 @@ def _parse_config(config: Mapping[str, Any]) -> tuple[list[Scorer], dict[str, fl
             "promptfoo assertion: config needs 'scorers', a scorer name or a list of names "
             f"(python -m scorers list), got {names!r}"
         )
+    return names
 
-    params = config.get("params") or {}
-    if not isinstance(params, Mapping):
-        raise ConfigError(f"promptfoo assertion: 'params' must map scorer names to parameters, got {params!r}")
-    scorers = build_scorers(names, params, harness="promptfoo assertion")
-    seen = [s.name for s in scorers]
 
-    thresholds = _thresholds(config.get("threshold", DEFAULT_THRESHOLD), names, scorers)
-
-    mapping = config.get("map") or {}
+def _field_map(mapping: Any, scorers: list[Scorer]) -> dict[str, str]:
+    """The config's ``map``: ``{field: var}`` for fields other than ``output`` that one of ``scorers`` reads."""
     if not isinstance(mapping, Mapping) or not all(isinstance(v, str) for v in mapping.values()):
         raise ConfigError(f"promptfoo assertion: 'map' must map fields to var names, got {mapping!r}")
     if "output" in mapping:
@@ -186,9 +193,10 @@ def _parse_config(config: Mapping[str, Any]) -> tuple[list[Scorer], dict[str, fl
     for field in mapping:
         if not any(field in s.accepted_fields() for s in scorers):
             raise ConfigError(
-                f"promptfoo assertion: map[{field!r}]: no scorer in {', '.join(seen)} reads a field {field!r}"
+                f"promptfoo assertion: map[{field!r}]: no scorer in {', '.join(s.name for s in scorers)} reads a "
+                f"field {field!r}"
             )
-    return scorers, thresholds, dict(mapping)
+    return dict(mapping)
 
 
 def _thresholds(spec: Any, names: list[str], scorers: list[Scorer]) -> dict[str, float]:

@@ -370,6 +370,7 @@ def _keep_outputs(block: Block, run: subprocess.CompletedProcess[str], cwd: Path
 
 
 # ----------------------------------------------------------------------------- the blocks
+@pytest.mark.slow  # a fresh interpreter per block (about 0.7 s of CPU each)
 @pytest.mark.parametrize("block", [b for b in RUN if b.lang == "python"], ids=lambda b: b.id)
 def test_python_block_runs_on_its_own(
     block: Block, project_folder: Path, user_env: dict[str, str], judge_server: LoopbackLLM, first_command_path: str
@@ -391,6 +392,7 @@ def test_python_block_runs_on_its_own(
         assert judge_server.request_count > before, f"{block.where}: the judge never asked the server"
 
 
+@pytest.mark.slow  # a fresh interpreter per block (about 0.7 s of CPU each)
 @pytest.mark.parametrize("block", [b for b in RUN if b.lang == "bash"], ids=lambda b: b.id)
 def test_bash_block_runs(block: Block, clone_folder: Path, user_env: dict[str, str], first_command_path: str) -> None:
     run = _run(

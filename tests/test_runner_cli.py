@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from bounded import run_bounded
 
+pytestmark = pytest.mark.slow  # runs, signals and crashes in subprocesses (15 s of CPU for 11 tests)
+
 REPO = Path(__file__).resolve().parents[1]
 
 

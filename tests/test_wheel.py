@@ -26,6 +26,8 @@ import pytest
 
 import scorers
 
+pytestmark = pytest.mark.slow  # builds the wheel and installs it in a fresh venv (30 s of CPU)
+
 REPO = Path(__file__).resolve().parents[1]
 #: The files a wheel build reads; anything else in the checkout must not matter to it.
 BUILD_INPUTS = ("pyproject.toml", "README.md", "scorers", "templates")

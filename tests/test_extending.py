@@ -33,9 +33,10 @@ PYPROJECT = tomllib.loads(re.search(r"^```toml\n(.*?)^```$", SECTION, flags=re.M
 
 
 def test_the_section_has_an_example_of_each_plugin_and_registers_the_ones_looked_up_by_name() -> None:
-    assert set(EXAMPLES) >= {"my_package/shouting.py", "my_package/quickeval.py"}
+    assert set(EXAMPLES) >= {"my_package/shouting.py", "my_package/quickeval.py", "my_package/threads.py"}
     groups = PYPROJECT["project"]["entry-points"]
     assert groups["scorers"] == {"Shouting": "my_package.shouting:Shouting"}
+    assert groups["scorers.engines"] == {"threads": "my_package.threads:Threads"}
 
 
 def _exports(module: ModuleType) -> set[str]:
@@ -136,3 +137,23 @@ def test_the_adapter_scores_in_the_harness_convention(site: Path) -> None:
     out = python(site, "-c", script).stdout.splitlines()
     assert out[0] == "Levenshtein 0.5714285714285714"
     assert out[1].startswith("ConfigError ExactMatch: unknown parameter 'ignore_cse'; did you mean 'ignore_case'?")
+
+
+def test_the_engine_runs_with_its_option_and_writes_what_the_local_engine_writes(site: Path) -> None:
+    helped = " ".join(python(site, "-m", "scorers", "run", "--help").stdout.split())
+    assert "threads: threads (chunks scored at once); threads: chunk_size (rows per chunk)" in helped
+    rows = "".join(json.dumps({"output": "Paris", "expected": e}) + "\n" for e in ["Paris", "Pars", "Lyon"] * 50)
+    (site / "cities.jsonl").write_text(rows)
+    base = ["-m", "scorers", "run", "cities.jsonl", "-s", "ExactMatch", "-s", "Levenshtein"]
+    python(site, *base, "--engine", "threads", "--engine-option", "threads=2", "-o", "threads.jsonl")
+    python(site, *base, "-o", "local.jsonl")
+    assert (site / "threads.jsonl").read_bytes() == (site / "local.jsonl").read_bytes()
+    refused = subprocess.run(
+        [sys.executable, *base, "--engine", "threads", "--engine-option", "thread=2", "-o", "x.jsonl"],
+        cwd=site,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert refused.returncode == 2 and "the threads engine has no option 'thread'" in refused.stderr, refused.stderr

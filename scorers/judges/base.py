@@ -16,6 +16,7 @@ import inspect
 import json
 import time
 import types
+from dataclasses import replace
 from typing import Any, ClassVar, Mapping, Sequence
 
 from .._util import annotation_text, is_int, lazy, spell_out_keywords
@@ -144,20 +145,28 @@ class LLMJudge(Scorer):
 
     @classmethod
     def options(cls) -> dict[str, Param]:
-        """The judge's settings by name, as ``show`` lists them: the request settings (:class:`RequestSettings`'
-        fields less those the kind fixes), defaulting as the constructor does, each with its help and what it
-        must be.
+        """The judge's settings by name, as ``show`` lists them: the request settings its constructor takes
+        (:class:`RequestSettings`' fields less those the kind fixes), defaulting as the constructor does, each
+        with its help and what it must be (``response_mode``: one of the judge's :attr:`response_modes`).
 
         >>> LLMJudge.options()["temperature"].default, LLMJudge.options()["temperature"].allowed
         (0, 'a number in [0, 2] or null')
+        >>> from scorers.judges.rag import Faithfulness
+        >>> Faithfulness.options()["response_mode"].allowed
+        'tools | json | json_object'
         """
-        fields = RequestSettings.model_fields
-        return {
+        fields, taken = RequestSettings.model_fields, set(cls.constructor_params())
+        options = {
             name: setting_option(
                 name, fields[name], cls.request_defaults.get(name), annotation_text(fields[name].annotation)
             )
             for name in cls.request_setting_names()
+            if name in taken
         }
+        if "response_mode" in options and cls.response_modes:
+            modes = cls.response_modes
+            options["response_mode"] = replace(options["response_mode"], choices=modes, expected=" | ".join(modes))
+        return options
 
     @classmethod
     def request_setting_names(cls) -> tuple[str, ...]:

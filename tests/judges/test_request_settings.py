@@ -121,3 +121,12 @@ def test_a_settings_value_wins_over_a_template_files_settings():
     assert judge.params() == scorers.get("Battle", model="m2", temperature=0.5).params()
     assert (judge.use_cot, judge.response_mode) == (default.use_cot, default.response_mode)
     assert scorers.get("Battle", settings={"model": "m2"}, model="m3").model == "m3"
+
+
+def test_options_list_only_the_settings_a_judge_takes() -> None:
+    from scorers.judges.gptscore import GPTScore
+
+    assert list(GPTScore.options()) == ["model"]  # GPTScore reads log-probabilities: no other request setting
+    assert list(Faithfulness.options()) == list(RequestSettings.model_fields)
+    assert SelfCheck.options()["response_mode"].choices == ("tools", "json", "json_object")
+    assert "use_cot" not in GEvalJudge.options() and GEvalJudge.options()["response_mode"].default == "text"

@@ -48,7 +48,7 @@ import warnings
 from bisect import bisect_left
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from .._util import memoize, optional_import
 from ..errors import ConfigError
@@ -518,66 +518,10 @@ def build_synonym_index(read: Callable[[str], bytes], *, checksum: str = "") -> 
     substitutions = _morphological_substitutions()
     names: dict[tuple[str, int], list[str]] = {}  # (part of speech, offset) -> one-word lemma names
     for pos, suffix in _PARTS_OF_SPEECH:
-        content = read(f"data.{suffix}")
-        # nltk seeks to a synset's byte offset; in ASCII text (WordNet 3.0's is) characters are bytes.
-        text = content.decode("ascii") if content.isascii() else None
-        start = 0
-        raw_lines: list[str] | list[bytes] = text.split("\n") if text is not None else content.split(b"\n")
-        for raw in raw_lines:
-            at, start = start, start + len(raw) + 1
-            if not raw or raw[0] in (" ", 32):  # the licence header's lines start with spaces
-                continue
-            line = raw if isinstance(raw, str) else raw.split(b"|", 1)[0].decode("utf-8")
-            offset, _, _, count, rest = line.split(None, 4)  # lex_filenum, ss_type, w_cnt, then the words
-            if int(offset) != at:
-                raise ValueError(f"data.{suffix}: the line at byte {at} gives offset {offset}")
-            words = rest.split(None, 2 * int(count, 16))[
-                : 2 * int(count, 16) : 2
-            ]  # each word is followed by its lex_id
-            names[(pos, at)] = [
-                name for name in (_unmarked(word) if word[-1] == ")" else word for word in words) if "_" not in name
-            ]
-    table: dict[str, list[Any]] = {}  # form -> [names per part of speech (None: not listed), exceptions per part]
-
-    def row(form: str) -> list[Any]:
-        found = table.get(form)
-        if found is None:
-            found = table[form] = [None] * 8
-        return found
-
-    positions = {pos: p for p, (pos, _) in enumerate(_PARTS_OF_SPEECH)}
-    for pos, suffix in _PARTS_OF_SPEECH:
-        for line in read(f"index.{suffix}").decode("utf-8").split("\n"):
-            if not line or line.startswith(" "):
-                continue
-            fields = line.split()
-            lemma, listed_pos, synsets, pointers = fields[0], fields[1], int(fields[2]), int(fields[3])
-            offsets = [int(offset) for offset in fields[6 + pointers : 6 + pointers + synsets]]
-            if listed_pos not in positions or len(offsets) != synsets or synsets < 1:
-                raise ValueError(f"index.{suffix}: unreadable line {line[:60]!r}")
-            try:  # nltk looks a lemma's synsets up in the data file of the part of speech it was listed under
-                lemma_names = {name for offset in offsets for name in names[(listed_pos, offset)]}
-            except KeyError as exc:
-                raise ValueError(f"index.{suffix}: {lemma!r} points to no synset at {exc}") from None
-            row(lemma)[positions[listed_pos]] = lemma_names
-        for line in read(f"{suffix}.exc").decode("utf-8").split("\n"):
-            terms = line.split()
-            if terms:
-                row(terms[0])[4 + positions[pos]] = terms[1:]
-    lines = []
-    for form in sorted(table):
-        if not form or any(c in form for c in "\t\n"):
-            continue  # split() never makes such a form
-        fields = table[form]
-        lines.append(
-            "\t".join(
-                [
-                    form,
-                    *(" ".join(sorted(n)) if n else "" for n in fields[:4]),
-                    *("" if e is None else "+" + " ".join(e) for e in fields[4:]),
-                ]
-            )
-        )
+        names.update(_synset_names(pos, suffix, read(f"data.{suffix}")))
+    table = _forms_table(read, names)
+    # split() never makes a form that is empty or holds a tab or a newline; such a form is left out
+    lines = [_index_line(form, table[form]) for form in sorted(table) if form and not any(c in form for c in "\t\n")]
     header = {
         "format": INDEX_FORMAT,
         "nltk": _nltk_version(),
@@ -586,6 +530,76 @@ def build_synonym_index(read: Callable[[str], bytes], *, checksum: str = "") -> 
         "entries": len(lines),
     }
     return "\n".join([f"{_HEADER}\t{json.dumps(header, sort_keys=True)}", *lines])
+
+
+#: The column of each part of speech among a form's names (and, 4 further on, its exceptions).
+_POSITIONS = {pos: p for p, (pos, _) in enumerate(_PARTS_OF_SPEECH)}
+
+
+def _synset_names(pos: str, suffix: str, content: bytes) -> dict[tuple[str, int], list[str]]:
+    """``(pos, offset) -> one-word lemma names`` of each synset in the data file ``data.<suffix>`` (``content``)."""
+    # nltk seeks to a synset's byte offset; in ASCII text (WordNet 3.0's is) characters are bytes.
+    text = content.decode("ascii") if content.isascii() else None
+    raw_lines: list[str] | list[bytes] = text.split("\n") if text is not None else content.split(b"\n")
+    names: dict[tuple[str, int], list[str]] = {}
+    start = 0
+    for raw in raw_lines:
+        at, start = start, start + len(raw) + 1
+        if not raw or raw[0] in (" ", 32):  # the licence header's lines start with spaces
+            continue
+        names[(pos, at)] = _synset_line_names(raw, at, suffix)
+    return names
+
+
+def _synset_line_names(raw: str | bytes, at: int, suffix: str) -> list[str]:
+    """The one-word lemma names, markers stripped, of the synset line ``raw`` at byte ``at`` of ``data.<suffix>``."""
+    line = raw if isinstance(raw, str) else raw.split(b"|", 1)[0].decode("utf-8")
+    offset, _, _, count, rest = line.split(None, 4)  # lex_filenum, ss_type, w_cnt, then the words
+    if int(offset) != at:
+        raise ValueError(f"data.{suffix}: the line at byte {at} gives offset {offset}")
+    words = rest.split(None, 2 * int(count, 16))[: 2 * int(count, 16) : 2]  # each word is followed by its lex_id
+    return [name for name in (_unmarked(word) if word[-1] == ")" else word for word in words) if "_" not in name]
+
+
+def _forms_table(read: Callable[[str], bytes], names: Mapping[tuple[str, int], list[str]]) -> dict[str, list[Any]]:
+    """``form -> [names per part of speech (None: not listed), exceptions per part of speech]`` from the
+    ``index.*`` and ``*.exc`` files, read part of speech by part of speech (a later line for a form wins)."""
+    table: dict[str, list[Any]] = {}
+    for pos, suffix in _PARTS_OF_SPEECH:
+        for line in read(f"index.{suffix}").decode("utf-8").split("\n"):
+            if not line or line.startswith(" "):
+                continue
+            lemma, listed_pos, lemma_names = _index_entry(line, suffix, names)
+            table.setdefault(lemma, [None] * 8)[_POSITIONS[listed_pos]] = lemma_names
+        for line in read(f"{suffix}.exc").decode("utf-8").split("\n"):
+            terms = line.split()
+            if terms:
+                table.setdefault(terms[0], [None] * 8)[4 + _POSITIONS[pos]] = terms[1:]
+    return table
+
+
+def _index_entry(line: str, suffix: str, names: Mapping[tuple[str, int], list[str]]) -> tuple[str, str, set[str]]:
+    """The lemma of a line of ``index.<suffix>``, the part of speech it is listed under, and its synsets' names."""
+    fields = line.split()
+    lemma, listed_pos, synsets, pointers = fields[0], fields[1], int(fields[2]), int(fields[3])
+    offsets = [int(offset) for offset in fields[6 + pointers : 6 + pointers + synsets]]
+    if listed_pos not in _POSITIONS or len(offsets) != synsets or synsets < 1:
+        raise ValueError(f"index.{suffix}: unreadable line {line[:60]!r}")
+    try:  # nltk looks a lemma's synsets up in the data file of the part of speech it was listed under
+        return lemma, listed_pos, {name for offset in offsets for name in names[(listed_pos, offset)]}
+    except KeyError as exc:
+        raise ValueError(f"index.{suffix}: {lemma!r} points to no synset at {exc}") from None
+
+
+def _index_line(form: str, fields: list[Any]) -> str:
+    """The index's line of ``form``: its names per part of speech (sorted), then its exceptions (``+`` first)."""
+    return "\t".join(
+        [
+            form,
+            *(" ".join(sorted(n)) if n else "" for n in fields[:4]),
+            *("" if e is None else "+" + " ".join(e) for e in fields[4:]),
+        ]
+    )
 
 
 def _morphological_substitutions() -> dict[str, Any]:

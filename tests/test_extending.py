@@ -33,10 +33,16 @@ PYPROJECT = tomllib.loads(re.search(r"^```toml\n(.*?)^```$", SECTION, flags=re.M
 
 
 def test_the_section_has_an_example_of_each_plugin_and_registers_the_ones_looked_up_by_name() -> None:
-    assert set(EXAMPLES) >= {"my_package/shouting.py", "my_package/quickeval.py", "my_package/threads.py"}
+    assert set(EXAMPLES) >= {
+        "my_package/shouting.py",
+        "my_package/quickeval.py",
+        "my_package/threads.py",
+        "my_package/agreement.py",
+    }
     groups = PYPROJECT["project"]["entry-points"]
     assert groups["scorers"] == {"Shouting": "my_package.shouting:Shouting"}
     assert groups["scorers.engines"] == {"threads": "my_package.threads:Threads"}
+    assert groups["scorers.judge_kinds"] == {"agreement": "my_package.agreement"}
 
 
 def _exports(module: ModuleType) -> set[str]:
@@ -157,3 +163,40 @@ def test_the_engine_runs_with_its_option_and_writes_what_the_local_engine_writes
         timeout=300,
     )
     assert refused.returncode == 2 and "the threads engine has no option 'thread'" in refused.stderr, refused.stderr
+
+
+TEMPLATE = """\
+kind: agreement
+description: Does the output say what the expected answer says?
+prompt: |
+  Does this answer: {{output}}
+  say the same as: {{expected}}?
+disagree_score: 0.25
+"""
+
+
+def test_the_judge_kind_is_checked_shown_and_judges_over_http(site: Path) -> None:
+    from scorers.testing import LoopbackLLM, RecordedRequest, Reply
+
+    templates = site / "my_templates"
+    templates.mkdir()
+    (templates / "same_answer.yaml").write_text(TEMPLATE)
+    python(site, "-m", "scorers", "check", "my_templates")
+    shown = python(site, "-m", "scorers", "show", "SameAnswer", "--templates", "my_templates").stdout
+    assert "the score of an output that disagrees" in shown
+    (site / "answers.jsonl").write_text(
+        '{"output": "Paris", "expected": "Paris"}\n{"output": "Lyon", "expected": "Paris"}\n'
+    )
+
+    def verdict(request: RecordedRequest) -> Reply:
+        same = "this answer: Paris\n" in json.dumps(request.body["messages"]).replace("\\n", "\n")
+        return Reply.tool_call({"verdict": "agree" if same else "disagree"}, name="record_verdict")
+
+    with LoopbackLLM(default=verdict) as server:
+        env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-offline", "SCORERS_CACHE_DIR": str(site)}
+        command = ["-m", "scorers", "run", "answers.jsonl", "--templates", "my_templates", "-s", "SameAnswer"]
+        python(site, *command, "-o", "judged.jsonl", env=env)
+        assert len(server.chat_requests) == 2
+        assert server.chat_requests[0].body["tool_choice"]["function"]["name"] == "record_verdict"
+    rows = [json.loads(line) for line in (site / "judged.jsonl").read_text().splitlines()]
+    assert [row["scores"]["SameAnswer"] for row in rows] == [1.0, 0.25]

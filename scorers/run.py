@@ -166,6 +166,11 @@ class Run(BaseModel):
     def _resolved(cls, scorers: Any) -> list[Scorer]:
         return resolve_scorers(scorers)
 
+    @field_validator("output", mode="before")
+    @classmethod
+    def _text_path(cls, output: Any) -> Any:
+        return os.fspath(output) if isinstance(output, os.PathLike) else output
+
     @field_validator("concurrency", "workers")
     @classmethod
     def _positive(cls, value: int, info: Any) -> int:

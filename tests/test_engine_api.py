@@ -38,7 +38,7 @@ def test_a_toy_engine_gives_the_local_results_and_summary():
 
 def test_a_toy_engine_writes_and_resumes_a_run(tmp_path):
     out = tmp_path / "out.jsonl"
-    whole = scorers.Run(ROWS, ["ExactMatch"], output=str(out), engine=OneByOne()).execute()
+    whole = scorers.Run(ROWS, ["ExactMatch"], output=out, engine=OneByOne()).execute()  # a Path, or its str
     assert whole.passed and whole.failed_rows == 1 and whole.exit_code == 0  # a row error is not a failure...
     strict = scorers.Run(ROWS, ["ExactMatch"], output=str(out), engine=OneByOne(), fail_on_error=True).execute()
     assert strict.failures == ["1 row(s) had scorer errors"] and strict.exit_code == 1  # ...unless asked

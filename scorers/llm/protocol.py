@@ -98,36 +98,41 @@ class ChatRequest:
         thinks = is_reasoning_model(name) if reasoning is None else reasoning
         messages = [dict(m) for m in self.messages]
         extra = {k: v for k, v in self.extra.items() if not (thinks and k == "top_p")}
-        temperature = None if thinks else self.temperature
-        if (self.api or api) == "chat":
-            body: dict[str, Any] = {"model": name, "messages": messages}
-            _put(body, "tools", None if self.tools is None else list(self.tools))
-            _put(body, "tool_choice", self.tool_choice)
-            _put(body, "temperature", temperature)
-            _put(body, "max_completion_tokens" if thinks else "max_tokens", self.max_tokens)
-            _put(body, "response_format", self.response_format)
-            _put(body, "seed", self.seed)
-            _put(body, "reasoning_effort", self.reasoning_effort)
-            if self.logprobs:
-                body["logprobs"] = True
-                _put(body, "top_logprobs", self.top_logprobs)
-        else:
-            body = {"model": name, "input": messages}
-            _put(body, "tools", None if self.tools is None else [_responses_tool(t) for t in self.tools])
-            _put(body, "tool_choice", _responses_tool_choice(self.tool_choice))
-            _put(body, "temperature", temperature)
-            _put(body, "max_output_tokens", self.max_tokens)
-            _put(
-                body,
-                "text",
-                None if self.response_format is None else {"format": _responses_format(self.response_format)},
-            )
-            _put(body, "seed", self.seed)
-            _put(body, "reasoning", None if self.reasoning_effort is None else {"effort": self.reasoning_effort})
-            if self.logprobs:
-                body["include"] = [_RESPONSES_LOGPROBS]
-                _put(body, "top_logprobs", self.top_logprobs)
+        build = self._chat_body if (self.api or api) == "chat" else self._responses_body
+        body = build(name, messages, thinks)
         body.update(extra)
+        return body
+
+    def _chat_body(self, name: str, messages: list[dict[str, Any]], thinks: bool) -> dict[str, Any]:
+        """The chat-completions body (``thinks``: a reasoning model, sent no temperature)."""
+        body: dict[str, Any] = {"model": name, "messages": messages}
+        _put(body, "tools", None if self.tools is None else list(self.tools))
+        _put(body, "tool_choice", self.tool_choice)
+        _put(body, "temperature", None if thinks else self.temperature)
+        _put(body, "max_completion_tokens" if thinks else "max_tokens", self.max_tokens)
+        _put(body, "response_format", self.response_format)
+        _put(body, "seed", self.seed)
+        _put(body, "reasoning_effort", self.reasoning_effort)
+        if self.logprobs:
+            body["logprobs"] = True
+            _put(body, "top_logprobs", self.top_logprobs)
+        return body
+
+    def _responses_body(self, name: str, messages: list[dict[str, Any]], thinks: bool) -> dict[str, Any]:
+        """The Responses API body: tools, tool choice and response format converted from the chat shape."""
+        body: dict[str, Any] = {"model": name, "input": messages}
+        _put(body, "tools", None if self.tools is None else [_responses_tool(t) for t in self.tools])
+        _put(body, "tool_choice", _responses_tool_choice(self.tool_choice))
+        _put(body, "temperature", None if thinks else self.temperature)
+        _put(body, "max_output_tokens", self.max_tokens)
+        _put(
+            body, "text", None if self.response_format is None else {"format": _responses_format(self.response_format)}
+        )
+        _put(body, "seed", self.seed)
+        _put(body, "reasoning", None if self.reasoning_effort is None else {"effort": self.reasoning_effort})
+        if self.logprobs:
+            body["include"] = [_RESPONSES_LOGPROBS]
+            _put(body, "top_logprobs", self.top_logprobs)
         return body
 
 

@@ -237,6 +237,8 @@ def _number(bound: float | None) -> str:
 def _described(kind: Any, spec: Param) -> str:
     """A type and its bounds in words: ``a positive integer``, ``a number in [0, 1)``, ``True or False``."""
     members = [m for m in _members(kind) if m is not type(None)]
+    if members == [Any]:
+        return "any value"
     if members == [bool]:
         return "True or False"
     if members == [str]:

@@ -811,7 +811,7 @@ def test_openai_errors_never_show_the_api_key(fake: FakeEmbeddings, fake_api_key
 
     fake.create = fail  # type: ignore[method-assign]
     scorer = EmbeddingSimilarity(provider="openai", api_key=fake_api_key)
-    scorer._client = fake  # what a client built from that key would say
+    scorer.client = fake  # what a client built from that key would say
     [error] = scorer.score_batch(rows_of([("a", "b")]))
     assert isinstance(error, ScorerError) and "<redacted>" in str(error) and fake_api_key not in str(error)
 

@@ -14,6 +14,7 @@ from .._util import is_int, lazy
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError
 from ..fields import references_field, text_field
+from ..params import param
 from ..registry import register
 from ..score import Score
 from . import models
@@ -78,49 +79,40 @@ class BERTScore(models.HubModel, Scorer):
     example = 'BERTScore()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")'
     algorithm_version = "1"
 
-    def __init__(
-        self,
-        *,
-        model_type: str | None = None,
-        num_layers: int | None = None,
-        idf: bool = False,
-        idf_sents: Sequence[str] | None = None,
-        lang: str = "en",
-        rescale_with_baseline: bool = False,
-        baseline_path: str | None = None,
-        batch_size: int = 64,
-        device: str | None = None,
-        use_fast_tokenizer: bool = False,
-        allow_download: bool = False,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(name=name)
+    model_type: str | None = param("a hub name or a local folder (None: the bundled MiniLM, layer 6)", default=None)
+    num_layers: int | None = param(
+        "the layer whose embeddings are compared (None: bert-score's tuned layer for the model)", default=None, ge=0
+    )
+    idf: bool = param("weight tokens by idf over idf_sents", default=False)
+    idf_sents: Sequence[str] | None = param("the corpus the idf weights come from (needs idf=True)", default=None)
+    lang: str = param("the language of the rescale baseline file (as in bert-score)", default="en")
+    rescale_with_baseline: bool = param("rescale with bert-score's baseline for the model", default=False)
+    baseline_path: str | None = param(
+        "a baseline CSV (LAYER,P,R,F) of your own (needs rescale_with_baseline=True)", default=None
+    )
+    batch_size: int = param("most sentences per forward pass (never changes a number)", default=64, ge=1, signed=False)
+    device: str | None = param("the torch device (None: cuda when available, else cpu)", default=None, signed=False)
+    use_fast_tokenizer: bool = param("use the model's fast tokenizer", default=False)
+    allow_download: bool = param(
+        "fetch a hub model not in the local cache (otherwise nothing is downloaded)", default=False, signed=False
+    )
+
+    def __post_init__(self) -> None:
         models.require_packages(self.name, "torch", "transformers", "bert_score")
-        if not is_int(batch_size) or batch_size < 1:
-            raise ConfigError(
-                f"{self.name}: batch_size must be a positive integer, got {batch_size!r}", scorer=self.name
-            )
-        self.model_type = model_type
-        self.allow_download = bool(allow_download)
-        self.num_layers = self._resolve_layers(model_type, num_layers)
-        self.idf = bool(idf)
-        self.lang = lang
-        self.batch_size = batch_size
-        self._device = device
-        self.use_fast_tokenizer = bool(use_fast_tokenizer)
-        self._idf_sents = [str(s) for s in idf_sents] if idf_sents is not None else None
-        if self.idf and not self._idf_sents:
+        layer = self.num_layers = self._resolve_layers(self.model_type, self.num_layers)
+        given = self.idf_sents
+        self.idf_sents = [str(s) for s in given] if given is not None else None
+        if self.idf and not self.idf_sents:
             raise ConfigError(
                 f"{self.name}: idf=True needs idf_sents (the corpus the idf weights come from)", scorer=self.name
             )
-        if not self.idf and idf_sents is not None:
+        if not self.idf and given is not None:
             raise ConfigError(f"{self.name}: idf_sents given but idf=False", scorer=self.name)
-        self.rescale_with_baseline = bool(rescale_with_baseline)
         self._baseline: tuple[float, float, float] | None = None
         self._baseline_digest: str | None = None
         if self.rescale_with_baseline:
-            self._baseline, self._baseline_digest = self._read_baseline(model_type, baseline_path)
-        elif baseline_path is not None:
+            self._baseline, self._baseline_digest = self._read_baseline(self.model_type, self.baseline_path, layer)
+        elif self.baseline_path is not None:
             raise ConfigError(f"{self.name}: baseline_path given but rescale_with_baseline=False", scorer=self.name)
 
     # ------------------------------------------------------------ per-process state (dropped when pickled)
@@ -135,7 +127,7 @@ class BERTScore(models.HubModel, Scorer):
     def _model(self) -> Any:
         total = models.layer_count(self._source, self.allow_download, self.name)
         layers = None if self.num_layers == total else self.num_layers  # the full model is shared with other scorers
-        return models.load_model(self._source, self.device, layers, self.allow_download, self.name)
+        return models.load_model(self._source, self._torch_device, layers, self.allow_download, self.name)
 
     @lazy
     def _encoding(self) -> tuple[bool, int, frozenset[int]]:
@@ -151,10 +143,10 @@ class BERTScore(models.HubModel, Scorer):
     def _idf(self) -> tuple[dict[int, float], float]:
         """Token id -> idf over ``idf_sents``, and the weight of unseen tokens (``log(M+1)``)."""
         counts: dict[int, int] = {}
-        for sentence in self._idf_sents or ():
+        for sentence in self.idf_sents or ():
             for token in set(self._tokenize(sentence)):
                 counts[token] = counts.get(token, 0) + 1
-        m = len(self._idf_sents or ())
+        m = len(self.idf_sents or ())
         return {t: math.log((m + 1) / (c + 1)) for t, c in counts.items()}, math.log(m + 1)
 
     @lazy
@@ -189,7 +181,7 @@ class BERTScore(models.HubModel, Scorer):
         return num_layers
 
     def _read_baseline(
-        self, model_type: str | None, baseline_path: str | None
+        self, model_type: str | None, baseline_path: str | None, layer: int
     ) -> tuple[tuple[float, float, float], str]:
         if baseline_path is None:
             if model_type is None:
@@ -209,18 +201,16 @@ class BERTScore(models.HubModel, Scorer):
             )
         with open(baseline_path, newline="") as fh:
             rows = list(csv.reader(fh))[1:]
-        if self.num_layers >= len(rows):  # bert-score takes the row at index num_layers
-            raise ConfigError(
-                f"{self.name}: baseline {baseline_path} has no row for layer {self.num_layers}", scorer=self.name
-            )
-        p, r, f = (float(x) for x in rows[self.num_layers][1:4])
+        if layer >= len(rows):  # bert-score takes the row at index num_layers
+            raise ConfigError(f"{self.name}: baseline {baseline_path} has no row for layer {layer}", scorer=self.name)
+        p, r, f = (float(x) for x in rows[layer][1:4])
         return (p, r, f), hashlib.sha256(Path(baseline_path).read_bytes()).hexdigest()[:16]
 
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {**self._identity, "num_layers": self.num_layers, "idf": self.idf}
-        if self._idf_sents is not None:
-            joined = "\n".join(self._idf_sents).encode()
-            out["idf_sents"] = {"n": len(self._idf_sents), "sha256": hashlib.sha256(joined).hexdigest()[:16]}
+        if self.idf_sents is not None:
+            joined = "\n".join(self.idf_sents).encode()
+            out["idf_sents"] = {"n": len(self.idf_sents), "sha256": hashlib.sha256(joined).hexdigest()[:16]}
         out["baseline"] = (
             {"lang": self.lang, "values": list(self._baseline), "sha256": self._baseline_digest}
             if self._baseline is not None
@@ -276,8 +266,8 @@ class BERTScore(models.HubModel, Scorer):
             )
             mask = None
             if lengths[0] != lengths[-1]:  # a batch of several lengths (see models.length_batches): mask the padding
-                mask = (torch.arange(lengths[-1]) < torch.tensor(lengths).unsqueeze(1)).long().to(self.device)
-            states = self._model(tokens.to(self.device), attention_mask=mask)[0]
+                mask = (torch.arange(lengths[-1]) < torch.tensor(lengths).unsqueeze(1)).long().to(self._torch_device)
+            states = self._model(tokens.to(self._torch_device), attention_mask=mask)[0]
             states = torch.nn.functional.normalize(states.float(), dim=-1)
             for row, (i, n) in enumerate(zip(batch, lengths)):
                 units[i] = states[row, :n]  # a view: no copy
@@ -294,7 +284,7 @@ class BERTScore(models.HubModel, Scorer):
             units = self._encode(ids)
             weights = []  # per text, normalized once: each token's share of the sentence's weight
             for x in ids:
-                w = torch.tensor(self._weights(x), dtype=torch.float32, device=self.device)
+                w = torch.tensor(self._weights(x), dtype=torch.float32, device=self._torch_device)
                 weights.append(w / w.sum())  # 0/0 = nan for an empty text: _greedy_match scores it 0
             prf = _greedy_match(torch, [(index[h], index[r]) for h, r in pairs], units, weights, self.batch_size)
         if self._baseline is not None:

@@ -139,13 +139,13 @@ def model_source(scorer: str, model: str | None) -> ModelSource:
 
 
 class HubModel:
-    """A scorer's Hugging Face model, located once per process: :attr:`_source` and :attr:`device` are ``@lazy``
-    (dropped when the scorer pickles, found again where it lands). The scorer sets ``name`` and ``_device``;
+    """A scorer's Hugging Face model, located once per process: :attr:`_source` and :attr:`_torch_device` are ``@lazy``
+    (dropped when the scorer pickles, found again where it lands). The scorer sets ``name`` and ``device`` (its parameter);
     :meth:`_model_name` reads its ``model`` setting (BERTScore's is ``model_type``)."""
 
     name: str
     model: str | None
-    _device: str | None
+    device: str | None
 
     def _model_name(self) -> str | None:
         """The model's hub name or folder; None for the bundled MiniLM."""
@@ -156,9 +156,9 @@ class HubModel:
         return model_source(self.name, self._model_name())
 
     @lazy
-    def device(self) -> str:
+    def _torch_device(self) -> str:
         """The device the model runs on: the ``device`` parameter, else ``cuda`` when available, else ``cpu``."""
-        return default_device(self._device, self.name)
+        return default_device(self.device, self.name)
 
 
 @memoize

@@ -12,6 +12,7 @@ from .._util import is_int, lazy, memoize, optional_import
 from ..base import Scorer
 from ..errors import ConfigError, MissingExtraError, ScorerError, ScorerInputError
 from ..fields import references_field, text_field
+from ..params import param
 from ..registry import register
 from ..score import Score
 from . import models
@@ -69,54 +70,44 @@ class MoverScore(models.HubModel, Scorer):
     example = 'MoverScore()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")'
     algorithm_version = "1"
 
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        num_layers: int | None = None,
-        idf: bool = False,
-        idf_sents: Sequence[str] | None = None,
-        idf_output_sents: Sequence[str] | None = None,
-        stop_words: Sequence[str] = (),
-        score_map: str = "reciprocal",
-        batch_size: int = 256,
-        device: str | None = None,
-        allow_download: bool = False,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(name=name)
+    model: str | None = param("a hub name or a local folder (None: the bundled MiniLM)", default=None)
+    num_layers: int | None = param(
+        "how many layers run; the last one's embeddings are compared (None: all)", default=None, ge=0
+    )
+    idf: bool = param("weight tokens by idf over idf_sents (and idf_output_sents)", default=False)
+    idf_sents: Sequence[str] | None = param("the reference corpus of the idf weights (needs idf=True)", default=None)
+    idf_output_sents: Sequence[str] | None = param(
+        "the output corpus of the idf weights (None: idf_sents)", default=None
+    )
+    stop_words: Sequence[str] = param(
+        "words that weigh nothing in the transport", default=(), expected="a list of strings"
+    )
+    score_map: str = param(
+        "how the transport distance becomes a similarity", default="reciprocal", choices=tuple(SCORE_MAPS)
+    )
+    batch_size: int = param("most sentences per forward pass (never changes a number)", default=256, ge=1, signed=False)
+    device: str | None = param("the torch device (None: cuda when available, else cpu)", default=None, signed=False)
+    allow_download: bool = param(
+        "fetch a hub model not in the local cache (otherwise nothing is downloaded)", default=False, signed=False
+    )
+
+    def __post_init__(self) -> None:
         models.require_packages(self.name, "torch", "transformers")
         if importlib.util.find_spec("ot") is None:
             raise MissingExtraError(self.name, "POT", "bert")
-        if not is_int(batch_size) or batch_size < 1:
-            raise ConfigError(
-                f"{self.name}: batch_size must be a positive integer, got {batch_size!r}", scorer=self.name
-            )
-        if score_map not in SCORE_MAPS:
-            raise ConfigError(
-                f"{self.name}: score_map must be one of {', '.join(map(repr, SCORE_MAPS))}, got {score_map!r}",
-                scorer=self.name,
-            )
-        if not isinstance(stop_words, (list, tuple, set, frozenset)) or not all(isinstance(w, str) for w in stop_words):
-            raise ConfigError(f"{self.name}: stop_words must be a list of strings", scorer=self.name)
-        self.model = model
-        self.allow_download = bool(allow_download)
-        self.batch_size = batch_size
-        self._device = device
-        self.score_map = score_map
-        self.stop_words = frozenset(stop_words)
-        self.idf = bool(idf)
-        self._idf_sents = [str(s) for s in idf_sents] if idf_sents is not None else None
-        self._idf_output_sents = [str(s) for s in idf_output_sents] if idf_output_sents is not None else None
-        if self.idf and not self._idf_sents:
+        self._stop_words = frozenset(self.stop_words)
+        idf_sents, idf_output_sents = self.idf_sents, self.idf_output_sents
+        self.idf_sents = [str(s) for s in idf_sents] if idf_sents is not None else None
+        self.idf_output_sents = [str(s) for s in idf_output_sents] if idf_output_sents is not None else None
+        if self.idf and not self.idf_sents:
             raise ConfigError(
                 f"{self.name}: idf=True needs idf_sents (the corpus the idf weights come from)", scorer=self.name
             )
         if not self.idf and (idf_sents is not None or idf_output_sents is not None):
             raise ConfigError(f"{self.name}: idf_sents or idf_output_sents given but idf=False", scorer=self.name)
-        if self._idf_output_sents is not None and not self._idf_output_sents:
+        if self.idf_output_sents is not None and not self.idf_output_sents:
             raise ConfigError(f"{self.name}: idf_output_sents is empty", scorer=self.name)
-        self.num_layers = self._resolve_layers(num_layers)
+        self.num_layers = self._resolve_layers(self.num_layers)
 
     def _resolve_layers(self, num_layers: int | None) -> int | None:
         """``num_layers``, checked; None becomes the model's layer count when its local config says."""
@@ -149,7 +140,7 @@ class MoverScore(models.HubModel, Scorer):
     def _model(self) -> Any:
         total = models.layer_count(self._source, self.allow_download, self.name)
         layers = None if self.num_layers in (None, total) else self.num_layers  # the full model is shared
-        return models.load_model(self._source, self.device, layers, self.allow_download, self.name)
+        return models.load_model(self._source, self._torch_device, layers, self.allow_download, self.name)
 
     @lazy
     def _ot(self) -> Any:
@@ -158,10 +149,10 @@ class MoverScore(models.HubModel, Scorer):
     @lazy
     def _idf_tables(self) -> tuple[tuple[dict[int, float], float], tuple[dict[int, float], float]] | None:
         """(references' table, outputs' table), each token id -> idf and the idf of unseen ids; None without idf."""
-        if self._idf_sents is None:
+        if self.idf_sents is None:
             return None
-        references = self._idf_table(self._idf_sents)
-        outputs = references if self._idf_output_sents is None else self._idf_table(self._idf_output_sents)
+        references = self._idf_table(self.idf_sents)
+        outputs = references if self.idf_output_sents is None else self._idf_table(self.idf_output_sents)
         return references, outputs
 
     @lazy
@@ -170,10 +161,10 @@ class MoverScore(models.HubModel, Scorer):
 
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {**self._identity, "num_layers": self.num_layers, "idf": self.idf}
-        for key, corpus in (("idf_sents", self._idf_sents), ("idf_output_sents", self._idf_output_sents)):
+        for key, corpus in (("idf_sents", self.idf_sents), ("idf_output_sents", self.idf_output_sents)):
             if corpus is not None:
                 out[key] = _digest(corpus)
-        out["stop_words"] = _digest(sorted(self.stop_words)) if self.stop_words else None
+        out["stop_words"] = _digest(sorted(self._stop_words)) if self._stop_words else None
         out["score_map"] = SCORE_MAPS[self.score_map]
         out["pot"] = models.dist_version("POT")
         out.update(models.stack_versions())
@@ -185,7 +176,7 @@ class MoverScore(models.HubModel, Scorer):
         tokenizer = self._tokenizer
         return ["[CLS]", *tokenizer.tokenize(text)[: max(tokenizer.model_max_length - 2, 0)], "[SEP]"]
 
-    def _idf_table(self, corpus: list[str]) -> tuple[dict[int, float], float]:
+    def _idf_table(self, corpus: Sequence[str]) -> tuple[dict[int, float], float]:
         counts: dict[int, int] = {}
         for text in corpus:
             for token in set(self._tokenizer.convert_tokens_to_ids(self._tokens(text))):
@@ -198,7 +189,7 @@ class MoverScore(models.HubModel, Scorer):
         tables = self._idf_tables
         table, unseen = tables[side] if tables is not None else ({}, 1.0)
         return [
-            0.0 if t in self.stop_words or "##" in t or t in PUNCTUATION else table.get(i, unseen)
+            0.0 if t in self._stop_words or "##" in t or t in PUNCTUATION else table.get(i, unseen)
             for t, i in zip(tokens, ids)
         ]
 
@@ -211,7 +202,9 @@ class MoverScore(models.HubModel, Scorer):
         tokens = [self._tokens(t) for t in texts]
         ids = [self._tokenizer.convert_tokens_to_ids(x) for x in tokens]
         pad = self._tokenizer.pad_token_id
-        states = models.encode_tokens(self._model, self.device, ids, pad if pad is not None else 0, self.batch_size)
+        states = models.encode_tokens(
+            self._model, self._torch_device, ids, pad if pad is not None else 0, self.batch_size
+        )
         index = {t: i for i, t in enumerate(texts)}
         sides: list[dict[int, tuple[Any, Any] | None]] = [{}, {}]  # text index -> (unit embeddings, weights)
 

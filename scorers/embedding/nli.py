@@ -31,6 +31,7 @@ from .._util import is_int, lazy, memoize
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError
 from ..fields import Field, references_field, text_field
+from ..params import param
 from ..score import Score
 from . import models
 from .models import LoadError, ModelSource
@@ -56,36 +57,26 @@ class NLIEntailment(models.HubModel, Scorer):
     fields: tuple[Field, ...] = (text_field("input", utf8=True), text_field("output", utf8=True))
     example = "NLIEntailment(model='/models/nli')(input='A man plays a guitar.', output='Someone makes music.')"
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        premise: Premise = "input",
-        entailment_label: str | int | None = None,
-        batch_size: int = 32,
-        device: str | None = None,
-        allow_download: bool = False,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(name=name)
-        if not isinstance(model, str) or not model:
+    model: str = param("the NLI model: a hub name or a local folder", expected="a hub name or a local folder")
+    premise: Premise = param("the field that holds the premise", default="input", choices=PREMISES)
+    entailment_label: str | int | None = param(
+        "the entailment class, by name or index (None: read off the model's labels)",
+        default=None,
+        expected="a class name or index, or None",
+    )
+    batch_size: int = param("most pairs per forward pass (never changes a number)", default=32, ge=1, signed=False)
+    device: str | None = param("the torch device (None: cuda when available, else cpu)", default=None, signed=False)
+    allow_download: bool = param(
+        "fetch a hub model not in the local cache (otherwise nothing is downloaded)", default=False, signed=False
+    )
+
+    def __post_init__(self) -> None:
+        if not self.model:
             raise ConfigError(
-                f"{self.name}: model must be a hub name or a local folder, got {model!r}", scorer=self.name
-            )
-        if premise not in PREMISES:
-            raise ConfigError(
-                f"{self.name}: premise must be one of {', '.join(PREMISES)}, got {premise!r}", scorer=self.name
-            )
-        if not is_int(batch_size) or batch_size < 1:
-            raise ConfigError(
-                f"{self.name}: batch_size must be a positive integer, got {batch_size!r}", scorer=self.name
+                f"{self.name}: model must be a hub name or a local folder, got {self.model!r}", scorer=self.name
             )
         models.require_packages(self.name, "torch", "transformers")
-        self.model = model
-        self.premise: Premise = premise
-        self.batch_size = batch_size
-        self.allow_download = bool(allow_download)
-        self._device = device
+        premise = self.premise
         self.fields = (
             references_field("context", utf8=True, description="the premise: one text, or chunks joined")
             if premise == "context"
@@ -93,7 +84,7 @@ class NLIEntailment(models.HubModel, Scorer):
             text_field("output", utf8=True, description="the hypothesis"),
         )
         self.labels = self._labels()
-        self.entailment_index = self._entailment_index(entailment_label)
+        self.entailment_index = self._entailment_index(self.entailment_label)
 
     # ------------------------------------------------------------ the model (per process, dropped when pickled)
     @lazy
@@ -104,7 +95,7 @@ class NLIEntailment(models.HubModel, Scorer):
     def _classifier(self) -> Any:
         models.import_torch(self.name)
         try:
-            return _load_classifier(self._source, self.device, self.allow_download)
+            return _load_classifier(self._source, self._torch_device, self.allow_download)
         except LoadError as exc:
             raise ConfigError(f"{self.name}: {exc}", scorer=self.name) from exc
 
@@ -170,7 +161,7 @@ class NLIEntailment(models.HubModel, Scorer):
                     padding=True,
                     truncation=True,
                     return_tensors="pt",
-                ).to(self.device)
+                ).to(self._torch_device)
                 logits = classifier(**encoded).logits.float()
                 for row, index in enumerate(batch):
                     probabilities[index] = torch.softmax(logits[row], dim=-1).cpu().tolist()

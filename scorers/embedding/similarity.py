@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import math
 import os
 import threading
 import weakref
@@ -13,10 +12,11 @@ from typing import Any, ClassVar, Hashable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from .._aio import run_sync
-from .._util import is_int, is_number, lazy
+from .._util import lazy
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError
 from ..fields import references_field, text_field
+from ..params import param
 from ..registry import register
 from ..score import Score
 from . import models
@@ -108,43 +108,33 @@ class EmbeddingSimilarity(models.HubModel, Scorer):
     example = 'EmbeddingSimilarity()(output="The cat sat on the mat.", expected="A feline was sitting on the rug.")'
     algorithm_version = "1"
 
-    def __init__(
-        self,
-        *,
-        provider: str = "local",
-        model: str | None = None,
-        prefix: str = "",
-        expected_min: float = 0.0,
-        batch_size: int = 64,
-        device: str | None = None,
-        client: Any = None,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        allow_download: bool = False,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(name=name)
-        if provider not in ("local", "openai"):
-            raise ConfigError(f"{self.name}: provider must be 'local' or 'openai', got {provider!r}", scorer=self.name)
-        if not is_number(expected_min) or not math.isfinite(expected_min) or not 0.0 <= expected_min < 1.0:
-            raise ConfigError(f"{self.name}: expected_min must be in [0, 1), got {expected_min!r}", scorer=self.name)
-        if not is_int(batch_size) or batch_size < 1:
-            raise ConfigError(
-                f"{self.name}: batch_size must be a positive integer, got {batch_size!r}", scorer=self.name
-            )
-        if not isinstance(prefix, str):
-            raise ConfigError(f"{self.name}: prefix must be a string", scorer=self.name)
-        self.provider = provider
+    provider: str = param(
+        "local: the bundled MiniLM (sync); openai: the OpenAI embeddings endpoint (async)",
+        default="local",
+        choices=("local", "openai"),
+    )
+    model: str | None = param("the embedding model (None: MiniLM, or the OpenAI default)", default=None)
+    prefix: str = param("text put before both texts before embedding (as in autoevals)", default="")
+    expected_min: float = param(
+        "the cosine that maps to 0 (0.7: autoevals' EmbeddingSimilarity)", default=0.0, ge=0, lt=1
+    )
+    batch_size: int = param("most texts per forward pass (never changes a number)", default=64, ge=1, signed=False)
+    device: str | None = param("the torch device (None: cuda when available, else cpu)", default=None, signed=False)
+    client: Any = param("an openai.AsyncOpenAI or openai.OpenAI client (provider='openai')", default=None, signed=False)
+    api_key: str | None = param("the API key (provider='openai'; None: OPENAI_API_KEY)", default=None, signed=False)
+    base_url: str | None = param(
+        "the endpoint (provider='openai'; None: OPENAI_BASE_URL, else OpenAI's)", default=None, signed=False
+    )
+    allow_download: bool = param(
+        "fetch a hub model not in the local cache (otherwise nothing is downloaded)", default=False, signed=False
+    )
+
+    def __post_init__(self) -> None:
+        provider, client, api_key, base_url = self.provider, self.client, self.api_key, self.base_url
         # The local model runs in the caller's thread (sync); OpenAI requests are awaited (async). Set per
         # instance over the class's derived value (the class has both routes); every caller reads the instance's.
         self.is_async = provider == "openai"  # type: ignore[misc]  # a ClassVar on Scorer, set here on purpose
-        self.prefix = prefix
-        self.expected_min = float(expected_min)
-        self.batch_size = batch_size
-        self.allow_download = bool(allow_download)
-        self.model = model
-        self._device = device
-        self._client = client
+        self.expected_min = float(self.expected_min)
         if provider == "local":
             if client is not None or api_key is not None or base_url is not None:
                 raise ConfigError(
@@ -156,7 +146,6 @@ class EmbeddingSimilarity(models.HubModel, Scorer):
         if client is not None and (api_key is not None or base_url is not None):
             raise ConfigError(f"{self.name}: pass either client= or api_key=/base_url=, not both", scorer=self.name)
         self.model = self.model or DEFAULT_OPENAI_MODEL
-        self._api_key = api_key
         if client is None:
             self._resolved_key()  # no key: ConfigError now, before any request
             # resolved once: a pickled copy sends to the same endpoint, whatever its environment says
@@ -166,7 +155,7 @@ class EmbeddingSimilarity(models.HubModel, Scorer):
         self._endpoint = _public_url(self._base_url)
 
     def _resolved_key(self) -> str:
-        key = self._api_key or os.environ.get("OPENAI_API_KEY")
+        key = self.api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             raise ConfigError(
                 f"{self.name}: provider='openai' needs an API key: pass api_key= or client=, or set OPENAI_API_KEY",
@@ -181,7 +170,7 @@ class EmbeddingSimilarity(models.HubModel, Scorer):
 
     @lazy
     def _model(self) -> Any:
-        return models.load_model(self._source, self.device, None, self.allow_download, self.name)
+        return models.load_model(self._source, self._torch_device, None, self.allow_download, self.name)
 
     @lazy
     def _clients(self) -> "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]":
@@ -204,7 +193,7 @@ class EmbeddingSimilarity(models.HubModel, Scorer):
         return {**self._identity, "prefix": self.prefix, "expected_min": self.expected_min}
 
     def __getstate__(self) -> dict[str, Any]:
-        if self._client is not None:
+        if self.client is not None:
             raise TypeError(
                 f"{self.name}: an EmbeddingSimilarity with client= cannot be pickled; pass api_key=/base_url= instead"
             )
@@ -261,7 +250,9 @@ class EmbeddingSimilarity(models.HubModel, Scorer):
         limit = models.max_seq_length(self._source.location) or tokenizer.model_max_length
         ids = tokenizer(list(texts), add_special_tokens=True, truncation=True, max_length=limit)["input_ids"]
         pad = tokenizer.pad_token_id
-        states = models.encode_tokens(self._model, self.device, ids, pad if pad is not None else 0, self.batch_size)
+        states = models.encode_tokens(
+            self._model, self._torch_device, ids, pad if pad is not None else 0, self.batch_size
+        )
         return [torch.nn.functional.normalize(s.mean(dim=0), dim=0).double().numpy() for s in states]
 
     async def _fetch(self, texts: list[str], limit: asyncio.Semaphore) -> list[Any]:
@@ -287,7 +278,7 @@ class EmbeddingSimilarity(models.HubModel, Scorer):
                 response = await self._create([self.prefix + t for t in texts])
             except openai.OpenAIError as exc:
                 detail = mask_urls(str(exc))
-                for secret in {self._api_key, os.environ.get("OPENAI_API_KEY")} - {None, ""}:
+                for secret in {self.api_key, os.environ.get("OPENAI_API_KEY")} - {None, ""}:
                     detail = detail.replace(secret, "<redacted>")  # type: ignore[arg-type]  # None is taken out
                 error = ScorerError(
                     f"{self.name}: the embeddings request failed: {type(exc).__name__}: {detail}", scorer=self.name
@@ -308,9 +299,9 @@ class EmbeddingSimilarity(models.HubModel, Scorer):
         return vectors
 
     async def _create(self, texts: list[str]) -> Any:
-        if self._client is None:
+        if self.client is None:
             return await self._loop_client().embeddings.create(model=self.model, input=texts)
-        create = self._client.embeddings.create
+        create = self.client.embeddings.create
         if inspect.iscoroutinefunction(create):
             return await create(model=self.model, input=texts)
         return await asyncio.to_thread(create, model=self.model, input=texts)
@@ -383,22 +374,7 @@ class OpenAIEmbeddingSimilarity(EmbeddingSimilarity):
 
     extra = None  # the OpenAI client is a core dependency
 
-    def __init__(self, *, provider: str = "openai", **kwargs: Any) -> None:
-        if provider != "openai":
-            raise ConfigError(
-                f"{kwargs.get('name') or self.name}: an OpenAIEmbeddingSimilarity needs "
-                f"provider='openai', got {provider!r}",
-                scorer=kwargs.get("name") or self.name,
-            )
-        super().__init__(provider=provider, **kwargs)
-
-    # inspect.signature reads __signature__, which a function's declared type does not list
-    __init__.__signature__ = inspect.signature(EmbeddingSimilarity.__init__).replace(  # type: ignore[attr-defined]
-        parameters=[
-            p.replace(default="openai") if p.name == "provider" else p
-            for p in inspect.signature(EmbeddingSimilarity.__init__).parameters.values()
-        ]
-    )
+    provider: str = param("the OpenAI embeddings endpoint (async)", default="openai", choices=("openai",))
 
     def signature(self) -> dict[str, Any]:
         """As :class:`EmbeddingSimilarity`'s: this class is a default, not another scorer."""

@@ -104,9 +104,11 @@ def test_the_entailment_class_comes_from_the_labels(tiny_nli, tmp_path):
         NLIEntailment(model=plain)
     assert NLIEntailment(model=plain, entailment_label="label_1").entailment_index == 1
     assert NLIEntailment(model=plain, entailment_label=2).entailment_index == 2
-    for wrong in (3, "yes", True):
+    for wrong in (3, "yes"):
         with pytest.raises(ConfigError, match="is not one of the model's classes"):
             NLIEntailment(model=plain, entailment_label=wrong)
+    with pytest.raises(ConfigError, match="entailment_label must be a class name or index, or None, got True"):
+        NLIEntailment(model=plain, entailment_label=True)
 
 
 @pytest.mark.parametrize(

@@ -67,9 +67,12 @@ def _fail_skips_in_ci(report: Any) -> None:
 
 
 def _missing_extra(excinfo: pytest.ExceptionInfo[BaseException] | None) -> MissingExtraError | None:
-    """The MissingExtraError that failed a doctest at its first failing example (an extra not installed)."""
+    """The MissingExtraError that failed a test, or a doctest at its first failing example (an extra not
+    installed)."""
     if excinfo is None:
         return None
+    if isinstance(excinfo.value, MissingExtraError):
+        return excinfo.value
     failures = getattr(excinfo.value, "failures", None) or [excinfo.value]  # MultipleDoctestFailures, or one
     first = failures[0]
     if isinstance(first, doctest.UnexpectedException) and isinstance(first.exc_info[1], MissingExtraError):
@@ -77,10 +80,11 @@ def _missing_extra(excinfo: pytest.ExceptionInfo[BaseException] | None) -> Missi
     return None
 
 
-def _skip_doctests_of_missing_extras(item: pytest.Item, call: pytest.CallInfo[None], report: Any) -> None:
-    """A doctest whose scorer's extra is not installed is skipped, naming the extra, not failed (a CI with
-    every extra installed never gets here, and would fail such a skip below anyway)."""
-    if not isinstance(getattr(item, "dtest", None), doctest.DocTest) or report.when != "call" or not report.failed:
+def _skip_tests_of_missing_extras(item: pytest.Item, call: pytest.CallInfo[None], report: Any) -> None:
+    """A test, fixture or doctest that fails with a MissingExtraError (its extra is not installed) is skipped,
+    naming the extra, not failed (a CI with every extra installed never gets here, and would fail such a skip
+    below anyway)."""
+    if report.when not in ("setup", "call") or not report.failed:
         return
     missing = _missing_extra(call.excinfo)
     if missing is not None:
@@ -93,7 +97,7 @@ def _skip_doctests_of_missing_extras(item: pytest.Item, call: pytest.CallInfo[No
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
-    _skip_doctests_of_missing_extras(item, call, report)
+    _skip_tests_of_missing_extras(item, call, report)
     _fail_skips_in_ci(report)
 
 

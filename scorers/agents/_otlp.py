@@ -1,5 +1,6 @@
 """OpenTelemetry GenAI spans (OTLP JSON: resourceSpans, scopeSpans, spans) read into a conversation, for
-:mod:`scorers.agents.readers` (which detects the format and calls :func:`_from_otlp`)."""
+:mod:`scorers.agents.readers` (which detects the format and calls :func:`_from_otlp`), with the reading of
+messages every format shares (:mod:`scorers.agents._messages`)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from scorers.agents.model import ROLES, Message
-from scorers.agents.readers import (
+from scorers.agents._messages import (
     _Builder,
     _call,
     _id,
@@ -21,6 +21,7 @@ from scorers.agents.readers import (
     _shown,
     _text,
 )
+from scorers.agents.model import ROLES, Message
 
 #: OTLP's status code of a failed span.
 _OTLP_STATUS_ERROR = 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import importlib.util
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -119,7 +120,11 @@ FIXTURE_MARKS = {
 DOCTEST_MARKS = {
     "scorers/embedding/": ("needs_torch",),  # the embedding scorers load torch and a model
     "scorers/text/meteor.py": ("slow",),  # builds the WordNet synonym index (about 7 s)
+    "scorers/testing/nli.py": ("needs_torch",),  # builds a tiny torch model
 }
+#: The package the doctests of a module of scorers/ need beyond the dev extra, and its extra: without the package
+#: they are skipped, naming the extra.
+DOCTEST_PACKAGES = {"scorers/engines/cluster.py": ("pyarrow", "ray")}
 
 
 def _scorer_marks(item: pytest.Item) -> set[str]:
@@ -139,13 +144,12 @@ def _scorer_marks(item: pytest.Item) -> set[str]:
     return {"needs_torch"} if getattr(scorer_class, "extra", None) == "bert" else set()
 
 
-def _tier_marks(item: pytest.Item, root: Path) -> set[str]:
+def _tier_marks(item: pytest.Item, where: str) -> set[str]:
     """The tier marks ``item`` lacks: those of the fixtures it uses and of its doctest module, and ``slow`` when
     it needs anything (a ``needs_*`` mark)."""
     own = {mark.name for mark in item.iter_markers()}
     marks = {name for fixture in getattr(item, "fixturenames", ()) for name in FIXTURE_MARKS.get(fixture, ())}
     marks.update(_scorer_marks(item))
-    where = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
     for prefix, names in DOCTEST_MARKS.items():
         if where.startswith(prefix):
             marks.update(names)
@@ -157,10 +161,15 @@ def _tier_marks(item: pytest.Item, root: Path) -> set[str]:
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by these marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Marks each test with what it needs (``needs_*``) and ``slow`` if it needs anything, so ``-m "not slow"``
-    (the fast tier) leaves it out."""
+    (the fast tier) leaves it out; skips the doctests of DOCTEST_PACKAGES whose package is not installed."""
+    root = config.rootpath
     for item in items:
-        for name in sorted(_tier_marks(item, config.rootpath)):
+        where = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""  # doctests' module
+        for name in sorted(_tier_marks(item, where)):
             item.add_marker(name)
+        package, extra = DOCTEST_PACKAGES.get(where, (None, None))
+        if package is not None and importlib.util.find_spec(package) is None:
+            item.add_marker(pytest.mark.skip(reason=f"needs {package}: pip install 'scorers[{extra}]'"))
 
 
 # ----------------------------------------------------------------------------- a real OpenAI-compatible server

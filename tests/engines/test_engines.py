@@ -35,6 +35,7 @@ from scorers.testing import LoopbackLLM, Reply
 
 from .conftest import WORKERS
 
+pytest.importorskip("pyarrow", reason="the engines need pyarrow: pip install 'scorers[ray]' or 'scorers[spark]'")
 WORDS = "the a cat dog sat ran on under mat log quick brown fox jumps over lazy".split()
 #: 240 pairs of short sentences (no two alike), and a row whose output is missing: every scorer records an error.
 ROWS = [

@@ -40,6 +40,7 @@ def test_returns_the_result_from_another_process() -> None:
     assert run_bounded(child_pid, timeout_s=60, memory_mb=100) != os.getpid()
 
 
+@pytest.mark.slow
 def test_a_call_past_the_time_limit_is_an_assertion_naming_it() -> None:
     with pytest.raises(AssertionError, match=r"sleep_for still running after the 3 s limit"):
         run_bounded(sleep_for, 600, timeout_s=3, memory_mb=100)
@@ -69,6 +70,7 @@ def test_a_child_that_dies_without_a_result_is_an_assertion() -> None:
         run_bounded(exit_abruptly, timeout_s=60, memory_mb=100)
 
 
+@pytest.mark.slow
 def test_a_worker_serves_calls_in_one_child_and_starts_another_after_a_timeout() -> None:
     with BoundedWorker() as worker:
         first = worker.call(child_pid, timeout_s=60, memory_mb=100)

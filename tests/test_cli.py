@@ -47,6 +47,7 @@ def test_list_table_and_show():
     assert "fields:" in shown.stdout and "example:" in shown.stdout and "normalize = null" in shown.stdout
 
 
+@pytest.mark.slow
 def test_list_marks_the_scorers_whose_extra_is_not_installed(tmp_path):
     # an installed scorers whose "text" extra names a package that is not installed (the real metadata machinery
     # reads it: the folder is first on the path), while its "bert" extra's packages are all present
@@ -83,6 +84,7 @@ def test_run_example_writes_one_line_per_row_in_order(tmp_path):
     assert "ExactMatch" in result.stderr and "mean" in result.stderr  # summary table on stderr
 
 
+@pytest.mark.slow
 def test_map_param_threshold_and_errors(tmp_path):
     data = write_jsonl(
         tmp_path / "d.jsonl",
@@ -195,6 +197,7 @@ def test_resume_refuses_results_of_another_file(tmp_path):
     assert result.returncode == 2 and "does not match input row 1" in result.stderr
 
 
+@pytest.mark.slow
 def test_resume_after_kill_loses_and_duplicates_no_row(tmp_path):
     n = 60_000
     data = write_jsonl(
@@ -230,6 +233,7 @@ def test_json_and_csv_inputs(tmp_path):
         assert json.loads(result.stdout)["scores"] == {"ExactMatch": score}
 
 
+@pytest.mark.slow
 def test_run_with_a_judge_against_the_loopback_server(tmp_path, llm_server, fake_api_key):
     from scorers.testing import Reply
 
@@ -294,6 +298,7 @@ def test_run_with_a_judge_against_the_loopback_server(tmp_path, llm_server, fake
     assert len(llm_server.chat_requests) - sent == 1 + 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scorer,figure", [("BLEU", "corpus_bleu"), ("chrF", "corpus_chrf"), ("TER", "corpus_ter")])
 def test_a_resumed_run_reproduces_the_corpus_figure_without_metadata(tmp_path, scorer, figure):
     import sacrebleu
@@ -312,6 +317,7 @@ def test_a_resumed_run_reproduces_the_corpus_figure_without_metadata(tmp_path, s
     assert whole[figure] == metric([r["output"] for r in rows], [[r["expected"] for r in rows]]).score
 
 
+@pytest.mark.slow
 def test_results_written_without_statistics_give_no_corpus_figure_and_say_why(tmp_path):
     full = tmp_path / "full.jsonl"
     assert cli("run", str(EXAMPLE), "-s", "BLEU", "-o", str(full)).returncode == 0
@@ -361,6 +367,7 @@ def test_a_broken_dependency_is_an_unexpected_error_and_a_non_zero_exit(tmp_path
     assert records[0]["scores"]["ExactMatch"] == 1.0
 
 
+@pytest.mark.slow
 def test_resume_with_other_scorers_says_what_differs(tmp_path):
     out = tmp_path / "out.jsonl"
     assert cli("run", str(EXAMPLE), "-s", "ExactMatch", "-s", "Levenshtein", "-o", str(out)).returncode == 0
@@ -431,6 +438,7 @@ def _interrupted_judge_run(
         yield proc.returncode, stderr, args, env
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_an_interrupted_run_exits_cleanly_and_resumes(tmp_path, sig, code, fake_api_key):
     out = tmp_path / "out.jsonl"
@@ -449,6 +457,7 @@ def test_an_interrupted_run_exits_cleanly_and_resumes(tmp_path, sig, code, fake_
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == list(range(40))
 
 
+@pytest.mark.slow
 def test_an_interrupted_parquet_run_keeps_its_rows_and_does_not_offer_resume(tmp_path, fake_api_key):
     import pyarrow.parquet as pq
 
@@ -483,6 +492,7 @@ def _torn_copy(full: Path, out: Path, rows: int) -> None:
     out.write_bytes(b"".join(lines[:rows]) + lines[rows][: len(lines[rows]) // 2])
 
 
+@pytest.mark.slow
 def test_input_columns_named_like_the_results_keys_are_kept_and_report_compare_resume_work(tmp_path):
     rows = [
         {
@@ -528,6 +538,7 @@ def test_input_columns_named_like_the_results_keys_are_kept_and_report_compare_r
     ]
 
 
+@pytest.mark.slow
 def test_lone_surrogates_control_characters_and_nan_are_written_and_resumed(tmp_path):
     rows = [
         {"id": 0, "output": "a", "expected": "a"},
@@ -600,6 +611,7 @@ def test_an_output_in_a_missing_folder_exits_2(tmp_path):
     assert f"error: cannot write {tmp_path / 'missing' / 'o.jsonl'}: No such file or directory" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs a POSIX file size limit")
 def test_a_write_cut_short_leaves_a_file_that_resumes(tmp_path):
     import resource

@@ -156,6 +156,7 @@ def same_json(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(rows=st.lists(ROWS, min_size=1, max_size=4))
 def test_every_json_row_is_written_read_back_and_resumed_as_it_was(rows):
@@ -321,6 +322,7 @@ class Text(str):
     pass
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(records=st.lists(st.dictionaries(KEYS, JSON_VALUES | AWKWARD_FLOATS, max_size=5), max_size=6))
 def test_results_lines_are_the_bytes_json_dumps_writes(records):
@@ -338,6 +340,7 @@ def test_values_orjson_does_not_write_as_json_does_are_written_by_json():
     assert json_lines(records) == json_dumps_lines(records)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(rows=st.lists(ROWS, min_size=1, max_size=5), ascii_only=st.booleans())
 def test_jsonl_rows_read_what_json_reads(rows, ascii_only):

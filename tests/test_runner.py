@@ -401,6 +401,7 @@ def test_interrupt_stops_a_for_loop_after_the_rows_scored_and_cancels_the_work_i
 
 
 # ------------------------------------------------------------------- a slow row, a read error
+@pytest.mark.slow
 def test_a_hung_judge_request_does_not_stop_the_rows_after_it(llm_env: LoopbackLLM) -> None:
     from scorers.llm import configure
 

@@ -72,6 +72,7 @@ def test_a_script_read_from_standard_input_is_refused_at_once(script, tmp_path):
     assert "ended abruptly" not in result.stderr and "FileNotFoundError" not in result.stderr
 
 
+@pytest.mark.slow
 def test_a_guarded_script_file_and_python_m_score_a_class_of_their_own_in_workers(tmp_path):
     guarded = DEFINED_HERE.replace("run = scorers", "if __name__ == '__main__':\n    run = scorers").replace(
         'print("SCORES"', '    print("SCORES"'

@@ -25,6 +25,7 @@ def _bash(script: str, tick_s: int) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_long_step_says_it_is_still_running() -> None:
     # the step itself waits for the ticker's first line (to a file: the test's own pipe is read at the end)
     out = _bash(

@@ -443,6 +443,7 @@ def test_a_judge_without_api_key_is_a_config_error() -> None:
         get_assert("Paris", context({"scorers": ["Factuality"], "map": {"input": "q"}}, q="Capital?", expected="Paris"))
 
 
+@pytest.mark.slow
 def test_init_keeps_a_different_file(tmp_path: Path) -> None:
     other = tmp_path / "assert.py"
     other.write_text("def get_assert(output, context):\n    return True\n")

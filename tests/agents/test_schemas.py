@@ -62,6 +62,7 @@ ADVERSARIAL = [
 ]
 
 
+@pytest.mark.slow
 def test_adversarial_schemas_finish_in_bounds_or_are_typed_errors():
     found = run_bounded(outcomes, [case[:2] for case in ADVERSARIAL], timeout_s=60, memory_mb=300)
     for (_, schema, expected), (kind, value) in zip(ADVERSARIAL, found):

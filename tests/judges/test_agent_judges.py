@@ -234,6 +234,7 @@ def test_the_judges_run_in_every_response_mode_the_loopback_answers() -> None:
 
 
 # ------------------------------------------------------------------- end to end
+@pytest.mark.slow
 def test_python_m_scorers_run_over_the_example_conversations(tmp_path: Path) -> None:
     """TaskCompletion over examples/conversations.jsonl with each row's task (its first user request) as input;
     TrajectoryQuality and ConversationRubric read the conversation alone."""

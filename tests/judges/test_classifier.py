@@ -356,6 +356,7 @@ def test_openai_evals_spec_file_works(llm_env: LoopbackLLM, tmp_path: Path) -> N
 
 
 # ------------------------------------------------------------------ batch run
+@pytest.mark.slow
 def test_batch_run_every_fault_ends_scored_or_typed(llm_env: LoopbackLLM) -> None:
     from scorers.runner import evaluate
 
@@ -689,6 +690,7 @@ def _score_in_child(payload: bytes, rows: list[dict[str, Any]]) -> list[dict[str
     return [_without_timing(judge(**row)) for judge, row in zip(judges, rows)]
 
 
+@pytest.mark.slow
 def test_judges_work_in_a_fresh_process(llm_env: LoopbackLLM, monkeypatch: pytest.MonkeyPatch) -> None:
     import concurrent.futures
     import multiprocessing

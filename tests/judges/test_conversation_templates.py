@@ -220,6 +220,7 @@ def test_the_declaration_is_part_of_the_template_hash_and_undeclared_fields_rend
     )
 
 
+@pytest.mark.slow
 def test_rendering_is_linear_in_the_conversations_size() -> None:
     judge = judge_from({**HELPFUL, "fields": {"conversation": {"type": "conversation", "max_tokens": 10**6}}})
 
@@ -305,6 +306,7 @@ def test_a_judge_over_conversations_through_loopback_over_http() -> None:
     )
 
 
+@pytest.mark.slow
 def test_python_m_scorers_run_over_a_jsonl_of_conversations(tmp_path: Path) -> None:
     templates = tmp_path / "templates"
     templates.mkdir()

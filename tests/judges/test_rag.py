@@ -563,6 +563,7 @@ def test_selfcheck_empty_sample_is_reasked(llm_env: LoopbackLLM) -> None:
 
 
 # -------------------------------------------------------------------------- CLI
+@pytest.mark.slow
 def test_cli_runs_the_rag_example_against_the_loopback_server(
     tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str
 ) -> None:
@@ -608,6 +609,7 @@ def test_cli_runs_the_rag_example_against_the_loopback_server(
     assert len(llm_server.chat_requests) == 4 * 2 + 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit, code", [("0.6", 0), ("0.4", 1)])
 def test_cli_threshold_of_a_lower_is_better_metric_is_a_maximum(
     tmp_path: Path, llm_server: LoopbackLLM, fake_api_key: str, limit: str, code: int

@@ -137,6 +137,7 @@ def test_model_precedence(llm_server, fake_api_key, monkeypatch):
 
 
 # ------------------------------------------------------------------------- faults and retries
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "fault",
     [
@@ -164,6 +165,7 @@ def test_transient_fault_then_success(llm_server, fake_api_key, tmp_path, fault)
     assert len(llm_server.chat_requests) == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "fault, cause",
     [
@@ -442,6 +444,7 @@ def test_cache_can_be_disabled(llm_server, fake_api_key, monkeypatch, setting):
 
 
 # ------------------------------------------------------------------------- concurrency
+@pytest.mark.slow
 def test_concurrency_cap_is_honoured():
     with LoopbackLLM(latency=0.2) as server:  # long enough that the first four are in flight together
         engine = LLMEngine(base_url=server.base_url, api_key="k", max_concurrency=4, cache=False)
@@ -454,6 +457,7 @@ def test_concurrency_cap_is_honoured():
         assert len(server.chat_requests) == 24
 
 
+@pytest.mark.slow
 def test_cap_is_shared_by_engines_on_one_endpoint():
     with LoopbackLLM(latency=0.2) as server:
         engines = [
@@ -647,6 +651,7 @@ def test_one_engine_across_several_event_loops(engine, llm_server):
 
 
 # ------------------------------------------------------------------------- the key never leaks
+@pytest.mark.slow
 def test_api_key_appears_nowhere(llm_server, fake_api_key, tmp_path, caplog):
     caplog.set_level(logging.DEBUG)
     cache_file = tmp_path / "leak.sqlite"

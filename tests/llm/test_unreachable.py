@@ -38,6 +38,7 @@ def run_judge(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_run_against_an_endpoint_nothing_answers_at_stops_with_exit_2_naming_it() -> None:
     """It retried every row (120 attempts, 16 s) and exited 0 with every row failed."""
     url = f"http://127.0.0.1:{free_port()}/v1"

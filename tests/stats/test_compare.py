@@ -287,6 +287,7 @@ def test_each_file_against_the_baseline_as_if_compared_alone(corpus, test):
 
 
 # ------------------------------------------------------------------ CLI: JSON, table, exit codes
+@pytest.mark.slow
 def test_json_schema_and_table(corpus):
     result = cli(*corpus["paths"], "--json", "--resamples", "200", "--seed", "9")
     assert result.returncode == 0, result.stderr
@@ -351,6 +352,7 @@ def test_json_schema_and_table(corpus):
     assert "TER corpus_ter: 40 rows, 0 left out; lower is better" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "baseline, other, name, code",
     [
@@ -370,6 +372,7 @@ def test_fail_if_worse_exit_codes(tmp_path, baseline, other, name, code):
     assert ("worse than" in result.stderr) is (code == 1)
 
 
+@pytest.mark.slow
 def test_ter_is_worse_when_its_corpus_figure_rises(tmp_path):
     pytest.importorskip("sacrebleu")
     rng = random.Random(3)
@@ -385,6 +388,7 @@ def test_ter_is_worse_when_its_corpus_figure_rises(tmp_path):
     assert cli(*paths, "--fail-if-worse", "TER", "--resamples", "200").returncode == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [["--fail-if-worse", "Nope"], ["--resamples", "0"], ["--test", "xx"]])
 def test_bad_usage_exits_2(tmp_path, args):
     assert cli(*exact_match_files(tmp_path, [1.0, 0.0], [0.0, 1.0]), *args).returncode == 2

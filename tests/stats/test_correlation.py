@@ -481,6 +481,7 @@ def many_rows_figure(count: int) -> tuple[float, float | None]:
     return figure.value, figure.low
 
 
+@pytest.mark.slow
 def test_many_rows_in_bounded_memory() -> None:
     """30,000 rows x 1,000 resamples: the old code held 1,000 x 30,000 arrays (690 MB at its peak), this one
     works through the resamples a few at a time (160 MB)."""

@@ -588,6 +588,7 @@ def test_clipped_ngram_matches_equal_counter_arithmetic():
             assert got[i, n - 1] == sum((grams(hyp, n) & best).values())
 
 
+@pytest.mark.slow
 def test_ter_worker_processes_are_the_callers_and_give_the_serial_numbers(tmp_path):
     """TER(processes=N): workers from the forkserver (this process runs threads), reused, stopped by close(),
     by the with block and by collection; none by default, none nested in a worker; the numbers are sacrebleu's."""

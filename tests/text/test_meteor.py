@@ -198,6 +198,7 @@ SETTINGS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()))
 def test_identical_to_nltk_with_other_settings(settings: dict[str, Any]) -> None:
     scorer = METEOR(**settings)

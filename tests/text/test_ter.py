@@ -30,6 +30,7 @@ def ter_of(output: str, expected: str, **params: object) -> str:
         return str(exc)
 
 
+@pytest.mark.slow
 def test_a_row_past_the_step_budget_is_refused_within_its_bound():
     """Two 2,000-character texts over 4 words took 48 s within max_chars; now a refusal once max_steps are spent
     (the default, 10 million, about 8 s; a tenth of it here, to keep the test short)."""

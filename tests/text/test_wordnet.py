@@ -260,6 +260,7 @@ def test_index_file_is_keyed_by_checksum_and_nltk_version_and_written_atomically
     assert lines == sorted(lines) and len(lines) == index.header["entries"]
 
 
+@pytest.mark.slow
 @needs_debian_wordnet
 def test_index_is_reused_without_hashing_or_building_again(
     nltk_reads: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
@@ -369,6 +370,7 @@ def test_private_nltk_data_finding_nothing_and_no_zip_is_the_answer(
     assert wordnet._nltk_pointer() is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("archive", ["corpora/wordnet.zip", "corpora.zip", "data.zip"])
 def test_zip_archives_on_the_path_are_left_to_nltk_itself(
     archive: str, built: Path, private_data: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -40,6 +40,7 @@ def test_malformed_arguments_are_sent_verbatim(llm_server):
     assert response.choices[0].finish_reason == "tool_calls"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "reply, error",
     [

@@ -159,7 +159,8 @@ TEXTS = {
 def test_the_token_count_is_never_below_a_byte_level_tokenizers(text: str) -> None:
     """The worst case of a byte-level BPE (GPT, Llama 3, Qwen) is one token per byte: a tokenizer with no merges.
     characters / 4 counted a Japanese text at 1/12 and an emoji at 1/16 of that."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
+    tokenizers = pytest.importorskip("tokenizers", reason="Hugging Face's tokenizers (the bert extra) is the reference")
+    Tokenizer, models, pre_tokenizers = tokenizers.Tokenizer, tokenizers.models, tokenizers.pre_tokenizers
 
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
     worst = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))

@@ -24,7 +24,7 @@ step() {
     local label="$*"
     (
         nap=""
-        trap 'kill $nap 2>/dev/null; exit 0' TERM
+        trap 'kill $(jobs -p) 2>/dev/null; exit 0' TERM  # every nap, one started but not yet in $nap too
         while :; do
             sleep "${SETUP_TICK_S:-30}" &
             nap=$!

@@ -48,8 +48,8 @@ from scorers.testing import LoopbackLLM, RecordedRequest, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-#: the Markdown files whose blocks run: the README and every page of the docs site
-FILES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+#: the Markdown files whose blocks run: the README and every page of the docs site (docs/providers/ too)
+FILES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 NOT_RUN = re.compile(r"^<!--\s*not-run:\s*(?P<reason>.*?)\s*-->$")
 FENCE = re.compile(r"^```(?P<lang>[\w+-]*)\s*$")
 TIMEOUT_S = 300

@@ -2,7 +2,8 @@
 with, and the wire protocols it speaks.
 
 :class:`LoopbackLLM` serves ``POST /v1/chat/completions``, ``POST /v1/responses``
-(OpenAI's Responses API), ``POST /v1/embeddings`` and ``GET /v1/models`` on
+(OpenAI's Responses API), ``POST /v1/embeddings``, ``POST /v1/messages`` (Anthropic's Messages API) and
+``GET /v1/models`` on
 ``127.0.0.1`` (a free port) from a background thread, so the real ``openai``
 client can talk to it over real HTTP. Replies are scripted by matching on the
 request, the same way for both APIs; faults (429 with ``Retry-After``, 5xx, a
@@ -65,29 +66,19 @@ the key a request presents (``presented_key(headers)``) and writes its error bod
 :class:`~scorers.testing.protocols.ScriptedProtocol` (a judge's API) checks a body (``invalid``) and renders a
 scripted :class:`Reply` (``render(body, reply, server)``); the server picks the reply and serves latency and
 faults for every such protocol alike. A :class:`~scorers.testing.protocols.ComputedProtocol` computes its
-answer (``compute(body, server)``: embeddings, the completions API). A sketch of Anthropic's Messages API,
-given to one server (``protocols=``; adding it to ``PROTOCOLS`` gives it to every server):
+answer (``compute(body, server)``: embeddings, the completions API). A server speaks the protocols it is given
+(``protocols=``; by default every one of ``PROTOCOLS``), Anthropic's Messages API among them: the key in
+``x-api-key``, a tool call's ``input`` an object:
 
 >>> import json, urllib.request
->>> from scorers.testing.protocols import PROTOCOLS, ScriptedProtocol
->>> class Messages(ScriptedProtocol):
-...     name, paths = "messages", ("/v1/messages",)
-...     def messages(self, body):
-...         return body["messages"]
-...     def presented_key(self, headers):
-...         return headers.get("x-api-key")
-...     def invalid(self, body):
-...         return None if isinstance(body, dict) and isinstance(body.get("messages"), list) else "no messages"
-...     def render(self, body, reply, server):
-...         tool = {"type": "tool_use", "name": reply.tool_name, "input": json.loads(reply.arguments)}
-...         return {"type": "message", "content": [tool], "stop_reason": "tool_use"}
->>> with LoopbackLLM(default=Reply.choice("Y"), api_key="k", protocols=(*PROTOCOLS, Messages())) as server:
-...     body = {"model": "claude", "messages": [{"role": "user", "content": "Is it so?"}]}
-...     sent = urllib.request.Request(f"{server.base_url}/messages", json.dumps(body).encode(), {"x-api-key": "k"})
-...     json.load(urllib.request.urlopen(sent))["content"]
+>>> with LoopbackLLM(default=Reply.choice("Y"), api_key="k") as server:
+...     body = {"model": "claude", "max_tokens": 64, "messages": [{"role": "user", "content": "Is it so?"}]}
+...     headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+...     sent = urllib.request.Request(f"{server.base_url}/messages", json.dumps(body).encode(), headers)
+...     [(block["type"], block["input"]) for block in json.load(urllib.request.urlopen(sent))["content"]]
 ...     server.requests[0].api, server.requests[0].last_user_message
-[{'type': 'tool_use', 'name': 'select_choice', 'input': {'choice': 'Y'}}]
-('messages', 'Is it so?')
+[('tool_use', {'choice': 'Y'})]
+('anthropic', 'Is it so?')
 """
 
 from __future__ import annotations

@@ -222,7 +222,7 @@ class LoopbackLLM:
         """Answer with the scripted reply: a fault as the server serves it, else in ``protocol``'s shape."""
         from aiohttp import web
 
-        problem = protocol.invalid(recorded.body)
+        problem = protocol.invalid_headers(recorded.headers) or protocol.invalid(recorded.body)
         if problem is not None:
             kind = "invalid_request_error"
             return self._respond(recorded, web.json_response(protocol.error(400, problem, kind, kind), status=400))

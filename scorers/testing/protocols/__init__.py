@@ -1,16 +1,17 @@
 """The wire protocols the loopback server speaks, one module each, and :data:`PROTOCOLS`, their registration.
 
-Adding one (Anthropic's Messages API, say) is a module with a :class:`ScriptedProtocol` (answered by the
+Adding one is a module with a :class:`ScriptedProtocol` (answered by the
 server's scripted replies) or a :class:`ComputedProtocol` subclass, and its instance in :data:`PROTOCOLS`; the
 package's docstring (:mod:`scorers.testing`) shows the interface at work.
 
 >>> [(protocol.name, protocol.paths) for protocol in PROTOCOLS]  # doctest: +NORMALIZE_WHITESPACE
 [('chat', ('/v1/chat/completions',)), ('responses', ('/v1/responses',)),
- ('completions', ('/v1/completions',)), ('embeddings', ('/v1/embeddings',))]
+ ('completions', ('/v1/completions',)), ('embeddings', ('/v1/embeddings',)), ('anthropic', ('/v1/messages',))]
 """
 
 from __future__ import annotations
 
+from .anthropic import AnthropicMessagesAPI
 from .base import Ask, ComputedProtocol, ScriptedProtocol, ServerSettings, WireProtocol
 from .chat import ChatCompletionsAPI
 from .completions import CompletionsAPI
@@ -19,6 +20,7 @@ from .responses import ResponsesAPI
 
 __all__ = [
     "PROTOCOLS",
+    "AnthropicMessagesAPI",
     "Ask",
     "ChatCompletionsAPI",
     "CompletionsAPI",
@@ -32,7 +34,13 @@ __all__ = [
 ]
 
 #: The protocols a :class:`~scorers.testing.LoopbackLLM` speaks by default; a new protocol is registered here.
-PROTOCOLS: tuple[WireProtocol, ...] = (ChatCompletionsAPI(), ResponsesAPI(), CompletionsAPI(), EmbeddingsAPI())
+PROTOCOLS: tuple[WireProtocol, ...] = (
+    ChatCompletionsAPI(),
+    ResponsesAPI(),
+    CompletionsAPI(),
+    EmbeddingsAPI(),
+    AnthropicMessagesAPI(),
+)
 
 
 def protocol_for(path: str, protocols: tuple[WireProtocol, ...] = PROTOCOLS) -> WireProtocol | None:

@@ -97,6 +97,11 @@ class WireProtocol(ABC):
         authorization = headers.get("authorization", "")
         return authorization.removeprefix("Bearer ") if authorization.startswith("Bearer ") else None
 
+    def invalid_headers(self, headers: Mapping[str, str]) -> str | None:
+        """Why a request's lower-cased ``headers`` cannot be answered (HTTP 400, e.g. a required version header
+        missing), or None (OpenAI's APIs require none)."""
+        return None
+
     def error(self, status: int, message: str, error_type: str, code: str | None) -> dict[str, Any]:
         """The JSON body of an error answered with HTTP ``status``: OpenAI's shape by default."""
         return {"error": {"message": message, "type": error_type, "param": None, "code": code}}

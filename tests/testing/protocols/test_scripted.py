@@ -1,5 +1,5 @@
 """What the server does alike for every scripted protocol (rules, faults, keys, usage, the request log), checked on
-each of them over plain HTTP, the sketch of Anthropic's Messages API included: a new protocol gets it all."""
+each of them over plain HTTP: a new protocol gets it all."""
 
 from __future__ import annotations
 
@@ -10,16 +10,15 @@ from typing import Iterator
 import pytest
 
 from scorers.testing import LLAMA_CPP_JSON_SCHEMA_REJECTION, LoopbackLLM, Reply, auto_reply
-from scorers.testing.protocols import PROTOCOLS
 
-from .wire import SKETCH, WIRES, Wire, post
+from .wire import WIRES, Wire, post
 
 pytestmark = pytest.mark.parametrize("wire", WIRES, ids=str)
 
 
 @pytest.fixture
 def server() -> Iterator[LoopbackLLM]:
-    with LoopbackLLM(protocols=(*PROTOCOLS, SKETCH.protocol)) as running:
+    with LoopbackLLM() as running:
         yield running
 
 
@@ -100,7 +99,7 @@ def test_raw_bodies_drops_and_hangs(server: LoopbackLLM, wire: Wire) -> None:
 
 
 def test_only_the_servers_key_is_let_in(wire: Wire) -> None:
-    with LoopbackLLM(api_key="right", protocols=(*PROTOCOLS, SKETCH.protocol)) as server:
+    with LoopbackLLM(api_key="right") as server:
         answers = [wire.post(server, headers=headers).status for headers in ({}, wire.key("wrong"), wire.key("right"))]
         assert answers == [401, 401, 200]
         key = "invalid_api_key"
@@ -108,7 +107,7 @@ def test_only_the_servers_key_is_let_in(wire: Wire) -> None:
 
 
 def test_a_body_the_protocol_cannot_answer_is_a_400(server: LoopbackLLM, wire: Wire) -> None:
-    answer = post(wire.url(server), {"model": "m"})
+    answer = post(wire.url(server), {"model": "m"}, dict(wire.headers))
     problem = wire.protocol.invalid({"model": "m"})
     assert problem and answer.status == 400
     kind = "invalid_request_error"
@@ -128,11 +127,11 @@ def test_auto_reply_answers_a_forced_tool(server: LoopbackLLM, wire: Wire) -> No
     tools = {
         "chat": {"tools": [{"type": "function", "function": {"name": "pick", "parameters": schema}}]},
         "responses": {"tools": [{"type": "function", "name": "pick", "parameters": schema}]},
-        "messages": {
+        "anthropic": {
             "tools": [{"name": "pick", "input_schema": schema}],
             "tool_choice": {"type": "tool", "name": "pick"},
         },
     }[wire.protocol.name]
-    name, arguments = wire.tool(post(wire.url(server), {**wire.ask("Is it so?"), **tools}).json())
+    name, arguments = wire.tool(post(wire.url(server), {**wire.ask("Is it so?"), **tools}, dict(wire.headers)).json())
     assert name == "pick" and arguments["choice"] in ("Y", "N")
     assert server.requests[-1].ask.forced_tool == ("pick", schema)

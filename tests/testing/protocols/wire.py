@@ -10,9 +10,7 @@ from email.message import Message
 from typing import Any, Callable
 
 from scorers.testing import LoopbackLLM
-from scorers.testing.protocols import ChatCompletionsAPI, ResponsesAPI, ScriptedProtocol
-
-from .messages_sketch import MessagesSketch
+from scorers.testing.protocols import AnthropicMessagesAPI, ChatCompletionsAPI, ResponsesAPI, ScriptedProtocol
 
 
 @dataclass(frozen=True)
@@ -53,6 +51,8 @@ class Wire:
     tool: Callable[[dict[str, Any]], tuple[str, Any] | None]
     #: A reply body's ``(prompt tokens, completion tokens)``.
     usage: Callable[[dict[str, Any]], tuple[int, int]]
+    #: The headers every request sends (a version header the API requires).
+    headers: tuple[tuple[str, str], ...] = ()
 
     def url(self, server: LoopbackLLM) -> str:
         return server.base_url.removesuffix("/v1") + self.protocol.paths[0]
@@ -61,7 +61,7 @@ class Wire:
         self, server: LoopbackLLM, text: str = "hello", *, headers: dict[str, str] | None = None, timeout: float = 30.0
     ) -> Answer:
         """POST a request asking ``text`` to the protocol's path on ``server``."""
-        return post(self.url(server), self.ask(text), headers, timeout)
+        return post(self.url(server), self.ask(text), {**dict(self.headers), **(headers or {})}, timeout)
 
     def __str__(self) -> str:
         return self.protocol.name
@@ -77,7 +77,7 @@ def _responses_item(body: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
-def _sketch_block(body: dict[str, Any]) -> dict[str, Any]:
+def _anthropic_block(body: dict[str, Any]) -> dict[str, Any]:
     (block,) = body["content"]
     return block
 
@@ -104,17 +104,18 @@ RESPONSES = Wire(
     ),
     usage=lambda body: (body["usage"]["input_tokens"], body["usage"]["output_tokens"]),
 )
-SKETCH = Wire(
-    MessagesSketch(),
+ANTHROPIC = Wire(
+    AnthropicMessagesAPI(),
     ask=lambda text: {"model": "c", "max_tokens": 64, "messages": [{"role": "user", "content": text}]},
     key=lambda key: {"x-api-key": key},
-    text=lambda body: _sketch_block(body).get("text"),
+    text=lambda body: _anthropic_block(body).get("text"),
     tool=lambda body: (
-        (_sketch_block(body)["name"], _sketch_block(body)["input"])
-        if _sketch_block(body)["type"] == "tool_use"
+        (_anthropic_block(body)["name"], _anthropic_block(body)["input"])
+        if _anthropic_block(body)["type"] == "tool_use"
         else None
     ),
     usage=lambda body: (body["usage"]["input_tokens"], body["usage"]["output_tokens"]),
+    headers=(("anthropic-version", "2023-06-01"),),
 )
-#: Every scripted protocol the server speaks, and the sketch of one more.
-WIRES = (CHAT, RESPONSES, SKETCH)
+#: Every scripted protocol the server speaks.
+WIRES = (CHAT, RESPONSES, ANTHROPIC)

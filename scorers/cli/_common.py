@@ -56,14 +56,24 @@ def parse_pairs(items: Sequence[str], option: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def parse_prices(items: Sequence[str]) -> dict[str, tuple[float, float]]:
+def parse_prices(items: Sequence[str]) -> dict[str, tuple[float, ...]]:
+    """``--price MODEL=IN,OUT[,CACHED_IN]`` options (USD per 1M tokens) as ``configure(prices=...)`` takes them.
+
+    >>> parse_prices(["gpt-4o-mini=0.15,0.6", "claude-sonnet-4-5=3,15,0.3"])
+    {'gpt-4o-mini': (0.15, 0.6), 'claude-sonnet-4-5': (3.0, 15.0, 0.3)}
+    """
     prices = {}
     for model, value in parse_pairs(items, "--price"):
         try:
-            prompt, completion = (float(x) for x in value.split(","))
+            price = tuple(float(x) for x in value.split(","))
         except ValueError:
-            raise ConfigError(f"--price {model}={value}: expected MODEL=INPUT,OUTPUT (USD per 1M tokens)") from None
-        prices[model] = (prompt, completion)
+            price = ()
+        if len(price) not in (2, 3):
+            raise ConfigError(
+                f"--price {model}={value}: expected MODEL=INPUT,OUTPUT or MODEL=INPUT,OUTPUT,CACHED_INPUT "
+                "(USD per 1M tokens)"
+            )
+        prices[model] = price
     return prices
 
 

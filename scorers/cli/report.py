@@ -50,7 +50,8 @@ def add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser], templat
         action="append",
         default=[],
         metavar="MODEL=IN,OUT",
-        help="USD per 1M input and output tokens of MODEL, for the judges' cost estimate",
+        help="USD per 1M input and output tokens of MODEL (IN,OUT,CACHED: cached input too), for the judges' cost "
+        "estimate",
     )
     p_report.add_argument(
         "--lowest", type=int, default=10, metavar="N", help="lowest-scoring rows listed per scorer (default: 10)"

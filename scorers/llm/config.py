@@ -59,6 +59,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import inspect
+import math
 import os
 import re
 import threading
@@ -202,18 +203,25 @@ def _cache(value: Any) -> Any:
     raise ValueError("not a cache")
 
 
-def _prices(prices: Any) -> dict[str, tuple[float, float]]:
+def _prices(prices: Any) -> dict[str, tuple[float, ...]]:
     if not isinstance(prices, Mapping):
-        raise ConfigError("prices must map model names to (input, output) USD per 1M tokens")
-    out: dict[str, tuple[float, float]] = {}
-    for model, pair in prices.items():
+        raise ConfigError(
+            "prices must map model names to (input, output) or (input, output, cached input) USD per 1M tokens"
+        )
+    out: dict[str, tuple[float, ...]] = {}
+    for model, given in prices.items():
         try:
-            price_in, price_out = (float(p) for p in pair)
+            price = tuple(float(p) for p in given)
         except (TypeError, ValueError):
-            raise ConfigError(f"prices[{model!r}] must be (input, output) USD per 1M tokens, got {pair!r}") from None
-        if price_in < 0 or price_out < 0:
-            raise ConfigError(f"prices[{model!r}] must not be negative")
-        out[str(model)] = (price_in, price_out)
+            price = ()
+        if len(price) not in (2, 3):
+            raise ConfigError(
+                f"prices[{model!r}] must be (input, output) or (input, output, cached input) USD per 1M tokens, "
+                f"got {given!r}"
+            )
+        if not all(0 <= p < math.inf for p in price):
+            raise ConfigError(f"prices[{model!r}] must be finite and not negative, got {given!r}")
+        out[str(model)] = price
     return out
 
 
@@ -324,7 +332,8 @@ class LLMSettings(BaseModel):
             url=True,
         ),
     ] = True
-    #: Model name → (input, output) USD per 1M tokens, for cost estimates (:func:`configure` only).
+    #: Model name → (input, output) or (input, output, cached input) USD per 1M tokens, for cost estimates
+    #: (:func:`configure` only); without a cached-input price, cached prompt tokens cost the input price.
     prices: Annotated[
         Any, BeforeValidator(_prices), Setting("a mapping of model names to prices", configure_only=True)
     ] = Field(default_factory=dict, repr=False)
@@ -507,7 +516,8 @@ def configure(*, reset: bool = False, **options: Any) -> None:
     The options are the fields of :class:`LLMSettings` (see the signature). Passing ``None`` clears one
     setting; ``reset=True`` clears all first. ``cache`` is ``True``/``False``, a file path, a ``redis://``
     URL (:class:`~scorers.llm.cache.RedisCache`) or an :class:`~scorers.llm.cache.LLMCache`;
-    ``prices`` maps model names to ``(input, output)`` USD per 1M tokens for cost estimates.
+    ``prices`` maps model names to ``(input, output)`` or ``(input, output, cached input)`` USD per 1M tokens
+    for cost estimates (and ``Run(max_cost=...)``).
     Retries wait ``backoff_base * 2**k`` seconds (jittered, at most ``backoff_max``), or the
     server's ``Retry-After`` (at most ``retry_after_max``). ``api``, ``reasoning`` and ``deadline`` are
     described in the module docstring.
@@ -559,7 +569,7 @@ def settings_state() -> tuple[Any, ...]:
     return (_configured().version, _SCOPE.get(), folder, *[environ.get(name) for name in ENV_NAMES])
 
 
-def configured_prices() -> dict[str, tuple[float, float]]:
+def configured_prices() -> dict[str, tuple[float, ...]]:
     """Prices set with ``configure(prices=...)`` (empty when none)."""
     return dict(_values().get("prices", {}))
 

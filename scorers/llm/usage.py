@@ -1,8 +1,8 @@
 """Token usage totals and an optional cost estimate from user-supplied prices.
 
-Prices are USD per one million tokens, ``(input, output)`` per model. Replies
-served from the cache are counted apart and cost nothing. The figures, per model
-and in total:
+Prices are USD per one million tokens, ``(input, output)`` or ``(input, output, cached input)``
+per model. Replies served from the cache are counted apart and cost nothing. The figures, per
+model and in total:
 
 ``requests``
     calls the endpoint answered with a usable reply;
@@ -18,7 +18,12 @@ and in total:
 ``failed_prompt_tokens``, ``failed_completion_tokens``
     the part of those spent on replies that were not used (unreadable, refused and asked
     again, or of a failed call). The cost estimate covers them, and ``failed_cost_usd``
-    says what they cost.
+    says what they cost;
+``cached_prompt_tokens``, ``reasoning_tokens``
+    of ``prompt_tokens``, those the provider read from its prompt cache (billed at the cached-input
+    price when one is given, else at the input price); of ``completion_tokens``, the model's
+    thinking. These two appear in a summary only when they are not zero, so a run on an endpoint
+    that reports neither writes what it wrote before.
 
 >>> usage = Usage()
 >>> usage.add_tokens("gpt-4o-mini", 1_000_000, 200_000)
@@ -47,7 +52,8 @@ __all__ = [
     "describe_usage",
 ]
 
-Prices = Mapping[str, "tuple[float, float]"]
+#: Model name → ``(input, output)`` or ``(input, output, cached input)`` USD per 1M tokens.
+Prices = Mapping[str, "tuple[float, ...]"]
 
 
 @dataclass
@@ -62,57 +68,106 @@ class ModelUsage:
     completion_tokens: int = 0
     failed_prompt_tokens: int = 0
     failed_completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def add(self, figures: Mapping[str, Any]) -> None:
         """Add the figures of a call, a row (``Score.metadata["usage"]``, a failed row's error) or a model."""
-        for name in USAGE_FIELDS:
+        for name in (*USAGE_FIELDS, *SHOWN_IF_NOT_ZERO):
             setattr(self, name, getattr(self, name) + int(figures.get(name) or 0))
 
-    def cost(self, price_in: float, price_out: float) -> tuple[float, float]:
-        """USD of every token billed, and of the failed part."""
+    def cost(self, price_in: float, price_out: float, price_cached: float | None = None) -> tuple[float, float]:
+        """USD of every token billed, and of the failed part. Cached prompt tokens cost ``price_cached`` (default:
+        ``price_in``); the failed prompt tokens are priced at the model's mean input price then.
+
+        >>> ModelUsage(prompt_tokens=1000, completion_tokens=10, cached_prompt_tokens=800).cost(1.0, 4.0, 0.1)
+        (0.00032, 0.0)
+        """
+        if not self.cached_prompt_tokens or price_cached is None or not self.prompt_tokens:
+            return (
+                (self.prompt_tokens * price_in + self.completion_tokens * price_out) / 1_000_000,
+                (self.failed_prompt_tokens * price_in + self.failed_completion_tokens * price_out) / 1_000_000,
+            )
+        cached = min(self.cached_prompt_tokens, self.prompt_tokens)
+        prompt_cost = (self.prompt_tokens - cached) * price_in + cached * price_cached
         return (
-            (self.prompt_tokens * price_in + self.completion_tokens * price_out) / 1_000_000,
-            (self.failed_prompt_tokens * price_in + self.failed_completion_tokens * price_out) / 1_000_000,
+            (prompt_cost + self.completion_tokens * price_out) / 1_000_000,
+            (prompt_cost * self.failed_prompt_tokens / self.prompt_tokens + self.failed_completion_tokens * price_out)
+            / 1_000_000,
         )
 
+    def figures(self) -> dict[str, int]:
+        """The figures as a summary shows them: those of :data:`SHOWN_IF_NOT_ZERO` only when not zero."""
+        return {name: value for name, value in asdict(self).items() if value or name not in SHOWN_IF_NOT_ZERO}
 
-#: The figures of :class:`ModelUsage`, in the order summaries show them.
-USAGE_FIELDS = tuple(f.name for f in fields(ModelUsage))
+
+#: The figures a summary shows only when they are not zero (endpoints that report none leave summaries as they were).
+SHOWN_IF_NOT_ZERO = ("cached_prompt_tokens", "reasoning_tokens")
+#: The figures of :class:`ModelUsage` every summary shows, in the order it shows them (then those of
+#: :data:`SHOWN_IF_NOT_ZERO` that are not zero).
+USAGE_FIELDS = tuple(f.name for f in fields(ModelUsage) if f.name not in SHOWN_IF_NOT_ZERO)
 
 
 def call_usage(result: Any) -> dict[str, int]:
     """The figures of one answered call (a :class:`~scorers.llm.engine.ChatResult`); a cached one costs nothing."""
     if result.cached:
         return {"cached": 1}
-    return {
-        "requests": 1,
-        "attempts": result.attempts,
-        "prompt_tokens": result.prompt_tokens,
-        "completion_tokens": result.completion_tokens,
-        "failed_prompt_tokens": result.failed_prompt_tokens,
-        "failed_completion_tokens": result.failed_completion_tokens,
-    }
+    return _with_details(
+        {
+            "requests": 1,
+            "attempts": result.attempts,
+            "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens,
+            "failed_prompt_tokens": result.failed_prompt_tokens,
+            "failed_completion_tokens": result.failed_completion_tokens,
+        },
+        getattr(result, "cached_prompt_tokens", 0),
+        getattr(result, "reasoning_tokens", 0),
+    )
 
 
-def failed_call_usage(attempts: int, prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+def failed_call_usage(
+    attempts: int,
+    prompt_tokens: int,
+    completion_tokens: int,
+    cached_prompt_tokens: int = 0,
+    reasoning_tokens: int = 0,
+) -> dict[str, int]:
     """The figures of a call that got no usable reply: its attempts, and its tokens, all failed."""
-    return {
-        "failed_calls": 1,
-        "attempts": attempts,
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
-        "failed_prompt_tokens": prompt_tokens,
-        "failed_completion_tokens": completion_tokens,
-    }
+    return _with_details(
+        {
+            "failed_calls": 1,
+            "attempts": attempts,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "failed_prompt_tokens": prompt_tokens,
+            "failed_completion_tokens": completion_tokens,
+        },
+        cached_prompt_tokens,
+        reasoning_tokens,
+    )
+
+
+def _with_details(figures: dict[str, int], cached_prompt_tokens: int, reasoning_tokens: int) -> dict[str, int]:
+    """``figures`` with the cached prompt and reasoning tokens, each only when not zero."""
+    if cached_prompt_tokens:
+        figures["cached_prompt_tokens"] = int(cached_prompt_tokens)
+    if reasoning_tokens:
+        figures["reasoning_tokens"] = int(reasoning_tokens)
+    return figures
 
 
 def summed_usage(figures: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """Every figure summed, plus ``total_tokens`` (what a Score's ``metadata["usage"]`` holds)."""
-    total = dict.fromkeys(USAGE_FIELDS, 0)  # ModelUsage's figures, summed as ModelUsage.add does (no dataclass)
+    """Every figure summed, plus ``total_tokens`` (what a Score's ``metadata["usage"]`` holds); those of
+    :data:`SHOWN_IF_NOT_ZERO` only when not zero."""
+    total = dict.fromkeys((*USAGE_FIELDS, *SHOWN_IF_NOT_ZERO), 0)  # ModelUsage's figures, as ModelUsage.add sums
     for entry in figures:
         for name, value in entry.items():
             if name in total:
                 total[name] += int(value or 0)
+    for name in SHOWN_IF_NOT_ZERO:
+        if not total[name]:
+            del total[name]
     total["total_tokens"] = total["prompt_tokens"] + total["completion_tokens"]
     return total
 
@@ -156,6 +211,14 @@ class Usage:
             self.add_figures(model, asdict(theirs))
 
     @property
+    def cached_prompt_tokens(self) -> int:
+        return sum(m.cached_prompt_tokens for m in self.by_model.values())
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return sum(m.reasoning_tokens for m in self.by_model.values())
+
+    @property
     def prompt_tokens(self) -> int:
         return sum(m.prompt_tokens for m in self.by_model.values())
 
@@ -176,7 +239,7 @@ class Usage:
         for model, entry in self._billed().items():
             if model not in table:
                 return None
-            cost, failed_cost = entry.cost(*table[model])
+            cost, failed_cost = entry.cost(*table[model][:3])
             total, failed = total + cost, failed + failed_cost
         return total, failed
 
@@ -194,7 +257,7 @@ class Usage:
             "cost_usd": None if costs is None else costs[0],
             "failed_cost_usd": None if costs is None else costs[1],
             "unpriced_models": sorted(m for m in self._billed() if m not in table),
-            "by_model": {model: asdict(entry) for model, entry in sorted(self.by_model.items())},
+            "by_model": {model: entry.figures() for model, entry in sorted(self.by_model.items())},
         }
 
 
@@ -206,6 +269,9 @@ def describe_usage(figures: Mapping[str, Any]) -> str:
     ...                         "completion_tokens": 90, "failed_prompt_tokens": 300, "failed_completion_tokens": 20})
     >>> print(describe_usage(usage.to_dict({"m": (1.0, 4.0)})))
     9 calls answered, 1 failed, 0 cached; 14 HTTP attempts; tokens in/out 1,200/90, of which failed attempts 300/20; cost $0.0016 (failed attempts $0.0004)
+    >>> usage.add_figures("m", {"prompt_tokens": 800, "cached_prompt_tokens": 800, "reasoning_tokens": 40})
+    >>> print(describe_usage(usage.to_dict({"m": (1.0, 4.0, 0.1)})))  # doctest: +ELLIPSIS
+    9 calls ...; tokens in/out 2,000/90, ...; cached input tokens 800, reasoning tokens 40; cost $0.0016 ...
     """
     line = (
         f"{figures['requests']:,} calls answered, {figures['failed_calls']:,} failed, {figures['cached']:,} cached; "
@@ -213,6 +279,13 @@ def describe_usage(figures: Mapping[str, Any]) -> str:
         f"{figures['completion_tokens']:,}, of which failed attempts {figures['failed_prompt_tokens']:,}/"
         f"{figures['failed_completion_tokens']:,}"
     )
+    details = [
+        f"{label} {figures[name]:,}"
+        for name, label in (("cached_prompt_tokens", "cached input tokens"), ("reasoning_tokens", "reasoning tokens"))
+        if figures.get(name)
+    ]
+    if details:  # shown only when the endpoint reports them (see SHOWN_IF_NOT_ZERO)
+        line = f"{line}; {', '.join(details)}"
     if figures.get("cost_usd") is None:
         unpriced = ", ".join(figures.get("unpriced_models") or ())
         return f"{line}; no cost estimate{f' (no price for {unpriced})' if unpriced else ''}: --price MODEL=IN,OUT"

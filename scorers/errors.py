@@ -12,7 +12,7 @@ from a judge that failed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "ScorerError",
@@ -23,6 +23,7 @@ __all__ = [
     "MissingExtraError",
     "TemplateError",
     "JudgeError",
+    "BudgetExceeded",
     "UnknownScorerError",
     "DataError",
 ]
@@ -30,6 +31,10 @@ __all__ = [
 
 class ScorerError(Exception):
     """Base class of every error raised by ``scorers``."""
+
+    #: Whether a run resumed from its results file (``--resume``) scores again a row that holds this error: the
+    #: row was not judged for a reason of the run (:class:`BudgetExceeded`), not of the row.
+    redone_on_resume: ClassVar[bool] = False
 
     def __init__(self, message: str, *, scorer: str | None = None) -> None:
         super().__init__(message)
@@ -132,6 +137,18 @@ class JudgeError(ScorerError):
         if self.usage:
             record["usage"] = dict(self.usage)
         return record
+
+
+class BudgetExceeded(JudgeError):
+    """A judge request that was not sent: its cost would have taken the run past its spending cap
+    (``Run(max_cost=...)``, ``run --max-cost``). The row is recorded with this error, and ``--resume`` judges it
+    again (with a higher cap, or none).
+
+    >>> BudgetExceeded("Polite: not sent: the spending cap of $0.50 is reached", scorer="Polite").to_dict()["type"]
+    'BudgetExceeded'
+    """
+
+    redone_on_resume = True
 
 
 class DataError(ScorerError):

@@ -6,7 +6,8 @@ package's docstring (:mod:`scorers.testing`) shows the interface at work.
 
 >>> [(protocol.name, protocol.paths) for protocol in PROTOCOLS]  # doctest: +NORMALIZE_WHITESPACE
 [('chat', ('/v1/chat/completions',)), ('responses', ('/v1/responses',)),
- ('completions', ('/v1/completions',)), ('embeddings', ('/v1/embeddings',)), ('anthropic', ('/v1/messages',))]
+ ('completions', ('/v1/completions',)), ('embeddings', ('/v1/embeddings',)), ('anthropic', ('/v1/messages',)),
+ ('gemini', ('/v1beta/models/{model:.+}:generateContent', '/v1/models/{model:.+}:generateContent'))]
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .base import Ask, ComputedProtocol, ScriptedProtocol, ServerSettings, WireP
 from .chat import ChatCompletionsAPI
 from .completions import CompletionsAPI
 from .embeddings import EmbeddingsAPI
+from .gemini import GenerateContentAPI
 from .responses import ResponsesAPI
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "CompletionsAPI",
     "ComputedProtocol",
     "EmbeddingsAPI",
+    "GenerateContentAPI",
     "ResponsesAPI",
     "ScriptedProtocol",
     "ServerSettings",
@@ -40,6 +43,7 @@ PROTOCOLS: tuple[WireProtocol, ...] = (
     CompletionsAPI(),
     EmbeddingsAPI(),
     AnthropicMessagesAPI(),
+    GenerateContentAPI(),
 )
 
 

@@ -68,4 +68,8 @@ class RecordedRequest:
 
     @property
     def model(self) -> str | None:
+        """The model the request names (in its body, or in its path for an API that puts it there)."""
+        protocol = self._protocol
+        if protocol is not None:
+            return protocol.model(self.path, self.body)
         return self.body.get("model") if isinstance(self.body, dict) else None

@@ -97,9 +97,16 @@ class LoopbackLLM:
 
     @property
     def base_url(self) -> str:
+        """The base URL of OpenAI's APIs here: :attr:`url` with ``/v1``."""
+        return f"{self.url}/v1"
+
+    @property
+    def url(self) -> str:
+        """The server's root URL, ``http://127.0.0.1:PORT`` (the endpoint of an SDK that adds its API's whole
+        path, e.g. botocore's ``/model/{modelId}/converse``)."""
         if self.port is None:
             raise RuntimeError("LoopbackLLM is not running; use it as a context manager or call start()")
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://127.0.0.1:{self.port}"
 
     def requests_to(self, api: str) -> list[RecordedRequest]:
         """The recorded requests to the API named ``api`` (:attr:`RecordedRequest.api`)."""
@@ -209,7 +216,11 @@ class LoopbackLLM:
         with self._counted():
             if self.api_key is not None and protocol.presented_key(recorded.headers) != self.api_key:
                 message, kind = "Incorrect API key provided (loopback)", "invalid_api_key"
-                return self._respond(recorded, web.json_response(protocol.error(401, message, kind, kind), status=401))
+                return self._respond(recorded, _json_error(protocol, 401, message, kind, kind))
+            denied = protocol.denied(request.method, str(request.url), recorded.headers, await request.read())
+            if denied is not None:
+                status, message, kind = denied
+                return self._respond(recorded, _json_error(protocol, status, message, kind, kind))
             if isinstance(protocol, ScriptedProtocol):
                 return await self._scripted(request, recorded, protocol)
             assert isinstance(protocol, ComputedProtocol)
@@ -225,7 +236,7 @@ class LoopbackLLM:
         problem = protocol.invalid_headers(recorded.headers) or protocol.invalid(recorded.body)
         if problem is not None:
             kind = "invalid_request_error"
-            return self._respond(recorded, web.json_response(protocol.error(400, problem, kind, kind), status=400))
+            return self._respond(recorded, _json_error(protocol, 400, problem, kind, kind))
         reply = self._pick(recorded)
         await self._wait(reply)
         if reply.kind == "drop":
@@ -316,16 +327,21 @@ class LoopbackLLM:
 
 def _error_response(protocol: WireProtocol, reply: Reply) -> Any:
     """A scripted error (or the end of a hang) in ``protocol``'s error shape, with ``Retry-After`` when set."""
-    from aiohttp import web
 
     error_type = reply.error_type or ("rate_limit_exceeded" if reply.status == 429 else "server_error")
     code = None if reply.error_type else error_type  # llama.cpp sends a null code with its own type
-    response = web.json_response(
-        protocol.error(reply.status, reply.error_message, error_type, code), status=reply.status
-    )
+    response = _json_error(protocol, reply.status, reply.error_message, error_type, code)
     if reply.retry_after is not None:
         response.headers["Retry-After"] = _format_seconds(reply.retry_after)
     return response
+
+
+def _json_error(protocol: WireProtocol, status: int, message: str, error_type: str, code: str | None) -> Any:
+    """An error answered with HTTP ``status``: ``protocol``'s error body and headers."""
+    from aiohttp import web
+
+    body = protocol.error(status, message, error_type, code)
+    return web.json_response(body, status=status, headers=protocol.error_headers(status, error_type))
 
 
 def _format_seconds(seconds: float) -> str:

@@ -7,13 +7,15 @@ package's docstring (:mod:`scorers.testing`) shows the interface at work.
 >>> [(protocol.name, protocol.paths) for protocol in PROTOCOLS]  # doctest: +NORMALIZE_WHITESPACE
 [('chat', ('/v1/chat/completions',)), ('responses', ('/v1/responses',)),
  ('completions', ('/v1/completions',)), ('embeddings', ('/v1/embeddings',)), ('anthropic', ('/v1/messages',)),
- ('gemini', ('/v1beta/models/{model:.+}:generateContent', '/v1/models/{model:.+}:generateContent'))]
+ ('gemini', ('/v1beta/models/{model:.+}:generateContent', '/v1/models/{model:.+}:generateContent')),
+ ('bedrock', ('/model/{model_id}/converse',))]
 """
 
 from __future__ import annotations
 
 from .anthropic import AnthropicMessagesAPI
 from .base import Ask, ComputedProtocol, ScriptedProtocol, ServerSettings, WireProtocol
+from .bedrock import LOOPBACK_AWS_ACCESS_KEY_ID, LOOPBACK_AWS_SECRET_ACCESS_KEY, BedrockConverseAPI
 from .chat import ChatCompletionsAPI
 from .completions import CompletionsAPI
 from .embeddings import EmbeddingsAPI
@@ -24,11 +26,14 @@ __all__ = [
     "PROTOCOLS",
     "AnthropicMessagesAPI",
     "Ask",
+    "BedrockConverseAPI",
     "ChatCompletionsAPI",
     "CompletionsAPI",
     "ComputedProtocol",
     "EmbeddingsAPI",
     "GenerateContentAPI",
+    "LOOPBACK_AWS_ACCESS_KEY_ID",
+    "LOOPBACK_AWS_SECRET_ACCESS_KEY",
     "ResponsesAPI",
     "ScriptedProtocol",
     "ServerSettings",
@@ -44,6 +49,7 @@ PROTOCOLS: tuple[WireProtocol, ...] = (
     EmbeddingsAPI(),
     AnthropicMessagesAPI(),
     GenerateContentAPI(),
+    BedrockConverseAPI(),
 )
 
 

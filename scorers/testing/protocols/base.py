@@ -102,9 +102,23 @@ class WireProtocol(ABC):
         missing), or None (OpenAI's APIs require none)."""
         return None
 
+    def denied(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> tuple[int, str, str] | None:
+        """Why a request's credentials are refused, as ``(HTTP status, message, error type)``, or None: a check
+        beyond :meth:`presented_key` over the request as received (``url`` as sent, percent-escapes kept; lower-cased
+        ``headers``; the raw ``body``), such as a signature's. None by default."""
+        return None
+
     def error(self, status: int, message: str, error_type: str, code: str | None) -> dict[str, Any]:
         """The JSON body of an error answered with HTTP ``status``: OpenAI's shape by default."""
         return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+
+    def error_headers(self, status: int, error_type: str) -> dict[str, str]:
+        """The headers of an error answered with HTTP ``status`` (besides ``Retry-After``): none by default."""
+        return {}
+
+    def model(self, path: str, body: Any) -> str | None:
+        """The model a request names: its body's ``model`` by default (override it for a model in the path)."""
+        return body.get("model") if isinstance(body, dict) else None
 
 
 class ScriptedProtocol(WireProtocol):

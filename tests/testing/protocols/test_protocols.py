@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from scorers.testing import LoopbackLLM, RecordedRequest
@@ -31,7 +33,7 @@ def test_a_server_speaks_only_the_protocols_it_is_given() -> None:
 @pytest.mark.parametrize("protocol", PROTOCOLS, ids=lambda protocol: protocol.name)
 def test_every_protocol_lets_in_only_the_servers_key(protocol) -> None:
     with LoopbackLLM(api_key="right") as server:
-        url = server.base_url.removesuffix("/v1") + protocol.paths[0]
+        url = server.url + re.sub(r"\{[^{}]*\}", "m", protocol.paths[0])  # a path's variables given a value
         answer = post(url, {}, {"authorization": "Bearer wrong"})
         key = "invalid_api_key"
         assert answer.status == 401

@@ -51,7 +51,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import ConfigError
 from ..llm import ChatRequest, ChatResult, InvalidReply
 from ..score import Score
-from .reply import REASONS_DESCRIPTION, ReplyFormat, reasons_text
+from .reply import REASONS_DESCRIPTION, ReplyFormat, answer_text, reasons_text
 from .spec import ClassifierSpec
 from .template import JudgeTemplate
 from .templated import TemplatedJudge
@@ -121,9 +121,9 @@ _READER = ReplyFormat(TOOL_NAME, "", {})
 def read_reply(result: ChatResult, mode: str, choices: Sequence[str]) -> Verdict:
     """Read a judge reply in ``mode``; raises :class:`~scorers.llm.engine.InvalidReply` (the engine re-asks)."""
     if mode == "text":
-        if not result.content or not result.content.strip():
+        text = answer_text(result.content).strip()
+        if not text:
             raise InvalidReply("the reply has no text content")
-        text = result.content.strip()
         found = parse_text_choice(text, choices)
         if found is None:
             raise InvalidReply(f"no line of the reply starts or ends with one of {', '.join(choices)}")

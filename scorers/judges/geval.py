@@ -42,10 +42,11 @@ from typing import Any, Mapping
 
 from .._util import is_int
 from ..llm import ChatRequest, ChatResult, InvalidReply, TokenLogprob
+from ..reasoning import reasoning_end
 from ..score import Score
 from .base import judge_error
 from .rating import parse_text_rating
-from .reply import ReplyFormat
+from .reply import ReplyFormat, answer_text
 from .spec import GEvalSpec, Scale
 from .template import JudgeTemplate
 from .templated import TemplatedJudge
@@ -182,7 +183,7 @@ class GEvalJudge(TemplatedJudge):
 
     def _validate(self, result: ChatResult) -> int:
         if self.response_mode == "text":
-            written = parse_text_rating(result.content or "")
+            written = parse_text_rating(answer_text(result.content))
         else:
             written = self._format().read(result, self.response_mode).get("score")
         if not is_int(written) or not self.scale.min <= written <= self.scale.max:
@@ -195,9 +196,12 @@ class GEvalJudge(TemplatedJudge):
         return written
 
     def _score_token(self, result: ChatResult) -> TokenLogprob:
-        """The reply's first token that is a whole number on the scale; :class:`InvalidReply` when none is."""
+        """The reply's first token that is a whole number on the scale, after its reasoning (a number inside
+        ``<think>`` is not the score); :class:`InvalidReply` when none is."""
+        skip, at = reasoning_end(result.content or ""), 0
         for token in result.logprobs or ():
-            if _on_scale(token.token, self.scale) is not None:
+            at += len(token.token)
+            if at > skip and _on_scale(token.token, self.scale) is not None:
                 return token
         raise InvalidReply("no token of the reply is a whole number on the scale, so its logprobs cannot be read")
 

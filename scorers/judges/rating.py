@@ -23,7 +23,7 @@ from typing import Any
 from .._util import is_int
 from ..llm import ChatResult, InvalidReply
 from ..score import Score
-from .reply import REASONS_DESCRIPTION, ReplyFormat, reasons_text
+from .reply import REASONS_DESCRIPTION, ReplyFormat, answer_text, reasons_text
 from .spec import RatingSpec, Scale
 from .templated import TemplatedJudge
 
@@ -86,7 +86,7 @@ class RatingJudge(TemplatedJudge):
 
     def _validate(self, result: ChatResult) -> tuple[int, str | None]:
         if self.response_mode == "text":
-            text = (result.content or "").strip()
+            text = answer_text(result.content).strip()
             rating = parse_text_rating(text)
             rationale = text.rsplit("\n", 1)[0].strip() if "\n" in text else None
         else:

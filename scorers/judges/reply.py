@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..llm import ChatResult, InvalidReply
+from ..reasoning import split_reasoning
 
-__all__ = ["ReplyFormat", "REASONS_DESCRIPTION", "reasons_text"]
+__all__ = ["ReplyFormat", "REASONS_DESCRIPTION", "answer_text", "reasons_text"]
 
 REASONS_DESCRIPTION = (
     "Your reasoning, step by step, written before you decide: weigh the evidence first and only then give your answer."
@@ -79,10 +80,11 @@ class ReplyFormat:
             if call.name != self.tool:
                 raise InvalidReply(f"called tool {call.name!r} instead of {self.tool!r}")
             text = call.arguments
-        elif not result.content or not result.content.strip():
-            raise InvalidReply("the reply has no text content")
         else:
-            text = _strip_code_fence(result.content)
+            content = answer_text(result.content)
+            if not content.strip():
+                raise InvalidReply("the reply has no text content")
+            text = _strip_code_fence(content)
         try:
             parsed = json.loads(text)
         except ValueError as exc:
@@ -90,6 +92,29 @@ class ReplyFormat:
         if not isinstance(parsed, dict):
             raise InvalidReply("the JSON is not an object")
         return parsed
+
+
+def answer_text(content: str | None) -> str:
+    """A reply's text without its reasoning (``<think>`` blocks and the like: :func:`scorers.reasoning.split_reasoning`),
+    which is never read as the verdict: braces or a choice inside the thinking are not the answer. Text without
+    reasoning is returned as it is; a reasoning block the reply never closed (cut off by ``max_tokens``) is an
+    :class:`InvalidReply` (re-asked) that says so.
+
+    >>> answer_text('<think>maybe {"choice": "No"}</think>\\n{"choice": "Yes"}')
+    '{"choice": "Yes"}'
+    >>> answer_text("<think>first, the")
+    Traceback (most recent call last):
+    ...
+    scorers.llm.protocol.InvalidReply: the reply's reasoning was cut off before its answer (a reasoning block never closed): raise max_tokens
+    """
+    if not content:
+        return ""
+    split = split_reasoning(content)
+    if split.incomplete:
+        raise InvalidReply(
+            "the reply's reasoning was cut off before its answer (a reasoning block never closed): raise max_tokens"
+        )
+    return split.answer
 
 
 def _strip_code_fence(text: str) -> str:

@@ -44,15 +44,17 @@ from ..fields import text_field
 from ..llm import ChatResult, InvalidReply
 from ..registry import register
 from .rag import YES_NO, MultiStepJudge
+from .reply import answer_text
 
 __all__ = ["SelfCheck"]
 
 
 def read_sample(result: ChatResult) -> str:
     """A sampled answer's text; raises :class:`InvalidReply` (re-asked) when it has none."""
-    if not result.content or not result.content.strip():
+    text = answer_text(result.content).strip()
+    if not text:
         raise InvalidReply("the sampled answer has no text content")
-    return result.content.strip()
+    return text
 
 
 @register

@@ -17,6 +17,7 @@ from scorers.testing.protocols import (
     LOOPBACK_AWS_SECRET_ACCESS_KEY,
     BedrockConverseAPI,
 )
+from scorers.testing.protocols.bedrock import JSON_TOOL
 
 from .protocols.wire import post
 
@@ -149,6 +150,25 @@ def test_auto_reply_answers_the_tool_a_request_forces(server: LoopbackLLM) -> No
     assert (server.requests[-1].ask.json, server.requests[-1].ask.schema) == (True, SCHEMA)
 
 
+def test_a_forced_json_tool_asks_for_json_and_a_json_reply_is_its_input(server: LoopbackLLM) -> None:
+    """The tool scorers sends a JSON response format as: a JSON reply answers it as on chat."""
+    config = {"tools": [{"toolSpec": {"name": JSON_TOOL, "inputSchema": {"json": SCHEMA}}}]}
+    config["toolChoice"] = {"tool": {"name": JSON_TOOL}}
+    server.default = Reply.json({"choice": "N"})
+    answer = converse(server, toolConfig=config)
+    assert answer["output"]["message"]["content"][0]["toolUse"]["input"] == {"choice": "N"}
+    assert (server.requests[-1].ask.json, server.requests[-1].ask.schema, server.requests[-1].ask.forced_tool) == (
+        True,
+        SCHEMA,
+        None,
+    )
+    server.default = auto_reply
+    (block,) = converse(server, toolConfig=config)["output"]["message"]["content"]
+    assert block["toolUse"]["input"]["choice"] in ("Y", "N")
+    server.default = Reply.text("not JSON")
+    assert converse(server, toolConfig=config)["stopReason"] == "malformed_tool_use"
+
+
 def test_the_request_is_recorded_in_the_common_form(server: LoopbackLLM) -> None:
     image = {"image": {"format": "png", "source": {"bytes": b"\x89PNG"}}}
     messages = [{"role": "user", "content": [{"text": "Is this chart right?"}, image]}]
@@ -181,7 +201,7 @@ def test_rules_match_and_the_server_key_is_the_access_key(server: LoopbackLLM) -
         (Reply.error(500), 500, "InternalServerException"),
         (Reply.error(503, "busy"), 503, "ServiceUnavailableException"),
         (Reply.error(424, "model failed"), 424, "ModelErrorException"),
-        (Reply.error(400, "gone", error_type="ModelNotReadyException"), 400, "ModelNotReadyException"),
+        (Reply.error(429, "warming up", error_type="ModelNotReadyException"), 429, "ModelNotReadyException"),
     ],
 )
 def test_errors_are_botocores_modelled_exceptions(server: LoopbackLLM, reply: Reply, status: int, code: str) -> None:
@@ -191,7 +211,7 @@ def test_errors_are_botocores_modelled_exceptions(server: LoopbackLLM, reply: Re
         client.converse(modelId=MODEL, messages=ASK)
     error = caught.value.response
     assert (error["ResponseMetadata"]["HTTPStatusCode"], error["Error"]["Message"]) == (status, reply.error_message)
-    if status == 429:
+    if reply.retry_after is not None:
         assert error["ResponseMetadata"]["HTTPHeaders"]["retry-after"] == "2"
 
 

@@ -54,6 +54,11 @@ STOP_REASONS = {
     "content_filter": "content_filtered",
 }
 
+#: The forced tool that carries a JSON response format's schema in scorers' bedrock protocol
+#: (:data:`scorers.llm.protocols.bedrock.JSON_TOOL`): a request forcing it asks for JSON, and a JSON reply
+#: (:meth:`~scorers.testing.Reply.json`) is answered as its input.
+JSON_TOOL = "json_answer"
+
 #: How far a request's ``X-Amz-Date`` may be from the server's clock, as AWS allows.
 CLOCK_SKEW = datetime.timedelta(minutes=5)
 
@@ -76,7 +81,9 @@ class BedrockConverseAPI(ScriptedProtocol):
     Every request must carry a valid SigV4 signature (service ``bedrock``, any region) by one of ``credentials``
     (access key id → secret access key; default: the loopback's test pair), dated within five minutes of now.
     A scripted tool call whose arguments are not a JSON object is answered without the ``toolUse`` block, stopped
-    as ``malformed_tool_use`` (``max_tokens`` for a reply with ``finish_reason="length"``).
+    as ``malformed_tool_use`` (``max_tokens`` for a reply with ``finish_reason="length"``). A request forcing
+    :data:`JSON_TOOL` gets a scripted text reply as that tool's input, so :meth:`~scorers.testing.Reply.json`
+    answers a ``json`` mode judge here as on chat.
     """
 
     name: ClassVar[str] = "bedrock"
@@ -102,7 +109,12 @@ class BedrockConverseAPI(ScriptedProtocol):
         return conversation
 
     def ask(self, body: Mapping[str, Any]) -> Ask:
-        return Ask(forced_tool=_forced_tool(body.get("toolConfig")), **_text_format(body.get("outputConfig")))
+        """The forced tool; a forced :data:`JSON_TOOL` (a JSON response format, as scorers sends it) or an
+        ``outputConfig.textFormat`` asks for JSON with its schema."""
+        forced = _forced_tool(body.get("toolConfig"))
+        if forced is not None and _chosen_tool(body.get("toolConfig")) == JSON_TOOL:
+            return Ask(json=True, schema=forced[1])
+        return Ask(forced_tool=forced, **_text_format(body.get("outputConfig")))
 
     def presented_key(self, headers: Mapping[str, str]) -> str | None:
         """The access key id of the request's SigV4 ``Authorization`` header."""
@@ -133,11 +145,14 @@ class BedrockConverseAPI(ScriptedProtocol):
     def render(self, body: Mapping[str, Any], reply: Reply, server: ServerSettings | None) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
         stop = STOP_REASONS.get(reply.finish_reason or "", reply.finish_reason)
-        if reply.kind == "tool":
-            arguments = _json_object(reply.arguments)
+        tool = (reply.tool_name, reply.arguments) if reply.kind == "tool" else None
+        if tool is None and _chosen_tool(body.get("toolConfig")) == JSON_TOOL:
+            tool = (JSON_TOOL, reply.content or "")  # a JSON answer is the forced JSON tool's input
+        if tool is not None:
+            arguments = _json_object(tool[1])
             if arguments is not None:
                 tool_id = f"tooluse_{uuid.uuid4().hex[:22]}"
-                content.append({"toolUse": {"toolUseId": tool_id, "name": reply.tool_name, "input": arguments}})
+                content.append({"toolUse": {"toolUseId": tool_id, "name": tool[0], "input": arguments}})
             stop = stop or ("tool_use" if arguments is not None else "malformed_tool_use")
         else:
             content.append({"text": reply.content or ""})
@@ -280,11 +295,16 @@ def _forced_tool(config: Any) -> tuple[str, Mapping[str, Any]] | None:
     by_name = {str(spec.get("name")): _input_schema(spec) for spec in specs}
     if not by_name:
         return None
-    choice = config.get("toolChoice")
-    wanted = choice.get("tool") if isinstance(choice, dict) else None
-    named = str(wanted.get("name")) if isinstance(wanted, dict) else None
+    named = _chosen_tool(config)
     name = named if named in by_name else next(iter(by_name))
     return name, by_name[name]
+
+
+def _chosen_tool(config: Any) -> str | None:
+    """The name of the tool a ``toolConfig``'s ``toolChoice.tool`` forces, or None."""
+    choice = config.get("toolChoice") if isinstance(config, dict) else None
+    wanted = choice.get("tool") if isinstance(choice, dict) else None
+    return str(wanted.get("name")) if isinstance(wanted, dict) else None
 
 
 def _input_schema(spec: Mapping[str, Any]) -> Mapping[str, Any]:

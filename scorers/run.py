@@ -147,6 +147,18 @@ class Run(BaseModel):
         description="a cluster engine (ray, spark): write rows in input order (default: as they finish; local "
         "runs are always in order)",
     )
+    batch: bool = Field(
+        default=False,
+        description="send the judges' requests through their provider's batch API (about half the price; the rows "
+        "are written as each round of batches ends, within 24 h); OUT.batch.json lists the batches out, so that "
+        "the same command run again after a stop resumes them",
+    )
+    batch_poll_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="with --batch, the longest wait between two polls of a batch, in seconds "
+        "(default: %(default)s; the first poll comes after 1 s, each next one twice as late)",
+    )
     metadata: bool = Field(default=False, description="also write each score's metadata (metadata_scores)")
     fail_on_error: bool = Field(default=False, description="fail (exit 1) when any row has a scorer error")
     progress: bool = Field(default=False, description="show a progress bar on stderr")
@@ -180,6 +192,10 @@ class Run(BaseModel):
     def _checked(self) -> "Run":
         self.engine = engine_named(self.engine)
         self.thresholds = _checked_thresholds(self.thresholds, self.scorers)
+        if self.batch and type(self.engine) is not Local:
+            raise OptionError(
+                "batch", f"needs the local engine (a batch is sent from this machine), not {self.engine.name}"
+            )
         if self.force and not self.resume:
             raise OptionError("force", "needs resume (it appends to OUT under another configuration)")
         if self.resume:
@@ -252,6 +268,12 @@ class Run(BaseModel):
                 stack.enter_context(_signals(scoring))
             scoring.score(source, rows)
             return scoring.result()
+
+    def _batched(self) -> Engine:
+        """The engine of a batch run: the local one, its judges' requests sent in batches (state beside ``output``)."""
+        from .llm.batch.run import Batched
+
+        return Batched.beside(self.output, poll_s=self.batch_poll_s)
 
     def _rows(self) -> Iterator[Any]:
         path = self._path
@@ -401,7 +423,7 @@ class _Scoring:
                 concurrency=run.concurrency,
                 workers=run.workers,
                 start=len(self.previous),
-                engine=run.engine,
+                engine=run._batched() if run.batch else run.engine,
                 ordered=run.ordered,
             )
             self.summary = self.evaluation.summary

@@ -163,7 +163,11 @@ _OPTIONS = {
     "workers": Flag(),
 }
 _ORDER_OPTIONS = {"ordered": Flag()}
-_OUTPUT_OPTIONS = {"metadata": Flag()}
+_OUTPUT_OPTIONS = {
+    "batch": Flag(),
+    "batch_poll_s": Flag(names=("--batch-poll",), metavar="SECONDS"),
+    "metadata": Flag(),
+}
 _EXIT_OPTIONS = {"fail_on_error": Flag()}
 
 

@@ -97,6 +97,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from .._aio import run_sync
 from .._util import memoize, spell_out_keywords
 from ..errors import ConfigError, JudgeError
+from .batch.deferral import Pending
+from .batch.deferral import current as batch_deferral
 from .cache import PAID_BY, CacheError, ReplyCache, cache_key, cache_keys, open_cache, paid_here, stamped
 from .config import ENGINE_OPTIONS, LLMSettings, check_options, default_model, resolve, settings_state
 from .protocol import (
@@ -264,6 +266,9 @@ class LLMEngine:
             [body for body, _ in bodies], base_url=settings.shown_url, tags=[r.cache_tag for r in requests]
         )
         stored = _cache_call(cache.get_many, keys) or {}
+        deferral = batch_deferral()
+        if deferral is not None:  # a batch run: the replies of its batch are read through complete(), as sent now
+            stored = deferral.unanswered(stored)
         latency = time.perf_counter() - started
         return [
             None
@@ -290,25 +295,40 @@ class LLMEngine:
         settings, cache = self._resolved(scorer)
         body, api = _body(request, settings)
         sent = sent_settings(body, api)
-        key = cache_key(body, base_url=settings.shown_url, tag=request.cache_tag) if cache is not None else ""
+        deferral = batch_deferral()
+        key = (
+            cache_key(body, base_url=settings.shown_url, tag=request.cache_tag)
+            if cache is not None or deferral is not None
+            else ""
+        )
+
+        async def ask(first: Any = None) -> ChatResult:
+            """Ask until a reply passes ``validate``, and store it; ``first``: a reply already in hand (a batch's),
+            read as the first attempt's."""
+            budget = Budget(settings.deadline)
+            spent = _Spent()
+            try:
+                reply = await _ask(request, body, sent, api, settings, validate, scorer, budget, spent, first)
+            except JudgeError as exc:  # what the call cost goes with its error, to count it in the run's usage
+                usage = failed_call_usage(budget.attempts, spent.prompt, spent.completion)
+                exc.usage = {"model": body["model"], **usage}
+                raise
+            object.__setattr__(reply, "latency_s", time.perf_counter() - started)  # a fresh reply of this call
+            if cache is not None:
+                _cache_call(cache.put, key, stamped(reply.to_dict()), model=reply.model)
+            return reply
+
+        if deferral is not None and key in deferral:  # a batch run: the batch's reply, read as if it came now
+            return await deferral.settle(key, ask)
         if cache is not None and read_cache:
             stored = _cache_call(cache.get, key)
             if stored is not None:
                 hit = _cache_hit(stored, time.perf_counter() - started, validate, sent)
                 if hit is not None:
                     return hit
-
-        budget = Budget(settings.deadline)
-        spent = _Spent()
-        try:
-            reply = await _ask(request, body, sent, api, settings, validate, scorer, budget, spent)
-        except JudgeError as exc:  # what the call cost goes with its error, to count it in the run's usage
-            exc.usage = {"model": body["model"], **failed_call_usage(budget.attempts, spent.prompt, spent.completion)}
-            raise
-        object.__setattr__(reply, "latency_s", time.perf_counter() - started)  # a fresh reply of this call
-        if cache is not None:
-            _cache_call(cache.put, key, stamped(reply.to_dict()), model=reply.model)
-        return reply
+        if deferral is not None:  # a batch run's pass: held for the batch
+            deferral.defer(Pending(key, body, api, settings, scorer))
+        return await ask()
 
 
 # The options as the signature and the docstring show them, from their declaration (LLMSettings) alone.
@@ -354,15 +374,19 @@ async def _ask(
     scorer: str | None,
     budget: Budget,
     spent: _Spent,
+    first: Any = None,
 ) -> ChatResult:
     """Send ``body`` until a reply passes ``validate`` (at most ``max_reasks`` more times); charge every reply's
-    tokens to ``spent``. Raises :class:`JudgeError`."""
+    tokens to ``spent``. ``first`` (a batch's reply) stands for the first attempt's. Raises :class:`JudgeError`."""
     label = f"{scorer}: " if scorer else ""
     last_reply: ChatResult | None = None
     last_reason = ""
     asks = settings.max_reasks + 1
     for reask in range(asks):
-        data = await send(body, api, settings, scorer, budget)
+        if first is not None and reask == 0:
+            data, budget.attempts = first, budget.attempts + 1
+        else:
+            data = await send(body, api, settings, scorer, budget)
         tokens = reply_tokens(data, api)
         try:
             reply = parse_reply(data, api, model=body["model"])

@@ -12,6 +12,7 @@ import time
 from typing import Any, Iterator
 
 from .._util import memoize, optional_import
+from .batches import LoopbackBatches
 from .protocols import PROTOCOLS, ComputedProtocol, ScriptedProtocol, WireProtocol
 from .protocols.completions import TextCompletions
 from .recorded import RecordedRequest
@@ -34,6 +35,9 @@ class LoopbackLLM:
     ``completions`` answers ``POST /v1/completions`` (default: ``TextCompletions()``).
     ``protocols`` are the APIs it speaks (default: every one of
     :data:`~scorers.testing.protocols.PROTOCOLS`); ``GET /v1/models`` lists ``models``.
+
+    ``batches`` serves the batch APIs (:class:`~scorers.testing.batches.LoopbackBatches`): OpenAI's files and
+    batches, Anthropic's Message Batches, each line answered as online.
 
     ``requests`` holds the most recent requests, at most ``record_limit`` of them
     with at most ``record_bytes`` of bodies in all (always the newest one), so a
@@ -78,6 +82,7 @@ class LoopbackLLM:
         self._stopping: asyncio.Event | None = None
         self._listen_port = port
         self.port: int | None = None
+        self.batches = LoopbackBatches(self)
 
     # ------------------------------------------------------------- scripting
     def script(self, reply: ReplySource, *, match: Matcher = None, times: int | None = None) -> Rule:
@@ -94,6 +99,7 @@ class LoopbackLLM:
             self.requests.clear()
             self._recorded_bytes = self._received = 0
             self.max_in_flight = self.in_flight
+        self.batches.reset()
 
     @property
     def base_url(self) -> str:
@@ -193,6 +199,8 @@ class LoopbackLLM:
             for path in protocol.paths:
                 app.router.add_post(path, self._handler(protocol))
         app.router.add_get("/v1/models", self._models)
+        for method, path, handler in self.batches.routes():
+            app.router.add_route(method, path, handler)
         runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
         await runner.setup()
         sock = _listening_socket(self._listen_port) if self._listen_port else _unused_port_socket()

@@ -24,6 +24,7 @@ __all__ = [
     "TemplateError",
     "JudgeError",
     "BudgetExceeded",
+    "BatchRequestError",
     "UnknownScorerError",
     "DataError",
 ]
@@ -149,6 +150,31 @@ class BudgetExceeded(JudgeError):
     """
 
     redone_on_resume = True
+
+
+class BatchRequestError(JudgeError):
+    """A judge request that a provider's batch did not answer (``run --batch``): the batch expired, was cancelled
+    or failed, or the line failed (``reason``: ``expired``, ``cancelled``, ``failed`` or ``errored``; ``status``:
+    a failed line's HTTP status). Not cached: the next run sends the request again, and ``--resume`` judges the
+    row again.
+
+    >>> BatchRequestError("Polite: the batch expired", reason="expired", scorer="Polite").to_dict()["reason"]
+    'expired'
+    """
+
+    redone_on_resume = True
+
+    def __init__(self, message: str, *, reason: str, status: int | None = None, scorer: str | None = None) -> None:
+        super().__init__(message, scorer=scorer, attempts=0)
+        self.reason = reason
+        self.status = status
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type", "message", "reason"}``, and a failed line's ``status``."""
+        record = {**super().to_dict(), "reason": self.reason}
+        if self.status is not None:
+            record["status"] = self.status
+        return record
 
 
 class DataError(ScorerError):

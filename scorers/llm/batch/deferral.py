@@ -25,7 +25,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Iterator, Mapping, NoReturn
 
-from ...errors import ConfigError, JudgeError
+from ...errors import BatchRequestError, ConfigError, JudgeError
 
 if TYPE_CHECKING:
     from ..config import LLMSettings
@@ -68,33 +68,16 @@ class Deferred(JudgeError):
     """A request of this pass went into the batch; the row is judged again once the batch has answered."""
 
 
-class BatchRequestError(JudgeError):
-    """A request the provider's batch did not answer: the batch expired, was cancelled or failed, or the line
-    itself failed (``reason``: ``expired``, ``cancelled``, ``failed``, ``errored``; ``status``: the line's HTTP
-    status, if any). Not cached, so the next run sends the request again (rows already in the cache are not)."""
-
-    def __init__(self, message: str, *, reason: str, status: int | None = None, scorer: str | None = None) -> None:
-        super().__init__(message, scorer=scorer, attempts=0)
-        self.reason = reason
-        self.status = status
-
-    def of(self, scorer: str | None) -> "BatchRequestError":
-        """This error as judge ``scorer``'s (its message names it)."""
-        if scorer is None:
-            return self
-        return BatchRequestError(f"{scorer}: {self}", reason=self.reason, status=self.status, scorer=scorer)
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"type", "message", "reason"}`` (and ``status``, a failed line's HTTP status)."""
-        record = {**super().to_dict(), "reason": self.reason}
-        if self.status is not None:
-            record["status"] = self.status
-        return record
-
-
 class BatchAPIError(ConfigError):
     """The provider's batch API itself failed (a submission, a poll or a download): the run stops; the batches
     out stay listed beside the results (``OUT.batch.json``), so that running it again resumes them."""
+
+
+def labelled(error: BatchRequestError, scorer: str | None) -> BatchRequestError:
+    """``error`` as judge ``scorer``'s (its message names it)."""
+    if scorer is None:
+        return error
+    return BatchRequestError(f"{scorer}: {error}", reason=error.reason, status=error.status, scorer=scorer)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ outcome: from a batch out that the state file lists (a run killed while it was o
 again), else from new batches, one per endpoint, API and model (split at the provider's limits). It polls each batch
 after 1 s, then at intervals that double up to ``poll_s``, until it ends; then the reply of each line goes to the
 deferral, and each line the batch did not answer (it expired, was cancelled or failed, or the line failed) gets its
-:class:`~scorers.llm.batch.deferral.BatchRequestError`.
+:class:`~scorers.errors.BatchRequestError`.
 
 >>> state = BatchState(None)
 >>> state.add({"id": "batch_1", "api": "chat", "custom_ids": ["k1", "k2"]})
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ...errors import DataError
 from .core import BatchAPI, Outcome
-from .deferral import BatchRequestError, Deferral, Pending
+from .deferral import BatchRequestError, Deferral, Pending, labelled
 from .providers import batch_api
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ class Batches:
         await asyncio.gather(*(self._send(group) for group in _groups(fresh)))
         for key, request in pending.items():
             batch_id, outcome = self._downloaded[key]
-            deferral.take(key, outcome.of(request.scorer) if isinstance(outcome, BatchRequestError) else outcome)
+            deferral.take(key, labelled(outcome, request.scorer) if isinstance(outcome, BatchRequestError) else outcome)
             deferral.batches.add(batch_id)
 
     def release(self, deferral: Deferral) -> None:

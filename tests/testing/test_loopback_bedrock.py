@@ -167,6 +167,9 @@ def test_a_forced_json_tool_asks_for_json_and_a_json_reply_is_its_input(server: 
     assert block["toolUse"]["input"]["choice"] in ("Y", "N")
     server.default = Reply.text("not JSON")
     assert converse(server, toolConfig=config)["stopReason"] == "malformed_tool_use"
+    config["tools"][0]["toolSpec"]["inputSchema"]["json"] = {"type": "object"}  # a json_object format: no schema
+    converse(server, toolConfig=config)
+    assert (server.requests[-1].ask.json, server.requests[-1].ask.schema) == (True, None)
 
 
 def test_the_request_is_recorded_in_the_common_form(server: LoopbackLLM) -> None:

@@ -110,10 +110,11 @@ class BedrockConverseAPI(ScriptedProtocol):
 
     def ask(self, body: Mapping[str, Any]) -> Ask:
         """The forced tool; a forced :data:`JSON_TOOL` (a JSON response format, as scorers sends it) or an
-        ``outputConfig.textFormat`` asks for JSON with its schema."""
+        ``outputConfig.textFormat`` asks for JSON with its schema (none for the bare ``{"type": "object"}`` of a
+        ``json_object`` format)."""
         forced = _forced_tool(body.get("toolConfig"))
         if forced is not None and _chosen_tool(body.get("toolConfig")) == JSON_TOOL:
-            return Ask(json=True, schema=forced[1])
+            return Ask(json=True, schema=None if forced[1] == {"type": "object"} else forced[1])
         return Ask(forced_tool=forced, **_text_format(body.get("outputConfig")))
 
     def presented_key(self, headers: Mapping[str, str]) -> str | None:

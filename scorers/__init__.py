@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ._util import lazy
 from ._version import __version__
 from .aggregate import Aggregator, MeanAggregator, StatsAggregator
+from .attachments import Attachment
 from .base import Scorer
 from .errors import (
     ConfigError,
@@ -61,6 +62,7 @@ __all__ = [
     "__version__",
     "Score",
     "Scorer",
+    "Attachment",
     "param",
     "Field",
     "text_field",

@@ -211,6 +211,8 @@ TOOL_CALLS = [
     {"id": f"c{i}", "type": "function", "function": {"name": "search", "arguments": '{"q": "the cat sat"}'}}
     for i in range(2)
 ]
+#: The image a field a judge's template declares an attachment holds (scorers.attachments).
+IMAGE = scorers.Attachment.from_base64(scorers.attachments.TINY_PNG)
 CONVERSATION = [
     {"role": "user", "content": "the cat sat on the mat"},
     {"role": "assistant", "content": None, "tool_calls": TOOL_CALLS},
@@ -221,8 +223,10 @@ CONVERSATION = [
 def _row(name: str) -> dict:
     scorer = scorers.get(name)
     row = {field: "the cat sat on the mat" for field in scorer.required_fields()}
-    # a field a judge's template declares a conversation holds one (text is not a conversation)
-    row.update({field: CONVERSATION for field, _ in getattr(getattr(scorer, "template", None), "conversations", ())})
+    # a field a judge's template declares a conversation holds one (text is not a conversation), an attachment an image
+    template = getattr(scorer, "template", None)
+    row.update({field: CONVERSATION for field, _ in getattr(template, "conversations", ())})
+    row.update({field: IMAGE for field in getattr(template, "attachments", ())})
     special = {
         "NumericDiff": {"output": 3, "expected": 4},
         "ListContains": {"output": ["a", "b"], "expected": ["a"]},

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
 
 from scorers.agents.model import ROLES, Conversation, FrozenDict, Message, ToolCall, freeze
+from scorers.attachments import Attachment, AttachmentError, is_hosted
 from scorers.fields import utf8_encodable
 
 #: What :func:`read_conversation` accepts, as its errors say it.
@@ -21,22 +22,10 @@ ACCEPTED = (
 )
 #: Content parts that carry text, and the key that holds it.
 _TEXT_PARTS = {"text": "text", "input_text": "text", "output_text": "text", "refusal": "refusal"}
-#: Content parts with no text to score (images, audio, files, hidden reasoning): skipped.
-_SKIPPED_PARTS = frozenset(
-    {
-        "image",
-        "image_url",
-        "input_image",
-        "input_audio",
-        "audio",
-        "file",
-        "input_file",
-        "document",
-        "thinking",
-        "redacted_thinking",
-        "reasoning",
-    }
-)
+#: Content parts that hold an image, audio or a document: kept as the message's attachments.
+_ATTACHMENT_PARTS = frozenset({"image", "image_url", "input_image", "input_audio", "file", "input_file", "document"})
+#: Content parts with nothing to score (hidden reasoning, a model's audio reply by id): skipped.
+_SKIPPED_PARTS = frozenset({"audio", "thinking", "redacted_thinking", "reasoning"})
 #: Responses output items with nothing to score (the model's reasoning summary).
 _SKIPPED_ITEMS = frozenset({"reasoning"})
 #: LangChain's message types (``message.type``), and the role each one is.
@@ -203,7 +192,11 @@ def _is_part(item: Any) -> bool:
         return False
     kind = _kind(item)
     return kind is not None and (
-        kind in _TEXT_PARTS or kind in _SKIPPED_PARTS or kind == "tool_result" or kind.endswith("_tool_result")
+        kind in _TEXT_PARTS
+        or kind in _ATTACHMENT_PARTS
+        or kind in _SKIPPED_PARTS
+        or kind == "tool_result"
+        or kind.endswith("_tool_result")
     )
 
 
@@ -242,7 +235,7 @@ def _read_role_message(builder: _Builder, where: str, item: Mapping[str, Any]) -
         raise _Malformed(
             f"at {where}: unknown role {_shown(role)} (accepted: {', '.join(ROLES)}, and the legacy function)"
         )
-    content, calls, results = _parts(where, item.get("content"))
+    content, attachments, calls, results = _parts(where, item.get("content"))
     calls += _calls(where, item.get("tool_calls"))
     if item.get("function_call") is not None:
         calls.append(_call(f"{where}, function_call", item["function_call"]))
@@ -259,6 +252,7 @@ def _read_role_message(builder: _Builder, where: str, item: Mapping[str, Any]) -
             tool_call_id=_id(where, item.get("tool_call_id")),
             name=_text(where, "name", item.get("name")),
             is_error=item.get("is_error") is True,
+            attachments=attachments,
         ),
     )
 
@@ -286,7 +280,7 @@ def _read_langchain(builder: _Builder, where: str, kind: str, data: Mapping[str,
         raise _Malformed(
             f"at {where}: LangChain could not parse a call ({_shown(bad.get('name'))}): {_shown(bad.get('error'), str)}"
         )
-    content, content_calls, results = _parts(where, data.get("content"))
+    content, attachments, content_calls, results = _parts(where, data.get("content"))
     extra = data.get("additional_kwargs")
     extra = extra if _is_object(extra) else {}
     # the calls LangChain parsed; the provider's own (in the content, or OpenAI's in additional_kwargs) repeat them
@@ -302,17 +296,23 @@ def _read_langchain(builder: _Builder, where: str, kind: str, data: Mapping[str,
             tool_call_id=_id(where, data.get("tool_call_id")),
             name=_text(where, "name", data.get("name")),
             is_error=data.get("status") == "error",
+            attachments=attachments,
         ),
     )
 
 
-def _parts(where: str, content: Any) -> tuple[str | None, list[ToolCall], list[tuple[str, Message]]]:
-    """A message's text, and the calls and tool results among its content blocks (Anthropic, LangChain)."""
+def _parts(
+    where: str, content: Any
+) -> tuple[str | None, tuple[Attachment, ...], list[ToolCall], list[tuple[str, Message]]]:
+    """A message's text, its attachments (images, audio, documents; a file stored with the provider, named by an
+    id, is skipped: its bytes are not here), and the calls and tool results among its content blocks (Anthropic,
+    LangChain)."""
     if content is None or isinstance(content, str):
-        return content, [], []
+        return content, (), [], []
     if not isinstance(content, (list, tuple)):
         raise _Malformed(f"at {where}: content is of type {type(content).__name__}, not text or a list of parts")
     texts: list[str] = []
+    attachments: list[Attachment] = []
     calls: list[ToolCall] = []
     results: list[tuple[str, Message]] = []
     for index, part in enumerate(content):
@@ -325,6 +325,9 @@ def _parts(where: str, content: Any) -> tuple[str | None, list[ToolCall], list[t
             raise _Malformed(f"at {part_where}: a content part with no type")
         if kind in _TEXT_PARTS:
             texts.append(_text(part_where, _TEXT_PARTS[kind], part.get(_TEXT_PARTS[kind])) or "")
+        elif kind in _ATTACHMENT_PARTS:
+            if not is_hosted(part):
+                attachments.append(_attachment(part_where, part))
         elif kind in ("tool_use", "tool_call") or kind.endswith("_tool_use"):  # and server_tool_use, mcp_tool_use
             calls.append(_call(part_where, part))
         elif kind == "tool_result" or kind.endswith("_tool_result"):
@@ -337,7 +340,14 @@ def _parts(where: str, content: Any) -> tuple[str | None, list[ToolCall], list[t
             results.append((part_where, result))
         elif kind not in _SKIPPED_PARTS:
             raise _Malformed(f"at {part_where}: a content part of unknown type {kind!r}")
-    return ("\n".join(texts) if texts else None), calls, results
+    return ("\n".join(texts) if texts else None), tuple(attachments), calls, results
+
+
+def _attachment(where: str, part: Mapping[str, Any]) -> Attachment:
+    try:
+        return Attachment.from_part(part)
+    except AttachmentError as exc:
+        raise _Malformed(f"at {where}: {exc}") from None
 
 
 def _calls(where: str, calls: Any) -> list[ToolCall]:
@@ -393,9 +403,9 @@ def _text(where: str, key: str, value: Any) -> str | None:
 
 
 def _content(where: str, value: Any) -> str | None:
-    content, calls, results = _parts(where, value)
-    if calls or results:
-        raise _Malformed(f"at {where}: holds tool calls or results, which only messages may hold")
+    content, attachments, calls, results = _parts(where, value)
+    if calls or results or attachments:
+        raise _Malformed(f"at {where}: holds tool calls, results or attachments, which only messages may hold")
     return content
 
 

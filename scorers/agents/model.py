@@ -27,6 +27,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scorers.attachments import Attachment
+
 __all__ = ["ROLES", "FrozenDict", "freeze", "thaw", "jsonable", "ToolCall", "Message", "Conversation"]
 
 #: The roles a :class:`Message` may have (OpenAI's chat roles; ``developer`` is the newer name of ``system``).
@@ -130,7 +132,8 @@ class Message:
     """One message: ``role`` (one of :data:`ROLES`), its text ``content`` (``None`` when it has none), the
     ``tool_calls`` an assistant message makes, and for a ``tool`` message the ``tool_call_id`` it answers, the
     ``name`` of the tool, and ``is_error`` when the tool failed (Anthropic's ``is_error``, LangChain's
-    ``status: "error"``, an OpenTelemetry span with an error status)."""
+    ``status: "error"``, an OpenTelemetry span with an error status); ``attachments``: the images, audio and
+    documents among its content parts (:class:`~scorers.attachments.Attachment`), after its text."""
 
     role: str
     content: str | None = None
@@ -138,10 +141,15 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
     is_error: bool = False
+    attachments: tuple[Attachment, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The message in the OpenAI chat format."""
-        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        """The message in the OpenAI chat format (content parts when it has attachments: its text, then theirs)."""
+        content: Any = self.content
+        if self.attachments:
+            text = [{"type": "text", "text": self.content}] if self.content else []
+            content = text + [attachment.part() for attachment in self.attachments]
+        out: dict[str, Any] = {"role": self.role, "content": content}
         if self.tool_calls:
             out["tool_calls"] = [call.to_dict() for call in self.tool_calls]
         if self.tool_call_id is not None:

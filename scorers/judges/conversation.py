@@ -30,6 +30,7 @@ import json
 import re
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ..attachments import shown
 from ..errors import ScorerInputError
 
 __all__ = [
@@ -130,8 +131,9 @@ class CallView(PromptText, dict[str, Any]):
 
 class MessageView(PromptText, dict[str, Any]):
     """One message in a template: ``index``, ``role``, ``content`` (its text, ``""`` when none), ``tool_calls``
-    (:class:`CallView` s), and for a tool message ``tool_call_id``, ``name`` and ``is_error``; printed as its
-    lines of the transcript."""
+    (:class:`CallView` s), and for a tool message ``tool_call_id``, ``name`` and ``is_error``; a message with
+    images, audio or documents has ``attachments`` (what text shows for each: in a judge's prompt its content
+    part, :func:`scorers.attachments.shown`); printed as its lines of the transcript."""
 
     __slots__ = ()
 
@@ -143,6 +145,7 @@ class MessageView(PromptText, dict[str, Any]):
         else:
             head = role
         lines = [f"{head}: {_indented(content)}" if content else f"{head}:"]
+        lines += [f"  {attachment}" for attachment in self.get("attachments", ())]
         lines += [f"  call {call.prompt_text()}" for call in self["tool_calls"]]
         return "\n".join(lines)
 
@@ -215,6 +218,7 @@ its budget of 100: raise it in the template, fields: {conversation: {type: conve
                 tool_call_id=message.tool_call_id,
                 name=name,
                 is_error=message.is_error,
+                **({"attachments": [shown(a, field) for a in message.attachments]} if message.attachments else {}),
             )
         )
     view = ConversationView(messages)

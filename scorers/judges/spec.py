@@ -102,7 +102,7 @@ _EXPECTED = {
     "reasoning_effort": "an effort level such as low, medium or high",
     "api": " | ".join(APIS),
     "extra_args": "a mapping of further request parameters",
-    "fields": "a mapping of field name → conversation (or {type: conversation, max_tokens: N})",
+    "fields": "a mapping of field name → conversation or attachment (or {type: conversation, max_tokens: N})",
     "prompt": "non-empty text",
     "threshold": "a number on the rubric's scale",
     "score_mode": "logprobs | top_token",
@@ -169,22 +169,29 @@ class Message(_Strict):
 
 
 def _or_shorthand(schema: dict[str, Any]) -> None:
-    """A field declaration's JSON Schema also takes the shorthand ``conversation`` (the validator of
-    ``TemplateSpec.fields`` expands it, so a parsed spec holds only :class:`FieldSpec` s)."""
+    """A field declaration's JSON Schema also takes the shorthands ``conversation`` and ``attachment`` (the
+    validator of ``TemplateSpec.fields`` expands them, so a parsed spec holds only :class:`FieldSpec` s)."""
     declared = dict(schema)
     schema.clear()
-    schema["anyOf"] = [declared, {"const": "conversation"}]
+    schema["anyOf"] = [declared, {"enum": ["conversation", "attachment"]}]
 
 
 class FieldSpec(_Strict):
     """A template field's declared type: ``conversation`` (read as a conversation, shown as a transcript;
-    ``scorers.judges.conversation``) with its budget in tokens (counted as UTF-8 bytes).
+    ``scorers.judges.conversation``) with its budget in tokens (counted as UTF-8 bytes), or ``attachment`` (an
+    image, audio clip or document, shown as a content part; :mod:`scorers.attachments`).
     ``fields: {name: conversation}`` is short for ``{name: {type: conversation}}``."""
 
     model_config = ConfigDict(json_schema_extra=_or_shorthand)
 
-    type: Literal["conversation"]
+    type: Literal["conversation", "attachment"]
     max_tokens: Annotated[int, Field(gt=0)] = DEFAULT_MAX_TOKENS
+
+    @model_validator(mode="after")
+    def _budget_of_a_conversation(self) -> "FieldSpec":
+        if self.type == "attachment" and "max_tokens" in self.model_fields_set:
+            raise ValueError("max_tokens is a conversation's budget; an attachment has none")
+        return self
 
 
 class Scale(_Strict):
@@ -313,7 +320,13 @@ class TemplateSpec(RequestSettings):
 
     def conversation_fields(self) -> tuple[tuple[str, int], ...]:
         """``(field, max tokens)`` for each field declared a conversation, in the file's order."""
-        return tuple((name, spec.max_tokens) for name, spec in (self.fields or {}).items())
+        return tuple(
+            (name, spec.max_tokens) for name, spec in (self.fields or {}).items() if spec.type == "conversation"
+        )
+
+    def attachment_fields(self) -> tuple[str, ...]:
+        """The fields declared an attachment, in the file's order."""
+        return tuple(name for name, spec in (self.fields or {}).items() if spec.type == "attachment")
 
     def message_pairs(self) -> tuple[tuple[str, str], ...]:
         """The prompt as ``(role, content)`` pairs: a plain ``prompt`` is one user message."""

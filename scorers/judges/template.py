@@ -197,6 +197,9 @@ class JudgeTemplate:
     format: str = "scorers"
     #: The fields that hold a conversation, each with its budget in tokens (counted as UTF-8 bytes) (:mod:`.conversation`).
     conversations: tuple[tuple[str, int], ...] = ()
+    #: The fields that hold an attachment (:class:`~scorers.attachments.Attachment`): a path, URL or data there
+    #: is read as one, and shown as a content part where the field stands.
+    attachments: tuple[str, ...] = ()
     _variables: tuple[str, ...] = field(default=(), repr=False, compare=False)
     #: Per message: literal text and variable names, when the message is plain ``{{ name }}`` substitution.
     _plain: tuple[Any, ...] = field(default=(), repr=False, compare=False)
@@ -227,12 +230,16 @@ class JudgeTemplate:
         object.__setattr__(self, "_thread_used", thread_used)
         if thread_used:  # the thread variables are computed from one field
             names = (names - set(THREAD_VARIABLES)) | {THREAD_FIELD}
-        unused = [name for name, _ in self.conversations if name not in names]
-        if unused:
-            raise TemplateError(
-                f"{self.where('fields')}: {', '.join(map(repr, unused))} declared a conversation but not used",
-                scorer=self.name,
-            )
+        for declared, what in (
+            (tuple(name for name, _ in self.conversations), "a conversation"),
+            (self.attachments, "an attachment"),
+        ):
+            unused = [name for name in declared if name not in names]
+            if unused:
+                raise TemplateError(
+                    f"{self.where('fields')}: {', '.join(map(repr, unused))} declared {what} but not used",
+                    scorer=self.name,
+                )
         if not self.choices:
             object.__setattr__(self, "choices", tuple(self.choice_scores or ()))
         object.__setattr__(self, "_compiled", tuple(compiled))  # what the lazy attribute would build
@@ -280,6 +287,8 @@ class JudgeTemplate:
         }
         if self.conversations:
             hashed["conversations"] = [name for name, _ in self.conversations]  # the budgets change no verdict
+        if self.attachments:
+            hashed["attachments"] = list(self.attachments)
         body = json.dumps(
             hashed,
             sort_keys=True,
@@ -301,12 +310,21 @@ class JudgeTemplate:
         return budgets
 
     # -------------------------------------------------------------- rendering
-    def render(self, variables: Mapping[str, Any]) -> list[dict[str, str]]:
+    def render(self, variables: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Render every message; a missing variable raises :class:`TemplateError` naming it.
 
-        ``None`` counts as missing. The list of choices is available as ``{{__choices}}``.
+        ``None`` counts as missing. The list of choices is available as ``{{__choices}}``. A message that shows an
+        attachment (a declared attachment field, or any :class:`~scorers.attachments.Attachment` value) has chat
+        content parts: its text around each attachment's part.
         """
+        from ..attachments import Placement
+
+        placement = Placement.current()
+        if placement is None:
+            with Placement() as placement:
+                return self.render(variables)
         context = {k: v for k, v in variables.items() if v is not None}
+        self._place_attachments(context, placement)
         for name in self._variables:
             if name not in context:
                 missing = [v for v in self._variables if v not in context]
@@ -343,8 +361,20 @@ class JudgeTemplate:
                         f"{self.name}: rendering failed: {exc} ({self.where()})", scorer=self.name
                     ) from exc
                 content = "".join(pieces)
-            out.append({"role": self.messages[index][0], "content": content})
+            out.append({"role": self.messages[index][0], "content": placement.parts(content)})
         return out
+
+    def _place_attachments(self, context: dict[str, Any], placement: Any) -> None:
+        """Put in ``context`` the marker of each attachment (a declared field's value is read as one), which the
+        rendered text is split at (:class:`~scorers.attachments.Placement`)."""
+        from ..attachments import Attachment
+
+        for name in [n for n, value in context.items() if n in self.attachments or isinstance(value, Attachment)]:
+            try:
+                attachment = Attachment.of(context[name])
+            except ValueError as exc:
+                raise TemplateError(f"{self.name}: field {name!r} {exc} ({self.where()})", scorer=self.name) from None
+            context[name] = placement.marker(attachment, name)
 
     def _render_jinja(self, index: int, context: dict[str, Any]) -> str:
         from jinja2 import TemplateError as JinjaTemplateError

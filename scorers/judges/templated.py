@@ -12,9 +12,11 @@ import os
 import time
 from typing import Any, ClassVar, Mapping, Sequence
 
+from ..attachments import Attachment, Placement, attachments_problem, with_text
 from ..errors import ConfigError, ScorerError, ScorerInputError, UnknownArgumentError
 from ..fields import Field, utf8_encodable
 from ..llm import ChatRequest, ChatResult, LLMEngine
+from ..llm.protocols import PROTOCOLS
 from ..params import Param
 from ..score import Score
 from .base import LLMJudge
@@ -214,8 +216,11 @@ class TemplatedJudge(LLMJudge):
             )
         self.template = template
         self.description = " ".join((description or template.description or type(self).description).split())
+        attachments = set(template.attachments)
         self.fields = tuple(
-            Field(v, (object,), required=True, description=f"template variable {{{{{v}}}}}", convert=_text_or_data)
+            Field(v, (object,), required=True, description=f"attachment {{{{{v}}}}}", convert=_attachment)
+            if v in attachments
+            else Field(v, (object,), required=True, description=f"template variable {{{{{v}}}}}", convert=_text_or_data)
             for v in self.variables()
         )
         self.example = f"scorers.get({name!r})({', '.join(f'{v}=...' for v in self.variables())})"
@@ -266,8 +271,11 @@ class TemplatedJudge(LLMJudge):
     # --------------------------------------------------------------- requests
     def render(self, variables: Mapping[str, Any], instruction: str) -> list[dict[str, Any]]:
         """The template's messages with ``instruction`` appended to the last (user) message."""
-        messages = self.template.render(variables)
-        messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{instruction}"}
+        with Placement() as placement:
+            messages = self.template.render(variables)
+        if placement.found:
+            self._check_attachments(placement.found)
+        messages[-1] = {**messages[-1], "content": with_text(messages[-1]["content"], f"\n\n{instruction}")}
         return messages
 
     def _format(self) -> ReplyFormat:
@@ -296,6 +304,18 @@ class TemplatedJudge(LLMJudge):
             response_format=response_format,
             sample=sample,
         )
+
+    def _check_attachments(self, found: Sequence[tuple[str, Attachment]]) -> None:
+        """Refuse a row whose attachments (``(field, attachment)`` as the prompt shows them) the judge's wire
+        protocol cannot send (a media type it does not take, a URL where it takes only data, more bytes than its
+        limit), as the row's :class:`~scorers.errors.ScorerInputError` naming the field and the limit, before any
+        request."""
+        protocol = PROTOCOLS.registered(self.api or self.engine.settings().api)
+        if protocol is None:  # until the engine sends through the registered protocols
+            return
+        problem = attachments_problem(found, protocol.name, protocol.capabilities)
+        if problem is not None:
+            raise ScorerInputError(self.name, *problem)
 
     def _requests(self, variables: Mapping[str, Any]) -> list[ChatRequest]:
         """The requests of one row: one judgment by default."""
@@ -335,14 +355,22 @@ class TemplatedJudge(LLMJudge):
         return self._scored(replies, time.perf_counter() - started)
 
 
+def _attachment(value: Any) -> Attachment:
+    """A declared attachment field's value read as an :class:`~scorers.attachments.Attachment` (a path is read
+    now); what cannot be is the row's bad input."""
+    return Attachment.of(value)
+
+
 def _text_or_data(value: Any) -> Any:
-    """Template variables may be text or JSON-like data (rendered as JSON); floats must be finite.
+    """Template variables may be text, JSON-like data (rendered as JSON) or an attachment; floats must be finite.
 
     A value the prompt cannot show is refused here, as bad input naming its field (a
     :class:`~scorers.errors.ScorerInputError` for its row), not later as a template error.
     """
     if type(value) is str:
         return utf8_encodable(value)  # the request body is UTF-8
+    if isinstance(value, Attachment):
+        return value
     if isinstance(value, float) and value != value:
         raise ValueError("is NaN")
     try:

@@ -36,6 +36,7 @@ def parse(data: Mapping[str, Any], default_name: str, file: str | None, problems
         description=spec.description,
         file=file,
         conversations=spec.conversation_fields(),
+        attachments=spec.attachment_fields(),
     )
     settings = {k: v for k, v in spec.settings().items() if k != "choice_scores"}
     return Definition(spec.kind, template, settings)

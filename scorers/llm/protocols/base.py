@@ -42,7 +42,11 @@ class Capabilities:
     - ``json_schema``: a structured-output mode constrained by a JSON schema (``json`` mode);
     - ``json_object``: a JSON-only mode without a schema (``json_object`` mode);
     - ``batch``: a batch API at a discount (``run --batch``);
-    - ``attachments``: the media types a prompt may carry as content parts (images, audio, documents).
+    - ``attachments``: the media types a prompt may carry as content parts (``image/png``; a family ``image/*`` or
+      a kind ``image``, ``audio``, ``document`` for all of them); ``attachment_bytes``: the most bytes one
+      attachment may hold, as ``(media type, family or kind, bytes)`` pairs, the first that names it applying;
+      ``attachment_total_bytes``: the most all of one request's may hold; ``attachment_urls``: the types it may
+      send as a URL the provider fetches (the others go as data) (:func:`scorers.attachments.attachment_problem`).
     """
 
     logprobs: bool = False
@@ -53,6 +57,9 @@ class Capabilities:
     json_object: bool = True
     batch: bool = False
     attachments: frozenset[str] = frozenset()
+    attachment_bytes: tuple[tuple[str, int], ...] = ()
+    attachment_total_bytes: int | None = None
+    attachment_urls: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import inspect
 from operator import itemgetter
 from types import MappingProxyType
@@ -34,6 +35,7 @@ from .aggregate import Aggregator, MeanAggregator
 from .errors import PositionalArgumentError, ScorerError, ScorerInputError, UnknownArgumentError
 from .fields import STANDARD_FIELDS, Field, to_text
 from .params import Param, declared_params, signature_of
+from .reasoning import Unanswered, without_reasoning
 from .score import Score
 
 __all__ = ["Scorer"]
@@ -83,6 +85,9 @@ class Scorer:
     #: Longest text (in characters) a text field may hold, for a scorer whose cost grows faster than its input;
     #: a longer one is a row's ScorerInputError. None: no limit. Refuses rows, never changes a number.
     max_chars: int | None = None
+    #: The fields whose reasoning (``<think>…</think>`` and the like) is left out before scoring while the scorer's
+    #: ``strip_reasoning`` is on (:mod:`scorers.reasoning`): the ``output`` of the text metrics and the judges.
+    reasoning_fields: ClassVar[tuple[str, ...]] = ()
     #: Derived: True when the class overrides ``_ascore`` or ``_ascore_batch``.
     is_async: ClassVar[bool] = False
     #: Derived: standard fields a hook names in its signature (passed even when not declared).
@@ -179,8 +184,12 @@ class Scorer:
 
     def params(self) -> dict[str, Any]:
         """Every setting that changes the number (enters the signature): the declared parameters but those with
-        ``signed=False``, in order; a subclass adds what else decides its numbers (a library's version)."""
-        return {name: getattr(self, name) for name, option in self._declared.items() if option.signed}
+        ``signed=False``, in order, and ``strip_reasoning`` when it is off; a subclass adds what else decides its
+        numbers (a library's version)."""
+        params = {name: getattr(self, name) for name, option in self._declared.items() if option.signed}
+        if self.reasoning_fields and not self._stripped:  # on (the default) leaves the signature as it always was
+            params["strip_reasoning"] = False
+        return params
 
     def aggregator(self) -> Aggregator:
         """A fresh accumulator for run summaries (corpus-level figures go here)."""
@@ -241,6 +250,18 @@ class Scorer:
         texts = tuple(f.name for f in self.fields if f.text)
         return frozenset(declared) | frozenset(STANDARD_FIELDS), per_field, passed, texts
 
+    @lazy
+    def _stripped(self) -> tuple[str, ...]:
+        """The fields whose reasoning is left out: :attr:`reasoning_fields` while ``strip_reasoning`` is on."""
+        return self.reasoning_fields if getattr(self, "strip_reasoning", False) else ()
+
+    def _flagged(self, row: Mapping[str, Any], outcome: Any) -> Any:
+        """``outcome`` with ``incomplete_reasoning: True`` in its metadata when a field of ``row`` held a reasoning
+        block that never closed (scored as an empty answer)."""
+        if isinstance(outcome, Score) and any(type(row.get(name)) is Unanswered for name in self._stripped):
+            return dataclasses.replace(outcome, metadata={**outcome.metadata, "incomplete_reasoning": True})
+        return outcome
+
     def _unknown(self, key: str) -> UnknownArgumentError:
         accepted = self.accepted_fields()
         if key in self.constructor_params():
@@ -259,6 +280,8 @@ class Scorer:
         optional one is absent) and the standard fields the hook asks for.
         """
         merged = {**self._bound, **kwargs} if self._bound else kwargs
+        if self._stripped:
+            merged = without_reasoning(merged, self._stripped, reasoning_field="reasoning" in self._plan[0])
         accepted, per_field, passed, texts = self._plan
         if not merged.keys() <= accepted:
             raise self._unknown(next(key for key in merged if key not in accepted))
@@ -326,16 +349,16 @@ class Scorer:
             raise PositionalArgumentError(self.name, len(args))
         if self.is_async:
             return run_sync(self.acall(**kwargs))
-        return self._score(**self._bind(kwargs))
+        fields = self._bind(kwargs)
+        return self._flagged(fields, self._score(**fields)) if self._stripped else self._score(**fields)
 
     async def acall(self, *args: Any, **kwargs: Any) -> Score:
         """Async form of :meth:`__call__`."""
         if args:
             raise PositionalArgumentError(self.name, len(args))
         fields = self._bind(kwargs)
-        if self.is_async:
-            return await self._ascore(**fields)
-        return self._score(**fields)
+        score = await self._ascore(**fields) if self.is_async else self._score(**fields)
+        return self._flagged(fields, score) if self._stripped else score
 
     def eval(self, output: Any, expected: Any = _MISSING, **kwargs: Any) -> Score:
         """autoevals-compatible form: output and expected positionally (an omitted expected keeps a bound one)."""
@@ -403,8 +426,8 @@ class Scorer:
                 outcomes = self._score_batch(valid)
             except ScorerError:  # the vectorised path refused the batch: find the row(s) at fault
                 outcomes = [_safely(self._score, row) for row in valid]
-            for position, outcome in zip(positions, outcomes):
-                results[position] = outcome
+            for position, row, outcome in zip(positions, valid, outcomes):
+                results[position] = self._flagged(row, outcome) if self._stripped else outcome
         return results
 
     async def ascore_batch(
@@ -420,8 +443,8 @@ class Scorer:
         results, valid, positions = self._bind_rows(rows)
         if valid:
             outcomes = await self._ascore_batch(valid, limit or asyncio.Semaphore(max(1, concurrency)))
-            for position, outcome in zip(positions, outcomes):
-                results[position] = outcome
+            for position, row, outcome in zip(positions, valid, outcomes):
+                results[position] = self._flagged(row, outcome) if self._stripped else outcome
         return results
 
     def _bind_columns(self, rows: list[Any]) -> dict[str, list[Any]] | None:
@@ -443,6 +466,8 @@ class Scorer:
             if column is None:
                 return None
             columns[name] = column
+        if any("<" in value for name in self._stripped for value in columns.get(name, ()) if value is not None):
+            return None  # a row with a reasoning tag, perhaps: the row path leaves the reasoning out
         return columns
 
     def _column(

@@ -28,7 +28,18 @@ import functools
 import re
 from typing import Any, Mapping, NamedTuple, Sequence
 
-__all__ = ["REASONING_TAGS", "Reasoning", "split_reasoning", "reasoning_end", "message_reasoning"]
+from .params import param
+
+__all__ = [
+    "REASONING_TAGS",
+    "Reasoning",
+    "Unanswered",
+    "split_reasoning",
+    "reasoning_end",
+    "message_reasoning",
+    "strip_reasoning_param",
+    "without_reasoning",
+]
 
 #: The tags whose blocks are reasoning by default (``<think>`` of DeepSeek-R1, Qwen3 and most open reasoning models,
 #: ``<thinking>`` and ``<reasoning>`` of prompted chain of thought).
@@ -96,6 +107,60 @@ def reasoning_end(text: str, tags: Sequence[str] = REASONING_TAGS) -> int:
         return 0
     ends = [found.end() for found in _tag_pattern(tuple(tags)).finditer(text) if found.group(1)]
     return ends[-1] if ends else 0
+
+
+class Unanswered(str):
+    """The answer of an output whose reasoning never ended: ``""``, holding that ``reasoning``; a scorer scores it as
+    the empty answer and its Score says ``incomplete_reasoning: True``.
+
+    >>> answer = Unanswered("Let me count"); (answer == "", answer.reasoning)
+    (True, 'Let me count')
+    """
+
+    reasoning: str | None
+
+    def __new__(cls, reasoning: str | None) -> "Unanswered":
+        answer = super().__new__(cls, "")
+        answer.reasoning = reasoning
+        return answer
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Unanswered, (self.reasoning,)
+
+
+def strip_reasoning_param() -> Any:
+    """The ``strip_reasoning`` parameter of a scorer whose ``reasoning_fields`` may hold reasoning (the text metrics;
+    a judge takes it as a request setting), declared here once:
+    ``strip_reasoning: bool = strip_reasoning_param()``."""
+    return param(
+        "leave the output's reasoning (<think>, <thinking>, <reasoning> blocks) out of what is scored; a block never "
+        "closed scores as an empty answer (metadata incomplete_reasoning)",
+        default=True,
+        signed=False,  # in the signature when off (Scorer.params): on, the numbers of untagged outputs are as before
+    )
+
+
+def without_reasoning(row: Mapping[str, Any], names: Sequence[str], *, reasoning_field: bool) -> Mapping[str, Any]:
+    """``row`` with the reasoning of its fields ``names`` left out (:func:`split_reasoning`; an unclosed block leaves
+    :class:`Unanswered`); ``reasoning_field``: the scorer reads a ``reasoning`` field, which gets the reasoning
+    found (``""``: none) unless the row gives one. ``row`` itself is never changed; it is returned when nothing is.
+
+    >>> without_reasoning({"output": "<think>hm</think>4", "expected": "4"}, ("output",), reasoning_field=True)
+    {'output': '4', 'expected': '4', 'reasoning': 'hm'}
+    """
+    changed: dict[str, Any] | None = None
+    for name in names:
+        value = row.get(name)
+        if type(value) is not str:
+            continue
+        split = split_reasoning(value)
+        if split.answer is not value or split.incomplete:
+            changed = dict(row) if changed is None else changed
+            changed[name] = Unanswered(split.reasoning) if split.incomplete else split.answer
+        if reasoning_field and row.get("reasoning") is None:
+            changed = dict(row) if changed is None else changed
+            changed["reasoning"] = split.reasoning or ""
+    return row if changed is None else changed
 
 
 def _closing(pattern: re.Pattern[str], text: str, start: int, tag: str) -> tuple[int, int] | None:

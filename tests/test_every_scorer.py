@@ -55,6 +55,7 @@ NOT_IN_SIGNATURE_FOR = {
 #: A value other than the default, per constructor parameter (parameters missing here fail the test).
 OTHER_VALUE = {
     "ignore_case": True,
+    "strip_reasoning": False,
     "strip": True,
     "normalize": "NFC",
     "mode": "all",

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import scorers
 from scorers.errors import JudgeError
 from scorers.judges import GEvalJudge, LLMClassifier, RatingJudge
 from scorers.judges.reply import answer_text
@@ -133,3 +134,88 @@ def test_geval_weighs_the_score_token_after_the_thinking(llm_server: LoopbackLLM
 )
 def test_a_providers_reasoning_field_is_read_apart(message: dict[str, Any], reasoning: str | None) -> None:
     assert message_reasoning(message) == reasoning
+
+
+# ------------------------------------------------------------------ the judged output
+TEXT_METRICS = ["BLEU", "chrF", "ROUGE", "METEOR", "TER"]
+REFERENCE = "The answer is 4."
+COMPLETE = [vector for vector in DEFAULT_TAGS if not vector["incomplete"]]
+
+
+@pytest.mark.parametrize("vector", COMPLETE, ids=_ids(COMPLETE))
+@pytest.mark.parametrize("name", TEXT_METRICS)
+def test_a_text_metric_scores_the_answer_not_the_reasoning(name: str, vector: dict[str, Any]) -> None:
+    pytest.importorskip("sacrebleu")
+    metric = scorers.get(name)
+    tagged = metric(output=vector["text"], expected=REFERENCE)
+    assert tagged.score == metric(output=vector["answer"], expected=REFERENCE).score
+    assert "incomplete_reasoning" not in tagged.metadata and tagged.metadata["signature"] == metric.signature()
+    batch = metric.score_batch([{"output": vector["text"], "expected": REFERENCE}, {"output": "4", "expected": "4"}])
+    assert [s.score for s in batch] == [tagged.score, metric(output="4", expected="4").score]
+    unstripped = scorers.get(name, strip_reasoning=False)
+    assert unstripped.signature() == {**metric.signature(), "strip_reasoning": False}
+
+
+@pytest.mark.parametrize("name", TEXT_METRICS)
+def test_an_unclosed_reasoning_block_scores_as_an_empty_answer_and_says_so(name: str) -> None:
+    pytest.importorskip("sacrebleu")
+    metric = scorers.get(name)
+    rows = [
+        {"output": "<think>The answer is 4. Or is it", "expected": REFERENCE},
+        {"output": REFERENCE, "expected": REFERENCE},
+    ]
+    cut, whole = metric.score_batch(rows)
+    assert cut.metadata["incomplete_reasoning"] is True and "incomplete_reasoning" not in whole.metadata
+    assert cut.score == metric(output="", expected=REFERENCE).score
+    assert metric(**rows[0]).metadata["incomplete_reasoning"] is True
+
+
+def test_the_examples_hold_no_reasoning_so_their_results_are_unchanged() -> None:
+    """Text without a reasoning tag is passed on as the very same string: every example's numbers are as before."""
+    examples = Path(__file__).parents[1] / "examples"
+    values = [
+        value
+        for path in sorted(examples.rglob("*.jsonl"))
+        for line in path.read_text().splitlines()
+        if line.strip()
+        for value in _strings(json.loads(line))
+    ]
+    assert values and all(split_reasoning(value).answer is value for value in values)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
+def test_a_judge_never_sees_the_outputs_reasoning_and_a_template_may_ask_for_it(llm_server: LoopbackLLM) -> None:
+    llm_server.default = Reply.choice("Yes")
+    judge = classifier(llm_server, "tools")
+    judge(output="<think>a secret plan</think>Thanks a lot!")
+    assert "secret" not in json.dumps(llm_server.chat_requests[-1].body) and "Thanks a lot!" in json.dumps(
+        llm_server.chat_requests[-1].body
+    )
+    cut = judge(output="<think>a secret plan")
+    assert cut.metadata["incomplete_reasoning"] is True and "secret" not in json.dumps(
+        llm_server.chat_requests[-1].body
+    )
+    sound = LLMClassifier(
+        "Sound", "Reasoning: {{reasoning}}\nAnswer: {{output}}", {"Yes": 1, "No": 0}, engine=engine(llm_server)
+    )
+    sound(output="<think>2 + 2 = 4</think>4")
+    assert llm_server.chat_requests[-1].body["messages"][0]["content"].startswith("Reasoning: 2 + 2 = 4\nAnswer: 4\n")
+    sound(output="4")
+    assert llm_server.chat_requests[-1].body["messages"][0]["content"].startswith("Reasoning: \nAnswer: 4\n")
+    sound(output="<think>given</think>4", reasoning="passed as a field")
+    assert llm_server.chat_requests[-1].body["messages"][0]["content"].startswith("Reasoning: passed as a field\n")
+    kept = LLMClassifier(
+        "Polite", "Is this polite?\n{{output}}", {"Yes": 1, "No": 0}, engine=engine(llm_server), strip_reasoning=False
+    )
+    kept(output="<think>a secret plan</think>Thanks a lot!")
+    assert "<think>a secret plan</think>" in llm_server.chat_requests[-1].body["messages"][0]["content"]
+    assert "strip_reasoning" not in judge.signature() and kept.signature()["strip_reasoning"] is False

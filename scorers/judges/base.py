@@ -82,6 +82,8 @@ class LLMJudge(Scorer):
     #: How many requests a row makes, as a formula of what it holds (``show`` prints it); a kind or a
     #: judge whose count depends on its settings (samples, both orders) sets it when built.
     requests_per_row: str = "1"
+    #: The judged output's reasoning is left out while ``strip_reasoning`` is on (a request setting).
+    reasoning_fields = ("output",)
     #: Response modes the kind supports (the spec may narrow them); none for a judge that reads no reply (GPTScore
     #: reads log-probabilities).
     response_modes: ClassVar[tuple[str, ...]] = ("tools", "json", "json_object", "text")
@@ -227,6 +229,7 @@ class LLMJudge(Scorer):
         self.reasoning_effort: str | None = spec.reasoning_effort
         self.api: str | None = spec.api
         self.extra_args: dict[str, Any] = dict(spec.extra_args or {})
+        self.strip_reasoning: bool = spec.strip_reasoning is not False
         if self.response_modes and self.response_mode not in self.response_modes:
             raise ConfigError(
                 f"{name}: response_mode {self.response_mode!r} is not available for a "
@@ -286,7 +289,10 @@ class LLMJudge(Scorer):
         """The request settings every judge shares, as they enter its signature: each field of
         :class:`RequestSettings` (``model`` leads :meth:`params`), as the judge resolved it (a kind's default for
         ``None``)."""
-        return {name: getattr(self, name) for name in RequestSettings.model_fields if name != "model"}
+        params = {name: getattr(self, name) for name in RequestSettings.model_fields if name != "model"}
+        if params.pop("strip_reasoning"):  # on (the default) leaves the signature as it always was
+            return params
+        return {**params, "strip_reasoning": False}
 
     def kind_params(self) -> dict[str, Any]:
         """The judge's own settings as they enter its signature (:meth:`params`, so the cache's and ``--resume``'s

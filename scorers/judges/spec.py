@@ -257,6 +257,11 @@ class RequestSettings(_Strict):
         None, description="the OpenAI API called: chat completions or responses (None: the engine's)"
     )
     extra_args: dict[str, Any] | None = Field(None, description="further request parameters, sent as given")
+    strip_reasoning: bool | None = Field(
+        None,
+        description="leave the judged output's reasoning (<think>, <thinking>, <reasoning> blocks) out of what is "
+        "judged, {{reasoning}} holding it; a block never closed is an empty answer (None: on)",
+    )
 
     @field_validator("extra_args")
     @classmethod

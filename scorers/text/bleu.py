@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from .._util import lazy, optional_import
 from ..errors import ConfigError, ScorerError
 from ..params import param
+from ..reasoning import strip_reasoning_param
 from ..registry import register
 from ..score import Score
 from ._ngrams import TokenCache, clipped_ngram_matches
@@ -63,6 +64,8 @@ class BLEU(SacrebleuScorer):
     lowercase: bool = param("lowercase both sides first", default=False)
     effective_order: bool = param("average the n-gram orders that have matches (sentence BLEU)", default=True)
     max_ngram_order: int = param("the longest n-grams counted", default=4, ge=1)
+    reasoning_fields = ("output",)
+    strip_reasoning: bool = strip_reasoning_param()
 
     def __post_init__(self) -> None:
         super().__post_init__()

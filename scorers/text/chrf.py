@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from .._util import lazy
 from ..errors import ConfigError, ScorerError
 from ..params import param
+from ..reasoning import strip_reasoning_param
 from ..registry import register
 from ..score import Score
 from ._ngrams import TokenCache, clipped_ngram_matches
@@ -56,6 +57,8 @@ class ChrF(SacrebleuScorer):
     lowercase: bool = param("lowercase both sides first", default=False)
     whitespace: bool = param("count whitespace among the characters", default=False)
     eps_smoothing: bool = param("average the F-scores of all orders, smoothed (sacrebleu's eps)", default=False)
+    reasoning_fields = ("output",)
+    strip_reasoning: bool = strip_reasoning_param()
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -46,6 +46,7 @@ from ..base import Scorer
 from ..errors import ScorerError
 from ..fields import references_field, text_field
 from ..params import param
+from ..reasoning import strip_reasoning_param
 from ..registry import register
 from ..score import Score
 from ._ngrams import porter_stem
@@ -390,6 +391,8 @@ class METEOR(Scorer):
     stemmer: str = param("the stemmer of the stem stage", default="porter", choices=STEMMERS)
     synonyms: str = param("where the synonym stage finds synonyms", default="wordnet", choices=SYNONYMS)
     tokenizer: str = param("how texts split into words", default="nltk", choices=TOKENIZERS)
+    reasoning_fields = ("output",)
+    strip_reasoning: bool = strip_reasoning_param()
 
     def __post_init__(self) -> None:
         self.alpha, self.beta, self.gamma = float(self.alpha), float(self.beta), float(self.gamma)

@@ -36,6 +36,7 @@ from ..base import Scorer
 from ..errors import ConfigError, ScorerError
 from ..fields import references_field, text_field
 from ..params import param
+from ..reasoning import strip_reasoning_param
 from ..registry import register
 from ..score import Score
 from ._ngrams import CachedSignature, TokenCache, clipped_ngram_matches, porter_stem, split_flat
@@ -126,6 +127,8 @@ class ROUGE(CachedSignature, Scorer):
     )
     use_stemmer: bool = param("Porter-stem the tokens (nltk)", default=False)
     tokenizer: str = param("how texts split into tokens", default="default", choices=TOKENIZERS)
+    reasoning_fields = ("output",)
+    strip_reasoning: bool = strip_reasoning_param()
     # the parameter takes "auto", which __post_init__ resolves to the int | None of Scorer.max_chars
     max_chars: int | Literal["auto"] | None = param(  # type: ignore[assignment]
         "longest text ('auto': 100,000 for rougeL, 20,000 for rougeLsum, no limit for rougeN); None: no limit",

@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 from .._util import lazy, memoize
 from ..errors import ScorerError, ScorerInputError
 from ..params import param
+from ..reasoning import strip_reasoning_param
 from ..registry import register
 from ..score import Score
 from ._pool import ProcessPool
@@ -194,6 +195,8 @@ class TER(SacrebleuScorer):
     no_punct: bool = param("remove punctuation first", default=False)
     asian_support: bool = param("tokenise Asian scripts by character", default=False)
     case_sensitive: bool = param("compare case-sensitively", default=False)
+    reasoning_fields = ("output",)
+    strip_reasoning: bool = strip_reasoning_param()
     max_chars: int | None = param(
         "longest hypothesis or reference (the edit search's cost grows much faster); None: no limit",
         default=5_000,

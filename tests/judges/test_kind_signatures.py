@@ -43,6 +43,7 @@ def request(response_mode: str = "'tools'") -> list[Row]:
         ("reasoning_effort", KW, "None", "str | None"),
         ("api", KW, "None", "Literal['chat', 'responses'] | None"),
         ("extra_args", KW, "None", "dict[str, Any] | None"),
+        ("strip_reasoning", KW, "None", "bool | None"),
     ]
 
 

@@ -209,6 +209,8 @@ def test_the_api_refuses_schema_keys_its_schema_has_not() -> None:
         "tools": [{"functionDeclarations": [declaration]}],
     }
     assert 'Unknown name "additionalProperties"' in api.invalid(body)
+    declaration["parameters"] = {"type": "object", "properties": {"score": {"type": "integer", "enum": [1, 2]}}}
+    assert "enum: only allowed for STRING type" in api.invalid(body)
     declaration["parametersJsonSchema"] = declaration.pop("parameters")
     assert api.invalid(body) is None
     assert 'Unknown name "messages"' in api.invalid({**body, "messages": []})

@@ -14,7 +14,8 @@ billed as ``thoughtsTokenCount``, and shown as a ``thought`` part when ``include
 
 The server checks bodies as strictly as the API: a field it does not know, an ``assistant`` role or a schema key
 the OpenAPI ``Schema`` has not (``additionalProperties``, ``$schema``) in ``parameters`` or ``responseSchema`` is
-a 400, as Google answers them (``parametersJsonSchema`` and ``responseJsonSchema`` take JSON Schema).
+a 400, as Google answers them, and so is an ``enum`` of another type than ``STRING`` there
+(``parametersJsonSchema`` and ``responseJsonSchema`` take JSON Schema).
 
 >>> from scorers.testing import Reply
 >>> class Settings:
@@ -402,6 +403,8 @@ def _invalid_schema(schema: Any, where: str) -> str | None:
     unknown = sorted(set(schema) - SCHEMA_FIELDS)
     if unknown:
         return f"Invalid JSON payload received. Unknown name \"{unknown[0]}\" at '{where}': Cannot find field."
+    if "enum" in schema and str(schema.get("type", "string")).lower() != "string":
+        return f"{where}.enum: only allowed for STRING type"
     subs = [(f"{where}.properties[{k}]", v) for k, v in _mapping(schema.get("properties")).items()]
     subs += [(f"{where}.items", schema.get("items"))]
     subs += [(f"{where}.any_of[{i}]", v) for i, v in enumerate(schema.get("anyOf") or ())]

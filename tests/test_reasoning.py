@@ -71,6 +71,7 @@ def test_a_verdict_inside_the_judges_thinking_is_not_its_verdict(
     llm_server.default = Reply.text(reply)
     score = classifier(llm_server, mode)(output="Thanks a lot!")
     assert (score.score, score.metadata["choice"]) == (1.0, "Yes")
+    assert "No" in score.metadata["judge_reasoning"] and "Yes" not in score.metadata["judge_reasoning"]
     assert "No" not in (score.metadata["rationale"] or "")
     assert llm_server.request_count == 1
 
@@ -87,7 +88,10 @@ def test_a_rating_in_text_mode_skips_the_numbers_of_the_thinking(llm_server: Loo
     judge = RatingJudge(
         "Clear", "Rate {{output}}", scale={"min": 1, "max": 5}, response_mode="text", engine=engine(llm_server)
     )
-    assert judge(output="text").metadata["rating"] == 4
+    rated = judge(output="text")
+    assert rated.metadata["rating"] == 4 and rated.metadata["judge_reasoning"] == "2? or 3?"
+    llm_server.default = Reply.text("Clear enough.\n4")
+    assert "judge_reasoning" not in judge(output="text").metadata  # only where the reply holds reasoning
 
 
 def test_geval_weighs_the_score_token_after_the_thinking(llm_server: LoopbackLLM) -> None:

@@ -29,6 +29,7 @@ from ..llm.usage import Usage, as_failed, call_usage, summed_usage
 from ..params import Param
 from ..score import Score
 from .parameters import setting_option
+from .reply import judge_reasoning
 from .spec import RequestSettings, validate_model
 
 __all__ = [
@@ -537,10 +538,11 @@ class LLMJudge(Scorer):
             return exc
 
     def call_metadata(self, results: Sequence[ChatResult], latency: float) -> dict[str, Any]:
-        """What every judge's Score records about its calls: mode, model, what was sent, usage, timing, cache."""
+        """What every judge's Score records about its calls: mode, model, what was sent, usage, timing, cache, and
+        the judge's own reasoning where its replies hold some (``judge_reasoning``; a list for several calls)."""
         first = results[0]
         one = len(results) == 1  # the usual row: its call's figures as they are
-        return {
+        metadata = {
             "response_mode": self.response_mode,
             "model": first.model,
             "sent": dict(getattr(first, "sent", None) or {}),
@@ -550,6 +552,10 @@ class LLMJudge(Scorer):
             "reasks": first.reasks if one else sum(r.reasks for r in results),
             "cached": first.cached if one else all(r.cached for r in results),
         }
+        thoughts = [judge_reasoning(result) for result in results]
+        if any(thoughts):
+            metadata["judge_reasoning"] = thoughts[0] if one else thoughts
+        return metadata
 
     def aggregator(self) -> Aggregator:
         """Run summary: the usual figures plus token usage (and a cost estimate when prices are configured)."""

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from ..llm import ChatResult, InvalidReply
 from ..reasoning import split_reasoning
 
-__all__ = ["ReplyFormat", "REASONS_DESCRIPTION", "answer_text", "reasons_text"]
+__all__ = ["ReplyFormat", "REASONS_DESCRIPTION", "answer_text", "judge_reasoning", "reasons_text"]
 
 REASONS_DESCRIPTION = (
     "Your reasoning, step by step, written before you decide: weigh the evidence first and only then give your answer."
@@ -115,6 +115,15 @@ def answer_text(content: str | None) -> str:
             "the reply's reasoning was cut off before its answer (a reasoning block never closed): raise max_tokens"
         )
     return split.answer
+
+
+def judge_reasoning(result: ChatResult) -> str | None:
+    """The judge's own reasoning in a reply, kept apart from its verdict: its ``<think>`` blocks (``None``: none).
+
+    >>> judge_reasoning(ChatResult("<think>polite, it thanks</think>Yes", (), "stop", "m"))
+    'polite, it thanks'
+    """
+    return split_reasoning(result.content).reasoning if result.content else None
 
 
 def _strip_code_fence(text: str) -> str:

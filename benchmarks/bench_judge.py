@@ -153,7 +153,7 @@ def run_ceiling(kind: str, base_url: str, bodies: list[dict[str, Any]], concurre
     import aiohttp
     import openai
 
-    from scorers.llm.transport import _httpx
+    from scorers.llm.http import httpx_module
 
     async def go() -> None:
         semaphore = asyncio.Semaphore(concurrency)
@@ -161,7 +161,7 @@ def run_ceiling(kind: str, base_url: str, bodies: list[dict[str, Any]], concurre
             client = openai.AsyncOpenAI(
                 base_url=base_url, api_key=API_KEY, max_retries=0, http_client=openai.DefaultAioHttpClient()
             )
-            raw = _httpx().Response
+            raw = httpx_module().Response
 
             async def one(body: dict[str, Any]) -> Any:
                 async with semaphore:

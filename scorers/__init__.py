@@ -21,6 +21,7 @@ from .errors import (
     ConfigError,
     DataError,
     JudgeError,
+    JudgeRefused,
     MissingExtraError,
     PositionalArgumentError,
     ScorerError,
@@ -102,6 +103,7 @@ __all__ = [
     "UnknownScorerError",
     "TemplateError",
     "JudgeError",
+    "JudgeRefused",
     "DataError",
 ]
 

@@ -25,6 +25,7 @@ __all__ = [
     "JudgeError",
     "BudgetExceeded",
     "BatchRequestError",
+    "JudgeRefused",
     "UnknownScorerError",
     "DataError",
 ]
@@ -175,6 +176,12 @@ class BatchRequestError(JudgeError):
         if self.status is not None:
             record["status"] = self.status
         return record
+
+
+class JudgeRefused(JudgeError):
+    """The provider refused to answer or stopped for safety (Anthropic ``stop_reason: refusal``, Gemini
+    ``finishReason: SAFETY``/``RECITATION``, a Bedrock guardrail): the row fails with this error at once. It is not
+    an unreadable reply, so it is neither re-asked nor retried; ``raw`` is the provider's reply."""
 
 
 class DataError(ScorerError):

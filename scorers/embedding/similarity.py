@@ -309,7 +309,7 @@ class EmbeddingSimilarity(models.HubModel, Scorer):
     def _loop_client(self) -> Any:
         import openai
 
-        from ..llm.transport import credentials_apart
+        from ..llm.http import credentials_apart
 
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)

@@ -12,7 +12,7 @@ twice, a missing row is an :class:`~scorers.engines.EngineError`), in input orde
 results, so records and summary equal the local run's.
 
 Judge settings travel with the work: the driver's :func:`scorers.configure`
-values, the LLM environment variables (:data:`scorers.llm.config.FORWARDED_ENV`)
+values, the LLM environment variables (:func:`scorers.llm.config.forwarded_env`)
 and the resolved judge cache (one SQLite path on one machine, or
 ``SCORERS_CACHE_URL``'s Redis for many) go to every worker in the payload, which
 scores each batch within :func:`scorers.llm.config.scoped` of them: the worker
@@ -283,7 +283,7 @@ def split(table: Any, workers: int, size: int) -> list[Any]:
 # ------------------------------------------------------------------ judge settings for the workers
 def worker_settings(*, judges: bool = True) -> dict[str, Any]:
     """What a worker needs to judge like this process: :func:`scorers.configure` values, the LLM environment
-    variables (:data:`~scorers.llm.config.FORWARDED_ENV`; ``None`` for one unset here), and the judge cache
+    variables (:func:`~scorers.llm.config.forwarded_env`; ``None`` for one unset here), and the judge cache
     resolved here (an absolute SQLite path, a Redis URL or off), and the run's id (whose blocks pay for their
     judge calls: :func:`scorers.llm.cache.paying`). A configured ``client`` cannot travel: with ``judges`` that
     is a ConfigError, without it is left here. :func:`score_rows` applies them, scoped."""
@@ -303,7 +303,7 @@ def worker_settings(*, judges: bool = True) -> dict[str, Any]:
         values["cache"] = cache if is_redis_url(cache) else str(Path(cache).expanduser().absolute())
     else:  # an LLMCache / RedisCache: its path or URL
         values["cache"] = getattr(cache, "url", None) or str(Path(cache.path).absolute())
-    env = {name: os.environ.get(name) for name in config.FORWARDED_ENV}
+    env = {name: os.environ.get(name) for name in config.forwarded_env()}
     return {"configured": values, "env": env, "run": uuid.uuid4().hex}
 
 

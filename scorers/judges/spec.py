@@ -34,6 +34,7 @@ from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from .._util import is_number
+from ..llm.config import APIS as config_apis
 from ..llm.protocol import extra_conflict
 from ..plugins import Registry
 from .conversation import DEFAULT_MAX_TOKENS
@@ -73,8 +74,8 @@ __all__ = [
 #: How a judge asks for its verdict: a forced tool call, a JSON-schema ``response_format``, a plain
 #: ``json_object`` ``response_format`` (the schema in the prompt; for servers without ``json_schema``), or text.
 RESPONSE_MODES = ("tools", "json", "json_object", "text")
-#: The OpenAI APIs a judge can call.
-APIS = ("chat", "responses")
+#: The wire protocols built in, which a judge can call (:mod:`scorers.llm.protocols`; a plugin may add more).
+APIS = config_apis
 #: Settings every kind takes, passed to the judge's constructor when given.
 COMMON_SETTINGS = (
     "use_cot",
@@ -253,8 +254,11 @@ class RequestSettings(_Strict):
         "json_object one (the schema in the prompt) or text",
     )
     reasoning_effort: _Text | None = Field(None, description="a reasoning model's effort (None: not sent)")
-    api: Literal["chat", "responses"] | None = Field(
-        None, description="the OpenAI API called: chat completions or responses (None: the engine's)"
+    api: _Text | None = Field(
+        None,
+        description="the wire protocol called: chat, responses, anthropic, gemini, bedrock or a plugin's "
+        "(None: the engine's)",
+        json_schema_extra={"examples": list(config_apis)},
     )
     extra_args: dict[str, Any] | None = Field(None, description="further request parameters, sent as given")
     strip_reasoning: bool | None = Field(
@@ -262,6 +266,15 @@ class RequestSettings(_Strict):
         description="leave the judged output's reasoning (<think>, <thinking>, <reasoning> blocks) out of what is "
         "judged, {{reasoning}} holding it; a block never closed is an empty answer (None: on)",
     )
+
+    @field_validator("api")
+    @classmethod
+    def _api_is_a_wire_protocol(cls, value: str | None) -> str | None:
+        from ..llm.protocols import PROTOCOLS
+
+        if value is not None and value not in PROTOCOLS:
+            raise _KeyError("api", f"unknown wire protocol {value!r}; expected one of {', '.join(PROTOCOLS.names())}")
+        return None if value is None else PROTOCOLS.get(value).name
 
     @field_validator("extra_args")
     @classmethod

@@ -168,7 +168,7 @@ async def prompt_logprobs(
     tokens = (0, 0)
     try:
         try:
-            data = await send(body, "completions", settings, scorer, budget)
+            data = await send(body, "chat", settings, scorer, budget, path="/completions")  # OpenAI's legacy API
         except RequestRejected as exc:
             if not any(word in exc.detail.lower() for word in _REFUSALS):
                 raise

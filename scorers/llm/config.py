@@ -65,7 +65,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Callable, ClassVar, Iterator, Literal, Mapping, Protocol, get_args
+from typing import Annotated, Any, Callable, ClassVar, Iterator, Literal, Mapping, Protocol
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
 
@@ -82,6 +82,7 @@ __all__ = [
     "resolve",
     "configured_prices",
     "default_model",
+    "default_api",
     "default_cache_path",
     "settings_state",
     "is_reasoning_model",
@@ -93,6 +94,7 @@ __all__ = [
     "ENGINE_OPTIONS",
     "FORWARDED_ENV",
     "ENV_NAMES",
+    "forwarded_env",
     "scoped",
 ]
 
@@ -101,9 +103,8 @@ DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Seconds one ``complete()`` call may take, retries and re-asks included, unless ``deadline=`` says otherwise.
 DEFAULT_DEADLINE = 600.0
-#: The request shapes the engine speaks: chat completions and OpenAI's Responses API.
-_Api = Literal["chat", "responses"]
-APIS: tuple[str, ...] = get_args(_Api)
+#: The wire protocols built in (:mod:`scorers.llm.protocols`; a plugin package may add more).
+APIS: tuple[str, ...] = ("chat", "responses", "anthropic", "gemini", "bedrock")
 
 #: Reasoning model names: ``o`` + a digit (o1, o3-mini, o4-mini) or ``gpt-`` + a major version >= 5 (gpt-5,
 #: gpt-5.1, gpt-5-mini, gpt-6), optionally after a provider prefix (``openai/o3``).
@@ -182,6 +183,14 @@ def _text(value: Any) -> Any:
     if not isinstance(value, str) or not value.strip():
         raise ValueError("empty")
     return value.strip()
+
+
+def _api(value: Any) -> Any:
+    from .protocols import PROTOCOLS
+
+    if not isinstance(value, str) or value.strip() not in PROTOCOLS:
+        raise ValueError("not a wire protocol")
+    return PROTOCOLS.get(value.strip()).name
 
 
 def _client(value: Any) -> Any:
@@ -314,7 +323,10 @@ class LLMSettings(BaseModel):
         Literal["auto", "aiohttp", "httpx"],
         Setting("one of auto, aiohttp, httpx", env=("SCORERS_HTTP_TRANSPORT",), from_env="auto", read=_env_transport),
     ] = "auto"
-    api: Annotated[_Api, Setting(f"one of {', '.join(APIS)}")] = "chat"
+    #: The wire protocol (:mod:`scorers.llm.protocols`); it decides the endpoint and key variables read.
+    api: Annotated[
+        str, BeforeValidator(_api), Setting(f"the name of a wire protocol ({', '.join(APIS)} or a plugin's)")
+    ] = "chat"
     #: ``None``: derived per request from the model name (:func:`is_reasoning_model`).
     reasoning: Annotated[bool | None, Strict(), Setting("True, False or None (derive from the model)")] = None
     deadline: _PositiveSeconds = DEFAULT_DEADLINE
@@ -400,12 +412,34 @@ LLMSettings.settings = {
 }
 #: The options of ``LLMEngine(...)``: every setting but the :func:`configure`-only ones.
 ENGINE_OPTIONS: tuple[str, ...] = tuple(name for name, s in LLMSettings.settings.items() if not s.configure_only)
-#: The environment variables that decide settings, which an engine's workers take from the driver.
+#: The environment variables that decide settings, which an engine's workers take from the driver; with those of
+#: the wire protocols' endpoints (:func:`forwarded_env`).
 FORWARDED_ENV: tuple[str, ...] = tuple(dict.fromkeys(v for s in LLMSettings.settings.values() for v in s.env))
-#: Every environment variable :func:`resolve` reads (also this machine's, which locate the default cache folder).
+#: Every environment variable :func:`resolve` reads besides the protocols' (also this machine's, which locate the
+#: default cache folder).
 ENV_NAMES: tuple[str, ...] = FORWARDED_ENV + tuple(
     dict.fromkeys(v for s in LLMSettings.settings.values() for v in s.local_env)
 )
+
+
+@memoize
+def forwarded_env() -> tuple[str, ...]:
+    """:data:`FORWARDED_ENV` and the variables of every registered wire protocol's endpoint (keys, base URLs, and
+    e.g. the AWS credential chain's), read once: an engine's workers take them from the driver.
+
+    >>> {"OPENAI_API_KEY", "SCORERS_MODEL"} <= set(forwarded_env())
+    True
+    """
+    from .protocols import PROTOCOLS
+
+    names = [name for api in PROTOCOLS.names() for name in PROTOCOLS.get(api).endpoint.env_names()]
+    return tuple(dict.fromkeys([*FORWARDED_ENV, *names]))
+
+
+@memoize
+def _env_names() -> tuple[str, ...]:
+    """Every environment variable :func:`resolve` reads: :data:`ENV_NAMES` and the protocols' (:func:`forwarded_env`)."""
+    return tuple(dict.fromkeys([*ENV_NAMES, *forwarded_env()]))
 
 
 # ---------------------------------------------------------------- configure
@@ -566,7 +600,7 @@ def settings_state() -> tuple[Any, ...]:
     except OSError:  # the working folder was deleted
         folder = None
     environ = _environ()
-    return (_configured().version, _SCOPE.get(), folder, *[environ.get(name) for name in ENV_NAMES])
+    return (_configured().version, _SCOPE.get(), folder, *[environ.get(name) for name in _env_names()])
 
 
 def configured_prices() -> dict[str, tuple[float, ...]]:
@@ -592,6 +626,11 @@ def _chosen(name: str, value: Any, environ: Environ) -> Any:
 def default_model(override: str | None = None) -> str:
     """``override``, else the configured model, else ``SCORERS_MODEL``, else :data:`DEFAULT_MODEL`."""
     return _chosen("model", override or _values().get("model"), _environ())
+
+
+def default_api(override: str | None = None) -> str:
+    """``override``, else the configured wire protocol, else ``"chat"``."""
+    return _chosen("api", override or _values().get("api"), _environ())
 
 
 def default_cache_path() -> Path:
@@ -620,6 +659,13 @@ def cache_target(value: Any) -> Any:
     return value
 
 
+def _endpoint(api: str) -> Any:
+    """The :class:`~scorers.llm.protocols.Endpoint` of the wire protocol ``api``."""
+    from .protocols import wire
+
+    return wire(api).endpoint
+
+
 def resolve(*, scorer: str | None = None, **overrides: Any) -> LLMSettings:
     """Merge per-engine ``overrides`` (already checked; ``None`` = unset), :func:`configure`, the environment and
     the defaults, in that order, field by field (:class:`LLMSettings` declares them). No API key (and no client)
@@ -633,24 +679,29 @@ def resolve(*, scorer: str | None = None, **overrides: Any) -> LLMSettings:
     )
     chosen = {**configured, **{k: v for k, v in overrides.items() if v is not None}}
     environ = _environ()
+    endpoint = _endpoint(_chosen("api", chosen.get("api"), environ))
     values: dict[str, Any] = {}
     for name in LLMSettings.model_fields:
         if name == "client":
             values[name] = client
         elif name in ("base_url", "api_key") and client is not None:
             values[name] = str(client.base_url) if name == "base_url" else None
+        elif name == "base_url":
+            values[name] = chosen.get(name) or endpoint.base_url(environ)
+        elif name == "api_key":
+            values[name] = chosen.get(name) or endpoint.api_key(environ)
         elif name == "cache":
             values[name] = cache_target(chosen.get("cache", True))
         elif name == "prices":
             values[name] = configured.get("prices", {})
         else:
             values[name] = _chosen(name, chosen.get(name), environ)
-    if client is None and values["api_key"] is None:
+    if client is None and values["api_key"] is None and endpoint.key_env:
         raise ConfigError(
-            f"no API key for the LLM judge{f' {scorer}' if scorer else ''}: set OPENAI_API_KEY (with OPENAI_BASE_URL "
-            "for a server other than api.openai.com); to try it offline, run `python -m scorers loopback` in another "
-            "shell and export the lines it prints. In Python: scorers.configure(api_key=...) or client=/api_key= on "
-            "the scorer (a local server that ignores keys still needs a placeholder)",
+            f"no API key for the LLM judge{f' {scorer}' if scorer else ''}: set {endpoint.key_hint}; to try it "
+            "offline, run `python -m scorers loopback` in another shell and export the lines it prints. In Python: "
+            "scorers.configure(api_key=...) or client=/api_key= on the scorer (a local server that ignores keys still "
+            "needs a placeholder)",
             scorer=scorer,
         )
     values["base_url"] = values["base_url"].rstrip("/")

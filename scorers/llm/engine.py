@@ -96,21 +96,20 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .._aio import run_sync
 from .._util import memoize, spell_out_keywords
-from ..errors import ConfigError, JudgeError
+from ..errors import ConfigError, JudgeError, JudgeRefused
 from .batch.deferral import Pending
 from .batch.deferral import current as batch_deferral
 from .cache import PAID_BY, CacheError, ReplyCache, cache_key, cache_keys, open_cache, paid_here, stamped
-from .config import ENGINE_OPTIONS, LLMSettings, check_options, default_model, resolve, settings_state
+from .config import ENGINE_OPTIONS, LLMSettings, check_options, default_api, default_model, resolve, settings_state
 from .protocol import (
     ChatRequest,
     ChatResult,
     InvalidReply,
     TokenLogprob,
     ToolCall,
-    parse_reply,
-    reply_tokens,
     sent_settings,
 )
+from .protocols import ReplyRefused, Tokens, wire
 from .redaction import mask_urls, redact
 from .transport import Budget, EndpointConfigError, RequestRejected, aclose, send
 from .usage import failed_call_usage
@@ -195,23 +194,26 @@ class LLMEngine:
         if "client" in options and ("api_key" in options or "base_url" in options):
             raise ConfigError("pass either client= or api_key=/base_url=, not both")
         self._options = options
-        self._memo: tuple[tuple[Any, ...], LLMSettings, ReplyCache | None] | None = None
+        self._memo: dict[str | None, tuple[tuple[Any, ...], LLMSettings, ReplyCache | None]] = {}
 
-    def settings(self) -> LLMSettings:
-        """The resolved settings; raises :class:`ConfigError` when no API key is available."""
-        return self._resolved()[0]
+    def settings(self, api: str | None = None) -> LLMSettings:
+        """The resolved settings (for the wire protocol ``api``, when a request names another than the engine's
+        own); raises :class:`ConfigError` when no API key is available."""
+        return self._resolved(api=api)[0]
 
-    def _resolved(self, scorer: str | None = None) -> tuple[LLMSettings, ReplyCache | None]:
-        """The settings and the open cache, memoised until ``configure()``, the environment or the
-        working folder changes (:func:`~scorers.llm.config.settings_state`); a missing API key is a
-        :class:`~scorers.errors.ConfigError` naming ``scorer``."""
+    def _resolved(self, scorer: str | None = None, api: str | None = None) -> tuple[LLMSettings, ReplyCache | None]:
+        """The settings (for requests naming the protocol ``api``; ``None``: the engine's own) and the open cache,
+        memoised until ``configure()``, the environment or the working folder changes
+        (:func:`~scorers.llm.config.settings_state`); a missing API key is a :class:`~scorers.errors.ConfigError`
+        naming ``scorer``."""
         state = settings_state()
-        memo = self._memo
+        memo = self._memo.get(api)
         if memo is not None and memo[0] == state:
             return memo[1], memo[2]
-        settings = resolve(scorer=scorer, **self._options)
+        options = self._options if api is None else {**self._options, "api": api}
+        settings = resolve(scorer=scorer, **options)
         cache = open_cache(settings.cache) if settings.cache is not None else None
-        self._memo = (state, settings, cache)
+        self._memo[api] = (state, settings, cache)
         return settings, cache
 
     @property
@@ -219,12 +221,18 @@ class LLMEngine:
         """The model used for requests that name none (known without an API key)."""
         return default_model(self._options.get("model"))
 
+    @property
+    def api(self) -> str:
+        """The wire protocol of requests that name none (known without an API key): the engine's ``api=``, else the
+        configured one, else ``"chat"``."""
+        return default_api(self._options.get("api"))
+
     def __repr__(self) -> str:
         shown = {k: v for k, v in self._options.items() if k not in ("api_key", "client")}
         return mask_urls(f"LLMEngine({', '.join(f'{k}={v!r}' for k, v in shown.items())})")
 
     def __getstate__(self) -> dict[str, Any]:
-        state = {**self.__dict__, "_memo": None}  # the memo holds the key and an open cache
+        state = {**self.__dict__, "_memo": {}}  # the memo holds the key and an open cache
         if "client" in self._options:  # copy.copy works; pickling raises a TypeError that says why
             state["_options"] = {
                 **self._options,
@@ -261,9 +269,11 @@ class LLMEngine:
         settings, cache = self._resolved()
         if cache is None or not requests:
             return [None] * len(requests)
+        if any(r.api is not None and r.api != settings.api for r in requests):  # requests of several protocols
+            return [self._lookup_one(r, validate, started) for r in requests]
         bodies = [_body(r, settings) for r in requests]
         keys = cache_keys(
-            [body for body, _ in bodies], base_url=settings.shown_url, tags=[r.cache_tag for r in requests]
+            [body for body, _ in bodies], base_url=key_endpoint(settings), tags=[r.cache_tag for r in requests]
         )
         stored = _cache_call(cache.get_many, keys) or {}
         deferral = batch_deferral()
@@ -276,6 +286,21 @@ class LLMEngine:
             else _cache_hit(entry, latency, validate, sent_settings(body, api))
             for key, (body, api) in zip(keys, bodies)
         ]
+
+    def _lookup_one(
+        self, request: ChatRequest, validate: Callable[[ChatResult], Any] | None, started: float
+    ) -> ChatResult | None:
+        """:meth:`lookup` of one request, with the settings of its own protocol."""
+        settings, cache = self._resolved(api=request.api)
+        if cache is None:
+            return None
+        body, api = _body(request, settings)
+        entry = _cache_call(cache.get, cache_key(body, base_url=key_endpoint(settings), tag=request.cache_tag))
+        return (
+            None
+            if entry is None
+            else _cache_hit(entry, time.perf_counter() - started, validate, sent_settings(body, api))
+        )
 
     async def complete(
         self,
@@ -292,12 +317,12 @@ class LLMEngine:
         reply is still stored.
         """
         started = time.perf_counter()
-        settings, cache = self._resolved(scorer)
+        settings, cache = self._resolved(scorer, request.api)
         body, api = _body(request, settings)
         sent = sent_settings(body, api)
         deferral = batch_deferral()
         key = (
-            cache_key(body, base_url=settings.shown_url, tag=request.cache_tag)
+            cache_key(body, base_url=key_endpoint(settings), tag=request.cache_tag)
             if cache is not None or deferral is not None
             else ""
         )
@@ -311,7 +336,7 @@ class LLMEngine:
                 reply = await _ask(request, body, sent, api, settings, validate, scorer, budget, spent, first)
             except JudgeError as exc:  # what the call cost goes with its error, to count it in the run's usage
                 usage = failed_call_usage(budget.attempts, spent.prompt, spent.completion)
-                exc.usage = {"model": body["model"], **usage}
+                exc.usage = {"model": body["model"], **usage, **spent.details()}
                 raise
             object.__setattr__(reply, "latency_s", time.perf_counter() - started)  # a fresh reply of this call
             if cache is not None:
@@ -350,15 +375,25 @@ class _Spent:
     completion: int = 0
     failed_prompt: int = 0
     failed_completion: int = 0
+    cached_prompt: int = 0
+    reasoning: int = 0
 
-    def charge(self, tokens: tuple[int, int], *, used: bool) -> None:
-        self.prompt += tokens[0]
-        self.completion += tokens[1]
+    def charge(self, tokens: Tokens, *, used: bool) -> None:
+        self.prompt += tokens.prompt
+        self.completion += tokens.completion
+        self.cached_prompt += tokens.cached_prompt
+        self.reasoning += tokens.reasoning
         if not used:
             self.failed_prompt += tokens[0]
             self.failed_completion += tokens[1]
 
-    def refund(self, tokens: tuple[int, int]) -> None:
+    def details(self) -> dict[str, int]:
+        """The counts of :data:`~scorers.llm.protocol.ChatResult` ``cached_prompt_tokens`` and ``reasoning_tokens``,
+        where not zero (a usage record without them reads as it did before they existed)."""
+        counts = {"cached_prompt_tokens": self.cached_prompt, "reasoning_tokens": self.reasoning}
+        return {name: count for name, count in counts.items() if count}
+
+    def refund(self, tokens: Tokens) -> None:
         """Mark a reply charged as used as not used after all (``validate`` refused it)."""
         self.failed_prompt += tokens[0]
         self.failed_completion += tokens[1]
@@ -382,14 +417,23 @@ async def _ask(
     last_reply: ChatResult | None = None
     last_reason = ""
     asks = settings.max_reasks + 1
+    protocol = wire(api)
     for reask in range(asks):
         if first is not None and reask == 0:
             data, budget.attempts = first, budget.attempts + 1
         else:
             data = await send(body, api, settings, scorer, budget)
-        tokens = reply_tokens(data, api)
+        tokens = protocol.tokens(data)
         try:
-            reply = parse_reply(data, api, model=body["model"])
+            reply = protocol.parse(data, model=body["model"])
+        except ReplyRefused as exc:
+            spent.charge(tokens, used=False)
+            raise JudgeRefused(
+                redact(f"{label}the provider refused to answer ({api} API): {exc.reason}", settings.api_key),
+                scorer=scorer,
+                raw=data if isinstance(data, Mapping) else None,
+                attempts=budget.attempts,
+            ) from None
         except InvalidReply as exc:
             spent.charge(tokens, used=False)
             last_reply, last_reason = None, exc.reason
@@ -419,6 +463,8 @@ async def _ask(
             reply,
             prompt_tokens=spent.prompt,
             completion_tokens=spent.completion,
+            cached_prompt_tokens=spent.cached_prompt,
+            reasoning_tokens=spent.reasoning,
             failed_prompt_tokens=spent.failed_prompt,
             failed_completion_tokens=spent.failed_completion,
             attempts=budget.attempts,
@@ -443,6 +489,15 @@ async def _ask(
         raw=None if last_reply is None else last_reply.to_dict(),
         attempts=budget.attempts,
     )
+
+
+def key_endpoint(settings: LLMSettings) -> str:
+    """The endpoint as the cache key names it: its masked URL, and the protocol for those other than OpenAI's two
+    (whose bodies cannot coincide: ``messages`` and ``input``), so that verdicts of different protocols never mix
+    even where one server speaks several (a proxy, :class:`~scorers.testing.LoopbackLLM`)."""
+    if settings.api in ("chat", "responses"):
+        return settings.shown_url
+    return f"{settings.api}+{settings.shown_url}"
 
 
 def _body(request: ChatRequest, settings: LLMSettings) -> tuple[dict[str, Any], str]:

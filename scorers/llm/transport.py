@@ -1,5 +1,6 @@
-"""HTTP under the engine: one ``openai`` client per endpoint and event loop, a concurrency cap per endpoint,
-retries with backoff, and the mapping of HTTP failures onto typed errors.
+"""HTTP under the engine: one client per wire protocol family, endpoint and event loop (an ``openai`` client for
+chat and the Responses API; each protocol of :mod:`scorers.llm.protocols` makes its own), a concurrency cap per
+endpoint, retries with backoff, and the mapping of HTTP failures onto typed errors, the same for every protocol:
 
 * 401/403/404 → :class:`EndpointConfigError` (a ConfigError: the run stops);
 * 4xx other than 408/409/429, or a 5xx whose body is a request-validation error →
@@ -29,14 +30,15 @@ import re
 import socket
 import sys
 import time
-import warnings
 import weakref
 from typing import Any, AsyncIterator, Mapping
 
 from .. import _aio
-from .._util import memoize, optional_import
-from ..errors import ConfigError, JudgeError, MissingExtraError
+from .._util import memoize
+from ..errors import ConfigError, JudgeError
 from .config import LLMSettings
+from .http import async_twin, httpx_module
+from .protocols import HTTPReply, WireProtocol, wire
 from .redaction import redact
 
 __all__ = ["EndpointConfigError", "RequestRejected", "aclose"]
@@ -47,10 +49,6 @@ log = logging.getLogger("scorers.llm")
 _RETRY_STATUSES = frozenset({408, 409, 429})
 #: Connections in a row an endpoint that never answered may refuse before the run stops (EndpointConfigError).
 UNREACHABLE_AFTER = 3
-
-
-#: The path each API posts to (under ``base_url``).
-_PATHS = {"chat": "/chat/completions", "responses": "/responses", "completions": "/completions"}
 
 
 class EndpointConfigError(JudgeError, ConfigError):
@@ -108,12 +106,21 @@ class Budget:
         )
 
 
-async def send(body: dict[str, Any], api: str, settings: LLMSettings, scorer: str | None, budget: Budget) -> Any:
-    """POST ``body`` to ``api``'s path; return the decoded JSON. Counts attempts in ``budget``; raises
-    :class:`JudgeError` (:class:`RequestRejected`, :class:`EndpointConfigError`). No message holds the API key
-    or the credentials of the URL (:func:`~scorers.llm.redaction.redact`)."""
-    request = _Request(body, api, settings, scorer, budget)
-    client = await _client_for(settings)
+async def send(
+    body: dict[str, Any],
+    api: str,
+    settings: LLMSettings,
+    scorer: str | None,
+    budget: Budget,
+    *,
+    path: str | None = None,
+) -> Any:
+    """POST ``body`` with the wire protocol ``api`` (to ``path``, else the protocol's); return the decoded JSON. Counts attempts in ``budget``; raises
+    :class:`JudgeError` (:class:`RequestRejected`, :class:`EndpointConfigError`). No message holds the API key,
+    the protocol's other secrets or the credentials of the URL (:func:`~scorers.llm.redaction.redact`)."""
+    protocol = wire(api)
+    request = _Request(body, protocol, settings, scorer, budget, path or protocol.path(body["model"]))
+    client = await _client_for(settings, protocol)
     limiter = _limiter_for(settings.base_url)
     attempts_allowed = settings.max_retries + 1
     for attempt in range(1, attempts_allowed + 1):
@@ -157,17 +164,23 @@ class _Request:
     (raised) or a :class:`_Retry`; ``cause`` is the last failure, as the messages and the retry log name it."""
 
     def __init__(
-        self, body: dict[str, Any], api: str, settings: LLMSettings, scorer: str | None, budget: Budget
+        self,
+        body: dict[str, Any],
+        protocol: WireProtocol,
+        settings: LLMSettings,
+        scorer: str | None,
+        budget: Budget,
+        path: str,
     ) -> None:
-        self.body, self.api, self.settings, self.scorer, self.budget = body, api, settings, scorer, budget
+        self.body, self.protocol, self.settings, self.scorer, self.budget = body, protocol, settings, scorer, budget
+        self.path = path
         self.label = f"{scorer}: " if scorer else ""
         self.cause = "the deadline passed before the first attempt"
+        self.secrets = (settings.api_key, *protocol.redacted(settings))
 
     async def attempt(self, client: Any) -> Any:
         """One attempt, its concurrency slot held: the decoded JSON reply, or a :class:`_Retry`."""
-        import openai
-
-        settings, budget = self.settings, self.budget
+        settings, budget, protocol = self.settings, self.budget, self.protocol
         budget.start()
         limit = min(settings.timeout, budget.left())
         if limit <= 0:
@@ -175,39 +188,37 @@ class _Request:
         budget.attempts += 1
         try:
             async with _deadline(limit):
-                response = await _post(client, self.api, self.body, settings.timeout)
-        except openai.APIStatusError as exc:
-            return _Retry(self._status_failed(exc))
+                reply = await protocol.post(client, self.path, self.body, settings.timeout)
         except asyncio.TimeoutError:
             self.cause = f"no reply within the {limit:g} s timeout"
             if limit < settings.timeout:
                 raise budget.exceeded(self.label, self.scorer, self.cause) from None
-        except openai.APIConnectionError as exc:  # APITimeoutError included
+        except protocol.connection_errors() as exc:  # timeouts of the client included
             self._connection_failed(exc)
         except (ValueError, TypeError) as exc:  # the HTTP client refused the request before sending it
-            raise _client_refused(self.label, self.scorer, budget, settings, exc) from None
+            raise _client_refused(self.label, self.scorer, budget, settings, exc, self.secrets) from None
         else:
             _answered(settings.base_url)
+            if not 200 <= reply.status < 300:
+                return _Retry(self._status_failed(reply))
             try:
-                return json.loads(response.content)
+                return json.loads(reply.content)
             except ValueError as exc:  # a 2xx body that is not JSON
-                self.cause = redact(f"the endpoint sent a body that is not JSON ({exc})", settings.api_key)
+                self.cause = redact(f"the endpoint sent a body that is not JSON ({exc})", *self.secrets)
         return _Retry()
 
-    def _status_failed(self, exc: Any) -> float | None:
+    def _status_failed(self, reply: HTTPReply) -> float | None:
         """An HTTP error status: raise the error of one no retry can change (see the module docstring), else
         record it as the cause and return the seconds the server asked to wait (``Retry-After``), if any."""
         settings, budget, label = self.settings, self.budget, self.label
-        _answered(settings.base_url)
-        status = exc.status_code
+        status = reply.status
         if status in (401, 403):
             raise EndpointConfigError(
-                f"{label}authentication failed (HTTP {status}) at {settings.shown_url}; "
-                f"check the API key (OPENAI_API_KEY or api_key=)",
+                f"{label}authentication failed (HTTP {status}) at {settings.shown_url}; {self._credentials_hint()}",
                 scorer=self.scorer,
                 attempts=budget.attempts,
             ) from None
-        detail = redact(_error_detail(exc), settings.api_key)
+        detail = redact(error_detail(reply), *self.secrets)
         if status == 404:
             raise EndpointConfigError(
                 f"{label}the endpoint rejected the request (HTTP 404): {detail}; check "
@@ -224,7 +235,14 @@ class _Request:
                 attempts=budget.attempts,
             ) from None
         self.cause = f"HTTP {status}: {detail}"
-        return _retry_after(exc.response.headers)
+        return _retry_after(reply.headers)
+
+    def _credentials_hint(self) -> str:
+        """What to check when the endpoint refuses the credentials."""
+        endpoint = self.protocol.endpoint
+        if endpoint.key_env:
+            return f"check the API key ({' or '.join(endpoint.key_env)} or api_key=)"
+        return f"check the credentials ({endpoint.key_hint})"
 
     def _connection_failed(self, exc: BaseException) -> None:
         """A connection that gave no reply: a timeout or a failure to record as the cause, or the error of a URL
@@ -234,9 +252,9 @@ class _Request:
         if isinstance(root, TimeoutError) or "Timeout" in type(root).__name__:
             self.cause = f"no reply within the {settings.timeout:g} s timeout"
         elif _is_unusable_url(exc):
-            raise _client_refused(self.label, self.scorer, self.budget, settings, root) from None
+            raise _client_refused(self.label, self.scorer, self.budget, settings, root, self.secrets) from None
         else:
-            failure = redact(f"{type(root).__name__}: {root}"[:300], settings.api_key)
+            failure = redact(f"{type(root).__name__}: {root}"[:300], *self.secrets)
             self.cause = f"connection failed: {failure}"
             if _is_unreachable(root) and _refused(settings.base_url) >= UNREACHABLE_AFTER:
                 raise EndpointConfigError(
@@ -247,14 +265,6 @@ class _Request:
                     scorer=self.scorer,
                     attempts=self.budget.attempts,
                 ) from None
-
-
-async def _post(client: Any, api: str, body: dict[str, Any], timeout: float) -> Any:
-    """POST ``body`` to ``api``'s path under the client's base URL, the SDK's retries off; the raw HTTP response
-    (``cast_to`` httpx's ``Response``: :func:`send` decodes it)."""
-    return await client.post(
-        _PATHS[api], body=body, cast_to=_httpx().Response, options={"max_retries": 0, "timeout": timeout}
-    )
 
 
 def _is_rejection(status: int, detail: str) -> bool:
@@ -292,11 +302,16 @@ def _is_unreachable(root: BaseException) -> bool:
 
 
 def _client_refused(
-    label: str, scorer: str | None, budget: Budget, settings: LLMSettings, exc: BaseException
+    label: str,
+    scorer: str | None,
+    budget: Budget,
+    settings: LLMSettings,
+    exc: BaseException,
+    secrets: tuple[str | None, ...],
 ) -> EndpointConfigError:
     """The HTTP client's own refusal of the request (a URL it cannot use, credentials in the URL that the aiohttp
     transport will not send next to the API key): the same for every request, so a configuration error."""
-    refusal = redact(f"{type(exc).__name__}: {exc}"[:300], settings.api_key)
+    refusal = redact(f"{type(exc).__name__}: {exc}"[:300], *secrets)
     return EndpointConfigError(
         f"{label}the HTTP client (transport={settings.transport!r}) refused the request to "
         f"{settings.shown_url} before sending it: {refusal}; check the base URL "
@@ -310,7 +325,7 @@ def _client_refused(
 def _is_unusable_url(exc: BaseException) -> bool:
     """Whether the chain of a connection error holds httpx's verdict that the URL is unusable (an unsupported
     scheme, a malformed URL): no retry can change that."""
-    httpx = _httpx()
+    httpx = httpx_module()
     refusals = (httpx.UnsupportedProtocol, httpx.InvalidURL)
     seen: set[int] = set()
     current: BaseException | None = exc
@@ -364,13 +379,22 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
         return None
 
 
-def _error_detail(exc: Any) -> str:
-    """The server's error message (the SDK hands over the ``error`` object of the body)."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
-        body = body["error"]
-    message = body.get("message") if isinstance(body, Mapping) else None
-    return str(message or getattr(exc, "message", "") or type(exc).__name__)[:500]
+def error_detail(reply: HTTPReply) -> str:
+    """The server's error message: the ``message`` of the body's ``error`` object (OpenAI, Anthropic, Gemini) or
+    of the body itself (Bedrock), else ``Error code: <status>``.
+
+    >>> error_detail(HTTPReply(529, {}, b'{"type": "error", "error": {"type": "overloaded_error", "message": "Busy"}}'))
+    'Busy'
+    >>> error_detail(HTTPReply(500, {}, b"<html>oops</html>")), error_detail(HTTPReply(400, {}, b'{"message": "No"}'))
+    ('Error code: 500', 'No')
+    """
+    try:
+        data = json.loads(reply.content)
+    except ValueError:
+        data = None
+    error = data.get("error", data) if isinstance(data, Mapping) else None
+    message = error.get("message") if isinstance(error, Mapping) else None
+    return str(message or f"Error code: {reply.status}")[:500]
 
 
 def _root_cause(exc: BaseException) -> BaseException:
@@ -494,139 +518,49 @@ def _limiter_for(base_url: str) -> _Limiter:
     return limiter
 
 
-async def _client_for(settings: LLMSettings) -> Any:
-    """The ``AsyncOpenAI`` client for these settings on the running loop (created once per loop)."""
+async def _client_for(settings: LLMSettings, protocol: WireProtocol) -> Any:
+    """The client ``protocol`` posts with for these settings on the running loop (created once per loop, protocol
+    family, endpoint, key and transport); a ``client=`` of the user's for OpenAI's APIs."""
     state = _loop_state(asyncio.get_running_loop())
     if settings.client is None:  # the common case: this loop's client for the endpoint
-        key: tuple[Any, ...] = _client_key(settings)
+        key: tuple[Any, ...] = (protocol.client_family, *_client_key(settings))
         client = state.clients.get(key)
         if client is not None:
             return client
+    elif protocol.client_family != "openai":
+        raise ConfigError(
+            f"client= is an openai client, which the {protocol.name} protocol cannot send with: pass "
+            f"base_url=/api_key= (or the provider's environment variables) instead"
+        )
+    else:
+        return await _user_client(settings, state)
+    await _close_with_loop(state)
+    client = state.clients[key] = await protocol.client(settings)
+    return client
+
+
+async def _user_client(settings: LLMSettings, state: "_LoopState") -> Any:
+    """The user's ``client=``: an ``openai.AsyncOpenAI`` (or any other object) as it is, a sync ``openai.OpenAI``
+    as its async twin made once per loop."""
     import openai
 
     user_client = settings.client
-    if isinstance(user_client, openai.AsyncOpenAI) or (
-        user_client is not None and not isinstance(user_client, openai.OpenAI)
-    ):
+    if isinstance(user_client, openai.AsyncOpenAI) or not isinstance(user_client, openai.OpenAI):
         return user_client
+    await _close_with_loop(state)
+    key = ("twin", id(user_client))
+    entry = state.clients.get(key)
+    if entry is None or entry[0] is not user_client:  # the entry keeps its client alive: ids are not reused
+        entry = state.clients[key] = (user_client, async_twin(user_client, settings.transport))
+    return entry[1]
+
+
+async def _close_with_loop(state: "_LoopState") -> None:
+    """Start, once per loop, the generator that closes the loop's clients when the loop shuts down."""
     if state.closer is None:
         closer = _close_at_loop_shutdown()
         await closer.asend(None)
         state.closer = closer
-    if user_client is not None:  # a sync client: an async twin with the same settings, per loop
-        key = ("twin", id(user_client))
-        entry = state.clients.get(key)
-        if entry is None or entry[0] is not user_client:  # the entry keeps its client alive: ids are not reused
-            entry = state.clients[key] = (user_client, _async_twin(user_client, settings.transport))
-        return entry[1]
-    client = state.clients[key] = _openai_client(settings.base_url, settings.transport, api_key=settings.api_key)
-    return client
-
-
-def _openai_client(base_url: str, transport: str, **options: Any) -> Any:
-    """An ``openai.AsyncOpenAI`` client the engine makes (the SDK's retries off) for ``base_url``.
-
-    Credentials in the URL (``http://user:password@host/v1``) are not handed to the client in it: the HTTP
-    client logs every request's URL as it was given (httpx's ``HTTP Request: POST <url>`` line at INFO), and
-    an error carries it. The client gets the URL without them and sends them as HTTP Basic auth, in place of
-    the API key, as httpx does with a URL's own (:func:`credentials_apart`). The aiohttp transport gets the
-    URL as given: it refuses credentials in a URL next to the key before sending anything, which ``send``
-    reports as an :class:`EndpointConfigError`.
-    """
-    import openai
-
-    http_client = _http_client(transport)
-    aiohttp_client = getattr(openai, "DefaultAioHttpClient", None)
-    if not (isinstance(aiohttp_client, type) and isinstance(http_client, aiohttp_client)):
-        base_url, auth = credentials_apart(base_url)
-        if auth is not None:
-            http_client.auth = auth
-    return openai.AsyncOpenAI(base_url=base_url, max_retries=0, http_client=http_client, **options)
-
-
-def credentials_apart(url: str) -> tuple[str, Any]:
-    """``url`` without its user information, and an ``httpx.BasicAuth`` (of the httpx this ``openai`` uses) of
-    that user and password, or ``None`` when ``url`` has none. User and password are percent-decoded, as
-    httpx does when it sends a URL's credentials itself; a URL httpx cannot parse is returned as it is (the
-    HTTP client's refusal of it says why).
-
-    >>> url, auth = credentials_apart("http://user:p%40ss@host:8080/v1")
-    >>> url, type(auth).__name__
-    ('http://host:8080/v1', 'BasicAuth')
-    >>> credentials_apart("http://host:8080/v1")
-    ('http://host:8080/v1', None)
-    """
-    httpx = _httpx()
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError, ValueError):
-        return url, None
-    if not parsed.userinfo:
-        return url, None
-    plain = str(parsed.copy_with(userinfo=b""))
-    if not (parsed.username or parsed.password):  # ``http://@host``: nothing to send
-        return plain, None
-    return plain, httpx.BasicAuth(username=parsed.username, password=parsed.password)
-
-
-def _async_twin(client: Any, transport: str) -> Any:
-    """An ``openai.AsyncOpenAI`` client with the settings of the sync ``openai.OpenAI`` ``client``.
-
-    Key, endpoint, organization and project are public attributes; the headers and query parameters
-    the user added are read through the public API (:func:`_custom_defaults`). The SDK's retries
-    are off, and credentials in the URL are sent apart from it, as for every client the engine makes
-    (:func:`_openai_client`).
-    """
-    headers, query = _custom_defaults(client)
-    return _openai_client(
-        str(client.base_url),
-        transport,
-        api_key=client.api_key,
-        organization=client.organization,
-        project=client.project,
-        default_headers=headers,
-        default_query=query,
-    )
-
-
-def _custom_defaults(client: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The headers and query parameters given to ``client`` (``default_headers=``/``default_query=``).
-
-    They are the client's public ``default_headers``/``default_query`` less those of a copy made
-    without them (``client.copy(set_default_headers={}, set_default_query={})``, which shares the
-    client's connection pool and opens nothing). Should a future ``openai`` drop that API, the
-    twin sends no custom headers, and a warning says so.
-    """
-    import openai
-
-    try:
-        plain = client.copy(set_default_headers={}, set_default_query={})
-        headers = _added(client.default_headers, plain.default_headers)
-        query = _added(client.default_query, plain.default_query)
-    except (AttributeError, TypeError, ValueError) as exc:
-        warnings.warn(
-            f"cannot read the custom headers and query parameters of the openai.OpenAI client "
-            f"through openai {getattr(openai, '__version__', '?')}'s public API ({type(exc).__name__}: "
-            f"{exc}); the judges' async copy of it sends none. Pass an openai.AsyncOpenAI client "
-            "(client=) to keep them",
-            RuntimeWarning,
-            stacklevel=4,
-        )
-        return {}, {}
-    return headers, query
-
-
-def _added(given: Mapping[str, Any], plain: Mapping[str, Any]) -> dict[str, Any]:
-    """The entries of ``given`` that ``plain`` lacks or has with another value."""
-    import openai
-
-    omit = getattr(openai, "Omit", None)
-
-    def same(a: Any, b: Any) -> bool:  # ``Omit`` markers (an unset header) compare by type, not identity
-        return a is b or (omit is not None and isinstance(a, omit) and isinstance(b, omit)) or a == b
-
-    missing = object()
-    return {name: value for name, value in given.items() if not same(value, plain.get(name, missing))}
 
 
 def _client_key(settings: LLMSettings) -> tuple[Any, ...]:
@@ -643,62 +577,6 @@ async def _close_at_loop_shutdown() -> Any:
         await aclose()
 
 
-def _http_client(transport: str) -> Any:
-    """The HTTP client under the SDK.
-
-    aiohttp is the default when installed. Measured through this engine's request
-    path (``client.post`` with a raw response) against :class:`scorers.testing.LoopbackLLM`
-    in another process, 100 ms latency, 1,000 requests, 2 cores, openai 3.57.0:
-
-    ========== ============ ============ ==============
-    transport  concurrency  requests/s   client CPU/req
-    ========== ============ ============ ==============
-    httpx2     32           266          1.10 ms
-    aiohttp    32           258-282      0.67 ms
-    httpx2     64           511          1.11 ms
-    aiohttp    64           534          0.73 ms
-    ========== ============ ============ ==============
-
-    Throughput is close (the SDK's httpx2 fork no longer collapses at 64
-    connections as httpx 0.28 did), but aiohttp needs about 40 % less CPU per
-    request, which a batch run shares with scoring. Override with
-    ``transport="httpx"`` or ``SCORERS_HTTP_TRANSPORT=httpx``.
-    """
-    import openai
-
-    if transport in ("auto", "aiohttp"):
-        try:
-            optional_import("aiohttp", scorer="The LLM engine's aiohttp transport", extra="aiohttp")
-            return openai.DefaultAioHttpClient()
-        except MissingExtraError:
-            if transport == "aiohttp":
-                raise
-        except (AttributeError, RuntimeError) as exc:  # an openai without the aiohttp client
-            if transport == "aiohttp":
-                raise ConfigError(
-                    f"transport='aiohttp' needs openai's aiohttp support: pip install 'scorers[aiohttp]' ({exc})"
-                ) from exc
-    return openai.DefaultAsyncHttpxClient()
-
-
-@memoize
-def _httpx() -> Any:
-    """The httpx flavour this ``openai`` sends with: ``httpx2`` where its default client is an
-    ``httpx2.AsyncClient`` (the fork this environment's openai uses), else ``httpx`` (upstream openai's)."""
-    import openai
-
-    try:
-        import httpx2
-    except ImportError:
-        pass
-    else:
-        if issubclass(openai.DefaultAsyncHttpxClient, httpx2.AsyncClient):
-            return httpx2
-    import httpx
-
-    return httpx
-
-
 async def aclose() -> None:
     """Close the HTTP clients the engine opened on the running loop (call before closing your own loop)."""
     state = _loop_states().get(asyncio.get_running_loop())
@@ -706,7 +584,13 @@ async def aclose() -> None:
         return
     clients, state.clients, state.closer = state.clients, {}, None
     opened = [entry[1] if isinstance(entry, tuple) else entry for entry in clients.values()]
-    await asyncio.gather(*(client.close() for client in opened), return_exceptions=True)
+    await asyncio.gather(*(_closed(client) for client in opened), return_exceptions=True)
+
+
+async def _closed(client: Any) -> None:
+    """Close a client: ``close()`` (the SDKs' clients) or ``aclose()`` (an httpx client)."""
+    close = getattr(client, "close", None) or client.aclose
+    await close()
 
 
 def _close_background_clients() -> None:

@@ -41,7 +41,7 @@ def request(response_mode: str = "'tools'") -> list[Row]:
         ("max_tokens", KW, "None", "int | None"),
         ("response_mode", KW, response_mode, "Literal['tools', 'json', 'json_object', 'text'] | None"),
         ("reasoning_effort", KW, "None", "str | None"),
-        ("api", KW, "None", "Literal['chat', 'responses'] | None"),
+        ("api", KW, "None", "str | None"),
         ("extra_args", KW, "None", "dict[str, Any] | None"),
         ("strip_reasoning", KW, "None", "bool | None"),
     ]

@@ -427,7 +427,7 @@ def test_pickled_engine_leaves_its_memo_behind(llm_server, fake_api_key, tmp_pat
     engine = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, cache=LLMCache(path) if own_cache else path)
     first = engine.complete_sync(req())  # opens the cache and this loop's client
     clone = pickle.loads(dumps(engine))
-    assert clone._memo is None and clone.settings().cache == (clone._options["cache"] if own_cache else path)
+    assert clone._memo == {} and clone.settings().cache == (clone._options["cache"] if own_cache else path)
     again = clone.complete_sync(req())
     assert (again.cached, again.content) == (True, first.content) and len(llm_server.chat_requests) == 1
 

@@ -46,14 +46,14 @@ class OpenAIBatches(BatchAPI):
     async def client(self, settings: "LLMSettings") -> Any:
         import openai
 
-        from ..transport import _async_twin, _openai_client
+        from ..http import async_twin, openai_client
 
         given = settings.client
         if isinstance(given, openai.AsyncOpenAI):
             return given.with_options(max_retries=MANAGEMENT_RETRIES)
         if isinstance(given, openai.OpenAI):
-            return _async_twin(given, settings.transport).with_options(max_retries=MANAGEMENT_RETRIES)
-        return _openai_client(settings.base_url, settings.transport, api_key=settings.api_key).with_options(
+            return async_twin(given, settings.transport).with_options(max_retries=MANAGEMENT_RETRIES)
+        return openai_client(settings.base_url, settings.transport, api_key=settings.api_key).with_options(
             max_retries=MANAGEMENT_RETRIES
         )
 

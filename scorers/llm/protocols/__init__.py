@@ -2,6 +2,9 @@
 
 A plugin package adds one with an entry point in the ``scorers.protocols`` group (a :class:`WireProtocol`
 subclass); see :mod:`scorers.llm.protocols.base` for the interface.
+
+>>> PROTOCOLS.names()[:2], wire("chat").path("gpt-4o-mini")
+(['chat', 'responses'], '/chat/completions')
 """
 
 from __future__ import annotations
@@ -9,9 +12,20 @@ from __future__ import annotations
 from typing import Any
 
 from ...plugins import Registry
-from .base import Capabilities, Endpoint, HTTPReply, ReplyRefused, Tokens, WireProtocol
+from .base import Capabilities, Endpoint, HTTPReply, ReplyRefused, Request, Settings, Tokens, WireProtocol
 
-__all__ = ["PROTOCOLS", "Capabilities", "Endpoint", "HTTPReply", "ReplyRefused", "Tokens", "WireProtocol", "wire"]
+__all__ = [
+    "PROTOCOLS",
+    "Capabilities",
+    "Endpoint",
+    "HTTPReply",
+    "ReplyRefused",
+    "Request",
+    "Settings",
+    "Tokens",
+    "WireProtocol",
+    "wire",
+]
 
 
 def _protocol(entry_point: Any, loaded: Any) -> WireProtocol:
@@ -24,6 +38,17 @@ def _protocol(entry_point: Any, loaded: Any) -> WireProtocol:
 
 #: The protocols by ``api`` name.
 PROTOCOLS: Registry[WireProtocol] = Registry("wire protocol", group="scorers.protocols", accept=_protocol)
+
+
+def _register_builtins() -> None:
+    from .chat import ChatAPI
+    from .responses import ResponsesAPI
+
+    for protocol in (ChatAPI(), ResponsesAPI()):
+        PROTOCOLS.register(protocol.name, protocol)
+
+
+_register_builtins()
 
 
 def wire(api: str) -> WireProtocol:

@@ -8,6 +8,9 @@ body its API takes (:meth:`WireProtocol.body`), reads the reply's JSON into a
 the credentials (:class:`Endpoint`, :meth:`WireProtocol.client`, :meth:`WireProtocol.post`). Nothing above this
 layer knows which protocol it spoke: the engine's cache, retries, re-asks, usage and errors are the same for all.
 
+A protocol module imports only this package's modules (:mod:`~scorers.llm.protocols.result` for the reply types,
+:mod:`scorers.llm.http` for HTTP clients), never the engine's (the import graph has no circle).
+
 Adding a protocol is one module with a subclass and its registration in :data:`scorers.llm.protocols.PROTOCOLS`
 (or an entry point in the ``scorers.protocols`` group), plus its counterpart in :mod:`scorers.testing.protocols`.
 
@@ -20,13 +23,77 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, NamedTuple
+from typing import Any, Callable, ClassVar, Mapping, NamedTuple, Protocol, Sequence
 
-if TYPE_CHECKING:
-    from ..config import Environ, LLMSettings
-    from ..protocol import ChatRequest, ChatResult
+from .result import ChatResult, Tokens
 
-__all__ = ["Capabilities", "Endpoint", "HTTPReply", "Tokens", "WireProtocol", "ReplyRefused"]
+__all__ = [
+    "Capabilities",
+    "Endpoint",
+    "Environ",
+    "HTTPReply",
+    "Request",
+    "Settings",
+    "Tokens",
+    "WireProtocol",
+    "ReplyRefused",
+]
+
+
+class Environ(Protocol):
+    """Where endpoints read environment variables: ``os.environ`` or a scoped view of it."""
+
+    def get(self, name: str, /) -> str | None: ...
+
+
+class Settings(Protocol):
+    """The resolved settings a protocol's client reads (:class:`~scorers.llm.config.LLMSettings` has them)."""
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def api_key(self) -> str | None: ...
+
+    @property
+    def transport(self) -> str: ...
+
+    @property
+    def timeout(self) -> float: ...
+
+
+class Request(Protocol):
+    """What a protocol reads of a request (:class:`~scorers.llm.protocol.ChatRequest` has it), in the chat shape."""
+
+    @property
+    def messages(self) -> Sequence[Mapping[str, Any]]: ...
+
+    @property
+    def tools(self) -> Sequence[Mapping[str, Any]] | None: ...
+
+    @property
+    def tool_choice(self) -> str | Mapping[str, Any] | None: ...
+
+    @property
+    def temperature(self) -> float | None: ...
+
+    @property
+    def max_tokens(self) -> int | None: ...
+
+    @property
+    def response_format(self) -> Mapping[str, Any] | None: ...
+
+    @property
+    def seed(self) -> int | None: ...
+
+    @property
+    def reasoning_effort(self) -> str | None: ...
+
+    @property
+    def logprobs(self) -> bool: ...
+
+    @property
+    def top_logprobs(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -69,15 +136,22 @@ class Endpoint:
     ``key_env``: the environment variables of the API key, in order (empty: the protocol signs requests another
     way, e.g. Bedrock's AWS credential chain, and needs no key); ``url_env``: those of the base URL (the SDK's own
     override, e.g. ``ANTHROPIC_BASE_URL``); ``default_url``: the base URL otherwise (a callable of the environment
-    where it depends on it, e.g. Bedrock's region). ``key_hint`` completes "set ..." in the error of a missing key.
+    where it depends on it, e.g. Bedrock's region). ``key_hint`` completes "set ..." in the error of a missing key
+    (and names the credentials where there is no key). ``env``: further variables the protocol reads (e.g. the AWS
+    credential chain's), which an engine's workers take from the driver as they take the others.
     """
 
     key_env: tuple[str, ...]
     url_env: tuple[str, ...]
-    default_url: str | Callable[["Environ"], str]
+    default_url: str | Callable[[Environ], str]
     key_hint: str = ""
+    env: tuple[str, ...] = ()
 
-    def base_url(self, environ: "Environ") -> str:
+    def env_names(self) -> tuple[str, ...]:
+        """Every environment variable the protocol reads."""
+        return (*self.key_env, *self.url_env, *self.env)
+
+    def base_url(self, environ: Environ) -> str:
         """The base URL the environment gives (the first of ``url_env`` set), else the default."""
         for name in self.url_env:
             value = (environ.get(name) or "").strip()
@@ -85,24 +159,13 @@ class Endpoint:
                 return value
         return self.default_url(environ) if callable(self.default_url) else self.default_url
 
-    def api_key(self, environ: "Environ") -> str | None:
+    def api_key(self, environ: Environ) -> str | None:
         """The API key the environment gives (the first of ``key_env`` set), else ``None``."""
         for name in self.key_env:
             value = (environ.get(name) or "").strip()
             if value:
                 return value
         return None
-
-
-class Tokens(NamedTuple):
-    """The token counts a reply states: ``prompt`` (every input token billed, cached ones included),
-    ``completion`` (every output token billed, thinking included), and of those ``cached_prompt`` (read from the
-    provider's prompt cache) and ``reasoning`` (thinking). ``0`` for what the reply does not state."""
-
-    prompt: int = 0
-    completion: int = 0
-    cached_prompt: int = 0
-    reasoning: int = 0
 
 
 class HTTPReply(NamedTuple):
@@ -139,13 +202,14 @@ class WireProtocol(ABC):
         raise NotImplementedError
 
     @abstractmethod
-    def body(self, request: "ChatRequest", model: str, thinks: bool) -> dict[str, Any]:
+    def body(self, request: Request, model: str, thinks: bool) -> dict[str, Any]:
         """The JSON body of ``request`` for ``model`` (``thinks``: a reasoning model or thinking on). ``extra`` is
         merged in by the caller. Content parts of the chat shape (``text``, ``image_url``, ``input_audio``,
-        ``file``) become this protocol's."""
+        ``file``) become this protocol's. The body always holds ``"model"`` (the cache key, usage and messages read
+        it); a protocol whose model goes in the path (Gemini, Bedrock) leaves it out of what :meth:`post` sends."""
 
     @abstractmethod
-    def parse(self, data: Any, *, model: str) -> "ChatResult":
+    def parse(self, data: Any, *, model: str) -> ChatResult:
         """Read a reply body; raise :class:`~scorers.llm.protocol.InvalidReply` on a shape that cannot be used
         (re-asked) and :class:`ReplyRefused` on a refusal or a safety stop. Tool-call arguments that arrive as
         objects are kept as their JSON text (``json.dumps``), so the result equals chat's for the same verdict."""
@@ -175,7 +239,7 @@ class WireProtocol(ABC):
     client_family: ClassVar[str]
 
     @abstractmethod
-    async def client(self, settings: "LLMSettings") -> Any:
+    async def client(self, settings: Settings) -> Any:
         """A new client for ``settings`` (its endpoint, key and transport), its own retries off. The engine keeps
         one per family, endpoint and event loop, and closes it with ``await client.close()`` (or ``aclose()``)."""
 
@@ -188,6 +252,6 @@ class WireProtocol(ABC):
         """The exceptions :meth:`post` raises for a connection that failed (refused, dropped, timed out)."""
         return ()
 
-    def redacted(self, settings: "LLMSettings") -> tuple[str, ...]:
+    def redacted(self, settings: Settings) -> tuple[str, ...]:
         """Secrets no message may show besides the API key (e.g. AWS secret keys)."""
         return ()

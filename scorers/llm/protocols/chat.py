@@ -25,7 +25,10 @@ class ChatAPI(OpenAIProtocol):
     name: ClassVar[str] = "chat"
     route: ClassVar[str] = "/chat/completions"
     capabilities: ClassVar[Capabilities] = Capabilities(
-        logprobs=True, batch=True, attachments=frozenset({"image", "audio", "document"})
+        logprobs=True,
+        prompt_logprobs=True,  # through the same endpoint's legacy completions API (GPTScore)
+        batch=True,
+        attachments=frozenset({"image", "audio", "document"}),
     )
     content_keys: ClassVar[frozenset[str]] = frozenset({"model", "messages", "tools", "tool_choice", "response_format"})
 

@@ -28,11 +28,7 @@ class ResponsesAPI(OpenAIProtocol):
 
     name: ClassVar[str] = "responses"
     route: ClassVar[str] = "/responses"
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        logprobs=True,
-        prompt_logprobs=True,  # through the same endpoint's legacy completions API (GPTScore)
-        attachments=frozenset({"image", "document"}),
-    )
+    capabilities: ClassVar[Capabilities] = Capabilities(logprobs=True, attachments=frozenset({"image", "document"}))
     content_keys: ClassVar[frozenset[str]] = frozenset({"model", "input", "tools", "tool_choice"})
 
     def body(self, request: Request, model: str, thinks: bool) -> dict[str, Any]:

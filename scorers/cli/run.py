@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from typing import Any, Sequence
 
@@ -201,6 +202,10 @@ def _run_of(args: argparse.Namespace) -> Run:
 
 def cmd_run(args: argparse.Namespace) -> int:
     _configure_llm(args)
+    batches = logging.getLogger("scorers.llm.batch")
+    if args.batch and not batches.handlers:  # each batch's submission and end on stderr: a batch may take hours
+        batches.setLevel(logging.INFO)
+        batches.addHandler(logging.StreamHandler())
     result = _run_of(args).execute()
     if result.stopped is not None:
         print(result.stop_message, file=sys.stderr)

@@ -134,10 +134,19 @@ class Batches:
         for request in pending.values():  # a protocol without a batch API: refused before any request
             batch_api(request.api)
         out = self.state.holding(set(pending) - self._downloaded.keys())
+        for entry in out:
+            if entry["id"] not in self._reading:
+                log.info(
+                    "batch %s: out since an earlier run (%s); polled again, not sent again",
+                    entry["id"],
+                    self.state.path,
+                )
         await asyncio.gather(*(self._read(entry, _settings_for(entry, pending)) for entry in out))
         fresh = [request for key, request in pending.items() if key not in self._downloaded]
         await asyncio.gather(*(self._send(group) for group in _groups(fresh)))
         for key, request in pending.items():
+            if key not in self._downloaded:  # another chunk shared it and has stored its reply: the cache has it
+                continue
             batch_id, outcome = self._downloaded[key]
             deferral.take(key, labelled(outcome, request.scorer) if isinstance(outcome, BatchRequestError) else outcome)
             deferral.batches.add(batch_id)
@@ -190,7 +199,15 @@ class Batches:
             }
             self.state.add(entry)
             entries.append(entry)
-            log.info("batch %s: %d requests submitted to %s (%s)", batch_id, len(keys), provider.name, first.api)
+            log.info(
+                "batch %s: %d requests submitted to %s (%s, %s); listed in %s until they are stored",
+                batch_id,
+                len(keys),
+                provider.name,
+                first.api,
+                entry["model"],
+                self.state.path or "memory",
+            )
         await asyncio.gather(*(self._read(entry, first.settings) for entry in entries))
 
     async def _read(self, entry: Mapping[str, Any], settings: "LLMSettings") -> None:
@@ -208,7 +225,7 @@ class Batches:
             status = await provider.status(client, entry["id"])
             if status.ended:
                 break
-            log.info("batch %s: %s %s; next poll in %.1f s", entry["id"], status.state, status.counts, delay)
+            log.debug("batch %s: %s %s; next poll in %.1f s", entry["id"], status.state, status.counts, delay)
             await asyncio.sleep(delay)
             delay = min(2 * delay, self.poll_s)
         log.info("batch %s: %s %s", entry["id"], status.state, status.counts)

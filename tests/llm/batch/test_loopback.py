@@ -118,6 +118,7 @@ def test_the_batch_api_checks_the_key(server: LoopbackLLM) -> None:
         client.batches.retrieve("batch_missing")
 
 
+@pytest.mark.slow  # importing the anthropic SDK takes about 2 s
 def test_anthropic_message_batches_through_the_anthropic_sdk(server: LoopbackLLM) -> None:
     anthropic = pytest.importorskip("anthropic")
     server.batches.script("expired", answered=0.5, times=1)

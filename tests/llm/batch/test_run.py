@@ -155,6 +155,40 @@ def test_a_failed_line_is_a_typed_error_and_an_invalid_reply_is_asked_again_onli
     assert second.failed_rows == 0 and server.batches.lines_received == 3 * 6 + 1
 
 
+def test_without_a_cache_the_rounds_read_the_batch_replies_they_hold(server, tmp_path):
+    data = rows(6)
+    configure(base_url=server.base_url, api_key="test-key", cache=False)
+    judges = [scorers.get(name) for name in JUDGES]
+    for mode in ("online", "batch"):
+        scorers.Run(
+            data,
+            judges,
+            output=str(tmp_path / f"{mode}.jsonl"),
+            batch=mode == "batch",
+            batch_poll_s=0.05,
+            metadata=True,
+        ).execute(handle_signals=False)
+    assert records(tmp_path / "batch.jsonl") == records(tmp_path / "online.jsonl")
+    assert server.batches.lines_received == 3 * 6
+
+
+def test_the_command_line_shows_each_batch_and_leaves_no_state(server, tmp_path, capsys, monkeypatch):
+    from scorers.cli import main
+
+    data, out = tmp_path / "data.jsonl", tmp_path / "out.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows(5)))
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    code = main(["run", str(data), "-s", "Factuality", "-o", str(out), "--batch", "--batch-poll", "0.05"])
+    stderr = capsys.readouterr().err
+    assert code == 0, stderr
+    assert (
+        "5 requests submitted to openai (chat, gpt-4o-mini)" in stderr
+        and ": completed (5 done, 0 failed of 5)" in stderr
+    )
+    assert len(out.read_text().splitlines()) == 5 and not (tmp_path / "out.jsonl.batch.json").exists()
+
+
 def test_batch_needs_the_local_engine():
     with pytest.raises(ConfigError, match="batch needs the local engine"):
         scorers.Run([{"output": "a"}], ["Factuality"], batch=True, engine="ray")
@@ -209,6 +243,7 @@ def test_a_run_killed_while_its_batch_is_out_resumes_the_poll_without_sending_it
     resumed = cli(*args, env=env)
     stdout, stderr = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, stderr
+    assert f"batch {listed[0]['id']}: out since an earlier run" in stderr and "submitted" not in stderr
     assert server.batches.created == 1 and server.batches.lines_received == 1000  # nothing submitted again
     assert server.chat_requests == [] and not state.exists()
     written = [json.loads(line) for line in out.read_text().splitlines()]

@@ -295,7 +295,11 @@ class LLMEngine:
         if cache is None:
             return None
         body, api = _body(request, settings)
-        entry = _cache_call(cache.get, cache_key(body, base_url=key_endpoint(settings), tag=request.cache_tag))
+        key = cache_key(body, base_url=key_endpoint(settings), tag=request.cache_tag)
+        deferral = batch_deferral()
+        if deferral is not None and key in deferral:  # a batch run's reply: read through complete(), as sent now
+            return None
+        entry = _cache_call(cache.get, key)
         return (
             None
             if entry is None

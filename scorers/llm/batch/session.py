@@ -121,7 +121,7 @@ class Batches:
         self._downloaded: dict[str, tuple[str, Outcome]] = {}
         #: Per batch id: the task that polls and reads it (shared by the chunks that wait for it).
         self._reading: dict[str, asyncio.Future[None]] = {}
-        self._clients: dict[tuple[str, str, str], Any] = {}
+        self._clients: dict[tuple[str, str, str], tuple[Any, bool]] = {}
         #: Requests each batch submitted by this process holds (the submitted count and the lines, in all).
         self.submitted_batches = 0
         self.submitted_requests = 0
@@ -164,18 +164,21 @@ class Batches:
         self.state.clear()
 
     async def close(self) -> None:
+        """Close the clients made for the batches (not those made from a user's ``client=``, which share its
+        connections)."""
         clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            with contextlib.suppress(Exception):
-                await client.close()
+        for client, owned in clients:
+            if owned:
+                with contextlib.suppress(Exception):
+                    await client.close()
 
     # ---------------------------------------------------------------- submitting and reading
     async def _client(self, provider: BatchAPI, settings: "LLMSettings") -> Any:
         key = (provider.name, settings.base_url, hashlib.sha256((settings.api_key or "").encode()).hexdigest())
-        client = self._clients.get(key)
-        if client is None:
-            client = self._clients[key] = await provider.client(settings)
-        return client
+        made = self._clients.get(key)
+        if made is None:
+            made = self._clients[key] = (await provider.client(settings), settings.client is None)
+        return made[0]
 
     async def _send(self, requests: Sequence[Pending]) -> None:
         """Submit ``requests`` (one endpoint, API and model) in as many batches as the provider's limits need, and

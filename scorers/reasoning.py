@@ -37,6 +37,7 @@ __all__ = [
     "split_reasoning",
     "reasoning_end",
     "message_reasoning",
+    "split_message",
     "strip_reasoning_param",
     "without_reasoning",
 ]
@@ -143,7 +144,9 @@ def strip_reasoning_param() -> Any:
 def without_reasoning(row: Mapping[str, Any], names: Sequence[str], *, reasoning_field: bool) -> Mapping[str, Any]:
     """``row`` with the reasoning of its fields ``names`` left out (:func:`split_reasoning`; an unclosed block leaves
     :class:`Unanswered`); ``reasoning_field``: the scorer reads a ``reasoning`` field, which gets the reasoning
-    found (``""``: none) unless the row gives one. ``row`` itself is never changed; it is returned when nothing is.
+    found (``""``: none) unless the row gives one. A field holding an assistant message (OpenAI, Anthropic: see
+    :func:`split_message`) becomes its answer text, its provider's reasoning fields going to the reasoning. ``row``
+    itself is never changed; it is returned when nothing is.
 
     >>> without_reasoning({"output": "<think>hm</think>4", "expected": "4"}, ("output",), reasoning_field=True)
     {'output': '4', 'expected': '4', 'reasoning': 'hm'}
@@ -151,9 +154,12 @@ def without_reasoning(row: Mapping[str, Any], names: Sequence[str], *, reasoning
     changed: dict[str, Any] | None = None
     for name in names:
         value = row.get(name)
-        if type(value) is not str:
+        if type(value) is str:
+            split = split_reasoning(value)
+        elif isinstance(value, Mapping) and (message := split_message(value)) is not None:
+            split = message
+        else:
             continue
-        split = split_reasoning(value)
         if split.answer is not value or split.incomplete:
             changed = dict(row) if changed is None else changed
             changed[name] = Unanswered(split.reasoning) if split.incomplete else split.answer
@@ -199,6 +205,32 @@ def message_reasoning(message: Mapping[str, Any]) -> str | None:
             if isinstance(part, Mapping) and part.get("type") in ("thinking", "reasoning", "reasoning_text"):
                 _collect(part.get("thinking", part.get("text")), texts)
     return "\n\n".join(texts) if texts else None
+
+
+def split_message(message: Mapping[str, Any]) -> Reasoning | None:
+    """An assistant message told apart (``None``: not an assistant message with text content): its text content (the text
+    parts of a list of content parts) without its tagged reasoning is the answer; that reasoning and the
+    provider's reasoning fields (:func:`message_reasoning`) are the reasoning, never the answer.
+
+    >>> split_message({"role": "assistant", "content": "4", "reasoning_content": "2 + 2"})
+    Reasoning(answer='4', reasoning='2 + 2', incomplete=False)
+    >>> split_message({"role": "assistant", "content": [{"type": "thinking", "thinking": "a"}, {"type": "text", "text": "4"}]})
+    Reasoning(answer='4', reasoning='a', incomplete=False)
+    """
+    if message.get("role") != "assistant":
+        return None
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "".join(
+            str(part.get("text") or "")
+            for part in content
+            if isinstance(part, Mapping) and part.get("type") in ("text", "output_text")
+        )
+    if not isinstance(content, str):
+        return None
+    split = split_reasoning(content)
+    reasoning = [text for text in (message_reasoning(message), split.reasoning) if text]
+    return Reasoning(split.answer, "\n\n".join(reasoning) if reasoning else None, split.incomplete)
 
 
 def _collect(value: Any, texts: list[str]) -> None:

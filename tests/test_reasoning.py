@@ -223,3 +223,37 @@ def test_a_judge_never_sees_the_outputs_reasoning_and_a_template_may_ask_for_it(
     kept(output="<think>a secret plan</think>Thanks a lot!")
     assert "<think>a secret plan</think>" in llm_server.chat_requests[-1].body["messages"][0]["content"]
     assert "strip_reasoning" not in judge.signature() and kept.signature()["strip_reasoning"] is False
+
+
+MESSAGES = [
+    ({"role": "assistant", "content": "The answer is 4.", "reasoning_content": "2 + 2 = 4"}, "2 + 2 = 4"),
+    ({"role": "assistant", "content": "The answer is 4.", "reasoning": "2 + 2 = 4"}, "2 + 2 = 4"),
+    (
+        {
+            "role": "assistant",
+            "type": "message",
+            "content": [
+                {"type": "thinking", "thinking": "2 + 2 = 4", "signature": "sig"},
+                {"type": "text", "text": "The answer is 4."},
+            ],
+        },
+        "2 + 2 = 4",
+    ),
+    ({"role": "assistant", "content": "<think>2 + 2 = 4</think>The answer is 4."}, "2 + 2 = 4"),
+    ({"role": "assistant", "content": "The answer is 4."}, ""),
+]
+
+
+@pytest.mark.parametrize("message, reasoning", MESSAGES)
+def test_a_structured_outputs_reasoning_fields_are_never_the_answer(
+    llm_server: LoopbackLLM, message: dict[str, Any], reasoning: str
+) -> None:
+    pytest.importorskip("sacrebleu")
+    assert scorers.get("BLEU")(output=message, expected=REFERENCE).score == 1.0
+    llm_server.default = Reply.choice("Yes")
+    sound = LLMClassifier(
+        "Sound", "Reasoning: {{reasoning}}\nAnswer: {{output}}", {"Yes": 1, "No": 0}, engine=engine(llm_server)
+    )
+    sound(output=message)
+    prompt = llm_server.chat_requests[-1].body["messages"][0]["content"]
+    assert prompt.startswith(f"Reasoning: {reasoning}\nAnswer: The answer is 4.\n")

@@ -47,6 +47,12 @@ def add_meta_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
     p_meta.add_argument("--format", choices=["jsonl", "json", "csv"], help="input format (default: from the extension)")
     add_options(p_meta, MetaEvalOptions, _flags("concurrency"))
     p_meta.add_argument("--model", help="model of the judge (default: SCORERS_MODEL, else the library default)")
+    p_meta.add_argument(
+        "--api",
+        metavar="PROTOCOL",
+        help="wire protocol of the LLM judges: chat, responses, anthropic, gemini, bedrock (default: SCORERS_API, "
+        "else chat; docs/providers/)",
+    )
     p_meta.add_argument("--no-cache", action="store_true", help="do not read or write the LLM judge cache")
     add_options(p_meta, MetaEvalOptions, _flags("resamples", "confidence", "seed"))
 
@@ -96,13 +102,14 @@ FLAGS = {
 
 
 def _judge(args: argparse.Namespace) -> Scorer:
-    """The judge of -s with its -p parameters (--swap: asked in both orders), --model and --no-cache."""
+    """The judge of -s with its -p parameters (--swap: asked in both orders), --model, --api and --no-cache."""
     from ..judges import PairwiseJudge
 
-    if args.model or args.no_cache:
+    settings = {"model": args.model, "api": args.api, "cache": False if args.no_cache else None}
+    if any(value is not None for value in settings.values()):
         from ..llm import configure
 
-        configure(**({"model": args.model} if args.model else {}), **({"cache": False} if args.no_cache else {}))
+        configure(**{name: value for name, value in settings.items() if value is not None})
     params = scorer_params([args.judge], args.param)[args.judge]
     if args.swap:
         if not isinstance(registry.get(args.judge, **params), PairwiseJudge):

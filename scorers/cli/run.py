@@ -78,6 +78,12 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates:
     )
     add_options(p_run, Run, _ORDER_OPTIONS)
     p_run.add_argument("--model", help="model of the LLM judges (default: SCORERS_MODEL, else the library default)")
+    p_run.add_argument(
+        "--api",
+        metavar="PROTOCOL",
+        help="wire protocol of the LLM judges: chat, responses, anthropic, gemini, bedrock (default: SCORERS_API, "
+        "else chat; docs/providers/)",
+    )
     p_run.add_argument("--no-cache", action="store_true", help="do not read or write the LLM judge cache")
     p_run.add_argument(
         "--price",
@@ -173,10 +179,12 @@ _EXIT_OPTIONS = {"fail_on_error": Flag()}
 
 
 def _configure_llm(args: argparse.Namespace) -> None:
-    """``--model``, ``--no-cache`` and ``--price`` as the judges' settings (:func:`scorers.configure`)."""
+    """``--model``, ``--api``, ``--no-cache`` and ``--price`` as the judges' settings (:func:`scorers.configure`)."""
     llm_settings: dict[str, Any] = {}
     if args.model:
         llm_settings["model"] = args.model
+    if args.api:
+        llm_settings["api"] = args.api
     if args.no_cache:
         llm_settings["cache"] = False
     if args.price:

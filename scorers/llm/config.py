@@ -26,12 +26,19 @@ Environment variables (read when a request is made, not at import):
     ``SCORERS_CACHE`` path as well is a :class:`~scorers.errors.ConfigError`.
 ``SCORERS_HTTP_TRANSPORT``
     ``auto`` (default: aiohttp when installed, else httpx), ``aiohttp`` or ``httpx``.
+``SCORERS_API``
+    The wire protocol of the judges (the ``api`` setting below; default ``chat``).
+
+The key and base URL of a protocol other than OpenAI's are read from its provider's own variables
+(``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``, ...: each protocol's :class:`~scorers.llm.protocols.Endpoint`).
 
 Settings without an environment variable (``configure()``, ``LLMEngine(...)``):
 
 ``api``
-    ``"chat"`` (default: ``POST /chat/completions``) or ``"responses"`` (``POST /responses``, OpenAI's
-    Responses API). A :class:`~scorers.llm.engine.ChatRequest` may name its own (``api=``).
+    The wire protocol (:mod:`scorers.llm.protocols`): ``"chat"`` (default: ``POST /chat/completions``),
+    ``"responses"`` (``POST /responses``, OpenAI's Responses API), ``"anthropic"``, ``"gemini"``, ``"bedrock"``
+    (each provider's native API) or a plugin's. Also ``SCORERS_API``. A :class:`~scorers.llm.engine.ChatRequest`
+    and a judge may name their own (``api=``).
 ``reasoning``
     ``None`` (default): derived from the model name by :func:`is_reasoning_model` (OpenAI's o-series and
     the gpt-5 family and later). ``True``/``False`` overrides it for every model. A reasoning model is sent
@@ -325,7 +332,9 @@ class LLMSettings(BaseModel):
     ] = "auto"
     #: The wire protocol (:mod:`scorers.llm.protocols`); it decides the endpoint and key variables read.
     api: Annotated[
-        str, BeforeValidator(_api), Setting(f"the name of a wire protocol ({', '.join(APIS)} or a plugin's)")
+        str,
+        BeforeValidator(_api),
+        Setting(f"the name of a wire protocol ({', '.join(APIS)} or a plugin's)", env=("SCORERS_API",)),
     ] = "chat"
     #: ``None``: derived per request from the model name (:func:`is_reasoning_model`).
     reasoning: Annotated[bool | None, Strict(), Setting("True, False or None (derive from the model)")] = None

@@ -16,7 +16,7 @@ from ..attachments import Attachment, Placement, attachments_problem, with_text
 from ..errors import ConfigError, ScorerError, ScorerInputError, UnknownArgumentError
 from ..fields import Field, utf8_encodable
 from ..llm import ChatRequest, ChatResult, LLMEngine
-from ..llm.protocols import PROTOCOLS
+from ..llm.protocols import wire
 from ..params import Param
 from ..score import Score
 from .base import LLMJudge
@@ -310,9 +310,7 @@ class TemplatedJudge(LLMJudge):
         protocol cannot send (a media type it does not take, a URL where it takes only data, more bytes than its
         limit), as the row's :class:`~scorers.errors.ScorerInputError` naming the field and the limit, before any
         request."""
-        protocol = PROTOCOLS.registered(self.api or self.engine.settings().api)
-        if protocol is None:  # until the engine sends through the registered protocols
-            return
+        protocol = wire(self.api or self.engine.settings().api)
         problem = attachments_problem(found, protocol.name, protocol.capabilities)
         if problem is not None:
             raise ScorerInputError(self.name, *problem)

@@ -6,6 +6,7 @@ row's ScorerInputError naming the scorer, the field and the limit, before any re
 from __future__ import annotations
 
 import base64
+import dataclasses
 import shutil
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from scorers.errors import ScorerInputError, TemplateError
 from scorers.judges import LLMClassifier
 from scorers.judges.discovery import build_judge, parse_template
 from scorers.llm import LLMEngine
+from scorers.llm.protocols import wire
 from scorers.testing import LoopbackLLM, Reply
 
 CHART = Path(__file__).resolve().parents[2] / "examples" / "chart.png"
@@ -105,6 +107,33 @@ def test_a_bad_row_is_that_rows_error_and_the_batch_goes_on(llm_server, fake_api
     assert "is not valid base64" in problems[1]
     assert "has no media type" in problems[2]
     assert "is a int, not an attachment" in problems[3]
+
+
+def test_a_limit_of_the_protocol_refuses_the_row_before_any_request(llm_server, fake_api_key, monkeypatch):
+    chat = type(wire("chat"))
+    limited = dataclasses.replace(chat.capabilities, attachment_bytes=(("image/*", 100),))
+    monkeypatch.setattr(chat, "capabilities", limited)
+    judge = scorers.get("ImageAnswersQuestion", engine=engine(llm_server, fake_api_key))
+    size = CHART.stat().st_size
+    with pytest.raises(ScorerInputError) as caught:
+        judge(input=QUESTION, output=str(CHART))
+    assert str(caught.value) == (
+        f"ImageAnswersQuestion: field 'output' holds {size} bytes of image/png, above the chat protocol's limit of "
+        "100 bytes for image/png"
+    )
+    monkeypatch.setattr(chat, "capabilities", dataclasses.replace(limited, attachments=frozenset({"image/jpeg"})))
+    with pytest.raises(ScorerInputError, match="is image/png, which the chat protocol does not take"):
+        judge(input=QUESTION, output=str(CHART))
+    assert llm_server.requests == []
+
+
+def test_the_responses_api_gets_its_own_parts(llm_server, fake_api_key):
+    llm_server.default = Reply.choice("Y")
+    judge = scorers.get("ImageAnswersQuestion", api="responses", engine=engine(llm_server, fake_api_key))
+    assert judge(input=QUESTION, output=str(CHART)).score == 1.0
+    parts = llm_server.requests[-1].body["input"][-1]["content"]
+    assert [part["type"] for part in parts] == ["input_text", "input_image", "input_text"]
+    assert parts[1] == {"type": "input_image", "image_url": Attachment.from_path(CHART).data_uri(), "detail": "auto"}
 
 
 def test_any_attachment_value_is_shown_as_a_part_without_a_declaration(llm_server, fake_api_key):

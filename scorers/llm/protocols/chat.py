@@ -29,6 +29,9 @@ class ChatAPI(OpenAIProtocol):
         prompt_logprobs=True,  # through the same endpoint's legacy completions API (GPTScore)
         batch=True,
         attachments=frozenset({"image", "audio", "document"}),
+        attachment_bytes=(("image", 20_000_000), ("document", 32_000_000)),
+        attachment_total_bytes=50_000_000,
+        attachment_urls=frozenset({"image"}),
     )
     content_keys: ClassVar[frozenset[str]] = frozenset({"model", "messages", "tools", "tool_choice", "response_format"})
 

@@ -28,11 +28,17 @@ class ResponsesAPI(OpenAIProtocol):
 
     name: ClassVar[str] = "responses"
     route: ClassVar[str] = "/responses"
-    capabilities: ClassVar[Capabilities] = Capabilities(logprobs=True, attachments=frozenset({"image", "document"}))
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        logprobs=True,
+        attachments=frozenset({"image", "audio", "document"}),
+        attachment_bytes=(("image", 20_000_000), ("document", 32_000_000)),
+        attachment_total_bytes=50_000_000,
+        attachment_urls=frozenset({"image", "document"}),
+    )
     content_keys: ClassVar[frozenset[str]] = frozenset({"model", "input", "tools", "tool_choice"})
 
     def body(self, request: Request, model: str, thinks: bool) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": model, "input": [dict(m) for m in request.messages]}
+        body: dict[str, Any] = {"model": model, "input": [_input_message(m) for m in request.messages]}
         put(body, "tools", None if request.tools is None else [_tool(t) for t in request.tools])
         put(body, "tool_choice", _tool_choice(request.tool_choice))
         put(body, "temperature", None if thinks else request.temperature)
@@ -90,6 +96,29 @@ class ResponsesAPI(OpenAIProtocol):
             usage_count(usage.get("input_tokens_details"), "cached_tokens"),
             usage_count(usage.get("output_tokens_details"), "reasoning_tokens"),
         )
+
+
+def _input_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat message as a Responses input item: text content as it is, content parts as Responses' own."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return dict(message)
+    return {**message, "content": [_input_part(part, message.get("role")) for part in content]}
+
+
+def _input_part(part: Mapping[str, Any], role: Any) -> dict[str, Any]:
+    """A chat content part as Responses': ``input_text`` (``output_text`` in an assistant's message),
+    ``input_image`` (its URL or data URI, ``detail`` as given or ``auto``), ``input_file`` (file name and data URI
+    or URL); ``input_audio`` is the same in both."""
+    kind = part.get("type")
+    if kind == "text":
+        return {"type": "output_text" if role == "assistant" else "input_text", "text": part.get("text")}
+    if kind == "image_url":
+        image = part.get("image_url") or {}
+        return {"type": "input_image", "image_url": image.get("url"), "detail": image.get("detail", "auto")}
+    if kind == "file":
+        return {"type": "input_file", **(part.get("file") or {})}
+    return dict(part)
 
 
 def _tool(tool: Mapping[str, Any]) -> Any:

@@ -37,7 +37,10 @@ from .io import (
     read_input,
     record_matches,
 )
+from .llm.config import configured_prices
+from .llm.spend import SpendCap, capped, price_of
 from .runner import COLUMN_CHECK_ROWS, Evaluation, check_columns, evaluate
+from .spend import SpendPlan, plan
 
 __all__ = ["Run", "RunResult", "OptionError"]
 
@@ -57,6 +60,10 @@ class RunResult:
     failures: list[str] = field(default_factory=list)
     stopped: str | None = None
     stop_message: str | None = None
+    #: A dry run's plan (``dry_run``): what the run would send; nothing was sent or written.
+    plan: SpendPlan | None = None
+    #: With ``max_cost``: the cap, what was spent, whether it was reached (:meth:`SpendCap.to_dict`).
+    spend: dict[str, Any] | None = None
 
     @property
     def problems(self) -> list[str]:
@@ -161,6 +168,18 @@ class Run(BaseModel):
     )
     metadata: bool = Field(default=False, description="also write each score's metadata (metadata_scores)")
     fail_on_error: bool = Field(default=False, description="fail (exit 1) when any row has a scorer error")
+    dry_run: bool = Field(
+        default=False,
+        description="send and write nothing: print what the run would send per judge (requests, cache hits "
+        "subtracted; estimated prompt tokens; the cost at the --price prices)",
+    )
+    max_cost: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="USD: send no judge request that could take the run's spend past it (needs every judge "
+        "model's --price); the rows not judged get BudgetExceeded errors, which --resume judges again",
+    )
     progress: bool = Field(default=False, description="show a progress bar on stderr")
 
     def __init__(self, data: Any = None, scorers: Any = None, /, **options: Any) -> None:
@@ -200,6 +219,14 @@ class Run(BaseModel):
             raise OptionError("force", "needs resume (it appends to OUT under another configuration)")
         if self.resume:
             self._check_resumable()
+        if self.max_cost is not None and self.batch:
+            raise OptionError("max_cost", "does not apply to --batch: a batch's requests are sent together")
+        if self.max_cost is not None and not isinstance(self.engine, Local):
+            raise OptionError(
+                "max_cost",
+                f"works on the local engine only (--workers included), not --engine {self.engine.name}: the "
+                "cluster's workers send their judges' requests apart and share no spending counter",
+            )
         return self
 
     def _check_resumable(self) -> None:
@@ -255,7 +282,10 @@ class Run(BaseModel):
         cleanly once the rows scored are written (a second one stops it at once): the result says so, and
         ``resume`` continues it.
         """
+        if self.dry_run:
+            return self._dry_run()
         with contextlib.ExitStack() as stack:
+            cap = stack.enter_context(capped(self._spend_cap())) if self.max_cost is not None else None
             source = stack.enter_context(JsonlLines(str(self._path))) if self._streams_lines() else None
             rows: Iterator[Any] = source.rows() if source is not None else self._rows()
             # the output is opened (and locked: no other run may write it) before it is read to resume
@@ -267,7 +297,32 @@ class Run(BaseModel):
             if handle_signals:
                 stack.enter_context(_signals(scoring))
             scoring.score(source, rows)
-            return scoring.result()
+            result = scoring.result()
+            if cap is not None:
+                _note_cap(result, cap)
+            return result
+
+    def _spend_cap(self) -> SpendCap:
+        """The cap of ``max_cost`` at the configured prices; a judge model without a price is a ConfigError now,
+        before any request."""
+        from .judges.base import LLMJudge
+
+        prices = configured_prices()
+        for scorer in self.scorers:
+            if isinstance(scorer, LLMJudge):
+                price_of(prices, scorer._model_name())
+        assert self.max_cost is not None
+        return SpendCap(self.max_cost, prices)
+
+    def _dry_run(self) -> RunResult:
+        """What the run would send (:func:`scorers.spend.plan`), after the rows a resumed run would keep."""
+        rows = self._rows()
+        if self.resume and self.output and os.path.exists(self.output):
+            for _ in range(len(_kept(read_completed(self.output)))):
+                if next(rows, None) is None:
+                    break
+        found = plan(rows, self.scorers, mapping=self.mapping, concurrency=self.concurrency)
+        return RunResult(Summary(self.scorers), self.output, plan=found)
 
     def _batched(self) -> Engine:
         """The engine of a batch run: the local one, its judges' requests sent in batches (state beside ``output``)."""
@@ -288,7 +343,16 @@ class Run(BaseModel):
         """The records already in ``output``, after checking they hold the first rows, in order, scored by these
         scorers; consumes those rows from ``rows``."""
         out = str(self.output)
-        previous = read_completed(out)
+        on_file = read_completed(out)
+        previous = _kept(on_file)
+        if len(previous) < len(on_file):  # judged again: the cache answers what the rows' first judging paid for
+            _cut_after(out, len(previous))
+            print(
+                f"note: {out}: the {len(on_file) - len(previous)} row(s) from row {len(previous) + 1} on are scored "
+                f"again (row {len(previous) + 1} was not judged: "
+                f"{_redone_error(on_file[len(previous)])})",
+                file=sys.stderr,
+            )
         wanted = [s.name for s in self.scorers]
         for i, record in enumerate(previous):
             written = list(record["scores"])
@@ -319,6 +383,53 @@ class Run(BaseModel):
             print(f"warning: {note}", file=sys.stderr)
         if check.configurations is not None:
             identity.write_identity(out, check.configurations)
+
+
+def _redone_types() -> set[str]:
+    """The names of the errors a resumed run judges again (:attr:`ScorerError.redone_on_resume`)."""
+    found, pending = set(), [ScorerError]
+    while pending:
+        kind = pending.pop()
+        pending.extend(kind.__subclasses__())
+        if kind.redone_on_resume:
+            found.add(kind.__name__)
+    return found
+
+
+def _redone_error(record: Mapping[str, Any]) -> str | None:
+    """The type of the first error of ``record`` that a resumed run judges again, if any."""
+    redone = _redone_types()
+    for error in (record.get("errors") or {}).values():
+        if isinstance(error, Mapping) and error.get("type") in redone:
+            return str(error["type"])
+    return None
+
+
+def _kept(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records a resumed run keeps: those before the first that holds an error it judges again."""
+    for index, record in enumerate(records):
+        if _redone_error(record) is not None:
+            return records[:index]
+    return records
+
+
+def _cut_after(path: str, lines: int) -> None:
+    """Cut the results file ``path`` after its first ``lines`` lines."""
+    with open(path, "r+b") as fh:
+        for _ in range(lines):
+            fh.readline()
+        fh.truncate(fh.tell())
+
+
+def _note_cap(result: RunResult, cap: SpendCap) -> None:
+    """Record the spending cap in ``result``; a cap reached is a failure that says what to do."""
+    result.spend = cap.to_dict()
+    if cap.reached and result.stopped is None:
+        result.failures.append(
+            f"spending cap reached: ${cap.spent:.4f} spent of --max-cost ${cap.max_cost:.4f}; {cap.refused} judge "
+            "request(s) not sent, their rows hold BudgetExceeded errors: --resume judges them (with a higher "
+            "--max-cost)"
+        )
 
 
 def _refusal(exc: ValidationError) -> str:

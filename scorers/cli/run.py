@@ -90,8 +90,10 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates:
         action="append",
         default=[],
         metavar="MODEL=IN,OUT",
-        help="USD per 1M input and output tokens of MODEL, for the summary's cost estimate",
+        help="USD per 1M input and output tokens of MODEL (IN,OUT,CACHED: cached input too), for the summary's "
+        "cost estimate, --dry-run and --max-cost",
     )
+    add_options(p_run, Run, _SPEND_OPTIONS)
     add_options(p_run, Run, _OUTPUT_OPTIONS)
     p_run.add_argument("--summary-json", type=file_path, metavar="PATH", help="also write the summary as JSON")
     add_options(p_run, Run, _EXIT_OPTIONS)
@@ -176,6 +178,7 @@ _OUTPUT_OPTIONS = {
     "metadata": Flag(),
 }
 _EXIT_OPTIONS = {"fail_on_error": Flag()}
+_SPEND_OPTIONS = {"dry_run": Flag(), "max_cost": Flag(metavar="USD")}
 
 
 def _configure_llm(args: argparse.Namespace) -> None:
@@ -200,7 +203,7 @@ def _run_of(args: argparse.Namespace) -> Run:
     params = scorer_params(args.scorers, args.param)
     scorers = [registry.get(name, **params[name]) for name in args.scorers]
     engine = engines.registry.get(args.engine, **dict(parse_pairs(args.engine_options, "--engine-option")))
-    flags = {**_OPTIONS, **_ORDER_OPTIONS, **_OUTPUT_OPTIONS, **_EXIT_OPTIONS}
+    flags = {**_OPTIONS, **_ORDER_OPTIONS, **_OUTPUT_OPTIONS, **_EXIT_OPTIONS, **_SPEND_OPTIONS}
     try:
         return Run(args.data, scorers, engine=engine, progress=wants_progress(args), **options_of(args, flags))
     except OptionError as exc:
@@ -215,13 +218,26 @@ def cmd_run(args: argparse.Namespace) -> int:
         batches.setLevel(logging.INFO)
         batches.addHandler(logging.StreamHandler())
     result = _run_of(args).execute()
+    if result.plan is not None:  # --dry-run: nothing sent, nothing written
+        print(result.plan.describe())
+        if args.summary_json:
+            with open(args.summary_json, "w") as fh:
+                json.dump(result.plan.to_dict(), fh, indent=2)
+        return 0
     if result.stopped is not None:
         print(result.stop_message, file=sys.stderr)
         return result.exit_code
     _print_summary(result.summary, sys.stderr)
+    if result.spend is not None and not result.spend["reached"]:
+        print(
+            f"spent ${result.spend['spent_usd']:.4f} of --max-cost ${result.spend['max_cost_usd']:.4f}", file=sys.stderr
+        )
     if args.summary_json:
         with open(args.summary_json, "w") as fh:
-            json.dump(result.summary.to_dict(), fh, indent=2, default=str)
+            figures = result.summary.to_dict()
+            if result.spend is not None:
+                figures["spend"] = result.spend
+            json.dump(figures, fh, indent=2, default=str)
     for failure in result.failures:
         print(failure, file=sys.stderr)
     for problem in result.problems:

@@ -35,12 +35,14 @@ Response modes: ``text`` (the reply is the number) and ``json``/``json_object`` 
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 import types
+import weakref
 from typing import Any, Mapping
 
-from .._util import is_int
+from .._util import is_int, lazy
 from ..llm import ChatRequest, ChatResult, InvalidReply, TokenLogprob
 from ..reasoning import reasoning_end
 from ..score import Score
@@ -130,10 +132,23 @@ class GEvalJudge(TemplatedJudge):
         return tuple(s.strip() for s in steps)
 
     async def _prepare(self) -> None:
-        """Generate the evaluation steps once (cached per template and model) unless they were given."""
+        """Generate the evaluation steps once (cached per template and model) unless they were given: batches that
+        start together share the one request (a failed one is made again by the next batch)."""
         if self.steps is None and "_generated_steps" not in self.__dict__:
-            result = await self._judge(self._steps_request(), validate=self._read_steps)
+            loop = asyncio.get_running_loop()
+            call = self._steps_calls.get(loop)
+            if call is None:
+                call = self._steps_calls[loop] = loop.create_task(
+                    self._judge(self._steps_request(), validate=self._read_steps)
+                )
+                call.add_done_callback(lambda done: self._steps_calls.pop(loop, None))
+            result = await asyncio.shield(call)
             self._generated_steps: tuple[str, ...] = result.parsed
+
+    @lazy
+    def _steps_calls(self) -> "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[ChatResult]]":
+        """The steps request in flight, per event loop (not pickled)."""
+        return weakref.WeakKeyDictionary()
 
     def evaluation_steps(self) -> tuple[str, ...]:
         """The steps in use: given, or generated (after the first row)."""

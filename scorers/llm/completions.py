@@ -38,7 +38,8 @@ from ..errors import JudgeError
 from .cache import cache_key
 from .config import LLMSettings
 from .engine import LLMEngine, _cache_call
-from .protocol import LOGPROB_SLACK, reply_tokens
+from .protocol import LOGPROB_SLACK, ChatRequest, reply_tokens
+from .spend import spending
 from .transport import Budget, EndpointConfigError, RequestRejected, send
 from .usage import failed_call_usage
 
@@ -168,7 +169,10 @@ async def prompt_logprobs(
     tokens = (0, 0)
     try:
         try:
-            data = await send(body, "chat", settings, scorer, budget, path="/completions")  # OpenAI's legacy API
+            as_chat = ChatRequest(messages=[{"role": "user", "content": prompt}], max_tokens=body["max_tokens"])
+            async with spending(as_chat, body["model"], scorer) as charge:  # the run's spending cap, if any
+                data = await send(body, "chat", settings, scorer, budget, path="/completions")  # OpenAI's legacy API
+                charge(*reply_tokens(data, "chat"))
         except RequestRejected as exc:
             if not any(word in exc.detail.lower() for word in _REFUSALS):
                 raise

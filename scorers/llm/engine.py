@@ -96,7 +96,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .._aio import run_sync
 from .._util import memoize, spell_out_keywords
-from ..errors import ConfigError, JudgeError, JudgeRefused
+from ..errors import BudgetExceeded, ConfigError, JudgeError, JudgeRefused
 from .batch.deferral import Pending
 from .batch.deferral import current as batch_deferral
 from .cache import PAID_BY, CacheError, ReplyCache, cache_key, cache_keys, open_cache, paid_here, stamped
@@ -111,6 +111,7 @@ from .protocol import (
 )
 from .protocols import ReplyRefused, Tokens, wire
 from .redaction import mask_urls, redact
+from .spend import spending
 from .transport import Budget, EndpointConfigError, RequestRejected, aclose, send
 from .usage import failed_call_usage
 
@@ -339,8 +340,9 @@ class LLMEngine:
             try:
                 reply = await _ask(request, body, sent, api, settings, validate, scorer, budget, spent, first)
             except JudgeError as exc:  # what the call cost goes with its error, to count it in the run's usage
-                usage = failed_call_usage(budget.attempts, spent.prompt, spent.completion)
-                exc.usage = {"model": body["model"], **usage, **spent.details()}
+                if budget.attempts or not isinstance(exc, BudgetExceeded):  # a call never sent is no failed call
+                    usage = failed_call_usage(budget.attempts, spent.prompt, spent.completion)
+                    exc.usage = {"model": body["model"], **usage, **spent.details()}
                 raise
             object.__setattr__(reply, "latency_s", time.perf_counter() - started)  # a fresh reply of this call
             if cache is not None:
@@ -426,7 +428,9 @@ async def _ask(
         if first is not None and reask == 0:
             data, budget.attempts = first, budget.attempts + 1
         else:
-            data = await send(body, api, settings, scorer, budget)
+            async with spending(request, body["model"], scorer) as charge:  # the run's spending cap, if any
+                data = await send(body, api, settings, scorer, budget)
+                charge(*protocol.tokens(data))
         tokens = protocol.tokens(data)
         try:
             reply = protocol.parse(data, model=body["model"])

@@ -1,4 +1,5 @@
-"""The batch APIs of the loopback server, offline: OpenAI's files and batches, Anthropic's Message Batches.
+"""The batch APIs of the loopback server, offline: OpenAI's files and batches, Anthropic's Message Batches, Gemini's
+batch mode (inlined requests).
 
 Each line of a batch is answered as the same request sent online would be (the server's rules, then its default,
 rendered by the protocol of the line's ``url``; a scripted error becomes a failed line), when the batch is
@@ -11,7 +12,9 @@ refused at validation). ``lines_received`` counts every line of every batch crea
 OpenAI: ``POST /v1/files`` (multipart, purpose ``batch``), ``GET /v1/files/{id}``, ``GET /v1/files/{id}/content``,
 ``POST /v1/batches``, ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``. Anthropic:
 ``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}``, ``GET /v1/messages/batches/{id}/results``,
-``POST /v1/messages/batches/{id}/cancel``.
+``POST /v1/messages/batches/{id}/cancel``. Gemini: ``POST /v1beta/models/{model}:batchGenerateContent`` (inlined
+requests, each ``{"request", "metadata": {"key"}}``), ``GET /v1beta/batches/{id}`` (an operation whose
+``metadata.output.inlinedResponses`` holds the replies once it is done), ``POST /v1beta/batches/{id}:cancel``.
 
 >>> from openai import OpenAI
 >>> from scorers.testing import LoopbackLLM, Reply
@@ -43,6 +46,7 @@ from .recorded import RecordedRequest
 __all__ = ["BatchClock", "LoopbackBatches"]
 
 Fate = Literal["completed", "expired", "cancelled", "failed"]
+Provider = Literal["openai", "anthropic", "gemini"]
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,7 @@ class _Batch:
     and what becomes of it."""
 
     id: str
-    provider: Literal["openai", "anthropic"]
+    provider: Provider
     created: float
     fate: Fate
     outcomes: list[tuple[str, int | None, Any]]
@@ -125,12 +129,15 @@ class LoopbackBatches:
             ("GET", "/v1/files/{id}", recorded(self._file)),
             ("GET", "/v1/files/{id}/content", recorded(self._file_content)),
             ("POST", "/v1/batches", recorded(self._create_openai)),
-            ("GET", "/v1/batches/{id}", of_batch("openai", self._openai_object)),
-            ("POST", "/v1/batches/{id}/cancel", of_batch("openai", self._openai_object, cancel=True)),
+            ("GET", "/v1/batches/{id}", of_batch("openai", "gemini")),  # Gemini's batches/ID under v1 too
+            ("POST", "/v1/batches/{id}/cancel", of_batch("openai", cancel=True)),
             ("POST", "/v1/messages/batches", recorded(self._create_anthropic)),
-            ("GET", "/v1/messages/batches/{id}", of_batch("anthropic", self._anthropic_object)),
+            ("GET", "/v1/messages/batches/{id}", of_batch("anthropic")),
             ("GET", "/v1/messages/batches/{id}/results", recorded(self._anthropic_results)),
-            ("POST", "/v1/messages/batches/{id}/cancel", of_batch("anthropic", self._anthropic_object, cancel=True)),
+            ("POST", "/v1/messages/batches/{id}/cancel", of_batch("anthropic", cancel=True)),
+            ("POST", "/{version:v1(?:beta)?}/models/{model:.+}:batchGenerateContent", recorded(self._create_gemini)),
+            ("GET", "/v1beta/batches/{id}", of_batch("gemini")),
+            ("POST", "/{version:v1(?:beta)?}/batches/{id}:cancel", of_batch("gemini", cancel=True)),
         ]
 
     # ---------------------------------------------------------------- answering lines
@@ -141,7 +148,7 @@ class LoopbackBatches:
                 return fate
         return None
 
-    def _new_batch(self, provider: Literal["openai", "anthropic"], lines: list[tuple[str, str, Any]]) -> _Batch:
+    def _new_batch(self, provider: Provider, lines: list[tuple[str, str, Any]]) -> _Batch:
         """A batch of ``lines`` (``custom_id``, path, body), each answered now as online."""
         with self._lock:
             fate = self._fate()
@@ -154,9 +161,13 @@ class LoopbackBatches:
             (key, *self._answer(path, body)) if index < answered else (key, None, fate.fate if fate else "failed")
             for index, (key, path, body) in enumerate(lines)
         ]
-        prefix = "batch" if provider == "openai" else "msgbatch"
+        prefix = {"openai": "batch", "anthropic": "msgbatch", "gemini": "batches/"}[provider]
         batch = _Batch(
-            f"{prefix}_{uuid.uuid4().hex[:24]}", provider, time.time(), fate.fate if fate else "completed", outcomes
+            f"{prefix}{'' if provider == 'gemini' else '_'}{uuid.uuid4().hex[:24]}",
+            provider,
+            time.time(),
+            fate.fate if fate else "completed",
+            outcomes,
         )
         with self._lock:
             self.batches[batch.id] = batch
@@ -202,12 +213,17 @@ class LoopbackBatches:
     # ---------------------------------------------------------------- HTTP
     def _recording(self, handler: Callable[[Any, RecordedRequest], Awaitable[Any]]) -> Callable[[Any], Any]:
         """``handler(request, recorded)`` behind the server's request log and key check: ``Authorization: Bearer``
-        (OpenAI's, and the ``anthropic`` SDK's) or ``x-api-key`` (Anthropic's); a wrong key is a 401."""
+        (OpenAI's, and the ``anthropic`` SDK's), ``x-api-key`` (Anthropic's) or ``x-goog-api-key`` (Google's); a
+        wrong key is a 401."""
 
         async def handle(request: Any) -> Any:
             recorded = await self.server._record(request, None)
             expected, headers = self.server.api_key, recorded.headers
-            presented = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+            presented = (
+                headers.get("x-api-key")
+                or headers.get("x-goog-api-key")
+                or headers.get("authorization", "").removeprefix("Bearer ")
+            )
             if expected is not None and presented != expected:
                 error = {"error": {"message": "Incorrect API key provided (loopback)", "type": "invalid_api_key"}}
                 return self._json(recorded, error, 401)
@@ -215,18 +231,19 @@ class LoopbackBatches:
 
         return handle
 
-    def _of_batch(
-        self, provider: str, shown: Callable[[_Batch, Any], dict[str, Any]], *, cancel: bool = False
-    ) -> Callable[[Any], Any]:
-        """A handler that shows ``provider``'s batch named in the path (``cancel``: cancelling it first)."""
+    def _of_batch(self, *providers: Provider, cancel: bool = False) -> Callable[[Any], Any]:
+        """A handler that shows the batch of one of ``providers`` named in the path (``cancel``: cancelling it
+        first), in its provider's shape."""
+        shown = {"openai": self._openai_object, "anthropic": self._anthropic_object, "gemini": self._gemini_object}
 
         async def handle(request: Any, recorded: RecordedRequest) -> Any:
-            batch = self.batches.get(request.match_info["id"])
-            if batch is None or batch.provider != provider:
-                return _error(404, f"No such batch {request.match_info['id']} (loopback)")
+            name = request.match_info["id"]
+            batch = self.batches.get(name) or self.batches.get(f"batches/{name}")
+            if batch is None or batch.provider not in providers:
+                return _error(404, f"No such batch {name} (loopback)")
             if cancel and self._state(batch) in ("validating", "in_progress", "finalizing"):
                 batch.cancelled_at = time.time()
-            return _json(shown(batch, request))
+            return _json(shown[batch.provider](batch, request))
 
         return self._recording(handle)
 
@@ -341,6 +358,61 @@ class LoopbackBatches:
         text = "".join(json.dumps(result) + "\n" for result in results)
         return web.Response(text=text, content_type="application/binary")
 
+    # ---------------------------------------------------------------- Gemini
+    async def _create_gemini(self, request: Any, recorded: RecordedRequest) -> Any:
+        model = request.match_info["model"]
+        body = recorded.body if isinstance(recorded.body, dict) else {}
+        try:
+            inlined = body["batch"]["inputConfig"]["requests"]["requests"]
+            parsed = [
+                (
+                    str((item.get("metadata") or {}).get("key", index)),
+                    f"/{request.match_info['version']}/models/{model}:generateContent",
+                    item["request"],
+                )
+                for index, item in enumerate(inlined)
+            ]
+        except (KeyError, TypeError, AttributeError) as exc:
+            return _error(400, f"bad batch: {exc} (loopback)")
+        batch = self._new_batch("gemini", parsed)
+        batch.endpoint = f"models/{model}"
+        return _json(self._gemini_object(batch, request))
+
+    def _gemini_object(self, batch: _Batch, request: Any) -> dict[str, Any]:
+        """The batch as Google's ``batches/{id}`` operation shows it, its inlined responses once it has ended."""
+        state = _GEMINI_STATES[self._state(batch)]
+        ended = state not in ("BATCH_STATE_PENDING", "BATCH_STATE_RUNNING")
+        final = self._final(batch) if ended and state != "BATCH_STATE_FAILED" else []
+        answered = [(key, status, body) for key, status, body in final if status is not None]
+        metadata: dict[str, Any] = {
+            "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
+            "name": batch.id,
+            "model": batch.endpoint,
+            "displayName": "loopback",
+            "state": state,
+            "createTime": _rfc3339(batch.created),
+            "batchStats": {
+                "requestCount": str(len(batch.outcomes)),
+                "successfulRequestCount": str(sum(status == 200 for _, status, _ in answered)),
+                "failedRequestCount": str(sum(status != 200 for _, status, _ in answered)),
+                "pendingRequestCount": str(0 if ended else len(batch.outcomes)),
+            },
+        }
+        operation: dict[str, Any] = {"name": batch.id, "metadata": metadata, "done": ended}
+        if ended:
+            responses = [
+                {
+                    "metadata": {"key": key},
+                    **({"response": body} if status == 200 else {"error": body.get("error", body)}),
+                }
+                for key, status, body in answered
+            ]
+            output = {"inlinedResponses": {"inlinedResponses": responses}}
+            metadata["output"] = output
+            type_name = "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatchOutput"
+            operation["response"] = {"@type": type_name, **output}
+        return operation
+
     def _anthropic_ended(self, batch: _Batch) -> bool:
         return self._state(batch) in ("completed", "expired", "cancelled", "failed")
 
@@ -371,6 +443,19 @@ class LoopbackBatches:
             "archived_at": None,
             "results_url": f"{base}/v1/messages/batches/{batch.id}/results" if ended else None,
         }
+
+
+#: The Gemini state of a batch in each of the server's (OpenAI's) states.
+_GEMINI_STATES = {
+    "validating": "BATCH_STATE_PENDING",
+    "in_progress": "BATCH_STATE_RUNNING",
+    "finalizing": "BATCH_STATE_RUNNING",
+    "cancelling": "BATCH_STATE_RUNNING",
+    "completed": "BATCH_STATE_SUCCEEDED",
+    "expired": "BATCH_STATE_EXPIRED",
+    "cancelled": "BATCH_STATE_CANCELLED",
+    "failed": "BATCH_STATE_FAILED",
+}
 
 
 def _json(payload: Any, status: int = 200) -> Any:

@@ -6,8 +6,9 @@ online run.
   through the online path);
 - :mod:`~scorers.llm.batch.core`: the provider-neutral layer (grouping, limits, submission, polling, the state
   file ``OUT.batch.json`` that resumes batches out after a stop);
-- :mod:`~scorers.llm.batch.openai` (``chat``, ``responses``) and :mod:`~scorers.llm.batch.anthropic`
-  (``anthropic``): one module per provider batch API;
+- :mod:`~scorers.llm.batch.openai` (``chat``, ``responses``), :mod:`~scorers.llm.batch.anthropic` (``anthropic``)
+  and :mod:`~scorers.llm.batch.gemini` (``gemini``): one module per provider batch API
+  (:data:`~scorers.llm.batch.providers.BATCH_APIS`);
 - :mod:`~scorers.llm.batch.run`: the :class:`~scorers.llm.batch.run.Batched` engine that judges chunks in rounds.
 
 Importing this package imports neither ``openai`` nor ``anthropic``.

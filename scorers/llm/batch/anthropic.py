@@ -50,7 +50,7 @@ class AnthropicBatches(BatchAPI):
         line = {"custom_id": pending.key, "params": pending.body}
         return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
-    async def submit(self, client: Any, lines: Sequence[bytes], api: str) -> str:
+    async def submit(self, client: Any, lines: Sequence[bytes], first: Pending) -> str:
         async with _managing(client, "submitting a message batch"):
             batch = await client.messages.batches.create(requests=[json.loads(line) for line in lines])
         return str(batch.id)
@@ -94,10 +94,12 @@ def _outcome(line: Mapping[str, Any]) -> tuple[str, Outcome]:
 
 
 def _response_type(client: Any) -> Any:
-    """The raw HTTP response class of the httpx flavour under ``client`` (``cast_to`` that reads the bytes)."""
+    """The raw HTTP response class of the httpx flavour under ``client`` (``cast_to`` that reads the bytes): that
+    of the first ``AsyncClient`` among its HTTP client's classes (the SDK wraps httpx's, or its ``httpx2`` fork's)."""
     import importlib
 
-    return importlib.import_module(type(client._client).__module__.split(".")[0]).Response
+    http_class = next(c for c in type(client._client).__mro__ if c.__name__ == "AsyncClient")
+    return importlib.import_module(http_class.__module__.split(".")[0]).Response
 
 
 def _managing(client: Any, doing: str) -> managing:

@@ -60,8 +60,8 @@ class BatchAPI(ABC):
         """One request as a line of the batch (JSON, without the newline)."""
 
     @abstractmethod
-    async def submit(self, client: Any, lines: Sequence[bytes], api: str) -> str:
-        """Submit a batch of ``lines`` (of protocol ``api``); its id."""
+    async def submit(self, client: Any, lines: Sequence[bytes], first: Pending) -> str:
+        """Submit a batch of ``lines``, all of the protocol and model of its ``first`` request; its id."""
 
     @abstractmethod
     async def status(self, client: Any, batch_id: str) -> BatchStatus:

@@ -61,11 +61,13 @@ class OpenAIBatches(BatchAPI):
         line = {"custom_id": pending.key, "method": "POST", "url": _URLS[pending.api], "body": pending.body}
         return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
-    async def submit(self, client: Any, lines: Sequence[bytes], api: str) -> str:
+    async def submit(self, client: Any, lines: Sequence[bytes], first: Pending) -> str:
         data = b"\n".join(lines) + b"\n"
         async with _managing(client, "submitting a batch"):
             uploaded = await client.files.create(file=("batch.jsonl", data, "application/jsonl"), purpose="batch")
-            batch = await client.batches.create(input_file_id=uploaded.id, endpoint=_URLS[api], completion_window="24h")
+            batch = await client.batches.create(
+                input_file_id=uploaded.id, endpoint=_URLS[first.api], completion_window="24h"
+            )
         return str(batch.id)
 
     async def status(self, client: Any, batch_id: str) -> BatchStatus:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from ...errors import ConfigError
 from .anthropic import AnthropicBatches
 from .core import BatchAPI
+from .gemini import GeminiBatches
 from .openai import OpenAIBatches
 
 __all__ = ["BATCH_APIS", "batch_api"]
 
 #: Every provider's batch API (a new one is a module and its instance here).
-BATCH_APIS: tuple[BatchAPI, ...] = (OpenAIBatches(), AnthropicBatches())
+BATCH_APIS: tuple[BatchAPI, ...] = (OpenAIBatches(), AnthropicBatches(), GeminiBatches())
 
 
 def batch_api(api: str) -> BatchAPI:
@@ -21,7 +22,7 @@ def batch_api(api: str) -> BatchAPI:
     >>> batch_api("completions")
     Traceback (most recent call last):
     ...
-    scorers.errors.ConfigError: run --batch: the completions API has no batch API here (it serves the api settings anthropic, chat, responses); run this judge without --batch
+    scorers.errors.ConfigError: run --batch: the completions API has no batch API here (it serves the api settings anthropic, chat, gemini, responses); run this judge without --batch
     """
     for provider in BATCH_APIS:
         if api in provider.apis:

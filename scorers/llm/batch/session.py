@@ -188,7 +188,7 @@ class Batches:
         client = await self._client(provider, first.settings)
         entries = []
         for lines, keys in _split(provider, requests):
-            batch_id = await provider.submit(client, lines, first.api)
+            batch_id = await provider.submit(client, lines, first)
             self.submitted_batches += 1
             self.submitted_requests += len(lines)
             entry = {
@@ -246,7 +246,14 @@ class Batches:
 
 
 #: A batch's final state as the reason of the requests it left unanswered.
-_REASONS = {"expired": "expired", "cancelled": "cancelled", "canceled": "cancelled", "canceling": "cancelled"}
+_REASONS = {
+    "expired": "expired",
+    "cancelled": "cancelled",
+    "canceled": "cancelled",
+    "canceling": "cancelled",
+    "BATCH_STATE_EXPIRED": "expired",
+    "BATCH_STATE_CANCELLED": "cancelled",
+}
 
 
 def _settings_for(entry: Mapping[str, Any], pending: Mapping[str, Pending]) -> "LLMSettings":

@@ -136,3 +136,23 @@ def test_anthropic_message_batches_through_the_anthropic_sdk(server: LoopbackLLM
         anthropic.Anthropic(
             base_url=f"http://127.0.0.1:{server.port}", api_key="wrong", max_retries=0
         ).messages.batches.retrieve(batch.id)
+
+
+@pytest.mark.slow  # importing google-genai takes seconds
+def test_gemini_batch_mode_through_the_google_genai_sdk(server: LoopbackLLM) -> None:
+    genai = pytest.importorskip("google.genai")
+    server.script(Reply.error(500, "overloaded"), match="second")
+    client = genai.Client(api_key=KEY, http_options={"base_url": f"http://127.0.0.1:{server.port}"})
+    questions = {"a": "first?", "b": "second?"}
+    requests = [
+        {"contents": [{"role": "user", "parts": [{"text": text}]}], "metadata": {"key": key}}
+        for key, text in questions.items()
+    ]
+    job = client.batches.create(model="gemini-2.5-flash", src=requests)
+    assert job.name.startswith("batches/") and job.state.name == "JOB_STATE_PENDING"
+    server.batches.advance()
+    job = client.batches.get(name=job.name)
+    replies = {r.metadata["key"]: r for r in job.dest.inlined_responses}
+    assert job.state.name == "JOB_STATE_SUCCEEDED" and replies["a"].response.text == "yes"
+    assert (replies["b"].error.code, replies["b"].error.message) == (500, "overloaded")
+    assert server.batches.lines_received == 2

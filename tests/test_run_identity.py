@@ -183,3 +183,22 @@ def test_resuming_a_file_with_no_rows_yet_records_this_configuration_without_a_w
     recorded = json.loads((tmp_path / "out.jsonl.run.json").read_text())["configurations"]
     assert [(c["start"], c["scorers"]["BLEU"]["tokenize"]) for c in recorded] == [(0, "char")]
     assert out.read_bytes() != whole
+
+
+def test_the_protocol_a_judge_sends_with_is_part_of_its_signature():
+    """A resume under another provider's protocol is refused like a changed model; chat (the default) leaves the
+    signature as it always was."""
+    from scorers.judges import LLMClassifier
+    from scorers.llm import LLMEngine
+
+    def judge(**engine: str) -> LLMClassifier:
+        return LLMClassifier(
+            name="Polite",
+            prompt_template="Is {{output}} polite?",
+            choice_scores={"Y": 1, "N": 0},
+            engine=LLMEngine(**engine),
+        )
+
+    assert judge().params()["api"] is None and judge(api="chat").params()["api"] is None
+    assert judge(api="responses").params()["api"] == "responses"
+    assert judge(api="responses").signature() != judge().signature()

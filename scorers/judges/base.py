@@ -291,6 +291,8 @@ class LLMJudge(Scorer):
         :class:`RequestSettings` (``model`` leads :meth:`params`), as the judge resolved it (a kind's default for
         ``None``)."""
         params = {name: getattr(self, name) for name in RequestSettings.model_fields if name != "model"}
+        if params["api"] is None and self.engine.api != "chat":  # the protocol the engine sends with: verdicts of
+            params["api"] = self.engine.api  # two providers never mix in a resumed file (chat: as it always was)
         if params.pop("strip_reasoning"):  # on (the default) leaves the signature as it always was
             return params
         return {**params, "strip_reasoning": False}

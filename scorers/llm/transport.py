@@ -235,7 +235,8 @@ class _Request:
                 attempts=budget.attempts,
             ) from None
         self.cause = f"HTTP {status}: {detail}"
-        return _retry_after(reply.headers)
+        retry_after = _retry_after(reply.headers)
+        return retry_after if retry_after is not None else self.protocol.retry_after(reply)
 
     def _credentials_hint(self) -> str:
         """What to check when the endpoint refuses the credentials."""

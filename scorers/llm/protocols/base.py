@@ -252,6 +252,11 @@ class WireProtocol(ABC):
         """The exceptions :meth:`post` raises for a connection that failed (refused, dropped, timed out)."""
         return ()
 
+    def retry_after(self, reply: HTTPReply) -> float | None:
+        """Seconds a failed reply asks to wait before a retry that its body states (e.g. Gemini's ``RetryInfo``);
+        ``None`` where it states none. The engine reads ``Retry-After`` headers itself, and prefers them."""
+        return None
+
     def redacted(self, settings: Settings) -> tuple[str, ...]:
         """Secrets no message may show besides the API key (e.g. AWS secret keys)."""
         return ()

@@ -378,7 +378,9 @@ class Run(BaseModel):
         if not self.resume:
             identity.write_identity(out, [{"start": 0, **config}])
             return
-        check = identity.check_resume(out, config, start, force=self.force, force_hint="force=True (--resume --force on the command line)")
+        check = identity.check_resume(
+            out, config, start, force=self.force, force_hint="force=True (--resume --force on the command line)"
+        )
         for note in check.notes:
             print(f"warning: {note}", file=sys.stderr)
         if check.configurations is not None:

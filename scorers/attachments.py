@@ -47,7 +47,6 @@ __all__ = [
     "TINY_PNG",
     "attachment_problem",
     "attachments_problem",
-    "is_part",
     "is_hosted",
     "with_text",
     "Placement",
@@ -301,7 +300,8 @@ class Attachment:
                 return cls.from_base64(source["data"], source.get("media_type"))
             if kind in ("image", "audio", "file"):  # LangChain's standard blocks
                 if part.get("url") is not None:
-                    return cls._from_link(part["url"], part.get("mime_type") or ANY_IMAGE)
+                    fallback = {"image": ANY_IMAGE, "file": "application/pdf"}.get(kind, "")
+                    return cls._from_link(part["url"], part.get("mime_type") or fallback)
                 return cls.from_base64(part.get("base64") or part["data"], part.get("mime_type"))
         except (KeyError, TypeError, AttributeError) as exc:
             raise AttachmentError(f"a {kind!r} content part without its {exc}") from None
@@ -375,9 +375,6 @@ class Attachment:
         return f"Attachment({self.media_type!r}, {self.size:,} bytes, sha256 {self.sha256[:16]})"
 
 
-_PART_TYPES = frozenset({"image_url", "input_audio", "file"})
-
-
 def is_hosted(part: Mapping[str, Any]) -> bool:
     """Whether a content part names a file stored with its provider (a ``file_id``, an Anthropic ``file`` source),
     whose bytes only the provider has."""
@@ -388,11 +385,6 @@ def is_hosted(part: Mapping[str, Any]) -> bool:
         or (isinstance(inner, Mapping) and "file_id" in inner)
         or (isinstance(source, Mapping) and source.get("type") == "file")
     )
-
-
-def is_part(part: Any) -> bool:
-    """Whether ``part`` is a chat content part holding an attachment (``image_url``, ``input_audio``, ``file``)."""
-    return isinstance(part, Mapping) and part.get("type") in _PART_TYPES
 
 
 class Placement:

@@ -138,6 +138,17 @@ def test_a_batch_that_ends_early_leaves_typed_errors_that_the_next_run_completes
     assert online.failed_rows == 0
 
 
+def test_resume_judges_again_the_rows_a_batch_left_unanswered(server, tmp_path):
+    data, one, out = rows(8), ("Factuality",), tmp_path / "out.jsonl"
+    server.batches.script("expired", answered=0.5, times=1)
+    first = run(server, data, out, batch=True, cache=tmp_path / "cache.sqlite", judges=one)
+    assert first.failed_rows == 4
+    resumed = run(server, data, out, batch=True, cache=tmp_path / "cache.sqlite", judges=one, resume=True)
+    assert resumed.failed_rows == 0 and server.batches.lines_received == 8 + 4
+    written = records(out)
+    assert len(written) == 8 and not any(r.get("errors") for r in written)
+
+
 def test_a_failed_line_is_a_typed_error_and_an_invalid_reply_is_asked_again_online(server, tmp_path):
     data = rows(6)
     server.script(Reply.error(500, "overloaded"), match="question 2?", times=1)

@@ -175,6 +175,13 @@ class _PlanningEngine:
     def settings(self) -> Any:
         return self._engine.settings()
 
+    def __getattr__(self, name: str) -> Any:
+        """The real engine's values (``api``, ...), never its methods: a method could send."""
+        value = getattr(self._engine, name)
+        if callable(value):
+            raise AttributeError(f"the dry run's stand-in engine has no method {name!r}: it sends nothing")
+        return value
+
     def _resolved(self, scorer: str | None = None) -> Any:
         raise JudgeError(
             f"{scorer}: this judge sends through a path the dry run does not follow (the completions endpoint); "
@@ -294,6 +301,7 @@ class _NoCache:
 
     def __init__(self, engine: Any) -> None:
         self.model = engine.model
+        self.api = engine.api
         self.settings = engine.settings
 
     def lookup(self, requests: Sequence[ChatRequest], *, validate: Any = None) -> list[ChatResult | None]:

@@ -139,6 +139,9 @@ def test_a_capped_run_stops_before_the_cap_and_resume_judges_the_rest(fake_api_k
         assert spend["requests_not_sent"] == len(written) - len(judged)
         assert not result.passed and any(f.startswith("spending cap reached: $0.0009 spent") for f in result.failures)
 
+        planned = Run(MANY, [judge], output=str(tmp_path / "out.jsonl"), resume=True, dry_run=True).execute().plan
+        assert planned is not None and planned.requests == len(MANY) - len(judged)  # the rows --resume judges
+        assert records(tmp_path / "out.jsonl") == written  # a dry run leaves OUT as it is
         resumed = Run(MANY, [judge], output=str(tmp_path / "out.jsonl"), resume=True, max_cost=1.0).execute()
         assert resumed.passed and resumed.spend is not None and not resumed.spend["reached"]
         assert server.request_count == len(MANY)  # the judged rows' requests were not sent again

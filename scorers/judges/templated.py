@@ -310,7 +310,7 @@ class TemplatedJudge(LLMJudge):
         protocol cannot send (a media type it does not take, a URL where it takes only data, more bytes than its
         limit), as the row's :class:`~scorers.errors.ScorerInputError` naming the field and the limit, before any
         request."""
-        protocol = wire(self.api or self.engine.settings().api)
+        protocol = wire(self.api or self.engine.api)
         problem = attachments_problem(found, protocol.name, protocol.capabilities)
         if problem is not None:
             raise ScorerInputError(self.name, *problem)

@@ -103,6 +103,19 @@ def test_a_batch_run_of_1000_rows_is_byte_identical_to_the_online_run(server, tm
     online_and_batch(server, tmp_path, 1000)
 
 
+def test_a_responses_api_judge_goes_through_the_openai_batch_api(server, tmp_path):
+    data = rows(6)
+    for mode in ("online", "batch"):
+        configure(base_url=server.base_url, api_key="test-key", cache=str(tmp_path / f"{mode}.sqlite"))
+        judge = scorers.get("Factuality", api="responses")
+        out = tmp_path / f"{mode}.jsonl"
+        scorers.Run(data, [judge], output=str(out), batch=mode == "batch", batch_poll_s=0.05, metadata=True).execute()
+    assert records(tmp_path / "batch.jsonl") == records(tmp_path / "online.jsonl")
+    assert len(server.responses_requests) == 6 and server.batches.lines_received == 6
+    (batch,) = server.batches.batches.values()
+    assert batch.endpoint == "/v1/responses"
+
+
 def test_rows_in_the_cache_are_never_sent(server, tmp_path):
     data = rows(10)
     run(server, data[:6], tmp_path / "first.jsonl", batch=False, cache=tmp_path / "cache.sqlite")

@@ -7,8 +7,8 @@ protocol built, to the same paths) sent by the provider's bare client at 32 in f
 
 * ``chat``, ``responses``: the ``openai`` SDK's ``client.post`` (raw response), over aiohttp as our engine sends;
 * ``anthropic``: the ``anthropic`` SDK's ``client.post`` (raw response);
-* ``gemini``: plain ``aiohttp`` posts with the ``x-goog-api-key`` header (the raw client: the ``google-genai`` SDK
-  takes its own types, not a REST body);
+* ``gemini``: plain ``aiohttp`` posts with the ``x-goog-api-key`` header (the raw client, as our protocol sends
+  through the engine's own HTTP client: the ``google-genai`` SDK takes its own types, not a REST body);
 * ``bedrock``: requests signed by ``botocore``'s ``SigV4Auth`` (the loopback server checks the signature with its
   test credentials), posted with ``aiohttp``.
 
@@ -142,7 +142,7 @@ async def _aiohttp(url: str, path: str, sign: Callable[[str, bytes], dict[str, s
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
 
     async def post(body: dict[str, Any]) -> Any:
-        data = json.dumps(body).encode()
+        data = json.dumps({k: v for k, v in body.items() if k != "model"}).encode()  # the model is in the path
         async with session.post(url + path, data=data, headers=sign(url + path, data)) as response:
             return json.loads(await response.read())
 

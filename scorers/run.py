@@ -177,8 +177,9 @@ class Run(BaseModel):
         default=None,
         ge=0,
         allow_inf_nan=False,
-        description="USD: send no judge request that could take the run's spend past it (needs every judge "
-        "model's --price); the rows not judged get BudgetExceeded errors, which --resume judges again",
+        description="the most the run may spend on judge requests, in USD: none is sent that could take it past "
+        "(needs every judge model's --price); the rows not judged get BudgetExceeded errors, which --resume "
+        "judges again",
     )
     progress: bool = Field(default=False, description="show a progress bar on stderr")
 

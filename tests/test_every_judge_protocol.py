@@ -60,7 +60,7 @@ def environment(protocol: WireProtocol, server: LoopbackLLM, key: str, aws_secre
     the base URL (the server's root and the path of the provider's default URL) and the key, or AWS's credentials
     (with ``aws_secret``, when the server was given that secret)."""
     endpoint = protocol.endpoint
-    default = endpoint.default_url({}) if callable(endpoint.default_url) else endpoint.default_url
+    default = endpoint.default_url(aws_test_credentials()) if callable(endpoint.default_url) else endpoint.default_url
     root = server.base_url.removesuffix("/v1")
     variables = {endpoint.url_env[0]: root + urlsplit(default).path.rstrip("/")}
     if endpoint.key_env:
@@ -173,12 +173,20 @@ def needs(judge: Any) -> Capabilities:
     return Capabilities(**wanted)
 
 
+def xfail_until_refused(judge: Any, api: str) -> None:
+    """An expected failure, before any request, for a judge ``api`` cannot serve while judges are not yet refused at
+    construction (until ``LLMJudge.needs`` lands, the reasoning helper's): it would fail when scored instead."""
+    if PROTOCOLS.get(api).refusal(needs(judge)) and not hasattr(judge, "needs"):
+        pytest.xfail("judges are refused at construction once LLMJudge.needs lands (the reasoning helper's)")
+
+
 # ---------------------------------------------------------------- every built-in judge
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("name", JUDGES)
 def test_every_judge_on_every_protocol(name, api, monkeypatch, fake_api_key):
     """A built-in judge on ``api``: the requests ``show`` states and chat's verdicts, or refused before a request."""
     row = _row(name)
+    xfail_until_refused(scorers.get(name, engine=LLMEngine(api="chat")), api)
     got = run(lambda engine: scorers.get(name, engine=engine), row, api, varied, monkeypatch, fake_api_key)
     if "refused" in got:
         assert got["requests"] == 0
@@ -186,8 +194,6 @@ def test_every_judge_on_every_protocol(name, api, monkeypatch, fake_api_key):
         assert PROTOCOLS.get(api).refusal(needs(judge)), f"{name} was refused on {api}: {got['refused']}"
         return
     judge, score = got["judge"], got["score"]
-    if PROTOCOLS.get(api).refusal(needs(judge)) and not hasattr(judge, "needs"):
-        pytest.xfail("judges are refused at construction once LLMJudge.needs lands (the reasoning helper's)")
     assert PROTOCOLS.get(api).refusal(needs(judge)) is None, f"{name} was not refused on {api}"
     assert score.score is not None, score.metadata
     stated = judge.describe()["requests_per_row"]
@@ -240,6 +246,7 @@ def test_every_kind_and_mode_on_every_protocol(kind, mode, api, monkeypatch, fak
     """A judge of ``kind`` in ``mode`` on ``api`` scores as on chat, from the same replies, or is refused before a
     request when the protocol lacks what it needs (the capability table of docs/providers/index.md)."""
     build = lambda engine: kind_judge(kind, mode, engine)  # noqa: E731
+    xfail_until_refused(build(LLMEngine(api="chat")), api)
     got = run(build, ROW, api, auto_reply, monkeypatch, fake_api_key)
     lacking = PROTOCOLS.get(api).refusal(needs(build(LLMEngine(api="chat"))))
     if "refused" in got:
@@ -258,6 +265,7 @@ def test_a_forced_tool_with_thinking_runs_or_is_refused_before_any_request(api, 
         question = PROMPT + "\nDoes the answer agree with the reference?"
         return LLMClassifier("Agrees", question, {"Y": 1.0, "N": 0.0}, reasoning_effort="low", engine=engine)
 
+    xfail_until_refused(build(LLMEngine(api="chat")), api)
     got = run(build, ROW, api, auto_reply, monkeypatch, fake_api_key)
     lacking = PROTOCOLS.get(api).refusal(needs(build(LLMEngine(api="chat"))))
     if "refused" in got:

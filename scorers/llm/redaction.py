@@ -39,7 +39,15 @@ def mask_urls(text: str) -> str:
     return _SECRET_PARAMETER.sub(r"\g<name>***", _USERINFO.sub(userinfo, text))
 
 
-def redact(text: str, api_key: str | None) -> str:
-    """``text`` with URLs masked (:func:`mask_urls`) and the API key replaced by ``[API key]``."""
+def redact(text: str, api_key: str | None, *secrets: str | None) -> str:
+    """``text`` with URLs masked (:func:`mask_urls`), the API key replaced by ``[API key]`` and the protocol's other
+    ``secrets`` (an AWS secret access key, a session token) by ``[secret]``.
+
+    >>> redact("signed with aws/s3cret", None, "aws/s3cret")
+    'signed with [secret]'
+    """
     masked = mask_urls(text)
-    return masked.replace(api_key, "[API key]") if api_key and len(api_key) >= 4 else masked
+    for secret, shown in ((api_key, "[API key]"), *((secret, "[secret]") for secret in secrets)):
+        if secret and len(secret) >= 4:
+            masked = masked.replace(secret, shown)
+    return masked

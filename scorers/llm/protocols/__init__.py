@@ -41,10 +41,11 @@ PROTOCOLS: Registry[WireProtocol] = Registry("wire protocol", group="scorers.pro
 
 
 def _register_builtins() -> None:
+    from .bedrock import BedrockProtocol
     from .chat import ChatAPI
     from .responses import ResponsesAPI
 
-    for protocol in (ChatAPI(), ResponsesAPI()):
+    for protocol in (ChatAPI(), ResponsesAPI(), BedrockProtocol()):
         PROTOCOLS.register(protocol.name, protocol)
 
 

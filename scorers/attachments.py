@@ -334,6 +334,11 @@ class Attachment:
         return len(self.data) if self.data is not None else 0
 
     @property
+    def sent_size(self) -> int:
+        """The bytes it takes in a request's body: its base64 (4 for every 3 bytes), or its URL."""
+        return -(-self.size // 3) * 4 if self.data is not None else len(self.url or "")
+
+    @property
     def sha256(self) -> str:
         """The SHA-256 of the bytes (of the URL's text for a URL)."""
         return hashlib.sha256(self.data if self.data is not None else (self.url or "").encode()).hexdigest()
@@ -542,11 +547,11 @@ def attachments_problem(
         problem = attachment_problem(attachment, protocol, capabilities)
         if problem is not None:
             return name, problem
-    total, most = sum(a.size for _, a in attachments), capabilities.attachment_total_bytes
+    total, most = sum(a.sent_size for _, a in attachments), capabilities.attachment_total_bytes
     if most is not None and total > most:
         largest = max(attachments, key=lambda found: found[1].size)[0]
         return largest, (
-            f"is one of {len(attachments)} attachments holding {size_text(total)} in all, above the {protocol} "
+            f"is one of {len(attachments)} attachments taking {size_text(total)} of the request as base64, above the {protocol} "
             f"protocol's limit of {size_text(most)} per request"
         )
     return None

@@ -149,7 +149,7 @@ def test_the_bundled_chart_is_a_small_png():
 CAPS = Capabilities(
     attachments=frozenset({"image/png", "application/pdf"}),
     attachment_bytes=(("image/*", 100), ("application/pdf", 1000)),
-    attachment_total_bytes=150,
+    attachment_total_bytes=200,
     attachment_urls=frozenset({"image/png"}),
 )
 
@@ -168,7 +168,10 @@ def test_a_protocol_refuses_what_it_does_not_take_naming_its_limit():
         "holds 136 bytes of image/png, above the demo protocol's limit of 100 bytes for image/png"
     )
     field, why = attachments_problem([("a", png), ("b", png), ("c", Attachment.of(PDF))], "demo", CAPS)
-    assert field == "a" and why.startswith("is one of 3 attachments holding 169 bytes in all, above the demo")
+    assert field == "a" and why == (
+        "is one of 3 attachments taking 228 bytes of the request as base64, above the demo protocol's limit of "
+        "200 bytes per request"
+    )
 
 
 def test_an_image_url_of_unknown_type_goes_only_where_image_urls_do():

@@ -46,7 +46,7 @@ def attachment_table() -> str:
                 size_text(total) if total is not None else "none stated",
             )
         )
-    header = ("`api`", *(title for title, _ in KINDS), "by URL", "one attachment at most", "a request's in all")
+    header = ("`api`", *(title for title, _ in KINDS), "by URL", "one attachment at most", "a request's, as base64")
     return _table(header, rows)
 
 

@@ -112,7 +112,8 @@ class Capabilities:
     - ``attachments``: the media types a prompt may carry as content parts (``image/png``; a family ``image/*`` or
       a kind ``image``, ``audio``, ``document`` for all of them); ``attachment_bytes``: the most bytes one
       attachment may hold, as ``(media type, family or kind, bytes)`` pairs, the first that names it applying;
-      ``attachment_total_bytes``: the most all of one request's may hold; ``attachment_urls``: the types it may
+      ``attachment_total_bytes``: the most all of one request's may take in its body (as base64, 4 bytes for every
+      3: a provider's limit of a request's size); ``attachment_urls``: the types it may
       send as a URL the provider fetches (the others go as data) (:func:`scorers.attachments.attachment_problem`).
     """
 

@@ -164,8 +164,12 @@ class Batches:
         self.state.clear()
 
     async def close(self) -> None:
-        """Close the clients made for the batches (not those made from a user's ``client=``, which share its
-        connections)."""
+        """Stop polling (a run stopped while batches are out leaves them listed, to resume), and close the clients
+        made for the batches (not those made from a user's ``client=``, which share its connections)."""
+        reading, self._reading = list(self._reading.values()), {}
+        for task in reading:
+            task.cancel()
+        await asyncio.gather(*reading, return_exceptions=True)
         clients, self._clients = list(self._clients.values()), {}
         for client, owned in clients:
             if owned:

@@ -234,7 +234,8 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
 
 
 @pytest.mark.slow
-def test_a_run_killed_while_its_batch_is_out_resumes_the_poll_without_sending_it_again(server, tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["killed", "interrupted"])
+def test_a_run_killed_while_its_batch_is_out_resumes_the_poll_without_sending_it_again(server, tmp_path, stop):
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows(1000)))
     out, state = tmp_path / "out.jsonl", tmp_path / "out.jsonl.batch.json"
@@ -254,8 +255,8 @@ def test_a_run_killed_while_its_batch_is_out_resumes_the_poll_without_sending_it
                 break
             time.sleep(0.1)
         assert process.poll() is None, process.communicate()
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
+        process.send_signal(stop)
+        assert process.wait(timeout=30) == (130 if stop == signal.SIGINT else -signal.SIGKILL)
     finally:
         if process.poll() is None:
             process.kill()

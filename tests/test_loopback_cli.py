@@ -45,18 +45,16 @@ class Server:
         return self
 
     def _exports(self) -> dict[str, str]:
-        """The ``export NAME=VALUE`` lines printed on stdout (three of them), the URL first."""
+        """The ``export NAME=VALUE`` lines printed on stdout, the URL first, ``SCORERS_CACHE=off`` last."""
         printed = b""
         with selectors.DefaultSelector() as selector:
             selector.register(self.process.stdout, selectors.EVENT_READ)
-            while printed.count(b"\n") < 3 and selector.select(STARTUP_LIMIT_S):
+            while b"SCORERS_CACHE=off\n" not in printed and selector.select(STARTUP_LIMIT_S):
                 chunk = os.read(self.process.stdout.fileno(), 4096)
                 if not chunk:  # the server ended
                     break
                 printed += chunk
-        exports = dict(line.removeprefix("export ").partition("=")[::2] for line in printed.decode().splitlines())
-        assert list(exports) == ["OPENAI_BASE_URL", "OPENAI_API_KEY", "SCORERS_CACHE"], printed
-        return exports
+        return dict(line.removeprefix("export ").partition("=")[::2] for line in printed.decode().splitlines())
 
     def stop(self, sig: int) -> tuple[int, str]:
         self.process.send_signal(sig)
@@ -87,6 +85,7 @@ def scorers_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 def test_run_meta_eval_and_report_without_a_key(start, tmp_path):
     server = start()
+    assert list(server.exports) == ["OPENAI_BASE_URL", "OPENAI_API_KEY", "SCORERS_CACHE"]
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", server.exports["OPENAI_BASE_URL"])
     assert (server.exports["OPENAI_API_KEY"], server.exports["SCORERS_CACHE"]) == ("loopback", "off")
     results, meta, report = tmp_path / "qa.results.jsonl", tmp_path / "meta.json", tmp_path / "report.html"
@@ -144,3 +143,22 @@ def test_a_port_in_use_and_a_bad_replies_file_exit_2(start, tmp_path):
     replies.write_text('{"match": "x", "reply": {"choice": "A"}}\n{"match": "y", "reply": {"choise": "A"}}\n')
     bad = scorers_cli("loopback", "--port", "0", "--replies", str(replies), env=dict(os.environ))
     assert bad.returncode == 2 and f"{replies}:2: a reply is one of" in bad.stderr
+
+
+def test_the_lines_for_another_protocol_point_its_judges_at_the_server(start, tmp_path):
+    """``--api responses`` prints the lines that make ``run`` judge through the Responses API (SCORERS_API), and
+    the verdicts are those of chat: the server answers the same prompt the same way whatever the protocol."""
+    chat, responses = start(), start("--api", "responses")
+    assert list(responses.exports) == ["OPENAI_BASE_URL", "SCORERS_API", "OPENAI_API_KEY", "SCORERS_CACHE"]
+    assert responses.exports["SCORERS_API"] == "responses"
+    scores = {}
+    for name, server in (("chat", chat), ("responses", responses)):
+        out = tmp_path / f"{name}.jsonl"
+        run = scorers_cli("run", str(QA), "-s", "Factuality", "-o", str(out), env=server.env)
+        assert run.returncode == 0, run.stderr
+        scores[name] = [json.loads(line)["scores"] for line in out.read_text().splitlines()]
+    assert scores["responses"] == scores["chat"] and len(scores["chat"]) == 24
+    identities = {name: (tmp_path / f"{name}.jsonl.run.json").read_text() for name in scores}
+    assert '"api": "responses"' in identities["responses"] and '"api": null' in identities["chat"]
+    _, err = responses.stop(signal.SIGTERM)
+    assert "stopped after 24 requests" in err

@@ -11,7 +11,8 @@ LOOPBACK_EPILOG = (
     REPLIES_FORMAT
     + """
 a session:
-  python -m scorers loopback                  # shell 1: serves until Ctrl-C; prints the three export lines
+  python -m scorers loopback                  # shell 1: serves until Ctrl-C; prints the export lines
+                                              # (--api anthropic|gemini|bedrock: those of that provider)
   export OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_API_KEY=loopback SCORERS_CACHE=off     # shell 2
   python -m scorers run examples/qa.jsonl -s Factuality --metadata -o qa.results.jsonl
   python -m scorers report qa.results.jsonl -o report.html
@@ -25,7 +26,7 @@ def add_loopback(sub: argparse._SubParsersAction[argparse.ArgumentParser], templ
         help="serve an offline judge on 127.0.0.1 (no API key): run, meta-eval and report without a key",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=LOOPBACK_EPILOG,
-        description="Serve an OpenAI-compatible endpoint on 127.0.0.1 in the foreground until Ctrl-C (or SIGTERM). "
+        description="Serve an offline judge endpoint on 127.0.0.1 (OpenAI's APIs, Anthropic, Gemini, Bedrock) in the foreground until Ctrl-C (or SIGTERM). "
         "Every judge request (each built-in judge, every response mode, both APIs) gets a valid answer "
         "drawn from the request: the same prompt, the same verdict. It prints the lines to paste "
         "into the shell that runs the judges, the URL first.",
@@ -40,12 +41,19 @@ def add_loopback(sub: argparse._SubParsersAction[argparse.ArgumentParser], templ
     p_loopback.add_argument(
         "--latency", type=float, default=0.0, metavar="S", help="seconds to wait before each reply (default: 0)"
     )
+    p_loopback.add_argument(
+        "--api",
+        default="chat",
+        metavar="PROTOCOL",
+        help="print the lines for judges of this wire protocol: chat, responses, anthropic, gemini, bedrock "
+        "(default: chat; the server answers every protocol whatever this is)",
+    )
 
 
 def cmd_loopback(args: argparse.Namespace) -> int:
     from ..testing import serve
 
-    return serve(port=args.port, replies=args.replies, latency=args.latency)
+    return serve(port=args.port, replies=args.replies, latency=args.latency, api=args.api)
 
 
 COMMANDS = {"loopback": Command(add_loopback, cmd_loopback)}

@@ -85,7 +85,7 @@ from __future__ import annotations
 
 from .._replies_format import REPLIES_FORMAT
 from .auto import auto_reply
-from .foreground import serve
+from .foreground import loopback_env, serve
 from .nli import TINY_NLI_LABELS, TINY_NLI_WORDS, tiny_nli_model
 from .protocols.completions import (
     COMPLETION_SUPPORT,
@@ -118,6 +118,7 @@ __all__ = [
     "fake_embedding",
     "load_rules",
     "serve",
+    "loopback_env",
     "tiny_nli_model",
     "TINY_NLI_LABELS",
     "TINY_NLI_WORDS",

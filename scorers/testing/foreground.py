@@ -14,7 +14,36 @@ from .auto import auto_reply
 from .rules import load_rules
 from .server import LoopbackLLM
 
-__all__ = ["serve"]
+__all__ = ["serve", "loopback_env"]
+
+#: The OpenAI APIs, whose clients take the base URL with ``/v1`` (the others' SDKs add their API's whole path).
+_OPENAI_APIS = ("chat", "responses")
+
+
+def loopback_env(server: LoopbackLLM, api: str = "chat") -> dict[str, str]:
+    """The environment that points the judges of the wire protocol ``api`` at ``server``: the protocol (unless
+    chat), its provider's base-URL and key variables (a placeholder key; the test credentials where requests are
+    signed), and the cache off (it keys replies by URL, and another session on this port may answer differently);
+    the base URL first.
+
+    >>> with LoopbackLLM() as server:
+    ...     env = loopback_env(server, "responses")
+    >>> list(env)
+    ['OPENAI_BASE_URL', 'SCORERS_API', 'OPENAI_API_KEY', 'SCORERS_CACHE']
+    """
+    from ..llm.protocols import wire
+
+    endpoint = wire(api).endpoint
+    env = {endpoint.url_env[0]: server.base_url if api in _OPENAI_APIS else server.url}  # first: a script reads it
+    if api != "chat":
+        env["SCORERS_API"] = wire(api).name
+    if endpoint.key_env:
+        env[endpoint.key_env[0]] = "loopback"
+    for protocol in server.protocols:
+        if protocol.name == api:
+            env.update(protocol.client_env())
+    env["SCORERS_CACHE"] = "off"
+    return env
 
 
 def serve(
@@ -22,6 +51,7 @@ def serve(
     port: int = 8000,
     replies: str | Path | None = None,
     latency: float = 0.0,
+    api: str = "chat",
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -30,20 +60,24 @@ def serve(
 
     Each request gets the first matching rule of the ``replies`` file (:data:`~scorers.testing.REPLIES_FORMAT`), else
     :func:`auto_reply`; ``latency`` delays every reply. ``out`` (stdout) gets the lines that point the
-    judges here, the URL (and so the port: ``--port 0`` takes a free one) on the first::
+    judges of the wire protocol ``api`` here (:func:`loopback_env`), the URL (and so the port: ``--port 0`` takes
+    a free one) on the first; for chat::
 
         export OPENAI_BASE_URL=http://127.0.0.1:8000/v1
         export OPENAI_API_KEY=loopback
         export SCORERS_CACHE=off
 
-    (the judge cache keys replies by URL, and another session on this port may answer differently).
-    A port in use, a bad replies file or latency raise :class:`ConfigError`.
+    The server answers every protocol whatever ``api`` is. A port in use, a bad replies file or latency, an unknown
+    protocol raise :class:`ConfigError`.
     """
     out, err = out or sys.stdout, err or sys.stderr
     if not 0 <= port <= 65535:
         raise ConfigError(f"--port {port}: a port from 1 to 65535, or 0 for any free one")
     if not 0 <= latency < math.inf:
         raise ConfigError(f"--latency {latency}: seconds, at least 0")
+    from ..llm.protocols import wire
+
+    wire(api)  # an unknown protocol: the ConfigError that lists them, before the server starts
     server = LoopbackLLM(default=auto_reply, latency=latency, port=port)
     server.rules.extend(load_rules(replies) if replies else ())
     stopped = threading.Event()
@@ -66,11 +100,8 @@ def serve(
             file=err,
             flush=True,
         )
-        print(
-            f"export OPENAI_BASE_URL={server.base_url}\nexport OPENAI_API_KEY=loopback\nexport SCORERS_CACHE=off",
-            file=out,
-            flush=True,
-        )
+        lines = [f"export {name}={value}" for name, value in loopback_env(server, api).items()]
+        print("\n".join(lines), file=out, flush=True)
         stopped.wait()
     finally:
         for sig, handler in handlers.items():

@@ -108,6 +108,11 @@ class WireProtocol(ABC):
         ``headers``; the raw ``body``), such as a signature's. None by default."""
         return None
 
+    def client_env(self) -> dict[str, str]:
+        """Environment variables a client of this API needs here besides the endpoint and key that
+        :func:`~scorers.testing.loopback_env` sets (e.g. the test credentials a signed API checks)."""
+        return {}
+
     def error(self, status: int, message: str, error_type: str, code: str | None) -> dict[str, Any]:
         """The JSON body of an error answered with HTTP ``status``: OpenAI's shape by default."""
         return {"error": {"message": message, "type": error_type, "param": None, "code": code}}

@@ -101,6 +101,7 @@ def chat_reply_with_details(prompt: int, completion: int, cached: int, reasoning
     )
 
 
+@pytest.mark.slow  # renders the HTML report
 def test_a_run_counts_prices_and_shows_what_the_endpoint_reports(fake_api_key, tmp_path, capsys):
     rows = [{"output": f"Thanks {n}!"} for n in range(3)]
     data = tmp_path / "rows.jsonl"

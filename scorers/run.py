@@ -216,6 +216,10 @@ class Run(BaseModel):
             raise OptionError(
                 "batch", f"needs the local engine (a batch is sent from this machine), not {self.engine.name}"
             )
+        if self.batch:
+            from .llm.batch.run import check_batchable
+
+            check_batchable(self.scorers)
         if self.force and not self.resume:
             raise OptionError("force", "needs resume (it appends to OUT under another configuration)")
         if self.resume:

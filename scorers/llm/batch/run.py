@@ -20,10 +20,12 @@ from ..._aio import background_loop
 from ...batch import BatchScorer, RowResult
 from ...engines.base import Job
 from ...engines.local import Local
+from ...errors import ConfigError
+from .providers import batch_api
 from .deferral import Deferral, deferring
 from .session import STATE_SUFFIX, Batches, BatchState
 
-__all__ = ["Batched", "BatchedUnit"]
+__all__ = ["Batched", "BatchedUnit", "check_batchable"]
 
 
 class Batched(Local):
@@ -103,3 +105,31 @@ class BatchedUnit(BatchScorer):
                     break
         self.batches.release(deferral)
         return results
+
+
+def check_batchable(scorers: Sequence[Any]) -> None:
+    """A :class:`~scorers.errors.ConfigError` naming the first judge of ``scorers`` whose requests no batch API here
+    takes (its protocol has none, or it asks the legacy completions API: GPTScore); nothing is sent before it.
+
+    >>> import scorers
+    >>> check_batchable([scorers.get("Factuality"), scorers.get("ExactMatch")])
+    >>> check_batchable([scorers.get("Factuality", api="bedrock")])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    scorers.errors.ConfigError: Factuality: run --batch: the bedrock API has no batch API here ...
+    """
+    from ...judges.base import LLMJudge
+    from ...judges.gptscore import GPTScore
+
+    for scorer in scorers:
+        if isinstance(scorer, GPTScore):
+            raise ConfigError(
+                f"{scorer.name}: run --batch cannot send it: it asks the legacy completions API for the prompt's "
+                "log-probabilities, which no batch here takes; run it without --batch",
+                scorer=scorer.name,
+            )
+        if isinstance(scorer, LLMJudge):
+            try:
+                batch_api(scorer.api or scorer.engine.api)
+            except ConfigError as exc:
+                raise ConfigError(f"{scorer.name}: {exc}", scorer=scorer.name) from None

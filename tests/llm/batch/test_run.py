@@ -213,6 +213,19 @@ def test_the_command_line_shows_each_batch_and_leaves_no_state(server, tmp_path,
     assert len(out.read_text().splitlines()) == 5 and not (tmp_path / "out.jsonl.batch.json").exists()
 
 
+@pytest.mark.parametrize(
+    ("judge", "refusal"),
+    [
+        (lambda: scorers.get("GPTScore"), "GPTScore: run --batch cannot send it: it asks the legacy completions API"),
+        (lambda: scorers.get("Factuality", api="bedrock"), "Factuality: run --batch: the bedrock API has no batch API"),
+    ],
+    ids=["gptscore", "bedrock"],
+)
+def test_a_judge_no_batch_api_takes_is_refused_before_any_request(judge, refusal):
+    with pytest.raises(ConfigError, match=refusal):
+        scorers.Run([{"input": "a", "output": "b"}], [judge()], batch=True)
+
+
 def test_batch_needs_the_local_engine():
     with pytest.raises(ConfigError, match="batch needs the local engine"):
         scorers.Run([{"output": "a"}], ["Factuality"], batch=True, engine="ray")

@@ -204,3 +204,37 @@ def test_the_command_line_cap_says_it_was_reached(fake_api_key, tmp_path, capsys
     assert code == 1 and 0 < sent < len(MANY)
     assert "spending cap reached: $" in printed and "BudgetExceeded" in printed
     assert json.loads((tmp_path / "s").read_text())["spend"]["requests_not_sent"] == len(MANY) - sent
+
+
+def protocols() -> list[str]:
+    from scorers.llm.protocols import PROTOCOLS
+
+    return PROTOCOLS.names()
+
+
+@pytest.mark.parametrize("api", protocols())
+def test_every_protocol_is_planned_and_capped_from_its_own_usage(api, tmp_path, monkeypatch):
+    """The requests of a judge on each wire protocol are counted before the run, and its cap reads that protocol's
+    usage (the loopback server's word counts, in each provider's usage shape)."""
+    from scorers.testing import loopback_env
+
+    with LoopbackLLM(default=auto_reply) as server:
+        for name, value in loopback_env(server, api).items():
+            monkeypatch.setenv(name, value)
+        if api == "bedrock":  # signed with the test credentials the server checks, in a region
+            from scorers.testing.protocols import LOOPBACK_AWS_ACCESS_KEY_ID, LOOPBACK_AWS_SECRET_ACCESS_KEY
+
+            monkeypatch.setenv("AWS_ACCESS_KEY_ID", LOOPBACK_AWS_ACCESS_KEY_ID)
+            monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", LOOPBACK_AWS_SECRET_ACCESS_KEY)
+            monkeypatch.setenv("AWS_REGION", "us-east-1")
+        scorers.configure(prices={MODEL: (1.0, 1.0)})
+        judge = classifier(samples=2, temperature=0.5, max_tokens=50)
+        planned = Run(MANY, [judge], dry_run=True).execute().plan
+        assert planned is not None and server.request_count == 0
+        capped = Run(MANY, [judge], output=str(tmp_path / "o.jsonl"), max_cost=0.001).execute()
+        sent = server.request_count
+        Run(MANY, [judge], output=str(tmp_path / "all.jsonl")).execute()
+        assert server.request_count - sent == planned.requests == 2 * len(MANY)
+    assert capped.spend is not None and capped.spend["reached"] and 0 < sent < 2 * len(MANY)
+    assert 0 < capped.spend["spent_usd"] <= 0.001  # the server bills fewer tokens than the estimate
+    assert {r["errors"]["Polite"]["type"] for r in records(tmp_path / "o.jsonl") if "errors" in r} == {"BudgetExceeded"}

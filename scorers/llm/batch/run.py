@@ -21,8 +21,8 @@ from ...batch import BatchScorer, RowResult
 from ...engines.base import Job
 from ...engines.local import Local
 from ...errors import ConfigError
-from .providers import batch_api
 from .deferral import Deferral, deferring
+from .providers import batch_api
 from .session import STATE_SUFFIX, Batches, BatchState
 
 __all__ = ["Batched", "BatchedUnit", "check_batchable"]

@@ -28,6 +28,7 @@ from ..llm.engine import NotPicklable
 from ..llm.usage import Usage, as_failed, call_usage, summed_usage
 from ..params import Param
 from ..score import Score
+from .needs import Need, protocol_refusal, response_mode_needs
 from .parameters import setting_option
 from .reply import judge_reasoning
 from .spec import RequestSettings, validate_model
@@ -248,6 +249,22 @@ class LLMJudge(Scorer):
         self.client = client
         self._engine = engine
         self.engine = engine if engine is not None else LLMEngine(client=client, max_reasks=max_reasks)
+        refusal = protocol_refusal(self)
+        if refusal is not None:
+            raise ConfigError(refusal, scorer=name)
+
+    def needs(self, response_mode: str | None = None) -> dict[str, Need]:
+        """What the judge needs from its wire protocol, by capability (:mod:`scorers.judges.needs`), with its
+        ``response_mode`` (default: its own): a forced tool, a structured output... A kind that needs more (G-Eval's
+        log-probabilities) adds it; a judge whose protocol lacks one is refused at construction.
+
+        >>> from scorers.judges import LLMClassifier
+        >>> judge = LLMClassifier("Polite", "Is {{output}} polite?", {"Yes": 1, "No": 0}, reasoning_effort="low")
+        >>> list(judge.needs()), list(judge.needs("json"))
+        (['forced_tool', 'forced_tool_with_thinking'], ['json_schema'])
+        """
+        mode = self.response_mode if response_mode is None else response_mode
+        return response_mode_needs(mode, thinking=self.reasoning_effort is not None)
 
     def variables(self) -> tuple[str, ...]:
         """The fields of a row this judge reads."""

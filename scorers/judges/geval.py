@@ -47,6 +47,7 @@ from ..llm import ChatRequest, ChatResult, InvalidReply, TokenLogprob
 from ..reasoning import reasoning_end
 from ..score import Score
 from .base import judge_error
+from .needs import Need
 from .rating import parse_text_rating
 from .reply import ReplyFormat, answer_text
 from .spec import GEvalSpec, Scale
@@ -82,6 +83,17 @@ class GEvalJudge(TemplatedJudge):
         self.score_mode: str = spec.score_mode
         self.top_logprobs: int = spec.top_logprobs
         self.min_prob: float = spec.min_prob
+
+    def needs(self, response_mode: str | None = None) -> dict[str, Need]:
+        """As every judge's, plus the reply's log-probabilities for ``score_mode='logprobs'``; the steps are
+        asked for as a JSON object in ``text`` mode when not given."""
+        mode = self.response_mode if response_mode is None else response_mode
+        needs = super().needs(mode)
+        if mode == "text" and self.spec.steps is None:
+            needs["json_object"] = Need("writing the evaluation steps (steps not given)", "steps=[...]")
+        if self.spec.score_mode == "logprobs":
+            needs["logprobs"] = Need("score_mode='logprobs' (the probability-weighted score)", "score_mode='top_token'")
+        return needs
 
     def kind_params(self) -> dict[str, Any]:
         """As every kind's; ``top_logprobs`` and ``min_prob`` are ``None`` unless ``score_mode`` is ``logprobs``."""

@@ -44,6 +44,7 @@ from ..llm.usage import as_failed, call_usage, summed_usage
 from ..registry import register
 from ..score import Score
 from .base import LLMJudge
+from .needs import Need
 
 __all__ = ["GPTScore", "DEFAULT_TEMPLATE", "DEFAULT_ASPECT", "NORMALIZATIONS"]
 
@@ -118,6 +119,10 @@ class GPTScore(LLMJudge):
             *(text_field(field, utf8=True) for field in _FIELD_NAMES if field in named),
             text_field("output", utf8=True),
         )
+
+    def needs(self, response_mode: str | None = None) -> dict[str, Need]:
+        """The prompt's log-probabilities, read from a completions endpoint, and nothing else."""
+        return {"prompt_logprobs": Need("GPTScore (the output tokens' log-probabilities given the prompt)")}
 
     # ------------------------------------------------------------- describing
     def params(self) -> dict[str, Any]:

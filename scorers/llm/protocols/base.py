@@ -230,7 +230,14 @@ class WireProtocol(ABC):
         """Why a judge needing ``needs`` (its fields set ``True``) cannot run on this protocol, or ``None``."""
         lacking = [
             name
-            for name in ("logprobs", "prompt_logprobs", "forced_tool", "forced_tool_with_thinking", "json_schema")
+            for name in (
+                "logprobs",
+                "prompt_logprobs",
+                "forced_tool",
+                "forced_tool_with_thinking",
+                "json_schema",
+                "json_object",
+            )
             if getattr(needs, name) and not getattr(self.capabilities, name)
         ]
         return f"the {self.name} protocol has no {', no '.join(lacking)}" if lacking else None

@@ -43,9 +43,10 @@ PROTOCOLS: Registry[WireProtocol] = Registry("wire protocol", group="scorers.pro
 def _register_builtins() -> None:
     from .bedrock import BedrockProtocol
     from .chat import ChatAPI
+    from .gemini import GeminiProtocol
     from .responses import ResponsesAPI
 
-    for protocol in (ChatAPI(), ResponsesAPI(), BedrockProtocol()):
+    for protocol in (ChatAPI(), ResponsesAPI(), GeminiProtocol(), BedrockProtocol()):
         PROTOCOLS.register(protocol.name, protocol)
 
 

@@ -40,7 +40,6 @@ blocks are kept apart as the reasoning; ``stopReason`` is given in the chat voca
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import json
@@ -202,10 +201,13 @@ class BedrockProtocol(WireProtocol):
 
     # ---------------------------------------------------------------- transport
     async def client(self, settings: Settings) -> Any:
-        """A :class:`ConverseClient` for the settings' endpoint: the credentials of the AWS chain (found once, in a
-        thread: a profile's may take a network call) and the region (the endpoint's own, else the environment's),
-        over the engine's HTTP stack (``settings.transport``). A base URL ending in ``/v1`` (an OpenAI-style one,
-        as the loopback server's ``base_url``) is taken without it."""
+        """A :class:`ConverseClient` for the settings' endpoint: the credentials of the AWS chain and the region (the
+        endpoint's own, else the environment's), over the engine's HTTP stack (``settings.transport``). A base URL
+        ending in ``/v1`` (an OpenAI-style one, as the loopback server's ``base_url``) is taken without it.
+
+        Nothing here awaits: the engine makes one client per endpoint and loop, and a client made while another
+        request's was awaiting would be a second one, its HTTP session never closed (32 requests in flight at the
+        start made 32). So the chain is read at once (a profile's SSO or role may take a network call, once)."""
         base_url = settings.base_url.rstrip("/").removesuffix("/v1")
         region = _url_region(base_url) or _region(os.environ)
         if region is None:
@@ -213,8 +215,7 @@ class BedrockProtocol(WireProtocol):
                 f"no AWS region to sign the bedrock requests to {base_url} with: set AWS_REGION (or "
                 "AWS_DEFAULT_REGION, or a region in the AWS profile)"
             )
-        credentials = await asyncio.to_thread(_credentials, os.environ)
-        return ConverseClient(base_url, region, credentials, _sender(settings.transport))
+        return ConverseClient(base_url, region, _credentials(os.environ), _sender(settings.transport))
 
     async def post(self, client: Any, path: str, body: Mapping[str, Any], timeout: float) -> HTTPReply:
         """Sign the body (without its ``model``, which is in the path) and send it; the reply whatever its status."""

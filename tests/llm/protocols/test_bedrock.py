@@ -5,6 +5,7 @@ guardrail a refusal, no secret anywhere, and the same scores as on chat."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
@@ -389,6 +390,32 @@ def test_signed_requests_pass_the_servers_check_on_either_transport(server: Loop
         assert (result.content, result.attempts) == ("Y", 1)
     assert [(r.model, r.status) for r in server.requests] == [(MODEL, 200), (arn, 200)]
     assert "model" not in server.requests[0].body  # it is in the path
+
+
+def test_many_first_requests_share_one_client(server: LoopbackLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client is made without awaiting: 16 requests in flight from the start make one (and one HTTP session,
+    closed with the loop's clients), not 16 whose sessions are never closed."""
+    from scorers.llm import aclose
+
+    made: list[Any] = []
+    make = BedrockProtocol.client
+
+    async def counted(self: BedrockProtocol, settings: Any) -> Any:
+        made.append(await make(self, settings))
+        return made[-1]
+
+    monkeypatch.setattr(BedrockProtocol, "client", counted)
+
+    async def burst() -> list[str | None]:
+        judge = engine(server)
+        try:
+            return [r.content for r in await asyncio.gather(*(judge.complete(ask(str(i))) for i in range(16)))]
+        finally:
+            await aclose()
+
+    server.default = Reply.text("Y")
+    assert asyncio.run(burst()) == ["Y"] * 16
+    assert len(made) == 1
 
 
 def test_profile_credentials_and_session_tokens(aws: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -536,7 +536,12 @@ async def _client_for(settings: LLMSettings, protocol: WireProtocol) -> Any:
     else:
         return await _user_client(settings, state)
     await _close_with_loop(state)
-    client = state.clients[key] = await protocol.client(settings)
+    client = await protocol.client(settings)
+    made = state.clients.get(key)  # another task made one while this one awaited its own: keep the first
+    if made is not None:
+        await _closed(client)
+        return made
+    state.clients[key] = client
     return client
 
 

@@ -19,6 +19,8 @@ import pytest
 import scorers
 from scorers.errors import ConfigError
 from scorers.llm import configure
+from scorers.llm.batch.providers import BATCH_APIS, batch_api
+from scorers.llm.protocols import PROTOCOLS
 from scorers.testing import LoopbackLLM, Reply, auto_reply
 from scorers.testing.batches import BatchClock
 
@@ -103,17 +105,22 @@ def test_a_batch_run_of_1000_rows_is_byte_identical_to_the_online_run(server, tm
     online_and_batch(server, tmp_path, 1000)
 
 
-def test_a_responses_api_judge_goes_through_the_openai_batch_api(server, tmp_path):
+#: The registered wire protocols that a batch API serves.
+BATCHED = [api for api in PROTOCOLS.names() if api in {name for p in BATCH_APIS for name in p.apis}]
+
+
+@pytest.mark.parametrize("api", BATCHED)
+def test_every_protocol_with_a_batch_api_gives_the_online_results(server, tmp_path, api):
     data = rows(6)
     for mode in ("online", "batch"):
         configure(base_url=server.base_url, api_key="test-key", cache=str(tmp_path / f"{mode}.sqlite"))
-        judge = scorers.get("Factuality", api="responses")
+        judges = [scorers.get("Factuality", api=api), scorers.get("Faithfulness", api=api)]
         out = tmp_path / f"{mode}.jsonl"
-        scorers.Run(data, [judge], output=str(out), batch=mode == "batch", batch_poll_s=0.05, metadata=True).execute()
+        scorers.Run(data, judges, output=str(out), batch=mode == "batch", batch_poll_s=0.05, metadata=True).execute()
     assert records(tmp_path / "batch.jsonl") == records(tmp_path / "online.jsonl")
-    assert len(server.responses_requests) == 6 and server.batches.lines_received == 6
-    (batch,) = server.batches.batches.values()
-    assert batch.endpoint == "/v1/responses"
+    online = [r for r in server.requests if r.api == api]
+    assert len(online) == 3 * 6 and server.batches.lines_received == 3 * 6  # nothing online in the batch run
+    assert {batch.provider for batch in server.batches.batches.values()} == {batch_api(api).name}
 
 
 def test_rows_in_the_cache_are_never_sent(server, tmp_path):

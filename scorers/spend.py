@@ -48,12 +48,19 @@ __all__ = ["plan", "SpendPlan", "ScorerPlan"]
 
 @dataclass
 class ScorerPlan:
-    """What one judge of a run would send: ``requests`` (cache hits subtracted), ``cached`` (those the cache
-    answers), ``prompt_tokens`` (estimated), ``max_output_tokens`` (the sum of the requests' ``max_tokens``);
-    ``stepwise``: of ``requests``, those a multi-step judge makes step by step, each after the replies it needs
-    (counted as if each extraction found items; ``per_row`` is ``show``'s count); ``repeats``: of ``requests``, those
-    identical to an earlier one of the run (the cache answers them in the run if the first has answered by then); ``not_followed``: rows whose requests the plan could
-    not follow (their count is not in ``requests``), with the first reason in ``note``."""
+    """What one judge of a run would send.
+
+    - ``requests``: the requests it would send (cache hits subtracted); ``cached``: those the cache answers;
+    - ``prompt_tokens``: their prompts' tokens (estimated); ``max_output_tokens``: the sum of their ``max_tokens``;
+    - ``stepwise``: of ``requests``, those a multi-step judge makes step by step, each after the replies it needs
+      (counted as if each extraction found items; ``per_row`` is ``show``'s count);
+    - ``repeats``: of ``requests``, those identical to an earlier one of the run (the cache answers them in the run
+      if the first has answered by then);
+    - ``not_followed``: rows whose requests the plan could not follow (not in ``requests``), the first reason in
+      ``note``;
+    - ``cache_note``: why the cache could not be read (every request counted as a miss), e.g. no API key, which
+      would stop the run itself.
+    """
 
     scorer: str
     model: str
@@ -67,6 +74,7 @@ class ScorerPlan:
     repeats: int = 0
     not_followed: int = 0
     note: str = ""
+    cache_note: str = ""
 
     def costs(self, prices: Prices) -> tuple[float, float] | None:
         """USD of the estimated prompts, and at most with every reply at ``max_tokens`` (``None``: no price)."""
@@ -147,6 +155,8 @@ class SpendPlan:
                     f"{p.scorer}: {p.repeats:,} of its requests repeat an identical earlier one; the run sends those "
                     "only while the first has not answered yet (else the cache answers them)"
                 )
+            if p.cache_note:
+                notes.append(f"{p.scorer}: the cache could not be read, every request is counted: {p.cache_note}")
             if p.not_followed:
                 notes.append(f"{p.scorer}: {p.not_followed:,} row(s) not counted: {p.note}")
         if total is None:
@@ -194,7 +204,7 @@ class _PlanningEngine:
         try:
             found: list[ChatResult | None] = self._engine.lookup(requests, validate=validate)
         except ConfigError as exc:
-            self._plan.note = self._plan.note or f"the cache was not read: {exc}"
+            self._plan.cache_note = self._plan.cache_note or str(exc)
             found = [None] * len(requests)
         self._plan.cached += sum(hit is not None for hit in found)
         return found

@@ -238,3 +238,9 @@ def test_every_protocol_is_planned_and_capped_from_its_own_usage(api, tmp_path, 
     assert capped.spend is not None and capped.spend["reached"] and 0 < sent < 2 * len(MANY)
     assert 0 < capped.spend["spent_usd"] <= 0.001  # the server bills fewer tokens than the estimate
     assert {r["errors"]["Polite"]["type"] for r in records(tmp_path / "o.jsonl") if "errors" in r} == {"BudgetExceeded"}
+
+
+def test_a_dry_run_without_an_api_key_counts_every_request_and_says_why():
+    planned = Run(ROWS, [classifier()], dry_run=True).execute().plan
+    assert planned is not None and planned.requests == len(ROWS) and "no API key" in planned.scorers[0].cache_note
+    assert "Polite: the cache could not be read, every request is counted: no API key" in planned.describe()

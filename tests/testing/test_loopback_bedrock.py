@@ -331,3 +331,18 @@ def test_a_plain_http_client_may_sign_with_botocore(server: LoopbackLLM) -> None
     with urllib.request.urlopen(sent) as answer:
         assert json.load(answer)["output"]["message"]["content"] == [{"text": "OK"}]
     assert server.requests[-1].model == MODEL
+
+
+def test_loopback_env_points_bedrock_judges_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m scorers loopback --api bedrock``'s lines: the endpoint, the protocol and the test credentials."""
+    import scorers
+    from scorers.testing import loopback_env
+
+    with LoopbackLLM(default=Reply.choice("C", reasons="same")) as server:
+        env = loopback_env(server, "bedrock")
+        assert env["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"] == server.url
+        assert env["AWS_SECRET_ACCESS_KEY"] == LOOPBACK_AWS_SECRET_ACCESS_KEY
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        score = scorers.get("Factuality")(input="2+2?", output="4", expected="4")
+        assert (score.score, [r.api for r in server.requests]) == (1.0, ["bedrock"])

@@ -136,6 +136,7 @@ class BedrockProtocol(WireProtocol):
         json_object=True,
         batch=False,
         attachments=frozenset({*IMAGE_FORMATS, *DOCUMENT_FORMATS}),
+        attachment_bytes=(("image", 3_750_000), ("document", 4_500_000)),  # Converse's limits per image and document
     )
     endpoint: ClassVar[Endpoint] = Endpoint(
         key_env=(),

@@ -122,6 +122,15 @@ class BedrockConverseAPI(ScriptedProtocol):
         found = _AUTHORIZATION.match(headers.get("authorization", ""))
         return found.group("key") if found else None
 
+    def client_env(self) -> dict[str, str]:
+        """The credentials the server knows (the first pair) and a region, as the AWS chain reads them.
+
+        >>> sorted(BedrockConverseAPI().client_env())
+        ['AWS_ACCESS_KEY_ID', 'AWS_REGION', 'AWS_SECRET_ACCESS_KEY']
+        """
+        key, secret = next(iter(self.credentials.items()))
+        return {"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret, "AWS_REGION": "us-east-1"}
+
     def invalid(self, body: Any) -> str | None:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
             return "The request body must be a JSON object with a non-empty 'messages' list."

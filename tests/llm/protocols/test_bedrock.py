@@ -553,3 +553,20 @@ def test_a_json_mode_judge_scores_as_on_chat(aws: dict[str, str], monkeypatch: p
             return judge(output="Paris.").score
 
     assert rubric("bedrock") == rubric("chat") == pytest.approx((3 / 4 + 1 / 4) / 2)
+
+
+def test_an_image_judge_sends_its_image_as_an_image_block(server: LoopbackLLM) -> None:
+    from scorers import Attachment
+    from scorers.attachments import TINY_PNG
+
+    server.default = Reply.choice("A", reasons="One transparent pixel, as stated.")
+    judge = scorers.get("CaptionFaithful", engine=engine(server))
+    score = judge(input=Attachment.from_base64(TINY_PNG), output="A single transparent pixel.")
+    (request,) = server.requests
+    blocks = request.body["messages"][0]["content"]
+    assert score.score == 1.0 and [next(iter(block)) for block in blocks] == ["text", "image", "text"]
+    assert blocks[1]["image"] == {"format": "png", "source": {"bytes": TINY_PNG}}
+    too_big = Attachment.from_base64(TINY_PNG[:-4] + "A" * 5_100_000)
+    with pytest.raises(scorers.errors.ScorerError, match="limit of 3.75 MB"):
+        judge(input=too_big, output="A pixel.")
+    assert server.request_count == 1

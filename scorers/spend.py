@@ -210,13 +210,10 @@ class _PlanningEngine:
         return found
 
     async def complete(
-        self,
-        request: ChatRequest,
-        *,
-        validate: Callable[[ChatResult], Any] | None = None,
-        scorer: str | None = None,
-        read_cache: bool = True,
-    ) -> ChatResult:
+        self, request: ChatRequest, *, validate: Any = None, read_cache: bool = True, **call: Any
+    ) -> Any:
+        """:meth:`LLMEngine.complete <scorers.llm.LLMEngine.complete>`, answered by the stand-in (``call``: its
+        ``scorer``)."""
         if read_cache:  # a step of a multi-step judge, or G-Eval's evaluation steps: not in lookup's batch
             hit = self.lookup([request], validate=validate)[0]
             if hit is not None:
@@ -228,7 +225,7 @@ class _PlanningEngine:
         self._seen.add(identity)
         self._plan.prompt_tokens += estimate_prompt_tokens(request)
         self._plan.max_output_tokens += request.max_tokens or 0
-        return _simulated(request, self.model, validate, scorer)
+        return _simulated(request, self.model, validate, call.get("scorer"))
 
 
 def _in_row() -> bool:

@@ -335,6 +335,17 @@ def test_resource_exhausted_is_retried_after_the_delay_it_gives(server: Loopback
     assert score.score == 0.0 and [r.status for r in server.requests] == [429, 429, 200]
 
 
+@pytest.mark.slow  # a 0.5 s timeout and two backoffs
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_a_dropped_connection_and_a_hang_are_retried(server: LoopbackLLM, transport: str) -> None:
+    server.script(Reply.drop(), times=1)
+    server.script(Reply.hang(30), times=1)
+    server.default = Reply.choice("Y")
+    judge = classifier(server, transport=transport, max_retries=2, timeout=0.5)
+    assert judge(output="x", expected="y").score == 1.0
+    assert server.request_count == 3
+
+
 @pytest.mark.parametrize(
     "stop", [Reply.text("", finish_reason="SAFETY"), Reply.text("", finish_reason="RECITATION"), prompt_blocked()]
 )

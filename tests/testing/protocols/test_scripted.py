@@ -131,6 +131,10 @@ def test_auto_reply_answers_a_forced_tool(server: LoopbackLLM, wire: Wire) -> No
             "tools": [{"name": "pick", "input_schema": schema}],
             "tool_choice": {"type": "tool", "name": "pick"},
         },
+        "gemini": {
+            "tools": [{"functionDeclarations": [{"name": "pick", "parametersJsonSchema": schema}]}],
+            "toolConfig": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["pick"]}},
+        },
     }[wire.protocol.name]
     name, arguments = wire.tool(post(wire.url(server), {**wire.ask("Is it so?"), **tools}, dict(wire.headers)).json())
     assert name == "pick" and arguments["choice"] in ("Y", "N")

@@ -10,7 +10,13 @@ from email.message import Message
 from typing import Any, Callable
 
 from scorers.testing import LoopbackLLM
-from scorers.testing.protocols import AnthropicMessagesAPI, ChatCompletionsAPI, ResponsesAPI, ScriptedProtocol
+from scorers.testing.protocols import (
+    AnthropicMessagesAPI,
+    ChatCompletionsAPI,
+    GenerateContentAPI,
+    ResponsesAPI,
+    ScriptedProtocol,
+)
 
 
 @dataclass(frozen=True)
@@ -117,5 +123,22 @@ ANTHROPIC = Wire(
     usage=lambda body: (body["usage"]["input_tokens"], body["usage"]["output_tokens"]),
     headers=(("anthropic-version", "2023-06-01"),),
 )
+
+
+def _gemini_part(body: dict[str, Any], kind: str) -> Any:
+    """The first part of a Gemini reply's candidate holding ``kind`` (``text``, ``functionCall``), or None."""
+    return next((part[kind] for part in body["candidates"][0]["content"]["parts"] if kind in part), None)
+
+
+GEMINI = Wire(
+    GenerateContentAPI(),
+    ask=lambda text: {"contents": [{"role": "user", "parts": [{"text": text}]}]},
+    key=lambda key: {"x-goog-api-key": key},
+    text=lambda body: _gemini_part(body, "text"),
+    tool=lambda body: (
+        (call["name"], call["args"]) if (call := _gemini_part(body, "functionCall")) is not None else None
+    ),
+    usage=lambda body: (body["usageMetadata"]["promptTokenCount"], body["usageMetadata"]["candidatesTokenCount"]),
+)
 #: Every scripted protocol the server speaks.
-WIRES = (CHAT, RESPONSES, ANTHROPIC)
+WIRES = (CHAT, RESPONSES, ANTHROPIC, GEMINI)

@@ -522,7 +522,11 @@ def _credentials(environ: Environ) -> Any:
         return credentials_module.Credentials(key, secret, (environ.get("AWS_SESSION_TOKEN") or "").strip() or None)
     found = _session(environ).get_credentials()
     if found is None:
-        raise ConfigError(f"no AWS credentials for the bedrock protocol: set {_CREDENTIALS_HINT}")
+        api_key = " (a Bedrock API key, AWS_BEARER_TOKEN_BEDROCK, is not one: it signs nothing)"
+        raise ConfigError(
+            f"no AWS credentials for the bedrock protocol{api_key if environ.get('AWS_BEARER_TOKEN_BEDROCK') else ''}: "
+            f"set {_CREDENTIALS_HINT}"
+        )
     return found
 
 

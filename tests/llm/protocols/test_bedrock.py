@@ -375,6 +375,9 @@ def test_no_credentials_is_a_config_error_before_any_request(
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     with pytest.raises(ConfigError, match="no AWS credentials"):
         engine(server).complete_sync(ask())
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "ABSK-a-bedrock-api-key")
+    with pytest.raises(ConfigError, match="AWS_BEARER_TOKEN_BEDROCK, is not one"):
+        engine(server, transport="httpx").complete_sync(ask())
     assert server.request_count == 0
 
 

@@ -30,6 +30,7 @@ class ResponsesAPI(OpenAIProtocol):
     route: ClassVar[str] = "/responses"
     capabilities: ClassVar[Capabilities] = Capabilities(
         logprobs=True,
+        batch=True,
         attachments=frozenset({"image", "audio", "document"}),
         attachment_bytes=(("image", 20_000_000), ("document", 32_000_000)),
         attachment_total_bytes=50_000_000,

@@ -128,3 +128,13 @@ def test_a_refused_management_call_is_a_batch_api_error_without_the_key(
 async def _close(client: Any) -> None:
     close = getattr(client, "aclose", None) or client.close
     await close()
+
+
+def test_a_protocol_says_it_has_a_batch_api_exactly_when_one_serves_it() -> None:
+    from scorers.llm.batch.providers import BATCH_APIS
+    from scorers.llm.protocols import PROTOCOLS
+
+    served = {api for provider in BATCH_APIS for api in provider.apis}
+    assert {name: PROTOCOLS.get(name).capabilities.batch for name in PROTOCOLS.names()} == {
+        name: name in served for name in PROTOCOLS.names()
+    }

@@ -173,20 +173,12 @@ def needs(judge: Any) -> Capabilities:
     return Capabilities(**wanted)
 
 
-def xfail_until_refused(judge: Any, api: str) -> None:
-    """An expected failure, before any request, for a judge ``api`` cannot serve while judges are not yet refused at
-    construction (until ``LLMJudge.needs`` lands, the reasoning helper's): it would fail when scored instead."""
-    if PROTOCOLS.get(api).refusal(needs(judge)) and not hasattr(judge, "needs"):
-        pytest.xfail("judges are refused at construction once LLMJudge.needs lands (the reasoning helper's)")
-
-
 # ---------------------------------------------------------------- every built-in judge
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("name", JUDGES)
 def test_every_judge_on_every_protocol(name, api, monkeypatch, fake_api_key):
     """A built-in judge on ``api``: the requests ``show`` states and chat's verdicts, or refused before a request."""
     row = _row(name)
-    xfail_until_refused(scorers.get(name, engine=LLMEngine(api="chat")), api)
     got = run(lambda engine: scorers.get(name, engine=engine), row, api, varied, monkeypatch, fake_api_key)
     if "refused" in got:
         assert got["requests"] == 0
@@ -246,7 +238,6 @@ def test_every_kind_and_mode_on_every_protocol(kind, mode, api, monkeypatch, fak
     """A judge of ``kind`` in ``mode`` on ``api`` scores as on chat, from the same replies, or is refused before a
     request when the protocol lacks what it needs (the capability table of docs/providers/index.md)."""
     build = lambda engine: kind_judge(kind, mode, engine)  # noqa: E731
-    xfail_until_refused(build(LLMEngine(api="chat")), api)
     got = run(build, ROW, api, auto_reply, monkeypatch, fake_api_key)
     lacking = PROTOCOLS.get(api).refusal(needs(build(LLMEngine(api="chat"))))
     if "refused" in got:
@@ -265,7 +256,6 @@ def test_a_forced_tool_with_thinking_runs_or_is_refused_before_any_request(api, 
         question = PROMPT + "\nDoes the answer agree with the reference?"
         return LLMClassifier("Agrees", question, {"Y": 1.0, "N": 0.0}, reasoning_effort="low", engine=engine)
 
-    xfail_until_refused(build(LLMEngine(api="chat")), api)
     got = run(build, ROW, api, auto_reply, monkeypatch, fake_api_key)
     lacking = PROTOCOLS.get(api).refusal(needs(build(LLMEngine(api="chat"))))
     if "refused" in got:

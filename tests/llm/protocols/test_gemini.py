@@ -414,3 +414,15 @@ def test_the_key_is_nowhere(server: LoopbackLLM, tmp_path: Path, caplog, monkeyp
     stored = [path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()]
     assert all(KEY not in text for text in shown) and all(KEY.encode() not in data for data in stored)
     assert "HTTP 400" in str(raised.value) and all(r.headers["x-goog-api-key"] == KEY for r in server.requests)
+
+
+def test_extra_adds_top_level_fields_and_may_not_set_the_protocols(server: LoopbackLLM) -> None:
+    server.default = Reply.text("fine")
+    relaxed = [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "threshold": "BLOCK_NONE"}]
+    asked = [{"role": "user", "content": "Judge it."}]
+    result = engine(server).complete_sync(ChatRequest(messages=asked, extra={"safetySettings": relaxed}))
+    assert result.content == "fine" and server.requests[-1].body["safetySettings"] == relaxed
+    with pytest.raises(ConfigError, match="generationConfig"):
+        engine(server).complete_sync(
+            ChatRequest(messages=asked, temperature=0, extra={"generationConfig": {"topP": 1}})
+        )

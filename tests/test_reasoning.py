@@ -257,3 +257,56 @@ def test_a_structured_outputs_reasoning_fields_are_never_the_answer(
     sound(output=message)
     prompt = llm_server.chat_requests[-1].body["messages"][0]["content"]
     assert prompt.startswith(f"Reasoning: {reasoning}\nAnswer: The answer is 4.\n")
+
+
+CHAT_REPLY = {
+    "id": "c1",
+    "object": "chat.completion",
+    "model": "m",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": '{"choice": "Yes"}', "REASONING_KEY": 'No? {"choice": "No"}'},
+        }
+    ],
+    "usage": {"prompt_tokens": 5, "completion_tokens": 5},
+}
+RESPONSES_REPLY = {
+    "id": "r1",
+    "object": "response",
+    "status": "completed",
+    "model": "m",
+    "output": [
+        {"type": "reasoning", "id": "rs1", "summary": [{"type": "summary_text", "text": 'No? {"choice": "No"}'}]},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": '{"choice": "Yes"}', "annotations": []}],
+        },
+    ],
+    "usage": {"input_tokens": 5, "output_tokens": 5},
+}
+
+
+@pytest.mark.parametrize(
+    "api, body",
+    [
+        ("chat", json.loads(json.dumps(CHAT_REPLY).replace("REASONING_KEY", "reasoning_content"))),
+        ("chat", json.loads(json.dumps(CHAT_REPLY).replace("REASONING_KEY", "reasoning"))),
+        ("responses", RESPONSES_REPLY),
+    ],
+)
+def test_a_judges_reasoning_field_is_kept_apart_from_its_verdict(llm_server: LoopbackLLM, api: str, body: Any) -> None:
+    llm_server.default = Reply.raw(body)
+    judge = LLMClassifier(
+        "Polite",
+        "Is this polite?\n{{output}}",
+        {"Yes": 1, "No": 0},
+        response_mode="json_object",
+        api=api,
+        engine=engine(llm_server),
+    )
+    score = judge(output="Thanks!")
+    assert score.metadata["choice"] == "Yes" and score.metadata["judge_reasoning"] == 'No? {"choice": "No"}'
+    assert llm_server.request_count == 1

@@ -118,12 +118,16 @@ def answer_text(content: str | None) -> str:
 
 
 def judge_reasoning(result: ChatResult) -> str | None:
-    """The judge's own reasoning in a reply, kept apart from its verdict: its ``<think>`` blocks (``None``: none).
+    """The judge's own reasoning in a reply, kept apart from its verdict: the provider's reasoning field
+    (``ChatResult.reasoning``: ``reasoning_content``, a thinking block, a Responses reasoning summary), then the
+    ``<think>`` blocks of its text (``None``: neither).
 
     >>> judge_reasoning(ChatResult("<think>polite, it thanks</think>Yes", (), "stop", "m"))
     'polite, it thanks'
     """
-    return split_reasoning(result.content).reasoning if result.content else None
+    tagged = split_reasoning(result.content).reasoning if result.content else None
+    thoughts = [thought for thought in (result.reasoning, tagged) if thought]
+    return "\n\n".join(thoughts) if thoughts else None
 
 
 def _strip_code_fence(text: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping
 
+from ...reasoning import message_reasoning
 from .base import Capabilities, Request, Tokens
 from .openai_family import OpenAIProtocol
 from .result import ChatResult, InvalidReply, ToolCall, arguments_text, put, reply_result, usage_count
@@ -62,7 +63,6 @@ class ChatAPI(OpenAIProtocol):
         calls = [_tool_call(call) for call in message.get("tool_calls") or ()]
         content = message.get("content")
         logprobs = choices[0].get("logprobs")
-        reasoning = message.get("reasoning_content")
         return reply_result(
             data,
             self.tokens(data),
@@ -71,7 +71,7 @@ class ChatAPI(OpenAIProtocol):
             calls=calls,
             finish_reason=choices[0].get("finish_reason"),
             logprobs=logprobs.get("content") if isinstance(logprobs, Mapping) else None,
-            reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
+            reasoning=message_reasoning(message),
         )
 
     def tokens(self, data: Any) -> Tokens:

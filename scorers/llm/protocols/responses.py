@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping, Sequence
 
+from ...reasoning import message_reasoning
 from .base import Capabilities, Request, Tokens
 from .openai_family import OpenAIProtocol
 from .result import ChatResult, InvalidReply, ToolCall, arguments_text, put, reply_result, usage_count
@@ -66,7 +67,8 @@ class ResponsesAPI(OpenAIProtocol):
         """Read a Responses body: ``function_call`` output items are the tool calls, the ``output_text`` parts of
         ``message`` items the content (joined) and their logprobs. ``finish_reason`` is given in the chat
         vocabulary: ``"tool_calls"`` or ``"stop"`` when completed, ``"length"`` when cut at
-        ``max_output_tokens``. Raises :class:`InvalidReply` on an odd shape or a failed response."""
+        ``max_output_tokens``; the summaries of ``reasoning`` items are the reply's ``reasoning``, never its content.
+        Raises :class:`InvalidReply` on an odd shape or a failed response."""
         if not isinstance(data, Mapping):
             raise InvalidReply(f"the response is not a JSON object: {str(data)[:200]!r}")
         output = data.get("output")
@@ -75,6 +77,9 @@ class ResponsesAPI(OpenAIProtocol):
         if data.get("status") == "failed":
             raise InvalidReply(f"the response failed: {str(data.get('error'))[:300]}")
         calls, texts, tokens = _output(output)
+        thoughts = [
+            message_reasoning(item) for item in output if isinstance(item, Mapping) and item.get("type") == "reasoning"
+        ]
         return reply_result(
             data,
             self.tokens(data),
@@ -83,6 +88,7 @@ class ResponsesAPI(OpenAIProtocol):
             calls=calls,
             finish_reason=_finish_reason(data, calls),
             logprobs=tokens,
+            reasoning="\n\n".join(thought for thought in thoughts if thought) or None,
         )
 
     def tokens(self, data: Any) -> Tokens:

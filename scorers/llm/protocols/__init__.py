@@ -41,12 +41,13 @@ PROTOCOLS: Registry[WireProtocol] = Registry("wire protocol", group="scorers.pro
 
 
 def _register_builtins() -> None:
+    from .anthropic import AnthropicProtocol
     from .bedrock import BedrockProtocol
     from .chat import ChatAPI
     from .gemini import GeminiProtocol
     from .responses import ResponsesAPI
 
-    for protocol in (ChatAPI(), ResponsesAPI(), GeminiProtocol(), BedrockProtocol()):
+    for protocol in (ChatAPI(), ResponsesAPI(), AnthropicProtocol(), GeminiProtocol(), BedrockProtocol()):
         PROTOCOLS.register(protocol.name, protocol)
 
 

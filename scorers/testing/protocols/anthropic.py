@@ -21,7 +21,7 @@ are not a JSON object (a truncated call) are served as the empty ``input`` ``{}`
 >>> body = {"model": "claude", "max_tokens": 64, "messages": [{"role": "user", "content": "Which?"}]}
 >>> reply = AnthropicMessagesAPI().render(body, Reply.choice("A", finish_reason="length"), Settings())
 >>> reply["content"][0]["input"], reply["stop_reason"], reply["usage"]["output_tokens"]
-({'choice': 'A'}, 'max_tokens', 4)
+({'choice': 'A'}, 'max_tokens', 2)
 >>> AnthropicMessagesAPI().invalid({**body, "response_format": {"type": "json_object"}})
 'response_format: Extra inputs are not permitted'
 """

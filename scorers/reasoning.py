@@ -155,6 +155,8 @@ def without_reasoning(row: Mapping[str, Any], names: Sequence[str], *, reasoning
     for name in names:
         value = row.get(name)
         if type(value) is str:
+            if "<" not in value and not reasoning_field:  # no tag: the usual row, untouched
+                continue
             split = split_reasoning(value)
         elif isinstance(value, Mapping) and (message := split_message(value)) is not None:
             split = message

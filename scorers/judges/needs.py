@@ -22,9 +22,19 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple
 from ..llm.protocols import PROTOCOLS, Capabilities, wire
 
 if TYPE_CHECKING:
+    from ..llm.protocols import WireProtocol
     from .base import LLMJudge
 
-__all__ = ["CAPABILITY_WORDS", "Need", "capabilities_of", "protocol_refusal", "refusal_message", "response_mode_needs"]
+__all__ = [
+    "CAPABILITY_WORDS",
+    "SETTING_NEEDS",
+    "Need",
+    "serves",
+    "capabilities_of",
+    "protocol_refusal",
+    "refusal_message",
+    "response_mode_needs",
+]
 
 #: Each capability a judge may need, in words ("... needs <words>").
 CAPABILITY_WORDS: Mapping[str, str] = {
@@ -35,6 +45,29 @@ CAPABILITY_WORDS: Mapping[str, str] = {
     "json_schema": "a JSON-schema structured output",
     "json_object": "a JSON-object response format",
 }
+
+
+#: The judge settings that need something of their protocol, each with the capability it needs: the rows of the
+#: capability table (docs/providers/index.md renders them against :data:`~scorers.llm.protocols.PROTOCOLS`;
+#: tests/judges/test_capabilities checks them against the judges' :meth:`~scorers.judges.LLMJudge.needs`).
+SETTING_NEEDS: tuple[tuple[str, str], ...] = (
+    ("response_mode='tools' (a forced tool call: every kind's default but G-Eval's)", "forced_tool"),
+    ("response_mode='tools' with reasoning_effort set (a forced tool with thinking)", "forced_tool_with_thinking"),
+    ("response_mode='json' (structured output)", "json_schema"),
+    ("response_mode='json_object' (G-Eval's steps in text mode too, when not given)", "json_object"),
+    ("G-Eval's score_mode='logprobs' (its default: the probability-weighted score)", "logprobs"),
+    ("GPTScore (the output's log-probabilities given the prompt)", "prompt_logprobs"),
+)
+
+
+def serves(protocol: "WireProtocol", capability: str) -> bool:
+    """Whether ``protocol`` gives ``capability`` (:meth:`WireProtocol.refusal` of that need alone).
+
+    >>> from scorers.llm.protocols import wire
+    >>> serves(wire("chat"), "logprobs"), serves(wire("responses"), "prompt_logprobs")
+    (True, False)
+    """
+    return protocol.refusal(capabilities_of([capability])) is None
 
 
 class Need(NamedTuple):

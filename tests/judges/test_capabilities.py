@@ -15,7 +15,7 @@ import scorers
 from scorers.errors import ConfigError
 from scorers.judges import GEvalJudge, LLMClassifier, PairwiseJudge, RatingJudge, RubricJudge
 from scorers.judges.base import LLMJudge
-from scorers.judges.needs import CAPABILITY_WORDS
+from scorers.judges.needs import CAPABILITY_WORDS, SETTING_NEEDS, serves
 from scorers.judges.rag import Faithfulness
 from scorers.llm import LLMEngine
 from scorers.llm.protocols import PROTOCOLS, Capabilities, Endpoint, HTTPReply, Tokens, WireProtocol
@@ -193,3 +193,16 @@ def test_the_engine_names_its_protocol_without_an_api_key(monkeypatch: pytest.Mo
         assert LLMEngine().api == "responses" and LLMEngine(api="chat").api == "chat"
     finally:
         scorers.configure(api=None)
+
+
+def test_the_capability_tables_rows_are_what_the_judges_need() -> None:
+    """Each row of SETTING_NEEDS (the table docs/providers/index.md renders) is the need of a case above, and every
+    need of a case is a row."""
+    assert {capability for _, capability in SETTING_NEEDS} == {need for _, _, needs in CASES for need in needs}
+    for _, capability in SETTING_NEEDS:
+        assert capability in CAPABILITY_WORDS and hasattr(Capabilities(), capability)
+    for name in PROTOCOL_NAMES:
+        protocol = PROTOCOLS.get(name)
+        assert [serves(protocol, c) for _, c in SETTING_NEEDS] == [
+            getattr(protocol.capabilities, c) for _, c in SETTING_NEEDS
+        ]

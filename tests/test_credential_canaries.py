@@ -36,18 +36,24 @@ ROWS = [
 
 #: The AWS secret access key the server is given for Bedrock's signatures.
 AWS_SECRET = "aws/CANARY/secret+0123456789"
+#: The other AWS credentials set: a session token (sent in a signed header, shown nowhere) and a Bedrock API key
+#: (which the protocol does not use: it signs).
+AWS_OTHERS = {
+    "AWS_SESSION_TOKEN": "aws-CANARY-session-token-0123456789",
+    "AWS_BEARER_TOKEN_BEDROCK": "ABSK-CANARY-0123",
+}
 
 
 def canaries() -> dict[str, str]:
-    """Every protocol's key variables set to a canary of its own, and AWS credentials whose secret is a canary (for
-    a protocol signed with them)."""
+    """Every protocol's key variables set to a canary of its own, and AWS credentials whose secret, session token
+    and Bedrock API key are canaries (for a protocol signed with them)."""
     values = {
         name: f"sk-CANARY-{protocol.name}-{name}-0123456789"
         for protocol in map(PROTOCOLS.get, APIS)
         for name in protocol.endpoint.key_env
     }
     if any(not PROTOCOLS.get(api).endpoint.key_env for api in APIS):
-        values.update(aws_test_credentials(AWS_SECRET))
+        values.update({**aws_test_credentials(AWS_SECRET), **AWS_OTHERS})
     return values
 
 
@@ -91,12 +97,13 @@ def assert_nowhere(leaks: set[str], texts: dict[str, bytes]) -> None:
 
 
 def own_credential(protocol: WireProtocol, headers: dict[str, str], values: dict[str, str]) -> bool:
-    """Whether a request's headers carry its own provider's credential (the first of its variables, all set) and no
-    other's."""
-    own = {values[protocol.endpoint.key_env[0]] if protocol.endpoint.key_env else values["AWS_ACCESS_KEY_ID"]}
+    """Whether a request's headers carry its own provider's credentials (the first of its key variables, all set;
+    AWS's access key id and session token) and no other's."""
+    key_env = protocol.endpoint.key_env
+    own = {values[key_env[0]]} if key_env else {values["AWS_ACCESS_KEY_ID"], values["AWS_SESSION_TOKEN"]}
     shown = " ".join(headers.values())
     others = {value for value in credentials(values).values() if value not in own}
-    return any(value in shown for value in own) and not any(value in shown for value in others)
+    return all(value in shown for value in own) and not any(value in shown for value in others)
 
 
 @pytest.mark.parametrize("api", APIS)

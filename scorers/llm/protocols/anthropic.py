@@ -107,7 +107,13 @@ class AnthropicProtocol(WireProtocol):
     name: ClassVar[str] = "anthropic"
     #: No log-probabilities (of the reply or the prompt), no forced tool with thinking on, no schema-less JSON mode.
     capabilities: ClassVar[Capabilities] = Capabilities(
-        forced_tool_with_thinking=False, json_object=False, batch=True, attachments=frozenset({"image", "document"})
+        forced_tool_with_thinking=False,
+        json_object=False,
+        batch=True,
+        attachments=frozenset({"image", "document"}),
+        attachment_bytes=(("image", 5_000_000), ("document", 32_000_000)),  # per image; a PDF within a request's
+        attachment_total_bytes=32_000_000,  # the Messages API's request size
+        attachment_urls=frozenset({"image"}),  # an image_url's http(s) URL is a url source
     )
     endpoint: ClassVar[Endpoint] = Endpoint(
         key_env=("ANTHROPIC_API_KEY",),

@@ -187,8 +187,8 @@ class Scorer:
         ``signed=False``, in order, and ``strip_reasoning`` when it is off; a subclass adds what else decides its
         numbers (a library's version)."""
         params = {name: getattr(self, name) for name, option in self._declared.items() if option.signed}
-        if self.reasoning_fields and not self._stripped:  # on (the default) leaves the signature as it always was
-            params["strip_reasoning"] = False
+        if self.reasoning_fields and params.get("strip_reasoning") is True:  # on (the default): as it always was
+            del params["strip_reasoning"]
         return params
 
     def aggregator(self) -> Aggregator:

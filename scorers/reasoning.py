@@ -136,8 +136,7 @@ def strip_reasoning_param() -> Any:
     return param(
         "leave the output's reasoning (<think>, <thinking>, <reasoning> blocks) out of what is scored; a block never "
         "closed scores as an empty answer (metadata incomplete_reasoning)",
-        default=True,
-        signed=False,  # in the signature when off (Scorer.params): on, the numbers of untagged outputs are as before
+        default=True,  # in the signature when off only (Scorer.params): on, untagged outputs score as before
     )
 
 

@@ -16,7 +16,7 @@ from ..attachments import Attachment, Placement, attachments_problem, with_text
 from ..errors import ConfigError, ScorerError, ScorerInputError, UnknownArgumentError
 from ..fields import Field, utf8_encodable
 from ..llm import ChatRequest, ChatResult, LLMEngine
-from ..llm.protocols import wire
+from ..llm.protocols import PROTOCOLS, wire
 from ..params import Param
 from ..score import Score
 from .base import LLMJudge
@@ -217,6 +217,14 @@ class TemplatedJudge(LLMJudge):
         self.template = template
         self.description = " ".join((description or template.description or type(self).description).split())
         attachments = set(template.attachments)
+        protocol = wire(self.api or self.engine.api) if attachments else None
+        if protocol is not None and not protocol.capabilities.attachments:
+            serving = [p for p in PROTOCOLS.names() if PROTOCOLS.get(p).capabilities.attachments]
+            raise ConfigError(
+                f"{name}: {template.where('fields')} declares attachments ({', '.join(sorted(attachments))}), which "
+                f"the {protocol.name} protocol does not send; use an api that does: {', '.join(serving)}",
+                scorer=name,
+            )
         self.fields = tuple(
             Field(v, (object,), required=True, description=f"attachment {{{{{v}}}}}", convert=_attachment)
             if v in attachments

@@ -16,7 +16,7 @@ import pytest
 import scorers
 from scorers import Attachment
 from scorers.attachments import TINY_PNG
-from scorers.errors import ScorerInputError, TemplateError
+from scorers.errors import ConfigError, ScorerInputError, TemplateError
 from scorers.judges import LLMClassifier
 from scorers.judges.discovery import build_judge, parse_template
 from scorers.llm import LLMEngine
@@ -192,3 +192,15 @@ def test_the_template_hash_says_which_fields_are_attachments():
         {"name": "J", "fields": {"image": "attachment"}, "prompt": "Is {{image}} ok?", "choice_scores": {"Y": 1}}
     ).template
     assert plain.content_hash() != declared.content_hash()
+
+
+def test_a_protocol_that_sends_no_attachments_refuses_the_judge_at_construction(monkeypatch):
+    chat = type(wire("chat"))
+    monkeypatch.setattr(chat, "capabilities", dataclasses.replace(chat.capabilities, attachments=frozenset()))
+    with pytest.raises(ConfigError) as caught:
+        scorers.get("ImageAnswersQuestion", engine=LLMEngine(api="chat"))
+    message = str(caught.value)
+    assert message.startswith("ImageAnswersQuestion: template 'ImageAnswersQuestion' (")
+    assert "key 'fields' declares attachments (output), which the chat protocol does not send" in message
+    assert "use an api that does: responses" in message
+    assert scorers.get("Factuality", engine=LLMEngine(api="chat"))  # a judge without attachments is not refused

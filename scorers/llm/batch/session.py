@@ -172,9 +172,9 @@ class Batches:
         await asyncio.gather(*reading, return_exceptions=True)
         clients, self._clients = list(self._clients.values()), {}
         for client, owned in clients:
-            if owned:
+            if owned:  # an SDK's client closes with close(), an httpx one (Gemini's) with aclose()
                 with contextlib.suppress(Exception):
-                    await client.close()
+                    await (getattr(client, "aclose", None) or client.close)()
 
     # ---------------------------------------------------------------- submitting and reading
     async def _client(self, provider: BatchAPI, settings: "LLMSettings") -> Any:

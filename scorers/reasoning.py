@@ -142,10 +142,10 @@ def strip_reasoning_param() -> Any:
 
 def without_reasoning(row: Mapping[str, Any], names: Sequence[str], *, reasoning_field: bool) -> Mapping[str, Any]:
     """``row`` with the reasoning of its fields ``names`` left out (:func:`split_reasoning`; an unclosed block leaves
-    :class:`Unanswered`); ``reasoning_field``: the scorer reads a ``reasoning`` field, which gets the reasoning
-    found (``""``: none) unless the row gives one. A field holding an assistant message (OpenAI, Anthropic: see
-    :func:`split_message`) becomes its answer text, its provider's reasoning fields going to the reasoning. ``row``
-    itself is never changed; it is returned when nothing is.
+    :class:`Unanswered`); ``reasoning_field``: the scorer reads a ``reasoning`` field, which gets the reasoning of
+    the first of ``names`` (``""``: none) unless the row gives one. A field holding an assistant message (OpenAI,
+    Anthropic: see :func:`split_message`) becomes its answer text, its provider's reasoning fields going to the
+    reasoning. ``row`` itself is never changed; it is returned when nothing is.
 
     >>> without_reasoning({"output": "<think>hm</think>4", "expected": "4"}, ("output",), reasoning_field=True)
     {'output': '4', 'expected': '4', 'reasoning': 'hm'}
@@ -164,7 +164,7 @@ def without_reasoning(row: Mapping[str, Any], names: Sequence[str], *, reasoning
         if split.answer is not value or split.incomplete:
             changed = dict(row) if changed is None else changed
             changed[name] = Unanswered(split.reasoning) if split.incomplete else split.answer
-        if reasoning_field and row.get("reasoning") is None:
+        if reasoning_field and name == names[0] and row.get("reasoning") is None:
             changed = dict(row) if changed is None else changed
             changed["reasoning"] = split.reasoning or ""
     return row if changed is None else changed

@@ -11,7 +11,7 @@ import pytest
 
 import scorers
 from scorers.errors import JudgeError
-from scorers.judges import GEvalJudge, LLMClassifier, RatingJudge
+from scorers.judges import GEvalJudge, LLMClassifier, PairwiseJudge, RatingJudge
 from scorers.judges.reply import answer_text
 from scorers.llm import InvalidReply, LLMEngine
 from scorers.reasoning import REASONING_TAGS, Reasoning, message_reasoning, reasoning_end, split_reasoning
@@ -310,3 +310,12 @@ def test_a_judges_reasoning_field_is_kept_apart_from_its_verdict(llm_server: Loo
     score = judge(output="Thanks!")
     assert score.metadata["choice"] == "Yes" and score.metadata["judge_reasoning"] == 'No? {"choice": "No"}'
     assert llm_server.request_count == 1
+
+
+def test_a_pairwise_judge_compares_both_answers_without_their_reasoning(llm_server: LoopbackLLM) -> None:
+    llm_server.default = Reply.choice("A")
+    judge = PairwiseJudge("Pref", "A: {{output}}\nB: {{other}}", other="other", engine=engine(llm_server))
+    judge(output="<think>mine</think>Paris.", other="<think>theirs</think>Lyon.")
+    prompt = llm_server.chat_requests[-1].body["messages"][0]["content"]
+    assert prompt.startswith("A: Paris.\nB: Lyon.\n") and "think" not in prompt
+    assert judge(output="Paris.", other="<think>cut").metadata["incomplete_reasoning"] is True

@@ -46,6 +46,7 @@ class PairwiseJudge(TemplatedJudge):
 
     def _configure_kind(self, spec: Any) -> None:
         self.other: str = spec.other
+        self.reasoning_fields = ("output", self.other)  # both answers are judged without their reasoning
         self.swap: bool = spec.swap
         if self.swap:
             self.requests_per_row = "2 (both orders)"

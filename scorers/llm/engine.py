@@ -274,7 +274,9 @@ class LLMEngine:
             return [self._lookup_one(r, validate, started) for r in requests]
         bodies = [_body(r, settings) for r in requests]
         keys = cache_keys(
-            [body for body, _ in bodies], base_url=key_endpoint(settings), tags=[r.cache_tag for r in requests]
+            [body for body, _ in bodies],
+            base_url=key_endpoint(settings),
+            tags=[r.key_tag(body) for r, (body, _) in zip(requests, bodies)],
         )
         stored = _cache_call(cache.get_many, keys) or {}
         deferral = batch_deferral()
@@ -296,7 +298,7 @@ class LLMEngine:
         if cache is None:
             return None
         body, api = _body(request, settings)
-        key = cache_key(body, base_url=key_endpoint(settings), tag=request.cache_tag)
+        key = cache_key(body, base_url=key_endpoint(settings), tag=request.key_tag(body))
         deferral = batch_deferral()
         if deferral is not None and key in deferral:  # a batch run's reply: read through complete(), as sent now
             return None
@@ -327,7 +329,7 @@ class LLMEngine:
         sent = sent_settings(body, api)
         deferral = batch_deferral()
         key = (
-            cache_key(body, base_url=key_endpoint(settings), tag=request.cache_tag)
+            cache_key(body, base_url=key_endpoint(settings), tag=request.key_tag(body))
             if cache is not None or deferral is not None
             else ""
         )

@@ -84,6 +84,18 @@ class ChatRequest:
         if self.top_logprobs is not None and not self.logprobs:
             raise ConfigError("ChatRequest top_logprobs needs logprobs=True")
 
+    def key_tag(self, body: Mapping[str, Any]) -> str | None:
+        """The tag of the cache key of ``body`` (this request's): ``cache_tag``, and the ``seed`` where the body does
+        not carry it (a protocol without one: Anthropic's, Bedrock's), so that samples keep their own entries.
+
+        >>> request = ChatRequest(messages=[], seed=2, cache_tag="t")
+        >>> request.key_tag({"seed": 2}), request.key_tag({}), ChatRequest(messages=[]).key_tag({})
+        ('t', 't seed=2', None)
+        """
+        if self.seed is None or "seed" in body:
+            return self.cache_tag
+        return f"seed={self.seed}" if self.cache_tag is None else f"{self.cache_tag} seed={self.seed}"
+
     def body(self, model: str, *, api: str = "chat", reasoning: bool | None = None) -> dict[str, Any]:
         """The JSON body sent (and hashed for the cache), built by the wire protocol (:mod:`scorers.llm.protocols`).
 

@@ -25,6 +25,7 @@ from scorers.llm.protocols.anthropic import (
     structured_schema,
 )
 from scorers.testing import LoopbackLLM, Reply, auto_reply
+from scorers.testing.protocols.anthropic import LOOPBACK_THINKING
 
 PROTOCOL = AnthropicProtocol()
 ROW = {"input": "What is 2+2?", "output": "4", "expected": "4"}
@@ -334,11 +335,14 @@ def judged(build: Callable[[LLMEngine], Any], api: str, reply: Any = auto_reply,
         return score, [r for r in server.requests if r.api is not None]
 
 
+#: Result metadata that says how a verdict travelled (and the judge's own thinking, which chat's loopback sends none
+#: of), not what it was.
+TRAVEL = {"sent", "signature", "usage", "latency_s", "cached", "judge_reasoning"}
+
+
 def verdict(score: Any) -> tuple[Any, dict[str, Any]]:
     """A score and what the judge read, without how it travelled."""
-    return score.score, {
-        k: v for k, v in score.metadata.items() if k not in ("sent", "signature", "usage", "latency_s", "cached")
-    }
+    return score.score, {k: v for k, v in score.metadata.items() if k not in TRAVEL}
 
 
 JUDGES: dict[str, Callable[[LLMEngine], Any]] = {
@@ -387,6 +391,7 @@ def test_a_judge_scores_as_on_chat_for_the_same_verdict(judge: str) -> None:
     )
     assert request.headers["anthropic-version"] and score.metadata["sent"]["api"] == "anthropic"
     assert ("thinking" in request.body) == judge.endswith("thinking")
+    assert score.metadata.get("judge_reasoning") == (LOOPBACK_THINKING if judge.endswith("thinking") else None)
 
 
 @needs_sdk
@@ -481,3 +486,17 @@ def test_the_key_appears_in_no_result_cache_log_or_error(tmp_path: Path, monkeyp
     shown += [path.read_bytes().decode("utf-8", "replace") for path in tmp_path.rglob("*") if path.is_file()]
     assert any(record.name.startswith(("anthropic", "httpx")) for record in caplog.records)  # their logs were read
     assert all(KEY not in text for text in shown)
+
+
+@needs_sdk
+def test_samples_keep_their_own_cache_entries_without_a_seed_on_the_wire(tmp_path: Path) -> None:
+    """The Messages API has no ``seed``: a classifier's samples send the same body, and the cache tells them apart
+    by the seed the request carries (a second run reads each sample's own verdict, not the last one stored)."""
+    verdicts = iter("ABCDEF")
+    with LoopbackLLM(default=lambda request: Reply.choice(next(verdicts), reasons="r"), api_key=KEY) as server:
+        engine = engine_on(server, cache=tmp_path / "cache.sqlite")
+        judge = scorers.get("Factuality", engine=engine, samples=3, temperature=0.7)
+        first, again = judge(**ROW), judge(**ROW)
+        assert server.request_count == 3 and "seed" not in server.requests[0].body
+    assert sorted(first.metadata["choices"]) == ["A", "B", "C"]  # the samples went out together, in any order
+    assert again.metadata["choices"] == first.metadata["choices"] and again.metadata["cached"]

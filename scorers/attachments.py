@@ -408,7 +408,7 @@ class Placement:
     """
 
     def __init__(self) -> None:
-        self.nonce = secrets.token_hex(8)
+        self.nonce = ""  # made with the first marker
         #: ``(field, attachment)`` for each marker, in the order they were made.
         self.found: list[tuple[str, Attachment]] = []
         self._token: Any = None
@@ -427,6 +427,7 @@ class Placement:
 
     def marker(self, attachment: Attachment, field: str) -> str:
         """The text that stands for ``attachment`` (of ``field``) until :meth:`parts` replaces it."""
+        self.nonce = self.nonce or secrets.token_hex(8)
         self.found.append((field, attachment))
         return f"\x00{self.nonce}:{len(self.found) - 1}\x00"
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from .._util import lazy, lazy_names, memoize
+from ..attachments import Attachment, Placement
 from ..errors import TemplateError
 from .conversation import DEFAULT_MAX_TOKENS, THREAD_FIELD, THREAD_VARIABLES, PromptText, template_context
 
@@ -317,8 +318,6 @@ class JudgeTemplate:
         attachment (a declared attachment field, or any :class:`~scorers.attachments.Attachment` value) has chat
         content parts: its text around each attachment's part.
         """
-        from ..attachments import Placement
-
         placement = Placement.current()
         if placement is None:
             with Placement() as placement:
@@ -367,8 +366,6 @@ class JudgeTemplate:
     def _place_attachments(self, context: dict[str, Any], placement: Any) -> None:
         """Put in ``context`` the marker of each attachment (a declared field's value is read as one), which the
         rendered text is split at (:class:`~scorers.attachments.Placement`)."""
-        from ..attachments import Attachment
-
         for name in [n for n, value in context.items() if n in self.attachments or isinstance(value, Attachment)]:
             try:
                 attachment = Attachment.of(context[name])

@@ -87,7 +87,7 @@ class Scorer:
     max_chars: int | None = None
     #: The fields whose reasoning (``<think>…</think>`` and the like) is left out before scoring while the scorer's
     #: ``strip_reasoning`` is on (:mod:`scorers.reasoning`): the ``output`` of the text metrics and the judges.
-    reasoning_fields: ClassVar[tuple[str, ...]] = ()
+    reasoning_fields: tuple[str, ...] = ()
     #: Derived: True when the class overrides ``_ascore`` or ``_ascore_batch``.
     is_async: ClassVar[bool] = False
     #: Derived: standard fields a hook names in its signature (passed even when not declared).

@@ -85,7 +85,7 @@ class LLMJudge(Scorer):
     #: judge whose count depends on its settings (samples, both orders) sets it when built.
     requests_per_row: str = "1"
     #: The judged output's reasoning is left out while ``strip_reasoning`` is on (a request setting).
-    reasoning_fields = ("output",)
+    reasoning_fields: tuple[str, ...] = ("output",)
     #: Response modes the kind supports (the spec may narrow them); none for a judge that reads no reply (GPTScore
     #: reads log-probabilities).
     response_modes: ClassVar[tuple[str, ...]] = ("tools", "json", "json_object", "text")

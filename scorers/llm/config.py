@@ -368,6 +368,13 @@ class LLMSettings(BaseModel):
         messages, logs, cache keys and ``repr`` show it."""
         return mask_urls(self.base_url)
 
+    @property
+    def environ(self) -> Environ:
+        """The environment in effect where these settings are used: the process's, or within :func:`scoped` (an
+        engine's worker) the driver's variables over it, which a protocol reads its own credentials from (e.g.
+        Bedrock's AWS key pair)."""
+        return _environ()
+
     def __repr_args__(self) -> Any:  # repr() and str(): URLs' credentials masked, secrets left out (repr=False)
         for name, info in type(self).model_fields.items():
             if info.repr:

@@ -61,6 +61,11 @@ class Settings(Protocol):
     @property
     def timeout(self) -> float: ...
 
+    @property
+    def environ(self) -> Environ:
+        """The environment the settings were resolved in (an engine's worker: the driver's variables)."""
+        ...
+
 
 class Request(Protocol):
     """What a protocol reads of a request (:class:`~scorers.llm.protocol.ChatRequest` has it), in the chat shape."""

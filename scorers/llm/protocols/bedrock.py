@@ -44,7 +44,6 @@ import base64
 import binascii
 import json
 import logging
-import os
 import re
 from typing import Any, ClassVar, Mapping, Sequence
 from urllib.parse import quote
@@ -210,13 +209,14 @@ class BedrockProtocol(WireProtocol):
         request's was awaiting would be a second one, its HTTP session never closed (32 requests in flight at the
         start made 32). So the chain is read at once (a profile's SSO or role may take a network call, once)."""
         base_url = settings.base_url.rstrip("/").removesuffix("/v1")
-        region = _url_region(base_url) or _region(os.environ)
+        region = _url_region(base_url) or _region(settings.environ)
         if region is None:
             raise ConfigError(
                 f"no AWS region to sign the bedrock requests to {base_url} with: set AWS_REGION (or "
                 "AWS_DEFAULT_REGION, or a region in the AWS profile)"
             )
-        return ConverseClient(base_url, region, _credentials(os.environ), _sender(settings.transport))
+        environ = settings.environ
+        return ConverseClient(base_url, region, _credentials(environ), _sender(settings.transport), environ)
 
     async def post(self, client: Any, path: str, body: Mapping[str, Any], timeout: float) -> HTTPReply:
         """Sign the body (without its ``model``, which is in the path) and send it; the reply whatever its status."""
@@ -230,7 +230,8 @@ class BedrockProtocol(WireProtocol):
     def redacted(self, settings: Settings) -> tuple[str, ...]:
         """The environment's AWS secret access key and session token (SigV4 never sends the secret; the token goes
         in a header no message shows, but neither may appear anywhere)."""
-        secrets = (os.environ.get("AWS_SECRET_ACCESS_KEY"), os.environ.get("AWS_SESSION_TOKEN"))
+        environ = settings.environ
+        secrets = (environ.get("AWS_SECRET_ACCESS_KEY"), environ.get("AWS_SESSION_TOKEN"))
         return tuple(value.strip() for value in secrets if value and value.strip())
 
 
@@ -534,9 +535,10 @@ class ConverseClient:
     """What :meth:`BedrockProtocol.post` sends with: the endpoint, the region and credentials it signs with, and
     the HTTP sender (the engine closes it with :meth:`aclose`)."""
 
-    def __init__(self, base_url: str, region: str, credentials: Any, sender: "_Sender") -> None:
+    def __init__(self, base_url: str, region: str, credentials: Any, sender: "_Sender", environ: Environ) -> None:
         self.base_url, self.region, self.credentials, self.sender = base_url, region, credentials, sender
-        self._chain = _chain_values(os.environ)
+        self.environ = environ  # the process's, or an engine worker's scoped view of the driver's variables
+        self._chain = _chain_values(environ)
         _mask_session_tokens()
         self._auth = _botocore("botocore.auth")
         self._request = _botocore("botocore.awsrequest").AWSRequest
@@ -545,9 +547,9 @@ class ConverseClient:
         """The headers of a SigV4-signed ``POST`` of ``payload`` to ``url`` (service ``bedrock``), signed now with
         the credentials as they are now: found again when the chain's variables changed (new keys, another
         profile), refreshed by botocore where they expire."""
-        chain = _chain_values(os.environ)
+        chain = _chain_values(self.environ)
         if chain != self._chain:
-            self.credentials, self._chain = _credentials(os.environ), chain
+            self.credentials, self._chain = _credentials(self.environ), chain
         request = self._request(method="POST", url=url, data=payload, headers={"Content-Type": "application/json"})
         frozen = self.credentials.get_frozen_credentials()
         self._auth.SigV4Auth(frozen, "bedrock", self.region).add_auth(request)

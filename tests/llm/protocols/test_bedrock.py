@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -573,3 +574,19 @@ def test_an_image_judge_sends_its_image_as_an_image_block(server: LoopbackLLM) -
     with pytest.raises(scorers.errors.ScorerError, match="limit of 3.75 MB"):
         judge(input=too_big, output="A pixel.")
     assert server.request_count == 1
+
+
+def test_an_engine_worker_signs_with_the_drivers_credentials(
+    server: LoopbackLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an engine's worker the driver's AWS variables arrive as a scoped view (``scoped``), not in ``os.environ``:
+    the client reads its key pair, region and secrets to redact from that view."""
+    from scorers.llm.config import scoped
+
+    driver = {name: os.environ[name] for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION")}
+    for name in driver:
+        monkeypatch.delenv(name)
+    server.default = Reply.text("Y")
+    with scoped({}, driver):
+        result = engine(server).complete_sync(ask())
+    assert (result.content, [r.status for r in server.requests]) == ("Y", [200])

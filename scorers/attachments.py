@@ -31,6 +31,7 @@ import secrets
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import unquote_to_bytes, urlsplit
@@ -344,10 +345,18 @@ class Attachment:
         return hashlib.sha256(self.data if self.data is not None else (self.url or "").encode()).hexdigest()
 
     def base64(self) -> str:
-        """The bytes as base64 text."""
+        """The bytes as base64 text (encoded once: every request of a row, samples and swapped orders, sends it)."""
         if self.data is None:
             raise AttachmentError(f"the URL {_shown(self.url or '')} holds no data to send as base64")
-        return base64.b64encode(self.data).decode("ascii")
+        return self._base64
+
+    @cached_property
+    def _base64(self) -> str:
+        return base64.b64encode(self.data or b"").decode("ascii")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Its fields, without the base64 made from them (a row sent to a worker carries its bytes once)."""
+        return {key: value for key, value in self.__dict__.items() if key != "_base64"}
 
     def data_uri(self) -> str:
         """``data:<media type>;base64,<data>``."""

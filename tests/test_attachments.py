@@ -4,6 +4,7 @@ checks of a protocol's media types and limits; the errors that name what was wro
 from __future__ import annotations
 
 import base64
+import pickle
 from pathlib import Path
 
 import pytest
@@ -196,3 +197,10 @@ def test_capabilities_may_name_kinds_or_families():
     assert "limit of 10 bytes" in attachment_problem(Attachment.of(PDF), "demo", by_kind)
     by_family = Capabilities(attachments=frozenset({"audio/*"}))
     assert attachment_problem(Attachment.of(MP3), "demo", by_family) is None
+
+
+def test_the_base64_is_made_once_and_does_not_travel():
+    attachment = Attachment.of(PNG)
+    assert attachment.base64() is attachment.base64() == TINY_PNG
+    copy = pickle.loads(pickle.dumps(attachment))
+    assert copy == attachment and "_base64" not in copy.__dict__ and copy.base64() == TINY_PNG

@@ -122,15 +122,19 @@ async def _openai_sdk(url: str, path: str) -> tuple[Post, Callable[[], Awaitable
 
 
 async def _anthropic_sdk(url: str, path: str) -> tuple[Post, Callable[[], Awaitable[None]]]:
-    import anthropic
-    import httpx
+    import importlib
 
+    import anthropic
+
+    # the raw response class of the httpx flavour the SDK sends with
+    flavour = next(c for c in anthropic.DefaultAsyncHttpxClient.__mro__ if c.__name__ == "AsyncClient")
+    raw = importlib.import_module(flavour.__module__.split(".")[0]).Response
     client = anthropic.AsyncAnthropic(
         base_url=url, api_key=API_KEY, max_retries=0, http_client=anthropic.DefaultAioHttpClient()
     )
 
     async def post(body: dict[str, Any]) -> Any:
-        response = await client.post(path, body=body, cast_to=httpx.Response, options={"timeout": 60.0})
+        response = await client.post(path, body=body, cast_to=raw, options={"timeout": 60.0})
         return json.loads(response.content)
 
     return post, client.close

@@ -597,14 +597,34 @@ class _AiohttpSender(_Sender):
     def __init__(self) -> None:
         import aiohttp
 
-        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), trust_env=True)
+        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+        #: The environment's proxy and its credentials (HTTPS_PROXY, NO_PROXY, ~/.netrc) per origin, read on its first
+        #: request: ``trust_env=True`` would read them in a thread on every request (two thread hops, about 0.4 ms of
+        #: CPU a request in benchmarks/judge_protocols.py).
+        self._proxies: dict[Any, tuple[Any, Any]] = {}
+
+    def _proxy(self, url: Any) -> tuple[Any, Any]:
+        from aiohttp.helpers import get_env_proxy_for_url
+
+        origin = url.origin()
+        if origin not in self._proxies:
+            try:
+                self._proxies[origin] = get_env_proxy_for_url(url)
+            except LookupError:  # no proxy for this host
+                self._proxies[origin] = (None, None)
+        return self._proxies[origin]
 
     async def post(self, url: str, payload: bytes, headers: Mapping[str, str], timeout: float) -> HTTPReply:
         import aiohttp
         from yarl import URL
 
         limit = aiohttp.ClientTimeout(total=timeout)
-        async with self.session.post(URL(url, encoded=True), data=payload, headers=headers, timeout=limit) as reply:
+        target = URL(url, encoded=True)
+        proxy, proxy_auth = self._proxy(target)
+        sent = self.session.post(
+            target, data=payload, headers=headers, timeout=limit, proxy=proxy, proxy_auth=proxy_auth
+        )
+        async with sent as reply:
             content = await reply.read()
             return HTTPReply(reply.status, {name.lower(): value for name, value in reply.headers.items()}, content)
 

@@ -422,13 +422,15 @@ def test_usage_reads_cache_and_thinking_tokens() -> None:
 
 
 @needs_sdk
-@pytest.mark.parametrize("fault", [Reply.rate_limited(retry_after=0), Reply.error(529, "Overloaded"), Reply.error(500)])
-def test_rate_limits_and_overload_are_retried(fault: Reply) -> None:
+@pytest.mark.parametrize(
+    "fault", [Reply.rate_limited(retry_after=0), Reply.error(529, "Overloaded"), Reply.error(500), Reply.drop()]
+)
+def test_rate_limits_overload_and_dropped_connections_are_retried(fault: Reply) -> None:
     with LoopbackLLM(default=Reply.choice("C", reasons="same"), api_key=KEY) as server:
         server.script(fault, times=1)
         score = scorers.get("Factuality", engine=engine_on(server))(**ROW)
         statuses = [r.status for r in server.requests]
-    assert score.score == 1.0 and statuses == [fault.status, 200]
+    assert score.score == 1.0 and statuses == [0 if fault.kind == "drop" else fault.status, 200]
 
 
 @needs_sdk

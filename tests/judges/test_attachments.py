@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from scorers.errors import ConfigError, ScorerInputError, TemplateError
 from scorers.judges import LLMClassifier
 from scorers.judges.discovery import build_judge, parse_template
 from scorers.llm import LLMEngine
-from scorers.llm.protocols import wire
+from scorers.llm.protocols import PROTOCOLS, wire
 from scorers.testing import LoopbackLLM, Reply
 
 CHART = Path(__file__).resolve().parents[2] / "examples" / "chart.png"
@@ -204,3 +205,30 @@ def test_a_protocol_that_sends_no_attachments_refuses_the_judge_at_construction(
     assert "key 'fields' declares attachments (output), which the chat protocol does not send" in message
     assert "use an api that does: responses" in message
     assert scorers.get("Factuality", engine=LLMEngine(api="chat"))  # a judge without attachments is not refused
+
+
+@pytest.mark.parametrize("api", PROTOCOLS.names())
+def test_an_image_in_a_conversation_reaches_the_judge_on_every_protocol(api, fake_api_key, monkeypatch):
+    from test_every_judge_protocol import environment
+
+    definition = parse_template(
+        {
+            "name": "ScreenshotHelped",
+            "fields": {"conversation": "conversation"},
+            "prompt": "Did the assistant read the user's screenshot right?\n{{conversation}}",
+            "choice_scores": {"Y": 1, "N": 0},
+        }
+    )
+    image = Attachment.from_path(CHART)
+    conversation = [
+        {"role": "user", "content": [{"type": "text", "text": "What does this show?"}, image.part()]},
+        {"role": "assistant", "content": "Sales by quarter; Q2 is highest."},
+    ]
+    with LoopbackLLM(default=Reply.choice("Y")) as server, monkeypatch.context() as patch:
+        for name, value in environment(PROTOCOLS.get(api), server, fake_api_key).items():
+            patch.setenv(name, value)
+        judge = build_judge(definition, engine=LLMEngine(api=api, cache=False, max_reasks=0))
+        assert judge(conversation=conversation).score == 1.0
+        (request,) = [r for r in server.requests if r.api is not None]
+        assert image.base64() in json.dumps(request.body)
+        assert "user: What does this show?" in request.last_user_message

@@ -14,7 +14,7 @@ import pytest
 from scorers.testing import LoopbackLLM, Reply, auto_reply
 from scorers.testing.protocols.gemini import GenerateContentAPI, prompt_blocked, resource_exhausted
 
-genai = pytest.importorskip("google.genai", reason="the gemini extra (google-genai) drives the loopback")
+genai = pytest.importorskip("google.genai", reason="google-genai (in the dev extra) drives the loopback")
 types = pytest.importorskip("google.genai.types")
 errors = pytest.importorskip("google.genai.errors")
 

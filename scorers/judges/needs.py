@@ -17,13 +17,12 @@ an api that serves it: 'chat'.
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Protocol, Sequence
 
 from ..llm.protocols import PROTOCOLS, Capabilities, wire
 
 if TYPE_CHECKING:
     from ..llm.protocols import WireProtocol
-    from .base import LLMJudge
 
 __all__ = [
     "CAPABILITY_WORDS",
@@ -135,7 +134,27 @@ def refusal_message(
     return f"{judge}: a {kind} judge cannot run on the {protocol} protocol: {why}, and {refusal}.{use}"
 
 
-def protocol_refusal(judge: "LLMJudge") -> str | None:
+class Judge(Protocol):
+    """What :func:`protocol_refusal` reads of a judge (an :class:`~scorers.judges.LLMJudge` has it; typed by its
+    shape, so this module does not import the judges' base, which imports it)."""
+
+    name: str
+    api: str | None
+    response_mode: str
+
+    @property
+    def judge_kind(self) -> str: ...
+
+    @property
+    def response_modes(self) -> Sequence[str]: ...
+
+    @property
+    def engine(self) -> Any: ...
+
+    def needs(self, response_mode: str | None = None) -> Mapping[str, "Need"]: ...
+
+
+def protocol_refusal(judge: Judge) -> str | None:
     """Why ``judge`` cannot run on its protocol (its ``api``, else its engine's), or ``None`` when it can: the
     message of :func:`refusal_message`, with the kind's other response modes and the registered protocols that
     would serve it."""

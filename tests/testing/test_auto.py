@@ -92,10 +92,18 @@ def _engine(server):
 
 
 def _fields(judge) -> dict:
+    import scorers
+
     fields = {name: JUDGE_FIELDS.get(name, f"some {name}") for name in judge.required_fields()}
-    # a field a judge's template declares a conversation holds one
-    conversations = getattr(getattr(judge, "template", None), "conversations", ())
-    return fields | {name: JUDGE_FIELDS["conversation"] for name, _ in conversations}
+    # a field a judge's template declares a conversation holds one, an attachment an image
+    template = getattr(judge, "template", None)
+    conversations = getattr(template, "conversations", ())
+    image = scorers.Attachment.from_base64(scorers.attachments.TINY_PNG)
+    return (
+        fields
+        | {name: JUDGE_FIELDS["conversation"] for name, _ in conversations}
+        | {name: image for name in getattr(template, "attachments", ())}
+    )
 
 
 @pytest.mark.parametrize("name, settings", list(_judge_cases()))

@@ -69,6 +69,8 @@ def _serve(conn: Any, latency: float) -> None:
             command = conn.recv()
             if command == "count":
                 conn.send(len(server.chat_requests))
+            elif command == "requests":
+                conn.send(server.request_count)
             elif command == "max_in_flight":
                 conn.send(server.max_in_flight)
             else:
@@ -76,7 +78,8 @@ def _serve(conn: Any, latency: float) -> None:
 
 
 class ServerProcess:
-    """The loopback server in a child process; ``count()`` is the number of chat requests it received."""
+    """The loopback server in a child process; ``count()`` is the number of chat requests it received, ``requests()``
+    of requests to any of its APIs."""
 
     def __init__(self, latency: float) -> None:
         context = multiprocessing.get_context("spawn")
@@ -87,6 +90,10 @@ class ServerProcess:
 
     def count(self) -> int:
         self._conn.send("count")
+        return self._conn.recv()
+
+    def requests(self) -> int:
+        self._conn.send("requests")
         return self._conn.recv()
 
     def max_in_flight(self) -> int:

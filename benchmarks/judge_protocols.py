@@ -25,9 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import hashlib
 import json
-import multiprocessing
 import os
 import statistics
 import sys
@@ -38,55 +36,21 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import make_pairs, versions, write_json  # noqa: E402
+from benchmarks.bench_judge import API_KEY, ServerProcess, _rows, run_ours  # noqa: E402
+from benchmarks.common import versions, write_json  # noqa: E402
 
 MODEL = "judge-model"
-API_KEY = "sk-bench-placeholder"
 GOAL = 0.95
-
-
-# ------------------------------------------------------------------ the server
-def _reply_for(request: Any) -> Any:
-    from scorers.testing import Reply
-
-    digest = hashlib.sha256(request.last_user_message.encode()).digest()
-    return Reply.choice("ABCDE"[digest[0] % 5], reasons="Compared the facts of both answers.")
-
-
-def _serve(conn: Any, latency: float) -> None:
-    from scorers.testing import LoopbackLLM
-
-    with LoopbackLLM(default=_reply_for, latency=latency) as server:
-        conn.send(server.base_url.removesuffix("/v1"))
-        while conn.recv() == "count":
-            conn.send(server.request_count)
-
-
-class ServerProcess:
-    """The loopback server in a child process; ``count()`` is the number of requests it received."""
-
-    def __init__(self, latency: float) -> None:
-        context = multiprocessing.get_context("spawn")
-        self._conn, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child, latency), daemon=True)
-        self._process.start()
-        self.root: str = self._conn.recv()
-
-    def count(self) -> int:
-        self._conn.send("count")
-        return self._conn.recv()
-
-    def stop(self) -> None:
-        self._conn.send("stop")
-        self._process.join(timeout=10)
+#: Rows that warm each contender up (other rows than the timed ones).
+WARM_UP = [{"input": f"Warm-up {i}", "output": "yes", "expected": "no"} for i in range(4)]
 
 
 # ------------------------------------------------------------------ endpoints
-def base_url(protocol: Any, root: str) -> str:
+def base_url(protocol: Any, server: ServerProcess) -> str:
     """The server's root with the path of the provider's default URL (``/v1`` for OpenAI's, none for the others)."""
     default = protocol.endpoint.default_url
     default = default({}) if callable(default) else default
-    return root + urlsplit(default).path.rstrip("/")
+    return server.base_url.removesuffix("/v1") + urlsplit(default).path.rstrip("/")
 
 
 def aws_credentials() -> dict[str, str]:
@@ -190,29 +154,6 @@ CEILINGS: dict[str, tuple[str, Callable[[str, str], Awaitable[tuple[Post, Any]]]
 
 
 # ------------------------------------------------------------------- the runs
-def _rows(n: int, offset: int = 0) -> list[dict[str, str]]:
-    return [
-        {"input": f"Question {offset + i}: what does the passage say?", "output": out, "expected": exp}
-        for i, (out, exp) in enumerate(make_pairs(n, seed=7 + offset))
-    ]
-
-
-def run_ours(judge: Any, rows: list[dict[str, str]], concurrency: int) -> tuple[float, float, list[Any]]:
-    """Wall seconds, process CPU seconds and the results of one batch through ``ascore_batch``."""
-    from scorers.llm import aclose
-
-    async def go() -> list[Any]:
-        try:
-            return await judge.ascore_batch(rows, concurrency=concurrency)
-        finally:
-            await aclose()
-
-    gc.collect()
-    cpu, wall = time.process_time(), time.perf_counter()
-    results = asyncio.run(go())
-    return time.perf_counter() - wall, time.process_time() - cpu, results
-
-
 def run_ceiling(api: str, url: str, path: str, bodies: list[dict[str, Any]], concurrency: int) -> tuple[float, float]:
     """Wall and CPU seconds to send ``bodies`` with ``api``'s bare client, ``concurrency`` in flight."""
 
@@ -245,18 +186,18 @@ def measure(
     from scorers.llm.protocols import PROTOCOLS
 
     protocol = PROTOCOLS.get(api)
-    url = base_url(protocol, server.root)
+    url = base_url(protocol, server)
     engine = LLMEngine(api=api, base_url=url, api_key=API_KEY, max_concurrency=concurrency, cache=False)
     judge = scorers.get("Factuality", model=MODEL, engine=engine)
     path = protocol.path(MODEL)
     bodies = [protocol.body(judge.build_request(row), MODEL, False) for row in rows]
-    run_ours(judge, _rows(4, offset=len(rows)), concurrency)
+    run_ours(judge, WARM_UP, concurrency)
     run_ceiling(api, url, path, bodies[:4], concurrency)
     ours_runs, bare_runs, shares = [], [], []
     for _ in range(rounds):
-        before = server.count()
+        before = server.requests()
         ours_wall, ours_cpu, ours = run_ours(judge, rows, concurrency)
-        requests = server.count() - before
+        requests = server.requests() - before
         failed = [r for r in ours if not isinstance(r, scorers.Score)]
         if failed or requests != len(rows):
             raise SystemExit(f"{api}: {len(failed)} rows failed, {requests} requests, first: {failed[:1]!r}")

@@ -27,6 +27,8 @@ import time
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ...errors import DataError
+from ..protocols import wire
+from ..redaction import redact
 from .core import BatchAPI, Outcome
 from .deferral import BatchRequestError, Deferral, Pending, labelled
 from .providers import batch_api
@@ -237,9 +239,13 @@ class Batches:
             delay = min(2 * delay, self.poll_s)
         log.info("batch %s: %s %s", entry["id"], status.state, status.counts)
         outcomes = await provider.results(client, status)
+        secrets = wire(entry["api"]).redacted(settings)
         for key in entry["custom_ids"]:
             outcome = outcomes.get(key)
-            if outcome is None:
+            if isinstance(outcome, BatchRequestError):  # a line's error in the provider's words, which may echo a key
+                message = redact(str(outcome), settings.api_key, *secrets)
+                outcome = BatchRequestError(message, reason=outcome.reason, status=outcome.status)
+            elif outcome is None:
                 problem = f" ({status.problem})" if status.problem else ""
                 outcome = BatchRequestError(
                     f"the {provider.name} batch {entry['id']} ended {status.state}{problem} before answering this "

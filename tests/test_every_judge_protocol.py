@@ -1,10 +1,11 @@
 """Every built-in judge, and every judge kind in every response mode, through every registered wire protocol
-(:data:`scorers.llm.protocols.PROTOCOLS`: chat, responses, anthropic, gemini, bedrock as they land) against the
+(:data:`scorers.llm.protocols.PROTOCOLS`: chat, responses, anthropic, gemini, bedrock, and any protocol added) against the
 loopback server over real HTTP, each protocol through its own client:
 
 - a judge its protocol can serve makes the requests per row that ``show`` states, and its score and verdicts are
   those the same replies give on ``chat`` (whose formulas the judges' own tests check), the replies being the same;
-  a classifier's score is its ``choice_scores`` value of the choice the server sent;
+  a classifier's score is its ``choice_scores`` value of the choice the server sent, a rubric's the weighted mean of
+  the grades sent;
 - a judge its protocol cannot serve (GPTScore's prompt logprobs, G-Eval's weighting without logprobs, a forced tool
   with thinking on Anthropic, a response mode the provider lacks) is refused when it is built, a ``ConfigError``,
   before any request.
@@ -198,6 +199,10 @@ def test_every_judge_on_every_protocol(name, api, monkeypatch, fake_api_key):
     if "choice" in score.metadata and getattr(judge, "choice_scores", None):
         sent = json.loads(got["sent"][-1].arguments)["choice"]
         assert (score.metadata["choice"], score.score) == (sent, judge.choice_scores[sent])
+    if isinstance(judge, RubricJudge):  # the weighted mean of the grades sent, each mapped onto [0, 1]
+        grades, (low, high) = json.loads(got["sent"][-1].arguments), (judge.scale.min, judge.scale.max)
+        weighted = sum(c.weight * (grades[c.name] - low) / (high - low) for c in judge.criteria)
+        assert score.score == pytest.approx(weighted / sum(c.weight for c in judge.criteria))
     if api != "chat":
         on_chat = run(lambda engine: scorers.get(name, engine=engine), row, "chat", varied, monkeypatch, fake_api_key)
         assert same_replies(got["sent"], on_chat["sent"]), "the server was asked other things than on chat"

@@ -254,8 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
 
     print(
-        f"Factuality, {len(rows)} rows per protocol and round, {args.rounds} rounds (median), server latency {args.latency * 1000:.0f} ms, "
-        f"{args.concurrency} in flight; ideal {ideal:.0f} rows/s; load average {load[0]:.2f} {load[1]:.2f} "
+        f"Factuality, {len(rows)} rows per protocol and round, {args.rounds} rounds (median), server latency "
+        f"{args.latency * 1000:.0f} ms, {args.concurrency} in flight; ideal {ideal:.0f} rows/s; load average {load[0]:.2f} {load[1]:.2f} "
         f"{load[2]:.2f} on {os.cpu_count()} CPUs"
     )
     print(

@@ -1,6 +1,6 @@
 """Every built-in judge, and every judge kind in every response mode, through every registered wire protocol
-(:data:`scorers.llm.protocols.PROTOCOLS`: chat, responses, anthropic, gemini, bedrock, and any protocol added) against the
-loopback server over real HTTP, each protocol through its own client:
+(:data:`scorers.llm.protocols.PROTOCOLS`: chat, responses, anthropic, gemini, bedrock, any protocol added) against
+the loopback server over real HTTP, each protocol through its own client:
 
 - a judge its protocol can serve makes the requests per row that ``show`` states, and its score and verdicts are
   those the same replies give on ``chat`` (whose formulas the judges' own tests check), the replies being the same;

@@ -255,8 +255,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"Factuality, {len(rows)} rows per protocol and round, {args.rounds} rounds (median), server latency "
-        f"{args.latency * 1000:.0f} ms, {args.concurrency} in flight; ideal {ideal:.0f} rows/s; load average {load[0]:.2f} {load[1]:.2f} "
-        f"{load[2]:.2f} on {os.cpu_count()} CPUs"
+        f"{args.latency * 1000:.0f} ms, {args.concurrency} in flight; ideal {ideal:.0f} rows/s; load average "
+        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs"
     )
     print(
         f"{'api':<10} {'ours rows/s':>11} {'bare client':<26} {'rows/s':>7} {'ours/bare':>9} "

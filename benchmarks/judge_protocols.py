@@ -268,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{f['share_of_ceiling']:>9.3f} {f['ours_client_cpu_ms_per_call']:>10.2f} ms "
             f"{f['ceiling_client_cpu_ms_per_call']:>5.2f} ms  {'met' if f['share_of_ceiling'] >= GOAL else 'NOT met'}"
         )
+    unmeasured = [api for api in PROTOCOLS.names() if api not in CEILINGS]
+    if unmeasured:
+        print(f"not measured (no bare client named in CEILINGS): {', '.join(unmeasured)}")
     if args.json:
         extra = {"load_average": load, "versions": versions("openai", "anthropic", "google-genai", "botocore")}
         write_json(args.json, figures, extra)

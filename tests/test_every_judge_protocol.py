@@ -26,6 +26,7 @@ import pytest
 from test_every_scorer import JUDGES, REQUESTS_ON_THE_CONTRACT_ROW, _row
 
 import scorers
+from scorers.cli.catalog import describe
 from scorers.errors import ConfigError
 from scorers.judges import GEvalJudge, LLMClassifier, PairwiseJudge, RatingJudge, RubricJudge
 from scorers.llm import LLMEngine
@@ -190,6 +191,7 @@ def test_every_judge_on_every_protocol(name, api, monkeypatch, fake_api_key):
     assert PROTOCOLS.get(api).refusal(needs(judge)) is None, f"{name} was not refused on {api}"
     assert score.score is not None, score.metadata
     stated = judge.describe()["requests_per_row"]
+    assert f"requests per row: {stated}" in describe(judge)  # what `python -m scorers show` prints
     expected = REQUESTS_ON_THE_CONTRACT_ROW.get(name) or int(re.match(r"\d+", stated).group())
     if stated.startswith("1, and 1 more once"):
         expected += 1  # the evaluation steps, written on the first row

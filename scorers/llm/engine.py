@@ -392,8 +392,7 @@ class _Spent:
         self.cached_prompt += tokens.cached_prompt
         self.reasoning += tokens.reasoning
         if not used:
-            self.failed_prompt += tokens[0]
-            self.failed_completion += tokens[1]
+            self.refund(tokens)
 
     def details(self) -> dict[str, int]:
         """The counts of :data:`~scorers.llm.protocol.ChatResult` ``cached_prompt_tokens`` and ``reasoning_tokens``,
@@ -402,9 +401,10 @@ class _Spent:
         return {name: count for name, count in counts.items() if count}
 
     def refund(self, tokens: Tokens) -> None:
-        """Mark a reply charged as used as not used after all (``validate`` refused it)."""
-        self.failed_prompt += tokens[0]
-        self.failed_completion += tokens[1]
+        """Count a reply's tokens as those of a reply not used: one unreadable or refused, or one charged as used
+        that ``validate`` refused after all."""
+        self.failed_prompt += tokens.prompt
+        self.failed_completion += tokens.completion
 
 
 async def _ask(
@@ -502,10 +502,10 @@ async def _ask(
 
 
 def key_endpoint(settings: LLMSettings) -> str:
-    """The endpoint as the cache key names it: its masked URL, and the protocol for those other than OpenAI's two
+    """The endpoint as the cache key names it: its masked URL, and the protocol for those other than OpenAI's
     (whose bodies cannot coincide: ``messages`` and ``input``), so that verdicts of different protocols never mix
     even where one server speaks several (a proxy, :class:`~scorers.testing.LoopbackLLM`)."""
-    if settings.api in ("chat", "responses"):
+    if wire(settings.api).client_family == "openai":
         return settings.shown_url
     return f"{settings.api}+{settings.shown_url}"
 

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from .._util import memoize
 from ..errors import ConfigError
 from .config import is_reasoning_model
-from .protocols import wire
+from .protocols import PROTOCOLS, wire
 from .protocols.result import (
     LOGPROB_SLACK,
     ChatResult,
@@ -47,10 +47,6 @@ __all__ = [
 # tracebacks and pickles), as it was before the protocols had a package of their own.
 for _public in (ChatResult, InvalidReply, TokenLogprob, ToolCall):
     _public.__module__ = __name__
-
-#: The protocols whose body keys :func:`engine_owned_keys` lists (those ``extra`` has been checked against since
-#: before the other protocols; a key another protocol writes is refused when that body is built).
-_OPENAI_APIS = ("chat", "responses")
 
 
 @dataclass(frozen=True)
@@ -113,10 +109,12 @@ class ChatRequest:
         protocol = wire(self.api or api)
         body = protocol.body(self, name, thinks)
         extra = {k: v for k, v in self.extra.items() if not (thinks and k == "top_p")}
-        if protocol.name not in _OPENAI_APIS and extra.keys() & body.keys():
+        # OpenAI's APIs: extra was checked against engine_owned_keys(); another protocol refuses what it writes itself
+        clashes = sorted(extra.keys() & body.keys()) if protocol.client_family != "openai" else []
+        if clashes:
             raise ConfigError(
-                f"ChatRequest extra cannot set {', '.join(sorted(extra.keys() & body.keys()))}: the "
-                f"{protocol.name} protocol writes {'it' if len(extra.keys() & body.keys()) == 1 else 'them'}"
+                f"ChatRequest extra cannot set {', '.join(clashes)}: the {protocol.name} protocol writes "
+                f"{'it' if len(clashes) == 1 else 'them'}"
             )
         body.update(extra)
         return body
@@ -170,9 +168,10 @@ def engine_owned_keys() -> frozenset[str]:
         logprobs=True,
         top_logprobs=1,
     )
+    openai_apis = [name for name in PROTOCOLS.names() if PROTOCOLS.get(name).client_family == "openai"]
     written = {
         key
-        for api in _OPENAI_APIS
+        for api in openai_apis
         for reasoning in (False, True)
         for key in every_field.body("m", api=api, reasoning=reasoning)
     }

@@ -16,9 +16,6 @@ from .server import LoopbackLLM
 
 __all__ = ["serve", "loopback_env"]
 
-#: The OpenAI APIs, whose clients take the base URL with ``/v1`` (the others' SDKs add their API's whole path).
-_OPENAI_APIS = ("chat", "responses")
-
 
 def loopback_env(server: LoopbackLLM, api: str = "chat") -> dict[str, str]:
     """The environment that points the judges of the wire protocol ``api`` at ``server``: the protocol (unless
@@ -33,15 +30,16 @@ def loopback_env(server: LoopbackLLM, api: str = "chat") -> dict[str, str]:
     """
     from ..llm.protocols import wire
 
-    endpoint = wire(api).endpoint
-    env = {endpoint.url_env[0]: server.base_url if api in _OPENAI_APIS else server.url}  # first: a script reads it
+    protocol = wire(api)
+    # first: a script reads it; OpenAI's clients take the URL with /v1, the others' SDKs add their API's whole path
+    env = {protocol.endpoint.url_env[0]: server.base_url if protocol.client_family == "openai" else server.url}
     if api != "chat":
-        env["SCORERS_API"] = wire(api).name
-    if endpoint.key_env:
-        env[endpoint.key_env[0]] = "loopback"
-    for protocol in server.protocols:
-        if protocol.name == api:
-            env.update(protocol.client_env())
+        env["SCORERS_API"] = protocol.name
+    if protocol.endpoint.key_env:
+        env[protocol.endpoint.key_env[0]] = "loopback"
+    for counterpart in server.protocols:
+        if counterpart.name == protocol.name:
+            env.update(counterpart.client_env())
     env["SCORERS_CACHE"] = "off"
     return env
 

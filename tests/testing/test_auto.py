@@ -92,17 +92,16 @@ def _engine(server):
 
 
 def _fields(judge) -> dict:
-    import scorers
+    from test_every_scorer import IMAGE
 
     fields = {name: JUDGE_FIELDS.get(name, f"some {name}") for name in judge.required_fields()}
     # a field a judge's template declares a conversation holds one, an attachment an image
     template = getattr(judge, "template", None)
     conversations = getattr(template, "conversations", ())
-    image = scorers.Attachment.from_base64(scorers.attachments.TINY_PNG)
     return (
         fields
         | {name: JUDGE_FIELDS["conversation"] for name, _ in conversations}
-        | {name: image for name in getattr(template, "attachments", ())}
+        | {name: IMAGE for name in getattr(template, "attachments", ())}
     )
 
 

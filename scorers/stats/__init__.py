@@ -5,6 +5,16 @@ confidence intervals and paired significance tests (:mod:`scorers.stats.resample
 :func:`correlate`: how well scorers agree with human scores, at summary, system and
 global level, with bootstrap intervals and tests between metrics (:mod:`scorers.stats.correlation`).
 :func:`meta_evaluate`: how well a judge agrees with human labels (:mod:`scorers.stats.metaeval`).
+:func:`jury_agreement`: how much several raters (a jury's jurors) agree, as Krippendorff's alpha
+(:func:`krippendorff_alpha`) and Fleiss' kappa (:func:`fleiss_kappa`) with bootstrap intervals over rows,
+and each juror's agreement with the jury and with labels (:mod:`scorers.stats.reliability`):
+
+>>> from scorers.stats import jury_agreement, krippendorff_alpha
+>>> round(krippendorff_alpha([[1, 2], [2, 2], [3, 3], [1, float("nan")]], "ordinal"), 4)
+0.7778
+>>> report = jury_agreement([[0, 0], [1, 1], [1, 0]], ["judge-a", "judge-b"], level="nominal", resamples=200)
+>>> report.alpha.n, report.unanimous
+(3, 0.6666666666666666)
 
 Each takes its options as keyword arguments, declared once in a model (:class:`CompareOptions`,
 :class:`CorrelateOptions`, :class:`MetaEvalOptions`, from :mod:`scorers.options`) that the command line
@@ -31,6 +41,15 @@ from .metaeval import (
     read_labels,
     sample_judges,
 )
+from .reliability import (
+    JuryAgreement,
+    Level,
+    alpha_with_ci,
+    fleiss_kappa,
+    fleiss_kappa_with_ci,
+    jury_agreement,
+    krippendorff_alpha,
+)
 
 __all__ = [
     "compare",
@@ -56,4 +75,11 @@ __all__ = [
     "Judgments",
     "agreement_report",
     "MetaEvaluation",
+    "krippendorff_alpha",
+    "fleiss_kappa",
+    "alpha_with_ci",
+    "fleiss_kappa_with_ci",
+    "jury_agreement",
+    "JuryAgreement",
+    "Level",
 ]

@@ -11,6 +11,7 @@ import pytest
 
 import scorers
 from scorers.cli.catalog import describe
+from scorers.judges import TemplatedJudge
 from scorers.judges.base import LLMJudge
 from scorers.judges.rag import MultiStepJudge, step_prompt
 from scorers.llm import LLMEngine
@@ -447,3 +448,33 @@ def test_every_scorer_batch_equals_its_rows_one_by_one(name):
                 if not _same(b, s, float32=scorer.kind == "embedding")
             ]
             assert not mismatches, mismatches[:3]
+
+
+#: Every template judge as a jury of two jurors (``-p NAME.jury=...``): the contract holds for a jury too.
+TEMPLATED = [name for name in JUDGES if isinstance(scorers.get(name), TemplatedJudge)]
+
+
+def _jury(name: str, **changes) -> dict:
+    votes = scorers.get(name).judge_kind in ("classifier", "pairwise")
+    rule = {"aggregate": "majority", "tie": "tie"} if votes else {"aggregate": "median"}
+    return {"jurors": [{"model": "juror-a"}, {"model": "juror-b", "temperature": 0.5}], **rule, **changes}
+
+
+@pytest.mark.parametrize("name", TEMPLATED)
+def test_every_template_judge_as_a_jury_keeps_the_contract(name, fake_api_key):
+    """A jury's requests per row are its jurors' (counted over HTTP), it travels, and its settings are signed."""
+    with LoopbackLLM(default=_one_of_each) as server:
+        engine = LLMEngine(base_url=server.base_url, api_key=fake_api_key, cache=False, max_reasks=0)
+        jury = scorers.get(name, engine=engine, jury=_jury(name))
+        stated = jury.describe()["requests_per_row"]
+        assert stated.startswith("2 (juror-a: 1, juror-b: 1)") and f"requests per row: {stated}" in describe(jury)
+        score = jury(**_row(name))
+        assert score.score is not None and score.metadata["jurors_failed"] == [], score.metadata
+        assert len(server.chat_requests) == 2
+        assert {r.body["model"] for r in server.chat_requests} == {"juror-a", "juror-b"}
+        for dumps in (pickle.dumps, cloudpickle.dumps):
+            again = pickle.loads(dumps(jury))(**_row(name))
+            assert (again.score, again.metadata["signature"]) == (score.score, score.metadata["signature"])
+    signed = jury.signature()
+    for change in ({"min_jurors": 1}, {"jurors": [{"model": "juror-a"}, {"model": "juror-c"}]}):
+        assert scorers.get(name, jury=_jury(name, **change)).signature() != signed, change

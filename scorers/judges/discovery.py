@@ -33,6 +33,7 @@ from .templated import TemplatedJudge
 
 if TYPE_CHECKING:
     from ..registry import Registry
+    from .jury import Jury
 
 __all__ = [
     "KIND_CLASSES",
@@ -54,10 +55,19 @@ TEMPLATES_ENV = "SCORERS_TEMPLATES"
 TEMPLATE_SUFFIXES = (".yaml", ".yml")
 
 
-def build_judge(definition: Definition, **overrides: Any) -> TemplatedJudge:
-    """The judge a definition describes; keyword arguments override its settings."""
+def build_judge(definition: Definition, **overrides: Any) -> "TemplatedJudge | Jury":
+    """The judge a definition describes; keyword arguments override its settings. A ``jury:`` (in the file, or
+    given: ``-p NAME.jury=YAML``; ``None`` drops the file's) makes it a :class:`~scorers.judges.jury.Jury` of it."""
     judge_class: type[TemplatedJudge] = KIND_CLASSES.get(definition.kind)
-    return judge_class.from_definition(definition.template, definition.settings, **overrides)
+    settings = dict(definition.settings)
+    jury = overrides.pop("jury") if "jury" in overrides else settings.pop("jury", None)
+    settings.pop("jury", None)
+    judge = judge_class.from_definition(definition.template, settings, **overrides)
+    if jury is None:
+        return judge
+    from .jury import jury_of
+
+    return jury_of(judge, jury)
 
 
 def parse_template(data: Mapping[str, Any], *, name: str = "Judge", file: str | None = None) -> Definition:
@@ -229,7 +239,7 @@ def _raiser(error: TemplateError) -> Any:
 def _factory(definition: Definition) -> Any:
     template = definition.template
 
-    def build(**overrides: Any) -> TemplatedJudge:
+    def build(**overrides: Any) -> "TemplatedJudge | Jury":
         return build_judge(definition, **overrides)
 
     build.__name__ = template.name

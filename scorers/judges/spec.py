@@ -69,6 +69,8 @@ __all__ = [
     "kind_fields",
     "expected_value",
     "Argument",
+    "JurorSpec",
+    "JurySpec",
 ]
 
 #: How a judge asks for its verdict: a forced tool call, a JSON-schema ``response_format``, a plain
@@ -285,6 +287,39 @@ class RequestSettings(_Strict):
         return value
 
 
+class JurorSpec(RequestSettings):
+    """One juror of a jury built from a judge: request settings that override the judge's, a ``name`` (the label in
+    the metadata; default: its model) and the ``base_url`` of its endpoint (default: the judge's)."""
+
+    name: Annotated[str, Field(pattern=_NAME_PATTERN)] | None = None
+    base_url: _Text | None = Field(None, description="the juror's endpoint (None: the judge's engine's)")
+
+
+class JurySpec(_Strict):
+    """``jury:`` — the judge asked by several jurors, their verdicts combined by ``aggregate`` (see
+    :mod:`scorers.judges.jury`)."""
+
+    jurors: Annotated[list[JurorSpec], Field(min_length=2)] = Field(description="each juror's settings")
+    aggregate: Literal["majority", "mean", "median", "weighted"] = Field(description="how verdicts combine")
+    tie: Literal["tie", "fail", "abstain"] | None = Field(None, description="a tied vote (majority, weighted choices)")
+    weights: list[Annotated[float, Field(gt=0, allow_inf_nan=False)]] | None = Field(None, description="per juror")
+    min_jurors: Annotated[int, Field(ge=1)] | None = Field(None, description="jurors that must answer (None: all)")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "JurySpec":
+        if (self.aggregate == "majority" and self.tie is None) or (self.aggregate in ("mean", "median") and self.tie):
+            raise _KeyError(
+                "jury.tie", "give tie (tie | fail | abstain) with majority or a weighted vote, and only then"
+            )
+        if (self.aggregate == "weighted") != (self.weights is not None):
+            raise _KeyError("jury.weights", "give weights with aggregate weighted, and only then")
+        if self.weights is not None and len(self.weights) != len(self.jurors):
+            raise _KeyError("jury.weights", f"{len(self.weights)} weights for {len(self.jurors)} jurors")
+        if self.min_jurors is not None and self.min_jurors > len(self.jurors):
+            raise _KeyError("jury.min_jurors", f"{self.min_jurors} is more than the {len(self.jurors)} jurors")
+        return self
+
+
 #: Every TemplateSpec subclass, numbered in the order of definition (the order of the kinds).
 _DEFINED: dict[type, int] = {}
 
@@ -313,6 +348,7 @@ class TemplateSpec(RequestSettings):
     prompt: _Text | None = None
     messages: Annotated[list[Message], Field(min_length=1)] | None = None
     fields: dict[Annotated[str, Field(pattern=_IDENTIFIER)], FieldSpec] | None = None
+    jury: JurySpec | None = Field(None, description="ask several jurors and combine their verdicts")
 
     @field_validator("fields", mode="before")
     @classmethod

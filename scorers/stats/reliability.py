@@ -32,7 +32,7 @@ resample is a weighting of the units by how often it drew each (a matrix product
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Sequence, get_args
+from typing import Any, Literal, Sequence, get_args
 
 import numpy as np
 
@@ -104,6 +104,38 @@ def _check_values(matrix: np.ndarray, level: str, domain: Sequence[float] | None
 
 
 # ------------------------------------------------------------------ sufficient statistics
+def _value_counts(units: np.ndarray) -> tuple[np.ndarray, np.ndarray, Any]:
+    """The distinct values of ``units`` (ascending), each rating's index among them (-1 where missing) and the
+    ``(units, values)`` sparse count of each value in each unit."""
+    from scipy import sparse
+
+    present = ~np.isnan(units)
+    values = np.unique(units[present])
+    codes = np.full(units.shape, -1)
+    codes[present] = np.searchsorted(values, units[present])
+    row, column = np.nonzero(present)
+    counts = sparse.csr_array((np.ones(len(row)), (row, codes[row, column])), shape=(len(units), len(values)))
+    return values, codes, counts
+
+
+def _differing_pairs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair of raters of a unit who gave it different values: the unit, the lower and the higher value index."""
+    found = [(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))]
+    for first in range(codes.shape[1]):
+        for second in range(first + 1, codes.shape[1]):
+            a, b = codes[:, first], codes[:, second]
+            differ = np.flatnonzero((a >= 0) & (b >= 0) & (a != b))
+            found.append((differ, np.minimum(a, b)[differ], np.maximum(a, b)[differ]))
+    units, lower, upper = (np.concatenate(parts) for parts in zip(*found))
+    return units, lower, upper
+
+
+def _ratio_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``((a - b) / (a + b))²``, 0 where ``a + b`` is 0 (as the ``krippendorff`` package)."""
+    sums = a + b
+    return np.divide(a - b, sums, out=np.zeros(np.broadcast(a, b).shape), where=sums != 0) ** 2
+
+
 @dataclass(frozen=True)
 class _AlphaUnits:
     """The pairable units' statistics, from which alpha on any weighting of the units follows.
@@ -111,27 +143,32 @@ class _AlphaUnits:
     With ``n_c`` the pairable values equal to value ``c`` (the coincidence matrix's margins), ``n`` their
     total and ``d`` the level's distance, alpha is ``1 - (n - 1) * sum_u D_u / sum_ck n_c n_k d_ck``, where
     a unit's observed disagreement ``D_u`` is ``sum_ck n_uc n_uk d_ck / (m_u - 1)`` over its ``m_u`` ratings.
+    Interval works on each unit's moments (so continuous scores cost nothing more); the other levels on the
+    distinct values, whose number bounds their cost.
     """
 
     level: str
     low: np.ndarray  # (U,) each unit's smallest and largest rating: a weighting with one value is undefined
     high: np.ndarray
-    counts: np.ndarray  # (U, V) how many of the unit's ratings are each value; (U, 3) m, sum, sum of squares: interval
-    observed: np.ndarray | None  # (U,) D_u where the distance is fixed (not ordinal)
-    distances: np.ndarray | None  # (V, V) ratio distances
-    pairs: Any = None  # ordinal: (U, P) sparse, sum over the unit's rater pairs of values {c, k} of 2 / (m_u - 1)
+    counts: Any  # (U, V) sparse count of each value in each unit; interval: (U, 3) dense m, sum, sum of squares
+    values: np.ndarray  # (V,) the distinct pairable values; interval: empty
+    observed: np.ndarray | None = None  # (U,) D_u where the distance is fixed (not ordinal)
+    pairs: Any = None  # ordinal: (U, P) sparse, per unit and pair of values {c, k}: 2 / (m_u - 1) per rater pair
     pair_values: tuple[np.ndarray, np.ndarray] | None = None  # ordinal: (P,) value indices c < k of each pair
 
     @property
     def rows(self) -> int:
         return len(self.low)
 
+    @property
+    def width(self) -> int:
+        """The widest array a resample makes: units, values or value pairs."""
+        return max(self.rows, len(self.values), 0 if self.pairs is None else self.pairs.shape[1])
+
     @classmethod
     def of(cls, matrix: np.ndarray, level: str) -> "_AlphaUnits":
-        rated = ~np.isnan(matrix)
-        units = matrix[rated.sum(axis=1) >= 2]
-        present = ~np.isnan(units)
-        m = present.sum(axis=1).astype(np.float64)
+        units = matrix[(~np.isnan(matrix)).sum(axis=1) >= 2]
+        m = (~np.isnan(units)).sum(axis=1).astype(np.float64)
         low, high = np.nanmin(units, axis=1, initial=np.inf), np.nanmax(units, axis=1, initial=-np.inf)
         if level == "interval":
             # centred on the mean of all pairable ratings: a shift leaves interval distances as they are,
@@ -139,69 +176,55 @@ class _AlphaUnits:
             centred = units - (np.nanmean(units) if len(units) else 0.0)
             total, squares = np.nansum(centred, axis=1), np.nansum(centred**2, axis=1)
             spread = np.nansum((centred - (total / np.maximum(m, 1))[:, None]) ** 2, axis=1)
-            counts = np.column_stack([m, total, squares])
-            return cls(level, low, high, counts, 2 * m * spread / (m - 1), None)
-        values = np.unique(units[present])
-        codes = np.where(
-            present, np.searchsorted(values, np.where(present, units, values[0] if len(values) else 0)), -1
-        )
-        counts = np.zeros((len(units), len(values)))
-        for column in codes.T:
-            counts[np.flatnonzero(column >= 0), column[column >= 0]] += 1
+            moments = np.column_stack([m, total, squares])
+            return cls(level, low, high, moments, np.empty(0), observed=2 * m * spread / (m - 1))
+        values, codes, counts = _value_counts(units)
         if level == "nominal":
-            return cls(level, low, high, counts, (m**2 - (counts**2).sum(axis=1)) / (m - 1), None)
+            observed = (m**2 - counts.multiply(counts).sum(axis=1)) / (m - 1)
+            return cls(level, low, high, counts, values, observed=observed)
+        unit, lower, upper = _differing_pairs(codes)
+        weight = 2 / (m[unit] - 1)
         if level == "ratio":
-            sums = values[:, None] + values[None, :]
-            distances = (
-                np.divide(values[:, None] - values[None, :], sums, out=np.zeros_like(sums), where=sums != 0) ** 2
-            )
-            return cls(level, low, high, counts, ((counts @ distances) * counts).sum(axis=1) / (m - 1), distances)
-        pairs, pair_values = _ordinal_pairs(codes, m, len(values))
-        return cls(level, low, high, counts, None, None, pairs, pair_values)
+            disagreement = weight * _ratio_distance(values[lower], values[upper])
+            return cls(level, low, high, counts, values, observed=np.bincount(unit, disagreement, minlength=len(units)))
+        from scipy import sparse
 
-    def alphas(self, weights: np.ndarray) -> np.ndarray:
+        ids, column = np.unique(lower * len(values) + upper, return_inverse=True)
+        pairs = sparse.csr_array((weight, (unit, column)), shape=(len(units), len(ids)))
+        return cls(level, low, high, counts, values, pairs=pairs, pair_values=(ids // len(values), ids % len(values)))
+
+    def figures(self, weights: np.ndarray) -> np.ndarray:
         """Alpha on each row of ``weights`` (resamples x units: how often each unit counts); NaN where undefined."""
         n = weights @ self.counts
-        ranks = np.cumsum(n, axis=1) - n / 2  # ordinal: each value's mid-rank among the pairable values
         if self.level == "interval":
             total, first, second = n.T
             expected = 2 * (total * second - first**2)
         else:
             total = n.sum(axis=1)
-            if self.level == "nominal":
-                expected = total**2 - (n**2).sum(axis=1)
-            elif self.level == "ratio":
-                expected = ((n @ self.distances) * n).sum(axis=1)
-            else:  # ordinal: the interval distance of the values' mid-ranks
-                centred = ranks - ((n * ranks).sum(axis=1) / total)[:, None]
-                expected = 2 * total * (n * centred**2).sum(axis=1)
-        if self.observed is not None:
-            observed = weights @ self.observed
+        if self.level == "ordinal":  # the interval distance of the values' mid-ranks among the pairable values
+            ranks = np.cumsum(n, axis=1) - n / 2
+            centred = ranks - ((n * ranks).sum(axis=1) / total)[:, None]
+            expected = 2 * total * (n * centred**2).sum(axis=1)
+            assert self.pair_values is not None
+            lower, upper = self.pair_values
+            observed = ((weights @ self.pairs) * (ranks[:, upper] - ranks[:, lower]) ** 2).sum(axis=1)
         else:
-            lower, upper = self.pair_values  # type: ignore[misc]
-            observed = ((self.pairs.T @ weights.T).T * (ranks[:, upper] - ranks[:, lower]) ** 2).sum(axis=1)
+            assert self.observed is not None
+            observed = weights @ self.observed
+        if self.level == "nominal":
+            expected = total**2 - (n**2).sum(axis=1)
+        elif self.level == "ratio":
+            expected = np.zeros(len(n))
+            step = max(1, _BLOCK // max(len(self.values), 1))  # distances a block of values at a time
+            for start in range(0, len(self.values), step):
+                block = slice(start, start + step)
+                distances = _ratio_distance(self.values[:, None], self.values[None, block])
+                expected += ((n @ distances) * n[:, block]).sum(axis=1)
         drawn = weights > 0
         one_value = np.where(drawn, self.low, np.inf).min(axis=1) == np.where(drawn, self.high, -np.inf).max(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             alphas = 1 - (total - 1) * observed / expected
-        return np.where(one_value | (total < 2), np.nan, alphas)
-
-
-def _ordinal_pairs(codes: np.ndarray, m: np.ndarray, values: int) -> tuple[Any, tuple[np.ndarray, np.ndarray]]:
-    """Per unit, the coincidences of each pair of different values (both orders) that the unit's raters gave."""
-    from scipy import sparse
-
-    units, weights, pair_ids = [], [], []
-    for first in range(codes.shape[1]):
-        for second in range(first + 1, codes.shape[1]):
-            a, b = codes[:, first], codes[:, second]
-            differ = np.flatnonzero((a >= 0) & (b >= 0) & (a != b))
-            units.append(differ)
-            weights.append(2 / (m[differ] - 1))
-            pair_ids.append(np.minimum(a, b)[differ] * values + np.maximum(a, b)[differ])
-    ids, column = np.unique(np.concatenate(pair_ids), return_inverse=True)
-    pairs = sparse.csr_array((np.concatenate(weights), (np.concatenate(units), column)), shape=(len(codes), len(ids)))
-    return pairs, (ids // values, ids % values)
+        return np.where(one_value, np.nan, alphas)
 
 
 @dataclass(frozen=True)
@@ -210,23 +233,24 @@ class _FleissUnits:
 
     raters: int
     agreement: np.ndarray  # (U,)
-    counts: np.ndarray  # (U, V)
+    counts: Any  # (U, V) sparse
 
     @property
     def rows(self) -> int:
         return len(self.agreement)
 
+    @property
+    def width(self) -> int:
+        return max(self.rows, self.counts.shape[1])
+
     @classmethod
     def of(cls, matrix: np.ndarray) -> "_FleissUnits":
-        complete = matrix[~np.isnan(matrix).any(axis=1)]
         raters = matrix.shape[1]
-        values = np.unique(complete)
-        counts = (complete[:, :, None] == values[None, None, :]).sum(axis=1).astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            agreement = ((counts**2).sum(axis=1) - raters) / (raters * (raters - 1.0))
+        _, _, counts = _value_counts(matrix[~np.isnan(matrix).any(axis=1)])
+        agreement = (counts.multiply(counts).sum(axis=1) - raters) / (raters * (raters - 1.0))
         return cls(raters, agreement, counts)
 
-    def kappas(self, weights: np.ndarray) -> np.ndarray:
+    def figures(self, weights: np.ndarray) -> np.ndarray:
         """Fleiss' kappa on each row of ``weights``, statsmodels' arithmetic; NaN where undefined."""
         units = weights.sum(axis=1)
         shares = (weights @ self.counts) / (units * self.raters)[:, None]
@@ -253,7 +277,7 @@ def krippendorff_alpha(
     True
     """
     figure = _alpha_units(ratings, level, domain)
-    value = figure.alphas(np.ones((1, figure.rows)))[0] if figure.rows else np.nan
+    value = figure.figures(np.ones((1, figure.rows)))[0] if figure.rows else np.nan
     return None if np.isnan(value) else float(value)
 
 
@@ -270,7 +294,7 @@ def fleiss_kappa(ratings: Any, *, domain: Sequence[float] | None = None) -> floa
     figure = _fleiss_units(ratings, domain)
     if figure is None or not figure.rows:
         return None
-    value = figure.kappas(np.ones((1, figure.rows)))[0]
+    value = figure.figures(np.ones((1, figure.rows)))[0]
     return None if np.isnan(value) else float(value)
 
 
@@ -295,9 +319,7 @@ def alpha_with_ci(
     """
     _check_resampling(resamples, confidence)
     figure = _alpha_units(ratings, level, domain)
-    return _estimate(
-        figure.alphas, figure.rows, NO_PAIRS if not figure.rows else ONE_VALUE, resamples, confidence, seed
-    )
+    return _estimate(figure, NO_PAIRS if not figure.rows else ONE_VALUE, resamples, confidence, seed)
 
 
 def fleiss_kappa_with_ci(
@@ -318,7 +340,7 @@ def fleiss_kappa_with_ci(
     if figure is None:
         return Estimate(None, None, None, 0, FEWER_THAN_TWO_RATERS)
     reason = NO_COMPLETE_UNITS if not figure.rows else ONE_VALUE
-    return _estimate(figure.kappas, figure.rows, reason, resamples, confidence, seed)
+    return _estimate(figure, reason, resamples, confidence, seed)
 
 
 def _alpha_units(ratings: Any, level: str, domain: Sequence[float] | None) -> _AlphaUnits:
@@ -348,9 +370,10 @@ def _weights(rng: np.random.Generator, rows: int, resamples: int) -> np.ndarray:
 
 
 def _estimate(
-    figure: Callable[[np.ndarray], np.ndarray], rows: int, undefined: str, resamples: int, confidence: float, seed: int
+    units: _AlphaUnits | _FleissUnits, undefined: str, resamples: int, confidence: float, seed: int
 ) -> Estimate:
-    """The figure on all ``rows`` and its percentile interval over ``resamples`` weightings drawn with ``seed``."""
+    """The figure on all the units and its percentile interval over ``resamples`` weightings drawn with ``seed``."""
+    figure, rows = units.figures, units.rows
     if not rows:
         return Estimate(None, None, None, 0, undefined)
     value = float(figure(np.ones((1, rows)))[0])
@@ -358,15 +381,13 @@ def _estimate(
         return Estimate(None, None, None, rows, undefined)
     if rows < 2:
         return Estimate(value, None, None, rows, "a confidence interval needs at least 2 rows")
-    rng, block = np.random.default_rng(seed), max(1, _BLOCK // rows)
+    rng, block = np.random.default_rng(seed), max(1, _BLOCK // units.width)
     resampled = np.concatenate(
         [figure(_weights(rng, rows, min(block, resamples - start))) for start in range(0, resamples, block)]
     )
     undefined_in = int(np.isnan(resampled).sum())
     if undefined_in:
-        reason = (
-            f"no confidence interval: the figure is undefined in {undefined_in} of {resamples} resamples ({undefined})"
-        )
+        reason = f"no confidence interval: {undefined_in} of {resamples} resamples drew a single value (the figure is undefined)"
         return Estimate(value, None, None, rows, reason)
     tail = (1 - confidence) / 2
     low, high = np.quantile(resampled, [tail, 1 - tail])
@@ -400,7 +421,7 @@ class JuryAgreement:
             "level": self.level,
             "jurors": list(self.jurors),
             "units": self.units,
-            "krippendorff_alpha": self.alpha.to_dict(),
+            "alpha": self.alpha.to_dict(),
             "fleiss_kappa": self.fleiss_kappa.to_dict(),
             "unanimous": self.unanimous,
             "per_juror": {

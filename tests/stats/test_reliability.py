@@ -113,6 +113,39 @@ RATINGS = st.integers(2, 8).flatmap(
 PROPERTY = settings(max_examples=60, deadline=None, derandomize=True, database=None)
 
 
+SCORE_RATINGS = st.integers(2, 6).flatmap(
+    lambda raters: st.lists(
+        st.lists(
+            st.one_of(st.floats(0, 100, allow_nan=False).map(lambda v: round(v, 2)), st.just(NAN)),
+            min_size=raters,
+            max_size=raters,
+        ),
+        min_size=2,
+        max_size=30,
+    )
+)
+
+
+@PROPERTY
+@given(ratings=SCORE_RATINGS)
+def test_alpha_of_any_scores_equals_the_krippendorff_package(ratings: list[list[float]]) -> None:
+    """Continuous values too: every level, whatever the number of distinct values; None where the package fails."""
+    matrix = np.array(ratings)
+    for level in reliability.LEVELS:
+        try:
+            expected = krippendorff.alpha(reliability_data=matrix.T, level_of_measurement=level)
+        except ValueError:  # fewer than 2 values, or no unit rated twice
+            expected = NAN
+        alpha = reliability.krippendorff_alpha(matrix, level)
+        assert alpha is None if np.isnan(expected) else alpha == pytest.approx(expected, abs=1e-12)
+
+
+def test_none_is_a_missing_rating_as_nan_is() -> None:
+    with_none = [[1, None, 2], [2, 2, 2], [None, 1, 1]]
+    with_nan = [[1, NAN, 2], [2, 2, 2], [NAN, 1, 1]]
+    assert reliability.krippendorff_alpha(with_none, "interval") == reliability.krippendorff_alpha(with_nan, "interval")
+
+
 @PROPERTY
 @given(ratings=RATINGS, data=st.data())
 def test_permuting_units_or_raters_leaves_alpha_and_kappa_unchanged(ratings: list[list[float]], data: Any) -> None:
@@ -192,10 +225,14 @@ def test_fleiss_kappa_interval_resamples_the_complete_units() -> None:
 
 
 def test_an_interval_is_left_out_when_some_resample_is_undefined() -> None:
-    estimate = reliability.alpha_with_ci([[1, 1], [1, 1], [2, 2]], resamples=100)
-    assert estimate.value == 1.0 and estimate.low is None
-    assert estimate.reason is not None and estimate.reason.startswith(
-        "no confidence interval: the figure is undefined in"
+    """The resamples that drew only units rated 1, or only the unit rated 2, have a single value: alpha is undefined."""
+    estimate = reliability.alpha_with_ci([[1, 1], [1, 1], [2, 2]], resamples=100, seed=4)
+    drawn = np.random.default_rng(4).choice(3, size=(100, 3), replace=True)
+    single = int(((drawn != 2).all(axis=1) | (drawn == 2).all(axis=1)).sum())
+    assert estimate.value == 1.0 and estimate.low is None and single > 0
+    assert (
+        estimate.reason
+        == f"no confidence interval: {single} of 100 resamples drew a single value (the figure is undefined)"
     )
 
 
@@ -234,7 +271,7 @@ def test_jury_agreement_reports_each_figure() -> None:
     assert c["with_jury"].n == 6 and c["with_labels"].n == 6
     assert report.bootstrap == {"method": "percentile", "resamples": 200, "confidence": 0.95, "seed": 0, "over": "rows"}
     as_json = json.loads(json.dumps(report.to_dict(), allow_nan=False))
-    assert as_json["per_juror"]["a"]["with_labels"]["n"] == 6 and as_json["krippendorff_alpha"]["n"] == 7
+    assert as_json["per_juror"]["a"]["with_labels"]["n"] == 6 and as_json["alpha"]["n"] == 7
     table = report.table()
     assert "Krippendorff's alpha" in table and "c with labels" in table and "200 resamples" in table
 

@@ -8,13 +8,16 @@ the loopback server over real HTTP, each protocol through its own client:
   the grades sent;
 - a judge its protocol cannot serve (GPTScore's prompt logprobs, G-Eval's weighting without logprobs, a forced tool
   with thinking on Anthropic, a response mode the provider lacks) is refused when it is built, a ``ConfigError``,
-  before any request.
+  before any request;
+- a judge that samples (a classifier's ``samples``, G-Eval's ``score_mode: sampling``) needs nothing more: it makes
+  its k requests on every protocol, whether the protocol's body carries a seed or not.
 
 Each protocol's endpoint and credentials come from its provider's variables (``Endpoint``), the loopback server's
 root standing in for the provider's host."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import threading
@@ -93,6 +96,15 @@ def varied(request: RecordedRequest) -> Reply:
     if "choice" in properties or any(p.get("type") == "integer" for p in properties.values()):
         return Reply.tool_call({key: _pick(p, offset + i) for i, (key, p) in enumerate(properties.items())}, name=name)
     return Reply.tool_call({key: [_item(p.get("items", {}), offset)] for key, p in properties.items()}, name=name)
+
+
+def seedless(request: RecordedRequest) -> Reply:
+    """:func:`auto_reply` as if the request carried no seed: every sample of a row gets the same answer, on a
+    protocol whose body carries the seed (chat, responses, gemini's ``generationConfig``) as on one whose does not."""
+    body = {key: value for key, value in request.body.items() if key != "seed"}
+    if isinstance(body.get("generationConfig"), dict):
+        body["generationConfig"] = {key: value for key, value in body["generationConfig"].items() if key != "seed"}
+    return auto_reply(dataclasses.replace(request, body=body))
 
 
 def _pick(schema: dict, offset: int) -> Any:
@@ -229,6 +241,8 @@ KINDS: dict[str, tuple[type, dict[str, Any]]] = {
     "pairwise": (PairwiseJudge, {}),
     "geval-logprobs": (GEvalJudge, GEVAL),
     "geval-top_token": (GEvalJudge, {**GEVAL, "score_mode": "top_token"}),
+    "geval-sampling": (GEvalJudge, {**GEVAL, "score_mode": "sampling", "samples": 3, "temperature": 0.7}),
+    "classifier-samples": (LLMClassifier, {"choice_scores": {"Y": 1.0, "N": 0.0}, "samples": 3, "temperature": 0.7}),
 }
 #: The response modes of each kind (G-Eval's weighting reads the score token of a text reply).
 MODES = {kind: ("text",) if kind == "geval-logprobs" else cls.response_modes for kind, (cls, _) in KINDS.items()}
@@ -245,15 +259,21 @@ def test_every_kind_and_mode_on_every_protocol(kind, mode, api, monkeypatch, fak
     """A judge of ``kind`` in ``mode`` on ``api`` scores as on chat, from the same replies, or is refused before a
     request when the protocol lacks what it needs (the capability table of docs/providers/index.md)."""
     build = lambda engine: kind_judge(kind, mode, engine)  # noqa: E731
-    got = run(build, ROW, api, auto_reply, monkeypatch, fake_api_key)
+    samples = KINDS[kind][1].get("samples", 1)
+    answer = seedless if samples > 1 else auto_reply  # the same replies on every protocol, seed or none
+    got = run(build, ROW, api, answer, monkeypatch, fake_api_key)
     lacking = PROTOCOLS.get(api).refusal(needs(build(LLMEngine(api="chat"))))
     if "refused" in got:
         assert lacking and got["requests"] == 0, got["refused"]
         return
     assert lacking is None, f"{kind} in {mode} mode was not refused on {api} ({lacking})"
-    on_chat = run(build, ROW, "chat", auto_reply, monkeypatch, fake_api_key)
+    on_chat = run(build, ROW, "chat", answer, monkeypatch, fake_api_key)
     assert same_replies(got["sent"], on_chat["sent"]), "the server was asked other things than on chat"
     assert got["count"] == on_chat["count"]
+    if samples > 1:  # one request per sample, each its own seed where the body carries one
+        assert got["count"] == samples and got["judge"].requests_per_row == f"{samples} (independent samples)"
+        seeds = [r.body.get("seed", r.body.get("generationConfig", {}).get("seed")) for r in got["requests"]]
+        assert sorted(seeds, key=str) in ([0, 1, 2], [None] * samples), seeds
     assert got["score"].score is not None and verdict(got["score"]) == verdict(on_chat["score"])
 
 

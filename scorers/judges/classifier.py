@@ -52,6 +52,7 @@ from ..errors import ConfigError
 from ..llm import ChatRequest, ChatResult, InvalidReply
 from ..score import Score
 from .reply import REASONS_DESCRIPTION, ReplyFormat, answer_text, reasons_text
+from .sampled import interval, shares
 from .spec import ClassifierSpec
 from .template import JudgeTemplate
 from .templated import TemplatedJudge
@@ -148,7 +149,10 @@ class LLMClassifier(TemplatedJudge):
     ``messages`` is a list of ``{"role", "content"}`` templates instead.
     ``samples=k`` asks k independent judgments (needs ``temperature > 0``) and
     aggregates them by ``mean`` or ``majority`` (ties go to the lowest score);
-    ``agreement`` in the metadata is the share of samples that picked the modal choice.
+    ``agreement`` in the metadata is the share of samples that picked the modal choice,
+    ``choice_probabilities`` each choice's share of the samples (every choice, summing to 1; the estimate of the
+    choice probabilities where an endpoint gives no log-probabilities) with ``choice_intervals``, the 95 %
+    Wilson interval of each share (:mod:`scorers.judges.sampled`), and ``temperature`` the samples'.
     ``reasoning_effort``, ``api`` (``chat`` | ``responses``) and ``extra_args`` (any other
     request parameter, sent verbatim) are request settings; all of them enter the signature.
 
@@ -261,5 +265,11 @@ class LLMClassifier(TemplatedJudge):
                 agreement=top / len(verdicts),
                 aggregate=self.aggregate,
                 cached_samples=sum(r.cached for r in results),
+            )
+            picked = [v.choice for v in verdicts]
+            metadata.update(
+                choice_probabilities=shares(picked, self.choices),
+                choice_intervals={c: interval(picked.count(c), len(picked)) for c in self.choices},
+                temperature=self.temperature,
             )
         return self.make_score(value, **metadata)

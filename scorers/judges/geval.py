@@ -16,6 +16,12 @@ and every Score carries them in its metadata. Then each row is one form-filling 
     :class:`~scorers.errors.JudgeError`.
 ``top_token``
     the number the model wrote, mapped onto [0, 1].
+``sampling``
+    for endpoints without log-probabilities (Anthropic's, Bedrock's, many OpenAI-compatible servers): ``samples``
+    (k >= 2) independent judgments per row at ``temperature`` (> 0, required), each its own seed and cache entry;
+    the score is the mean of the k written numbers mapped onto [0, 1], the empirical estimate of the weighted
+    score. The metadata holds each sample's number, the empirical distribution over the scale and a 95 % Wilson
+    interval of the mean (:mod:`scorers.judges.sampled`). k requests per row.
 
 Response modes: ``text`` (the reply is the number) and ``json``/``json_object`` (``{"score": n}``);
 ``tools`` too with ``top_token``.
@@ -50,6 +56,7 @@ from .base import judge_error
 from .needs import Need
 from .rating import parse_text_rating
 from .reply import ReplyFormat, answer_text
+from .sampled import interval, shares
 from .spec import GEvalSpec, Scale
 from .template import JudgeTemplate
 from .templated import TemplatedJudge
@@ -83,6 +90,11 @@ class GEvalJudge(TemplatedJudge):
         self.score_mode: str = spec.score_mode
         self.top_logprobs: int = spec.top_logprobs
         self.min_prob: float = spec.min_prob
+        self.samples: int = spec.samples
+        if self.score_mode == "sampling":
+            self.requests_per_row = f"{self.samples} (independent samples)" + (
+                ", and 1 more once per judge and model to write the evaluation steps" if self.steps is None else ""
+            )
 
     def needs(self, response_mode: str | None = None) -> dict[str, Need]:
         """As every judge's, plus the reply's log-probabilities for ``score_mode='logprobs'``; the steps are
@@ -92,14 +104,21 @@ class GEvalJudge(TemplatedJudge):
         if mode == "text" and self.spec.steps is None:
             needs["json_object"] = Need("writing the evaluation steps (steps not given)", "steps=[...]")
         if self.spec.score_mode == "logprobs":
-            needs["logprobs"] = Need("score_mode='logprobs' (the probability-weighted score)", "score_mode='top_token'")
+            needs["logprobs"] = Need(
+                "score_mode='logprobs' (the probability-weighted score)",
+                "score_mode='sampling' (its estimate from samples=k judgments at a temperature > 0) or "
+                "score_mode='top_token'",
+            )
         return needs
 
     def kind_params(self) -> dict[str, Any]:
-        """As every kind's; ``top_logprobs`` and ``min_prob`` are ``None`` unless ``score_mode`` is ``logprobs``."""
+        """As every kind's; ``top_logprobs`` and ``min_prob`` are ``None`` unless ``score_mode`` is ``logprobs``,
+        ``samples`` is there only with ``sampling`` (the signature of the other modes is as before it existed)."""
         params = super().kind_params()
         if self.score_mode != "logprobs":
             params.update(top_logprobs=None, min_prob=None)
+        if self.score_mode != "sampling":
+            del params["samples"]
         return params
 
     # ------------------------------------------------------------------ steps
@@ -197,15 +216,19 @@ class GEvalJudge(TemplatedJudge):
     def _requests(self, variables: Mapping[str, Any]) -> list[ChatRequest]:
         tools, tool_choice, response_format = self._format().request_parts(self.response_mode)
         logprobs = self.score_mode == "logprobs"
+        messages = self.render(variables, self._instruction())
+        seeds: list[int | None] = list(range(self.samples)) if self.score_mode == "sampling" else [None]
         return [
             self.request(
-                self.render(variables, self._instruction()),
+                messages,
                 tools=tools,
                 tool_choice=tool_choice,
                 response_format=response_format,
+                sample=seed,
                 logprobs=logprobs,
                 top_logprobs=self.top_logprobs if logprobs else None,
             )
+            for seed in seeds
         ]
 
     def _validate(self, result: ChatResult) -> int:
@@ -257,6 +280,8 @@ class GEvalJudge(TemplatedJudge):
         return expected, {str(value): p / total for value, p in sorted(weights.items())}
 
     def _score_from(self, results: list[ChatResult], latency: float) -> Score:
+        if self.score_mode == "sampling":
+            return self._sampled_score(results, latency)
         written = results[0].parsed
         distribution = None
         expected = float(written)
@@ -272,6 +297,26 @@ class GEvalJudge(TemplatedJudge):
         if distribution is not None:
             metadata["probabilities"] = distribution
         value = min(1.0, max(0.0, self.scale.normalise(expected)))
+        return self.make_score(value, **metadata, **self.call_metadata(results, latency))
+
+    def _sampled_score(self, results: list[ChatResult], latency: float) -> Score:
+        """The mean of the k sampled numbers, mapped onto [0, 1], with their empirical distribution and the
+        Wilson interval of the mean (:mod:`scorers.judges.sampled`)."""
+        sampled: list[int] = [result.parsed for result in results]
+        k, span = len(sampled), range(self.scale.min, self.scale.max + 1)
+        value = math.fsum(self.scale.normalise(s) for s in sampled) / k
+        metadata: dict[str, Any] = {
+            "score_mode": self.score_mode,
+            "samples": k,
+            "temperature": self.temperature,
+            "sampled_scores": sampled,
+            "expected_score": math.fsum(sampled) / k,
+            "probabilities": shares(sampled, span),
+            "score_interval": interval(value * k, k, method="wilson_bounded"),
+            "cached_samples": sum(result.cached for result in results),
+            "steps": list(self.evaluation_steps()),
+            "steps_generated": self.steps is None,
+        }
         return self.make_score(value, **metadata, **self.call_metadata(results, latency))
 
 

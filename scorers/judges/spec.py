@@ -108,7 +108,7 @@ _EXPECTED = {
     "fields": "a mapping of field name → conversation or attachment (or {type: conversation, max_tokens: N})",
     "prompt": "non-empty text",
     "threshold": "a number on the rubric's scale",
-    "score_mode": "logprobs | top_token",
+    "score_mode": "logprobs | top_token | sampling",
     "top_logprobs": "an integer in [1, 20]",
     "min_prob": "a probability in (0, 1)",
     "swap": "true or false",
@@ -419,6 +419,22 @@ def _choice_key(key: Any) -> str:
     return key
 
 
+def _check_sampling(spec: Any, temperature_key: str = "samples") -> None:
+    """Independent samples (``spec.samples``) need a temperature above 0 (a problem of ``temperature_key``: at 0
+    they are the same judgment repeated) and no seed in ``extra_args`` (each sample is sent its own)."""
+    if not spec.temperature:
+        raise _KeyError(
+            temperature_key,
+            f"samples={spec.samples} needs temperature > 0: at temperature 0 the samples are the same judgment repeated",
+        )
+    if "seed" in (spec.extra_args or {}):
+        raise _KeyError(
+            "extra_args",
+            f"a seed in extra_args would give all {spec.samples} samples the same "
+            "seed (each sample is sent its own): leave it out",
+        )
+
+
 class ClassifierSpec(TemplateSpec):
     """``kind: classifier`` — the model picks one of ``choice_scores``; the score is its value."""
 
@@ -434,18 +450,8 @@ class ClassifierSpec(TemplateSpec):
 
     @model_validator(mode="after")
     def _check(self) -> "ClassifierSpec":
-        if self.samples > 1 and not self.temperature:
-            raise _KeyError(
-                "samples",
-                f"samples={self.samples} needs temperature > 0: at temperature 0 the "
-                "samples are the same judgment repeated",
-            )
-        if self.samples > 1 and "seed" in (self.extra_args or {}):
-            raise _KeyError(
-                "extra_args",
-                f"a seed in extra_args would give all {self.samples} samples the same "
-                "seed (each sample is sent its own): leave it out",
-            )
+        if self.samples > 1:
+            _check_sampling(self, "samples")
         if self.response_mode == "text":
             bad = [c for c in self.choice_scores if c != c.translate(_PUNCTUATION) or c != " ".join(c.split())]
             if bad:
@@ -518,7 +524,8 @@ class GEvalSpec(TemplateSpec):
     """``kind: geval`` — criteria, evaluation steps (given or generated once), then a score on a scale.
 
     ``score_mode: logprobs`` scores ``Σ s·p(s) / Σ p(s)`` over the score token's alternatives that are
-    integers on the scale with ``p >= min_prob``; ``top_token`` takes the integer the model wrote.
+    integers on the scale with ``p >= min_prob``; ``top_token`` takes the integer the model wrote; ``sampling``
+    the mean of ``samples`` (k >= 2) independent judgments at ``temperature`` > 0 (where there are no logprobs).
     """
 
     kind: Literal["geval"]
@@ -529,22 +536,33 @@ class GEvalSpec(TemplateSpec):
     scale: Annotated[Scale, Argument("Mapping[str, int] | Scale | None", default=None)] = Field(
         Scale(), description="the integer scale of the score"
     )
-    score_mode: Annotated[Literal["logprobs", "top_token"], Argument("str")] = Field(
-        "logprobs", description="logprobs: the score weighted by its token's probabilities; top_token: as written"
+    score_mode: Annotated[Literal["logprobs", "top_token", "sampling"], Argument("str")] = Field(
+        "logprobs",
+        description="logprobs: the score weighted by its token's probabilities; top_token: as written; sampling: "
+        "the mean of `samples` judgments at a temperature above 0",
     )
     top_logprobs: Annotated[int, Field(ge=1, le=20)] = Field(20, description="alternatives read at the score token")
     min_prob: Annotated[float, Field(gt=0, lt=1)] = Field(0.01, description="the least probability that counts")
+    samples: Annotated[int, Field(ge=1)] = Field(
+        1, description="score_mode sampling's independent judgments per row (at least 2)"
+    )
     prompt: _Text | None = None
 
     @model_validator(mode="after")
     def _check(self) -> "GEvalSpec":
+        if self.score_mode == "sampling":
+            if self.samples < 2:
+                raise _KeyError("samples", f"score_mode sampling needs samples >= 2, got {self.samples}")
+            _check_sampling(self, "temperature")
+        elif self.samples != 1:
+            raise _KeyError("samples", "samples are score_mode sampling's: set score_mode: sampling")
         if self.response_mode == "tools" and self.score_mode == "logprobs":
             raise _KeyError(
                 "response_mode",
                 "score_mode logprobs reads the score token of the reply's text: use "
                 "response_mode text, json or json_object",
             )
-        if self.scale.max - self.scale.min > 20:
+        if self.scale.max - self.scale.min > 20 and self.score_mode != "sampling":
             raise _KeyError("scale", "logprobs see at most 20 alternatives: use a scale of at most 21 values")
         return self
 

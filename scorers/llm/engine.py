@@ -464,7 +464,8 @@ async def _ask(
                 f"{label}the endpoint at {settings.shown_url} returned logprobs without the top_logprobs "
                 f"alternatives asked for ({request.top_logprobs} per token) for model {body['model']!r} ({api} API): "
                 "the endpoint or model does not support them. Use an endpoint that returns top_logprobs, or a "
-                "setting that needs none (G-Eval: score_mode='top_token', the number the model wrote)",
+                "setting that needs none (G-Eval: score_mode='sampling', its estimate from k samples, or "
+                "score_mode='top_token', the number the model wrote)",
                 scorer=scorer,
                 raw=reply.to_dict(),
                 attempts=budget.attempts,

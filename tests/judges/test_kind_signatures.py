@@ -75,6 +75,7 @@ EXPECTED: dict[str, list[Row]] = {
         ("score_mode", KW, "'logprobs'", "str"),
         ("top_logprobs", KW, "20", "int"),
         ("min_prob", KW, "0.01", "float"),
+        ("samples", KW, "1", "int"),  # score_mode sampling's (issue 27)
         *TEMPLATE,
         *request("'text'"),
     ],

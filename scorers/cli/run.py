@@ -129,6 +129,10 @@ def _print_summary(summary: Summary, stream: Any) -> None:
                     from ..llm.usage import describe_usage
 
                     shown = "\n         ".join(describe_usage(value).split("; "))
+                elif key == "agreement" and isinstance(value, dict):  # a jury's jurors (scorers.judges.jury)
+                    from ..judges.jury import describe_agreement
+
+                    shown = "\n    " + "\n    ".join(describe_agreement(value).splitlines())
                 else:
                     shown = fmt(value) if isinstance(value, (int, float, str)) else json.dumps(value, default=str)
                 print(f"  {key}: {shown}", file=stream)

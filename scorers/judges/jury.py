@@ -66,7 +66,17 @@ from .rating import RatingJudge
 from .spec import JurorSpec, JurySpec, RequestSettings
 from .templated import TemplatedJudge
 
-__all__ = ["Jury", "JuryError", "JuryAggregator", "JuryScale", "juror_of", "jury_of"]
+__all__ = [
+    "Jury",
+    "JuryError",
+    "JuryAggregator",
+    "JuryScale",
+    "juror_of",
+    "jury_of",
+    "verdict_row",
+    "jury_agreement_of",
+    "describe_agreement",
+]
 
 #: A pairwise judge's winner as a vote: A (output wins), B (the other), tie.
 _PAIRWISE_VOTE = {"output": "A", "other": "B", "tie": "tie"}
@@ -120,7 +130,7 @@ class JuryScale:
         if verdict is None and self.type != "scores":
             return None
         if self.type == "choices":
-            return float(self.choices.index(verdict))
+            return float(self.choices.index(verdict)) if verdict in self.choices else None
         if self.type == "pairwise":
             return {"A": 1.0, "B": 0.0, "tie": 0.5}[verdict]
         return float(verdict) if self.type == "rating" else score
@@ -133,6 +143,13 @@ class JuryScale:
         if self.type == "pairwise":
             return None if verdict is None else self.value(verdict, score)
         return self.value(verdict, score) if verdict is not None or self.type == "scores" else None
+
+    def label_value(self, score: float, category: int | None) -> float:
+        """A human label coded as a juror's verdict is: its category among the choices, else its score (a rating's
+        back on the scale)."""
+        if self.type == "choices" and category is not None:
+            return float(category)
+        return self.low + score * (self.high - self.low) if self.type == "rating" else score
 
     def to_dict(self) -> dict[str, Any]:
         shown: dict[str, Any] = {"type": self.type, "level": self.level}
@@ -203,13 +220,13 @@ class Jury(Scorer):
         self.tie: str | None = spec.tie
         self.weights: tuple[float, ...] | None = None if spec.weights is None else tuple(spec.weights)
         self.min_jurors: int = len(judges) if spec.min_jurors is None else spec.min_jurors
-        self.scale = _scale_of(name, judges)
-        if spec.aggregate == "weighted" and (spec.tie is None) == self.scale.votes:
+        self.verdict_scale = _scale_of(name, judges)
+        if spec.aggregate == "weighted" and (spec.tie is None) == self.verdict_scale.votes:
             raise ConfigError(
                 f"{name}: tie (tie | fail | abstain) goes with a weighted vote of choice jurors, and only there",
                 scorer=name,
             )
-        if spec.aggregate == "majority" and not self.scale.votes:
+        if spec.aggregate == "majority" and not self.verdict_scale.votes:
             raise ConfigError(
                 f"{name}: aggregate majority needs choice jurors (classifier, pairwise); "
                 f"{type(judges[0]).__name__} jurors give scores: use median, mean or weighted",
@@ -270,8 +287,8 @@ class Jury(Scorer):
         }
 
     def aggregator(self) -> "JuryAggregator":
-        """The run's summary: the mean figures and every juror's usage."""
-        return JuryAggregator()
+        """The run's summary: the mean figures, every juror's usage, and the jurors' agreement."""
+        return JuryAggregator(self)
 
     # ---------------------------------------------------------------- scoring
     async def _ascore_batch(self, rows: list[dict[str, Any]], limit: asyncio.Semaphore) -> list[Score | ScorerError]:
@@ -306,17 +323,17 @@ class Jury(Scorer):
                 jurors=entries,
             )
         metadata: dict[str, Any] = {"verdict": verdict}
-        if self.scale.type == "choices":
-            metadata["choice"] = verdict
-        elif self.scale.type == "pairwise":
+        if self.verdict_scale.type == "choices":
+            metadata["choice"] = verdict if verdict in self.verdict_scale.choices else None
+        elif self.verdict_scale.type == "pairwise":
             metadata["winner"] = {"A": "output", "B": "other"}.get(verdict, "tie")
         total = sum(votes.values())
         metadata.update(
             aggregate=self.aggregate,
             tie_rule=self.tie,
             tie=tie,
-            votes=votes if self.scale.votes else None,
-            vote_share=max(votes.values()) / total if self.scale.votes and total else None,
+            votes=votes if self.verdict_scale.votes else None,
+            vote_share=max(votes.values()) / total if self.verdict_scale.votes and total else None,
             jurors=entries,
             jurors_answered=len(answered),
             jurors_failed=failed,
@@ -336,11 +353,11 @@ class Jury(Scorer):
                 entry.update(model=usage.pop("model", None), usage=usage)
             return entry
         metadata = outcome.metadata
-        if self.scale.type == "choices":
+        if self.verdict_scale.type == "choices":
             verdict: Any = metadata.get("choice")
-        elif self.scale.type == "pairwise":
+        elif self.verdict_scale.type == "pairwise":
             verdict = _PAIRWISE_VOTE[metadata["winner"]]
-        elif self.scale.type == "rating":
+        elif self.verdict_scale.type == "rating":
             verdict = metadata.get("rating")
         else:
             verdict = outcome.score
@@ -357,15 +374,15 @@ class Jury(Scorer):
     ) -> tuple[float | None, Any, bool, dict[str, float]]:
         """``(score, verdict, tie, votes)`` from the answered jurors' ``(label, verdict, score)``."""
         votes: dict[str, float] = {}
-        if self.scale.votes:
+        if self.verdict_scale.votes:
             counted: dict[str, float] = {}
             for label, verdict, _ in answered:
                 weight = weights[label] if weights is not None and self.aggregate == "weighted" else 1
                 counted[verdict] = counted.get(verdict, 0) + weight
-            order = self.scale.choices
+            order = self.verdict_scale.choices
             votes = {choice: counted[choice] for choice in order if choice in counted}
         scores = [score for _, _, score in answered if score is not None]
-        if self.aggregate in ("mean", "median") or not self.scale.votes:
+        if self.aggregate in ("mean", "median") or not self.verdict_scale.votes:
             if self.aggregate == "weighted" and weights is not None:
                 used = [(weights[label], score) for label, _, score in answered if score is not None]
                 value = sum(w * s for w, s in used) / sum(w for w, _ in used) if used else None
@@ -376,7 +393,7 @@ class Jury(Scorer):
             return value, None, False, votes
         top = max(votes.values())
         leaders = [choice for choice, count in votes.items() if count == top]
-        score_of = dict(zip(self.scale.choices, self.scale.scores))
+        score_of = dict(zip(self.verdict_scale.choices, self.verdict_scale.scores))
         if len(leaders) == 1:
             return score_of[leaders[0]], leaders[0], False, votes
         if self.tie == "tie":
@@ -484,19 +501,126 @@ def _without_nones(jury: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in jury.items() if value is not None or key == "jurors"}
 
 
+def verdict_row(jury: Jury, metadata: Mapping[str, Any], score: float | None) -> tuple[float, ...] | None:
+    """One row's jurors' verdicts as the agreement statistics code them (NaN: no verdict), then the jury's own
+    (``metadata``: the row's, or its error record's, which hold ``jurors``); ``None`` for a row without them."""
+    jurors, scale = metadata.get("jurors"), jury.verdict_scale
+    if not isinstance(jurors, Mapping):
+        return None  # a row recorded without its metadata
+    values = [
+        scale.value((jurors.get(label) or {}).get("verdict"), (jurors.get(label) or {}).get("score"))
+        for label in jury.labels
+    ]
+    values.append(scale.jury_value(metadata.get("verdict"), score) if "verdict" in metadata else None)
+    return tuple(float("nan") if value is None else value for value in values)
+
+
+def jury_agreement_of(
+    jury: Jury,
+    rows: Sequence[tuple[float, ...]],
+    labels: Sequence[float] | None = None,
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The jurors' agreement (:func:`scorers.stats.reliability.jury_agreement`, as a dict with the ``scale``) over
+    ``rows`` (:func:`verdict_row` s), with human ``labels`` coded alike (:meth:`JuryScale.label_value`) if given."""
+    import numpy as np
+
+    from ..stats.reliability import jury_agreement
+
+    table = np.array(rows, dtype=np.float64).reshape(len(rows), len(jury.labels) + 1)
+    scale = jury.verdict_scale
+    report = jury_agreement(
+        table[:, :-1],
+        jury.labels,
+        level=scale.level,  # type: ignore[arg-type]
+        domain=scale.domain,
+        verdicts=table[:, -1],
+        labels=labels,
+        resamples=resamples,
+        confidence=confidence,
+        seed=seed,
+    )
+    return {**report.to_dict(), "scale": scale.to_dict()}
+
+
+def describe_agreement(figures: Mapping[str, Any]) -> str:
+    """A jury's agreement (:func:`jury_agreement_of`'s dict) in lines: what ``run`` and ``meta-eval`` print."""
+
+    def shown(figure: Mapping[str, Any] | None) -> str:
+        if figure is None:
+            return "-"
+        if figure["value"] is None:
+            return f"- ({figure.get('reason')}; n {figure['n']})"
+        ci = f" [{figure['ci'][0]:.4f}, {figure['ci'][1]:.4f}]" if figure.get("ci") else ""
+        return f"{figure['value']:.4f}{ci} (n {figure['n']})"
+
+    drawn = figures["bootstrap"]
+    unanimous = "-" if figures["unanimous"] is None else f"{figures['unanimous']:.4f}"
+    lines = [
+        f"{len(figures['jurors'])} jurors, {figures['level']}: {figures['units']} rows rated by 2 or more, "
+        f"unanimous {unanimous}",
+        f"Krippendorff's alpha {shown(figures['krippendorff_alpha'])}",
+        f"Fleiss' kappa {shown(figures['fleiss_kappa'])}",
+    ]
+    for label, own in figures["per_juror"].items():
+        labelled = f", with labels {shown(own['with_labels'])}" if own.get("with_labels") else ""
+        lines.append(f"{label}: {own['answered']} answered, with the jury {shown(own['with_jury'])}{labelled}")
+    lines.append(
+        f"intervals: {drawn['method']} bootstrap over rows, {drawn['resamples']} resamples, "
+        f"{drawn['confidence']:g} confidence, seed {drawn['seed']}"
+    )
+    return "\n".join(lines)
+
+
 class JuryAggregator(JudgeAggregator):
-    """A jury's run summary: the mean figures and each juror's usage under its model (failed jurors' included)."""
+    """A jury's run summary: the mean figures, each juror's usage under its model (failed jurors' included), and
+    ``agreement``: how much the jurors agree (:func:`jury_agreement_of`: Krippendorff's alpha at the level of the
+    verdicts' scale, Fleiss' kappa, each juror with the jury, bootstrap over rows) over every row whose jurors'
+    verdicts it saw, failed rows included. Rows are kept as their verdict vectors and sorted before the
+    bootstrap, so shards merge in any order to the same figures."""
+
+    def __init__(self, jury: Jury) -> None:
+        super().__init__()
+        self.jury = jury
+        self._rows: list[tuple[float, ...]] = []
+        self._memo: tuple[tuple[Any, ...], dict[str, Any]] | None = None
 
     def add(self, score: Score) -> None:
         super().add(score)  # (a jury's metadata has no single model: its usage is counted per juror below)
-        self._add_usage(score.metadata.get("jurors"))
+        self._add(score.metadata, score.score)
 
     def add_error(self, error: Mapping[str, Any]) -> None:
         super().add_error(error)
-        self._add_usage(error.get("jurors"))
+        self._add(error, None)
 
-    def _add_usage(self, jurors: Any) -> None:
-        for entry in jurors.values() if isinstance(jurors, Mapping) else ():
+    def _add(self, metadata: Mapping[str, Any], score: float | None) -> None:
+        row = verdict_row(self.jury, metadata, score)
+        if row is None:
+            return
+        self._rows.append(row)
+        for entry in metadata["jurors"].values():
             usage, model = entry.get("usage"), entry.get("model")
             if isinstance(usage, Mapping) and isinstance(model, str):
                 self.usage.add_figures(model, usage)
+
+    def merge(self, other: Any) -> "JuryAggregator":
+        super().merge(other)
+        self._rows += other._rows
+        return self
+
+    def agreement(self, *, resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> dict[str, Any] | None:
+        """The jurors' agreement over the rows seen (``None`` before any row with their verdicts)."""
+        if not self._rows:
+            return None
+        key = (len(self._rows), resamples, confidence, seed)
+        if self._memo is None or self._memo[0] != key:
+            rows = sorted(self._rows, key=lambda row: [(v != v, 0.0 if v != v else v) for v in row])
+            figures = jury_agreement_of(self.jury, rows, resamples=resamples, confidence=confidence, seed=seed)
+            self._memo = (key, figures)
+        return self._memo[1]
+
+    def result(self) -> dict[str, Any]:
+        return {**super().result(), "agreement": self.agreement()}

@@ -277,6 +277,7 @@ def test_run_a_yaml_jury_end_to_end(servers, tmp_path, fake_api_key):
     assert [r["scores"]["PoliteJury"] for r in rows] == [1.0] * 3
     assert list(rows[0]["metadata_scores"]["PoliteJury"]["jurors"]) == ["x", "y"]
     assert servers[0].request_count == 6 and servers[2].request_count == 0
+    assert "Krippendorff's alpha - (every rating is the same value" in done.stderr, done.stderr
 
 
 def _env() -> dict[str, str]:
@@ -292,3 +293,80 @@ def test_the_summary_counts_every_jurors_usage(servers):
     by_model = run.summary.scorers["PoliteJury"]["usage"]["by_model"]
     assert [by_model[m]["requests"] for m in ("m0", "m1")] == [2, 2]
     assert by_model["m2"]["failed_calls"] == 2  # the failed juror's attempts are counted too
+
+
+def _disagreeing_run(servers, rows: int = 12):
+    """Three jurors that disagree on a scripted share of the rows: juror 1 on every third row, juror 2 on every
+    fourth, juror 3 fails on row 5."""
+    for i in range(rows):
+        if i % 3 == 0:
+            servers[1].script(Reply.choice("No"), match=f"row {i}\n")
+        if i % 4 == 0:
+            servers[2].script(Reply.choice("No"), match=f"row {i}\n")
+    servers[2].script(Reply.error(503), match="row 5\n")
+    jury = _jury(servers, aggregate="majority", tie="tie", min_jurors=2)
+    return jury, [{"output": f"row {i}\n"} for i in range(rows)]
+
+
+@pytest.mark.slow
+def test_the_summary_gives_the_jurors_agreement_as_the_references_compute_it(servers):
+    import krippendorff
+    import numpy as np
+    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+    jury, rows = _disagreeing_run(servers)
+    results = list(scorers.evaluate(rows, [jury]))
+    agreement = jury.aggregator()
+    for result in results:
+        agreement.add(result.results["PoliteJury"])
+    summary = agreement.result()["agreement"]
+    codes = {"Yes": 0.0, "No": 1.0, None: np.nan}
+    ratings = np.array(
+        [[codes[e["verdict"]] for e in r.results["PoliteJury"].metadata["jurors"].values()] for r in results]
+    )
+    assert summary["krippendorff_alpha"]["value"] == pytest.approx(
+        krippendorff.alpha(reliability_data=ratings.T, level_of_measurement="nominal"), abs=1e-12
+    )
+    complete = ratings[~np.isnan(ratings).any(axis=1)].astype(int)
+    assert summary["fleiss_kappa"]["value"] == pytest.approx(fleiss_kappa(aggregate_raters(complete)[0]), abs=1e-12)
+    assert summary["fleiss_kappa"]["n"] == 11 and summary["units"] == 12
+    assert summary["scale"] == {"type": "choices", "level": "nominal", "choices": ["Yes", "No"], "scores": [1.0, 0.0]}
+    assert set(summary["per_juror"]) == set(jury.labels) and summary["per_juror"]["Polite@m2"]["answered"] == 11
+    assert summary["bootstrap"]["resamples"] == 1000 and "ci" in summary["krippendorff_alpha"]
+
+
+@pytest.mark.slow
+def test_the_agreement_merges_shards_in_any_order(servers):
+    jury, rows = _disagreeing_run(servers)
+    scores = [r.results["PoliteJury"] for r in scorers.evaluate(rows, [jury])]
+    whole = jury.aggregator()
+    for score in scores:
+        whole.add(score)
+    left, right = jury.aggregator(), jury.aggregator()
+    for i, score in enumerate(reversed(scores)):
+        (left if i % 2 else right).add(score)
+    merged = right.merge(left).result()
+    assert merged == whole.result() and merged["agreement"]["krippendorff_alpha"]["value"] is not None
+
+
+def test_a_rating_jury_agrees_at_the_ordinal_level(servers):
+    import krippendorff
+    import numpy as np
+
+    ratings = [[1, 2, 2], [3, 3, 4], [5, 5, 5], [2, 1, 1], [4, 4, 3], [3, 2, 3]]
+    for juror, server in enumerate(servers):
+        for row, values in enumerate(ratings):
+            reply = Reply.tool_call({"reasons": "r", "rating": values[juror]}, name="record_rating")
+            server.script(reply, match=f"row {row}\n")
+    jurors = [
+        RatingJudge("Clear", "Rate {{output}}", scale={"min": 1, "max": 5}, model=f"m{i}", engine=_engine(s))
+        for i, s in enumerate(servers)
+    ]
+    jury = Jury("ClearJury", jurors, aggregate="median")
+    summary = jury.aggregator()
+    for score in jury.score_batch([{"output": f"row {i}\n"} for i in range(len(ratings))]):
+        summary.add(score)
+    figures = summary.result()["agreement"]
+    assert figures["scale"] == {"type": "rating", "level": "ordinal", "min": 1, "max": 5}
+    expected = krippendorff.alpha(reliability_data=np.array(ratings, float).T, level_of_measurement="ordinal")
+    assert figures["krippendorff_alpha"]["value"] == pytest.approx(expected, abs=1e-12)

@@ -220,8 +220,11 @@ class _AlphaUnits:
                 block = slice(start, start + step)
                 distances = _ratio_distance(self.values[:, None], self.values[None, block])
                 expected += ((n @ distances) * n[:, block]).sum(axis=1)
-        drawn = weights > 0
-        one_value = np.where(drawn, self.low, np.inf).min(axis=1) == np.where(drawn, self.high, -np.inf).max(axis=1)
+        one_value = weights @ (self.low < self.high) == 0  # no drawn unit holds two values: maybe one in all
+        if one_value.any():
+            drawn = weights[one_value] > 0
+            low, high = np.where(drawn, self.low, np.inf).min(axis=1), np.where(drawn, self.high, -np.inf).max(axis=1)
+            one_value[one_value] = low == high
         with np.errstate(divide="ignore", invalid="ignore"):
             alphas = 1 - (total - 1) * observed / expected
         return np.where(one_value, np.nan, alphas)

@@ -132,6 +132,7 @@ OTHER_VALUE = {
     "idf_output_sents": ["a b", "c"],
     "stop_words": ["the"],
     "score_map": "complement",
+    "calibration": "CALIBRATION",  # a map fitted for the very judge: resolve() below
 }
 #: Settings both scorers get, where the parameter only makes sense with them.
 CONTEXT = {
@@ -195,6 +196,9 @@ def test_every_setting_that_changes_the_number_is_in_the_signature(name, param, 
     baseline_file.write_text("LAYER,P,R,F\n" + "".join(f"{layer},0.5,0.5,0.5\n" for layer in range(13)))
 
     def resolve(value):
+        if value == "CALIBRATION":  # a map checked against the judge's signature (scorers.calibration.scores)
+            fitted, platt = {"signature": scorers.get(name).signature()}, {"method": "platt", "a": 0, "b": 1}
+            return {"format": "scorers-calibration", "format_version": 1, "map": platt, "judge": fitted}
         return str(baseline_file) if value == "BASELINE" else value
 
     value = resolve(OTHER_VALUE_FOR.get(name, {}).get(param, OTHER_VALUE[param]))

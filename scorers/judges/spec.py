@@ -116,6 +116,7 @@ _EXPECTED = {
     "samples": "an integer >= 1",
     "aggregate": "mean | majority",
     "other": "the name of the field holding the second output",
+    "calibration": "the path of a calibration file (from the template's directory) or its content",
 }
 
 
@@ -349,6 +350,10 @@ class TemplateSpec(RequestSettings):
     messages: Annotated[list[Message], Field(min_length=1)] | None = None
     fields: dict[Annotated[str, Field(pattern=_IDENTIFIER)], FieldSpec] | None = None
     jury: JurySpec | None = Field(None, description="ask several jurors and combine their verdicts")
+    calibration: _Text | dict[str, Any] | None = Field(
+        None,
+        description="a calibration file fitted for this judge (python -m scorers calibrate), which maps its scores",
+    )
 
     @field_validator("fields", mode="before")
     @classmethod

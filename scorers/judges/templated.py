@@ -10,10 +10,10 @@ from __future__ import annotations
 import inspect
 import os
 import time
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 from ..attachments import Attachment, Placement, attachments_problem, with_text
-from ..errors import ConfigError, ScorerError, ScorerInputError, UnknownArgumentError
+from ..errors import ConfigError, JudgeError, ScorerError, ScorerInputError, UnknownArgumentError
 from ..fields import Field, utf8_encodable
 from ..llm import ChatRequest, ChatResult, LLMEngine
 from ..llm.protocols import PROTOCOLS, wire
@@ -25,6 +25,9 @@ from .parameters import kind_constructor, kind_parameters, setting_option
 from .reply import ReplyFormat
 from .spec import RequestSettings, TemplateSpec, add_kind, kind_fields, kind_of
 from .template import JudgeTemplate, mustache_to_jinja, render_value
+
+if TYPE_CHECKING:
+    from ..calibration.scores import SavedCalibration
 
 __all__ = ["TemplatedJudge"]
 
@@ -114,12 +117,15 @@ class TemplatedJudge(LLMJudge):
         max_reasks: int | None = None,
         description: str | None = None,
         settings: RequestSettings | Mapping[str, Any] | None = None,
+        calibration: Any = None,
         **request: Any,
     ) -> None:
         """``prompt_template`` (mustache/Jinja text), ``messages`` (``{"role", "content"}`` templates) or a
         loaded ``template``: exactly one; ``engine``, or ``client``/``max_reasks`` to build one; ``description``
         (else the template's); then the kind's own fields (``fields``, by position where the kind allows) and
-        the request settings (``settings``, ``**request``: see :meth:`LLMJudge.request_fields`).
+        the request settings (``settings``, ``**request``: see :meth:`LLMJudge.request_fields`); ``calibration``:
+        a calibration file fitted for this judge (its path or content: :mod:`scorers.calibration.scores`), which
+        maps every score.
 
         Each kind's class has its own ``__init__`` of this signature with its fields spelled out; this one
         binds them for a kind that writes its own constructor and calls it."""
@@ -131,14 +137,19 @@ class TemplatedJudge(LLMJudge):
         bound.apply_defaults()
         arguments: dict[str, Any] = dict(name=name, prompt_template=prompt_template, messages=messages)
         arguments.update(template=template, engine=engine, client=client, max_reasks=max_reasks)
-        self._construct(dict(arguments, description=description, settings=settings), bound.arguments, request)
+        arguments.update(description=description, settings=settings, calibration=calibration)
+        self._construct(arguments, bound.arguments, request)
 
     def _construct(self, arguments: Mapping[str, Any], fields: Mapping[str, Any], request: Mapping[str, Any]) -> None:
         """Build the judge from the template parameters (``arguments``), the kind's fields and the request
         settings: :meth:`_spec_fields`, :meth:`_setup`, then :meth:`_configure_kind` with the validated spec."""
         data = self._spec_fields(arguments["name"], arguments["template"], dict(fields))
         data = {k: v for k, v in data.items() if not (v is None and k in self._left_to_spec)}
-        self._configure_kind(self._setup(**arguments, spec_fields=data, request=request))
+        calibration = arguments.get("calibration")
+        setup = {k: v for k, v in arguments.items() if k != "calibration"}
+        self._configure_kind(self._setup(**setup, spec_fields=data, request=request))
+        if calibration is not None:
+            self._calibrate(calibration)
 
     def _spec_fields(self, name: str, template: JudgeTemplate | None, fields: dict[str, Any]) -> dict[str, Any]:
         """The kind's fields as its spec model reads them (as given, by default)."""
@@ -255,7 +266,50 @@ class TemplatedJudge(LLMJudge):
             else set()
         )
         arguments = {**{k: v for k, v in settings.items() if k not in chosen}, **overrides}
+        calibration = arguments.get("calibration")
+        if isinstance(calibration, str) and "calibration" not in overrides and template.file:
+            # a template file's calibration path is read from the template's directory
+            arguments["calibration"] = os.path.join(os.path.dirname(template.file), calibration)
         return cls(arguments.pop("name", template.name), template=template, **arguments)
+
+    # ------------------------------------------------------------ calibration
+    #: The calibration map applied to every score (the ``calibration`` setting), or ``None``.
+    calibration: SavedCalibration | None = None
+
+    def _calibrate(self, value: Any) -> None:
+        """Apply the calibration file ``value`` from now on, once it is checked against this judge's signature (a
+        :class:`ConfigError` when it was fitted for another judge)."""
+        from ..calibration.scores import load_calibration
+
+        saved = load_calibration(value, self.name)
+        saved.check(self.name, self.signature())
+        self.calibration = saved
+
+    def params(self) -> dict[str, Any]:
+        """As every judge's; with a calibration, what identifies its map (so calibrated and raw scores never mix)."""
+        params = super().params()
+        if self.calibration is not None:
+            params["calibration"] = self.calibration.identity()
+        return params
+
+    def _scored(self, results: list[ChatResult], latency: float) -> Score | ScorerError:
+        """As every judge's; with a calibration, the score mapped, the metadata keeping the ``raw_score``."""
+        outcome = super()._scored(results, latency)
+        saved = self.calibration
+        if saved is None or not isinstance(outcome, Score) or outcome.score is None:
+            return outcome
+        raw = saved.value(outcome.score, outcome.metadata)
+        if raw is None:
+            return JudgeError(
+                f"{self.name}: its calibration maps {saved.input}, which this judgment does not report",
+                scorer=self.name,
+            )
+        metadata = {
+            **outcome.metadata,
+            "raw_score": outcome.score,
+            "calibration": {**saved.identity(), "file": saved.file},
+        }
+        return Score(outcome.name, float(saved.map.apply([raw])[0]), metadata, outcome.stats)
 
     # ------------------------------------------------------------- describing
     def variables(self) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ TEMPLATE: list[Row] = [
     ("max_reasks", KW, "None", "int | None"),
     ("description", KW, "None", "str | None"),
     ("settings", KW, "None", "RequestSettings | Mapping[str, Any] | None"),
+    ("calibration", KW, "None", "Any"),  # issue 27: a calibration file's map applied to the scores
 ]
 USE_COT: list[Row] = [("use_cot", KW, "True", "bool | None")]
 

@@ -279,9 +279,7 @@ def krippendorff_alpha(
     >>> krippendorff_alpha([[1, 1], [1, 1]]) is None
     True
     """
-    figure = _alpha_units(ratings, level, domain)
-    value = figure.figures(np.ones((1, figure.rows)))[0] if figure.rows else np.nan
-    return None if np.isnan(value) else float(value)
+    return _value(_alpha_units(ratings, level, domain))
 
 
 def fleiss_kappa(ratings: Any, *, domain: Sequence[float] | None = None) -> float | None:
@@ -295,10 +293,7 @@ def fleiss_kappa(ratings: Any, *, domain: Sequence[float] | None = None) -> floa
     0.55
     """
     figure = _fleiss_units(ratings, domain)
-    if figure is None or not figure.rows:
-        return None
-    value = figure.figures(np.ones((1, figure.rows)))[0]
-    return None if np.isnan(value) else float(value)
+    return None if figure is None else _value(figure)
 
 
 def alpha_with_ci(
@@ -372,15 +367,18 @@ def _weights(rng: np.random.Generator, rows: int, resamples: int) -> np.ndarray:
     return np.bincount(drawn.ravel(), minlength=rows * resamples).reshape(resamples, rows).astype(np.float64)
 
 
+def _value(units: _AlphaUnits | _FleissUnits) -> float | None:
+    """The figure on all the units (each weighing 1), ``None`` where undefined."""
+    value = units.figures(np.ones((1, units.rows)))[0] if units.rows else np.nan
+    return None if np.isnan(value) else float(value)
+
+
 def _estimate(
     units: _AlphaUnits | _FleissUnits, undefined: str, resamples: int, confidence: float, seed: int
 ) -> Estimate:
     """The figure on all the units and its percentile interval over ``resamples`` weightings drawn with ``seed``."""
-    figure, rows = units.figures, units.rows
-    if not rows:
-        return Estimate(None, None, None, 0, undefined)
-    value = float(figure(np.ones((1, rows)))[0])
-    if np.isnan(value):
+    figure, rows, value = units.figures, units.rows, _value(units)
+    if value is None:
         return Estimate(None, None, None, rows, undefined)
     if rows < 2:
         return Estimate(value, None, None, rows, "a confidence interval needs at least 2 rows")
@@ -390,7 +388,10 @@ def _estimate(
     )
     undefined_in = int(np.isnan(resampled).sum())
     if undefined_in:
-        reason = f"no confidence interval: {undefined_in} of {resamples} resamples drew a single value (the figure is undefined)"
+        reason = (
+            f"no confidence interval: {undefined_in} of {resamples} resamples drew a single value"
+            " (the figure is undefined)"
+        )
         return Estimate(value, None, None, rows, reason)
     tail = (1 - confidence) / 2
     low, high = np.quantile(resampled, [tail, 1 - tail])

@@ -215,6 +215,16 @@ def test_the_interval_is_reproducible_with_a_seed_and_holds_the_figure(level: re
     assert first.low is not None and first.high is not None and first.low < first.value < first.high  # type: ignore[operator]
 
 
+@pytest.mark.parametrize("level", reliability.LEVELS)
+def test_resampling_in_blocks_draws_the_same_rows(level: reliability.Level, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memory is bounded by drawing the resamples (and the ratio distances) a block at a time: the figures stay."""
+    ratings = np.round(generated(5, 60, 4, 6, 0.2) * 10 + np.random.default_rng(5).random((60, 4)), 1)  # 63 values
+    whole = reliability.alpha_with_ci(ratings, level, resamples=300, seed=2)
+    monkeypatch.setattr(reliability, "_BLOCK", 1400)  # 1400 // width resamples a block; ratio: 22 values
+    blocks = reliability.alpha_with_ci(ratings, level, resamples=300, seed=2)
+    assert (blocks.value, blocks.low, blocks.high) == pytest.approx((whole.value, whole.low, whole.high), abs=1e-12)
+
+
 def test_fleiss_kappa_interval_resamples_the_complete_units() -> None:
     ratings = generated(2, 30, 3, 3, 0.2)
     complete = ratings[~np.isnan(ratings).any(axis=1)].astype(int)

@@ -555,14 +555,15 @@ def describe_agreement(figures: Mapping[str, Any]) -> str:
         if figure["value"] is None:
             return f"- ({figure.get('reason')}; n {figure['n']})"
         ci = f" [{figure['ci'][0]:.4f}, {figure['ci'][1]:.4f}]" if figure.get("ci") else ""
-        return f"{figure['value']:.4f}{ci} (n {figure['n']})"
+        reason = f"; {figure['reason']}" if figure.get("reason") else ""
+        return f"{figure['value']:.4f}{ci} (n {figure['n']}{reason})"
 
     drawn = figures["bootstrap"]
     unanimous = "-" if figures["unanimous"] is None else f"{figures['unanimous']:.4f}"
     lines = [
         f"{len(figures['jurors'])} jurors, {figures['level']}: {figures['units']} rows rated by 2 or more, "
         f"unanimous {unanimous}",
-        f"Krippendorff's alpha {shown(figures['krippendorff_alpha'])}",
+        f"Krippendorff's alpha {shown(figures['alpha'])}",
         f"Fleiss' kappa {shown(figures['fleiss_kappa'])}",
     ]
     for label, own in figures["per_juror"].items():

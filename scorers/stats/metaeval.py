@@ -24,6 +24,11 @@ the mean of the k scores. **Swap.** A pairwise judge with ``swap=True`` asks eac
 in both orders; the report gives how often the verdicts agree and how often the same
 position won both times.
 
+**Juries.** A :class:`~scorers.judges.jury.Jury` is judged as one judge (its jurors' choices and scale are the
+label scale; a choice jury's row without a choice, from ``mean`` or a tie, is a score off that scale); the report
+adds ``jury``: how much the jurors agree with one another, with the jury and with the labels
+(:func:`scorers.judges.jury.jury_agreement_of`, over the scored rows, labels coded as the jurors' verdicts).
+
 **Failures.** A row the judge failed on (any sample) is listed with its errors and left
 out of the figures; figures say their ``n``.
 
@@ -47,7 +52,11 @@ JSON format (``MetaEvaluation.to_dict()``, ``python -m scorers meta-eval -o meta
      "stability": {"samples": int, "n": int, "unchanged": float, "pairwise_agreement": float} | null,
      "swap": {"n": int, "consistency": float, "position_bias": float, "first": int, "second": int} | null,
      "verdicts": [{"index": int, "key"?: any, "label": str, "label_score": float,
-                   "verdict": str | null, "judge_score": float, "sample_verdicts"?: [str | float]}]}
+                   "verdict": str | null, "judge_score": float, "sample_verdicts"?: [str | float]}],
+     "jury": null | {"level": str, "jurors": [str], "units": int, "unanimous": float | null,
+                     "alpha": figure, "fleiss_kappa": figure,   # figure: as in "figures"; alpha: Krippendorff
+                     "per_juror": {juror: {"answered": int, "with_jury": figure, "with_labels": figure | null}},
+                     "bootstrap": {...}, "scale": {"type": str, "level": str, ...}}}
 
 >>> from scorers.judges import LLMClassifier
 >>> from scorers.llm import LLMEngine
@@ -148,6 +157,7 @@ class MetaEvaluation:
     per_label: list[dict[str, Any]] | None = None
     stability: dict[str, Any] | None = None
     swap: dict[str, Any] | None = None
+    jury: dict[str, Any] | None = None
 
     @property
     def n(self) -> int:
@@ -194,6 +204,7 @@ class MetaEvaluation:
             "stability": self.stability,
             "swap": self.swap,
             "verdicts": self.verdicts,
+            "jury": self.jury,
         }
 
     def table(self) -> str:
@@ -230,6 +241,10 @@ class MetaEvaluation:
                 f"{_fmt(self.swap['consistency'])}, position bias {_fmt(self.swap['position_bias'])} "
                 f"(first {self.swap['first']}, second {self.swap['second']})",
             ]
+        if self.jury is not None:
+            from ..judges.jury import describe_agreement
+
+            lines += ["", "jury:", *(f"  {line}" for line in describe_agreement(self.jury).splitlines())]
         if self.failures:
             lines += ["", "failed rows:", *(self._failure_line(failure) for failure in self.failures)]
         return "\n".join(lines)
@@ -269,11 +284,19 @@ def _choices(judge: Scorer) -> tuple[tuple[str, ...], dict[str, float]] | None:
     """The judge's choices and their default scores, for a judge that picks a choice."""
     from ..judges import LLMClassifier, PairwiseJudge
 
+    judge = _judge_of(judge)
     if isinstance(judge, LLMClassifier):
         return judge.choices, dict(judge.choice_scores)
     if isinstance(judge, PairwiseJudge):
         return judge.choices, {c: _PAIRWISE_SCORES[c] for c in judge.choices}
     return None
+
+
+def _judge_of(judge: Scorer) -> Scorer:
+    """The judge whose choices and scale a verdict is on: a jury's first juror (they share them), else itself."""
+    from ..judges.jury import Jury
+
+    return judge.jurors[0] if isinstance(judge, Jury) else judge
 
 
 def _number(value: Any) -> float | None:
@@ -305,7 +328,7 @@ def _scale(
             "score with --label-scores (label_scores=)"
         )
     row_scores = [_label_score(judge, choices, label_scores, label, index, value) for index, value in enumerate(labels)]
-    scale = _score_scale(getattr(judge, "scale", None), label_scores, row_scores)
+    scale = _score_scale(getattr(_judge_of(judge), "scale", None), label_scores, row_scores)
     # every row score is on the scale built just above (a label off it was a DataError): its category is an int
     return scale, row_scores, [scale.category(v) for v in row_scores]  # type: ignore[misc]
 
@@ -341,7 +364,7 @@ def _label_score(
     value: Any,
 ) -> float:
     """A label's score: from ``label_scores``, else a point of the judge's scale, else a number in [0, 1]."""
-    judge_scale = getattr(judge, "scale", None)
+    judge_scale = getattr(_judge_of(judge), "scale", None)
     number = _number(value)
     if label_scores is not None:
         if str(value) not in label_scores:
@@ -422,7 +445,8 @@ def _verdict(
     """One judgment as (verdict shown, normalised score, category)."""
     if scale.type == "choices":
         choice = metadata["choice"] if "choice" in metadata else _PAIRWISE_VERDICT[metadata["winner"]]
-        return choice, score_of[choice], scale.labels.index(choice)
+        if choice in score_of or "jurors" not in metadata:  # a jury's row may have no choice (mean, a tie)
+            return choice, score_of[choice], scale.labels.index(choice)
     category = scale.category(value)
     return (value if category is None else scale.labels[category]), value, category
 
@@ -602,7 +626,23 @@ def agreement_report(
         report.stability = {"samples": options.samples, "n": len(verdicts), **agreement.stability(judged.samples)}
     if getattr(judge, "swap", False) and judged.metadata:
         report.swap = _swap(judged.metadata)
+    report.jury = _jury(judge, labelled, judged, drawn)
     return report
+
+
+def _jury(judge: Scorer, labelled: LabelledRows, judged: Judgments, drawn: dict[str, Any]) -> dict[str, Any] | None:
+    """A jury's agreement over the scored rows: jurors with one another, with the jury, with the labels (coded as
+    the jurors' verdicts: a choice's position, a rating on its scale, a score; none for a choice jury whose labels
+    are scores)."""
+    from ..judges.jury import Jury, jury_agreement_of, verdict_row
+
+    if not isinstance(judge, Jury) or not judged.metadata:
+        return None
+    scale = judge.verdict_scale
+    rows = [verdict_row(judge, m, v["judge_score"]) for m, v in zip(judged.metadata, judged.verdicts)]
+    coded = not (scale.type == "choices" and labelled.scale.type != "choices")
+    labels = [scale.label_value(v["label_score"], c) for v, (c, _) in zip(judged.verdicts, judged.codes)]
+    return jury_agreement_of(judge, rows, labels if coded else None, **drawn)  # type: ignore[arg-type]
 
 
 def _figures(

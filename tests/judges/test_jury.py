@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import scorers
+import scorers.cli
 from scorers.cli.catalog import describe
 from scorers.errors import ConfigError
 from scorers.judges import LLMClassifier, PairwiseJudge, RatingJudge
@@ -324,7 +325,7 @@ def test_the_summary_gives_the_jurors_agreement_as_the_references_compute_it(ser
     ratings = np.array(
         [[codes[e["verdict"]] for e in r.results["PoliteJury"].metadata["jurors"].values()] for r in results]
     )
-    assert summary["krippendorff_alpha"]["value"] == pytest.approx(
+    assert summary["alpha"]["value"] == pytest.approx(
         krippendorff.alpha(reliability_data=ratings.T, level_of_measurement="nominal"), abs=1e-12
     )
     complete = ratings[~np.isnan(ratings).any(axis=1)].astype(int)
@@ -332,7 +333,7 @@ def test_the_summary_gives_the_jurors_agreement_as_the_references_compute_it(ser
     assert summary["fleiss_kappa"]["n"] == 11 and summary["units"] == 12
     assert summary["scale"] == {"type": "choices", "level": "nominal", "choices": ["Yes", "No"], "scores": [1.0, 0.0]}
     assert set(summary["per_juror"]) == set(jury.labels) and summary["per_juror"]["Polite@m2"]["answered"] == 11
-    assert summary["bootstrap"]["resamples"] == 1000 and "ci" in summary["krippendorff_alpha"]
+    assert summary["bootstrap"]["resamples"] == 1000 and "ci" in summary["alpha"]
 
 
 @pytest.mark.slow
@@ -346,7 +347,7 @@ def test_the_agreement_merges_shards_in_any_order(servers):
     for i, score in enumerate(reversed(scores)):
         (left if i % 2 else right).add(score)
     merged = right.merge(left).result()
-    assert merged == whole.result() and merged["agreement"]["krippendorff_alpha"]["value"] is not None
+    assert merged == whole.result() and merged["agreement"]["alpha"]["value"] is not None
 
 
 def test_a_rating_jury_agrees_at_the_ordinal_level(servers):
@@ -369,4 +370,55 @@ def test_a_rating_jury_agrees_at_the_ordinal_level(servers):
     figures = summary.result()["agreement"]
     assert figures["scale"] == {"type": "rating", "level": "ordinal", "min": 1, "max": 5}
     expected = krippendorff.alpha(reliability_data=np.array(ratings, float).T, level_of_measurement="ordinal")
-    assert figures["krippendorff_alpha"]["value"] == pytest.approx(expected, abs=1e-12)
+    assert figures["alpha"]["value"] == pytest.approx(expected, abs=1e-12)
+
+
+#: Labelled rows: the first juror agrees with every label, the second says Yes throughout, the third fails on one row.
+LABELLED = [{"output": f"reply {i}\n", "polite": "Yes" if i % 3 else "No"} for i in range(12)]
+
+
+def _labelled_servers(servers) -> None:
+    for row in LABELLED:
+        servers[0].script(Reply.choice(row["polite"]), match=row["output"])
+    servers[2].script(Reply.choice("No"), match="reply 0\n")
+    servers[2].script(Reply.error(400, "scripted rejection"), match="reply 7\n")
+
+
+@pytest.mark.slow
+def test_meta_eval_of_a_jury_reports_its_agreement(servers, tmp_path, capsys, monkeypatch, fake_api_key):
+    import krippendorff
+    import numpy as np
+
+    _labelled_servers(servers)
+    data = tmp_path / "labels.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in LABELLED))
+    template = tmp_path / "t"
+    template.mkdir()
+    (template / "polite.yaml").write_text(
+        f'name: Polite\nprompt: {json.dumps(PROMPT)}\nchoice_scores: {{"Yes": 1, "No": 0}}\n'
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", fake_api_key)
+    monkeypatch.setenv("OPENAI_BASE_URL", servers[0].base_url)
+    monkeypatch.setenv("SCORERS_CACHE", "off")
+    jury = {
+        "jurors": [{"name": "agrees"}, {"name": "yes", "base_url": servers[1].base_url}]
+        + [{"name": "flaky", "base_url": servers[2].base_url}],
+        "aggregate": "majority",
+        "tie": "tie",
+        "min_jurors": 2,
+    }
+    out = tmp_path / "meta.json"
+    args = ["meta-eval", str(data), "-s", "Polite", "--templates", str(template), "--label", "polite"]
+    args += ["-p", f"Polite.jury={json.dumps(jury)}", "-o", str(out), "--resamples", "200"]
+    assert scorers.cli.main(args) == 0
+    report = json.loads(out.read_text())
+    section = report["jury"]
+    assert report["n"] == 12 and section["jurors"] == ["agrees", "yes", "flaky"] and section["level"] == "nominal"
+    labels = np.array([0.0 if r["polite"] == "Yes" else 1.0 for r in LABELLED])
+    agrees = section["per_juror"]["agrees"]
+    assert agrees["with_labels"]["value"] == 1.0 and agrees["answered"] == 12
+    assert section["per_juror"]["flaky"]["answered"] == 11
+    yes = np.zeros(12)
+    expected = krippendorff.alpha(reliability_data=np.vstack([yes, labels]), level_of_measurement="nominal")
+    assert section["per_juror"]["yes"]["with_labels"]["value"] == pytest.approx(expected, abs=1e-12)
+    assert "jury:" in capsys.readouterr().err

@@ -11,12 +11,12 @@ import pytest
 
 import scorers
 from scorers.cli.catalog import describe
-from scorers.judges import TemplatedJudge
+from scorers.judges import LLMClassifier, TemplatedJudge
 from scorers.judges.base import LLMJudge
 from scorers.judges.rag import MultiStepJudge, step_prompt
 from scorers.llm import LLMEngine
 from scorers.registry import registry
-from scorers.testing import LoopbackLLM, Reply
+from scorers.testing import LoopbackLLM, Reply, auto_reply
 
 NAMES = scorers.names()
 try:  # the module builds every scorer, at collection too: without one's extra it is skipped, naming the extra
@@ -369,6 +369,21 @@ def test_every_judge_makes_the_requests_per_row_that_show_states(name, fake_api_
         assert score.score is not None, score.metadata
         made = len(server.chat_requests) + len(server.completion_requests)  # GPTScore asks /v1/completions
         assert made == expected, (stated, [r.last_user_message[:80] for r in server.chat_requests])
+
+
+@pytest.mark.parametrize("name", [name for name in JUDGES if isinstance(scorers.get(name), LLMClassifier)])
+def test_every_sampled_classifier_states_its_choice_probabilities(name, fake_api_key):
+    """With samples=k a classifier makes k requests and states each choice's share of them (every choice, in order,
+    summing to 1) with its interval: the choice probabilities where a provider gives no log-probabilities."""
+    with LoopbackLLM(default=auto_reply) as server:  # auto_reply draws each sample's choice by its seed
+        engine = LLMEngine(base_url=server.base_url, api_key=fake_api_key, cache=False, max_reasks=0)
+        judge = scorers.get(name, engine=engine, samples=4, temperature=0.7)
+        meta = judge(**_row(name)).metadata
+        assert len(server.chat_requests) == 4 and judge.requests_per_row == "4 (independent samples)"
+    shares = meta["choice_probabilities"]
+    assert shares == {choice: meta["choices"].count(choice) / 4 for choice in judge.choices}
+    assert list(shares) == list(meta["choice_intervals"]) == list(judge.choices) and sum(shares.values()) == 1
+    assert meta["temperature"] == 0.7
 
 
 SYNC = [

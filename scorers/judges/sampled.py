@@ -4,10 +4,11 @@ distribution over its answers and Wilson score intervals, for endpoints that giv
 A share ``x / n`` of ``n`` samples gets the Wilson score interval at ``level`` (95 %),
 ``(p̂ + z²/2n ± z·√(p̂(1 − p̂)/n + z²/4n²)) / (1 + z²/n)`` with ``z`` the normal quantile; unlike the normal
 approximation it is never empty or outside [0, 1], and a share of 0 or 1 gets a one-sided interval of width
-about ``z²/n`` rather than a point. A mean of values on [0, 1] (a G-Eval score) takes the same formula with
-``p̂`` the mean: its variance is at most ``p̂(1 − p̂)`` (the variance of a two-point variable of that mean), so
-the interval is Wilson's exactly on a two-value scale and at least as wide as the worst case otherwise
-(``method: "wilson_bounded"``).
+about ``z²/n`` rather than a point. It is the set of shares ``μ`` that a normal test with variance ``μ(1 − μ)``
+does not reject. A mean of values on [0, 1] (a G-Eval score) takes the same formula with ``p̂`` the mean
+(``method: "wilson_bounded"``): ``μ(1 − μ)`` is the largest variance a value on [0, 1] of mean ``μ`` can have
+(every value 0 or 1), so the interval is Wilson's exactly on a two-value scale and assumes the widest spread the
+scale allows otherwise; it never shrinks to a point because k samples happen to agree, as a t interval would.
 
 >>> stated = interval(3, 5)
 >>> round(stated["low"], 4), round(stated["high"], 4), stated["level"], stated["n"], stated["method"]

@@ -152,12 +152,24 @@ class JuryScale:
         return self.low + score * (self.high - self.low) if self.type == "rating" else score
 
     def to_dict(self) -> dict[str, Any]:
+        """``type``, ``level`` and what the verdicts are: ``choices`` and ``scores``, or a rating's ``min``, ``max``."""
         shown: dict[str, Any] = {"type": self.type, "level": self.level}
-        if self.type == "choices":
+        if self.votes:
             shown.update(choices=list(self.choices), scores=list(self.scores))
         elif self.type == "rating":
             shown.update(min=self.low, max=self.high)
         return shown
+
+    @classmethod
+    def from_dict(cls, shown: Mapping[str, Any]) -> "JuryScale":
+        """The scale :meth:`to_dict` wrote (a results file's row records it, so a report can code its verdicts)."""
+        return cls(
+            shown["type"],
+            tuple(shown.get("choices", ())),
+            tuple(shown.get("scores", ())),
+            shown.get("min", 0),
+            shown.get("max", 0),
+        )
 
 
 def _scale_of(name: str, jurors: Sequence[LLMJudge]) -> JuryScale:
@@ -288,7 +300,7 @@ class Jury(Scorer):
 
     def aggregator(self) -> "JuryAggregator":
         """The run's summary: the mean figures, every juror's usage, and the jurors' agreement."""
-        return JuryAggregator(self)
+        return JuryAggregator(self.labels, self.verdict_scale)
 
     # ---------------------------------------------------------------- scoring
     async def _ascore_batch(self, rows: list[dict[str, Any]], limit: asyncio.Semaphore) -> list[Score | ScorerError]:
@@ -335,6 +347,7 @@ class Jury(Scorer):
             votes=votes if self.verdict_scale.votes else None,
             vote_share=max(votes.values()) / total if self.verdict_scale.votes and total else None,
             jurors=entries,
+            scale=self.verdict_scale.to_dict(),
             jurors_answered=len(answered),
             jurors_failed=failed,
             usage=summed_usage([e["usage"] for e in entries.values() if e.get("usage")]),
@@ -501,44 +514,49 @@ def _without_nones(jury: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in jury.items() if value is not None or key == "jurors"}
 
 
-def verdict_row(jury: Jury, metadata: Mapping[str, Any], score: float | None) -> tuple[float, ...] | None:
-    """One row's jurors' verdicts as the agreement statistics code them (NaN: no verdict), then the jury's own
-    (``metadata``: the row's, or its error record's, which hold ``jurors``); ``None`` for a row without them."""
-    jurors, scale = metadata.get("jurors"), jury.verdict_scale
-    if not isinstance(jurors, Mapping):
+def verdict_row(
+    jurors: Sequence[str], scale: JuryScale, metadata: Mapping[str, Any], score: float | None
+) -> tuple[float, ...] | None:
+    """One row's verdicts of the ``jurors`` (labels) as the agreement statistics code them (NaN: none), then the
+    jury's own (``metadata``: the row's, or its error record's, which hold ``jurors``); ``None`` for a row without
+    them."""
+    entries = metadata.get("jurors")
+    if not isinstance(entries, Mapping):
         return None  # a row recorded without its metadata
     values = [
-        scale.value((jurors.get(label) or {}).get("verdict"), (jurors.get(label) or {}).get("score"))
-        for label in jury.labels
+        scale.value((entries.get(label) or {}).get("verdict"), (entries.get(label) or {}).get("score"))
+        for label in jurors
     ]
     values.append(scale.jury_value(metadata.get("verdict"), score) if "verdict" in metadata else None)
     return tuple(float("nan") if value is None else value for value in values)
 
 
 def jury_agreement_of(
-    jury: Jury,
+    jurors: Sequence[str],
+    scale: JuryScale,
     rows: Sequence[tuple[float, ...]],
-    labels: Sequence[float] | None = None,
+    human: Sequence[float] | None = None,
     *,
     resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Any]:
     """The jurors' agreement (:func:`scorers.stats.reliability.jury_agreement`, as a dict with the ``scale``) over
-    ``rows`` (:func:`verdict_row` s), with human ``labels`` coded alike (:meth:`JuryScale.label_value`) if given."""
+    ``rows`` (:func:`verdict_row` s, sorted first: the figures do not depend on the rows' order), with ``human``
+    labels coded alike (:meth:`JuryScale.label_value`) if given."""
     import numpy as np
 
     from ..stats.reliability import jury_agreement
 
-    table = np.array(rows, dtype=np.float64).reshape(len(rows), len(jury.labels) + 1)
-    scale = jury.verdict_scale
+    order = sorted(range(len(rows)), key=lambda i: [(v != v, 0.0 if v != v else v) for v in rows[i]])
+    table = np.array([rows[i] for i in order], dtype=np.float64).reshape(len(rows), len(jurors) + 1)
     report = jury_agreement(
         table[:, :-1],
-        jury.labels,
+        list(jurors),
         level=scale.level,  # type: ignore[arg-type]
         domain=scale.domain,
         verdicts=table[:, -1],
-        labels=labels,
+        labels=None if human is None else [human[i] for i in order],
         resamples=resamples,
         confidence=confidence,
         seed=seed,
@@ -583,9 +601,9 @@ class JuryAggregator(JudgeAggregator):
     verdicts it saw, failed rows included. Rows are kept as their verdict vectors and sorted before the
     bootstrap, so shards merge in any order to the same figures."""
 
-    def __init__(self, jury: Jury) -> None:
+    def __init__(self, jurors: Sequence[str], scale: JuryScale) -> None:
         super().__init__()
-        self.jury = jury
+        self.jurors, self.scale = tuple(jurors), scale
         self._rows: list[tuple[float, ...]] = []
         self._memo: tuple[tuple[Any, ...], dict[str, Any]] | None = None
 
@@ -598,7 +616,7 @@ class JuryAggregator(JudgeAggregator):
         self._add(error, None)
 
     def _add(self, metadata: Mapping[str, Any], score: float | None) -> None:
-        row = verdict_row(self.jury, metadata, score)
+        row = verdict_row(self.jurors, self.scale, metadata, score)
         if row is None:
             return
         self._rows.append(row)
@@ -618,8 +636,9 @@ class JuryAggregator(JudgeAggregator):
             return None
         key = (len(self._rows), resamples, confidence, seed)
         if self._memo is None or self._memo[0] != key:
-            rows = sorted(self._rows, key=lambda row: [(v != v, 0.0 if v != v else v) for v in row])
-            figures = jury_agreement_of(self.jury, rows, resamples=resamples, confidence=confidence, seed=seed)
+            figures = jury_agreement_of(
+                self.jurors, self.scale, self._rows, resamples=resamples, confidence=confidence, seed=seed
+            )
             self._memo = (key, figures)
         return self._memo[1]
 

@@ -639,10 +639,10 @@ def _jury(judge: Scorer, labelled: LabelledRows, judged: Judgments, drawn: dict[
     if not isinstance(judge, Jury) or not judged.metadata:
         return None
     scale = judge.verdict_scale
-    rows = [verdict_row(judge, m, v["judge_score"]) for m, v in zip(judged.metadata, judged.verdicts)]
+    rows = [verdict_row(judge.labels, scale, m, v["judge_score"]) for m, v in zip(judged.metadata, judged.verdicts)]
     coded = not (scale.type == "choices" and labelled.scale.type != "choices")
     labels = [scale.label_value(v["label_score"], c) for v, (c, _) in zip(judged.verdicts, judged.codes)]
-    return jury_agreement_of(judge, rows, labels if coded else None, **drawn)  # type: ignore[arg-type]
+    return jury_agreement_of(judge.labels, scale, rows, labels if coded else None, **drawn)  # type: ignore[arg-type]
 
 
 def _figures(

@@ -42,6 +42,7 @@ NOT_IN_SIGNATURE = {
     "messages": "enters as the template's content hash",
     "template": "enters as the template's content hash",
     "choice_scores": "enters as the template's content hash",
+    "examples": "enters as the template's content hash (every template judge: tests/judges/test_examples.py)",
     "max_chars": "a bound on the input's length: refuses a row, never changes a number",
     "max_calls": "a bound on how many tool calls a row holds: refuses a row, never changes a number",
     "max_steps": "a bound on an edit search's steps: refuses a row, never changes a number",

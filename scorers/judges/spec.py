@@ -38,6 +38,7 @@ from ..llm.config import APIS as config_apis
 from ..llm.protocol import extra_conflict
 from ..plugins import Registry
 from .conversation import DEFAULT_MAX_TOKENS
+from .examples import Example, verdict_problem
 
 # KINDS and JudgeSpec are computed on first read (module __getattr__), from the kinds registered by then.
 __all__ = [
@@ -354,6 +355,12 @@ class TemplateSpec(RequestSettings):
         None,
         description="a calibration file fitted for this judge (python -m scorers calibrate), which maps its scores",
     )
+    examples: Annotated[list[Example], Field(min_length=1)] | None = Field(
+        None, description="labelled examples shown before the instruction (scorers.judges.examples)"
+    )
+    provenance: dict[str, Any] | None = Field(
+        None, description="how the file was made (python -m scorers calibrate writes it); not the judge's identity"
+    )
 
     @field_validator("fields", mode="before")
     @classmethod
@@ -370,11 +377,15 @@ class TemplateSpec(RequestSettings):
             raise _KeyError(
                 "messages", "the last message must have role user (the judge instruction is appended to it)"
             )
+        for index, example in enumerate(self.examples or ()):
+            problem = verdict_problem(self, example.verdict)
+            if problem:
+                raise _KeyError(f"examples[{index}].verdict", problem)
         return self
 
     def settings(self) -> dict[str, Any]:
         """The judge constructor's keyword arguments this spec sets (beyond the prompt), as given."""
-        skip = {"name", "description", "prompt", "messages", "kind", "fields"}
+        skip = {"name", "description", "prompt", "messages", "kind", "fields", "examples", "provenance"}
         return {key: getattr(self, key) for key in self.model_fields_set if key not in skip}
 
     def conversation_fields(self) -> tuple[tuple[str, int], ...]:

@@ -201,6 +201,9 @@ class JudgeTemplate:
     #: The fields that hold an attachment (:class:`~scorers.attachments.Attachment`): a path, URL or data there
     #: is read as one, and shown as a content part where the field stands.
     attachments: tuple[str, ...] = ()
+    #: Labelled examples shown before the instruction (:mod:`scorers.judges.examples`), each a mapping
+    #: ``{"variables", "verdict", "rationale"?}``; part of :meth:`content_hash` when there are any.
+    examples: tuple[Mapping[str, Any], ...] = ()
     _variables: tuple[str, ...] = field(default=(), repr=False, compare=False)
     #: Per message: literal text and variable names, when the message is plain ``{{ name }}`` substitution.
     _plain: tuple[Any, ...] = field(default=(), repr=False, compare=False)
@@ -243,6 +246,7 @@ class JudgeTemplate:
                 )
         if not self.choices:
             object.__setattr__(self, "choices", tuple(self.choice_scores or ()))
+        object.__setattr__(self, "_hash", "")  # dataclasses.replace() copies the hash of what it replaced
         object.__setattr__(self, "_compiled", tuple(compiled))  # what the lazy attribute would build
         object.__setattr__(self, "_plain", tuple(_plain_parts(content) for _, content in self.messages))
         object.__setattr__(
@@ -275,7 +279,7 @@ class JudgeTemplate:
         return None
 
     def content_hash(self) -> str:
-        """Short SHA-256 of what decides the judge's verdict: messages and choice_scores."""
+        """Short SHA-256 of what decides the judge's verdict: messages, choice_scores and examples."""
         if not self._hash:
             object.__setattr__(self, "_hash", self._compute_hash())
         return self._hash
@@ -290,11 +294,9 @@ class JudgeTemplate:
             hashed["conversations"] = [name for name, _ in self.conversations]  # the budgets change no verdict
         if self.attachments:
             hashed["attachments"] = list(self.attachments)
-        body = json.dumps(
-            hashed,
-            sort_keys=True,
-            ensure_ascii=False,
-        )
+        if self.examples:
+            hashed["examples"] = list(self.examples)
+        body = json.dumps(hashed, sort_keys=True, ensure_ascii=False, default=_json_default)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
     def where(self, key: str = "") -> str:

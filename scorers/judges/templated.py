@@ -7,6 +7,7 @@ it a constructor derived from the model (:mod:`scorers.judges.parameters`).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 import time
@@ -21,6 +22,7 @@ from ..params import Param
 from ..score import Score
 from .base import LLMJudge
 from .conversation import budget_metadata
+from .examples import examples_block, variables_problem
 from .parameters import kind_constructor, kind_parameters, setting_option
 from .reply import ReplyFormat
 from .spec import RequestSettings, TemplateSpec, add_kind, kind_fields, kind_of
@@ -112,6 +114,7 @@ class TemplatedJudge(LLMJudge):
         *fields: Any,
         messages: Sequence[Mapping[str, str]] | None = None,
         template: JudgeTemplate | None = None,
+        examples: Sequence[Mapping[str, Any]] | None = None,
         engine: LLMEngine | None = None,
         client: Any = None,
         max_reasks: int | None = None,
@@ -121,11 +124,12 @@ class TemplatedJudge(LLMJudge):
         **request: Any,
     ) -> None:
         """``prompt_template`` (mustache/Jinja text), ``messages`` (``{"role", "content"}`` templates) or a
-        loaded ``template``: exactly one; ``engine``, or ``client``/``max_reasks`` to build one; ``description``
-        (else the template's); then the kind's own fields (``fields``, by position where the kind allows) and
-        the request settings (``settings``, ``**request``: see :meth:`LLMJudge.request_fields`); ``calibration``:
-        a calibration file fitted for this judge (its path or content: :mod:`scorers.calibration.scores`), which
-        maps every score.
+        loaded ``template``: exactly one; ``examples``: labelled examples shown before the instruction (the
+        spec's ``examples:`` key, :mod:`scorers.judges.examples`; given, they replace the template's, ``[]``
+        none); ``engine``, or ``client``/``max_reasks`` to build one; ``description`` (else the template's); then
+        the kind's own fields (``fields``, by position where the kind allows) and the request settings
+        (``settings``, ``**request``: see :meth:`LLMJudge.request_fields`); ``calibration``: a calibration file
+        fitted for this judge (its path or content: :mod:`scorers.calibration.scores`), which maps every score.
 
         Each kind's class has its own ``__init__`` of this signature with its fields spelled out; this one
         binds them for a kind that writes its own constructor and calls it."""
@@ -136,7 +140,7 @@ class TemplatedJudge(LLMJudge):
         )
         bound.apply_defaults()
         arguments: dict[str, Any] = dict(name=name, prompt_template=prompt_template, messages=messages)
-        arguments.update(template=template, engine=engine, client=client, max_reasks=max_reasks)
+        arguments.update(template=template, examples=examples, engine=engine, client=client, max_reasks=max_reasks)
         arguments.update(description=description, settings=settings, calibration=calibration)
         self._construct(arguments, bound.arguments, request)
 
@@ -195,6 +199,7 @@ class TemplatedJudge(LLMJudge):
         template: JudgeTemplate | None,
         description: str | None,
         engine: LLMEngine | None,
+        examples: Sequence[Mapping[str, Any]] | None = None,
         client: Any,
         max_reasks: int | None,
         spec_fields: Mapping[str, Any],
@@ -215,6 +220,9 @@ class TemplatedJudge(LLMJudge):
             data["prompt"] = prompt_template
         else:
             data["messages"] = list(messages or [])
+        chosen = template.examples if examples is None and template is not None else examples or ()
+        if chosen:
+            data["examples"] = [dict(example) for example in chosen]
         spec = self._init_judge(
             name, data, settings, request or {}, engine=engine, client=client, max_reasks=max_reasks
         )
@@ -225,6 +233,12 @@ class TemplatedJudge(LLMJudge):
                 choice_scores=getattr(spec, "choice_scores", None),
                 description=description or "",
             )
+        shown = tuple(example.model_dump(exclude_none=True) for example in spec.examples or ())
+        if shown != template.examples:
+            template = dataclasses.replace(template, examples=shown)
+        problem = variables_problem(shown, template.variables)
+        if problem is not None:
+            raise ConfigError(f"{name}: {template.where(problem[0])}: {problem[1]}", scorer=name)
         self.template = template
         self.description = " ".join((description or template.description or type(self).description).split())
         attachments = set(template.attachments)
@@ -337,6 +351,8 @@ class TemplatedJudge(LLMJudge):
             messages = self.template.render(variables)
         if placement.found:
             self._check_attachments(placement.found)
+        if self.template.examples:
+            instruction = f"{examples_block(self.template.examples, self.template.variables)}\n\n{instruction}"
         messages[-1] = {**messages[-1], "content": with_text(messages[-1]["content"], f"\n\n{instruction}")}
         return messages
 

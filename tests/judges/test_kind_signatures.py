@@ -25,6 +25,7 @@ HEAD: list[Row] = [("name", PK, REQUIRED, "str"), ("prompt_template", PK, "None"
 TEMPLATE: list[Row] = [
     ("messages", KW, "None", "Sequence[Mapping[str, str]] | None"),
     ("template", KW, "None", "JudgeTemplate | None"),
+    ("examples", KW, "None", "Sequence[Mapping[str, Any]] | None"),
     ("engine", KW, "None", "LLMEngine | None"),
     ("client", KW, "None", "Any"),
     ("max_reasks", KW, "None", "int | None"),

@@ -37,6 +37,7 @@ def parse(data: Mapping[str, Any], default_name: str, file: str | None, problems
         file=file,
         conversations=spec.conversation_fields(),
         attachments=spec.attachment_fields(),
+        examples=tuple(e.model_dump(exclude_none=True) for e in spec.examples or ()),
     )
     settings = {k: v for k, v in spec.settings().items() if k != "choice_scores"}
     return Definition(spec.kind, template, settings)

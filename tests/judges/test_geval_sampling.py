@@ -12,7 +12,7 @@ import pytest
 from statsmodels.stats.proportion import proportion_confint
 
 from scorers.cli.catalog import describe
-from scorers.errors import ConfigError
+from scorers.errors import ConfigError, JudgeError
 from scorers.judges import GEvalJudge
 from scorers.judges.spec import validate_spec
 from scorers.llm import LLMEngine
@@ -230,3 +230,19 @@ def test_a_template_file_turns_sampling_on() -> None:
     assert problems == [
         ("temperature", "samples=5 needs temperature > 0: at temperature 0 the samples are the same judgment repeated")
     ]
+
+
+def test_an_unusable_sample_is_the_rows_error_and_a_rerun_asks_only_it(llm_server: LoopbackLLM, monkeypatch) -> None:
+    """Never a mean of fewer samples than asked: the row fails naming the reply; the samples that were usable are
+    cached, so the re-run sends the failed sample alone."""
+    point(monkeypatch, llm_server)
+    monkeypatch.delenv("SCORERS_CACHE")
+    llm_server.default = lambda r: Reply.text("unsure" if r.body["seed"] == 1 else str(2 + r.body["seed"]))
+    judge = sampling_judge(3)
+    (failed,) = judge.score_batch([{"output": "x"}])
+    assert isinstance(failed, JudgeError) and "no whole-number score" in str(failed)
+    llm_server.default = lambda r: Reply.text(str(2 + r.body["seed"]))
+    llm_server.reset()
+    (score,) = judge.score_batch([{"output": "x"}])
+    assert [r.body["seed"] for r in llm_server.chat_requests] == [1]
+    assert score.metadata["sampled_scores"] == [2, 3, 4] and score.metadata["cached_samples"] == 2

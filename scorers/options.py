@@ -1,5 +1,5 @@
 """Typed options of the statistics entry points, each declared once: :func:`scorers.stats.compare`,
-:func:`scorers.stats.meta_evaluate` and :func:`scorers.stats.correlate`.
+:func:`scorers.stats.meta_evaluate`, :func:`scorers.stats.correlate` and :func:`scorers.stats.rank`.
 
 A model lists an entry point's options: type, default, choices (a ``Literal``), the check of each
 value (a :class:`~scorers.errors.ConfigError` that names the option) and a description. The
@@ -35,6 +35,7 @@ __all__ = [
     "CompareOptions",
     "CorrelateOptions",
     "MetaEvalOptions",
+    "RankOptions",
     "COEFFICIENTS",
     "LEVELS",
     "TESTS",
@@ -174,6 +175,92 @@ class CompareOptions(Options):
     def draws(self) -> int:
         """``resamples``, or the test's default (:data:`COMPARE_RESAMPLES`)."""
         return COMPARE_RESAMPLES[self.test] if self.resamples is None else self.resamples
+
+
+# ------------------------------------------------------------------ rank
+_Ties = Literal["davidson", "half"]
+_Swap = Literal["tie", "drop", "keep"]
+_Style = Literal["length", "headers", "lists", "bold"]
+#: How ties enter the Bradley-Terry likelihood: Davidson (1970)'s tie parameter, or half a win each way.
+TIE_RULES: tuple[str, ...] = get_args(_Ties)
+#: What a verdict whose two orders disagreed counts as: a tie, nothing, or each order a comparison of its own.
+SWAP_RULES: tuple[str, ...] = get_args(_Swap)
+#: Style covariates: normalised differences (a - b) / (a + b) of the two answers' characters, markdown
+#: headers, list items and bold spans.
+STYLE_FEATURES: tuple[str, ...] = get_args(_Style)
+
+
+def _one_of(what: str, names: Sequence[str]) -> BeforeValidator:
+    """A single choice among ``names``: ``{what} 'x': choose from ...`` otherwise."""
+
+    def check(value: Any) -> Any:
+        if value not in names:
+            raise ConfigError(f"{what} {value!r}: choose from {', '.join(names)}")
+        return value
+
+    return BeforeValidator(check)
+
+
+class RankOptions(Options):
+    """The options of :func:`scorers.stats.rank` (``python -m scorers rank``)."""
+
+    entry_point: ClassVar[str] = "rank"
+
+    scorer: str | None = Field(
+        None, description="the pairwise judge column of the results files (default: the one pairwise judge found)"
+    )
+    winner: str | None = Field(
+        None,
+        description="read verdicts from this field instead of a judge: a, b or tie (also model_a, model_b, "
+        "tie (bothbad), both_bad)",
+    )
+    system_a: str = Field("model_a", description="field naming the system of answer A, output (default: %(default)s)")
+    system_b: str = Field(
+        "model_b", description="field naming the system of answer B, the other one (default: %(default)s)"
+    )
+    prompt: str | None = Field(
+        None,
+        description="field naming the prompt, the bootstrap unit (default: the input field's value, else each row)",
+    )
+    ties: Annotated[_Ties, _one_of("ties", TIE_RULES)] = Field(
+        "davidson",
+        description="davidson: Davidson (1970)'s tie parameter, fitted jointly; half: a tie is half a win each "
+        "way (default: %(default)s)",
+    )
+    swap: Annotated[_Swap, _one_of("swap", SWAP_RULES)] = Field(
+        "tie",
+        description="a verdict whose two orders disagreed (swap: true) counts as a tie, is dropped, or keep: "
+        "every swapped verdict counts as two comparisons, one per order (default: %(default)s)",
+    )
+    style: Annotated[tuple[_Style, ...], _choices("style", STYLE_FEATURES)] = Field(
+        (), description="style covariate fitted jointly (repeatable): length, headers, lists, bold"
+    )
+    answer_a: str = Field("output", description="field of answer A's text, for --style (default: %(default)s)")
+    answer_b: str = Field("expected", description="field of answer B's text, for --style (default: %(default)s)")
+    anchor: str | None = Field(None, description="the system rated --anchor-rating (default: the mean strength)")
+    anchor_rating: Annotated[float, _checked(is_number, "must be a number")] = Field(
+        1000.0, description="the rating of the anchor (default: %(default)g)"
+    )
+    prior: Annotated[float, _checked(lambda v: is_number(v) and v >= 0, "must be a number at least 0")] = Field(
+        0.0,
+        description="opt-in penalty PRIOR * sum(strength^2) (choix's alpha; a Gaussian prior): finite strengths "
+        "for a system that won or lost every comparison (default: %(default)g, the plain maximum likelihood)",
+    )
+    resamples: Annotated[int, _checked(lambda v: is_int(v) and v >= 0, "must be an integer at least 0")] = Field(
+        1000, description="bootstrap resamples of the prompts; 0: no intervals (default: %(default)s)"
+    )
+    seed: _Seed = Field(0, description="bootstrap seed (default: %(default)s)")
+    confidence: Annotated[float, _checked(lambda v: 0.0 < v < 1.0, "must lie strictly between 0 and 1")] = Field(
+        0.95, description="interval level (default: %(default)s)"
+    )
+
+    @model_validator(mode="after")
+    def _together(self) -> RankOptions:
+        if self.scorer is not None and self.winner is not None:
+            raise ConfigError("rank reads verdicts from a judge (scorer) or from a winner field, not both")
+        if self.system_a == self.system_b:
+            raise ConfigError(f"system_a and system_b name the same field {self.system_a!r}")
+        return self
 
 
 # ------------------------------------------------------------------ meta-eval

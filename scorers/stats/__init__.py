@@ -5,6 +5,7 @@ confidence intervals and paired significance tests (:mod:`scorers.stats.resample
 :func:`correlate`: how well scorers agree with human scores, at summary, system and
 global level, with bootstrap intervals and tests between metrics (:mod:`scorers.stats.correlation`).
 :func:`meta_evaluate`: how well a judge agrees with human labels (:mod:`scorers.stats.metaeval`).
+:func:`rank`: a Bradley-Terry leaderboard from pairwise verdicts, with bootstrap intervals (:mod:`scorers.stats.ranking`).
 :func:`jury_agreement`: how much several raters (a jury's jurors) agree, as Krippendorff's alpha
 (:func:`krippendorff_alpha`) and Fleiss' kappa (:func:`fleiss_kappa`) with bootstrap intervals over rows,
 and each juror's agreement with the jury and with labels (:mod:`scorers.stats.reliability`):
@@ -28,7 +29,7 @@ reads too, and is a chain of steps a caller may run one at a time:
 
 from __future__ import annotations
 
-from ..options import CompareOptions, CorrelateOptions, MetaEvalOptions
+from ..options import CompareOptions, CorrelateOptions, MetaEvalOptions, RankOptions
 from .compare import Comparison, FigureComparison, SystemFigure, align_rows, compare, compare_rows, read_results
 from .correlation import Correlation, ScoreTable, compute_correlation, correlate, read_scores
 from .metaeval import (
@@ -41,6 +42,7 @@ from .metaeval import (
     read_labels,
     sample_judges,
 )
+from .ranking import Ranking, compute_ranking, rank
 from .reliability import (
     JuryAgreement,
     Level,
@@ -82,4 +84,8 @@ __all__ = [
     "jury_agreement",
     "JuryAgreement",
     "Level",
+    "rank",
+    "RankOptions",
+    "compute_ranking",
+    "Ranking",
 ]

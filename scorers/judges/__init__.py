@@ -23,6 +23,7 @@ from . import conversational, gptscore, rag, selfcheck  # noqa: E402,F401  (regi
 from .base import JudgeAggregator, LLMJudge, judge_error
 from .classifier import LLMClassifier, Verdict, parse_text_choice, read_reply
 from .geval import GEvalJudge
+from .jury import Jury
 from .pairwise import PairwiseJudge
 from .rating import RatingJudge
 from .reply import REASONS_DESCRIPTION, ReplyFormat, reasons_text
@@ -38,6 +39,7 @@ __all__ = [
     "RatingJudge",
     "GEvalJudge",
     "PairwiseJudge",
+    "Jury",
     "JudgeAggregator",
     "ReplyFormat",
     "Verdict",

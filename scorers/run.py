@@ -314,8 +314,9 @@ class Run(BaseModel):
 
         prices = configured_prices()
         for scorer in self.scorers:
-            if isinstance(scorer, LLMJudge):
-                price_of(prices, scorer._model_name())
+            for judge in getattr(scorer, "jurors", (scorer,)):  # a jury's jurors are its judges
+                if isinstance(judge, LLMJudge):
+                    price_of(prices, judge._model_name())
         assert self.max_cost is not None
         return SpendCap(self.max_cost, prices)
 

@@ -281,16 +281,22 @@ def plan(
     ``prices`` default to ``configure(prices=...)``'s; ``cache=False`` counts every request as a miss (as
     ``--no-cache`` runs)."""
     from .judges.base import LLMJudge
+    from .judges.jury import Jury
     from .runner import evaluate
 
     judges = [s for s in scorers if isinstance(s, LLMJudge)]
     plans = [ScorerPlan(j.name, j._model_name(), per_row=j.requests_per_row) for j in judges]
-    stand_ins = []
-    for judge, judge_plan in zip(judges, plans):
-        stand_in = copy.copy(judge)
-        stand_in.engine = _PlanningEngine(judge.engine if cache else _NoCache(judge.engine), judge_plan)
+    stand_ins: list[Scorer] = [_stand_in(judge, judge_plan, cache) for judge, judge_plan in zip(judges, plans)]
+    for jury in (s for s in scorers if isinstance(s, Jury)):  # a plan per juror, named jury[juror]
+        own = [
+            ScorerPlan(f"{jury.name}[{label}]", j._model_name(), per_row=j.requests_per_row)
+            for label, j in zip(jury.labels, jury.jurors)
+        ]
+        stand_in = copy.copy(jury)
+        stand_in.jurors = tuple(_stand_in(juror, juror_plan, cache) for juror, juror_plan in zip(jury.jurors, own))
+        plans += own
         stand_ins.append(stand_in)
-    accepted = {name for j in judges for name in j.accepted_fields()}
+    accepted = {name for s in stand_ins for name in s.accepted_fields()}
     if stand_ins:
         wanted = {target: column for target, column in (mapping or {}).items() if target in accepted}
         for result in evaluate(rows, stand_ins, mapping=wanted, concurrency=concurrency):
@@ -301,6 +307,13 @@ def plan(
                     judge_plan.not_followed += 1
                     judge_plan.note = judge_plan.note or error.get("message", "")
     return SpendPlan(plans, dict(configured_prices() if prices is None else prices))
+
+
+def _stand_in(judge: Any, judge_plan: ScorerPlan, cache: bool) -> Any:
+    """A copy of ``judge`` whose engine counts its requests into ``judge_plan`` and sends nothing."""
+    stand_in = copy.copy(judge)
+    stand_in.engine = _PlanningEngine(judge.engine if cache else _NoCache(judge.engine), judge_plan)
+    return stand_in
 
 
 class _NoCache:

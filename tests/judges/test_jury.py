@@ -422,3 +422,15 @@ def test_meta_eval_of_a_jury_reports_its_agreement(servers, tmp_path, capsys, mo
     expected = krippendorff.alpha(reliability_data=np.vstack([yes, labels]), level_of_measurement="nominal")
     assert section["per_juror"]["yes"]["with_labels"]["value"] == pytest.approx(expected, abs=1e-12)
     assert "jury:" in capsys.readouterr().err
+
+
+def test_a_dry_run_plans_each_jurors_requests_and_batch_runs_check_each_juror():
+    from scorers.llm.batch.run import check_batchable
+    from scorers.spend import plan
+
+    judge = LLMClassifier("Polite", PROMPT, CHOICES, model="m")
+    jury = Jury.of(judge, [{"model": "a"}, {"model": "b", "api": "bedrock"}], aggregate="mean")
+    spent = plan([{"output": "x"}, {"output": "y"}], [jury], prices={"a": (1.0, 1.0), "b": (1.0, 1.0)}, cache=False)
+    assert [(p.scorer, p.model, p.requests) for p in spent.scorers] == [("Polite[a]", "a", 2), ("Polite[b]", "b", 2)]
+    with pytest.raises(ConfigError, match="bedrock"):
+        check_batchable([jury])

@@ -121,7 +121,7 @@ def check_batchable(scorers: Sequence[Any]) -> None:
     from ...judges.base import LLMJudge
     from ...judges.gptscore import GPTScore
 
-    for scorer in scorers:
+    for scorer in [judge for s in scorers for judge in getattr(s, "jurors", (s,))]:  # a jury: each of its jurors
         if isinstance(scorer, GPTScore):
             raise ConfigError(
                 f"{scorer.name}: run --batch cannot send it: it asks the legacy completions API for the prompt's "

@@ -312,7 +312,11 @@ class Jury(Scorer):
         return [self._combined(list(outcomes)) for outcomes in zip(*verdicts)]
 
     def _combined(self, outcomes: list[Score | ScorerError]) -> Score | ScorerError:
-        """One row's jury score from its jurors' outcomes, or its :class:`JuryError`."""
+        """One row's jury score from its jurors' outcomes, or its :class:`JuryError` (a juror's ConfigError as it is:
+        the run is misconfigured, and stops as it would for that judge alone)."""
+        refused = next((outcome for outcome in outcomes if isinstance(outcome, ConfigError)), None)
+        if refused is not None:
+            return refused
         entries = {label: self._entry(outcome) for label, outcome in zip(self.labels, outcomes)}
         answered = [label for label, outcome in zip(self.labels, outcomes) if isinstance(outcome, Score)]
         failed = [label for label in self.labels if label not in answered]

@@ -416,6 +416,8 @@ def sample_judges(judge: Scorer, samples: int) -> list[Scorer]:
         return [judge]
     from ..judges.base import LLMJudge
 
+    if hasattr(judge, "jurors"):
+        raise ConfigError(f"samples={samples}: {judge.name} is a jury; measure a juror alone, or add jurors instead")
     if not isinstance(judge, LLMJudge):
         raise ConfigError(f"samples={samples}: {judge.name} is not an LLM judge, so repeated runs give the same score")
     if judge.temperature == 0:

@@ -434,3 +434,21 @@ def test_a_dry_run_plans_each_jurors_requests_and_batch_runs_check_each_juror():
     assert [(p.scorer, p.model, p.requests) for p in spent.scorers] == [("Polite[a]", "a", 2), ("Polite[b]", "b", 2)]
     with pytest.raises(ConfigError, match="bedrock"):
         check_batchable([jury])
+
+
+def test_a_jurors_configuration_error_stops_the_run_as_its_judge_would():
+    with LoopbackLLM(default=Reply.choice("Yes")) as open_server, LoopbackLLM(api_key="the-right-key") as locked:
+        jurors = [
+            LLMClassifier("Polite", PROMPT, CHOICES, model=f"m{i}", engine=_engine(server))
+            for i, server in enumerate((open_server, locked))
+        ]
+        with pytest.raises(ConfigError):
+            list(scorers.evaluate([{"output": "x"}], [Jury("J", jurors, aggregate="mean")]))
+
+
+def test_meta_eval_samples_of_a_jury_are_refused(servers):
+    from scorers.stats.metaeval import meta_evaluate
+
+    with pytest.raises(ConfigError, match="is a jury"):
+        meta_evaluate(LABELLED, _jury(servers, aggregate="mean"), label="polite", samples=2)
+    assert sum(s.request_count for s in servers) == 0

@@ -318,7 +318,8 @@ def _unranked(
             i = main[local]
             games = int(wins[i].sum() + wins[:, i].sum() + ties[i].sum())
             if direction and games == (wins[i].sum() if direction > 0 else wins[:, i].sum()):
-                why = f"{'won' if direction > 0 else 'lost'} all its {games} comparisons"
+                played = "its only comparison" if games == 1 else f"all its {games} comparisons"
+                why = f"{'won' if direction > 0 else 'lost'} {played}"
             elif direction:
                 why = f"no ranked system {'beat or tied it' if direction > 0 else 'lost to or tied with it'}, directly or through others"
             else:

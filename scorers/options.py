@@ -28,6 +28,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from ._aio import DEFAULT_CONCURRENCY
 from ._util import did_you_mean, is_int, is_number
+from .calibration.splits import DEFAULT_FRACTIONS, parse_fractions
 from .errors import ConfigError
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "LEVELS",
     "TESTS",
     "COMPARE_RESAMPLES",
+    "CalibrateOptions",
 ]
 
 
@@ -385,3 +387,35 @@ class CorrelateOptions(Options):
     def columns(self) -> tuple[str, ...]:
         """The human columns read: ``human`` and ``pairs_from``."""
         return tuple(dict.fromkeys([*self.human, *([self.pairs_from] if self.pairs_from is not None else [])]))
+
+
+# ------------------------------------------------------------------ calibrate
+_Measure = Literal["auto", "kappa", "spearman"]
+
+
+class CalibrateOptions(MetaEvalOptions):
+    """The options of ``python -m scorers calibrate`` (:func:`scorers.calibration.select_examples`): the labels
+    and bootstrap as for meta-eval, the split rule, and each mode's settings (few-shot: ``examples``)."""
+
+    entry_point: ClassVar[str] = "calibrate"
+
+    group: str | None = Field(
+        None, description="field (or dotted path) whose rows stay in one split (e.g. a document id)"
+    )
+    split: Annotated[tuple[float, float, float], BeforeValidator(parse_fractions)] = Field(
+        DEFAULT_FRACTIONS,
+        description=f"train,dev,test fractions of the rows (default: {','.join(map(str, DEFAULT_FRACTIONS))})",
+    )
+    seed: _Seed = Field(0, description="seed of the split, the candidate pool and the bootstrap (default: %(default)s)")
+    examples: Annotated[int | None, _positive] = Field(
+        None, description="few-shot: choose K labelled examples from the train split"
+    )
+    pool: _PositiveInt = Field(8, description="few-shot: candidates drawn from the train split (default: %(default)s)")
+    measure: _Measure = Field(
+        "auto",
+        description="few-shot: what the dev split maximises: kappa (choices; quadratic-weighted on an ordinal "
+        "scale) or spearman (ratings) (default: auto, by the judge's kind)",
+    )
+    max_requests: Annotated[int | None, _positive] = Field(
+        None, description="refuse to start when the plan needs more judge requests than N (default: no cap)"
+    )

@@ -26,8 +26,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-import numpy as np
-
 from .._util import ABSENT, lookup
 from ..errors import ConfigError, DataError
 
@@ -121,6 +119,8 @@ def split_rows(
     values = None
     if group is not None and not isinstance(rows, int):
         values = tuple(_group_value(row, index, group) for index, row in enumerate(rows))
+    import numpy as np  # not at import: scorers.options reads this module's defaults
+
     members = _units(count, values)
     order = np.random.default_rng(seed).permutation(len(members))
     bounds = np.cumsum(shares) * count

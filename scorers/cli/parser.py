@@ -14,7 +14,7 @@ from typing import Any
 from .. import __version__
 from ..errors import ConfigError
 from ..plugins import Registry
-from . import catalog, check, compare, correlate, loopback, meta_eval, promptfoo, rank, report, run
+from . import calibrate, catalog, check, compare, correlate, loopback, meta_eval, promptfoo, rank, report, run
 from ._common import EXIT_CODES, Command
 
 EPILOG = (
@@ -56,7 +56,7 @@ def _failed_command(entry_point: EntryPoint, message: str) -> Command:
 COMMANDS: Registry[Command] = Registry(
     "command", group=ENTRY_POINT_GROUP, case_sensitive=True, accept=_command, placeholder=_failed_command
 )
-for _module in (catalog, check, promptfoo, run, report, meta_eval, compare, correlate, rank, loopback):
+for _module in (catalog, check, promptfoo, run, report, meta_eval, calibrate, compare, correlate, rank, loopback):
     for _name, _builtin in _module.COMMANDS.items():
         COMMANDS.register(_name, _builtin)
 
@@ -70,6 +70,7 @@ USAGE = (
     "promptfoo",
     "report",
     "meta-eval",
+    "calibrate",
     "compare",
     "correlate",
     "rank",

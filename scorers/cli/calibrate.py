@@ -1,0 +1,135 @@
+"""``calibrate``: fit a judge to the user's labels on a training split, measure it on a held-out split.
+
+Each mode is one entry of :data:`MODES`: the options model's field that turns it on
+(:class:`~scorers.options.CalibrateOptions`), and the function that runs it and writes its files. The labels,
+the split rule, the bootstrap and the judge's settings are every mode's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
+
+from ..errors import ConfigError
+from ..io import read_rows
+from ..options import CalibrateOptions
+from ._common import Command, Flag, add_options, command_parser, file_path, options_of
+from .meta_eval import FLAGS as META_EVAL_FLAGS
+from .meta_eval import _judge
+
+
+class Mode(NamedTuple):
+    """A mode of ``calibrate``: ``run(args, rows, judge, options)`` writes its files, prints its table on stderr and
+    returns the exit code."""
+
+    run: Callable[[argparse.Namespace, list[dict[str, Any]], Any, dict[str, Any]], int]
+    help: str
+
+
+def add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
+    parser = command_parser(
+        sub,
+        "calibrate",
+        help="fit a judge to your labels: few-shot examples chosen on dev, measured on held-out test",
+        parents=[templates],
+        description="Split the labelled rows of LABELS into train, dev and test (seeded; disjoint by rows or by "
+        "--group), fit the judge on train and dev, and report agreement on the held-out test split with "
+        "bootstrap intervals (a table on stderr, JSON to --report). Modes: "
+        + "; ".join(f"--{name.replace('_', '-')}: {mode.help}" for name, mode in MODES.items())
+        + " (see docs/trust/calibration.md).",
+    )
+    parser.add_argument(
+        "labels", type=file_path, help="labelled rows (.jsonl, .json array, .csv/.tsv), or - for JSONL on stdin"
+    )
+    parser.add_argument("-s", "--scorer", required=True, dest="judge", metavar="JUDGE", help="the judge to calibrate")
+    add_options(parser, CalibrateOptions, _flags("label", "label_scores", "key", "group", "split", "seed"))
+    add_options(parser, CalibrateOptions, _flags("examples", "pool", "measure", "max_requests"))
+    parser.add_argument("-o", "--output", type=file_path, metavar="OUT.yaml", help="--examples: the new template file")
+    parser.add_argument("--name", help="--examples: the new judge's name (default: JUDGE followed by FewShot)")
+    parser.add_argument("--report", type=file_path, metavar="FILE", help="the JSON report (default: none)")
+    parser.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="JUDGE.KEY=VALUE",
+        help="judge parameter, VALUE parsed as YAML (e.g. -p Factuality.temperature=0.7)",
+    )
+    add_options(parser, CalibrateOptions, _flags("mapping", "samples", "concurrency"))
+    parser.add_argument("--format", choices=["jsonl", "json", "csv"], help="input format (default: from the extension)")
+    parser.add_argument("--model", help="model of the judge (default: SCORERS_MODEL, else the library default)")
+    parser.add_argument(
+        "--api", metavar="PROTOCOL", help="wire protocol of the judge (default: SCORERS_API, else chat)"
+    )
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the LLM judge cache")
+    add_options(parser, CalibrateOptions, _flags("resamples", "confidence"))
+    parser.set_defaults(swap=False)
+
+
+def _flags(*names: str) -> dict[str, Flag]:
+    return {name: FLAGS[name] for name in names}
+
+
+#: The options of scorers.options.CalibrateOptions and how the command spells them (meta-eval's where shared).
+FLAGS = {
+    **META_EVAL_FLAGS,
+    "group": Flag(metavar="FIELD"),
+    "split": Flag(metavar="TRAIN,DEV,TEST", type=str, append=False),
+    "examples": Flag(metavar="K"),
+    "pool": Flag(metavar="N"),
+    "measure": Flag(),
+    "max_requests": Flag(metavar="N"),
+}
+
+
+def _write(path: str | None, text: str) -> None:
+    if path and path != "-":
+        Path(path).write_text(text, encoding="utf-8")
+    elif path == "-":
+        print(text, end="")
+
+
+def run_examples(args: argparse.Namespace, rows: list[dict[str, Any]], judge: Any, options: dict[str, Any]) -> int:
+    """``--examples K``: choose K examples on dev, write the new template (``-o``) and the report."""
+    import yaml
+
+    from ..calibration.fewshot import file_sha256, select_examples
+
+    if not args.output:
+        raise ConfigError("calibrate --examples: name the new template file with -o OUT.yaml")
+    result = select_examples(rows, judge, **options)
+    labels = {"file": os.path.basename(args.labels)}
+    if args.labels != "-":
+        labels["sha256"] = file_sha256(args.labels)
+    document = result.template_document(args.name or f"{judge.name}FewShot", labels)
+    _write(args.output, yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100))
+    if args.report:
+        report = {**result.to_dict(), "template": {"file": args.output, "name": document["name"]}}
+        _write(args.report, json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n")
+    print(result.table(), file=sys.stderr)
+    print(f"wrote {args.output} (judge {document['name']})", file=sys.stderr)
+    return 0
+
+
+#: The modes: the option that turns each on, and what it does.
+MODES: dict[str, Mode] = {
+    "examples": Mode(run_examples, "choose K few-shot examples (greedy on dev) and write a template with them"),
+}
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    options = options_of(args, FLAGS)
+    chosen = [name for name in MODES if options.get(name) is not None]
+    if len(chosen) != 1:
+        modes = ", ".join(f"--{name.replace('_', '-')}" for name in MODES)
+        raise ConfigError(f"calibrate: choose one mode ({modes}); given: {', '.join(chosen) or 'none'}")
+    CalibrateOptions(**options)  # every option checked before the labels are read
+    rows = list(read_rows(args.labels, args.format))
+    return MODES[chosen[0]].run(args, rows, _judge(args), options)
+
+
+COMMANDS = {"calibrate": Command(add_calibrate, cmd_calibrate)}

@@ -42,6 +42,9 @@ __all__ = [
     "TESTS",
     "COMPARE_RESAMPLES",
     "CalibrateOptions",
+    "CALIBRATION_METHODS",
+    "THRESHOLD_MEASURES",
+    "BIN_STRATEGIES",
 ]
 
 
@@ -393,6 +396,15 @@ class CorrelateOptions(Options):
 _Measure = Literal["auto", "kappa", "spearman"]
 
 
+_CalibrationMethod = Literal["isotonic", "platt"]
+_ThresholdMeasure = Literal["kappa", "accuracy", "f1"]
+_BinStrategy = Literal["uniform", "quantile"]
+#: Score calibration's maps, the measures a pass/fail threshold can maximise, the reliability diagram's bins.
+CALIBRATION_METHODS: tuple[str, ...] = get_args(_CalibrationMethod)
+THRESHOLD_MEASURES: tuple[str, ...] = get_args(_ThresholdMeasure)
+BIN_STRATEGIES: tuple[str, ...] = get_args(_BinStrategy)
+
+
 class CalibrateOptions(MetaEvalOptions):
     """The options of ``python -m scorers calibrate`` (:func:`scorers.calibration.select_examples`): the labels
     and bootstrap as for meta-eval, the split rule, and each mode's settings (few-shot: ``examples``)."""
@@ -418,4 +430,20 @@ class CalibrateOptions(MetaEvalOptions):
     )
     max_requests: Annotated[int | None, _positive] = Field(
         None, description="refuse to start when the plan needs more judge requests than N (default: no cap)"
+    )
+    # score calibration and threshold choice (scorers.calibration.scores, .threshold)
+    scores: _CalibrationMethod | None = Field(
+        None, description="score calibration: fit this map on train, measure ECE and Brier on test, write it to -o"
+    )
+    threshold: _ThresholdMeasure | None = Field(
+        None, description="threshold choice: the pass/fail cut that maximises this measure on dev, measured on test"
+    )
+    bins: _PositiveInt = Field(10, description="--scores: bins of the reliability diagram (default: %(default)s)")
+    bin_strategy: _BinStrategy = Field(
+        "uniform", description="--scores: equal-width bins or bins at the scores' quantiles (default: %(default)s)"
+    )
+    positive: str | None = Field(None, description="--scores/--threshold: the label that is a positive outcome")
+    cut: Annotated[float, _checked(lambda v: is_number(v) and 0 <= v <= 1, "must be a number in [0, 1]")] = Field(
+        0.5,
+        description="--scores/--threshold without --positive: a label score this high is positive (default: %(default)s)",
     )

@@ -48,7 +48,14 @@ def add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
     parser.add_argument("-s", "--scorer", required=True, dest="judge", metavar="JUDGE", help="the judge to calibrate")
     add_options(parser, CalibrateOptions, _flags("label", "label_scores", "key", "group", "split", "seed"))
     add_options(parser, CalibrateOptions, _flags("examples", "pool", "measure", "max_requests"))
-    parser.add_argument("-o", "--output", type=file_path, metavar="OUT.yaml", help="--examples: the new template file")
+    add_options(parser, CalibrateOptions, _flags("scores", "threshold", "bins", "bin_strategy", "positive", "cut"))
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=file_path,
+        metavar="OUT",
+        help="--examples: the new template file (YAML); --scores: the calibration file (JSON); --threshold: its JSON",
+    )
     parser.add_argument("--name", help="--examples: the new judge's name (default: JUDGE followed by FewShot)")
     parser.add_argument("--report", type=file_path, metavar="FILE", help="the JSON report (default: none)")
     parser.add_argument(
@@ -83,6 +90,12 @@ FLAGS = {
     "pool": Flag(metavar="N"),
     "measure": Flag(),
     "max_requests": Flag(metavar="N"),
+    "scores": Flag(),
+    "threshold": Flag(metavar="MEASURE"),
+    "bins": Flag(metavar="N"),
+    "bin_strategy": Flag(),
+    "positive": Flag(metavar="LABEL"),
+    "cut": Flag(metavar="X"),
 }
 
 
@@ -115,9 +128,46 @@ def run_examples(args: argparse.Namespace, rows: list[dict[str, Any]], judge: An
     return 0
 
 
+def run_scores(args: argparse.Namespace, rows: list[dict[str, Any]], judge: Any, options: dict[str, Any]) -> int:
+    """``--scores METHOD``: fit the map on train, measure it on test, write the calibration file (``-o``)."""
+    from ..calibration.scores import calibrate_judge
+
+    if not args.output:
+        raise ConfigError("calibrate --scores: name the calibration file with -o MAP.json")
+    result = calibrate_judge(rows, judge, **options)
+    data = json.dumps(result.to_dict(labels=_labels(args)), indent=2, ensure_ascii=False) + "\n"
+    _write(args.output, data)
+    _write(args.report, data)
+    print(result.table(), file=sys.stderr)
+    print(f"wrote {args.output}: apply it with calibration: {os.path.basename(args.output)}", file=sys.stderr)
+    return 0
+
+
+def run_threshold(args: argparse.Namespace, rows: list[dict[str, Any]], judge: Any, options: dict[str, Any]) -> int:
+    """``--threshold MEASURE``: the pass/fail threshold chosen on dev, measured on test (JSON to -o/--report)."""
+    from ..calibration.threshold import threshold_for_judge
+
+    choice = threshold_for_judge(rows, judge, **options)
+    data = json.dumps({**choice.to_dict(), "labels": _labels(args)}, indent=2, ensure_ascii=False) + "\n"
+    for path in {args.output, args.report} - {None}:
+        _write(path, data)
+    print(choice.table(), file=sys.stderr)
+    return 0
+
+
+def _labels(args: argparse.Namespace) -> dict[str, Any]:
+    """The labels file as provenance records it: its name and SHA-256 (none for stdin)."""
+    from ..calibration.fewshot import file_sha256
+
+    labels = {"file": os.path.basename(args.labels)}
+    return labels if args.labels == "-" else {**labels, "sha256": file_sha256(args.labels)}
+
+
 #: The modes: the option that turns each on, and what it does.
 MODES: dict[str, Mode] = {
     "examples": Mode(run_examples, "choose K few-shot examples (greedy on dev) and write a template with them"),
+    "scores": Mode(run_scores, "fit an isotonic or Platt map of the scores on train; ECE, Brier on test"),
+    "threshold": Mode(run_threshold, "the pass/fail threshold that maximises kappa, accuracy or F1 on dev"),
 }
 
 

@@ -96,7 +96,7 @@ def test_a_plan_over_the_cap_and_a_missing_mode_exit_2_before_any_request(
     assert "up to 252 judge requests" in capsys.readouterr().err
     command = ["calibrate", str(labels), "--templates", str(templates), "-s", "Polite", "--label", "polite"]
     assert main(command) == 2
-    assert "choose one mode (--examples)" in capsys.readouterr().err
+    assert "choose one mode (--examples, --scores, --threshold)" in capsys.readouterr().err
     assert main([*command, "--examples", "1", "--split", "0.5,0.5"]) == 2
     assert "three numbers" in capsys.readouterr().err
     assert llm_env.request_count == 0

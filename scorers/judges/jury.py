@@ -244,7 +244,7 @@ class Jury(Scorer):
                 f"{type(judges[0]).__name__} jurors give scores: use median, mean or weighted",
                 scorer=name,
             )
-        self.description = description or judges[0].description or self.description
+        self.description = description or type(self).description
         self.fields = _union_fields(judges)
         template = getattr(judges[0], "template", None)
         if template is not None and all(getattr(j, "template", None) is template for j in judges):
@@ -277,14 +277,14 @@ class Jury(Scorer):
 
     # ------------------------------------------------------------- describing
     def params(self) -> dict[str, Any]:
-        """The rule, and each juror's signature (its settings, model and prompt) under its label."""
-        return {
+        """``jury``: the rule, and each juror's signature (its settings, model and prompt) under its label."""
+        rule = {
             "aggregate": self.aggregate,
             "tie": self.tie,
             "weights": None if self.weights is None else list(self.weights),
-            "min_jurors": self.min_jurors,
-            "jurors": {label: _juror_signature(j) for label, j in zip(self.labels, self.jurors)},
         }
+        jurors = {label: _juror_signature(j) for label, j in zip(self.labels, self.jurors)}
+        return {"jury": {**rule, "min_jurors": self.min_jurors, "jurors": jurors}}
 
     def describe(self) -> dict[str, Any]:
         """What ``python -m scorers show`` prints: the jurors' kind, the rule and the requests per row."""
@@ -294,8 +294,8 @@ class Jury(Scorer):
             "description": self.description,
             "variables": [f.name for f in self.fields],
             "requests_per_row": self.requests_per_row,
-            **{k: v for k, v in self.params().items() if k != "jurors"},
-            "jurors": {label: juror.describe() for label, juror in zip(self.labels, self.jurors)},
+            "template_file": getattr(getattr(self, "template", None), "file", None),
+            **self.params(),
         }
 
     def aggregator(self) -> "JuryAggregator":
@@ -508,7 +508,7 @@ def jury_of(judge: LLMJudge, jury: Mapping[str, Any] | JurySpec, *, name: str | 
         weights=spec.weights,
         min_jurors=spec.min_jurors,
         labels=labels,
-        description=judge.description,
+        description=getattr(getattr(judge, "template", None), "description", None),
     )
 
 

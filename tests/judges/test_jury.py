@@ -209,8 +209,9 @@ def test_jury_of_settings_asks_each_endpoint_and_caches_per_juror(servers, tmp_p
 def test_signature_names_each_juror(servers):
     jury = _jury(servers, aggregate="mean")
     signature = jury.signature()
-    assert signature["aggregate"] == "mean" and list(signature["jurors"]) == ["Polite@m0", "Polite@m1", "Polite@m2"]
-    assert signature["jurors"]["Polite@m1"]["model"] == "m1"
+    jury = signature["jury"]
+    assert jury["aggregate"] == "mean" and list(jury["jurors"]) == ["Polite@m0", "Polite@m1", "Polite@m2"]
+    assert jury["jurors"]["Polite@m1"]["model"] == "m1" and "scorers_version" not in jury["jurors"]["Polite@m1"]
 
 
 YAML = """\

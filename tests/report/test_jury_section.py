@@ -119,4 +119,4 @@ def test_a_meta_evals_jury_shows_agreement_with_the_labels():
     assert section["votes"] is None and section["per_juror"][0]["with_labels"]["value"] == 1.0
     page = render(section)
     assert "with the labels (alpha)" in page and "no unit was rated by every rater" in page
-    assert "[0.1000, 0.8000]" in page and "<svg" not in page
+    assert "[0.1000, 0.8000]" in page and "<svg" not in page and "n 10; one value" in page

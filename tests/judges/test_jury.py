@@ -147,6 +147,17 @@ def test_pairwise_jurors_each_swap(servers):
     assert [e["verdict"] for e in score.metadata["jurors"].values()] == ["A", "tie", "tie"]
     assert score.metadata["votes"] == {"A": 1, "tie": 2} and score.metadata["tie"] is False
     assert score.metadata["winner"] == "tie" and score.score == 0.5
+    scale = {"type": "pairwise", "level": "ordinal", "choices": ["A", "B", "tie"], "scores": [1.0, 0.0, 0.5]}
+    assert score.metadata["scale"] == scale
+
+
+def test_a_rubric_jury_agrees_at_the_interval_level():
+    from scorers.judges import RubricJudge
+
+    criteria = [{"name": "brief", "description": "Brief."}]
+    rubric = RubricJudge("Brief", "Rate {{output}}", criteria=criteria, model="m")
+    jury = Jury.of(rubric, [{"model": "a"}, {"model": "b"}], aggregate="median")
+    assert jury.verdict_scale.level == "interval" and jury.verdict_scale.domain is None
 
 
 def test_configuration_errors_come_before_any_request(servers):

@@ -114,3 +114,60 @@ def test_a_map_fitted_for_another_judge_is_refused(server: LoopbackLLM, fitted: 
         match=r"calibration map was fitted for another judge \(temperature: fitted for 0.0, this judge 0.5\)",
     ):
         _judge(server, calibration=json.loads(Path(fitted["path"]).read_text()), temperature=0.5)
+
+
+#: Per row group: how many of a classifier's 4 samples say Y (its choice probability of Y is that over 4), and
+#: how many of the group's 10 rows people call good.
+SAMPLED = {0: 1, 1: 2, 2: 4, 3: 5, 4: 6}
+
+
+def test_a_classifier_is_calibrated_on_its_choice_probabilities(tmp_path: Path) -> None:
+    from scorers.calibration.scores import predicted_values
+    from scorers.judges import LLMClassifier
+    from scorers.testing import RecordedRequest
+
+    def reply(request: RecordedRequest) -> Reply:
+        says_yes = int(request.last_user_message.split("yes ")[1].split(" ")[0])
+        return Reply.choice("Y" if request.body["seed"] < says_yes else "N", reasons="-")
+
+    rows = [
+        {"output": f"yes {k} item {j}", "good": "Y" if j < good else "N"}
+        for k, good in SAMPLED.items()
+        for j in range(10)
+    ]
+    with LoopbackLLM(default=reply) as server:
+        engine = LLMEngine(base_url=server.base_url, api_key="placeholder", cache=False)
+        settings: dict[str, Any] = {"samples": 4, "temperature": 0.7, "engine": engine}
+        judge = LLMClassifier("Good", PROMPT, {"Y": 1, "N": 0.5}, **settings)
+        judged = [result.results["Good"] for result in scorers.evaluate(rows, [judge])]
+        forecasts, read = predicted_values([s.score for s in judged], [s.metadata for s in judged], "Y")
+        assert read == "choice_probabilities.Y"
+        assert sorted(set(forecasts)) == [0.0, 0.25, 0.5, 0.75, 1.0]
+        outcomes, rule = binary_outcomes([r["good"] for r in rows], [0.0] * len(rows), positive="Y")
+        fitted = calibrate_scores((forecasts, outcomes), (forecasts, outcomes), bins=5, input=read, resamples=100)
+        saved = fitted.to_dict(judge={"name": "Good", "signature": judge.signature()})
+        calibrated = LLMClassifier("Good", PROMPT, {"Y": 1, "N": 0.5}, calibration=saved, **settings)
+        score = calibrated(output="yes 3 item 0")
+    # the map reads the probability of Y (0.75), not the score (0.5 + 0.5 · 0.75)
+    assert score.metadata["raw_score"] == 0.875 and score.metadata["choice"] == "Y"
+    assert score.score == pytest.approx(float(fitted.map.apply([0.75])[0])) == pytest.approx(0.5)
+    assert score.metadata["calibration"]["input"] == "choice_probabilities.Y"
+
+
+def test_calibrate_judge_leaves_failed_rows_out_and_counts_them(server: LoopbackLLM) -> None:
+    from scorers.calibration.scores import calibrate_judge
+    from scorers.calibration.threshold import threshold_for_judge
+
+    rows = [*_rows(), {"output": "unanswerable", "good": "Y"}]
+    server.script(Reply.text("no verdict here"), match="unanswerable")
+    engine = LLMEngine(base_url=server.base_url, api_key="placeholder", cache=False, max_reasks=0)
+    judge = RatingJudge("Good", PROMPT, scale={"min": 1, "max": 5}, engine=engine)
+    options: dict[str, Any] = {"label": "good", "label_scores": {"Y": 1, "N": 0}, "positive": "Y", "resamples": 100}
+    result = calibrate_judge(rows, judge, scores="platt", **options)
+    data = result.to_dict()
+    assert data["failed_rows"] == 1 and data["judge"]["signature"] == judge.signature()
+    assert result.train_n + result.figures["ece_before"].n < len(rows) - 1  # the dev rows are in neither
+    choice = threshold_for_judge(rows, judge, threshold="kappa", **options)
+    assert choice.to_dict()["failed_rows"] == 1 and choice.on_scale is not None
+    with pytest.raises(ConfigError, match="choose the map"):
+        calibrate_judge(rows, judge, **options)

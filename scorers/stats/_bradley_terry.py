@@ -133,7 +133,7 @@ def _cells(
 ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
     """The log-likelihood of each count set and, per cell, its derivatives in ``d`` (and ``eta``): ``(ll, (g_d,
     h_dd[, g_e, h_de, h_ee]))``."""
-    d = np.clip(d, -700.0, 700.0)  # exp stays finite; strengths that far apart have diverged (DIVERGED)
+    np.clip(d, -700.0, 700.0, out=d)  # exp stays finite; strengths that far apart have diverged (DIVERGED)
     if eta is None:
         total, loss_share = counts
         odds_against = np.exp(-d)
@@ -299,6 +299,8 @@ def _halving(
             break
         scale = np.where(worse, scale / 2, scale)
     keep = ~worse
+    if keep.all():
+        return trial, trial_ll, trial_derivatives
     params = np.where(keep[:, None], trial, params)
     merged = tuple(np.where(keep[:, None], new, old) for new, old in zip(trial_derivatives, derivatives))
     return params, np.where(keep, trial_ll, ll), merged

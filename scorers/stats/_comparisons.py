@@ -120,6 +120,7 @@ class _Reader:
             row = input_row(record) if "scores" in record else record
             where = f"{source}: row {number}"
             names = [self._system(row, name, where) for name in (self.options.system_a, self.options.system_b)]
+            first, second = (self.systems.setdefault(name, len(self.systems)) for name in names)
             if names[0] == names[1]:
                 self._leave_out("the same system on both sides")
                 continue
@@ -128,7 +129,6 @@ class _Reader:
                 continue
             prompt = self._prompt(row, where)
             x = self._style(row, where)
-            first, second = (self.systems.setdefault(name, len(self.systems)) for name in names)
             for value in values:
                 for column, item in zip(self.columns.values(), (first, second, value, prompt, x)):
                     column.append(item)

@@ -308,6 +308,9 @@ def _unranked(
     for group in groups[1:]:
         names = ", ".join(found.systems[i] for i in group)
         for i in group:
+            if not wins[i].any() and not wins[:, i].any() and not ties[i].any():
+                reasons[i] = "no comparison: every row that names it was left out (see the counts)"
+                continue
             reasons[i] = (
                 f"no comparison links it to the ranked systems (its component: {names}); strengths exist only "
                 "within a connected comparison graph"

@@ -271,6 +271,12 @@ def test_swap_disagreements_counted_as_asked(swap: str, comparisons: int, x_wins
     assert "1 of 4 swapped verdicts disagreed" in ranking.table()
 
 
+def test_a_system_whose_rows_were_all_left_out_is_listed_without_a_rating() -> None:
+    records = SWAPPED + [{"input": "p8", "model_a": "x", "model_b": "new", "scores": {"Pref": None}}]
+    entry = rank(records, resamples=0).system("new")
+    assert entry.rating is None and entry.comparisons == 0 and entry.reason.startswith("no comparison: every row")
+
+
 def test_judge_found_by_metadata_and_failed_rows_left_out() -> None:
     records = SWAPPED + [{"input": "p9", "model_a": "x", "model_b": "y", "scores": {"Pref": None}}]
     records = [{**r, "scores": {**r["scores"], "Other": 0.3}} for r in records]

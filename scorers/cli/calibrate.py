@@ -19,7 +19,7 @@ from ..io import read_rows
 from ..options import CalibrateOptions
 from ._common import Command, Flag, add_options, command_parser, file_path, options_of
 from .meta_eval import FLAGS as META_EVAL_FLAGS
-from .meta_eval import _judge
+from .meta_eval import _judge, add_judge_param
 
 
 class Mode(NamedTuple):
@@ -58,14 +58,7 @@ def add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
     )
     parser.add_argument("--name", help="--examples: the new judge's name (default: JUDGE followed by FewShot)")
     parser.add_argument("--report", type=file_path, metavar="FILE", help="the JSON report (default: none)")
-    parser.add_argument(
-        "-p",
-        "--param",
-        action="append",
-        default=[],
-        metavar="JUDGE.KEY=VALUE",
-        help="judge parameter, VALUE parsed as YAML (e.g. -p Factuality.temperature=0.7)",
-    )
+    add_judge_param(parser)
     add_options(parser, CalibrateOptions, _flags("mapping", "samples", "concurrency"))
     parser.add_argument("--format", choices=["jsonl", "json", "csv"], help="input format (default: from the extension)")
     parser.add_argument("--model", help="model of the judge (default: SCORERS_MODEL, else the library default)")
@@ -110,15 +103,12 @@ def run_examples(args: argparse.Namespace, rows: list[dict[str, Any]], judge: An
     """``--examples K``: choose K examples on dev, write the new template (``-o``) and the report."""
     import yaml
 
-    from ..calibration.fewshot import file_sha256, select_examples
+    from ..calibration.fewshot import select_examples
 
     if not args.output:
         raise ConfigError("calibrate --examples: name the new template file with -o OUT.yaml")
     result = select_examples(rows, judge, **options)
-    labels = {"file": os.path.basename(args.labels)}
-    if args.labels != "-":
-        labels["sha256"] = file_sha256(args.labels)
-    document = result.template_document(args.name or f"{judge.name}FewShot", labels)
+    document = result.template_document(args.name or f"{judge.name}FewShot", _labels(args))
     _write(args.output, yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100))
     if args.report:
         report = {**result.to_dict(), "template": {"file": args.output, "name": document["name"]}}

@@ -34,14 +34,7 @@ def add_meta_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
         action="store_true",
         help="pairwise judges: ask each pair in both orders; report position bias and consistency",
     )
-    p_meta.add_argument(
-        "-p",
-        "--param",
-        action="append",
-        default=[],
-        metavar="JUDGE.KEY=VALUE",
-        help="judge parameter, VALUE parsed as YAML (e.g. -p Factuality.temperature=0.7)",
-    )
+    add_judge_param(p_meta)
     add_options(p_meta, MetaEvalOptions, _flags("mapping", "key"))
     p_meta.add_argument("-o", "--output", type=file_path, metavar="META.json", help="report file (default: stdout)")
     p_meta.add_argument("--format", choices=["jsonl", "json", "csv"], help="input format (default: from the extension)")
@@ -55,6 +48,18 @@ def add_meta_eval(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
     )
     p_meta.add_argument("--no-cache", action="store_true", help="do not read or write the LLM judge cache")
     add_options(p_meta, MetaEvalOptions, _flags("resamples", "confidence", "seed"))
+
+
+def add_judge_param(parser: argparse.ArgumentParser) -> None:
+    """``-p JUDGE.KEY=VALUE`` (repeatable), the judge's parameters as :func:`_judge` reads them."""
+    parser.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="JUDGE.KEY=VALUE",
+        help="judge parameter, VALUE parsed as YAML (e.g. -p Factuality.temperature=0.7)",
+    )
 
 
 def _flags(*names: str) -> dict[str, Flag]:

@@ -4,6 +4,7 @@ says which split each figure is on; a repeated run is free (the cache); a bad pl
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -18,41 +19,46 @@ from scorers.testing import LoopbackLLM
 pytestmark = pytest.mark.slow  # hundreds of loopback requests
 
 
+#: --templates registers a directory for the whole process: each test's judge has a name of its own
+NUMBERS = itertools.count()
+
+
 @pytest.fixture
-def files(tmp_path: Path) -> tuple[Path, Path]:
-    labels, templates = tmp_path / "labels.jsonl", tmp_path / "judges"
+def files(tmp_path: Path) -> tuple[Path, Path, str]:
+    labels, templates, name = tmp_path / "labels.jsonl", tmp_path / "judges", f"Polite{next(NUMBERS)}"
     labels.write_text("".join(json.dumps(row) + "\n" for row in ROWS))
     templates.mkdir()
     (templates / "polite.yaml").write_text(
-        yaml.safe_dump({"name": "Polite", "prompt": PROMPT, "choice_scores": {"Y": 1, "N": 0}, "temperature": 0})
+        yaml.safe_dump({"name": name, "prompt": PROMPT, "choice_scores": {"Y": 1, "N": 0}, "temperature": 0})
     )
-    return labels, templates
+    return labels, templates, name
 
 
-def calibrate(labels: Path, templates: Path, out: Path, *extra: str) -> int:
+def calibrate(files: tuple[Path, Path, str], out: Path, *extra: str) -> int:
+    labels, templates, name = files
     return main(
-        ["calibrate", str(labels), "--templates", str(templates), "-s", "Polite", "--label", "polite", "--key", "id"]
+        ["calibrate", str(labels), "--templates", str(templates), "-s", name, "--label", "polite", "--key", "id"]
         + ["--split", "0.3,0.35,0.35", "--examples", "1", "--pool", "6", "--resamples", "300", "-o", str(out), *extra]
     )
 
 
 def test_calibrate_writes_a_template_that_check_loads_and_run_runs(
-    llm_env: LoopbackLLM, files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+    llm_env: LoopbackLLM, files: tuple[Path, Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
-    labels, templates = files
+    labels, _, name = files
     monkeypatch.setenv("SCORERS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("SCORERS_CACHE", raising=False)
     llm_env.default = scripted(lambda row: True)
     made = tmp_path / "made"
     made.mkdir()
     out, report_file = made / "polite_fewshot.yaml", tmp_path / "report.json"
-    assert calibrate(labels, templates, out, "--report", str(report_file)) == 0
+    assert calibrate(files, out, "--report", str(report_file)) == 0
     table = capsys.readouterr().err
     assert "held out (test): kappa 1.0000 with the examples" in table and "at most 252 requests" in table
     assert llm_env.request_count == 252
 
     document = yaml.safe_load(out.read_text())
-    assert document["name"] == "PoliteFewShot" and document["prompt"] == PROMPT and document["temperature"] == 0
+    assert document["name"] == f"{name}FewShot" and document["prompt"] == PROMPT and document["temperature"] == 0
     (example,) = document["examples"]
     chosen = ROWS[document["provenance"]["examples"][0]["index"]]
     assert example == {"variables": {"output": chosen["output"]}, "verdict": chosen["polite"]}
@@ -72,29 +78,29 @@ def test_calibrate_writes_a_template_that_check_loads_and_run_runs(
 
     report = json.loads(report_file.read_text())
     assert report["format"] == "scorers-calibrate" and report["headline"]["split"] == "test"
-    assert report["template"] == {"file": str(out), "name": "PoliteFewShot"}
+    assert report["template"] == {"file": str(out), "name": f"{name}FewShot"}
     assert report["selected"]["signature"]["template"]["hash"] != report["judge"]["signature"]["template"]["hash"]
 
     assert main(["check", str(out)]) == 0
     results = tmp_path / "results.jsonl"
-    assert main(["run", str(labels), "--templates", str(made), "-s", "PoliteFewShot", "-o", str(results)]) == 0
-    scores = [json.loads(line)["scores"]["PoliteFewShot"] for line in results.read_text().splitlines()]
+    assert main(["run", str(labels), "--templates", str(made), "-s", f"{name}FewShot", "-o", str(results)]) == 0
+    scores = [json.loads(line)["scores"][f"{name}FewShot"] for line in results.read_text().splitlines()]
     assert scores == [1.0 if row["polite"] == "Y" else 0.0 for row in ROWS]  # the hinted judge is right everywhere
 
     before = llm_env.request_count
-    assert calibrate(labels, templates, tmp_path / "again.yaml") == 0
+    assert calibrate(files, tmp_path / "again.yaml") == 0
     assert llm_env.request_count == before  # every judgment came from the cache
     assert yaml.safe_load((tmp_path / "again.yaml").read_text())["examples"] == document["examples"]
 
 
 def test_a_plan_over_the_cap_and_a_missing_mode_exit_2_before_any_request(
-    llm_env: LoopbackLLM, files: tuple[Path, Path], tmp_path: Path, capsys
+    llm_env: LoopbackLLM, files: tuple[Path, Path, str], tmp_path: Path, capsys
 ) -> None:
-    labels, templates = files
+    labels, templates, name = files
     llm_env.default = scripted(lambda row: True)
-    assert calibrate(labels, templates, tmp_path / "x.yaml", "--no-cache", "--max-requests", "100") == 2
+    assert calibrate(files, tmp_path / "x.yaml", "--no-cache", "--max-requests", "100") == 2
     assert "up to 252 judge requests" in capsys.readouterr().err
-    command = ["calibrate", str(labels), "--templates", str(templates), "-s", "Polite", "--label", "polite"]
+    command = ["calibrate", str(labels), "--templates", str(templates), "-s", name, "--label", "polite"]
     assert main(command) == 2
     assert "choose one mode (--examples, --scores, --threshold)" in capsys.readouterr().err
     assert main([*command, "--examples", "1", "--split", "0.5,0.5"]) == 2

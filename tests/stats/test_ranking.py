@@ -11,7 +11,6 @@ import math
 import choix
 import numpy as np
 import pytest
-import statsmodels.api as sm
 from scipy.optimize import minimize
 
 from scorers.errors import ConfigError, DataError
@@ -136,6 +135,7 @@ def test_davidson_equals_scipy_fit(dataset: list[dict]) -> None:
 
 def test_style_control_equals_statsmodels(dataset: list[dict]) -> None:
     """Half-win ties are a binomial GLM with a proportion outcome: statsmodels fits the same likelihood."""
+    sm = pytest.importorskip("statsmodels.api", reason="statsmodels' GLM needs pandas (an optional extra)")
     names, comparisons = indexed(dataset)
     n = len(names)
     design = np.zeros((len(comparisons), n - 1 + 1))

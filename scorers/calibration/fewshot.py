@@ -429,8 +429,8 @@ def _definition(judge: Any) -> dict[str, Any]:
     if document is None:
         document = judge.spec.model_dump(mode="json", include={"kind", "description", "prompt", "messages", "fields"})
         document = {k: v for k, v in document.items() if v not in (None, "")}
-    settings = judge.spec.settings()
-    document.update(judge.spec.model_dump(mode="json", include=set(settings)))
+    given = judge.spec.model_dump(mode="json", include=set(judge.spec.settings()))
+    document.update({key: value for key, value in given.items() if value is not None})  # None: the default
     for key in ("examples", "provenance"):
         document.pop(key, None)
     return document

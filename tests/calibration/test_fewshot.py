@@ -11,7 +11,7 @@ import pytest
 from scorers.calibration import check_disjoint, score_splits, select_examples, split_rows, with_examples
 from scorers.calibration.fewshot import plan_requests, prepare
 from scorers.errors import ConfigError, DataError
-from scorers.judges import LLMClassifier, RatingJudge
+from scorers.judges import LLMClassifier, PairwiseJudge, RatingJudge
 from scorers.llm import LLMEngine
 from scorers.options import CalibrateOptions
 from scorers.testing import LoopbackLLM, Reply
@@ -135,3 +135,36 @@ def test_with_examples_keeps_the_settings_and_changes_the_identity() -> None:
         assert shown.temperature == 0.5 and shown.engine is judge.engine
         assert shown.signature() != judge.signature()
         assert with_examples(shown, []).signature() == judge.signature()
+
+
+def test_a_pairwise_judge_asked_in_both_orders_takes_a_and_b_examples() -> None:
+    rows = [
+        {
+            "id": i,
+            "output": f"case {i}: answer one" + (" GOOD" if i % 2 else "") + (" (HINT)" if i % 3 else ""),
+            "expected": f"case {i}: answer two" + ("" if i % 2 else " GOOD"),
+            "better": "A" if i % 2 else "B",
+        }
+        for i in range(40)
+    ]
+
+    def reply(request: Any) -> Reply:
+        number, shown = case_of(request)
+        first = request.last_user_message.split("First: ", 1)[1].split("\n", 1)[0]
+        right = number % 4 != 0 or "(HINT)" in shown
+        good_first = "GOOD" in first
+        return Reply.choice("A" if good_first == right else "B")
+
+    with LoopbackLLM(default=reply) as server:
+        engine = LLMEngine(base_url=server.base_url, api_key="placeholder", cache=False)
+        judge = PairwiseJudge(
+            "Better", "Which is better?\nFirst: {{output}}\nSecond: {{expected}}", swap=True, engine=engine
+        )
+        result = select_examples(rows, judge, label="better", examples=1, pool=5, resamples=200)
+        assert server.request_count == result.planned == plan_requests(2, 10, 10, 5, 1)
+    (example,) = result.examples
+    assert example["verdict"] == result.labelled.labels[result.chosen[0]] and set(example["variables"]) == {
+        "output",
+        "expected",
+    }
+    assert result.measure == "kappa" and result.headline()["selected"]["value"] == 1.0

@@ -275,6 +275,8 @@ def _platt(x: np.ndarray, y: np.ndarray) -> PlattMap:
     from scipy.optimize import minimize
 
     positives, negatives = x[y == 1], x[y == 0]
+    if x.min() == x.max():
+        raise DataError(f"platt: every train score is {x[0]:g}, so a slope cannot be fitted; use isotonic")
     if not (negatives.max() > positives.min() and positives.max() > negatives.min()):
         raise DataError(
             "platt: the train split's scores separate its labels (no score of one outcome lies between scores of "

@@ -71,6 +71,7 @@ def test_platt_map_equals_unpenalised_logistic_regression(
         ([0.1, 0.5, 0.5, 0.9], [0, 0, 1, 1], "separate its labels"),  # quasi-separated: no maximum either
         ([0.9, 0.8, 0.1], [0, 0, 1], "separate its labels"),
         ([0.1, 0.8], [1, 1], "same outcome"),
+        ([0.5, 0.5, 0.5], [1, 0, 1], "every train score is 0.5"),
     ],
 )
 def test_platt_refuses_data_without_a_maximum(predicted: list[float], outcomes: list[int], problem: str) -> None:

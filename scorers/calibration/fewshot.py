@@ -31,7 +31,7 @@ import hashlib
 import inspect
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -436,10 +436,17 @@ def _definition(judge: Any) -> dict[str, Any]:
     return document
 
 
-def select_examples(rows: Iterable[Mapping[str, Any]], judge: Scorer | str, **options: Any) -> FewShotSelection:
+def select_examples(
+    rows: Iterable[Mapping[str, Any]],
+    judge: Scorer | str,
+    *,
+    announce: Callable[[str], None] | None = None,
+    **options: Any,
+) -> FewShotSelection:
     """Choose ``examples`` (K) labelled examples for ``judge`` by greedy forward selection on the dev split and
     report agreement on the held-out test split (see the module docstring). The options are
-    :class:`~scorers.options.CalibrateOptions`' (see the signature).
+    :class:`~scorers.options.CalibrateOptions`' (see the signature); ``announce`` is called with the plan (splits,
+    pool, requests) before any request is sent (the command line prints it).
 
     A configuration the plan refuses (no K, K above the pool, more requests than ``max_requests``, a judge that is
     no template judge) is a :class:`~scorers.errors.ConfigError`, and a bad label a
@@ -461,12 +468,19 @@ def select_examples(rows: Iterable[Mapping[str, Any]], judge: Scorer | str, **op
         )
     per_row = _requests_per_row(scorer, checked.samples)
     planned = plan_requests(per_row, len(splits.dev), len(splits.test), len(pool), k)
+    plan = (
+        f"the selection needs up to {planned} judge requests ({per_row} per row x (dev {len(splits.dev)} x "
+        f"(1 + {' + '.join(str(len(pool) - s) for s in range(k))}) + 2 x test {len(splits.test)}))"
+    )
     if checked.max_requests is not None and planned > checked.max_requests:
         raise ConfigError(
-            f"calibrate: the selection needs up to {planned} judge requests ({per_row} per row x (dev "
-            f"{len(splits.dev)} x (1 + {' + '.join(str(len(pool) - s) for s in range(k))}) + 2 x test "
-            f"{len(splits.test)})), over max_requests={checked.max_requests}; lower --examples or --pool, or raise "
+            f"calibrate: {plan}, over max_requests={checked.max_requests}; lower --examples or --pool, or raise "
             "the cap (cached requests are not sent again)"
+        )
+    if announce is not None:
+        announce(
+            f"calibrate --examples {k}: splits train {len(splits.train)}, dev {len(splits.dev)}, test "
+            f"{len(splits.test)} rows; pool {len(pool)}; {plan}, fewer where cached"
         )
     dev, test = list(splits.dev), list(splits.test)
     baseline = with_examples(scorer, [])
@@ -548,5 +562,6 @@ select_examples.__signature__ = CalibrateOptions.signature(  # type: ignore[attr
         inspect.Parameter("rows", inspect.Parameter.POSITIONAL_OR_KEYWORD),
         inspect.Parameter("judge", inspect.Parameter.POSITIONAL_OR_KEYWORD),
     ],
+    [inspect.Parameter("announce", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="Callable[[str], None]")],
     returns="FewShotSelection",
 )

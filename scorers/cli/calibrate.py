@@ -107,7 +107,7 @@ def run_examples(args: argparse.Namespace, rows: list[dict[str, Any]], judge: An
 
     if not args.output:
         raise ConfigError("calibrate --examples: name the new template file with -o OUT.yaml")
-    result = select_examples(rows, judge, **options)
+    result = select_examples(rows, judge, announce=lambda plan: print(plan, file=sys.stderr), **options)
     document = result.template_document(args.name or f"{judge.name}FewShot", _labels(args))
     _write(args.output, yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100))
     if args.report:

@@ -55,6 +55,8 @@ def test_calibrate_writes_a_template_that_check_loads_and_run_runs(
     assert calibrate(files, out, "--report", str(report_file)) == 0
     table = capsys.readouterr().err
     assert "held out (test): kappa 1.0000 with the examples" in table and "at most 252 requests" in table
+    plan = "pool 6; the selection needs up to 252 judge requests (1 per row x (dev 28 x (1 + 6) + 2 x test 28))"
+    assert table.index(plan) < table.index("greedy selection on dev")  # said before anything was sent
     assert llm_env.request_count == 252
 
     document = yaml.safe_load(out.read_text())

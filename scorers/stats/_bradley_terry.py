@@ -36,12 +36,12 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, shortest_path
 
 #: Newton stops after a step in which no parameter moved by more than this (its convergence is quadratic).
-STEP_TOLERANCE = 1e-9
+STEP_TOLERANCE = 1e-6
 MAX_ITERATIONS = 200
 #: A fit whose strengths spread wider than this many log-odds units diverges: no finite maximum.
 DIVERGED = 50.0
 #: Bootstrap count sets fitted at once, bounding memory (count sets x design rows).
-_CHUNK_CELLS = 1 << 21
+_CHUNK_CELLS = 1 << 20
 
 
 def _sum_zero_basis(n: int) -> np.ndarray:
@@ -115,11 +115,11 @@ class Fit:
 
 def _summaries(counts: np.ndarray, ties: str) -> tuple[np.ndarray, ...]:
     """What the likelihood needs of the counts, computed once per chunk: the total per cell and, under half,
-    the losses with half the ties; under Davidson, half of wins minus losses and the ties."""
+    the wins and the losses each with half the ties; under Davidson, half of wins minus losses and the ties."""
     wins, losses, drawn = counts[..., 0], counts[..., 1], counts[..., 2]
     total = wins + losses + drawn
     if ties == "half":
-        return total, losses + drawn / 2
+        return total, wins + drawn / 2, losses + drawn / 2
     return total, (wins - losses) / 2, drawn
 
 
@@ -134,13 +134,17 @@ def _cells(
     """The log-likelihood of each count set and, per cell, its derivatives in ``d`` (and ``eta``): ``(ll, (g_d,
     h_dd[, g_e, h_de, h_ee]))``."""
     np.clip(d, -700.0, 700.0, out=d)  # exp stays finite; strengths that far apart have diverged (DIVERGED)
-    if eta is None:
-        total, loss_share = counts
-        odds_against = np.exp(-d)
-        p = 1.0 / (1.0 + odds_against)
+    if eta is None:  # in place where it can be: these arrays are count sets x cells
+        total, win_share, loss_share = counts
+        p = np.exp(-d)
+        p += 1.0
+        ll = -_rows(total, np.log(p)) - _rows(loss_share, d)  # -log s(d) = log(1 + e^-d)
+        np.reciprocal(p, out=p)  # s(d)
         weighted = total * p
-        ll = -_rows(total, np.log1p(odds_against)) - _rows(loss_share, d)  # -log s(d) = log(1 + e^-d)
-        return ll, (total - loss_share - weighted, weighted * (p - 1.0))
+        p -= 1.0
+        p *= weighted  # the second derivative, -total s(d) s(-d)
+        weighted -= win_share
+        return ll, (np.negative(weighted, out=weighted), p)
     total, half_difference, drawn = counts
     first = np.exp(d / 2)
     second = 1.0 / first

@@ -456,7 +456,7 @@ class _Model:
         if self.fit is None:
             return {"reason": self.reason}
         return {
-            "method": "Newton's method with step halving on the log-likelihood (numpy), to steps below 1e-9",
+            "method": "Newton's method with step halving on the log-likelihood (numpy), to steps below 1e-6",
             "iterations": self.fit.iterations,
             "log_likelihood": float(self.fit.log_likelihood[0]),
             "converged": bool(self.fit.converged[0]),

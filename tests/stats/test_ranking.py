@@ -99,25 +99,31 @@ def test_prior_equals_choix_alpha(dataset: list[dict], prior: float) -> None:
     assert np.max(np.abs(strengths(ranked(dataset, ties="half", prior=prior), names) - reference)) < TOLERANCE
 
 
-def davidson_reference(systems: int, comparisons: list[tuple[int, int, float]]) -> tuple[np.ndarray, float]:
-    """Davidson's model by scipy.optimize (BFGS on the free strengths, the last minus the sum of the others)."""
+def davidson_reference(
+    systems: int, comparisons: list[tuple[int, int, float]], x: np.ndarray | None = None
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """Davidson's model by scipy.optimize (BFGS, then Nelder-Mead and BFGS again to polish) on the free strengths
+    (the last minus the sum of the others), log nu and the covariates' coefficients."""
     a = np.array([c[0] for c in comparisons])
     b = np.array([c[1] for c in comparisons])
     value = np.array([c[2] for c in comparisons])
+    covariates = np.zeros((len(comparisons), 0)) if x is None else x
+    free = systems - 1
 
     def negative_ll(params: np.ndarray) -> float:
-        theta = np.append(params[:-1], -params[:-1].sum())
-        eta = params[-1]
-        half = (theta[a] - theta[b]) / 2
+        theta = np.append(params[:free], -params[:free].sum())
+        eta, beta = params[free], params[free + 1 :]
+        half = (theta[a] - theta[b] + covariates @ beta) / 2
         norm = np.logaddexp(np.logaddexp(half, -half), eta)
         ll = np.where(value == 1.0, half, np.where(value == 0.0, -half, eta)) - norm
         return -float(ll.sum())
 
-    result = minimize(negative_ll, np.zeros(systems), method="BFGS", options={"gtol": 1e-10, "xrtol": 1e-14})
+    start = np.zeros(systems + covariates.shape[1])
+    result = minimize(negative_ll, start, method="BFGS", options={"gtol": 1e-10, "xrtol": 1e-14})
     result = minimize(negative_ll, result.x, method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-13})
     result = minimize(negative_ll, result.x, method="BFGS", options={"gtol": 1e-11})
-    theta = np.append(result.x[:-1], -result.x[:-1].sum())
-    return theta, math.exp(result.x[-1])
+    theta = np.append(result.x[:free], -result.x[:free].sum())
+    return theta, math.exp(result.x[free]), result.x[free + 1 :]
 
 
 def test_davidson_equals_scipy_fit(dataset: list[dict]) -> None:
@@ -127,10 +133,16 @@ def test_davidson_equals_scipy_fit(dataset: list[dict]) -> None:
         assert ranking.tie_parameter.value == 0.0
         assert np.allclose(strengths(ranking, names), strengths(ranked(dataset, ties="half"), names), atol=1e-9)
         return
-    theta, nu = davidson_reference(len(names), comparisons)
+    theta, nu, _ = davidson_reference(len(names), comparisons)
     ranking = ranked(dataset, ties="davidson")
     assert np.max(np.abs(strengths(ranking, names) - theta)) < TOLERANCE
     assert abs(ranking.tie_parameter.value - nu) < TOLERANCE
+    lengths = np.array([[len(r["output"]), len(r["expected"])] for r in dataset], float)
+    x = ((lengths[:, 0] - lengths[:, 1]) / lengths.sum(axis=1))[:, None]
+    theta, nu, beta = davidson_reference(len(names), comparisons, x)
+    styled = ranked(dataset, ties="davidson", style=["length"])
+    assert np.max(np.abs(strengths(styled, names) - theta)) < TOLERANCE
+    assert abs(styled.tie_parameter.value - nu) < TOLERANCE and abs(styled.covariates[0].value - beta[0]) < TOLERANCE
 
 
 def test_style_control_equals_statsmodels(dataset: list[dict]) -> None:

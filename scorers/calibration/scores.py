@@ -34,7 +34,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -59,8 +59,6 @@ __all__ = [
     "map_from_dict",
     "ScoreCalibration",
     "calibrate_scores",
-    "calibrate_judge",
-    "split_outcomes",
     "SavedCalibration",
     "load_calibration",
 ]
@@ -69,10 +67,6 @@ FORMAT = "scorers-calibration"
 FORMAT_VERSION = 1
 METHODS = CALIBRATION_METHODS
 STRATEGIES = BIN_STRATEGIES
-
-if TYPE_CHECKING:
-    from ..base import Scorer
-    from ..options import CalibrateOptions
 
 ArrayLike = Sequence[float] | np.ndarray
 
@@ -339,7 +333,8 @@ class ScoreCalibration:
     after: Bins
     figures: dict[str, agreement.Estimate]
     bootstrap: dict[str, Any]
-    #: where the rows came from (the judge, the split, the rows left out), as :func:`calibrate_judge` records it
+    #: where the rows came from (the judge, the split, the rows left out), as
+    #: :func:`scorers.calibration.fitting.calibrate_judge` records it
     provenance: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self, **provenance: Any) -> dict[str, Any]:
@@ -429,63 +424,6 @@ def calibrate_scores(
         figures=figures,
         bootstrap={"method": agreement.BOOTSTRAP_METHOD, **drawn, "over": f"{held_out_name} rows"},
     )
-
-
-def split_outcomes(
-    rows: Iterable[Mapping[str, Any]], judge: Scorer | str, options: CalibrateOptions
-) -> tuple[Scorer, dict[str, tuple[np.ndarray, np.ndarray, str]], str, dict[str, Any]]:
-    """Judge every labelled row once (:func:`scorers.calibration.fewshot.score_splits`) and return the judge, per
-    split its scored rows' (forecasts, outcomes, what the forecast is), the outcome rule and the provenance (judge,
-    label field, split, failed rows)."""
-    from ..runner import resolve_scorers
-    from .fewshot import prepare, score_splits
-
-    (scorer,) = resolve_scorers([judge])
-    if getattr(scorer, "calibration", None) is not None:
-        raise ConfigError(f"{scorer.name} already maps its scores (calibration=): calibrate the judge without it")
-    labelled, splits = prepare(rows, scorer, options)
-    outcomes, rule = binary_outcomes(labelled.labels, labelled.scores, positive=options.positive, cut=options.cut)
-    by_split = {}
-    for name, judged in score_splits(scorer, labelled, splits, options).items():
-        forecasts, read = predicted_values(judged.judge_scores, judged.metadata, options.positive)
-        if not len(forecasts):
-            raise DataError(f"calibrate: no row of the {name} split was scored ({len(judged.failures)} failed)")
-        by_split[name] = (forecasts, outcomes[list(judged.indices)], read)
-    provenance = {
-        "judge": {"name": scorer.name, "signature": scorer.signature()},
-        "label": options.label,
-        "split": splits.to_dict(),
-        "failed_rows": len(labelled.rows) - sum(len(f) for f, _, _ in by_split.values()),
-    }
-    return scorer, by_split, rule, provenance
-
-
-def calibrate_judge(rows: Iterable[Mapping[str, Any]], judge: Scorer | str, **options: Any) -> ScoreCalibration:
-    """``python -m scorers calibrate --scores METHOD``: judge the labelled ``rows`` once, fit the map ``scores``
-    (``isotonic`` or ``platt``, required) on the train split and measure it on the test split
-    (:func:`calibrate_scores`). The options are :class:`~scorers.options.CalibrateOptions`' (``label``,
-    ``positive`` or ``cut``, ``bins``, ``bin_strategy``, ``split``, ``group``, ``seed``, ``resamples``...)."""
-    from ..options import CalibrateOptions
-
-    checked = CalibrateOptions(**options)
-    if checked.scores is None:
-        raise ConfigError("calibrate_judge: choose the map, scores='isotonic' or scores='platt'")
-    _, by_split, rule, provenance = split_outcomes(rows, judge, checked)
-    (x_train, y_train, read), (x_test, y_test, _) = by_split["train"], by_split["test"]
-    result = calibrate_scores(
-        (x_train, y_train),
-        (x_test, y_test),
-        method=checked.scores,
-        bins=checked.bins,
-        strategy=checked.bin_strategy,
-        input=read,
-        outcome=rule,
-        resamples=checked.resamples,
-        confidence=checked.confidence,
-        seed=checked.seed,
-    )
-    result.provenance = provenance
-    return result
 
 
 # ------------------------------------------------------------------ applied by a judge's setting

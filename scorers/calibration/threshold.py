@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -31,13 +31,10 @@ from ..errors import ConfigError, DataError
 from ..options import THRESHOLD_MEASURES
 from ..stats import agreement
 
-__all__ = ["MEASURES", "ThresholdChoice", "choose_threshold", "threshold_for_judge"]
+__all__ = ["MEASURES", "ThresholdChoice", "choose_threshold"]
 
 #: The agreement measures a threshold can maximise.
 MEASURES = THRESHOLD_MEASURES
-
-if TYPE_CHECKING:
-    from ..base import Scorer
 
 ArrayLike = Sequence[float] | np.ndarray
 
@@ -81,7 +78,8 @@ class ThresholdChoice:
     outcome: str
     splits: tuple[str, str]
     bootstrap: dict[str, Any]
-    #: where the rows came from (the judge, the split), as :func:`threshold_for_judge` records it
+    #: where the rows came from (the judge, the split), as :func:`scorers.calibration.fitting.threshold_for_judge`
+    #: records it
     provenance: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -168,30 +166,3 @@ def choose_threshold(
         splits=splits,
         bootstrap={"method": agreement.BOOTSTRAP_METHOD, **drawn, "over": f"{splits[1]} rows"},
     )
-
-
-def threshold_for_judge(rows: Iterable[Mapping[str, Any]], judge: Scorer | str, **options: Any) -> ThresholdChoice:
-    """``python -m scorers calibrate --threshold MEASURE``: judge the labelled ``rows`` once, choose the threshold
-    on the dev split and measure it on the test split (:func:`choose_threshold`; ``threshold`` names the measure).
-    The options are :class:`~scorers.options.CalibrateOptions`' (``label``, ``positive`` or ``cut``, ``split``,
-    ``group``, ``seed``, ``resamples``...); :attr:`ThresholdChoice.provenance` records the judge and the split."""
-    from ..options import CalibrateOptions
-    from .scores import split_outcomes
-
-    checked = CalibrateOptions(**options)
-    if checked.threshold is None:
-        raise ConfigError(f"threshold_for_judge: choose the measure, threshold= one of {', '.join(MEASURES)}")
-    scorer, by_split, rule, provenance = split_outcomes(rows, judge, checked)
-    scale = getattr(scorer, "scale", None)
-    choice = choose_threshold(
-        by_split["dev"][:2],
-        by_split["test"][:2],
-        measure=checked.threshold,
-        outcome=rule,
-        scale=None if scale is None else (scale.min, scale.max),
-        resamples=checked.resamples,
-        confidence=checked.confidence,
-        seed=checked.seed,
-    )
-    choice.provenance = provenance
-    return choice

@@ -120,7 +120,7 @@ def run_examples(args: argparse.Namespace, rows: list[dict[str, Any]], judge: An
 
 def run_scores(args: argparse.Namespace, rows: list[dict[str, Any]], judge: Any, options: dict[str, Any]) -> int:
     """``--scores METHOD``: fit the map on train, measure it on test, write the calibration file (``-o``)."""
-    from ..calibration.scores import calibrate_judge
+    from ..calibration.fitting import calibrate_judge
 
     if not args.output:
         raise ConfigError("calibrate --scores: name the calibration file with -o MAP.json")
@@ -135,7 +135,7 @@ def run_scores(args: argparse.Namespace, rows: list[dict[str, Any]], judge: Any,
 
 def run_threshold(args: argparse.Namespace, rows: list[dict[str, Any]], judge: Any, options: dict[str, Any]) -> int:
     """``--threshold MEASURE``: the pass/fail threshold chosen on dev, measured on test (JSON to -o/--report)."""
-    from ..calibration.threshold import threshold_for_judge
+    from ..calibration.fitting import threshold_for_judge
 
     choice = threshold_for_judge(rows, judge, **options)
     data = json.dumps({**choice.to_dict(), "labels": _labels(args)}, indent=2, ensure_ascii=False) + "\n"

@@ -155,8 +155,7 @@ def test_a_classifier_is_calibrated_on_its_choice_probabilities(tmp_path: Path) 
 
 
 def test_calibrate_judge_leaves_failed_rows_out_and_counts_them(server: LoopbackLLM) -> None:
-    from scorers.calibration.scores import calibrate_judge
-    from scorers.calibration.threshold import threshold_for_judge
+    from scorers.calibration.fitting import calibrate_judge, threshold_for_judge
 
     rows = [*_rows(), {"output": "unanswerable", "good": "Y"}]
     server.script(Reply.text("no verdict here"), match="unanswerable")

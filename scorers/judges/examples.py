@@ -96,7 +96,7 @@ def variables_problem(examples: Sequence[Mapping[str, Any]], variables: Sequence
     """``(key, message)`` for the first example whose variables are not exactly the template's, or ``None``.
 
     >>> variables_problem([{"variables": {"output": "x"}, "verdict": "Y"}], ("output", "input"))
-    ('examples[0].variables', "must give every template variable (output, input); missing: input")
+    ('examples[0].variables', 'must give every template variable (output, input); missing: input')
     """
     for index, example in enumerate(examples):
         given = example["variables"]

@@ -37,19 +37,25 @@ def files(llm_env: LoopbackLLM, tmp_path: Path) -> tuple[Path, Path]:
     labels, templates = tmp_path / "labels.jsonl", tmp_path / "judges"
     labels.write_text("".join(json.dumps(row) + "\n" for row in ROWS))
     templates.mkdir()
-    judge = {"name": "Good", "kind": "rating", "prompt": PROMPT, "scale": {"min": 1, "max": 5}}
+    judge = {"name": name_of(templates), "kind": "rating", "prompt": PROMPT, "scale": {"min": 1, "max": 5}}
     (templates / "good.yaml").write_text(yaml.safe_dump(judge))
     return labels, templates
 
 
+def name_of(templates: Path) -> str:
+    """The judge's name: one per test, as the registry of this process keeps every name it has read."""
+    return f"Good_{templates.parent.name}"
+
+
 def calibrate(labels: Path, templates: Path, *extra: str) -> int:
-    common = ["calibrate", str(labels), "--templates", str(templates), "-s", "Good", "--label", "good"]
+    common = ["calibrate", str(labels), "--templates", str(templates), "-s", name_of(templates), "--label", "good"]
     return main([*common, "--label-scores", "Y=1,N=0", "--positive", "Y", "--resamples", "200", *extra])
 
 
 def run_in_a_new_process(labels: Path, templates: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """``python -m scorers run`` in its own process: this one has read the templates before the map was named."""
-    command = [sys.executable, "-m", "scorers", "run", str(labels), "--templates", str(templates), "-s", "Good"]
+    command = [sys.executable, "-m", "scorers", "run", str(labels), "--templates", str(templates)]
+    command += ["-s", name_of(templates)]
     return subprocess.run([*command, "-o", str(out), *extra], capture_output=True, text=True, timeout=120)
 
 
@@ -65,7 +71,8 @@ def test_calibrate_scores_writes_a_map_measured_on_held_out_rows(
     data = json.loads(out.read_text())
     assert data["format"] == "scorers-calibration" and data["method"] == method and data["held_out"] == "test"
     assert data["labels"] == {"file": "labels.jsonl", "sha256": file_sha256(str(labels))}
-    assert data["judge"]["name"] == "Good" and data["judge"]["signature"]["scorer"] == "RatingJudge:Good"
+    name = name_of(templates)
+    assert data["judge"]["name"] == name and data["judge"]["signature"]["scorer"] == f"RatingJudge:{name}"
     assert data["outcome"] == "label == 'Y'" and data["input"] == "score"
     test_rows = len(data["split"]["test"]) if isinstance(data["split"].get("test"), list) else None
     figures = data["figures"]
@@ -80,9 +87,9 @@ def test_calibrate_scores_writes_a_map_measured_on_held_out_rows(
     results = tmp_path / "results.jsonl"
     assert run_in_a_new_process(labels, templates, results, "--metadata").returncode == 0
     records = [json.loads(line) for line in results.read_text().splitlines()]
-    top = next(r for r in records if r["id"] == "5-0")["metadata_scores"]["Good"]
+    top = next(r for r in records if r["id"] == "5-0")["metadata_scores"][name]
     assert top["raw_score"] == 1.0 and top["calibration"]["method"] == method
-    assert next(r for r in records if r["id"] == "5-0")["scores"]["Good"] < 0.7
+    assert next(r for r in records if r["id"] == "5-0")["scores"][name] < 0.7
 
 
 def test_calibrate_threshold_chooses_on_dev_and_measures_on_test(
@@ -107,7 +114,12 @@ def test_a_map_for_another_judge_and_a_missing_output_are_refused(
     assert "name the calibration file with -o MAP.json" in capsys.readouterr().err
     out = tmp_path / "good.calibration.json"
     assert calibrate(labels, templates, "--scores", "isotonic", "-o", str(out)) == 0
-    other = {"name": "Good", "kind": "rating", "prompt": "Is it helpful? {{output}}", "scale": {"min": 1, "max": 5}}
+    other = {
+        "name": name_of(templates),
+        "kind": "rating",
+        "prompt": "Is it helpful? {{output}}",
+        "scale": {"min": 1, "max": 5},
+    }
     (templates / "good.yaml").write_text(yaml.safe_dump({**other, "calibration": str(out)}))
     refused = run_in_a_new_process(labels, templates, tmp_path / "r.jsonl")
     assert refused.returncode == 2 and "was fitted for another judge (template: " in refused.stderr

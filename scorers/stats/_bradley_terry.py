@@ -38,8 +38,9 @@ from scipy.sparse.csgraph import connected_components, shortest_path
 #: Newton stops after a step in which no parameter moved by more than this (its convergence is quadratic).
 STEP_TOLERANCE = 1e-6
 MAX_ITERATIONS = 200
-#: A fit whose strengths spread wider than this many log-odds units diverges: no finite maximum.
-DIVERGED = 50.0
+#: A fit whose strengths spread wider than this many log-odds units (odds of 7e10:1, 4,300 rating points)
+#: diverges: no finite maximum (Newton's steps stall where the likelihood is flat in float64, well past this).
+DIVERGED = 25.0
 #: Bootstrap count sets fitted at once, bounding memory (count sets x design rows).
 _CHUNK_CELLS = 1 << 20
 
@@ -324,10 +325,12 @@ def bounded(beaten: np.ndarray) -> tuple[list[int], dict[int, int]]:
     every split of the systems has a win (or tie) across it each way, i.e. the graph is strongly connected;
     otherwise the largest strongly connected component is ranked (ties: the most comparisons within it), a
     system that reaches it through wins and is not reached back is above it, one reached and not reaching
-    below."""
+    below; when no two systems bound each other, none is ranked."""
     labels = components(len(beaten), beaten, "strong")
     groups = [np.flatnonzero(labels == g).tolist() for g in sorted(set(labels.tolist()))]
     main = max(groups, key=lambda g: (len(g), beaten[np.ix_(g, g)].sum(), -g[0]))
+    if len(main) == 1:  # no two systems bound each other: nothing is ranked
+        return [], {i: 1 if not beaten[:, i].any() else -1 if not beaten[i].any() else 0 for i in range(len(beaten))}
     reach = np.isfinite(shortest_path(csr_matrix(beaten > 0), unweighted=True))
     out = {}
     for i in range(len(beaten)):

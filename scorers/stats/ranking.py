@@ -6,7 +6,7 @@ any rows with a winner column such as human preference data; :mod:`scorers.stats
 (:mod:`scorers.stats._bradley_terry`), the strengths identified by a mean log-strength of 0.
 
 - **Ties** (``ties``): ``davidson``, Davidson (1970)'s model, whose tie parameter ``nu`` is fitted jointly
-  (``P(i) : P(j) : P(tie) = sqrt(pi_i) : sqrt(pi_j) ... ``, i.e. ``pi_i : pi_j : nu * sqrt(pi_i * pi_j)``); or
+  (``P(i) : P(j) : P(tie) = pi_i : pi_j : nu * sqrt(pi_i * pi_j)`` with ``pi = exp(theta)``); or
   ``half``, a tie is half a win each way.
 - **Scale**: a rating ``anchor_rating + 400 * log10(odds)`` above the anchor (the mean strength, or the
   system ``anchor``): a 400-point gap is 10:1 odds, 200 points about 3:1.
@@ -114,13 +114,13 @@ class Ranking:
     components: list[list[str]] = field(default_factory=list)
 
     def system(self, name: str) -> SystemRating:
+        """The entry of system ``name`` (a ``KeyError`` when there is none)."""
         for entry in self.systems:
             if entry.system == name:
                 return entry
         raise KeyError(name)
 
     def to_dict(self) -> dict[str, Any]:
-        names = [s.system for s in sorted(self.systems, key=lambda s: self._order.index(s.system))]
         return {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -138,16 +138,12 @@ class Ranking:
             "systems": [asdict(s) for s in self.systems],
             "tie_parameter": None if self.tie_parameter is None else asdict(self.tie_parameter),
             "covariates": [asdict(c) for c in self.covariates],
-            "win_matrix": {"systems": names, "wins": self.wins, "ties": self.ties},
+            "win_matrix": {"systems": list(self.counts["systems"]), "wins": self.wins, "ties": self.ties},
             "components": self.components,
             "counts": self.counts,
             "bootstrap": self.bootstrap,
             "fit": self.fit,
         }
-
-    @property
-    def _order(self) -> list[str]:
-        return list(self.counts["systems"])
 
     def table(self) -> str:
         """The leaderboard, the fitted parameters, the win matrix and what was left out, as plain text."""
@@ -230,7 +226,7 @@ def compute_ranking(found: Comparisons, options: RankOptions, sources: Sequence[
     plain = _Model(found, ranked, options, weights, style=False) if options.style else None
     ratings = styled.ratings()
     unstyled = plain.ratings() if plain is not None else {}
-    order = sorted(ranked, key=lambda i: -(ratings[i][0] if ratings[i][0] is not None else -math.inf))
+    order = sorted(ranked, key=lambda i: -ratings[i][0] if i in ratings else math.inf)
     entries = []
     for position, i in enumerate([*order, *(i for i in range(n) if i not in ranked)], 1):
         games = int(wins[i].sum() + wins[:, i].sum() + ties[i].sum())
@@ -248,7 +244,7 @@ def compute_ranking(found: Comparisons, options: RankOptions, sources: Sequence[
                 wins=int(wins[i].sum()),
                 losses=int(wins[:, i].sum()),
                 ties=int(ties[i].sum()),
-                win_rate=(wins[i].sum() + ties[i].sum() / 2) / games if games else None,
+                win_rate=float(wins[i].sum() + ties[i].sum() / 2) / games if games else None,
                 reason=reasons.get(i) or styled.reason,
                 unstyled=extra[0],
                 unstyled_low=extra[1],
@@ -380,7 +376,11 @@ class _Model:
             total = pair_counts.sum(axis=0)[None]
         self.fit = fit_counts(design, total, options.ties, options.prior)
         if not self.fit.converged[0]:
-            self.reason = "no finite maximum: the style covariates separate the verdicts"
+            self.reason = (
+                "no finite maximum-likelihood fit: the strengths diverge (with Davidson's ties the tie parameter can "
+                "grow with them; with style covariates these can separate the verdicts); --ties half or --prior "
+                "gives a finite one"
+            )
             return
         if not len(weights):
             return

@@ -219,6 +219,23 @@ def test_a_system_that_won_everything_has_no_finite_strength() -> None:
     assert regularised.systems[0].system == "top" and regularised.systems[0].rating is not None
 
 
+def test_two_systems_one_of_which_won_everything_rank_nothing() -> None:
+    ranking = ranked(rows_of(("x", "y", "a"), ("y", "x", "b")), resamples=20)
+    assert ranking.system("x").rating is None and "won all its 2 comparisons" in ranking.system("x").reason
+    assert ranking.system("y").rating is None and "lost all its 2 comparisons" in ranking.system("y").reason
+    assert "no rating" in ranking.table()
+
+
+def test_davidson_without_a_finite_maximum_says_so() -> None:
+    """Wins and a tie one way only: the half rule's maximum is finite (x has 2.5 of 3), Davidson's is not (the
+    tie parameter grows with the gap)."""
+    rows = rows_of(("x", "y", "a"), ("y", "x", "b"), ("x", "y", "tie"))
+    half = ranked(rows, ties="half")
+    assert half.system("x").strength - half.system("y").strength == pytest.approx(math.log(5))
+    davidson = ranked(rows, ties="davidson")
+    assert davidson.system("x").rating is None and "no finite maximum" in davidson.system("x").reason
+
+
 def test_a_disconnected_graph_ranks_its_largest_component() -> None:
     rows = rows_of(("x", "y", "a"), ("y", "x", "a"), ("y", "z", "a"), ("z", "y", "a"), ("x", "z", "tie"))
     rows += rows_of(("p", "q", "a"), ("q", "p", "a"))

@@ -351,7 +351,7 @@ class ScoreCalibration:
             **provenance,
             "train_n": self.train_n,
             "held_out": self.held_out,
-            "figures": {name: figure.to_dict() for name, figure in self.figures.items()},
+            "figures": {name: {**figure.to_dict(), "split": self.held_out} for name, figure in self.figures.items()},
             "bootstrap": self.bootstrap,
             "bins": {"before": self.before.to_dict(), "after": self.after.to_dict()},
         }

@@ -159,3 +159,24 @@ def test_bad_input_is_exit_2_naming_it(tmp_path: Path, capsys: pytest.CaptureFix
         main(["rank", str(tmp_path)])
     assert exited.value.code == 2
     assert f"{tmp_path} is a directory, not a file" in capsys.readouterr().err
+
+
+def test_a_run_without_metadata_is_found_by_its_identity(
+    results: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Without --metadata the verdicts are the scores (a disagreement reads as a tie) and the judge is found by the
+    run's identity (the sidecar names its class)."""
+    stripped = tmp_path / "plain.jsonl"
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    stripped.write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k != "metadata_scores"}) + "\n" for r in records)
+    )
+    Path(f"{stripped}.run.json").write_text(Path(f"{results}.run.json").read_text())
+    assert main(["rank", str(stripped), "--resamples", "0", "--json"]) == 0
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data["verdicts"] == "judge Preference" and data["counts"]["without_metadata"] == 6 * PROMPTS
+    assert "a 0.5 of a swapped judge counts as a tie" in captured.err
+    Path(f"{stripped}.run.json").unlink()
+    assert main(["rank", str(stripped)]) == 2
+    assert "name it with --scorer" in capsys.readouterr().err

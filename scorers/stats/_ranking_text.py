@@ -24,17 +24,14 @@ def _columns(rows: Sequence[Sequence[str]]) -> list[str]:
 def ranking_table(ranking: Ranking) -> str:
     """The leaderboard, the fitted parameters, the win matrix and what was left out."""
     options, counts, boot = ranking.options, ranking.counts, ranking.bootstrap
-    anchor = (
-        f"{options['anchor']} at {options['anchor_rating']:g}"
-        if options["anchor"]
-        else (f"mean strength at {options['anchor_rating']:g}")
-    )
+    where = options["anchor"] or "the mean strength"
     ties = "Davidson's tie parameter" if options["ties"] == "davidson" else "a tie half a win each way"
     lines = [
         f"Bradley-Terry by maximum likelihood over {counts['comparisons']} comparisons of {len(counts['systems'])} "
         f"systems on {counts['prompts']} prompts ({ranking.verdicts}); ties: {ties}"
         + (f"; prior {options['prior']:g}" if options["prior"] else ""),
-        f"rating = {anchor} + 400·log10(odds): a 400-point gap is 10:1 odds, 200 points about 3.2:1",
+        f"rating: {options['anchor_rating']:g} at {where}, + 400·log10(odds) against it: a 400-point gap is 10:1 "
+        "odds, 200 points about 3.2:1",
     ]
     if boot["resamples"]:
         lines.append(

@@ -145,7 +145,7 @@ def test_preference_data_from_csv_with_style(tmp_path: Path, capsys: pytest.Capt
     code = main([*argv, "--answer-a", "response_a", "--answer-b", "response_b", "--resamples", "50", "--anchor", "x"])
     assert code == 0
     err = capsys.readouterr().err
-    assert "no style" in err and "style length:" in err and "x at 1000" in err
+    assert "no style" in err and "style length:" in err and "rating: 1000 at x," in err
 
 
 def test_bad_input_is_exit_2_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

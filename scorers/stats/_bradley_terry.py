@@ -71,25 +71,31 @@ class Design:
 class _Layout:
     """What the gradient and Hessian need of a design, computed once: the cells' unordered pairs of systems (a
     cell's row of the design matrix is ``sign * (B[low] - B[high])`` then ``x``), so the strength blocks are sums
-    over pairs (sparse ``pairs x cells`` matrices) rather than over cells."""
+    over pairs (sparse ``pairs x cells`` matrices) scattered onto the systems, then taken to ``phi`` by ``B``."""
 
     def __init__(self, design: Design) -> None:
         n, m = design.systems, len(design.first)
-        self.basis = _sum_zero_basis(n)
+        self.systems, self.basis = n, _sum_zero_basis(n)
         low, high = np.minimum(design.first, design.second), np.maximum(design.first, design.second)
         keys, pair = np.unique(low * n + high, return_inverse=True)
-        self.first, self.second, self.x = design.first, design.second, design.x
-        self.vectors = self.basis[keys // n] - self.basis[keys % n]
-        self.outer = np.einsum("ki,kj->kij", self.vectors, self.vectors).reshape(len(keys), -1)
+        self.low, self.high = keys // n, keys % n
         sign = np.where(design.first < design.second, 1.0, -1.0)
         cells = np.arange(m)
         self.signed = csr_matrix((sign, (pair, cells)), shape=(len(keys), m))
         self.summed = csr_matrix((np.ones(m), (pair, cells)), shape=(len(keys), m))
+        self.x = design.x
         self.xx = np.einsum("mi,mj->mij", design.x, design.x).reshape(m, -1)
         self.phis, self.covariates = n - 1, design.x.shape[1]
         self.matrix_t = np.ascontiguousarray(
             np.hstack([self.basis[design.first] - self.basis[design.second], design.x]).T
         )
+        #: each pair's direction over ``phi`` (``B[low] - B[high]``), and where its weight lands in the Laplacian
+        self.vectors = self.basis[self.low] - self.basis[self.high]
+        spots = np.concatenate(
+            [self.low * n + self.high, self.high * n + self.low, self.low * (n + 1), self.high * (n + 1)]
+        )
+        signs = np.repeat([-1.0, -1.0, 1.0, 1.0], len(keys))
+        self.laplacian = csr_matrix((signs, (np.tile(np.arange(len(keys)), 4), spots)), shape=(len(keys), n * n))
 
     def d(self, params: np.ndarray) -> np.ndarray:
         """The linear predictor of every cell, ``R x cells``."""
@@ -98,6 +104,17 @@ class _Layout:
     def per_pair(self, values: np.ndarray, signed: bool = True) -> np.ndarray:
         """``R x cells`` summed per pair (``R x pairs``), each cell with its orientation's sign when ``signed``."""
         return np.asarray((self.signed if signed else self.summed) @ values.T).T
+
+    def to_phi(self, per_pair: np.ndarray) -> np.ndarray:
+        """A gradient over pairs (``R x pairs``, in the low system's direction) as one over ``phi``."""
+        return per_pair @ self.vectors
+
+    def curvature(self, per_pair: np.ndarray) -> np.ndarray:
+        """``B^T L B`` of the weighted Laplacian ``L = sum_k h_k (e_low - e_high)(e_low - e_high)^T`` of each row of
+        ``per_pair`` (``R x pairs``): the strength block of the Hessian."""
+        n = self.systems
+        laplacian = np.asarray((self.laplacian.T @ per_pair.T).T).reshape(len(per_pair), n, n)
+        return self.basis.T @ laplacian @ self.basis
 
 
 @dataclass(frozen=True)
@@ -266,19 +283,18 @@ def _gradient_hessian(
     g_d, h_dd = derivatives[:2]
     gradient = np.zeros((runs, size))
     hessian = np.zeros((runs, size, size))
-    gradient[:, :phis] = layout.per_pair(g_d) @ layout.vectors - 2 * prior * params[:, :phis]
-    hessian[:, :phis, :phis] = (layout.per_pair(h_dd, signed=False) @ layout.outer).reshape(runs, phis, phis)
-    hessian[:, :phis, :phis] -= 2 * prior * np.eye(phis)
+    gradient[:, :phis] = layout.to_phi(layout.per_pair(g_d)) - 2 * prior * params[:, :phis]
+    hessian[:, :phis, :phis] = layout.curvature(layout.per_pair(h_dd, signed=False)) - 2 * prior * np.eye(phis)
     if layout.covariates:
         gradient[:, phis:k] = g_d @ layout.x
         for c in range(layout.covariates):
-            cross = layout.per_pair(h_dd * layout.x[:, c]) @ layout.vectors
+            cross = layout.to_phi(layout.per_pair(h_dd * layout.x[:, c]))
             hessian[:, :phis, phis + c] = hessian[:, phis + c, :phis] = cross
         hessian[:, phis:k, phis:k] = (h_dd @ layout.xx).reshape(runs, layout.covariates, layout.covariates)
     if size > k:  # Davidson's eta; fixed at -inf (no tie parameter) where a count set has no tie
         g_e, h_de, h_ee = derivatives[2:]
         gradient[:, k] = np.where(has_ties, g_e.sum(axis=1), 0.0)
-        cross_eta = np.hstack([layout.per_pair(h_de) @ layout.vectors, h_de @ layout.x])
+        cross_eta = np.hstack([layout.to_phi(layout.per_pair(h_de)), h_de @ layout.x])
         hessian[:, :k, k] = hessian[:, k, :k] = np.where(has_ties[:, None], cross_eta, 0.0)
         hessian[:, k, k] = np.where(has_ties, h_ee.sum(axis=1), -1.0)
     return gradient, hessian

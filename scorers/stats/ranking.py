@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 from .._util import did_you_mean
 from ..errors import ConfigError, DataError
@@ -57,6 +58,8 @@ FORMAT_VERSION = 1
 #: Rating points per natural log-odds unit: 400 points are a factor of 10 in the odds.
 SCALE = 400 / math.log(10)
 SCALE_TEXT = "rating = anchor + 400·log10(odds): a 400-point gap is 10:1 odds, 200 points about 3.2:1"
+#: Prompts drawn per chunk of bootstrap resamples (resamples x prompts), bounding memory on large data.
+_DRAWN_PROMPTS = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -177,17 +180,24 @@ def _names(data: Any) -> tuple[str, ...]:
 
 
 # ------------------------------------------------------------------ counts
-def _pair_counts(found: Comparisons, systems: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per prompt and unordered pair (i < j): wins of i, wins of j, ties (``P x K x 3``), and the pairs."""
+def _pair_counts(found: Comparisons, systems: int) -> tuple[csr_matrix, np.ndarray, np.ndarray]:
+    """Per prompt and unordered pair (i < j): wins of i, wins of j, ties, as a sparse ``P x (K * 3)`` matrix, and
+    the pairs' systems."""
     low = np.minimum(found.first, found.second)
     high = np.maximum(found.first, found.second)
     pairs, cell = np.unique(low * systems + high, return_inverse=True)
     flipped = found.first > found.second
     outcome = np.where(flipped, 1.0 - found.outcome, found.outcome)
     kind = np.where(outcome == 1.0, 0, np.where(outcome == 0.0, 1, 2))
-    counts = np.zeros((found.prompts, len(pairs), 3))
-    np.add.at(counts, (found.prompt, cell, kind), 1.0)
+    counts = csr_matrix((np.ones(len(cell)), (found.prompt, cell * 3 + kind)), shape=(found.prompts, len(pairs) * 3))
     return counts, pairs // systems, pairs % systems
+
+
+def _draws(rng: np.random.Generator, prompts: int, count: int) -> np.ndarray:
+    """``count`` bootstrap resamples of the prompts, each as how often it drew each prompt (``count x P``): the
+    next rows of ``rng.choice(prompts, (resamples, prompts))``."""
+    drawn = rng.choice(prompts, (count, prompts)) + np.arange(count)[:, None] * prompts
+    return np.bincount(drawn.ravel(), minlength=count * prompts).reshape(count, prompts).astype(float)
 
 
 def _beaten(first: np.ndarray, second: np.ndarray, counts: np.ndarray, systems: int) -> np.ndarray:
@@ -219,11 +229,18 @@ def compute_ranking(found: Comparisons, options: RankOptions, sources: Sequence[
     ranked = [i for i in range(n) if i not in reasons]
     if options.anchor is not None:
         _check_anchor(options.anchor, found.systems, reasons)
-    draws = np.random.default_rng(options.seed).choice(found.prompts, (options.resamples, found.prompts))
-    weights = np.zeros((options.resamples, found.prompts))
-    np.add.at(weights, (np.arange(options.resamples)[:, None], draws), 1.0)
-    styled = _Model(found, ranked, options, weights, style=bool(options.style))
-    plain = _Model(found, ranked, options, weights, style=False) if options.style else None
+    styled = _Model(found, ranked, options, style=bool(options.style))
+    plain = _Model(found, ranked, options, style=False) if options.style else None
+    rng = np.random.default_rng(options.seed)
+    step = max(1, _DRAWN_PROMPTS // max(1, found.prompts))
+    for start in range(0, options.resamples, step):
+        weights = _draws(rng, found.prompts, min(step, options.resamples - start))
+        for model in (styled, plain):
+            if model is not None:
+                model.resample(weights)
+    for model in (styled, plain):
+        if model is not None:
+            model.resampled = model.collected()
     ratings = styled.ratings()
     unstyled = plain.ratings() if plain is not None else {}
     order = sorted(ranked, key=lambda i: -ratings[i][0] if i in ratings else math.inf)
@@ -342,17 +359,17 @@ def _percentiles(values: np.ndarray, confidence: float) -> tuple[np.ndarray, np.
 
 
 class _Model:
-    """One Bradley-Terry fit of the ranked systems (with or without the style covariates) and its bootstrap."""
+    """One Bradley-Terry fit of the ranked systems (with or without the style covariates) and its bootstrap, fed
+    resamples a chunk at a time (:meth:`resample`)."""
 
-    def __init__(
-        self, found: Comparisons, ranked: list[int], options: RankOptions, weights: np.ndarray, *, style: bool
-    ) -> None:
-        self.ranked, self.options = ranked, options
+    def __init__(self, found: Comparisons, ranked: list[int], options: RankOptions, *, style: bool) -> None:
+        self.ranked, self.options, self.style = ranked, options, style
         self.anchor = None if options.anchor is None else ranked.index(found.systems.index(options.anchor))
         self.reason: str | None = None
         self.used = 0
         self.fit: Fit | None = None
         self.resampled: Fit | None = None
+        self._fits: list[Fit] = []
         #: covariates no answer pair differs in are not estimable: left out of the design
         self.informed = np.ones(len(options.style) if style else 0, bool)
         if len(ranked) < 2:
@@ -365,44 +382,59 @@ class _Model:
         sub = Comparisons(
             found.systems, first, second, found.outcome[keep], found.prompt[keep], found.prompts, found.x[keep], ""
         )
-        pair_counts, pair_first, pair_second = _pair_counts(sub, len(ranked))
+        self.prompt = sub.prompt
+        self.pair_counts, self.pair_first, self.pair_second = _pair_counts(sub, len(ranked))
+        pairs = len(self.pair_first)
         if style:
             self.informed = np.any(sub.x != 0, axis=0)
-            design = Design.pairs(len(ranked), first, second, sub.x[:, self.informed])
-            outcome = np.stack([sub.outcome == 1.0, sub.outcome == 0.0, sub.outcome == 0.5], axis=-1).astype(float)
-            total = outcome[None]
+            self.design = Design.pairs(len(ranked), first, second, sub.x[:, self.informed])
+            self.outcome = np.stack([sub.outcome == 1.0, sub.outcome == 0.0, sub.outcome == 0.5], axis=-1).astype(float)
+            total = self.outcome[None]
         else:
-            design = Design.pairs(len(ranked), pair_first, pair_second)
-            total = pair_counts.sum(axis=0)[None]
-        self.fit = fit_counts(design, total, options.ties, options.prior)
+            self.design = Design.pairs(len(ranked), self.pair_first, self.pair_second)
+            total = np.asarray(self.pair_counts.sum(axis=0)).reshape(1, pairs, 3)
+        self.fit = fit_counts(self.design, total, options.ties, options.prior)
         if not self.fit.converged[0]:
             self.reason = (
                 "no finite maximum-likelihood fit: the strengths diverge (with Davidson's ties the tie parameter can "
                 "grow with them; with style covariates these can separate the verdicts); --ties half or --prior "
                 "gives a finite one"
             )
+
+    def resample(self, weights: np.ndarray) -> None:
+        """Fit the resamples ``weights`` (``R x P``: how often each drew each prompt); a resample where some
+        ranked system has no finite strength (without a prior) or whose fit diverges is left out."""
+        if self.fit is None or self.reason is not None:
             return
-        if not len(weights):
-            return
-        drawn = np.einsum("rp,pkc->rkc", weights, pair_counts)
+        drawn = np.asarray((self.pair_counts.T @ weights.T).T).reshape(len(weights), -1, 3)
         valid = np.ones(len(weights), bool)
-        if options.prior == 0:
-            valid = strongly_connected(_beaten(pair_first, pair_second, drawn, len(ranked)))
-        if style:
+        if self.options.prior == 0:
+            valid = strongly_connected(_beaten(self.pair_first, self.pair_second, drawn, len(self.ranked)))
+        ties, prior = self.options.ties, self.options.prior
+        if self.style:
             kept = weights[valid]
+            outcome, prompt = self.outcome, self.prompt
             fitted = fit_many(
-                design,
-                lambda part: kept[part][:, sub.prompt, None] * outcome[None],
-                len(kept),
-                options.ties,
-                options.prior,
-                start=self.fit,
+                self.design, lambda part: kept[part][:, prompt, None] * outcome[None], len(kept), ties, prior, self.fit
             )
         else:
-            fitted = fit_counts(design, drawn[valid], options.ties, options.prior, start=self.fit)
-        keep_draws = fitted.converged
-        self.used = int(keep_draws.sum())
-        self.resampled = _select(fitted, keep_draws)
+            fitted = fit_counts(self.design, drawn[valid], ties, prior, start=self.fit)
+        self._fits.append(_select(fitted, fitted.converged))
+
+    def collected(self) -> Fit | None:
+        """Every resample fitted so far, in one :class:`Fit` (None when none was)."""
+        if not self._fits:
+            return None
+        fits = self._fits
+        self.used = sum(len(f.theta) for f in fits)
+        return Fit(
+            np.vstack([f.theta for f in fits]),
+            np.vstack([f.beta for f in fits]),
+            None if fits[0].nu is None else np.concatenate([f.nu for f in fits if f.nu is not None]),
+            np.concatenate([f.log_likelihood for f in fits]),
+            max(f.iterations for f in fits),
+            np.concatenate([f.converged for f in fits]),
+        )
 
     def _rating(self, theta: np.ndarray) -> np.ndarray:
         reference = 0.0 if self.anchor is None else theta[..., [self.anchor]]

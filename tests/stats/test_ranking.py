@@ -324,3 +324,13 @@ def test_scores_without_metadata() -> None:
     assert ranking.counts["swap"]["swapped"] == 1  # only 0.75 shows both orders: a win and a tie
     with pytest.raises(ConfigError, match="found none"):
         rank(records, resamples=0)
+
+
+def test_resamples_drawn_in_chunks_equal_one_draw(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large data draws the resamples a chunk at a time: the same draws, so the same intervals."""
+    from scorers.stats import ranking as module
+
+    rows = generate(*DATASETS["5x120-ties"])
+    whole = ranked(rows, resamples=50, seed=4).to_dict()
+    monkeypatch.setattr(module, "_DRAWN_PROMPTS", 7 * 120)  # 7 resamples a chunk
+    assert ranked(rows, resamples=50, seed=4).to_dict() == whole

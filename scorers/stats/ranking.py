@@ -45,7 +45,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 
 from .._util import did_you_mean
-from ..errors import ConfigError, DataError
+from ..errors import ConfigError
 from ..options import RankOptions
 from ._bradley_terry import Design, Fit, bounded, components, fit_counts, fit_many, strongly_connected
 from ._comparisons import Comparisons, read_comparisons
@@ -505,17 +505,3 @@ def _select(fit: Fit, keep: np.ndarray) -> Fit:
         fit.iterations,
         fit.converged[keep],
     )
-
-
-def read_ranking(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A ranking file (``rank -o``) as its dict; a :class:`DataError` when it is not one of this version."""
-    import json
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: not a ranking file ({exc})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("format_version") != FORMAT_VERSION:
-        raise DataError(f"{path}: not a {FORMAT} file of format_version {FORMAT_VERSION}")
-    return data

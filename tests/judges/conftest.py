@@ -9,6 +9,16 @@ import pytest
 from scorers.testing import LoopbackLLM, Reply, loopback_env
 
 
+def wilson_reference(count: float, n: int) -> tuple[float, float]:
+    """statsmodels' 95 % Wilson interval for ``count`` successes in ``n``: the reference the sampled intervals
+    equal. Imported here, not at a module's top: statsmodels.stats.proportion imports pandas, an optional extra,
+    and the fast tier collects without the extras (tests/test_tiers.py)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(count, n, alpha=0.05, method="wilson")
+    return float(low), float(high)
+
+
 @pytest.fixture(params=["chat", "anthropic"])
 def api_env(request: pytest.FixtureRequest, llm_server: LoopbackLLM, monkeypatch: pytest.MonkeyPatch) -> str:
     """The judges' protocol (chat; Anthropic's Messages API through the ``anthropic`` SDK, which sends no seed)

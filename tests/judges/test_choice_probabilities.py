@@ -8,11 +8,12 @@ import math
 from typing import Any
 
 import pytest
-from statsmodels.stats.proportion import proportion_confint
 
 import scorers
 from scorers.llm import LLMEngine
 from scorers.testing import LoopbackLLM, Reply
+
+from .conftest import wilson_reference
 
 FACTS = {"input": "What is the capital of France?", "expected": "Paris", "output": "Paris is the capital."}
 CHOICES = ("A", "B", "C", "D", "E")  # Factuality's
@@ -35,7 +36,7 @@ def test_choice_probabilities_are_the_shares_of_the_samples(llm_server, script_s
     assert meta["temperature"] == 0.7
     for choice in CHOICES:
         stated = meta["choice_intervals"][choice]
-        reference = proportion_confint(picked.count(choice), k, alpha=0.05, method="wilson")
+        reference = wilson_reference(picked.count(choice), k)
         assert (stated["low"], stated["high"]) == pytest.approx(reference, abs=1e-12)
         assert (stated["level"], stated["n"], stated["method"]) == (0.95, k, "wilson")
     # what samples always gave, as it was

@@ -9,7 +9,6 @@ import math
 from typing import Any
 
 import pytest
-from statsmodels.stats.proportion import proportion_confint
 
 from scorers.cli.catalog import describe
 from scorers.errors import ConfigError, JudgeError
@@ -18,6 +17,8 @@ from scorers.judges.spec import validate_spec
 from scorers.llm import LLMEngine
 from scorers.llm.cache import cache_key
 from scorers.testing import LoopbackLLM, RecordedRequest, Reply, loopback_env
+
+from .conftest import wilson_reference
 
 PROMPT = "Summary: {{output}}"
 SETTINGS: dict[str, Any] = {"criteria": "Is the summary coherent?", "steps": ["Read it.", "Rate its order."]}
@@ -73,7 +74,7 @@ def test_the_score_is_the_mean_of_the_samples_with_its_wilson_interval(
     assert meta["sampled_scores"] == written if api_env == "chat" else sorted(meta["sampled_scores"]) == sorted(written)
     assert meta["probabilities"] == {str(v): pytest.approx(written.count(v) / k) for v in range(low, high + 1)}
     assert math.isclose(math.fsum(meta["probabilities"].values()), 1.0)
-    reference = proportion_confint(mean * k, k, alpha=0.05, method="wilson")
+    reference = wilson_reference(mean * k, k)
     interval = meta["score_interval"]
     assert (interval["low"], interval["high"]) == pytest.approx(reference, abs=1e-12)
     assert (interval["level"], interval["n"], interval["method"]) == (0.95, k, "wilson_bounded")
@@ -94,7 +95,7 @@ def test_on_a_two_value_scale_the_interval_is_wilsons_for_the_share(llm_server: 
     llm_server.default = lambda request: Reply.text(str([1, 1, 0, 1][request.body["seed"]]))
     meta = sampling_judge(4, (0, 1))(output="x").metadata
     assert (meta["score_interval"]["low"], meta["score_interval"]["high"]) == pytest.approx(
-        proportion_confint(3, 4, alpha=0.05, method="wilson"), abs=1e-12
+        wilson_reference(3, 4), abs=1e-12
     )
 
 

@@ -33,6 +33,25 @@ def add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser], templat
         help="also show a correlation file of `correlate -o` (tables, a chart per human column); repeatable",
     )
     p_report.add_argument(
+        "--ranking",
+        action="append",
+        default=[],
+        dest="rankings",
+        type=file_path,
+        metavar="RANK.json",
+        help="also show a ranking file of `rank -o` (a leaderboard with intervals and its chart); repeatable",
+    )
+    p_report.add_argument(
+        "--calibration",
+        action="append",
+        default=[],
+        dest="calibrations",
+        type=file_path,
+        metavar="MAP.json",
+        help="also show a calibration file of `calibrate --scores -o` (reliability diagram, held-out figures); "
+        "repeatable",
+    )
+    p_report.add_argument(
         "-o", "--output", required=True, type=file_path, metavar="REPORT.html", help="HTML file to write"
     )
     p_report.add_argument(
@@ -66,6 +85,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         args.output,
         meta_evals=args.meta_evals,
         correlations=args.correlations,
+        rankings=args.rankings,
+        calibrations=args.calibrations,
         key=args.key,
         mapping=dict(parse_pairs(args.map, "--map")),
         prices=parse_prices(args.price) if args.price else None,

@@ -497,6 +497,12 @@ def juror_of(judge: LLMJudge, settings: Mapping[str, Any] | JurorSpec) -> LLMJud
 def jury_of(judge: LLMJudge, jury: Mapping[str, Any] | JurySpec, *, name: str | None = None) -> Jury:
     """The jury a ``jury:`` mapping (:class:`JurySpec`) describes, of ``judge``; named as the judge by default."""
     spec = jury if isinstance(jury, JurySpec) else _validated(name or judge.name, JurySpec, _without_nones(jury))
+    if getattr(judge, "calibration", None) is not None:
+        raise ConfigError(
+            f"{name or judge.name}: a jury takes no calibration map: the map was fitted on one judge's scores, not on "
+            "its jurors' or the jury's; calibrate a judge alone (drop calibration:, or the jury with -p NAME.jury=null)",
+            scorer=name or judge.name,
+        )
     jurors = [juror_of(judge, juror) for juror in spec.jurors]
     labels = [juror.name or juror.model or f"juror{i + 1}" for i, juror in enumerate(spec.jurors)]
     labels = [label if labels.count(label) == 1 else f"{label}#{i + 1}" for i, label in enumerate(labels)]

@@ -19,6 +19,9 @@ from ..errors import ConfigError, DataError
 from ..llm.usage import Prices
 from ..stats.compare import CONFIDENCE
 from . import charts
+from .jury import meta_eval_jury_section, results_jury_sections
+from .leaderboard import leaderboard_section
+from .reliability import reliability_context
 from .results import ResultsFile
 
 __all__ = ["write_report"]
@@ -242,7 +245,23 @@ def _meta_eval(path: str) -> dict[str, Any]:
         "svg": svg,
         "failure_rows": failures,
         "model": (data["judge"].get("signature") or {}).get("model"),
+        "jury_section": meta_eval_jury_section(data),
     }
+
+
+def _calibration(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+    """A calibration file (``calibrate --scores -o``) or its dict, as the page shows it: the reliability diagram
+    and the held-out figures before and after the map."""
+    from ..calibration.scores import FORMAT, FORMAT_VERSION
+
+    data = _format_file(
+        source,
+        "calibration",
+        FORMAT,
+        FORMAT_VERSION,
+        "python -m scorers calibrate LABELS.jsonl -s JUDGE --label FIELD --scores isotonic -o MAP.json",
+    )
+    return reliability_context(data)
 
 
 def _correlation(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
@@ -505,6 +524,8 @@ def write_report(
     *,
     meta_evals: Sequence[str | Path] = (),
     correlations: Sequence[str | Path | Mapping[str, Any]] = (),
+    rankings: Sequence[str | Path | Mapping[str, Any]] = (),
+    calibrations: Sequence[str | Path | Mapping[str, Any]] = (),
     key: str | None = None,
     mapping: Mapping[str, str] | None = None,
     prices: Prices | None = None,
@@ -518,6 +539,11 @@ def write_report(
     correlation JSON files (``python -m scorers correlate -o``) or their dicts
     (:meth:`scorers.stats.correlation.Correlation.to_dict`), shown as tables with a bar
     chart per human column (one coefficient, Spearman's when given, with its intervals).
+    ``rankings``: ranking files (``python -m scorers rank -o``) or their dicts, shown as
+    leaderboards with their intervals. ``calibrations``: calibration files
+    (``python -m scorers calibrate --scores -o``) or their dicts, shown as reliability
+    diagrams with their held-out figures. A jury in a results file (run with ``--metadata``)
+    or a meta-eval file gets its own section: the agreement between its jurors.
 
     The first file is the baseline of the comparison (:func:`scorers.stats.compare`;
     rows matched by position, or by the field ``key``). ``mapping`` says which column
@@ -535,8 +561,11 @@ def write_report(
     >>> "&lt;b&gt;hi&lt;/b&gt;" in page and "<b>hi</b>" not in page
     True
     """
-    if not paths and not meta_evals and not correlations:
-        raise ConfigError("write_report: give at least one results file or meta-eval file, or a correlation file")
+    if not (paths or meta_evals or correlations or rankings or calibrations):
+        raise ConfigError(
+            "write_report: give at least one results file or meta-eval file, or a correlation file, ranking file or "
+            "calibration file"
+        )
     if lowest < 0 or max_errors < 0:
         raise ConfigError(f"write_report: lowest and max_errors must be at least 0, got {lowest}, {max_errors}")
     files = [ResultsFile.read(p) for p in paths]
@@ -548,6 +577,9 @@ def write_report(
             **_context(files, labels, dict(mapping or {}), prices, lowest, max_errors, key),
             meta_evals=[_meta_eval(str(p)) for p in meta_evals],
             correlations=[_correlation(c) for c in correlations],
+            juries=[section for f in files for section in results_jury_sections(f)],
+            rankings=[leaderboard_section(r) for r in rankings],
+            calibrations=[_calibration(c) for c in calibrations],
         )
     )
     out = Path(out)

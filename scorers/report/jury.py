@@ -123,7 +123,8 @@ def _failures(rows: Sequence[tuple[Mapping[str, Any], Any]], jurors: Sequence[st
 
 
 def _votes(scorer: str, rows: Sequence[tuple[Mapping[str, Any], Any]]) -> dict[str, Any] | None:
-    """How the scored rows of a choice jury were decided: vote shares (rounded to 0.01) and ties."""
+    """How the rows of a choice jury were voted on (a tie abstained is voted on, not scored): vote shares
+    (rounded to 0.01) and ties."""
     scored = [metadata for metadata, _ in rows if metadata.get("vote_share") is not None]
     if not scored:
         return None

@@ -27,7 +27,8 @@ position won both times.
 **Juries.** A :class:`~scorers.judges.jury.Jury` is judged as one judge (its jurors' choices and scale are the
 label scale; a choice jury's row without a choice, from ``mean`` or a tie, is a score off that scale); the report
 adds ``jury``: how much the jurors agree with one another, with the jury and with the labels
-(:func:`scorers.judges.jury.jury_agreement_of`, over the scored rows, labels coded as the jurors' verdicts).
+(:func:`scorers.judges.jury.jury_agreement_of`: between jurors over every row they answered, a row the jury left
+unscored included; with the jury over the scored rows; labels coded as the jurors' verdicts).
 
 **Failures.** A row the judge failed on (any sample) is listed with its errors and left
 out of the figures; figures say their ``n``.
@@ -535,6 +536,9 @@ class Judgments:
     samples: list[list[str | float]] = field(default_factory=list)
     #: every scored judgment's metadata
     metadata: list[Mapping[str, Any]] = field(default_factory=list)
+    #: (row index, its jurors' record) of each row a jury did not score (a tie, too few jurors): its jurors still
+    #: agree or disagree, so the agreement between them counts it
+    unscored_juries: list[tuple[int, Mapping[str, Any]]] = field(default_factory=list)
 
 
 def judge_rows(labelled: LabelledRows, judges: Sequence[Scorer], options: MetaEvalOptions) -> Judgments:
@@ -550,6 +554,7 @@ def judge_rows(labelled: LabelledRows, judges: Sequence[Scorer], options: MetaEv
         errors = _errors(result, judges)
         if errors:
             judged.failures.append({**named, "errors": errors})
+            judged.unscored_juries += _jurors_records(index, result, judges)
             continue
         scores = [result.results[j.name] for j in judges]
         # a row where a sample's score is None went to failures above
@@ -569,6 +574,13 @@ def judge_rows(labelled: LabelledRows, judges: Sequence[Scorer], options: MetaEv
         judged.samples.append([v for v, _, _ in outcomes])
         judged.metadata += [s.metadata for s in scores]
     return judged
+
+
+def _jurors_records(index: int, result: Any, judges: Sequence[Scorer]) -> list[tuple[int, Mapping[str, Any]]]:
+    """The jurors' record of a row a jury did not score: its error record or its scoreless metadata."""
+    (judge,) = judges  # a jury is measured with one sample (judge_rows refuses more)
+    record = result.errors.get(judge.name) or getattr(result.results.get(judge.name), "metadata", None) or {}
+    return [(index, record)] if isinstance(record.get("jurors"), Mapping) else []
 
 
 def _errors(result: Any, judges: Sequence[Scorer]) -> list[dict[str, Any]]:
@@ -633,17 +645,20 @@ def agreement_report(
 
 
 def _jury(judge: Scorer, labelled: LabelledRows, judged: Judgments, drawn: dict[str, Any]) -> dict[str, Any] | None:
-    """A jury's agreement over the scored rows: jurors with one another, with the jury, with the labels (coded as
-    the jurors' verdicts: a choice's position, a rating on its scale, a score; none for a choice jury whose labels
-    are scores)."""
+    """A jury's agreement: jurors with one another over every row they answered (a row the jury left unscored, a
+    tie say, included: leaving out the rows where jurors split would overstate their agreement), with the jury
+    over the scored rows, with the labels (coded as the jurors' verdicts: a choice's position, a rating on its
+    scale, a score; none for a choice jury whose labels are scores)."""
     from ..judges.jury import Jury, jury_agreement_of, verdict_row
 
-    if not isinstance(judge, Jury) or not judged.metadata:
+    if not isinstance(judge, Jury) or not (judged.metadata or judged.unscored_juries):
         return None
     scale = judge.verdict_scale
     rows = [verdict_row(judge.labels, scale, m, v["judge_score"]) for m, v in zip(judged.metadata, judged.verdicts)]
+    rows += [verdict_row(judge.labels, scale, {"jurors": m["jurors"]}, None) for _, m in judged.unscored_juries]
     coded = not (scale.type == "choices" and labelled.scale.type != "choices")
     labels = [scale.label_value(v["label_score"], c) for v, (c, _) in zip(judged.verdicts, judged.codes)]
+    labels += [scale.label_value(labelled.scores[i], labelled.categories[i]) for i, _ in judged.unscored_juries]
     return jury_agreement_of(judge.labels, scale, rows, labels if coded else None, **drawn)  # type: ignore[arg-type]
 
 

@@ -104,6 +104,21 @@ def test_a_template_file_names_its_map_from_its_own_directory(server: LoopbackLL
     assert "calibration" not in uncalibrated.signature() and uncalibrated.calibration is None
 
 
+def test_a_jury_takes_no_map(server: LoopbackLLM, fitted: dict[str, Any]) -> None:
+    """The map was fitted on one judge's scores: a template with both calibration: and jury: stops the run before
+    any request, and dropping the jury (``-p NAME.jury=null``) gives the calibrated judge back."""
+    data = {"kind": "rating", "name": "Good", "prompt": PROMPT, "scale": {"min": 1, "max": 5}}
+    jury = {"jurors": [{"model": "a"}, {"model": "b"}], "aggregate": "mean"}
+    definition = parse_template(
+        {**data, "calibration": fitted["path"].name, "jury": jury}, file=str(fitted["path"].parent / "good.yaml")
+    )
+    before = server.request_count
+    with pytest.raises(ConfigError, match=r"Good: a jury takes no calibration map") as caught:
+        build_judge(definition)
+    assert caught.value.scorer == "Good" and server.request_count == before
+    assert build_judge(definition, jury=None).calibration is not None
+
+
 def test_a_map_fitted_for_another_judge_is_refused(server: LoopbackLLM, fitted: dict[str, Any]) -> None:
     with pytest.raises(
         ConfigError, match=r"Good: calibration good.calibration.json was fitted for another judge .*template"

@@ -117,3 +117,64 @@ def case(request, tmp_path) -> tuple[str, list[Path], list[Path]]:
     ]
     meta = [request.getfixturevalue("meta_eval_file")] if request.param == "meta-eval" else []
     return request.param, paths, meta
+
+
+@pytest.fixture(scope="session")
+def trust_files(tmp_path_factory) -> dict[str, Path]:
+    """The trust sections' inputs (issue 27), each made as its command makes it: ``jury``, a results file of a
+    2-juror Factuality jury over examples/factuality_labels.jsonl (juror b disagrees on rows 2 and 7, fails on 9)
+    and ``meta``, that jury's meta-eval against the labels; ``ranking``, a ranking of pairwise verdicts;
+    ``calibration``, an isotonic map of a 5-point judge measured on a held-out split."""
+    import contextlib
+
+    import numpy as np
+
+    import scorers
+    from scorers.calibration.scores import calibrate_scores
+    from scorers.judges.jury import Jury
+    from scorers.llm import LLMEngine
+    from scorers.registry import registry
+    from scorers.stats import rank
+    from scorers.stats.metaeval import meta_evaluate
+    from scorers.testing import LoopbackLLM, Reply
+
+    folder = tmp_path_factory.mktemp("trust")
+    rows = [json.loads(line) for line in LABELS.read_text().splitlines() if line.strip()]
+    with contextlib.ExitStack() as stack:
+        servers = [stack.enter_context(LoopbackLLM()) for _ in range(2)]
+        for i, row in enumerate(rows):
+            servers[0].script(Reply.choice(row["label"], reasons="a"), match=row["output"])
+            other = Reply.error(400) if i == 9 else Reply.choice({2: "A", 7: "D"}.get(i, row["label"]), reasons="b")
+            servers[1].script(other, match=row["output"])
+        jurors = [
+            registry.get(
+                "Factuality",
+                model=f"juror-{name}",
+                engine=LLMEngine(base_url=s.base_url, api_key="placeholder", cache=False, max_retries=0),
+            )
+            for name, s in zip("ab", servers)
+        ]
+        jury = Jury("Factuality", jurors, aggregate="majority", tie="abstain", min_jurors=1, labels=["a", "b"])
+        results = list(scorers.evaluate(rows, [jury]))
+        meta = meta_evaluate(rows, jury, label="label", key="id", resamples=200)
+    paths = {"jury": folder / "jury.jsonl", "meta": folder / "meta.json"}
+    paths["jury"].write_text("".join(json.dumps(r.to_record(with_metadata=True)) + "\n" for r in results))
+    paths["meta"].write_text(json.dumps(meta.to_dict()))
+
+    games = [("x", "y", "a"), ("y", "z", "a"), ("z", "x", "b"), ("x", "z", "tie"), ("y", "x", "b"), ("z", "y", "a")]
+    pairs = [
+        {"id": f"{i}-{j}", "model_a": a, "model_b": b, "winner": w}
+        for i in range(4)
+        for j, (a, b, w) in enumerate(games)
+    ]
+    paths["ranking"] = folder / "rank.json"
+    paths["ranking"].write_text(json.dumps(rank(pairs, winner="winner", prompt="id", resamples=100).to_dict()))
+
+    rng = np.random.default_rng(4)
+    truth = rng.random(300)
+    outcomes = (rng.random(300) < truth).astype(float)
+    judged = np.round(np.sqrt(truth) * 4) / 4  # a 5-point judge, too high in the middle
+    fitted = calibrate_scores((judged[:200], outcomes[:200]), (judged[200:], outcomes[200:]), bins=5, resamples=100)
+    paths["calibration"] = folder / "map.json"
+    paths["calibration"].write_text(json.dumps(fitted.to_dict(judge={"name": "Helpful", "signature": {}})))
+    return paths

@@ -104,3 +104,28 @@ def test_tool_call_explanations_are_inert(browser: Browser, tmp_path: Path) -> N
     assert f"unmatched actual calls\n#0 {HOSTILE} {json.dumps({HOSTILE: 1})}" in shown
     assert any(text.startswith(f"invalid calls\n#0 {HOSTILE} ") for text in shown)
     assert requests == [report.resolve().as_uri()] and errors == []
+
+
+def test_the_trust_sections_draw_their_charts(browser: Browser, trust_files: dict[str, Path], tmp_path: Path) -> None:
+    """A jury's vote shares, a leaderboard and a reliability diagram (issue 27), drawn offline like the rest."""
+    report = write_report(
+        [trust_files["jury"]],
+        tmp_path / "report.html",
+        meta_evals=[trust_files["meta"]],
+        rankings=[trust_files["ranking"]],
+        calibrations=[trust_files["calibration"]],
+    )
+    page, console, errors, requests = open_report(browser, report, tmp_path / "report.png")
+    assert [m for m in console if m[0] in ("error", "warning")] == [] and errors == []
+    assert requests == [report.resolve().as_uri()]
+    charts = page.evaluate(CHART_ELEMENTS)
+    drawn = [c["chart"] for c in charts]
+    for kind in ("vote-shares", "leaderboard", "reliability"):
+        assert drawn.count(kind) == 1, drawn
+    for chart in charts:
+        assert chart["width"] > 200 and chart["height"] > 100, chart
+        assert chart["paths"] >= 3 and chart["texts"] >= 4, chart
+    tables = "document.querySelectorAll('section.jury table.jurors tbody tr').length"
+    assert page.evaluate(tables) == 4  # two jurors, in the results file's section and in the meta-eval's
+    assert page.evaluate("document.querySelectorAll('table.leaderboard tbody tr').length") == 3
+    assert page.evaluate("document.querySelectorAll('table.reliability-bins').length") == 2

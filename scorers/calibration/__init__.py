@@ -1,8 +1,15 @@
-"""Judges calibrated on the user's own labels: splits of labelled rows and few-shot example selection.
+"""Judges calibrated on the user's own labels: splits of labelled rows, few-shot example selection, score maps and
+pass/fail thresholds, each fitted on one split and measured on a held-out one.
 
 - :mod:`scorers.calibration.splits`: seeded train/dev/test splits, disjoint by rows or by groups.
 - :mod:`scorers.calibration.fewshot`: :func:`select_examples` (greedy few-shot selection on dev, figures on
   the held-out test split) and :func:`score_splits` (every labelled row judged once, by split).
+- :mod:`scorers.calibration.scores`: reliability bins, ECE and Brier score, and an isotonic or Platt map of the
+  scores fitted on train and measured on test (:func:`~scorers.calibration.scores.calibrate_scores`).
+- :mod:`scorers.calibration.threshold`: the pass/fail threshold chosen on dev and measured on test
+  (:func:`~scorers.calibration.threshold.choose_threshold`).
+- :mod:`scorers.calibration.fitting`: both, end to end from labelled rows and a judge, as
+  ``python -m scorers calibrate --scores`` and ``--threshold`` run them.
 
 The few-shot names are imported on first use: :mod:`scorers.options` reads the split defaults from here
 without loading numpy or the judges.

@@ -22,6 +22,14 @@ from .meta_eval import FLAGS as META_EVAL_FLAGS
 from .meta_eval import _judge, add_judge_param
 
 
+CALIBRATE_EXIT_CODES = """exit codes:
+  0    calibrated: the files written, the held-out figures on stderr
+  2    bad usage, configuration or data: no mode, a label missing or unknown, a split too small, a plan over
+       --max-requests, a judge that cannot be built; nothing is written
+  130  interrupted (Ctrl-C): nothing is written; a rerun reuses the judge's cached replies
+"""
+
+
 class Mode(NamedTuple):
     """A mode of ``calibrate``: ``run(args, rows, judge, options)`` writes its files, prints its table on stderr and
     returns the exit code."""
@@ -34,13 +42,15 @@ def add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser], temp
     parser = command_parser(
         sub,
         "calibrate",
-        help="fit a judge to your labels: few-shot examples chosen on dev, measured on held-out test",
+        help="fit a judge to your labels (few-shot examples, a score map, a pass/fail threshold), measured on "
+        "held-out rows",
         parents=[templates],
         description="Split the labelled rows of LABELS into train, dev and test (seeded; disjoint by rows or by "
         "--group), fit the judge on train and dev, and report agreement on the held-out test split with "
         "bootstrap intervals (a table on stderr, JSON to --report). Modes: "
         + "; ".join(f"--{name.replace('_', '-')}: {mode.help}" for name, mode in MODES.items())
-        + " (see docs/trust/calibration.md).",
+        + " (see docs/trust/index.md).",
+        epilog=CALIBRATE_EXIT_CODES,
     )
     parser.add_argument(
         "labels", type=file_path, help="labelled rows (.jsonl, .json array, .csv/.tsv), or - for JSONL on stdin"

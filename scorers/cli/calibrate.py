@@ -21,7 +21,6 @@ from ._common import Command, Flag, add_options, command_parser, file_path, opti
 from .meta_eval import FLAGS as META_EVAL_FLAGS
 from .meta_eval import _judge, add_judge_param
 
-
 CALIBRATE_EXIT_CODES = """exit codes:
   0    calibrated: the files written, the held-out figures on stderr
   2    bad usage, configuration or data: no mode, a label missing or unknown, a split too small, a plan over

@@ -15,6 +15,7 @@ from typing import Any
 
 import scorers
 from scorers.judges import GEvalJudge, LLMClassifier, LLMJudge, PairwiseJudge, RatingJudge, RubricJudge
+from scorers.judges.discovery import builtin_template_dir
 from scorers.llm import LLMEngine
 
 PINNED = Path(__file__).with_name("pinned_signatures.json")
@@ -72,12 +73,17 @@ def _described(judge: LLMJudge) -> dict[str, Any]:
     return described
 
 
+def _built_in(source: str) -> bool:
+    """A judge of the package (code, or templates/*.yaml), not one a test registered with --templates DIR."""
+    return source == "builtin" or Path(source).parent == builtin_template_dir()
+
+
 def signatures() -> dict[str, Any]:
     """Each judge's ``json.dumps(signature())`` and ``json.dumps(describe())``, keys in their order."""
     engine = _engine()
     judges: dict[str, Any] = {}
     for entry in scorers.entries():
-        if entry.kind == "llm":
+        if entry.kind == "llm" and _built_in(entry.source):
             judges[entry.name] = scorers.get(entry.name, engine=engine)
     judges.update(_built_in_code(engine))
     return {

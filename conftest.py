@@ -37,6 +37,16 @@ def _hermetic_llm_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.
     configure(reset=True)
 
 
+@pytest.fixture(autouse=True)
+def _own_template_dirs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``--templates DIR`` a test's in-process ``main()`` adds stays that test's: ``check`` without paths and
+    ``template_dirs()`` in a later test see the package's templates (and SCORERS_TEMPLATES) only."""
+    from scorers.judges import discovery
+
+    own: list[Any] = []
+    monkeypatch.setattr(discovery, "_extra_dirs", lambda: own)
+
+
 @pytest.fixture
 def fake_api_key() -> str:
     """A distinctive fake API key; assert it appears nowhere in outputs, errors or caches."""

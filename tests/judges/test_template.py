@@ -458,10 +458,8 @@ def test_cli_check_exit_code_and_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, files: tuple, code: int
 ) -> None:
     from scorers.cli import main
-    from scorers.judges import discovery
 
     monkeypatch.delenv("SCORERS_TEMPLATES", raising=False)
-    monkeypatch.setattr(discovery, "_extra_dirs", list)  # no --templates DIR an earlier main() call added
     texts = {name: text for name, text, _key, _message in BAD_FILES}
     texts["good.yaml"] = 'prompt: "{{output}}"\nchoice_scores: {"Y": 1, "N": 0}\n'
     paths = [str(write(tmp_path, name, texts[name])) for name in files]

@@ -22,7 +22,7 @@ import math
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
-from .score import Score
+from .score import Score, ScoreColumn
 
 __all__ = ["Aggregator", "MeanAggregator", "StatsAggregator"]
 
@@ -35,6 +35,12 @@ class Aggregator:
 
     def add(self, score: Score) -> None:
         raise NotImplementedError
+
+    def add_column(self, column: ScoreColumn) -> None:
+        """:meth:`add` each Score of ``column`` (its failed rows are not scores: the caller counts its errors)."""
+        for outcome in column:
+            if isinstance(outcome, Score):
+                self.add(outcome)
 
     def add_error(self, error: Mapping[str, Any]) -> None:
         """Take note of a row the scorer failed on (its error record); nothing by default."""
@@ -71,15 +77,40 @@ class MeanAggregator(Aggregator):
         if x is None:
             self.skipped += 1
             return
+        self._add_value(x, 1)
+
+    def _add_value(self, x: float, count: int) -> None:
+        """Add ``count`` rows scoring ``x``."""
         numerator, denominator = x.as_integer_ratio()  # denominator = 2**k, k <= 1074
         shift = _SHIFT + 1 - denominator.bit_length()
-        self.n += 1
-        self._sum += numerator << shift
-        self._sum_sq += (numerator * numerator) << (2 * shift)  # square the small numerator, then scale
+        self.n += count
+        self._sum += (numerator << shift) * count
+        self._sum_sq += ((numerator * numerator) << (2 * shift)) * count  # square the small numerator, then scale
         if self.min is None or x < self.min:
             self.min = x
         if self.max is None or x > self.max:
             self.max = x
+
+    def add_column(self, column: ScoreColumn) -> None:
+        """Add a column's scores at once: the same exact sums, taken over its distinct values and their counts.
+
+        >>> one, many = MeanAggregator(), MeanAggregator()
+        >>> column = ScoreColumn("s", [0.1, 0.7, float("nan"), 0.1], {})
+        >>> for outcome in column: one.add(outcome)
+        >>> many.add_column(column); many.result() == one.result()
+        True
+        """
+        if type(self).add is not MeanAggregator.add:  # a subclass reads more of each Score (its metadata)
+            super().add_column(column)
+            return
+        import numpy as np
+
+        values = column.values
+        scored = values[~np.isnan(values)]
+        self.skipped += len(values) - len(scored) - len(column.errors)
+        distinct, counts = np.unique(scored, return_counts=True)
+        for x, count in zip(distinct.tolist(), counts.tolist()):
+            self._add_value(x, count)
 
     def merge(self, other: Aggregator) -> "MeanAggregator":
         self._check_same(other)

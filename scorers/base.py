@@ -26,7 +26,7 @@ import dataclasses
 import inspect
 from operator import itemgetter
 from types import MappingProxyType
-from typing import Any, ClassVar, Iterable, Mapping
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 from ._aio import DEFAULT_CONCURRENCY, run_sync
 from ._util import did_you_mean, lazy, lazy_names
@@ -36,7 +36,7 @@ from .errors import PositionalArgumentError, ScorerError, ScorerInputError, Unkn
 from .fields import STANDARD_FIELDS, Field, to_text
 from .params import Param, declared_params, signature_of
 from .reasoning import Unanswered, without_reasoning
-from .score import Score
+from .score import Score, ScoreColumn
 
 __all__ = ["Scorer"]
 
@@ -152,11 +152,12 @@ class Scorer:
             )
         return _raise_error(self._score_batch([fields])[0])
 
-    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
-        """Score validated rows; override where a vectorised route exists. A row's ScorerError may be returned."""
+    def _score_batch(self, rows: list[dict[str, Any]]) -> Sequence[Score | ScorerError]:
+        """Score validated rows; override where a vectorised route exists. A row's ScorerError may be returned;
+        a :class:`~scorers.score.ScoreColumn` (the scores as one array) may be, and then no Score is made."""
         return [_safely(self._score, row) for row in rows]
 
-    def _score_columns(self, columns: dict[str, list[Any]]) -> list[Score | ScorerError]:
+    def _score_columns(self, columns: dict[str, list[Any]]) -> Sequence[Score | ScorerError]:
         """Score validated rows given as one list per declared field; override where the kernel takes columns.
 
         :meth:`score_batch` calls it instead of ``_score_batch`` when every row of a batch binds on the fast
@@ -401,10 +402,12 @@ class Scorer:
         return MappingProxyType(self._bound)
 
     # ----------------------------------------------------------------- batch
-    def score_batch(self, rows: Iterable[Mapping[str, Any]]) -> list[Score | ScorerError]:
+    def score_batch(self, rows: Iterable[Mapping[str, Any]]) -> Sequence[Score | ScorerError]:
         """Score rows of keyword arguments: a Score or the row's :class:`ScorerError`, in input order.
 
-        A bad row does not stop the others. Any other exception is a bug and propagates.
+        A bad row does not stop the others. Any other exception is a bug and propagates. A scorer whose kernel
+        takes columns (ExactMatch, Levenshtein, NumericDiff) returns a :class:`~scorers.score.ScoreColumn`: the
+        same sequence of outcomes, its Scores made as they are read, its numbers in one array (``.values``).
 
         >>> from scorers import get
         >>> [s.score for s in get("ExactMatch").score_batch([{"output": "a", "expected": "a"},
@@ -426,6 +429,10 @@ class Scorer:
                 outcomes = self._score_batch(valid)
             except ScorerError:  # the vectorised path refused the batch: find the row(s) at fault
                 outcomes = [_safely(self._score, row) for row in valid]
+            if type(outcomes) is ScoreColumn and not self._stripped:
+                column = outcomes.placed(len(results), positions, results)
+                if column is not None:
+                    return column
             for position, row, outcome in zip(positions, valid, outcomes):
                 results[position] = self._flagged(row, outcome) if self._stripped else outcome
         return results
@@ -436,7 +443,7 @@ class Scorer:
         *,
         concurrency: int = DEFAULT_CONCURRENCY,
         limit: asyncio.Semaphore | None = None,
-    ) -> list[Score | ScorerError]:
+    ) -> Sequence[Score | ScorerError]:
         """Async form of :meth:`score_batch`; at most ``concurrency`` calls in flight (or a shared ``limit``)."""
         if not self.is_async:
             return self.score_batch(rows)

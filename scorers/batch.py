@@ -44,7 +44,7 @@ from .base import Scorer
 from .errors import ConfigError, DataError, ScorerError
 from .io import LineChunk, escape_input_keys, escaped_key, json_lines, too_deep_to_write, utf8_json
 from .registry import get
-from .score import Score
+from .score import Score, ScoreColumn
 
 __all__ = ["BatchScorer", "RowResult", "Summary", "ScoredLines", "RESULT_COLUMN", "result_record", "resolve_scorers"]
 
@@ -143,9 +143,9 @@ class Summary:
             self._count_error(name, error)
         self.elapsed_s = time.perf_counter() - self.started
 
-    def add_columns(self, rows: int, outcomes: Mapping[str, Sequence[Score | dict[str, Any]]]) -> None:
+    def add_columns(self, rows: int, outcomes: Mapping[str, Sequence[Score | dict[str, Any]] | ScoreColumn]) -> None:
         """Count ``rows`` more rows, each scorer's outcomes given as one column: a Score, or an error record
-        (:func:`error_record`), per row.
+        (:func:`error_record`), per row; or a :class:`~scorers.score.ScoreColumn`.
 
         >>> import scorers
         >>> summary = Summary([scorers.get("ExactMatch")])
@@ -155,6 +155,11 @@ class Summary:
         """
         self.rows += rows
         for name, column in outcomes.items():
+            if isinstance(column, ScoreColumn):  # the scores as one array: no Score made
+                self._aggregators[name].add_column(column)
+                for exc in column.errors.values():
+                    self._count_error(name, error_record(exc))
+                continue
             add = self._aggregators[name].add
             failed = []
             for outcome in column:

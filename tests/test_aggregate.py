@@ -98,3 +98,61 @@ def test_stats_aggregator_refuses_a_corpus_figure_over_part_of_the_rows():
         and "1 scored rows carry no sufficient statistics" in result["corpus_unavailable"]
     )
     assert result["n"] == 2
+
+
+def _column(values, errors=()):
+    """A ScoreColumn of ``values`` (None: skipped), the rows of ``errors`` failed."""
+    from scorers.errors import ScorerInputError
+    from scorers.score import ScoreColumn
+
+    return ScoreColumn(
+        "S",
+        [math.nan if v is None else v for v in values],
+        {},
+        {i: ScorerInputError("S", "output", "is required but was missing") for i in errors},
+    )
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("shards", [1, 2, 3, 7])
+def test_columns_add_exactly_what_their_scores_add_in_any_shard_order(seed, shards):
+    """A column's vectorised sums (over distinct values) equal one pass over its Scores, columns and rows mixed."""
+    values = _values(seed, 500)
+    whole = _fill(MeanAggregator(), values).result()
+    bounds = sorted(random.Random(seed).sample(range(1, len(values)), shards - 1))
+    parts = [values[a:b] for a, b in zip([0, *bounds], [*bounds, len(values)])]
+    merged = MeanAggregator()
+    for k, part in enumerate(reversed(parts)):
+        shard = MeanAggregator()
+        if k % 2:
+            _fill(shard, part)
+        else:
+            shard.add_column(_column(part))
+        merged.merge(shard)
+    assert merged.result() == whole
+
+
+def test_a_columns_failed_rows_are_neither_scores_nor_skipped():
+    agg = MeanAggregator()
+    agg.add_column(_column([0.5, None, None, 1.0], errors=[2]))
+    assert agg.result() == {"n": 2, "mean": 0.75, "stdev": math.sqrt(0.125), "min": 0.5, "max": 1.0, "skipped": 1}
+
+
+def test_an_aggregator_reading_each_score_gets_each_score_of_a_column():
+    """A subclass that overrides ``add`` (a judge's reads the metadata) is given the column's Scores one by one."""
+
+    class Counting(MeanAggregator):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def add(self, score):
+            super().add(score)
+            self.seen.append(score.score)
+
+    agg = Counting()
+    agg.add_column(_column([0.5, None, 1.0], errors=[1]))
+    stats = StatsAggregator(lambda totals, rows: {"c": rows}, ["c"])
+    stats.add_column(_column([0.5, 1.0]))
+    assert agg.seen == [0.5, 1.0] and agg.result()["n"] == 2
+    assert stats.result()["corpus_unavailable"].startswith("2 scored rows")

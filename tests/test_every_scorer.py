@@ -16,6 +16,7 @@ from scorers.judges.base import LLMJudge
 from scorers.judges.rag import MultiStepJudge, step_prompt
 from scorers.llm import LLMEngine
 from scorers.registry import registry
+from scorers.score import ScoreColumn
 from scorers.testing import LoopbackLLM, Reply, auto_reply
 
 NAMES = scorers.names()
@@ -468,6 +469,41 @@ def test_every_scorer_batch_equals_its_rows_one_by_one(name):
                 if not _same(b, s, float32=scorer.kind == "embedding")
             ]
             assert not mismatches, mismatches[:3]
+            if isinstance(batch, ScoreColumn):
+                _check_columns(variant, batch, single)
+
+
+#: The scorers whose kernel takes columns: a clean batch is a ScoreColumn (no Score made until one is read).
+COLUMNAR = ["ExactMatch", "Levenshtein", "NumericDiff"]
+
+
+@pytest.mark.parametrize("name", COLUMNAR)
+def test_the_columnar_scorers_give_a_column(name):
+    import random
+
+    rows = _random_rows(name, random.Random(1), 40, clean=True)
+    if name == "NumericDiff":
+        rows = [{"output": i / 7, "expected": i % 5} for i in range(40)]
+    batch = scorers.get(name).score_batch(rows)
+    assert isinstance(batch, ScoreColumn) and not batch.errors
+    _check_columns(scorers.get(name), batch, [_outcome(scorers.get(name), row) for row in rows])
+
+
+def _check_columns(scorer, column: ScoreColumn, single: list) -> None:
+    """A ScoreColumn's columns (its values, errors and metadata, read without a Score) say what its rows' Scores
+    say, and the scorer's summary of the column equals its summary of those Scores."""
+    failed = [i for i, outcome in enumerate(single) if isinstance(outcome, scorers.ScorerError)]
+    assert sorted(column.errors) == failed
+    assert column.scores() == [None if i in failed else s.score for i, s in enumerate(single)]
+    assert [column.metadata(i) for i in range(len(single)) if i not in failed] == [
+        s.metadata for i, s in enumerate(single) if i not in failed
+    ]
+    by_column, by_score = scorer.aggregator(), scorer.aggregator()
+    by_column.add_column(column)
+    for outcome in single:
+        if isinstance(outcome, scorers.Score):
+            by_score.add(outcome)
+    assert by_column.result() == by_score.result()
 
 
 #: Every template judge as a jury of two jurors (``-p NAME.jury=...``): the contract holds for a jury too.

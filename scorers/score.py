@@ -14,7 +14,7 @@ import json
 import math
 from array import array
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, overload
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence, overload
 
 from ._util import is_number
 
@@ -69,24 +69,6 @@ class Score:
         instance.stats = stats
         return instance
 
-    @classmethod
-    def trusted_many(cls, name: str, scores: Iterable[float], metadata: dict[str, Any]) -> list["Score"]:
-        """:meth:`trusted` Scores, one per value, each with its own shallow copy of ``metadata``.
-
-        >>> [s.score for s in Score.trusted_many("Levenshtein", [1.0, 0.5], {})]
-        [1.0, 0.5]
-        """
-        new = object.__new__
-        out = []
-        for score in scores:
-            instance = new(cls)
-            instance.name = name
-            instance.score = score
-            instance.metadata = metadata.copy()
-            instance.stats = None
-            out.append(instance)
-        return out
-
     @property
     def skipped(self) -> bool:
         return self.score is None
@@ -115,7 +97,7 @@ class ScoreColumn(Sequence["Score | ScorerError"]):
     """One scorer's outcomes over a batch, held as columns: a row's :class:`Score` is made when it is read.
 
     ``values`` holds the scores as float64 (NaN: skipped, or the row failed); every row's metadata is one
-    shared mapping (each Score read gets its own shallow copy, as :meth:`Score.trusted_many` gives) or
+    shared mapping (each Score read gets its own shallow copy) or
     ``metadata(i)`` builds row ``i``'s; ``errors`` is sparse, ``{row: ScorerError}``. It is a sequence of
     outcomes, as :meth:`Scorer.score_batch <scorers.base.Scorer.score_batch>` returns: indexing and iterating
     make the Scores; it equals a list of equal outcomes. Readers of whole columns (the run's summary and

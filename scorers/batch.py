@@ -354,13 +354,16 @@ class BatchScorer:
         started = time.perf_counter()
         rows, error = chunk.read()
         shared: dict[tuple[tuple[str, str], ...], list[dict[str, Any]]] = {}  # arguments, per field paths
-        outcomes: dict[str, list[Any]] = {}
+        outcomes: dict[str, Sequence[Any]] = {}
         for scorer in self.scorers:
             paths = tuple(self._field_paths(scorer))
             if paths not in shared:
                 shared[paths] = self.argument_rows(scorer, rows)
-            scored: list[Any] = score_sync(scorer, list(shared[paths]))
-            if not all(map(isinstance, scored, itertools.repeat(Score))):  # some rows failed
+            scored: Any = _score_columns(scorer, list(shared[paths]))
+            if type(scored) is ScoreColumn:  # the scores as one array: read as columns below, no Score made
+                for exc in scored.errors.values():
+                    _recorded(exc)  # a ConfigError is raised
+            elif not all(map(isinstance, scored, itertools.repeat(Score))):  # some rows failed
                 scored = [outcome if isinstance(outcome, Score) else _recorded(outcome) for outcome in scored]
             outcomes[scorer.name] = scored
         summary = Summary(self.scorers)
@@ -451,13 +454,27 @@ def score_sync(scorer: Scorer, args: list[dict[str, Any]]) -> list[Score | BaseE
     try:
         return list(scorer.score_batch(args))
     except Exception:
-        outcomes: list[Score | BaseException] = []
-        for kwargs in args:
-            try:
-                outcomes.append(scorer.score_batch([kwargs])[0])
-            except Exception as exc:
-                outcomes.append(exc)
-        return outcomes
+        return _one_by_one(scorer, args)
+
+
+def _score_columns(scorer: Scorer, args: list[dict[str, Any]]) -> Sequence[Score | BaseException]:
+    """:func:`score_sync`, a :class:`~scorers.score.ScoreColumn` kept as the scorer gives it (no Score made)."""
+    try:
+        batch = scorer.score_batch(args)
+    except Exception:
+        return _one_by_one(scorer, args)
+    return batch if type(batch) is ScoreColumn else list(batch)
+
+
+def _one_by_one(scorer: Scorer, args: list[dict[str, Any]]) -> list[Score | BaseException]:
+    """Each row scored alone: the row(s) at fault in a batch that failed fail alone."""
+    outcomes: list[Score | BaseException] = []
+    for kwargs in args:
+        try:
+            outcomes.append(scorer.score_batch([kwargs])[0])
+        except Exception as exc:
+            outcomes.append(exc)
+    return outcomes
 
 
 def _recorded(outcome: BaseException) -> dict[str, Any]:
@@ -468,12 +485,12 @@ def _recorded(outcome: BaseException) -> dict[str, Any]:
 
 
 def _records(
-    rows: list[dict[str, Any]], outcomes: Mapping[str, list[Any]], metadata: bool
+    rows: list[dict[str, Any]], outcomes: Mapping[str, Sequence[Any]], metadata: bool
 ) -> tuple[list[dict[str, Any]], list[str], int]:
     """The results records of ``rows`` (built in place: the rows are the caller's own) as
     :meth:`RowResult.to_record` builds them from these outcomes (a Score or an error record per row and scorer),
     the input columns renamed in them, and the number of rows with an error."""
-    failing = [name for name, column in outcomes.items() if dict in set(map(type, column))]
+    failing = [name for name, column in outcomes.items() if _has_errors(column)]
     with_stats = [name for name, column in outcomes.items() if _has_stats(column)]
     rows, renamed = _escaped(rows)
     errors = _row_errors(outcomes, failing)
@@ -494,22 +511,37 @@ def _escaped(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str
     return [escape_input_keys(row) if not clashing.isdisjoint(row) else row for row in rows], renamed
 
 
-def _row_errors(outcomes: Mapping[str, list[Any]], failing: list[str]) -> dict[int, dict[str, Any]]:
+def _row_errors(outcomes: Mapping[str, Sequence[Any]], failing: list[str]) -> dict[int, dict[str, Any]]:
     """The error records of each row on which some of the ``failing`` scorers failed, by row index."""
-    failed_rows: set[int] = set()
-    for name in failing:
-        failed_rows.update(i for i, outcome in enumerate(outcomes[name]) if type(outcome) is dict)
-    return {i: {name: outcomes[name][i] for name in failing if type(outcomes[name][i]) is dict} for i in failed_rows}
+    records = {name: _error_records(outcomes[name]) for name in failing}
+    failed_rows = set().union(*records.values())
+    return {i: {name: records[name][i] for name in failing if i in records[name]} for i in failed_rows}
+
+
+def _has_errors(column: Sequence[Any]) -> bool:
+    """Whether some row of a column of outcomes failed (a ScoreColumn's errors, or an error record)."""
+    return bool(column.errors) if type(column) is ScoreColumn else dict in set(map(type, column))
+
+
+def _error_records(column: Sequence[Any]) -> dict[int, dict[str, Any]]:
+    """The error records of a column's failed rows, by row index."""
+    if type(column) is ScoreColumn:
+        return {i: error_record(error) for i, error in column.errors.items()}
+    return {i: outcome for i, outcome in enumerate(column) if type(outcome) is dict}
 
 
 def _scores(
-    outcomes: Mapping[str, list[Any]], failing: list[str], errors: Mapping[int, Mapping[str, Any]]
+    outcomes: Mapping[str, Sequence[Any]], failing: list[str], errors: Mapping[int, Mapping[str, Any]]
 ) -> list[dict[str, float | None]]:
     """Each row's ``{scorer: score}``, the scorers that failed on it last with None, as :attr:`RowResult.scores`."""
-    if failing:
-        values = [[getattr(outcome, "score", None) for outcome in column] for column in outcomes.values()]
-    else:
-        values = [list(map(_SCORE, column)) for column in outcomes.values()]
+    values = [
+        column.scores()
+        if type(column) is ScoreColumn
+        else [getattr(outcome, "score", None) for outcome in column]
+        if name in failing
+        else list(map(_SCORE, column))
+        for name, column in outcomes.items()
+    ]
     scores = list(map(dict, map(zip, itertools.repeat(list(outcomes)), zip(*values))))
     for i, row_errors in errors.items():
         row_scores = scores[i]
@@ -521,7 +553,7 @@ def _scores(
 
 def _add_details(
     rows: list[dict[str, Any]],
-    outcomes: Mapping[str, list[Any]],
+    outcomes: Mapping[str, Sequence[Any]],
     errors: Mapping[int, dict[str, Any]],
     with_stats: list[str],
     metadata: bool,
@@ -539,15 +571,27 @@ def _add_details(
             row["stats"] = stats
         if metadata:
             row["metadata_scores"] = {
-                name: column[i].metadata for name, column in outcomes.items() if type(column[i]) is not dict
+                name: _metadata(column, i) for name, column in outcomes.items() if not _failed(column, i)
             }
+
+
+def _failed(column: Sequence[Any], i: int) -> bool:
+    """Whether row ``i`` of a column of outcomes failed."""
+    return i in column.errors if type(column) is ScoreColumn else type(column[i]) is dict
+
+
+def _metadata(column: Sequence[Any], i: int) -> dict[str, Any]:
+    """Row ``i``'s metadata (a ScoreColumn's without making its Score)."""
+    return column.metadata(i) if type(column) is ScoreColumn else column[i].metadata
 
 
 _SCORE = operator.attrgetter("score")
 _STATS = operator.attrgetter("stats")
 
 
-def _has_stats(column: list[Any]) -> bool:
+def _has_stats(column: Sequence[Any]) -> bool:
+    if type(column) is ScoreColumn:  # a column holds no statistics
+        return False
     if dict in set(map(type, column)):
         return any(getattr(outcome, "stats", None) is not None for outcome in column)
     return list(map(_STATS, column)).count(None) < len(column)

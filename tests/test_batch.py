@@ -16,7 +16,7 @@ from scorers.batch import RESULT_COLUMN, BatchScorer, result_record
 from scorers.errors import ConfigError, ScorerInputError
 from scorers.fields import text_field
 from scorers.io import LineChunk, json_line
-from scorers.score import Score
+from scorers.score import Score, ScoreColumn
 from scorers.testing import LoopbackLLM, Reply
 
 ROWS = [
@@ -160,6 +160,32 @@ def test_scored_lines_are_the_bytes_the_local_run_writes(metadata: bool) -> None
     assert scored.summary.to_dict()["scorers"] == run.summary.to_dict()["scorers"]
     record = json.loads(scored.lines.splitlines()[1])
     assert list(record["scores"]) == ["ExactMatch", "Levenshtein", "BLEU", "Fussy"]  # the failed one last
+
+
+COLUMN_ROWS = [
+    {"output": "3", "expected": 3},
+    {"output": 2.5, "expected": "2.5"},
+    {"output": "kitten", "expected": "sitting"},
+    {"output": 0, "expected": 0, "scores": 1},
+    {"output": "1e308", "expected": -1e308},
+    {"output": "x"},
+]
+
+
+@pytest.mark.parametrize("metadata", [False, True])
+@pytest.mark.parametrize("rows", [COLUMN_ROWS, [r for r in COLUMN_ROWS if isinstance(r["output"], str)]])
+def test_columns_are_written_as_their_scores_would_be(metadata: bool, rows: list[dict[str, Any]]) -> None:
+    """The columnar scorers' ScoreColumns (failed rows among them) give the bytes and summary of their Scores."""
+    names = ["NumericDiff", "ExactMatch", "Levenshtein"]
+    unit = BatchScorer(names)
+    assert any(isinstance(s.score_batch(unit.argument_rows(s, rows)), ScoreColumn) for s in unit.scorers)
+    scored = unit.score_lines(
+        LineChunk("a.jsonl", 1, 0, [(json.dumps(r) + "\n").encode() for r in rows]), metadata=metadata
+    )
+    run = scorers.evaluate(rows, BatchScorer(names).scorers)
+    results = run.collect()
+    assert scored.lines == b"".join(json_line(r.to_record(with_metadata=metadata)) for r in results)
+    assert scored.summary.to_dict()["scorers"] == run.summary.to_dict()["scorers"]
 
 
 def test_a_line_that_is_not_a_row_ends_the_chunk_after_the_rows_before_it() -> None:

@@ -17,7 +17,7 @@ import json
 import time
 import types
 from dataclasses import replace
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 from .._util import annotation_text, is_int, lazy, spell_out_keywords
 from ..aggregate import Aggregator, MeanAggregator
@@ -32,6 +32,9 @@ from .needs import Need, protocol_refusal, response_mode_needs
 from .parameters import setting_option
 from .reply import judge_reasoning
 from .spec import RequestSettings, validate_model
+
+if TYPE_CHECKING:
+    from .derived import Derived
 
 __all__ = [
     "LLMJudge",
@@ -442,24 +445,41 @@ class LLMJudge(Scorer):
         finally:
             _BATCH_SIGNATURE.reset(token)
 
+    def _derived(self, rows: Sequence[Mapping[str, Any]]) -> Derived | None:
+        """The batch's derived cache keys, which find rows' replies without rendering their prompts
+        (:mod:`scorers.judges.derived`); ``None`` (the default): every row's prompts are rendered."""
+        return None
+
     async def _judge_rows(self, rows: list[dict[str, Any]], limit: asyncio.Semaphore) -> list[Score | ScorerError]:
-        """:meth:`_ascore_batch` once the judge is prepared: the cache read for every row, then the misses."""
+        """:meth:`_ascore_batch` once the judge is prepared: the cache read for every row (by derived keys first,
+        where the judge has them), then the misses."""
         started = time.perf_counter()
         results: list[Score | ScorerError | None] = [None] * len(rows)
+        derived = self._derived(rows)
+        answered = derived.answered(self, rows) if derived is not None else {}
         prepared: list[tuple[int, list[ChatRequest]]] = []
         for index, row in enumerate(rows):
+            if index in answered:
+                continue
             try:
                 prepared.append((index, self._row_requests(row)))
             except ScorerError as exc:
                 results[index] = exc
         flat = [request for _, requests in prepared for request in requests]
         found: list[ChatResult | None] = []
+        keys: list[str] = []
         if flat:
             try:
-                found = self.engine.lookup(flat, validate=self._validate)
+                found = (
+                    self.engine.lookup(flat, validate=self._validate)
+                    if derived is None
+                    else derived.engine.lookup(flat, validate=self._validate, keys_out=keys)
+                )
             except ConfigError:  # e.g. no API key: each row raises it again below, as a per-row call would
                 found = [None] * len(flat)
         lookup_latency = time.perf_counter() - started
+        for index, replies in answered.items():
+            results[index] = self._scored(replies, lookup_latency)
         misses: list[tuple[int, list[ChatRequest], list[ChatResult | None]]] = []
         position = 0
         for index, requests in prepared:
@@ -489,6 +509,8 @@ class LLMJudge(Scorer):
             outcomes = await asyncio.gather(*(one(*miss) for miss in misses))
             for (index, _, _), outcome in zip(misses, outcomes):
                 results[index] = outcome
+        if derived is not None and prepared:
+            derived.link(prepared, keys, results)
         return results  # type: ignore[return-value]
 
     async def _judge_row(
@@ -629,7 +651,13 @@ def judge_error(judge: LLMJudge, message: str, result: ChatResult | None = None)
 
 def sum_usage(results: Sequence[ChatResult]) -> dict[str, int]:
     """What a row's calls cost (``Score.metadata["usage"]``; see :mod:`scorers.llm.usage` for each figure)."""
+    if len(results) == 1 and results[0].cached:  # a cache hit costs nothing: the same figures every time
+        return dict(_ONE_CACHED)
     return summed_usage([call_usage(result) for result in results])
+
+
+#: :func:`sum_usage` of one cached call.
+_ONE_CACHED = summed_usage([{"cached": 1}])
 
 
 class JudgeAggregator(MeanAggregator):

@@ -22,6 +22,7 @@ from ..params import Param
 from ..score import Score
 from .base import LLMJudge
 from .conversation import budget_metadata
+from .derived import Derived, derivation
 from .examples import examples_block, variables_problem
 from .parameters import kind_constructor, kind_parameters, setting_option
 from .reply import ReplyFormat
@@ -413,6 +414,10 @@ class TemplatedJudge(LLMJudge):
                     self.name, exc.field, f"{exc.problem}: it is a template variable of {self.template.where()}"
                 ) from exc
             raise
+
+    def _derived(self, rows: Sequence[Mapping[str, Any]]) -> Derived | None:
+        """The batch's derived cache keys (:mod:`scorers.judges.derived`): rows answered without rendering."""
+        return derivation(self, rows)
 
     def _row_requests(self, fields: Mapping[str, Any]) -> list[ChatRequest]:
         names = set(self.variables())

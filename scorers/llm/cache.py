@@ -16,6 +16,10 @@ True
 >>> cache.put(key, {"content": "ok"}, model="m"); cache.get(key)
 {'content': 'ok'}
 
+A judge's batch also finds its replies by *derived* keys, known before any prompt is rendered
+(:func:`derived_keys`: the judge's fingerprint and a row's template values): each links to the key of the
+reply stored for the rendered prompt, in a table of its own (:meth:`LLMCache.link`, :meth:`LLMCache.get_linked`).
+
 For many machines, :class:`RedisCache` keeps the same keys and replies on a Redis server that every
 worker reaches (``SCORERS_CACHE_URL=redis://host:6379/0``), so work an engine retries elsewhere is free.
 """
@@ -47,6 +51,7 @@ __all__ = [
     "ReplyCache",
     "cache_key",
     "cache_keys",
+    "derived_keys",
     "is_redis_url",
     "open_cache",
     "paying",
@@ -66,6 +71,16 @@ CREATE TABLE IF NOT EXISTS replies (
 )
 """
 
+
+#: Bump when what a derived key covers changes: old links are then simply not found (never a wrong hit).
+DERIVED_FORMAT = 1
+
+_DERIVED_SCHEMA = """
+CREATE TABLE IF NOT EXISTS derived (
+    key TEXT PRIMARY KEY,
+    reply_key TEXT NOT NULL
+)
+"""
 
 #: Canonical JSON (sorted keys, no spaces); one instance, as ``json.dumps`` would build one per call.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
@@ -136,6 +151,30 @@ def cache_keys(
         if tail is None:
             tail = tails[tag] = f'}},"format":{CACHE_FORMAT},"tag":{encode(tag)}}}'
         keys.append(hashlib.sha256(f"{head}{','.join(parts)}{tail}".encode()).hexdigest())
+    return keys
+
+
+def derived_keys(fingerprint: Mapping[str, Any], rows: Sequence[Sequence[str]], positions: int) -> list[str]:
+    """The derived keys of ``rows`` (each row's template values, as text): for each row, one per request of the row
+    (``positions`` of them), row after row. Each is the SHA-256 of the canonical JSON of the ``fingerprint`` (what
+    every prompt of the judge shares: its signature, template hash, settings, endpoint), the row's values and the
+    request's position; it names the key of the reply stored for that request (:meth:`LLMCache.link`).
+
+    >>> one, two = derived_keys({"judge": "J"}, [["a", "b"]], 2)
+    >>> one != two and derived_keys({"judge": "J"}, [["a", "b"]], 2) == [one, two]
+    True
+    >>> derived_keys({"judge": "J"}, [["a", "c"]], 1)[0] != one and derived_keys({"judge": "K"}, [["a", "b"]], 1)[0] != one
+    True
+    """
+    head = _CANONICAL.encode({"derived": DERIVED_FORMAT, "fingerprint": fingerprint})
+    base = hashlib.sha256(head.encode())
+    keys = []
+    for values in rows:
+        text = f"[{','.join(map(_encode_text, values))}]"
+        for position in range(positions):
+            digest = base.copy()
+            digest.update(f"{text}{position}".encode())
+            keys.append(digest.hexdigest())
     return keys
 
 
@@ -255,6 +294,7 @@ class LLMCache:
                     conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute(_SCHEMA)
+                conn.execute(_DERIVED_SCHEMA)
                 problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
                 if problems != ["ok"]:
                     raise sqlite3.DatabaseError("; ".join(problems))
@@ -313,6 +353,44 @@ class LLMCache:
                 found.update(connection.execute(query, chunk).fetchall())
         return {key: json_loads(text) for key, text in found.items()}
 
+    def get_linked(self, keys: Iterable[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        """For those derived ``keys`` that are linked to a stored reply: ``{key: (reply key, reply)}``, in one
+        query per 500 keys (a join of the links and the replies).
+
+        >>> import tempfile, os
+        >>> cache = LLMCache(os.path.join(tempfile.mkdtemp(), "c.sqlite"))
+        >>> cache.put("r", {"content": "A"}, model="m"); cache.link([("d", "r"), ("e", "gone")])
+        >>> cache.get_linked(["d", "e", "f"])
+        {'d': ('r', {'content': 'A'})}
+        """
+        wanted = list(keys)
+        found: list[tuple[str, str, str]] = []
+        with self._lock:
+            connection = self._connection()
+            for start in range(0, len(wanted), _KEYS_PER_QUERY):
+                chunk = wanted[start : start + _KEYS_PER_QUERY]
+                query = (
+                    "SELECT derived.key, derived.reply_key, replies.reply FROM derived "
+                    f"JOIN replies ON replies.key = derived.reply_key WHERE derived.key IN ({','.join('?' * len(chunk))})"
+                )
+                found.extend(connection.execute(query, chunk).fetchall())
+        return {key: (reply_key, json_loads(text)) for key, reply_key, text in found}
+
+    def link(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Record each ``(derived key, reply key)`` pair (replacing an older link), in one transaction."""
+        rows = list(pairs)
+        if not rows:
+            return
+        with self._lock:
+            connection = self._connection()
+            connection.execute("BEGIN")
+            try:
+                connection.executemany("INSERT OR REPLACE INTO derived (key, reply_key) VALUES (?, ?)", rows)
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+
     def put(self, key: str, reply: Mapping[str, Any], *, model: str) -> None:
         """Store ``reply`` (JSON-serialisable) under ``key``, replacing any older entry."""
         text = json.dumps(reply, ensure_ascii=False, separators=(",", ":"))
@@ -323,9 +401,11 @@ class LLMCache:
             )
 
     def clear(self) -> int:
-        """Delete every entry; returns how many there were."""
+        """Delete every entry (and every derived key's link); returns how many entries there were."""
         with self._lock:
-            return self._connection().execute("DELETE FROM replies").rowcount
+            connection = self._connection()
+            connection.execute("DELETE FROM derived")
+            return connection.execute("DELETE FROM replies").rowcount
 
     def __len__(self) -> int:
         with self._lock:
@@ -381,6 +461,8 @@ class RedisCache:
 
     #: Prefix of every key, so that the entries can share a database with other data.
     prefix = "scorers:llm:"
+    #: Prefix of the derived keys' links (:func:`derived_keys`), each holding the key of a stored reply.
+    link_prefix = "scorers:derived:"
 
     def __init__(self, url: str) -> None:
         if not is_redis_url(url):
@@ -467,6 +549,41 @@ class RedisCache:
 
         return {key: json_loads(text) for key, text in zip(wanted, self._call(fetch)) if text is not None}
 
+    def get_linked(self, keys: Iterable[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        """For those derived ``keys`` that are linked to a stored reply: ``{key: (reply key, reply)}``, in two round
+        trips (the links, then their replies)."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+
+        def fetch(client: Any, prefix: str, names: list[str]) -> list[Any]:
+            pipeline = client.pipeline(transaction=False)
+            for start in range(0, len(names), _KEYS_PER_QUERY):
+                pipeline.mget([prefix + name for name in names[start : start + _KEYS_PER_QUERY]])
+            return [text for chunk in pipeline.execute() for text in chunk]
+
+        links = self._call(lambda client: fetch(client, self.link_prefix, wanted))
+        linked = {key: _text(target) for key, target in zip(wanted, links) if target is not None}
+        targets = list(dict.fromkeys(linked.values()))
+        replies = dict(zip(targets, self._call(lambda client: fetch(client, self.prefix, targets)))) if targets else {}
+        return {
+            key: (target, json_loads(replies[target])) for key, target in linked.items() if replies[target] is not None
+        }
+
+    def link(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Record each ``(derived key, reply key)`` pair (expiring after ``ttl_s`` when set), in one round trip."""
+        rows = list(pairs)
+        if not rows:
+            return
+
+        def store(client: Any) -> None:
+            pipeline = client.pipeline(transaction=False)
+            for key, target in rows:
+                pipeline.set(self.link_prefix + key, target, ex=self.ttl_s)
+            pipeline.execute()
+
+        self._call(store)
+
     def put(self, key: str, reply: Mapping[str, Any], *, model: str) -> None:
         """Store ``reply`` under ``key`` (expiring after ``ttl_s`` when set), replacing any older entry.
 
@@ -479,10 +596,14 @@ class RedisCache:
         return list(client.scan_iter(match=self.prefix + "*", count=1000))
 
     def clear(self) -> int:
-        """Delete every entry under :attr:`prefix`; returns how many there were."""
+        """Delete every entry under :attr:`prefix` (and every link under :attr:`link_prefix`); returns how many
+        entries there were."""
 
         def delete(client: Any) -> int:
             keys = self._keys(client)
+            links = list(client.scan_iter(match=self.link_prefix + "*", count=1000))
+            for start in range(0, len(links), 1000):
+                client.unlink(*links[start : start + 1000])
             return sum(client.unlink(*keys[start : start + 1000]) for start in range(0, len(keys), 1000))
 
         return self._call(delete)
@@ -498,6 +619,11 @@ class RedisCache:
 
     def __repr__(self) -> str:
         return f"RedisCache({mask_urls(self.url)!r})"
+
+
+def _text(value: Any) -> str:
+    """A Redis value as text (the client returns bytes unless told to decode)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _ttl_seconds(url: str, values: list[str]) -> int | None:

@@ -256,7 +256,11 @@ class LLMEngine:
         return run_sync(self.complete(request, validate=validate, scorer=scorer))
 
     def lookup(
-        self, requests: Sequence[ChatRequest], *, validate: Callable[[ChatResult], Any] | None = None
+        self,
+        requests: Sequence[ChatRequest],
+        *,
+        validate: Callable[[ChatResult], Any] | None = None,
+        keys_out: list[str] | None = None,
     ) -> list[ChatResult | None]:
         """The cached replies of many requests at once: a hit (``cached=True``) or ``None`` per request, in order.
 
@@ -264,7 +268,8 @@ class LLMEngine:
         cached batch costs microseconds per request. A stored reply that no longer
         passes ``validate`` is a miss, as in :meth:`complete`. Without a cache every
         request misses; a failing cache warns and misses. Raises :class:`ConfigError`
-        when no API key is available. Send the misses with ``complete(..., read_cache=False)``.
+        when no API key is available. Send the misses with ``complete(..., read_cache=False)``. ``keys_out``, a list,
+        receives the requests' cache keys, when they are all of the engine's own protocol.
         """
         started = time.perf_counter()
         settings, cache = self._resolved()
@@ -273,11 +278,9 @@ class LLMEngine:
         if any(r.api is not None and r.api != settings.api for r in requests):  # requests of several protocols
             return [self._lookup_one(r, validate, started) for r in requests]
         bodies = [_body(r, settings) for r in requests]
-        keys = cache_keys(
-            [body for body, _ in bodies],
-            base_url=key_endpoint(settings),
-            tags=[r.key_tag(body) for r, (body, _) in zip(requests, bodies)],
-        )
+        keys = _keys_of(requests, bodies, settings)
+        if keys_out is not None:
+            keys_out.extend(keys)
         stored = _cache_call(cache.get_many, keys) or {}
         deferral = batch_deferral()
         if deferral is not None:  # a batch run: the replies of its batch are read through complete(), as sent now
@@ -289,6 +292,48 @@ class LLMEngine:
             else _cache_hit(entry, latency, validate, sent_settings(body, api))
             for key, (body, api) in zip(keys, bodies)
         ]
+
+    def request_keys(self, requests: Sequence[ChatRequest]) -> list[tuple[str, dict[str, Any]]] | None:
+        """Each request's cache key with the settings it sends (``ChatResult.sent``); ``None`` where derived keys
+        cannot stand for them: no cache, a batch run (its replies are read through :meth:`complete`), or requests
+        of another protocol than the engine's."""
+        settings, cache = self._resolved()
+        if cache is None or batch_deferral() is not None or any(r.api not in (None, settings.api) for r in requests):
+            return None
+        bodies = [_body(r, settings) for r in requests]
+        return list(zip(_keys_of(requests, bodies, settings), (sent_settings(body, api) for body, api in bodies)))
+
+    def lookup_linked(
+        self,
+        keys: Sequence[str],
+        sent: Sequence[Mapping[str, Any]],
+        *,
+        validate: Callable[[ChatResult], Any] | None = None,
+    ) -> tuple[list[ChatResult | None], list[str | None]]:
+        """The cached replies that derived ``keys`` (:func:`~scorers.llm.cache.derived_keys`) link to, each read as
+        :meth:`lookup` reads a hit (``sent``: the settings each request sends), and the key of each reply (``None``
+        for a miss), in one query; a failing cache warns and misses."""
+        started = time.perf_counter()
+        _, cache = self._resolved()
+        if cache is None or not keys:
+            return [None] * len(keys), [None] * len(keys)
+        stored = _cache_call(cache.get_linked, keys) or {}
+        latency = time.perf_counter() - started
+        hits: list[ChatResult | None] = []
+        targets: list[str | None] = []
+        for key, settings_sent in zip(keys, sent):
+            entry = stored.get(key)
+            hit = None if entry is None else _cache_hit(entry[1], latency, validate, settings_sent)
+            hits.append(hit)
+            targets.append(None if hit is None else entry[0])  # type: ignore[index]
+        return hits, targets
+
+    def link(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Link each derived key to the key of its stored reply (``(derived, reply key)`` pairs); a failing cache
+        warns."""
+        _, cache = self._resolved()
+        if cache is not None and pairs:
+            _cache_call(cache.link, pairs)
 
     def _lookup_one(
         self, request: ChatRequest, validate: Callable[[ChatResult], Any] | None, started: float
@@ -509,6 +554,17 @@ def key_endpoint(settings: LLMSettings) -> str:
     if wire(settings.api).client_family == "openai":
         return settings.shown_url
     return f"{settings.api}+{settings.shown_url}"
+
+
+def _keys_of(
+    requests: Sequence[ChatRequest], bodies: Sequence[tuple[dict[str, Any], str]], settings: LLMSettings
+) -> list[str]:
+    """The cache keys of ``requests`` with their ``bodies`` (:func:`_body`)."""
+    return cache_keys(
+        [body for body, _ in bodies],
+        base_url=key_endpoint(settings),
+        tags=[r.key_tag(body) for r, (body, _) in zip(requests, bodies)],
+    )
 
 
 def _body(request: ChatRequest, settings: LLMSettings) -> tuple[dict[str, Any], str]:

@@ -103,6 +103,21 @@ def test_get_many_returns_the_present_entries_over_several_queries(tmp_path):
     assert cache.get_many([]) == {}
 
 
+def test_a_cache_file_of_an_older_version_gets_the_links_table(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as connection:  # the file as versions before derived keys wrote it
+        connection.execute(
+            "CREATE TABLE replies (key TEXT PRIMARY KEY, model TEXT NOT NULL, reply TEXT NOT NULL, created REAL NOT NULL)"
+        )
+        connection.execute("INSERT INTO replies VALUES ('k', 'm', '{\"content\": \"A\"}', 0)")
+    cache = LLMCache(path)
+    assert cache.get("k") == {"content": "A"} and cache.get_linked(["d"]) == {}
+    cache.link([("d", "k")])
+    assert cache.get_linked(["d"]) == {"d": ("k", {"content": "A"})}
+
+
 def test_put_get_replace_clear(tmp_path):
     cache = LLMCache(tmp_path / "sub" / "c.sqlite")
     assert cache.get("k") is None

@@ -65,6 +65,18 @@ def test_both_backends_store_and_look_up_alike(any_cache):
     assert len(any_cache) == 600 and any_cache.clear() == 600 and len(any_cache) == 0
 
 
+def test_both_backends_link_derived_keys_alike(any_cache):
+    for i in range(0, 1200, 2):
+        any_cache.put(f"k{i}", {"i": i}, model="m")
+    any_cache.link([(f"d{i}", f"k{i}") for i in range(1200)])  # odd links name no stored reply: misses
+    any_cache.link([("d0", "k2")])  # a newer link replaces the older
+    wanted = [f"d{i}" for i in range(1200)] + ["d0", "nothing"]
+    expected = {f"d{i}": (f"k{i}", {"i": i}) for i in range(2, 1200, 2)}
+    assert any_cache.get_linked(wanted) == {**expected, "d0": ("k2", {"i": 2})}
+    assert any_cache.get_linked([]) == {} and any_cache.link([]) is None
+    assert len(any_cache) == 600 and any_cache.clear() == 600 and any_cache.get_linked(wanted) == {}
+
+
 def test_a_batch_lookup_is_one_round_trip_of_mgets(redis_server, redis_url, llm_server, fake_api_key):
     engine = LLMEngine(base_url=llm_server.base_url, api_key=fake_api_key, cache=redis_url)
     requests = [ChatRequest(messages=[{"role": "user", "content": f"row {i}"}]) for i in range(1100)]
@@ -84,7 +96,23 @@ def test_a_judge_run_twice_asks_only_the_first_time(redis_server, redis_url, llm
     assert llm_server.request_count == len(ROWS)
     again = run(factuality(llm_server, "sk-another-key", redis_url))  # the key is not part of the cache key
     assert first == again == [1.0] * len(ROWS)
-    assert llm_server.request_count == len(ROWS) and len(stored(redis_server)) == len(ROWS)
+    entries = stored(redis_server)
+    replies = [key for key in entries if key.startswith(b"scorers:llm:")]
+    links = [key for key in entries if key.startswith(b"scorers:derived:")]
+    assert llm_server.request_count == len(ROWS) and len(replies) == len(links) == len(ROWS)
+    assert {entries[key] for key in links} == {key[len(b"scorers:llm:") :] for key in replies}  # each row's reply
+
+
+def test_a_cached_batch_reads_its_replies_by_derived_keys(redis_server, redis_url, llm_server, fake_api_key):
+    llm_server.default = Reply.choice("C", reasons="same facts")
+    run(factuality(llm_server, fake_api_key, redis_url))
+    before = mget_calls(redis_server)
+    judge = factuality(llm_server, fake_api_key, redis_url)
+    results = judge.score_batch(ROWS) + judge.score_batch(ROWS)
+    assert [(r.score, r.metadata["cached"]) for r in results] == [(1.0, True)] * 2 * len(ROWS)
+    assert llm_server.request_count == len(ROWS)
+    # each batch: the links, then their replies (no lookup by the rendered prompts' keys)
+    assert mget_calls(redis_server) - before == 4
 
 
 def _score_rows(base_url: str, api_key: str, cache_url: str, rows: list[dict[str, Any]]) -> list[Any]:

@@ -6,7 +6,8 @@ at concurrency 32, for:
 
 * ours, uncached (fresh SQLite cache): rows/s, share of the ideal
   (concurrency / latency = 320 rows/s), client CPU per call;
-* ours, the same rows again: served by the cache — requests made and time;
+* ours, the same rows again: served by the cache — requests made, time and microseconds a row (the rows'
+  replies are found by derived keys, without rendering a prompt: :mod:`scorers.judges.derived`);
 * autoevals' ``Factuality`` with an ``AsyncOpenAI`` client pointed at the same
   server, ``eval_async`` under an ``asyncio.Semaphore(32)``;
 * two ceilings for the uncached run, posting our requests' bodies with the same
@@ -308,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         "cached_s": cached_wall,
         "cached_requests": cached_requests,
         "cached_speedup": ours_wall / cached_wall,
+        "cached_us_per_row": 1e6 * cached_wall / n,
         "ours_share_of_sdk_ceiling": sdk_wall / ours_wall,
         "cached_cpu_ms_per_call": 1000 * cached_cpu / n,
         "sdk_ceiling_rows_per_s": n / sdk_wall,
@@ -333,6 +335,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{1000 * cpu / n:>13.2f} ms"
         )
     print(f"our judge's own CPU per call (render + request + parse, no HTTP): {1000 * own_cpu:.3f} ms")
+    print(
+        f"cached re-run per row: {figures['cached_us_per_row']:.1f} us wall, "
+        f"{1e6 * cached_cpu / n:.1f} us CPU (read by derived keys: no prompt rendered)"
+    )
     share, speedup = figures["ours_share_of_sdk_ceiling"], figures["cached_speedup"]
     goals = [
         (f"ours / openai SDK ceiling (rows/s): {share:.3f}", "goal >= 0.95", share >= 0.95),

@@ -79,7 +79,7 @@ _DERIVED_SCHEMA = """
 CREATE TABLE IF NOT EXISTS derived (
     key TEXT PRIMARY KEY,
     reply_key TEXT NOT NULL
-)
+) WITHOUT ROWID
 """
 
 #: Canonical JSON (sorted keys, no spaces); one instance, as ``json.dumps`` would build one per call.

@@ -150,7 +150,7 @@ def test_a_link_that_disagrees_with_the_rendered_prompt_is_not_used(llm_server, 
     right = classifier(llm_server, cache).score_batch(ROWS)
     classifier(llm_server, cache).score_batch(ROWS)
     with sqlite3.connect(cache) as connection:  # every link now names the reply of the next row's prompt
-        links = connection.execute("SELECT key, reply_key FROM derived ORDER BY rowid").fetchall()
+        links = connection.execute("SELECT key, reply_key FROM derived ORDER BY key").fetchall()
         targets = [target for _, target in links]
         connection.executemany(
             "UPDATE derived SET reply_key = ? WHERE key = ?",

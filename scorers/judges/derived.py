@@ -29,20 +29,45 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 from .._version import __version__
 from ..errors import ScorerError
 from ..llm import ChatRequest, ChatResult, LLMEngine
 from ..llm.cache import derived_keys
-
-if TYPE_CHECKING:
-    from .base import LLMJudge
-    from .templated import TemplatedJudge
+from .template import JudgeTemplate
 
 __all__ = ["Derived", "derivation"]
 
 log = logging.getLogger("scorers.llm")
+
+
+class Judge(Protocol):
+    """What derived keys read of a judge (an :class:`~scorers.judges.base.LLMJudge`; a template kind for
+    :func:`derivation`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def engine(self) -> Any: ...
+
+    def _validate(self, result: ChatResult) -> Any: ...
+
+    def _row_requests(self, fields: Mapping[str, Any]) -> list[ChatRequest]: ...
+
+
+class TemplateJudge(Judge, Protocol):
+    """A template kind (:class:`~scorers.judges.templated.TemplatedJudge`), as :func:`derivation` reads it."""
+
+    @property
+    def template(self) -> JudgeTemplate: ...
+
+    def variables(self) -> tuple[str, ...]: ...
+
+    def signature(self) -> dict[str, Any]: ...
+
+    def _requests(self, variables: Mapping[str, Any]) -> list[ChatRequest]: ...
 
 
 @dataclass
@@ -54,7 +79,7 @@ class Derived:
     keys: list[list[str] | None]
     sent: list[dict[str, Any]]
 
-    def answered(self, judge: LLMJudge, rows: Sequence[Mapping[str, Any]]) -> dict[int, list[ChatResult]]:
+    def answered(self, judge: Judge, rows: Sequence[Mapping[str, Any]]) -> dict[int, list[ChatResult]]:
         """The rows whose every reply a derived key found (``{row index: replies}``), in one query, once the check
         holds: the first such row's rendered prompts have the reply keys its derived keys link to."""
         flat = [key for keys in self.keys if keys is not None for key in keys]
@@ -75,7 +100,7 @@ class Derived:
             start += positions
         return answered
 
-    def _checked(self, judge: LLMJudge, row: Mapping[str, Any], targets: list[str | None]) -> bool:
+    def _checked(self, judge: Judge, row: Mapping[str, Any], targets: list[str | None]) -> bool:
         """Whether ``row``'s rendered prompts have the keys ``targets`` (those of the replies its derived keys found)."""
         try:
             keyed = self.engine.request_keys(judge._row_requests(row))
@@ -103,7 +128,7 @@ class Derived:
         self.engine.link(pairs)
 
 
-def derivation(judge: TemplatedJudge, rows: Sequence[Mapping[str, Any]]) -> Derived | None:
+def derivation(judge: TemplateJudge, rows: Sequence[Mapping[str, Any]]) -> Derived | None:
     """The derived keys of a batch of ``judge``'s (bound) ``rows``, or ``None`` where its prompts are rendered:
     an engine that is not an :class:`~scorers.llm.LLMEngine` with a cache, a template with attachments or
     conversations, a batch run."""

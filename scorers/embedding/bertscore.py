@@ -252,25 +252,30 @@ class BERTScore(models.HubModel, Scorer):
         """Unit-length layer-``num_layers`` states of each id sequence, on the model's device, in input order.
 
         Sentences go through the model in :func:`~scorers.embedding.models.length_batches`: equal token lengths together,
-        so that no padding is computed and no attention mask is needed (see there).
+        so that no padding is computed and no attention mask is needed (see there); the passes run on every core
+        at once, one core each (:func:`~scorers.embedding.models.run_passes`), the most tokens first.
         """
         torch = models.import_torch(self.name)
-        pad_sequence = torch.nn.utils.rnn.pad_sequence
-        units: list[Any] = [None] * len(ids)
-        for batch in models.length_batches([len(x) for x in ids], self.batch_size):
+        device, pad = self._torch_device, self._encoding[1]
+        model = self._model
+
+        def forward(batch: list[int]) -> Any:
             lengths = [len(ids[i]) for i in batch]
-            tokens = pad_sequence(
-                [torch.tensor(ids[i], dtype=torch.long) for i in batch],
-                batch_first=True,
-                padding_value=self._encoding[1],
-            )
+            tokens = torch.full((len(batch), lengths[-1]), pad, dtype=torch.long)
+            for row, i in enumerate(batch):
+                tokens[row, : lengths[row]] = torch.tensor(ids[i], dtype=torch.long)
             mask = None
             if lengths[0] != lengths[-1]:  # a batch of several lengths (see models.length_batches): mask the padding
-                mask = (torch.arange(lengths[-1]) < torch.tensor(lengths).unsqueeze(1)).long().to(self._torch_device)
-            states = self._model(tokens.to(self._torch_device), attention_mask=mask)[0]
-            states = torch.nn.functional.normalize(states.float(), dim=-1)
-            for row, (i, n) in enumerate(zip(batch, lengths)):
-                units[i] = states[row, :n]  # a view: no copy
+                mask = (torch.arange(lengths[-1]) < torch.tensor(lengths).unsqueeze(1)).long().to(device)
+            states = model(tokens.to(device), attention_mask=mask)[0]
+            return torch.nn.functional.normalize(states.float(), dim=-1)
+
+        batches = models.length_batches([len(x) for x in ids], self.batch_size)
+        batches.sort(key=lambda batch: -len(batch) * len(ids[batch[-1]]))  # longest passes first
+        units: list[Any] = [None] * len(ids)
+        for batch, states in zip(batches, models.run_passes(forward, batches, device)):
+            for row, i in enumerate(batch):
+                units[i] = states[row, : len(ids[i])]  # a view: no copy
         return units
 
     def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
@@ -306,13 +311,13 @@ def _greedy_match(
     """(P, R, F) per (hypothesis, reference) pair; float64 CPU tensor of shape (n, 3).
 
     ``units`` are unit-length token states and ``weights`` each token's normalized weight,
-    per text. Pairs are length-sorted and matched with batched matmuls; padded positions are
-    masked with -inf so they never win a max (unlike bert-score's zero padding).
+    per text. Pairs are length-sorted and matched with batched matmuls (the batches spread over
+    the cores as the forward passes are); padded positions are masked with -inf so they never
+    win a max (unlike bert-score's zero padding).
     """
     pad_sequence = torch.nn.utils.rnn.pad_sequence
-    out = torch.zeros((len(pairs), 3), dtype=torch.float64)
-    sizes = [units[h].shape[0] * units[r].shape[0] for h, r in pairs]
-    for batch in models.sorted_batches(sizes, batch_size):
+
+    def match(batch: list[int]) -> Any:
         hyps, refs = [pairs[i][0] for i in batch], [pairs[i][1] for i in batch]
         hyp, ref = (pad_sequence([units[t] for t in side], batch_first=True) for side in (hyps, refs))
         hyp_w, ref_w = (pad_sequence([weights[t] for t in side], batch_first=True) for side in (hyps, refs))
@@ -327,5 +332,12 @@ def _greedy_match(
         precision = torch.nan_to_num(precision.masked_fill_(empty, 0.0), nan=0.0)
         recall = torch.nan_to_num(recall.masked_fill_(empty, 0.0), nan=0.0)
         f1 = torch.nan_to_num(2 * precision * recall / (precision + recall), nan=0.0)
-        out[batch] = torch.stack([precision, recall, f1], dim=1).double().cpu()
+        return torch.stack([precision, recall, f1], dim=1).double().cpu()
+
+    out = torch.zeros((len(pairs), 3), dtype=torch.float64)
+    sizes = [units[h].shape[0] * units[r].shape[0] for h, r in pairs]
+    batches = models.sorted_batches(sizes, batch_size)
+    device = str(units[0].device) if units else "cpu"
+    for batch, prf in zip(batches, models.run_passes(match, batches, device)):
+        out[batch] = prf
     return out

@@ -50,7 +50,7 @@ ALONE_TOL = 1e-6 * 384**0.5
 PEAK_SIZE = 4096
 
 
-def matmul_peak(size: int = PEAK_SIZE, repeats: int = 3) -> float:
+def matmul_peak(size: int = PEAK_SIZE, repeats: int = 5) -> float:
     """Best GFLOP/s of ``torch.matmul`` on two ``size`` × ``size`` float32 matrices (current thread count)."""
     import torch
 
@@ -64,7 +64,7 @@ def matmul_peak(size: int = PEAK_SIZE, repeats: int = 3) -> float:
     return 2 * size**3 / best / 1e9
 
 
-def concurrent_peak(size: int = PEAK_SIZE, repeats: int = 3) -> float:
+def concurrent_peak(size: int = PEAK_SIZE, repeats: int = 5) -> float:
     """Best GFLOP/s of torch's thread count of ``torch.matmul`` products at once, each on one thread."""
     import torch
 

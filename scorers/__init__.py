@@ -33,7 +33,7 @@ from .errors import (
 from .fields import Field, references_field, text_field
 from .params import param
 from .registry import Registry, entries, get, names, register, registry
-from .score import Score
+from .score import Score, ScoreColumn
 
 # Importing the families registers their scorers; heavy libraries load on first use.
 from . import agents as _agents  # noqa: E402,F401  # isort: skip
@@ -62,6 +62,7 @@ registry.add_loader(_load_judges)
 __all__ = [
     "__version__",
     "Score",
+    "ScoreColumn",
     "Scorer",
     "Attachment",
     "param",

@@ -24,6 +24,12 @@ def _fill(agg, values):
     return agg
 
 
+def _shards(values, shards, seed):
+    """``values`` cut at ``shards - 1`` seeded random places."""
+    bounds = sorted(random.Random(seed).sample(range(1, len(values)), shards - 1))
+    return [values[a:b] for a, b in zip([0, *bounds], [*bounds, len(values)])]
+
+
 def _exact(values):
     xs = [Fraction(v) for v in values if v is not None]
     n = len(xs)
@@ -37,8 +43,7 @@ def _exact(values):
 def test_merged_shards_equal_one_pass_exactly(seed, shards):
     values = _values(seed, 500)
     whole = _fill(MeanAggregator(), values).result()
-    bounds = sorted(random.Random(seed).sample(range(1, len(values)), shards - 1))
-    parts = [values[a:b] for a, b in zip([0, *bounds], [*bounds, len(values)])]
+    parts = _shards(values, shards, seed)
     merged = MeanAggregator()
     for part in reversed(parts):  # merge order does not matter either
         merged.merge(_fill(MeanAggregator(), part))
@@ -119,8 +124,7 @@ def test_columns_add_exactly_what_their_scores_add_in_any_shard_order(seed, shar
     """A column's vectorised sums (over distinct values) equal one pass over its Scores, columns and rows mixed."""
     values = _values(seed, 500)
     whole = _fill(MeanAggregator(), values).result()
-    bounds = sorted(random.Random(seed).sample(range(1, len(values)), shards - 1))
-    parts = [values[a:b] for a, b in zip([0, *bounds], [*bounds, len(values)])]
+    parts = _shards(values, shards, seed)
     merged = MeanAggregator()
     for k, part in enumerate(reversed(parts)):
         shard = MeanAggregator()

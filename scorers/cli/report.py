@@ -7,6 +7,24 @@ import sys
 
 from ._common import Command, file_path, parse_pairs, parse_prices
 
+#: The other files a report shows, each a repeatable flag: (flag, write_report's keyword, metavar, what is shown).
+_SHOWN_FILES = (
+    ("--meta-eval", "meta_evals", "META.json", "a meta-eval file (agreement figures, confusion heat map)"),
+    (
+        "--correlation",
+        "correlations",
+        "CORR.json",
+        "a correlation file of `correlate -o` (tables, a chart per human column)",
+    ),
+    ("--ranking", "rankings", "RANK.json", "a ranking file of `rank -o` (a leaderboard with intervals and its chart)"),
+    (
+        "--calibration",
+        "calibrations",
+        "MAP.json",
+        "a calibration file of `calibrate --scores -o` (reliability diagram, held-out figures)",
+    ),
+)
+
 
 def add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates: argparse.ArgumentParser) -> None:
     p_report = sub.add_parser(
@@ -14,43 +32,16 @@ def add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser], templat
         help="write one self-contained HTML report of results files (the first is the baseline of the comparison)",
     )
     p_report.add_argument("results", nargs="*", type=file_path, metavar="RESULTS.jsonl", help="results files of `run`")
-    p_report.add_argument(
-        "--meta-eval",
-        action="append",
-        default=[],
-        dest="meta_evals",
-        type=file_path,
-        metavar="META.json",
-        help="also show a meta-eval file (agreement figures, confusion heat map); repeatable",
-    )
-    p_report.add_argument(
-        "--correlation",
-        action="append",
-        default=[],
-        dest="correlations",
-        type=file_path,
-        metavar="CORR.json",
-        help="also show a correlation file of `correlate -o` (tables, a chart per human column); repeatable",
-    )
-    p_report.add_argument(
-        "--ranking",
-        action="append",
-        default=[],
-        dest="rankings",
-        type=file_path,
-        metavar="RANK.json",
-        help="also show a ranking file of `rank -o` (a leaderboard with intervals and its chart); repeatable",
-    )
-    p_report.add_argument(
-        "--calibration",
-        action="append",
-        default=[],
-        dest="calibrations",
-        type=file_path,
-        metavar="MAP.json",
-        help="also show a calibration file of `calibrate --scores -o` (reliability diagram, held-out figures); "
-        "repeatable",
-    )
+    for flag, dest, metavar, shows in _SHOWN_FILES:
+        p_report.add_argument(
+            flag,
+            action="append",
+            default=[],
+            dest=dest,
+            type=file_path,
+            metavar=metavar,
+            help=f"also show {shows}; repeatable",
+        )
     p_report.add_argument(
         "-o", "--output", required=True, type=file_path, metavar="REPORT.html", help="HTML file to write"
     )
@@ -83,10 +74,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = write_report(
         args.results,
         args.output,
-        meta_evals=args.meta_evals,
-        correlations=args.correlations,
-        rankings=args.rankings,
-        calibrations=args.calibrations,
+        **{dest: getattr(args, dest) for _, dest, _, _ in _SHOWN_FILES},
         key=args.key,
         mapping=dict(parse_pairs(args.map, "--map")),
         prices=parse_prices(args.price) if args.price else None,

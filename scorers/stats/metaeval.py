@@ -577,8 +577,11 @@ def judge_rows(labelled: LabelledRows, judges: Sequence[Scorer], options: MetaEv
 
 
 def _jurors_records(index: int, result: Any, judges: Sequence[Scorer]) -> list[tuple[int, Mapping[str, Any]]]:
-    """The jurors' record of a row a jury did not score: its error record or its scoreless metadata."""
-    (judge,) = judges  # a jury is measured with one sample (judge_rows refuses more)
+    """The jurors' record of a row a jury did not score: its error record or its scoreless metadata (none for a
+    judge of several samples: a jury is measured with one)."""
+    if len(judges) != 1:
+        return []
+    (judge,) = judges
     record = result.errors.get(judge.name) or getattr(result.results.get(judge.name), "metadata", None) or {}
     return [(index, record)] if isinstance(record.get("jurors"), Mapping) else []
 

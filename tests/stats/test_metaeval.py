@@ -268,6 +268,23 @@ def test_samples_report_stability_with_distinct_cached_seeds(llm_env: LoopbackLL
     assert llm_env.request_count == sent and again.to_dict() == report.to_dict()  # every sample came from the cache
 
 
+def test_a_row_that_one_sample_failed_on_is_a_failure_of_that_row(llm_env: LoopbackLLM) -> None:
+    """With samples, a row where one sample's request is refused is recorded as that row's failure (the rows a
+    jury left unscored are read only for a jury: a judge of several samples is none)."""
+
+    def reply(request: RecordedRequest) -> Reply:
+        if "plum" in request.last_user_message and request.body["seed"] == 1:
+            return Reply.error(400)
+        return Reply.choice("Y")
+
+    llm_env.default = reply
+    rows = [{"output": w, "label": "Y"} for w in SAMPLED]
+    judge = LLMClassifier("Polite", "Is this polite?\n{{output}}", {"Y": 1, "N": 0}, temperature=0.7)
+    report = meta_evaluate(rows, judge, label="label", samples=2, resamples=200)
+    assert [f["index"] for f in report.failures] == [1] and [e["sample"] for e in report.failures[0]["errors"]] == [2]
+    assert report.n == 3 and report.jury is None
+
+
 def test_samples_refused_at_temperature_zero() -> None:
     judge = LLMClassifier("Polite", "Is this polite?\n{{output}}", {"Y": 1, "N": 0})
     with pytest.raises(ConfigError, match="3 samples need temperature > 0"):

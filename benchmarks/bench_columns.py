@@ -9,6 +9,7 @@ that tree first on ``PYTHONPATH``; the results files of both must be identical.
 
     python benchmarks/bench_columns.py --baseline /tmp/before
     python benchmarks/bench_columns.py --sizes 10000 100000        # a quick look
+    python benchmarks/bench_columns.py --baseline /tmp/before -s ROUGE-L -s ROUGE-2   # other scorers
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_run import measure  # noqa: E402
 from common import make_pairs, write_json  # noqa: E402
 
-SCORERS = ["-s", "ExactMatch", "-s", "Levenshtein", "-s", "NumericDiff"]
+SCORERS = ["ExactMatch", "Levenshtein", "NumericDiff"]
 HERE = str(Path(__file__).resolve().parents[1])
 
 
@@ -39,11 +40,12 @@ def write_rows(path: Path, n: int, seed: int) -> None:
             fh.write(json.dumps({"id": i, "output": output, "expected": expected}) + "\n")
 
 
-def timed_run(tree: str, data: Path, out: Path, *options: str) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of ``python -m scorers run`` with ``tree`` first on PYTHONPATH."""
+def timed_run(tree: str, data: Path, out: Path, names: list[str], *options: str) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of ``python -m scorers run -s NAME...`` with ``tree`` first on PYTHONPATH."""
     os.environ["PYTHONPATH"] = tree
+    chosen = [arg for name in names for arg in ("-s", name)]
     return measure(
-        sys.executable, "-m", "scorers", "run", str(data), *SCORERS, "-o", str(out), "--no-progress", *options
+        sys.executable, "-m", "scorers", "run", str(data), *chosen, "-o", str(out), "--no-progress", *options
     )
 
 
@@ -52,7 +54,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs=2, default=[100_000, 1_000_000])
     parser.add_argument("--baseline", metavar="DIR", help="a tree holding the package before the change")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    parser.add_argument("-s", "--scorer", action="append", dest="scorers", help=f"default: {' '.join(SCORERS)}")
     args = parser.parse_args()
+    names = args.scorers or SCORERS
     trees = [("this tree", HERE)] + ([("baseline", args.baseline)] if args.baseline else [])
     load_before = os.getloadavg()
     results: list[dict[str, Any]] = []
@@ -65,7 +69,7 @@ def main() -> None:
                 write_rows(data, n, seed=11)
                 for label, tree in reversed(trees):  # the baseline first, then this tree
                     out = tmp / f"{label.replace(' ', '_')}.jsonl"
-                    seconds, rss = timed_run(tree, data, out, *options)
+                    seconds, rss = timed_run(tree, data, out, names, *options)
                     peaks[label].append(rss)
                     results.append(
                         {
@@ -98,7 +102,12 @@ def main() -> None:
         write_json(
             args.json,
             results,
-            {"sizes": args.sizes, "load_average_before": load_before, "load_average_after": load_after},
+            {
+                "sizes": args.sizes,
+                "scorers": names,
+                "load_average_before": load_before,
+                "load_average_after": load_after,
+            },
         )
 
 

@@ -406,7 +406,7 @@ class Scorer:
         """Score rows of keyword arguments: a Score or the row's :class:`ScorerError`, in input order.
 
         A bad row does not stop the others. Any other exception is a bug and propagates. A scorer whose kernel
-        takes columns (ExactMatch, Levenshtein, NumericDiff) returns a :class:`~scorers.score.ScoreColumn`: the
+        takes columns (ExactMatch, Levenshtein, NumericDiff, ROUGE) returns a :class:`~scorers.score.ScoreColumn`: the
         same sequence of outcomes, its Scores made as they are read, its numbers in one array (``.values``).
 
         >>> from scorers import get

@@ -474,7 +474,7 @@ def test_every_scorer_batch_equals_its_rows_one_by_one(name):
 
 
 #: The scorers whose kernel takes columns: a clean batch is a ScoreColumn (no Score made until one is read).
-COLUMNAR = ["ExactMatch", "Levenshtein", "NumericDiff"]
+COLUMNAR = ["ExactMatch", "Levenshtein", "NumericDiff", "ROUGE", "ROUGE-1", "ROUGE-2", "ROUGE-L", "ROUGE-Lsum"]
 
 
 @pytest.mark.parametrize("name", COLUMNAR)

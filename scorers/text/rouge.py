@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from .._util import import_rapidfuzz, lazy
 from ..base import Scorer
-from ..errors import ConfigError, ScorerError
+from ..errors import ConfigError
 from ..fields import references_field, text_field
 from ..params import param
 from ..reasoning import strip_reasoning_param
 from ..registry import register
-from ..score import Score
+from ..score import ScoreColumn
 from ._ngrams import CachedSignature, TokenCache, clipped_ngram_matches, porter_stem, split_flat
 from ._nltk_modules import nltk_version
 
@@ -179,7 +179,7 @@ class ROUGE(CachedSignature, Scorer):
         return [cache.ids_of_words(self._prepared(line).split()) for line in text.split("\n") if line]
 
     # --------------------------------------------------------------- batch
-    def _score_batch(self, rows: list[dict[str, Any]]) -> list[Score | ScorerError]:
+    def _score_batch(self, rows: list[dict[str, Any]]) -> ScoreColumn:
         if self._cache.full():
             self._cache = self._new_cache()
         cache = self._cache
@@ -210,13 +210,21 @@ class ROUGE(CachedSignature, Scorer):
                 best = max(range(size), key=lambda i: (scores[i][2], -i))  # first of the best F, like score_multi
                 chosen.append((*scores[best], size, best))
                 at += size
-        rouge_type, make_score = self.rouge_type, self.make_score
-        return [
-            make_score(
-                min(1.0, f), precision=p, recall=r, fmeasure=f, rouge_type=rouge_type, nrefs=size, best_reference=best
-            )
-            for p, r, f, size, best in chosen
-        ]
+        rouge_type, signature = self.rouge_type, self.signature()
+
+        def metadata(i: int) -> dict[str, Any]:  # made only when a row's metadata is read
+            p, r, f, size, best = chosen[i]
+            return {
+                "precision": p,
+                "recall": r,
+                "fmeasure": f,
+                "rouge_type": rouge_type,
+                "nrefs": size,
+                "best_reference": best,
+                "signature": signature,
+            }
+
+        return ScoreColumn(self.name, [min(1.0, row[2]) for row in chosen], metadata)
 
     def _ngram_prf(
         self, pred_ids: np.ndarray, pred_lens: np.ndarray, target_ids: np.ndarray, target_lens: np.ndarray

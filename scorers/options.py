@@ -45,6 +45,7 @@ __all__ = [
     "CALIBRATION_METHODS",
     "THRESHOLD_MEASURES",
     "BIN_STRATEGIES",
+    "OtelOptions",
 ]
 
 
@@ -446,4 +447,44 @@ class CalibrateOptions(MetaEvalOptions):
     cut: Annotated[float, _checked(lambda v: is_number(v) and 0 <= v <= 1, "must be a number in [0, 1]")] = Field(
         0.5,
         description="--scores/--threshold without --positive: a label score this high is positive (default: %(default)s)",
+    )
+
+
+# ------------------------------------------------------------------ OpenTelemetry (run)
+def _otel_rows(value: Any) -> bool:
+    return isinstance(value, str) and (value == "trace" or (value.startswith("span:") and len(value) > len("span:")))
+
+
+class OtelOptions(Options):
+    """The OpenTelemetry options of :class:`scorers.Run` (``python -m scorers run``): how an OTLP trace export
+    becomes rows, which traces are scored, and where the scores go as ``gen_ai.evaluation.result`` events
+    (:mod:`scorers.io.otel`).
+
+    >>> OtelOptions(otel_rows="span:chat", sample=0.1).sample
+    0.1
+    >>> OtelOptions(sample=0)
+    Traceback (most recent call last):
+    ...
+    scorers.errors.ConfigError: sample must be a fraction in (0, 1], got 0
+    """
+
+    entry_point: ClassVar[str] = "Run"
+
+    otel_rows: Annotated[str, _checked(_otel_rows, "must be trace or span:OP (OP a gen_ai.operation.name)")] = Field(
+        default="trace",
+        description="OTLP trace input: one row per trace, or span:OP, one per span of the gen_ai.operation.name OP "
+        "(e.g. span:chat, span:invoke_agent) with the spans under it (default: %(default)s)",
+    )
+    sample: Annotated[float | None, _checked(lambda v: is_number(v) and 0 < v <= 1, "must be a fraction in (0, 1]")] = (
+        Field(
+            default=None,
+            description="OTLP trace input: score this fraction of the traces, chosen by trace id (the same traces on "
+            "every run, in any order; OpenTelemetry's consistent probability sampling rule)",
+        )
+    )
+    otel_out: str | None = Field(
+        default=None,
+        description="also write each score as an OpenTelemetry gen_ai.evaluation.result event, linked to the "
+        "row's trace_id and span_id: OTLP JSON logs, a line per row, as the Collector's otlpjsonfile receiver "
+        "reads them",
     )

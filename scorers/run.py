@@ -39,6 +39,7 @@ from .io import (
 )
 from .llm.config import configured_prices
 from .llm.spend import SpendCap, capped, price_of
+from .options import OtelOptions
 from .runner import COLUMN_CHECK_ROWS, Evaluation, check_columns, evaluate
 from .spend import SpendPlan, plan
 
@@ -135,8 +136,10 @@ class Run(BaseModel):
         description="when resuming, append to OUT even though this run's configuration differs from the one that "
         "wrote it (recorded in OUT.run.json)",
     )
-    format: Literal["jsonl", "json", "csv", "parquet"] | None = Field(
-        default=None, description="input format (default: from the extension)"
+    format: Literal["jsonl", "json", "csv", "parquet", "otlp"] | None = Field(
+        default=None,
+        description="input format (default: from the extension; a .json file of JSON objects is otlp, an OTLP "
+        "trace export)",
     )
     concurrency: int = Field(
         default=DEFAULT_CONCURRENCY, description="in-flight async (LLM) calls (default: %(default)s)"
@@ -182,6 +185,10 @@ class Run(BaseModel):
         "judges again",
     )
     progress: bool = Field(default=False, description="show a progress bar on stderr")
+    otel: OtelOptions = Field(
+        default_factory=lambda: OtelOptions(),
+        description="OTLP trace input's rows and sampling, and evaluation events out",
+    )
 
     def __init__(self, data: Any = None, scorers: Any = None, /, **options: Any) -> None:
         if data is not None:
@@ -224,6 +231,7 @@ class Run(BaseModel):
             raise OptionError("force", "needs resume (it appends to OUT under another configuration)")
         if self.resume:
             self._check_resumable()
+        self._check_otel()
         if self.max_cost is not None and self.batch:
             raise OptionError("max_cost", "does not apply to --batch: a batch's requests are sent together")
         if self.max_cost is not None and not isinstance(self.engine, Local):
@@ -245,6 +253,14 @@ class Run(BaseModel):
                 "the run continues it in order)",
             )
 
+    def _check_otel(self) -> None:
+        otel = self.otel
+        for option, given in (("otel_rows", otel.otel_rows != "trace"), ("sample", otel.sample is not None)):
+            if given and not self._otlp_in:
+                raise OptionError(option, "needs an OTLP trace export as input (--format otlp, or a .json of objects)")
+        if otel.otel_out is not None and self.output and os.path.abspath(otel.otel_out) == os.path.abspath(self.output):
+            raise OptionError("otel_out", "names the results file: give the events a file of their own")
+
     # ---------------------------------------------------------------- where rows come from and go
     @property
     def _path(self) -> str | None:
@@ -254,6 +270,15 @@ class Run(BaseModel):
     def _parquet_in(self) -> bool:
         path = self._path
         return path is not None and (self.format or os.path.splitext(path)[1].lower().lstrip(".")) == "parquet"
+
+    @property
+    def _otlp_in(self) -> bool:
+        from .io.otel import is_otlp_traces
+
+        path = self._path
+        return path is not None and (
+            self.format == "otlp" or (self.format is None and path.lower().endswith(".json") and is_otlp_traces(path))
+        )
 
     @property
     def _parquet_out(self) -> bool:
@@ -269,6 +294,7 @@ class Run(BaseModel):
             and not self._parquet_out
             and isinstance(self.engine, Local)
             and not any(scorer.is_async for scorer in self.scorers)
+            and self.otel.otel_out is None
         )
 
     def _total(self) -> int | None:
@@ -276,7 +302,7 @@ class Run(BaseModel):
         path = self._path
         if path is None:
             return len(self.data) if isinstance(self.data, Sequence) else None
-        return count_rows(path, self.format) if path != "-" and not self._parquet_in else None
+        return count_rows(path, self.format) if path != "-" and not self._parquet_in and not self._otlp_in else None
 
     # ---------------------------------------------------------------- the run
     def execute(self, *, handle_signals: bool = True) -> RunResult:
@@ -299,6 +325,11 @@ class Run(BaseModel):
             previous = self._resume_from(rows) if self.resume else []
             self._record_identity(len(previous))
             scoring = _Scoring(self, writer, previous)
+            if self.otel.otel_out is not None:
+                from .io.otel import EvaluationEvents
+
+                resumed = previous if self.resume else None
+                scoring.events = stack.enter_context(EvaluationEvents(self.otel.otel_out, resume=resumed))
             if handle_signals:
                 stack.enter_context(_signals(scoring))
             scoring.score(source, rows)
@@ -338,6 +369,10 @@ class Run(BaseModel):
 
     def _rows(self) -> Iterator[Any]:
         path = self._path
+        if self._otlp_in:
+            from .io.otel import otlp_rows
+
+            return otlp_rows(str(path), self.otel.otel_rows, self.otel.sample)
         return read_input(path, self.format) if path is not None else iter(self.data)  # type: ignore[arg-type]
 
     def _writer(self) -> ResultWriter | ParquetResultWriter:
@@ -521,6 +556,7 @@ class _Scoring:
         self.evaluation: Evaluation | None = None
         self.stopped: str | None = None
         self.stop_message: str | None = None
+        self.events: Any = None  # the evaluation events file (otel_out), written before the results
 
     def stop(self, signum: int) -> None:
         """Stop once the rows scored are written; a second stop stops at once. Safe in a signal handler."""
@@ -589,6 +625,8 @@ class _Scoring:
         assert evaluation is not None
         for result in evaluation:
             self._note(list(result.row))
+            if self.events is not None:
+                self.events.write(result)
             self.writer.write(result.to_record(with_metadata=self.run.metadata))
             if not evaluation.waiting:  # the next row is still being scored: hand what is written to the OS
                 self.writer.flush()

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 from .. import engines
 from ..batch import Summary
 from ..errors import ConfigError
+from ..options import OtelOptions
 from ..registry import registry
 from ..run import OptionError, Run
 from ._common import (
@@ -95,6 +96,7 @@ def add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser], templates:
     )
     add_options(p_run, Run, _SPEND_OPTIONS)
     add_options(p_run, Run, _OUTPUT_OPTIONS)
+    add_options(p_run, OtelOptions, _OTEL_OPTIONS)
     p_run.add_argument("--summary-json", type=file_path, metavar="PATH", help="also write the summary as JSON")
     add_options(p_run, Run, _EXIT_OPTIONS)
     add_progress(p_run)
@@ -182,6 +184,11 @@ _OUTPUT_OPTIONS = {
     "metadata": Flag(),
 }
 _EXIT_OPTIONS = {"fail_on_error": Flag()}
+_OTEL_OPTIONS = {
+    "otel_rows": Flag(metavar="trace|span:OP"),
+    "sample": Flag(metavar="FRACTION"),
+    "otel_out": Flag(metavar="EVENTS.jsonl", type=file_path),
+}
 _SPEND_OPTIONS = {"dry_run": Flag(), "max_cost": Flag(metavar="USD")}
 
 
@@ -207,9 +214,11 @@ def _run_of(args: argparse.Namespace) -> Run:
     params = scorer_params(args.scorers, args.param)
     scorers = [registry.get(name, **params[name]) for name in args.scorers]
     engine = engines.registry.get(args.engine, **dict(parse_pairs(args.engine_options, "--engine-option")))
-    flags = {**_OPTIONS, **_ORDER_OPTIONS, **_OUTPUT_OPTIONS, **_EXIT_OPTIONS, **_SPEND_OPTIONS}
+    flags = {**_OPTIONS, **_ORDER_OPTIONS, **_OUTPUT_OPTIONS, **_EXIT_OPTIONS, **_SPEND_OPTIONS, **_OTEL_OPTIONS}
+    otel = OtelOptions(**options_of(args, _OTEL_OPTIONS))
+    options = options_of(args, {name: flag for name, flag in flags.items() if name not in _OTEL_OPTIONS})
     try:
-        return Run(args.data, scorers, engine=engine, progress=wants_progress(args), **options_of(args, flags))
+        return Run(args.data, scorers, engine=engine, progress=wants_progress(args), otel=otel, **options)
     except OptionError as exc:
         names = flags.get(exc.option, Flag()).names or (f"--{exc.option.replace('_', '-')}",)
         raise ConfigError(f"{names[-1]} {exc.problem}") from None

@@ -54,6 +54,16 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "TER": [{"normalized": True, "no_punct": True, "asian_support": True}],
     "ROUGE": [{"use_stemmer": True, "tokenizer": "unicode"}],
     "ToolCallF1": [{"multiset": False}],
+    "ToolLoop": [
+        {"max_repeats": 1, "tokens": "characters", "ngram": 3, "min_tokens": 1, "rules": {"*": {"n": "numeric"}}}
+    ],
+    "ToolPermission": [
+        {
+            "allow": ["s*", "[a-f]?"],
+            "deny": ["*x*"],
+            "constraints": [{"argument": "a", "prefix": "/a"}, {"argument": "u", "hosts": "h"}],
+        }
+    ],
     "ToolCallMatch": [
         {"arguments": "loose", "order": "in_order", "extra_calls": "ignore"},
         {"arguments": "ignore", "order": "exact"},

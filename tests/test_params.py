@@ -18,6 +18,8 @@ from scorers.registry import entries
 
 #: ``str(inspect.signature(cls))`` of every registered scorer class, as the hand-written constructors gave it.
 PINNED = {
+    "scorers.agents.loops.ToolLoop": "(*, max_repeats: 'int' = 2, max_cycles: 'int' = 2, max_period: 'int' = 10, similarity: 'float' = 0.9, max_turn_repeats: 'int' = 1, ngram: 'int' = 1, tokens: 'str' = 'words', min_tokens: 'int' = 5, arguments: 'Any' = 'exact', rules: 'Mapping[str, Any] | None' = None, name: 'str | None' = None) -> 'None'",
+    "scorers.agents.permissions.ToolPermission": "(*, allow: 'Any' = None, deny: 'Any' = None, constraints: 'Any' = None, name: 'str | None' = None) -> 'None'",
     "scorers.agents.tool_calls.ToolCallF1": "(*, multiset: 'bool' = True, name: 'str | None' = None) -> 'None'",
     "scorers.agents.tool_calls.ToolCallMatch": "(*, arguments: 'Any' = 'exact', rules: 'Mapping[str, Any] | None' = None, order: 'str' = 'any', extra_calls: 'str' = 'penalise', max_calls: 'int | None' = 1000, name: 'str | None' = None) -> 'None'",
     "scorers.agents.tool_calls.ToolCallValid": "(*, tools: 'Any' = None, timeout_s: 'float | None' = 1.0, name: 'str | None' = None) -> 'None'",

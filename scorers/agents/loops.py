@@ -183,7 +183,8 @@ class ToolLoop(_ToolCallScorer):
     - ``repeated_call``: one call (the same name, arguments that agree under ``arguments`` and ``rules``, as for
       :class:`~scorers.agents.tool_calls.ToolCallMatch`) made more than ``max_repeats`` times anywhere in the
       trajectory. With rules that do not compare equal values (``numeric``, a text scorer, ``subset``), a call is
-      the same as the first earlier call of that tool it agrees with, that call as the expected side.
+      the same as the first earlier call of that tool it agrees with, that call as the expected side (time: the
+      calls times the distinct calls of a tool; ``exact`` and ``loose`` take linear time).
     - ``cycle``: a block of 2 to ``max_period`` calls, not itself a shorter block repeated, repeated back to back
       more than ``max_cycles`` times (``A B A B A B``: the block ``A B`` three times). The stretch is the longest
       one; the earliest and shortest block is listed first.

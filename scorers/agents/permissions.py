@@ -39,23 +39,28 @@ _PATTERNS = "a list of tool-name patterns, JSON text of one, or patterns separat
 
 def patterns(value: Any) -> tuple[str, ...]:
     """Glob patterns from a list of strings, JSON text of one, or text of patterns separated by commas (blanks
-    around each dropped); anything else is a ValueError.
+    around each dropped; text that starts with ``[`` and is no JSON list is one pattern, a set such as
+    ``[a-c]*``); anything else is a ValueError.
 
-    >>> patterns("read_*, search"), patterns('["a?"]'), patterns([])
-    (('read_*', 'search'), ('a?',), ())
+    >>> patterns("read_*, search"), patterns('["a?"]'), patterns("[a-c]*"), patterns([])
+    (('read_*', 'search'), ('a?',), ('[a-c]*',), ())
     """
     if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("["):
-            try:
-                value = json.loads(text)
-            except (ValueError, RecursionError):
-                raise ValueError(f"is text that starts like a JSON list but is not one ({_PATTERNS})") from None
-        else:
-            return tuple(part.strip() for part in text.split(",") if part.strip())
+        try:
+            parsed = json.loads(value) if value.lstrip().startswith("[") else None
+        except (ValueError, RecursionError):
+            parsed = None
+        if parsed is None:
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        value = parsed
     if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) and item for item in value):
         raise ValueError(f"must be {_PATTERNS}, got {value!r:.200}")
     return tuple(value)
+
+
+def _given(value: Any) -> bool:
+    """Whether a list of patterns is given: not None, nor blank text (an empty CSV cell)."""
+    return value is not None and not (isinstance(value, str) and not value.strip())
 
 
 def _components(path: str) -> tuple[str, ...]:
@@ -191,7 +196,7 @@ class ToolPermission(_ToolCallScorer):
     Names match glob patterns case-sensitively (:func:`fnmatch.fnmatchcase`: ``*``, ``?``, ``[abc]``,
     ``[!abc]``). **Deny wins over allow.** ``allow=None`` (the default) allows every tool not denied; an empty
     list allows none. A row's ``allow`` or ``deny`` field (a list, JSON text of one, or patterns separated by
-    commas) replaces the scorer's. ``constraints``: a list of ``{"tool": pattern (default "*"), "argument": key
+    commas; blank text, an empty CSV cell, is not given) replaces the scorer's. ``constraints``: a list of ``{"tool": pattern (default "*"), "argument": key
     or dot path, "prefix": path(s)}`` or ``{..., "hosts": host pattern(s)}``: a path must be within a prefix after
     :func:`posixpath.normpath` (component by component, so ``..`` cannot leave it and ``/srv/data`` does not hold
     ``/srv/database``); a URL's host name, lower-cased, must match a host pattern; a value that is no string, a
@@ -236,7 +241,7 @@ class ToolPermission(_ToolCallScorer):
 
     def _configured(self, name: str, value: Any) -> tuple[str, ...] | None:
         try:
-            return None if value is None else patterns(value)
+            return patterns(value) if _given(value) else None
         except ValueError as exc:
             raise ConfigError(f"{self.name}: {name} {exc}", scorer=self.name) from None
 
@@ -248,7 +253,7 @@ class ToolPermission(_ToolCallScorer):
         }
 
     def _row_patterns(self, field: str, value: Any, default: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        if value is None:
+        if not _given(value):
             return default
         try:
             return patterns(value)

@@ -147,6 +147,15 @@ VECTORS = [
         [(1, ["allow"])],
     ),
     ("a row's allow as JSON text", [("a", {}), ("b", {})], {}, {"allow": '["b*"]'}, 0.5, [(0, ["allow"])]),
+    (
+        "a row's blank allow is not given",
+        [("a", {}), ("b", {})],
+        {"allow": ["a"]},
+        {"allow": " "},
+        0.5,
+        [(1, ["allow"])],
+    ),
+    ("a set as text is one pattern", [("a1", {}), ("d1", {})], {}, {"allow": "[a-c]*"}, 0.5, [(1, ["allow"])]),
 ]
 
 
@@ -228,7 +237,7 @@ def test_hosts_are_read_from_the_parsed_url():
     [
         ({"allow": 5}, "allow must be a list of tool-name patterns"),
         ({"deny": ["ok", ""]}, "deny must be a list of tool-name patterns"),
-        ({"allow": "[not json"}, "allow is text that starts like a JSON list but is not one"),
+        ({"allow": '["a", 1]'}, "allow must be a list of tool-name patterns"),
         ({"constraints": {"argument": "p"}}, "constraints must be a list of objects"),
         ({"constraints": [{"argument": "p"}]}, "constraints[0] give exactly one of prefix"),
         ({"constraints": [{"argument": "p", "prefix": "/a", "hosts": ["h"]}]}, "give exactly one of prefix"),
@@ -251,7 +260,7 @@ def test_bad_settings_are_config_errors(params, message):
     [
         ({"output": "{not json"}, "output", "is text that is not JSON"),
         ({"output": [], "allow": ["a", 3]}, "allow", "must be a list of tool-name patterns"),
-        ({"output": [], "deny": "[1"}, "deny", "starts like a JSON list"),
+        ({"output": [], "deny": '[""]'}, "deny", "must be a list of tool-name patterns"),
         ({"output": [], "allow": 7}, "allow", "must be list or tuple or str"),
     ],
 )

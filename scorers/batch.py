@@ -134,6 +134,8 @@ class Summary:
         self.rows = 0
         self.started = time.perf_counter()
         self.elapsed_s = 0.0
+        #: the worker processes a run with ``--workers`` > 1 used, and why fewer than asked (``1 (asked 2: ...)``)
+        self.workers: str | None = None
 
     def add(self, result: RowResult) -> None:
         self.rows += 1
@@ -230,6 +232,7 @@ class Summary:
             "elapsed_s": round(self.elapsed_s, 3),
             "scorers": self.scorers,
             "problems": self.problems,
+            **({"workers": self.workers} if self.workers is not None else {}),
         }
 
 

@@ -25,6 +25,7 @@ from .base import Scorer
 from .batch import BatchScorer, OptionError, RowResult, Summary, at_least_one, resolve_scorers
 from .engines import Engine, Local, engine_named
 from .engines.local import score_jsonl
+from .engines.worker_plan import WorkersUsed
 from .errors import ConfigError, DataError, ScorerError
 from .io import (
     JsonlLines,
@@ -604,7 +605,9 @@ class _Scoring:
         run, summary = self.run, self.summary
         unit = BatchScorer(run.scorers, mapping=run.mapping, concurrency=run.concurrency)
         assert isinstance(self.writer, ResultWriter)
-        for scored in score_jsonl(unit, source, workers=run.workers, metadata=run.metadata, output=run.output):
+        for scored in score_jsonl(
+            unit, source, workers=run.workers, metadata=run.metadata, output=run.output, on_workers=self._workers
+        ):
             if self.received:
                 raise KeyboardInterrupt
             if scored is None:  # still scoring
@@ -619,6 +622,12 @@ class _Scoring:
                 progress.update(scored.rows)
             if scored.error is not None:
                 raise scored.error
+
+    def _workers(self, used: WorkersUsed) -> None:
+        """Where the run uses fewer workers than asked, say so and why, on stderr and in the summary."""
+        if used.why:
+            self.summary.workers = str(used)
+            print(used.notice(), file=sys.stderr)
 
     def _score_rows(self, progress: Any) -> None:
         evaluation = self.evaluation

@@ -16,11 +16,18 @@ from bounded import run_bounded
 pytestmark = pytest.mark.slow  # runs, signals and crashes in subprocesses (15 s of CPU for 11 tests)
 
 REPO = Path(__file__).resolve().parents[1]
+#: these runs test the worker processes themselves, on inputs too small for workers to pay: start them anyway
+ALWAYS_WORKERS = {**os.environ, "SCORERS_WORKERS": "always"}
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "scorers", "run", *args], capture_output=True, text=True, timeout=300, cwd=REPO
+        [sys.executable, "-m", "scorers", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+        env=ALWAYS_WORKERS,
     )
 
 
@@ -139,7 +146,7 @@ def _misbehaving(folder: Path, mode: str, bad_from: int) -> dict[str, str]:
     rows = [{"id": i, "output": "bad" if i >= bad_from else "good", "pad": "." * 160} for i in range(3000)]
     (folder / "data.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     return {
-        **os.environ,
+        **ALWAYS_WORKERS,
         "PYTHONPATH": str(site),
         "SCORERS_TEST_MODE": mode,
         "SCORERS_TEST_MARK": str(folder / "mark"),

@@ -38,6 +38,7 @@ from ..errors import ConfigError
 from ..io import JsonlLines, LineChunk
 from ..score import Score
 from .base import Engine, Job
+from .worker_plan import MIN_GAIN, WorkersGain, WorkersUsed, plan_workers
 
 __all__ = ["Local", "reorder_rows", "score_jsonl"]
 
@@ -122,6 +123,7 @@ def score_jsonl(
     workers: int = 1,
     metadata: bool = False,
     output: str | None = None,
+    on_workers: Callable[[WorkersUsed], None] | None = None,
 ) -> Generator[ScoredLines | None, None, None]:
     """The rest of ``source`` scored by ``unit`` (whose scorers are all sync) into results lines
     (:meth:`BatchScorer.score_lines`), chunk by chunk in input order; None every 0.1 s while the next chunk is
@@ -135,6 +137,9 @@ def score_jsonl(
     fresh processes (``forkserver``), which import scorers first. Each reads the JSON lines and writes the results
     lines itself. Chunks grow while they are scored fast (up to 128 KiB of lines); two per process are scored
     ahead at most.
+    Workers are started only where they can pay (:mod:`scorers.engines.worker_plan`: cores, load, the input's
+    size), and given up for one process once a window of chunks shows they do not; ``on_workers`` is told how many
+    were used and why fewer than asked (at the start, and again if they are given up).
     After a chunk whose :attr:`~ScoredLines.error` is set, no more input is read. A ConfigError is raised.
 
     >>> import os, tempfile
@@ -146,7 +151,8 @@ def score_jsonl(
     >>> [(c.rows, c.lines) for c in chunks]
     [(1, b'{"output": "a", "expected": "a", "scores": {"ExactMatch": 1.0}}\\n')]
     """
-    scoring = _LineScoring(unit, source, workers, functools.partial(_score_lines, metadata=metadata, output=output))
+    score = functools.partial(_score_lines, metadata=metadata, output=output)
+    scoring = _LineScoring(unit, source, workers, score, on_workers or (lambda used: None))
     try:
         while True:
             scoring.check_workers()
@@ -176,12 +182,18 @@ class _LineScoring:
         source: JsonlLines,
         workers: int,
         score: Callable[[BatchScorer, LineChunk], ScoredLines],
+        on_workers: Callable[[WorkersUsed], None],
     ) -> None:
         self.unit, self.source, self.workers, self.score = unit, source, workers, score
-        self.pool, self.started = _start_workers(unit, workers)  # started: done once a worker process is up
+        self.on_workers = on_workers
+        self.used = plan_workers(workers, input_bytes=_input_bytes(source))
+        on_workers(self.used)
+        self.pool, self.started = _start_workers(unit, self.used.used)  # started: done once a worker process is up
+        self.gain: WorkersGain | None = None  # the running check, from the first chunk sent to the workers
         self.thread = DaemonThreads()
         self.one_at_a_time = threading.Lock()
-        self.pending: collections.deque[tuple[concurrent.futures.Future[ScoredLines], bool]] = collections.deque()
+        # each chunk out: a worker's comes back with its CPU seconds (True), the thread's without (False)
+        self.pending: collections.deque[tuple[concurrent.futures.Future[Any], bool]] = collections.deque()
         self.in_pool = 0  # of the pending chunks, those sent to the worker processes
         self.size = _FIRST_CHUNK_BYTES
         self.ended = False
@@ -194,8 +206,8 @@ class _LineScoring:
     def start_chunks(self) -> None:
         """Read and send out chunks while there is room for them (once up, the workers score every chunk)."""
         while not self.ended:
-            to_pool = self.started is not None and self.started.done()
-            if (self.in_pool >= 2 * self.workers) if to_pool else (len(self.pending) - self.in_pool >= 2):
+            to_pool = self.started is not None and self.started.done() and (self.gain is None or self.gain.pays)
+            if (self.in_pool >= 2 * self.used.used) if to_pool else (len(self.pending) - self.in_pool >= 2):
                 return
             chunk = self.source.next_chunk(self.size)
             if chunk is None:
@@ -208,6 +220,8 @@ class _LineScoring:
 
     def _to_pool(self, chunk: LineChunk) -> None:
         assert self.pool is not None
+        if self.gain is None:
+            self.gain = WorkersGain(time.perf_counter())
         try:
             future = self.pool.submit(_score_lines_in_worker, chunk, self.score)
         except concurrent.futures.process.BrokenProcessPool as exc:  # broke while the last chunk was out
@@ -225,11 +239,32 @@ class _LineScoring:
                 yield None
             except concurrent.futures.process.BrokenProcessPool as exc:
                 raise _broken(self.workers, self.pool) from exc
-        self.in_pool -= self.pending.popleft()[1]
+        in_pool = self.pending.popleft()[1]
+        if in_pool:
+            scored = self._from_pool(scored)
         if scored.seconds < _FAST_CHUNK_S:
             self.size = min(2 * self.size, _MAX_CHUNK_BYTES)
         elif scored.seconds > _SLOW_CHUNK_S:
             self.size = max(self.size // 2, _FIRST_CHUNK_BYTES)
+        return scored
+
+    def _from_pool(self, scored: Any) -> ScoredLines:
+        """A worker's chunk and its CPU seconds counted by the gain check; once the check says the workers do not
+        pay, no more chunks go to them, and once the last is back they end."""
+        scored, cpu_s = scored
+        self.in_pool -= 1
+        assert self.gain is not None and self.pool is not None
+        if self.gain.pays and self.gain.add(cpu_s, time.perf_counter()) is not None and not self.gain.pays:
+            self.used = WorkersUsed(
+                self.workers,
+                1,
+                f"the workers scored {self.gain.last:.2f}x as fast as one process, under the "
+                f"{MIN_GAIN}x that pays for feeding them; one process from then on",
+            )
+            self.on_workers(self.used)
+        if not self.gain.pays and not self.in_pool:
+            _release(self.pool, kill=False)
+            self.pool, self.started = None, None
         return scored
 
     def close(self) -> None:
@@ -251,6 +286,15 @@ def _start_workers(
         pool = _process_pool(unit, workers)
         return pool, DaemonThreads().submit(lambda: pool.submit(os.getpid).result())
     return None, None
+
+
+def _input_bytes(source: JsonlLines) -> int | None:
+    """The size of the file ``source`` reads (None: standard input, or not a regular file)."""
+    try:
+        stat = os.stat(source.path)
+    except (OSError, ValueError):
+        return None
+    return stat.st_size if source.path != "-" and os.path.isfile(source.path) else None
 
 
 def _holding(lock: threading.Lock, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -311,8 +355,13 @@ def _score_in_worker(args_per_scorer: list[list[dict[str, Any]]]) -> list[list[S
     return [score_sync(scorer, args) for scorer, args in zip(_worker_unit[0].scorers, args_per_scorer)]
 
 
-def _score_lines_in_worker(chunk: LineChunk, score: Callable[[BatchScorer, LineChunk], ScoredLines]) -> ScoredLines:
-    return score(_worker_unit[0], chunk)
+def _score_lines_in_worker(
+    chunk: LineChunk, score: Callable[[BatchScorer, LineChunk], ScoredLines]
+) -> tuple[ScoredLines, float]:
+    """The chunk scored, and the CPU seconds that took (the gain check's measure of one process's time)."""
+    started = time.process_time()
+    scored = score(_worker_unit[0], chunk)
+    return scored, time.process_time() - started
 
 
 def _broken(workers: int, pool: concurrent.futures.ProcessPoolExecutor | None) -> ConfigError:

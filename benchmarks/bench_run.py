@@ -4,8 +4,11 @@
    that run and of a 100,000-row one (goal: flat, a ratio near 1). Beside it, the floor: the same JSON lines read
    and the same results lines written (orjson, ``scorers.io``) by a process that scores nothing, so that the
    difference is what scoring and the run's bookkeeping cost.
-2. ``--workers``: ROUGE-L alone on 100,000 rows at 1 and 2 workers (goal: 2 workers at least 1.7 times as fast),
-   and the ROUGE-L + METEOR + BLEU mix, each time checking that the results files are identical.
+2. ``--workers``: ROUGE-L alone on 100,000 and 500,000 rows at 1 and 2 workers (goal: at least 0.85 of the
+   machine's parallel ceiling, and never under 1x), and the ROUGE-L + METEOR + BLEU mix, each time checking that the
+   results files are identical. Beside each run with workers: the ceiling measured just before and after it
+   (``bench_workers.ceiling``: N busy loops at once against one), the speed-up's share of it, the load average,
+   and the workers the run used (its summary's ``workers``: absent where it used all it was asked for).
 
 Each run is its own process, timed from its start (imports included) to its end.
 
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_workers import ceiling  # noqa: E402
 from common import make_pairs, write_json  # noqa: E402
 
 #: Runs a command as a child and prints its exit code, wall time and peak RSS (KiB), measured by the kernel.
@@ -115,8 +119,11 @@ def workers(tmp: Path, case: str, scorers: list[str], rows: int, most: int) -> l
     run(warm, os.devnull, scorers)  # WordNet's index, the page cache
     results, base = [], None
     for count in range(1, most + 1):
-        out = tmp / f"out{count}.jsonl"
-        seconds, rss = run(data, out, scorers, "--workers", str(count))
+        out, summary = tmp / f"out{count}.jsonl", tmp / "summary.json"
+        top = ceiling(count) if count > 1 else 1.0
+        seconds, rss = run(data, out, scorers, "--workers", str(count), "--summary-json", str(summary))
+        if count > 1:
+            top = (top + ceiling(count)) / 2
         if count > 1 and not filecmp.cmp(tmp / "out1.jsonl", out, shallow=False):
             raise SystemExit(f"{case}: --workers {count} wrote a different file than --workers 1")
         base = base or seconds
@@ -127,6 +134,10 @@ def workers(tmp: Path, case: str, scorers: list[str], rows: int, most: int) -> l
                 "rows_per_s": rows / seconds,
                 "peak_rss_mib": rss / 1024,
                 "speedup": base / seconds,
+                "ceiling": top,
+                "share_of_ceiling": base / seconds / top,
+                "workers_used": json.loads(summary.read_text()).get("workers", str(count)),
+                "load_average": list(os.getloadavg()),
             }
         )
     return results
@@ -142,6 +153,7 @@ def main() -> None:
         help="the sizes of the streaming runs (rows/s is the larger one's)",
     )
     parser.add_argument("--rows", type=int, default=100_000, help="rows of the ROUGE-L --workers comparison")
+    parser.add_argument("--large-rows", type=int, default=500_000, help="rows of its larger run (0: none)")
     parser.add_argument("--mix-rows", type=int, default=50_000, help="rows of the three-metric --workers comparison")
     parser.add_argument("--workers-max", type=int, default=2)
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
@@ -152,6 +164,8 @@ def main() -> None:
         rouge = workers(tmp, "ROUGE-L", ["-s", "ROUGE-L"], args.rows, args.workers_max)
         rouge[1 if len(rouge) > 1 else 0]["goal_speedup"] = 1.7
         results += rouge
+        if args.large_rows:
+            results += workers(tmp, f"ROUGE-L, {args.large_rows:,} rows", ["-s", "ROUGE-L"], args.large_rows, 2)
         results += workers(tmp, "ROUGE-L+METEOR+BLEU", MIX_SCORERS, args.mix_rows, args.workers_max)
     load = os.getloadavg()
     print(f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
@@ -167,6 +181,10 @@ def main() -> None:
         if "speedup" in r and "--workers 1" not in r["case"]:
             figures += f"  {r['speedup']:.2f}x --workers 1" + (
                 f" (goal >= {r['goal_speedup']})" if "goal_speedup" in r else ""
+            )
+            figures += (
+                f", ceiling {r['ceiling']:.2f}x: {r['share_of_ceiling']:.2f} of it (goal >= 0.85), "
+                f"workers used {r['workers_used']}, load {r['load_average'][0]:.2f}"
             )
         print(f"{r['case']:<45} {figures}")
     if args.json:

@@ -7,7 +7,8 @@ run's time goes.
    speed-up is stated as a share of what the machine gave during that same minute.
 2. The speed-up: ``python -m scorers run FILE -s ROUGE-L --workers N`` against ``--workers 1``, each its own
    process timed from its start to its end, the results files compared byte for byte; the worker count the run
-   used (its ``--summary-json``'s ``workers``) beside it.
+   used (its ``--summary-json``'s ``workers``) beside it, and the speed-up of the workers forced on
+   (``SCORERS_WORKERS=always``), which is what the engine's rule saves where they do not pay.
 3. The breakdown (``--breakdown``): the same work split into its parts, each timed alone in this process: start
    (a whole run of one row: interpreter, imports, scorer, summary), reading the input's chunks, parsing and scoring
    them into results lines (:meth:`BatchScorer.score_lines`), writing those bytes; then a workers run in this
@@ -74,12 +75,14 @@ def ceiling(processes: int = 2, seconds: float = SPIN_S) -> float:
     return processes * min(alone) / min(together)
 
 
-def timed_run(data: Path, out: Path, workers: int, summary: Path | None = None) -> float:
-    """Wall seconds of one ``python -m scorers run`` of ROUGE-L, from its start to its end."""
+def timed_run(data: Path, out: Path, workers: int, summary: Path | None = None, always: bool = False) -> float:
+    """Wall seconds of one ``python -m scorers run`` of ROUGE-L, from its start to its end (``always``: with
+    ``SCORERS_WORKERS=always``, the workers started and kept where the engine's rule would not)."""
     command = [sys.executable, "-m", "scorers", "run", str(data), "-s", "ROUGE-L", "-o", str(out), "--no-progress"]
     command += ["--workers", str(workers)] + (["--summary-json", str(summary)] if summary else [])
     started = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {**os.environ, "SCORERS_WORKERS": "always"} if always else None
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     return time.perf_counter() - started
 
 
@@ -89,10 +92,11 @@ def speedup(tmp: Path, data: Path, rows: int, workers: int) -> dict[str, Any]:
     before = ceiling(workers)
     one = timed_run(data, tmp / "one.jsonl", 1)
     many = timed_run(data, tmp / "many.jsonl", workers, tmp / "summary.json")
+    forced = timed_run(data, tmp / "forced.jsonl", workers, always=True)
     after = ceiling(workers)
     if not filecmp.cmp(tmp / "one.jsonl", tmp / "many.jsonl", shallow=False):
         raise SystemExit(f"--workers {workers} wrote a different file than --workers 1 ({rows:,} rows)")
-    used = json.loads((tmp / "summary.json").read_text()).get("workers")
+    used = json.loads((tmp / "summary.json").read_text()).get("workers", str(workers))
     top = (before + after) / 2
     return {
         "case": f"ROUGE-L, {rows:,} rows, --workers {workers}",
@@ -102,6 +106,8 @@ def speedup(tmp: Path, data: Path, rows: int, workers: int) -> dict[str, Any]:
         "one_s": one,
         "many_s": many,
         "speedup": one / many,
+        "forced_s": forced,
+        "forced_speedup": one / forced,
         "ceiling": top,
         "ceilings": [before, after],
         "share_of_ceiling": one / many / top,
@@ -138,14 +144,18 @@ def breakdown(tmp: Path, data: Path, workers: int) -> dict[str, float]:
         for block in lines:
             out.write(block)
     parts["write_s"] = time.perf_counter() - started
-    for count in sorted({1, workers}):
-        wall, cpu = time.perf_counter(), time.process_time()
-        with JsonlLines(str(data)) as source, open(tmp / "in_process.jsonl", "wb") as out:
-            for scored in score_jsonl(unit, source, workers=count):
-                if scored is not None:
-                    out.write(scored.lines)
-        parts[f"score_jsonl_workers_{count}_s"] = time.perf_counter() - wall
-        parts[f"score_jsonl_workers_{count}_parent_cpu_s"] = time.process_time() - cpu
+    os.environ["SCORERS_WORKERS"] = "always"  # the workers' own path, whatever the load
+    try:
+        for count in sorted({1, workers}):
+            wall, cpu = time.perf_counter(), time.process_time()
+            with JsonlLines(str(data)) as source, open(tmp / "in_process.jsonl", "wb") as out:
+                for scored in score_jsonl(unit, source, workers=count):
+                    if scored is not None:
+                        out.write(scored.lines)
+            parts[f"score_jsonl_workers_{count}_s"] = time.perf_counter() - wall
+            parts[f"score_jsonl_workers_{count}_parent_cpu_s"] = time.process_time() - cpu
+    finally:
+        del os.environ["SCORERS_WORKERS"]
     return parts
 
 
@@ -176,7 +186,8 @@ def main() -> None:
                 results.append(r)
                 print(
                     f"{r['case']:<36} {r['one_s']:6.2f} s / {r['many_s']:6.2f} s = {r['speedup']:.2f}x, ceiling "
-                    f"{r['ceiling']:.2f}x: {r['share_of_ceiling']:.2f} of it; used {r['workers_used']}; "
+                    f"{r['ceiling']:.2f}x: {r['share_of_ceiling']:.2f} of it; used {r['workers_used']}; workers forced "
+                    f"{r['forced_speedup']:.2f}x; "
                     f"load {r['load_average'][0]:.2f}",
                     flush=True,
                 )

@@ -230,6 +230,11 @@ TOOL_CALLS = [
     {"id": f"c{i}", "type": "function", "function": {"name": "search", "arguments": '{"q": "the cat sat"}'}}
     for i in range(2)
 ]
+#: A ChatCompletion with its usage (what TokenBudget reads).
+CHAT_COMPLETION = {
+    "choices": [{"message": {"role": "assistant", "content": "the cat sat on the mat"}}],
+    "usage": {"prompt_tokens": 40, "completion_tokens": 20, "total_tokens": 60},
+}
 #: The image a field a judge's template declares an attachment holds (scorers.attachments).
 IMAGE = scorers.Attachment.from_base64(scorers.attachments.TINY_PNG)
 CONVERSATION = [
@@ -259,6 +264,8 @@ def _row(name: str) -> dict:
         "ToolCallF1": {"output": TOOL_CALLS, "expected": ["search"]},
         "ToolLoop": {"output": CONVERSATION},
         "ToolPermission": {"output": TOOL_CALLS},
+        "StepBudget": {"output": CONVERSATION, "budget": {"steps": 3}},
+        "TokenBudget": {"output": CHAT_COMPLETION, "budget": {"total_tokens": 100}},
         **dict.fromkeys(
             ("ArgumentCorrectness", "TurnRelevancy", "KnowledgeRetention", "ConversationCompleteness"),
             {"conversation": [*CONVERSATION, {"role": "assistant", "content": "the cat sat on the mat"}]},

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
 
-from scorers.agents.model import ROLES, Conversation, FrozenDict, Message, ToolCall, freeze
+from scorers.agents.model import ROLES, Conversation, FrozenDict, Message, ToolCall, Usage, freeze
 from scorers.attachments import Attachment, AttachmentError, is_hosted
 from scorers.fields import utf8_encodable
 
@@ -26,8 +26,46 @@ _TEXT_PARTS = {"text": "text", "input_text": "text", "output_text": "text", "ref
 _ATTACHMENT_PARTS = frozenset({"image", "image_url", "input_image", "input_audio", "file", "input_file", "document"})
 #: Content parts with nothing to score (hidden reasoning, a model's audio reply by id): skipped.
 _SKIPPED_PARTS = frozenset({"audio", "thinking", "redacted_thinking", "reasoning"})
-#: Responses output items with nothing to score (the model's reasoning summary).
-_SKIPPED_ITEMS = frozenset({"reasoning"})
+#: Responses output items with nothing to score (the model's reasoning summary; the tools an MCP server lists, and
+#: an approval asked or given for an MCP call, which is itself an ``mcp_call`` item when it runs).
+_SKIPPED_ITEMS = frozenset({"reasoning", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response"})
+#: The ``type`` of a call of a Model Context Protocol tool: Responses' item, Anthropic's block, and
+#: :meth:`ToolCall.to_dict <scorers.agents.model.ToolCall.to_dict>`'s.
+_MCP_CALLS = frozenset({"mcp_call", "mcp_tool_use", "mcp"})
+#: Where each format keeps a response's token counts: its name, then the path of the input, output, cache-read
+#: and cache-write counts. Anthropic's ``input_tokens`` leaves out the cached tokens (added here); the others'
+#: input counts hold them.
+_USAGE_SHAPES: dict[str, tuple[str, ...]] = {
+    "chat": (
+        "ChatCompletion usage",
+        "prompt_tokens",
+        "completion_tokens",
+        "prompt_tokens_details.cached_tokens",
+        "prompt_tokens_details.cache_write_tokens",
+    ),
+    "responses": (
+        "Response usage",
+        "input_tokens",
+        "output_tokens",
+        "input_tokens_details.cached_tokens",
+        "input_tokens_details.cache_write_tokens",
+    ),
+    "anthropic": (
+        "Anthropic Message usage",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    ),
+    "langchain": (
+        "LangChain usage_metadata",
+        "input_tokens",
+        "output_tokens",
+        "input_token_details.cache_read",
+        "input_token_details.cache_creation",
+    ),
+}
+_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 #: LangChain's message types (``message.type``), and the role each one is.
 _LANGCHAIN_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "chat": ""}
 #: LangChain's message classes (the last entry of a serialised message's ``id``), and their ``type``.
@@ -99,6 +137,8 @@ class _Builder:
     #: reading stops (:class:`_TooMany`) at the call after this many
     max_calls: int | None = None
     calls: int = 0
+    #: the usage of each model response read so far (``None``: one that carried none)
+    usages: list[Usage | None] = field(default_factory=list)
 
     @property
     def entries(self) -> list[tuple[str, Message]]:
@@ -130,6 +170,23 @@ class _Builder:
             self.calls -= len(calls)  # counted again by add
             self.add(where, Message("assistant", None, tuple(calls)))
 
+    def response(self, usage: Usage | None) -> None:
+        """A model response read, with its usage (``None``: it carried none)."""
+        self.usages.append(usage)
+
+    def usage(self) -> Usage | None:
+        """The usage of the responses read, summed once each; ``None`` when none carried any."""
+        reported = [usage for usage in self.usages if usage is not None]
+        if not reported:
+            return None
+        total = reported[0]
+        for usage in reported[1:]:
+            total += usage
+        unreported = len(self.usages) - len(reported)
+        if unreported:  # its counts are unknown: so are the sums
+            total += Usage(responses=unreported, reported=0, missing=FrozenDict({count: "usage" for count in _COUNTS}))
+        return total
+
     def conversation(self) -> Conversation:
         """The conversation, once each text is checked and each tool result answers an earlier call."""
         calls: dict[str, tuple[str, ToolCall]] = {}
@@ -154,7 +211,58 @@ class _Builder:
                 if message.name is None:
                     message = replace(message, name=answered[1].name)
             messages.append(message)
-        return Conversation(tuple(messages))
+        return Conversation(tuple(messages), usage=self.usage())
+
+
+def _count(where: str, key: str, value: Any) -> int:
+    if type(value) is not int or value < 0:
+        raise _Malformed(f"at {where}: usage {key} is {_shown(value)}, not a count of tokens (an integer >= 0)")
+    return value
+
+
+def _usage(where: str, usage: Any, shape: str, source: str | None = None) -> Usage:
+    """A response's token counts in one of :data:`_USAGE_SHAPES` (a count absent is ``None``, never 0)."""
+    if not _is_object(usage):
+        raise _Malformed(f"at {where}: usage is of type {type(usage).__name__}, not an object of token counts")
+    name, *paths = _USAGE_SHAPES[shape]
+    counts: list[int | None] = []
+    missing = {}
+    for count, path in zip(_COUNTS, paths):
+        value: Any = usage
+        for key in path.split("."):
+            value = value.get(key) if _is_object(value) else None
+        counts.append(None if value is None else _count(where, path, value))
+        if value is None:
+            missing[count] = path
+    if shape == "anthropic" and counts[0] is not None:  # Anthropic's input_tokens leaves out the cached tokens
+        counts[0] += (counts[2] or 0) + (counts[3] or 0)
+    found: dict[str, Any] = dict(zip(_COUNTS, counts))
+    return Usage(**found, source=source or name, missing=FrozenDict(missing))
+
+
+def _message_usage(where: str, item: Mapping[str, Any]) -> Usage | None:
+    """The usage a message carries itself (an Anthropic Message in a list; a ChatCompletion's usage is read with
+    the document), or ``None``."""
+    usage = item.get("usage")
+    if usage is None:
+        return None
+    shape = "chat" if _is_object(usage) and "prompt_tokens" in usage else "anthropic"
+    return _usage(f"{where}, usage", usage, shape)
+
+
+def _langchain_usage(where: str, data: Mapping[str, Any]) -> Usage | None:
+    """An AI message's usage: LangChain's ``usage_metadata``, else the provider's in ``response_metadata``
+    (OpenAI's ``token_usage``, Anthropic's ``usage``), or ``None``."""
+    if data.get("usage_metadata") is not None:
+        return _usage(f"{where}, usage_metadata", data["usage_metadata"], "langchain")
+    metadata = data.get("response_metadata")
+    metadata = metadata if _is_object(metadata) else {}
+    for key in ("token_usage", "usage"):
+        usage = metadata.get(key)
+        if _is_object(usage):
+            shape = "chat" if "prompt_tokens" in usage else "anthropic"
+            return _usage(f"{where}, response_metadata.{key}", usage, shape, f"LangChain response_metadata.{key}")
+    return None
 
 
 def _from_items(items: Any, builder: _Builder, *, label: str = "message") -> _Builder:
@@ -182,6 +290,7 @@ def _is_message(item: Any) -> bool:
         or kind in _LANGCHAIN_ROLES
         or kind in ("message", "function_call_output")
         or kind in _SKIPPED_ITEMS
+        or ("jsonrpc" in item and item.get("method") != "tools/call")  # MCP: a response, or another method
     )
 
 
@@ -211,6 +320,10 @@ def _read_item(builder: _Builder, where: str, item: Any) -> None:
         _read_langchain(builder, where, kind, data if _is_object(data) else item)
     elif kind == "function_call":
         builder.add_calls(where, (_call(where, item),))
+    elif kind == "mcp_call":
+        _read_mcp_call(builder, where, item)
+    elif "jsonrpc" in item:
+        _read_rpc(builder, where, item)
     elif kind == "function_call_output":
         builder.add(
             where, Message("tool", _result(where, item.get("output")), tool_call_id=_id(where, item.get("call_id")))
@@ -243,6 +356,8 @@ def _read_role_message(builder: _Builder, where: str, item: Mapping[str, Any]) -
         builder.add(result_where, result)
     if results and content is None and not calls:
         return
+    if role == "assistant":
+        builder.response(_message_usage(where, item))
     builder.add(
         where,
         Message(
@@ -287,6 +402,8 @@ def _read_langchain(builder: _Builder, where: str, kind: str, data: Mapping[str,
     calls = _calls(where, data.get("tool_calls") or extra.get("tool_calls")) or content_calls
     for result_where, result in results:
         builder.add(result_where, result)
+    if role == "assistant":
+        builder.response(_langchain_usage(where, data))
     builder.add(
         where,
         Message(
@@ -362,6 +479,8 @@ def _call(where: str, item: Any) -> ToolCall:
     """One call, in any call shape: OpenAI's ``function``, flat ``name`` + arguments (as text or an object)."""
     if not _is_object(item):
         raise _Malformed(f"at {where}: is of type {type(item).__name__}, not a call object")
+    if item.get("method") == "tools/call":  # MCP's JSON-RPC request: the call is its params
+        return _rpc_call(where, item)
     function = item.get("function")
     source = function if _is_object(function) else item
     name = source.get("name")
@@ -376,7 +495,64 @@ def _call(where: str, item: Any) -> ToolCall:
     call_id = item.get("call_id")
     if call_id is None:
         call_id = item.get("id")
-    return ToolCall(name, _arguments(where, arguments), _id(where, call_id))
+    if _kind(item) not in _MCP_CALLS:
+        return ToolCall(name, _arguments(where, arguments), _id(where, call_id))
+    server = item.get("server_label", item.get("server_name"))
+    return ToolCall(
+        name, _arguments(where, arguments), _id(where, call_id), "mcp", _text(where, "server label", server)
+    )
+
+
+def _rpc_id(where: str, value: Any) -> str | None:
+    """A JSON-RPC id (text or a number) as text."""
+    return str(value) if type(value) is int else _id(where, value)
+
+
+def _rpc_call(where: str, request: Mapping[str, Any]) -> ToolCall:
+    """An MCP ``tools/call`` request (``{"jsonrpc": "2.0", "id", "method": "tools/call", "params": {"name",
+    "arguments"}}``) as an MCP call."""
+    params = request.get("params")
+    if not _is_object(params):
+        raise _Malformed(f"at {where}: a tools/call request with no params object")
+    call = _call(where, {"name": params.get("name"), "arguments": params.get("arguments")})
+    return replace(call, id=_rpc_id(where, request.get("id")), kind="mcp")
+
+
+def _read_rpc(builder: _Builder, where: str, item: Mapping[str, Any]) -> None:
+    """A JSON-RPC message of MCP: a ``tools/call`` request is a call, the response to one (``result``: ``content``
+    and ``isError``; or an ``error``) its result; any other request, notification or response is skipped."""
+    if item.get("method") == "tools/call":
+        builder.add_calls(where, (_rpc_call(where, item),))
+        return
+    call_id = _rpc_id(where, item.get("id"))
+    if "method" in item or call_id is None or call_id not in builder.call_ids:
+        return  # another method (tools/list, initialize, ...), or the answer to one
+    result, error = item.get("result"), item.get("error")
+    if _is_object(result) and "content" in result:
+        builder.add(
+            where,
+            Message(
+                "tool", _result(where, result["content"]), tool_call_id=call_id, is_error=result.get("isError") is True
+            ),
+        )
+    elif _is_object(error):
+        builder.add(where, Message("tool", _result(where, error.get("message")), tool_call_id=call_id, is_error=True))
+
+
+def _read_mcp_call(builder: _Builder, where: str, item: Mapping[str, Any]) -> None:
+    """A Responses ``mcp_call`` item: the call, and its result where it ran (``output``, or an ``error``: text in
+    older versions, an object since)."""
+    call = _call(where, item)
+    builder.add_calls(where, (call,))
+    output, error = item.get("output"), item.get("error")
+    if output is None and error is None:
+        return
+    if error is not None:
+        text = _result(where, error.get("message", error.get("content")) if _is_object(error) else error)
+    else:
+        text = _result(where, output)
+    failed = error is not None or item.get("status") == "failed"
+    builder.add(where, Message("tool", text, tool_call_id=call.id, name=call.name, is_error=failed))
 
 
 def _arguments(where: str, arguments: Any) -> Any:

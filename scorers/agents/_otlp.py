@@ -10,8 +10,10 @@ from dataclasses import replace
 from typing import Any
 
 from scorers.agents._messages import (
+    _COUNTS,
     _Builder,
     _call,
+    _count,
     _id,
     _is_object,
     _json_problem,
@@ -21,10 +23,21 @@ from scorers.agents._messages import (
     _shown,
     _text,
 )
-from scorers.agents.model import ROLES, Message
+from scorers.agents.model import ROLES, FrozenDict, Message, Usage
 
 #: OTLP's status code of a failed span.
 _OTLP_STATUS_ERROR = 2
+#: The operations of an inference span (one model response each, its usage counted once); an agent's span
+#: (``invoke_agent``) totals the usage of the inference spans under it, and is not counted again.
+_INFERENCE = frozenset({"chat", "text_completion", "generate_content"})
+#: The attributes of an inference span's counts (:data:`~scorers.agents._messages._COUNTS`), each with the name
+#: the conventions used before 1.27 (``prompt_tokens``, ``completion_tokens``) where there was one.
+_USAGE_KEYS = (
+    ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+    ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
+    ("gen_ai.usage.cache_read.input_tokens",),
+    ("gen_ai.usage.cache_creation.input_tokens",),
+)
 
 
 def _from_otlp(document: Mapping[str, Any], builder: _Builder) -> _Builder:
@@ -43,9 +56,12 @@ def _from_otlp(document: Mapping[str, Any], builder: _Builder) -> _Builder:
     for index, span in ordered:
         where = f"span {index} ({_shown(span.get('name'))})"
         attributes = _otlp_attributes(where, span.get("attributes"))
-        if attributes.get("gen_ai.operation.name") == "execute_tool":
+        operation = attributes.get("gen_ai.operation.name")
+        if operation == "execute_tool":
             _read_tool_span(builder, where, attributes, span)
             continue
+        if isinstance(operation, str) and operation in _INFERENCE:
+            builder.response(_otlp_usage(where, attributes))
         if system is None and "gen_ai.system_instructions" in attributes:
             instructions = _otlp_json(where, "gen_ai.system_instructions", attributes["gen_ai.system_instructions"])
             system = Message("system", _otel_text(f"{where}, gen_ai.system_instructions", instructions))
@@ -56,6 +72,22 @@ def _from_otlp(document: Mapping[str, Any], builder: _Builder) -> _Builder:
     if system is not None:
         builder.entries.insert(0, ("gen_ai.system_instructions", system))
     return builder
+
+
+def _otlp_usage(where: str, attributes: Mapping[str, Any]) -> Usage | None:
+    """An inference span's usage (``gen_ai.usage.*``; a count absent is ``None``), or ``None`` when it has none."""
+    counts: list[int | None] = []
+    missing = {}
+    for count, keys in zip(_COUNTS, _USAGE_KEYS):
+        key = next((key for key in keys if attributes.get(key) is not None), keys[0])
+        value = attributes.get(key)
+        counts.append(None if value is None else _count(where, key, value))
+        if value is None:
+            missing[count] = key
+    if len(missing) == len(_COUNTS):
+        return None
+    found: dict[str, Any] = dict(zip(_COUNTS, counts))
+    return Usage(**found, source="OpenTelemetry gen_ai.usage attributes", missing=FrozenDict(missing))
 
 
 def _otlp_list(container: Any, key: str, where: str) -> list[Any]:

@@ -29,10 +29,23 @@ from typing import Any
 
 from scorers.attachments import Attachment
 
-__all__ = ["ROLES", "FrozenDict", "freeze", "thaw", "jsonable", "ToolCall", "Message", "Conversation"]
+__all__ = [
+    "ROLES",
+    "KINDS",
+    "FrozenDict",
+    "freeze",
+    "thaw",
+    "jsonable",
+    "ToolCall",
+    "Message",
+    "Usage",
+    "Conversation",
+]
 
 #: The roles a :class:`Message` may have (OpenAI's chat roles; ``developer`` is the newer name of ``system``).
 ROLES = ("system", "developer", "user", "assistant", "tool")
+#: The kinds of :class:`ToolCall`: a function the caller runs, or a tool of a Model Context Protocol server.
+KINDS = ("function", "mcp")
 
 
 class FrozenDict(dict[str, Any]):
@@ -108,20 +121,37 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ToolCall:
-    """One call of a tool: its ``name``, its parsed ``arguments`` (frozen JSON, usually an object) and its ``id``."""
+    """One call of a tool: its ``name``, its parsed ``arguments`` (frozen JSON, usually an object) and its ``id``;
+    ``kind``: ``"function"``, or ``"mcp"`` for a tool of a Model Context Protocol server (Anthropic's
+    ``mcp_tool_use``, Responses' ``mcp_call``, a JSON-RPC ``tools/call``), with the ``server`` label where the
+    format gives one. Two calls of one name and different kinds are different calls.
+
+    >>> ToolCall("search", id="t1", kind="mcp", server="docs")
+    ToolCall(name='search', arguments=FrozenDict({}), id='t1', kind='mcp', server='docs')
+    """
 
     name: str
     arguments: Any = field(default_factory=FrozenDict)
     id: str | None = None
+    kind: str = "function"
+    server: str | None = None
+
+    def __repr__(self) -> str:  # the kind and server only when not the defaults: a function call reads as before
+        extra = f", kind={self.kind!r}" if self.kind != "function" else ""
+        extra += f", server={self.server!r}" if self.server is not None else ""
+        return f"ToolCall(name={self.name!r}, arguments={self.arguments!r}, id={self.id!r}{extra})"
 
     def to_dict(self) -> dict[str, Any]:
-        """The call in the OpenAI chat format (arguments as a JSON string)."""
+        """The call in the OpenAI chat format (arguments as a JSON string); an MCP call has ``"type": "mcp"`` and
+        its ``server_label``, which the readers read back."""
         out: dict[str, Any] = {
-            "type": "function",
+            "type": self.kind,
             "function": {"name": self.name, "arguments": json.dumps(thaw(self.arguments))},
         }
+        if self.server is not None:
+            out["server_label"] = self.server
         if self.id is not None:
             out["id"] = self.id
         return out
@@ -161,11 +191,69 @@ class Message:
         return out
 
 
+#: The token counts of :class:`Usage`, as its fields name them.
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def _plus(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The tokens of the model responses a value holds, summed: ``input_tokens`` (every input token, cached ones
+    included), ``output_tokens`` (reasoning included), and of the input ``cache_read_tokens`` and
+    ``cache_write_tokens``; a count is ``None`` when a response did not carry it (never 0 in its place).
+    ``responses``: the model responses counted; ``reported``: those that carried a usage; ``source``: where the
+    format keeps it (e.g. ``ChatCompletion usage``), and ``missing``: the field a count was read from, per count
+    that is ``None``.
+
+    >>> one = Usage(100, 20, 0, None, source="ChatCompletion usage")
+    >>> total = one + Usage(150, 30, 50, None, source="ChatCompletion usage")
+    >>> total.input_tokens, total.total_tokens, total.cache_read_tokens, total.cache_write_tokens, total.responses
+    (250, 300, 50, None, 2)
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    responses: int = 1
+    reported: int = 1
+    source: str = ""
+    missing: FrozenDict = field(default_factory=FrozenDict)
+
+    @property
+    def total_tokens(self) -> int | None:
+        """Input and output tokens together."""
+        return _plus(self.input_tokens, self.output_tokens)
+
+    def __add__(self, other: Usage) -> Usage:
+        sources = [s for s in (self.source, other.source) if s]
+        return Usage(
+            **{name: _plus(getattr(self, name), getattr(other, name)) for name in TOKEN_FIELDS},
+            responses=self.responses + other.responses,
+            reported=self.reported + other.reported,
+            source=sources[0] if len(set(sources)) == 1 else ", ".join(dict.fromkeys(sources)),
+            missing=FrozenDict({**other.missing, **self.missing}),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The counts and their provenance, as a scorer's metadata holds them."""
+        out: dict[str, Any] = {name: getattr(self, name) for name in TOKEN_FIELDS}
+        out["total_tokens"] = self.total_tokens
+        out.update(responses=self.responses, reported=self.reported, source=self.source)
+        return out
+
+
 @dataclass(frozen=True)
 class Conversation:
-    """A normalised conversation: its messages, in order."""
+    """A normalised conversation: its messages, in order; ``usage``: the tokens its model responses took, summed
+    once per response (``None`` when the value carried none; not compared: two readings of one conversation are
+    equal whether or not their format kept usage)."""
 
     messages: tuple[Message, ...] = ()
+    usage: Usage | None = field(default=None, compare=False)
 
     def __iter__(self) -> Iterator[Message]:
         return iter(self.messages)

@@ -30,6 +30,7 @@ from scorers.agents._messages import (
     _read_item,
     _read_role_message,
     _TooMany,
+    _usage,
 )
 from scorers.agents.model import Conversation, Message, ToolCall
 from scorers.errors import ScorerInputError
@@ -39,7 +40,8 @@ __all__ = ["read_conversation", "read_tool_calls", "CallLimitError"]
 #: What :func:`read_tool_calls` accepts, as its errors say it.
 CALLS_ACCEPTED = (
     "accepted: a list of calls (OpenAI {id, function: {name, arguments}}, {name, arguments|args|input_parameters}, "
-    "Responses function_call items, Anthropic tool_use blocks), an Anthropic content list, a dict with "
+    "Responses function_call and mcp_call items, Anthropic tool_use and mcp_tool_use blocks, MCP tools/call "
+    "requests), an Anthropic content list, a dict with "
     "'tool_calls', any conversation, "
     "JSON text of one, or None"
 )
@@ -152,9 +154,13 @@ def _conversation(value: Any, max_calls: int | None = None) -> Conversation:
                 builder.add("system", Message("system", _content("system", value["system"])))
             return _from_items(value["messages"], builder).conversation()
         if isinstance(value.get("output"), list):
-            return _from_items(value["output"], builder, label="output item").conversation()
+            _from_items(value["output"], builder, label="output item")
+            return _with_usage(builder, value, "responses").conversation()
         if "choices" in value:
             _read_item(builder, "choices[0].message", _only_choice(value["choices"]))
+            return _with_usage(builder, value, "chat").conversation()
+        if "jsonrpc" in value:  # one MCP JSON-RPC message: a tools/call request
+            _read_item(builder, "the message", value)
             return builder.conversation()
         if "role" in value:  # one message: an Anthropic Message, a Responses message item
             _read_item(builder, "the message", value)
@@ -169,6 +175,14 @@ def _conversation(value: Any, max_calls: int | None = None) -> Conversation:
             return builder.conversation()
         return _from_items(value, builder).conversation()
     raise _Malformed(f"is of type {type(value).__name__}, not a conversation ({ACCEPTED})")
+
+
+def _with_usage(builder: _Builder, document: Mapping[str, Any], shape: str) -> _Builder:
+    """``builder``, its usage that of the whole ``document`` (a ChatCompletion or a Response: one model
+    response, whatever the messages it holds)."""
+    usage = document.get("usage")
+    builder.usages = [None if usage is None else _usage("usage", usage, shape)]
+    return builder
 
 
 def _only_choice(choices: Any) -> Any:

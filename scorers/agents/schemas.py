@@ -30,8 +30,9 @@ __all__ = ["ValidationTimeout", "validators", "schemas", "validate", "check_patt
 
 #: The CPU time (``time.process_time``) by which the validation under way must end; None: no limit.
 _DEADLINE: ContextVar[float | None] = ContextVar("scorers_schema_deadline", default=None)
-#: The keys of a tool definition that hold its JSON Schema: OpenAI (chat and Responses), and Anthropic.
-_SCHEMA_KEYS = ("parameters", "input_schema")
+#: The keys of a tool definition that hold its JSON Schema: OpenAI (chat and Responses), Anthropic (and the tools
+#: of a Responses ``mcp_list_tools`` item), and MCP (a ``tools/list`` result).
+_SCHEMA_KEYS = ("parameters", "input_schema", "inputSchema")
 #: Decimal arithmetic without rounding, for ``multipleOf``.
 _EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
 
@@ -207,11 +208,17 @@ def _bounded(cls: Any) -> Any:
 def schemas(tools: Any) -> dict[str, Any]:
     """Each tool's name and the JSON Schema of its arguments, from a list of tool definitions (OpenAI ``tools``:
     ``{"type": "function", "function": {...}}``; flat ``{"name", "parameters"}`` as in the Responses API; Anthropic
-    ``{"name", "input_schema"}``). A tool without a schema takes any object. Anything else is a ValueError."""
-    if not isinstance(tools, (list, tuple)):
-        raise ValueError(f"must be a list of tool definitions, got {type(tools).__name__}")
+    ``{"name", "input_schema"}``; MCP ``{"name", "description", "inputSchema"}``), or the MCP tools an MCP
+    ``tools/list`` result lists (``{"tools": [...]}``, also in its JSON-RPC response ``{"jsonrpc", "id",
+    "result": {"tools": [...]}}``) or a Responses ``mcp_list_tools`` item (also among the definitions of a list).
+    A tool without a schema takes any object. Anything else is a ValueError.
+
+    >>> listed = {"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "search", "inputSchema": {"type": "object"}}]}}
+    >>> schemas(listed)
+    {'search': {'type': 'object'}}
+    """
     found: dict[str, Any] = {}
-    for index, tool in enumerate(tools):
+    for index, tool in enumerate(_definitions(tools)):
         definition = tool.get("function", tool) if isinstance(tool, Mapping) else {}
         name = definition.get("name") if isinstance(definition, Mapping) else None
         if not isinstance(definition, Mapping) or not isinstance(name, str) or not name:
@@ -228,6 +235,25 @@ def schemas(tools: Any) -> dict[str, Any]:
                 "(an object, or true or false)"
             )
         found[name] = schema
+    return found
+
+
+def _definitions(tools: Any) -> list[Any]:
+    """The tool definitions ``tools`` holds: a list of them (an ``mcp_list_tools`` item among them gives its
+    tools), or an MCP ``tools/list`` result, bare or in its JSON-RPC response."""
+    if isinstance(tools, Mapping) and "jsonrpc" in tools:
+        result = tools.get("result")
+        if not isinstance(result, Mapping):
+            raise ValueError("is a JSON-RPC message with no result object (an MCP tools/list response has one)")
+        tools = result
+    if isinstance(tools, Mapping) and "tools" in tools:
+        tools = tools["tools"]
+    if not isinstance(tools, (list, tuple)):
+        raise ValueError(f"must be a list of tool definitions or an MCP tools/list result, got {type(tools).__name__}")
+    found: list[Any] = []
+    for tool in tools:
+        listed = tool.get("tools") if isinstance(tool, Mapping) and tool.get("type") == "mcp_list_tools" else None
+        found.extend(listed if isinstance(listed, (list, tuple)) else [tool])
     return found
 
 

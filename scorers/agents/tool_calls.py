@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, cast
 
 from ..base import Scorer
 from ..errors import ConfigError, ScorerError, ScorerInputError
@@ -30,6 +31,7 @@ from .readers import CallLimitError, read_conversation, read_tool_calls
 
 if TYPE_CHECKING:
     from .matching import Matching
+    from .rules import ArgumentRules, ToolRules
 
 __all__ = ["ToolCallMatch", "TrajectoryMatch", "ToolCallValid", "ToolCallF1"]
 
@@ -47,7 +49,26 @@ def _calls_field(name: str, description: str) -> Field:
 
 
 def _call_dict(index: int, call: ToolCall) -> dict[str, Any]:
-    return {"index": index, "name": call.name, "arguments": jsonable(call.arguments)}
+    out = {"index": index, "name": call.name, "arguments": jsonable(call.arguments)}
+    if call.kind != "function":  # an MCP call says so (and its server); a function call's entry is as it was
+        out.update(kind=call.kind, server=call.server)
+    return out
+
+
+#: How the ruled scorers treat an MCP call and a function call of the same name.
+TOOL_KINDS = ("distinct", "ignore")
+#: What an MCP call's name carries while calls are paired, so that it pairs only with MCP calls.
+_MCP_KEY = "\x00mcp"
+
+
+class _ByKind:
+    """Argument rules looked up by the name an MCP call carries while paired (its rules are its tool's)."""
+
+    def __init__(self, rules: ArgumentRules) -> None:
+        self._rules = rules
+
+    def for_tool(self, key: str) -> ToolRules:
+        return self._rules.for_tool(key.removesuffix(_MCP_KEY))
 
 
 class _ToolCallScorer(Scorer):
@@ -99,6 +120,12 @@ _RULES = param(
     signed=False,
     expected="a mapping of tool names (or '*') to a rule or to {path: rule}, or None",
 )
+_TOOL_KINDS = param(
+    "distinct: an MCP call and a function call of one name are different calls; ignore: names alone",
+    default="distinct",
+    choices=TOOL_KINDS,
+    signed=False,  # in the signature when not the default (params), so that earlier signatures stay as they were
+)
 _MAX_CALLS = param(
     "most calls a side may hold (pairing compares every expected call with every actual one); None: no limit",
     default=1_000,
@@ -119,12 +146,29 @@ class _RuledScorer(_ToolCallScorer):
     arguments: Any
     rules: Any
     max_calls: int | None
+    tool_kinds: str
 
     def __post_init__(self) -> None:
         from .matching import ArgumentRules
 
         self._rules = ArgumentRules(self.arguments, self.rules, owner=self.name)
         self.rules = self._rules  # as read
+
+    def _paired(
+        self, expected: Sequence[ToolCall], actual: Sequence[ToolCall]
+    ) -> tuple[Sequence[ToolCall], Sequence[ToolCall], ArgumentRules]:
+        """The calls and rules that pairing compares: under ``tool_kinds="distinct"``, an MCP call's name carries
+        its kind, so that it pairs only with an MCP call of its name (the server is not compared)."""
+        if self.tool_kinds == "ignore" or not any(c.kind == "mcp" for c in (*expected, *actual)):
+            return expected, actual, self._rules
+
+        def keyed(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
+            return tuple(replace(c, name=c.name + _MCP_KEY) if c.kind == "mcp" else c for c in calls)
+
+        return keyed(expected), keyed(actual), cast("ArgumentRules", _ByKind(self._rules))
+
+    def _kinds(self) -> dict[str, Any]:
+        return {"tool_kinds": self.tool_kinds} if self.tool_kinds != "distinct" else {}
 
     def _bounded_calls(self, value: Any, field: str) -> tuple[ToolCall, ...]:
         """The calls ``value`` holds; more than ``max_calls`` is a ScorerInputError, raised while reading."""
@@ -148,7 +192,7 @@ class _RuledScorer(_ToolCallScorer):
         )
 
     def params(self) -> dict[str, Any]:
-        return {**self._rules.to_data(), **super().params()}
+        return {**self._rules.to_data(), **super().params(), **self._kinds()}
 
     def _explained(
         self, expected: Sequence[ToolCall], actual: Sequence[ToolCall], matching: Matching
@@ -195,6 +239,11 @@ class ToolCallMatch(_RuledScorer):
     best order-preserving pairing, a weighted longest common subsequence); ``"exact"`` pairs position by position
     and scores 0 when the lengths differ.
 
+    An MCP call (Anthropic's ``mcp_tool_use``, Responses' ``mcp_call``, a JSON-RPC ``tools/call``; an expected call
+    says it is one with ``"type": "mcp_call"``) pairs only with an MCP call of its name: a function and an MCP
+    server's tool of one name are different tools. ``tool_kinds="ignore"`` pairs by name alone. Servers are not
+    compared (a server's label is the deployment's, not the agent's choice).
+
     Metadata: ``pairs`` (expected index, actual index, name, credit and each argument's verdict: path, rule,
     expected, actual, agree), ``unmatched_expected`` and ``unmatched_actual``. A row of more than ``max_calls``
     calls on a side is a :class:`~scorers.errors.ScorerInputError` (``None``: no limit), except under
@@ -221,6 +270,7 @@ class ToolCallMatch(_RuledScorer):
         choices=EXTRA_CALLS,
     )
     max_calls: int | None = _MAX_CALLS
+    tool_kinds: str = _TOOL_KINDS
 
     # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook's **fields)
     def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:  # type: ignore[override]
@@ -231,7 +281,7 @@ class ToolCallMatch(_RuledScorer):
         else:
             actual, wanted = self._bounded_calls(output, "output"), self._bounded_calls(expected, "expected")
         with self._comparing():
-            matching = match_calls(wanted, actual, self._rules, self.order)
+            matching = match_calls(*self._paired(wanted, actual), self.order)
             metadata = self._explained(wanted, actual, matching)
         if self.order == "exact" and len(wanted) != len(actual):
             reason = f"order='exact' needs as many calls as expected: {len(actual)} made, {len(wanted)} expected"
@@ -255,7 +305,8 @@ class TrajectoryMatch(_RuledScorer):
     - ``subset``: every actual call is among the expected ones.
 
     Two calls match when their credit under the argument rules is 1 (same name, every counted argument agreeing;
-    ``arguments`` and ``rules`` as for :class:`ToolCallMatch`). Calls are paired by a maximum matching, never
+    ``arguments``, ``rules`` and ``tool_kinds`` as for :class:`ToolCallMatch`: an MCP call matches only an MCP call
+    by default). Calls are paired by a maximum matching, never
     greedily, so a valid pairing is always found. Metadata: ``parts_at``, the first point where the trajectories
     part (a message index for ``strict``, else the first call left unmatched), with the pairing.
     """
@@ -268,9 +319,10 @@ class TrajectoryMatch(_RuledScorer):
     arguments: Any = _ARGUMENTS
     rules: Mapping[str, Any] | None = _RULES
     max_calls: int | None = _MAX_CALLS
+    tool_kinds: str = _TOOL_KINDS
 
     def params(self) -> dict[str, Any]:
-        return {**_ToolCallScorer.params(self), **self._rules.to_data()}  # mode first
+        return {**_ToolCallScorer.params(self), **self._rules.to_data(), **self._kinds()}  # mode first
 
     # fields by keyword, as Scorer documents its hooks (mypy cannot match that to the base hook's **fields)
     def _score(self, *, output: Any, expected: Any, **_: Any) -> Score:  # type: ignore[override]
@@ -280,7 +332,7 @@ class TrajectoryMatch(_RuledScorer):
             return self._strict(self._conversation(output, "output"), self._conversation(expected, "expected"))
         actual, wanted = self._bounded_calls(output, "output"), self._bounded_calls(expected, "expected")
         with self._comparing():
-            matching = perfect_matching(wanted, actual, self._rules)
+            matching = perfect_matching(*self._paired(wanted, actual))
             metadata = self._explained(wanted, actual, matching)
         must_match_expected = self.mode in ("superset", "unordered")
         must_match_actual = self.mode in ("subset", "unordered")
@@ -332,7 +384,7 @@ class TrajectoryMatch(_RuledScorer):
             if not (want.tool_calls or got.tool_calls):
                 continue
             with self._comparing():
-                matching = perfect_matching(want.tool_calls, got.tool_calls, self._rules)
+                matching = perfect_matching(*self._paired(want.tool_calls, got.tool_calls))
                 if matching.unmatched_expected or matching.unmatched_actual:
                     reason = "the message's tool calls differ from the expected ones"
                     metadata = self._explained(want.tool_calls, got.tool_calls, matching)
@@ -373,8 +425,11 @@ class ToolCallValid(_ToolCallScorer):
 
     ``tools`` is a list of tool definitions in OpenAI's ``tools`` format (``{"type": "function", "function":
     {"name", "parameters"}}``), or flat (``{"name", "parameters"}``, as the Responses API writes them), or
-    Anthropic's (``{"name", "input_schema"}``); given to the constructor or as a row's ``tools`` field (a row's
-    wins). Each schema is checked once (an invalid one is a ConfigError, or the row's ScorerInputError) and
+    Anthropic's (``{"name", "input_schema"}``), or MCP's (``{"name", "description", "inputSchema"}``); or an MCP
+    ``tools/list`` result (``{"tools": [...]}``, bare or in its JSON-RPC response) or a Responses
+    ``mcp_list_tools`` item; given to the constructor or as a row's ``tools`` field (a row's wins). A call, of a
+    function or an MCP tool, is checked against the definition of its name, whichever kind: agent frameworks
+    offer an MCP server's tools to the model as functions. Each schema is checked once (an invalid one is a ConfigError, or the row's ScorerInputError) and
     nothing is fetched for a ``$ref``. No calls scores 1 (nothing invalid was called). Metadata: ``invalid``, each
     invalid call (index, name, arguments) and why, from the schema's most relevant error.
 
@@ -389,7 +444,12 @@ class ToolCallValid(_ToolCallScorer):
     description = "share of tool calls naming a known tool with arguments valid against its JSON Schema"
     fields = (
         _calls_field("output", f"the {_CALLS_HELP}"),
-        Field("tools", (list, tuple, str), required=False, description="tool definitions (OpenAI tools format)"),
+        Field(
+            "tools",
+            (list, tuple, dict, str),
+            required=False,
+            description="tool definitions (OpenAI, Anthropic or MCP format, or an MCP tools/list result)",
+        ),
     )
     example = (
         'ToolCallValid(tools=[{"name": "search", "parameters": {"type": "object", "required": ["q"]}}])'

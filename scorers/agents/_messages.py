@@ -352,7 +352,8 @@ def _read_role_message(builder: _Builder, where: str, item: Mapping[str, Any]) -
     calls += _calls(where, item.get("tool_calls"))
     if item.get("function_call") is not None:
         calls.append(_call(f"{where}, function_call", item["function_call"]))
-    for result_where, result in results:
+    earlier, own = _split_results(results, calls)
+    for result_where, result in earlier:
         builder.add(result_where, result)
     if results and content is None and not calls:
         return
@@ -370,6 +371,17 @@ def _read_role_message(builder: _Builder, where: str, item: Mapping[str, Any]) -
             attachments=attachments,
         ),
     )
+    for result_where, result in own:
+        builder.add(result_where, result)
+
+
+def _split_results(
+    results: list[tuple[str, Message]], calls: Sequence[ToolCall]
+) -> tuple[list[tuple[str, Message]], list[tuple[str, Message]]]:
+    """A message's tool results: those answering earlier calls (a user message's), then those answering the
+    message's own calls (a server or MCP tool that ran within the response: they follow the message)."""
+    own = {call.id for call in calls if call.id is not None}
+    return [r for r in results if r[1].tool_call_id not in own], [r for r in results if r[1].tool_call_id in own]
 
 
 def _langchain_serialised(where: str, item: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
@@ -400,7 +412,8 @@ def _read_langchain(builder: _Builder, where: str, kind: str, data: Mapping[str,
     extra = extra if _is_object(extra) else {}
     # the calls LangChain parsed; the provider's own (in the content, or OpenAI's in additional_kwargs) repeat them
     calls = _calls(where, data.get("tool_calls") or extra.get("tool_calls")) or content_calls
-    for result_where, result in results:
+    earlier, own = _split_results(results, [*calls, *content_calls])
+    for result_where, result in earlier:
         builder.add(result_where, result)
     if role == "assistant":
         builder.response(_langchain_usage(where, data))
@@ -416,6 +429,8 @@ def _read_langchain(builder: _Builder, where: str, kind: str, data: Mapping[str,
             attachments=attachments,
         ),
     )
+    for result_where, result in own:
+        builder.add(result_where, result)
 
 
 def _parts(

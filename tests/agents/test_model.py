@@ -8,7 +8,7 @@ from typing import Callable
 
 import pytest
 
-from scorers.agents import Conversation, FrozenDict, Message, ToolCall, freeze, thaw
+from scorers.agents import Conversation, FrozenDict, Message, ToolCall, Usage, freeze, thaw
 
 
 def test_freeze_and_thaw_round_trip_json() -> None:
@@ -57,3 +57,33 @@ def test_messages_and_conversations_hash_pickle_and_answer_calls() -> None:
     assert conversation.to_list()[1]["tool_calls"] == [
         {"type": "function", "function": {"name": "lookup", "arguments": '{"q": "x"}'}, "id": "t1"}
     ]
+
+
+def test_a_calls_kind_and_server_compare_show_only_when_not_a_functions_and_pickle() -> None:
+    function = ToolCall("search", freeze({"q": "x"}), "t1")
+    mcp = ToolCall("search", freeze({"q": "x"}), "t1", kind="mcp", server="docs")
+    assert function != mcp and function == ToolCall("search", freeze({"q": "x"}), "t1", "function")
+    assert repr(function) == "ToolCall(name='search', arguments=FrozenDict({'q': 'x'}), id='t1')"
+    assert repr(mcp).endswith("id='t1', kind='mcp', server='docs')")
+    assert pickle.loads(pickle.dumps(mcp)) == mcp and hash(pickle.loads(pickle.dumps(mcp))) == hash(mcp)
+    assert mcp.to_dict()["type"] == "mcp" and mcp.to_dict()["server_label"] == "docs"
+    assert function.to_dict()["type"] == "function" and "server_label" not in function.to_dict()
+
+
+def test_usage_is_kept_with_a_conversation_but_not_compared() -> None:
+    usage = Usage(120, 30, 20, None, source="ChatCompletion usage")
+    messages = (Message("assistant", "hi"),)
+    read = Conversation(messages, usage=usage)
+    assert read == Conversation(messages) and hash(read) == hash(Conversation(messages))
+    assert pickle.loads(pickle.dumps(read)).usage == usage
+    assert usage.to_dict() == {
+        "input_tokens": 120,
+        "output_tokens": 30,
+        "cache_read_tokens": 20,
+        "cache_write_tokens": None,
+        "total_tokens": 150,
+        "responses": 1,
+        "reported": 1,
+        "source": "ChatCompletion usage",
+    }
+    assert Usage(None, 5).total_tokens is None  # unknown, never counted as 0

@@ -556,3 +556,167 @@ def test_any_part_of_a_fixture_replaced_by_a_wrong_value_reads_or_is_a_scorer_in
                     read(_replaced(document, path, wrong))
                 except ScorerInputError:
                     pass
+
+
+# --- Model Context Protocol calls: kept apart from function calls where the format says which they are
+
+#: src/anthropic/types/beta/beta_mcp_tool_use_block.py and beta_mcp_tool_result_block.py (anthropic-sdk-python):
+#: the MCP connector runs the tool within the response, so the call and its result are blocks of one Message.
+ANTHROPIC_MCP_MESSAGE = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "content": [
+        {"type": "text", "text": "Searching the docs."},
+        {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "search", "server_name": "docs", "input": {"q": "x"}},
+        {
+            "type": "mcp_tool_result",
+            "tool_use_id": "mcptoolu_1",
+            "is_error": False,
+            "content": [{"type": "text", "text": "3 pages"}],
+        },
+        {"type": "text", "text": "Found 3 pages."},
+    ],
+    "usage": {"input_tokens": 50, "output_tokens": 10},
+}
+MCP_SEARCH = ToolCall("search", freeze({"q": "x"}), "mcptoolu_1", "mcp", "docs")
+#: src/openai/types/responses/response_output_item.py (openai-python): McpListTools, McpApprovalRequest, McpCall
+#: (``error``: text in earlier versions, an object of McpToolCallError's types since).
+RESPONSES_MCP = {
+    "id": "resp_1",
+    "object": "response",
+    "output": [
+        {
+            "type": "mcp_list_tools",
+            "id": "mcpl_1",
+            "server_label": "docs",
+            "tools": [{"name": "search", "input_schema": {"type": "object"}}],
+        },
+        {
+            "type": "mcp_approval_request",
+            "id": "mcpr_1",
+            "name": "search",
+            "arguments": '{"q": "x"}',
+            "server_label": "docs",
+        },
+        {
+            "type": "mcp_call",
+            "id": "mcp_1",
+            "name": "search",
+            "arguments": '{"q": "x"}',
+            "server_label": "docs",
+            "output": "3 pages",
+            "error": None,
+            "status": "completed",
+        },
+        {
+            "type": "mcp_call",
+            "id": "mcp_2",
+            "name": "fetch",
+            "arguments": '{"url": "u"}',
+            "server_label": "docs",
+            "output": None,
+            "error": {"type": "mcp_tool_execution_error", "content": "404"},
+            "status": "failed",
+        },
+        {
+            "type": "mcp_call",
+            "id": "mcp_3",
+            "name": "fetch",
+            "arguments": "{}",
+            "server_label": "docs",
+            "error": "down",
+        },
+        {"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]},
+    ],
+}
+#: MCP's JSON-RPC messages (modelcontextprotocol.io specification, server/tools): a tools/call request, its
+#: result (content blocks and isError), an error response, and other methods (skipped).
+MCP_RECORDS = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    {"jsonrpc": "2.0", "id": 2, "result": {"tools": [{"name": "search", "inputSchema": {"type": "object"}}]}},
+    {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search", "arguments": {"q": "x"}}},
+    {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "3 pages"}], "isError": False}},
+    {"jsonrpc": "2.0", "id": "c4", "method": "tools/call", "params": {"name": "fetch", "arguments": {"url": "u"}}},
+    {"jsonrpc": "2.0", "id": "c4", "result": {"content": [{"type": "text", "text": "404"}], "isError": True}},
+    {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "fetch"}},
+    {"jsonrpc": "2.0", "id": 5, "error": {"code": -32602, "message": "Unknown tool: fetch"}},
+]
+
+
+def test_anthropic_mcp_blocks_read_as_an_mcp_call_with_its_result_after_its_message() -> None:
+    read = conversation(ANTHROPIC_MCP_MESSAGE)
+    assert read == Conversation(
+        (
+            Message("assistant", "Searching the docs.\nFound 3 pages.", (MCP_SEARCH,)),
+            Message("tool", "3 pages", tool_call_id="mcptoolu_1", name="search"),
+        )
+    )
+    assert conversation(read.to_list()) == read  # the OpenAI form keeps the kind and the server
+    assert read.to_list()[0]["tool_calls"][0] == {
+        "type": "mcp",
+        "function": {"name": "search", "arguments": '{"q": "x"}'},
+        "server_label": "docs",
+        "id": "mcptoolu_1",
+    }
+    assert calls(ANTHROPIC_MCP_MESSAGE["content"]) == (MCP_SEARCH,)
+
+
+def test_responses_mcp_calls_read_with_their_outputs_and_errors_and_listings_are_skipped() -> None:
+    read = conversation(RESPONSES_MCP)
+    search = ToolCall("search", freeze({"q": "x"}), "mcp_1", "mcp", "docs")
+    fetch = ToolCall("fetch", freeze({"url": "u"}), "mcp_2", "mcp", "docs")
+    down = ToolCall("fetch", FrozenDict(), "mcp_3", "mcp", "docs")
+    assert read == Conversation(
+        (
+            Message("assistant", None, (search,)),
+            Message("tool", "3 pages", tool_call_id="mcp_1", name="search"),
+            Message("assistant", None, (fetch,)),
+            Message("tool", "404", tool_call_id="mcp_2", name="fetch", is_error=True),
+            Message("assistant", None, (down,)),
+            Message("tool", "down", tool_call_id="mcp_3", name="fetch", is_error=True),
+            Message("assistant", "Done."),
+        )
+    )
+    assert calls(RESPONSES_MCP) == (search, fetch, down)
+    assert calls([RESPONSES_MCP["output"][2]]) == (search,)  # a bare list of mcp_call items
+
+
+def test_mcp_json_rpc_records_read_as_mcp_calls_and_results() -> None:
+    search = ToolCall("search", freeze({"q": "x"}), "3", "mcp")
+    fetch = ToolCall("fetch", freeze({"url": "u"}), "c4", "mcp")
+    unknown = ToolCall("fetch", FrozenDict(), "5", "mcp")
+    assert conversation(MCP_RECORDS) == Conversation(
+        (
+            Message("assistant", None, (search,)),
+            Message("tool", "3 pages", tool_call_id="3", name="search"),
+            Message("assistant", None, (fetch,)),
+            Message("tool", "404", tool_call_id="c4", name="fetch", is_error=True),
+            Message("assistant", None, (unknown,)),
+            Message("tool", "Unknown tool: fetch", tool_call_id="5", name="fetch", is_error=True),
+        )
+    )
+    requests = [record for record in MCP_RECORDS if record.get("method") == "tools/call"]
+    assert calls(requests) == (search, fetch, unknown) == calls(MCP_RECORDS)
+    assert calls(requests[0]) == (search,) == calls(json.dumps(requests[0]))
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ([{"jsonrpc": "2.0", "id": 1, "method": "tools/call"}], "at call 0: a tools/call request with no params"),
+        (
+            [{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"arguments": {}}}],
+            "at call 0: a call with no name",
+        ),
+        (
+            [{"type": "mcp_call", "id": "m", "name": "f", "arguments": "{}", "server_label": 7}],
+            "at call 0 ('f'): server label is of type int, not text",
+        ),
+    ],
+)
+def test_malformed_mcp_records_name_where_and_what(value: Any, problem: str) -> None:
+    with pytest.raises(ScorerInputError) as caught:
+        calls(value)
+    assert caught.value.problem.startswith(problem), caught.value.problem

@@ -119,3 +119,54 @@ def test_a_rows_slow_schema_names_the_tools_field_and_the_limit():
         scorers.get("ToolCallValid", timeout_s=0.05)(
             output=[{"name": "f", "arguments": {}}], tools=[{"name": "f", "parameters": NESTED_ANY_OF}]
         )
+
+
+# --- Model Context Protocol definitions
+
+SEARCH_SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+#: modelcontextprotocol.io specification, server/tools: a tools/list result, and its JSON-RPC response.
+MCP_TOOLS = {"tools": [{"name": "search", "description": "Search the docs", "inputSchema": SEARCH_SCHEMA}]}
+#: openai-python, responses/response_output_item.py: McpListTools.
+MCP_LIST_TOOLS = {
+    "type": "mcp_list_tools",
+    "id": "mcpl_1",
+    "server_label": "docs",
+    "tools": [{"name": "search", "input_schema": SEARCH_SCHEMA, "annotations": None}],
+}
+
+
+@pytest.mark.parametrize(
+    "tools",
+    [
+        MCP_TOOLS,
+        MCP_TOOLS["tools"],
+        {"jsonrpc": "2.0", "id": 2, "result": MCP_TOOLS},
+        MCP_LIST_TOOLS,
+        [MCP_LIST_TOOLS, {"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}}],
+    ],
+    ids=["tools/list", "bare", "json-rpc", "mcp_list_tools", "listed-among-functions"],
+)
+def test_mcp_definitions_give_their_schemas(tools: Any) -> None:
+    from scorers.agents.schemas import schemas
+
+    assert schemas(tools)["search"] == SEARCH_SCHEMA
+    scorer = scorers.get("ToolCallValid", tools=tools)
+    mcp_call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search", "arguments": {}}}
+    scored = scorer(output=[mcp_call, {"type": "mcp_call", "name": "search", "arguments": '{"q": "x"}'}])
+    assert scored.score == 0.5 and scored.metadata["invalid"][0]["error"] == "the arguments: 'q' is a required property"
+    assert scored.metadata["invalid"][0]["kind"] == "mcp"
+    assert scorers.get("ToolCallValid")(output=[{"name": "search", "args": {"q": "x"}}], tools=tools).score == 1.0
+
+
+@pytest.mark.parametrize(
+    ("tools", "problem"),
+    [
+        ({"jsonrpc": "2.0", "id": 2, "error": {"code": 1, "message": "x"}}, "is a JSON-RPC message with no result"),
+        ({"tools": {"name": "search"}}, "must be a list of tool definitions or an MCP tools/list result, got dict"),
+        ({"tools": [{"description": "no name"}]}, "tool 0 is not a tool definition with a name"),
+    ],
+)
+def test_malformed_mcp_definitions_are_config_errors(tools: Any, problem: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        scorers.get("ToolCallValid", tools=tools)
+    assert problem in str(caught.value)

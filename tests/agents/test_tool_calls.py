@@ -971,3 +971,68 @@ def test_f1_and_valid_have_no_call_limit_and_the_matchers_say_why_they_have_one(
         ScorerInputError, match=r"than max_calls=2 \(refused while reading\): a bound on time and memory"
     ):
         scorers.get("TrajectoryMatch", max_calls=2)(output=REFERENCE * 2, expected=REFERENCE)
+
+
+# --- MCP calls: a function and an MCP server's tool of one name are different tools (unless tool_kinds="ignore")
+
+#: The same search made as a function call, as an MCP call (Anthropic's block, Responses' item, JSON-RPC), and
+#: as an expected MCP call written by hand.
+FUNCTION_SEARCH = {"name": "search", "arguments": {"q": "x"}}
+MCP_SEARCHES = {
+    "anthropic": {"type": "mcp_tool_use", "id": "m1", "name": "search", "server_name": "docs", "input": {"q": "x"}},
+    "responses": {"type": "mcp_call", "id": "m1", "name": "search", "arguments": '{"q": "x"}', "server_label": "a"},
+    "json-rpc": {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "search", "arguments": {"q": "x"}},
+    },
+    "by-hand": {"type": "mcp_call", "name": "search", "arguments": {"q": "x"}},
+}
+
+
+@pytest.mark.parametrize("order", ["any", "in_order", "exact"])
+@pytest.mark.parametrize("shape", MCP_SEARCHES)
+def test_an_mcp_call_pairs_only_with_an_mcp_call_of_its_name(shape: str, order: str) -> None:
+    mcp = MCP_SEARCHES[shape]
+    assert match([mcp], [FUNCTION_SEARCH], order=order).score == 0.0
+    assert match([FUNCTION_SEARCH], [mcp], order=order).score == 0.0
+    assert match([mcp], [MCP_SEARCHES["by-hand"]], order=order).score == 1.0  # servers are not compared
+    assert match([mcp], [FUNCTION_SEARCH], order=order, tool_kinds="ignore").score == 1.0
+    both = match([FUNCTION_SEARCH, mcp], [mcp, FUNCTION_SEARCH], order="any")
+    assert both.score == 1.0 and [p["name"] for p in both.metadata["pairs"]] == ["search", "search"]
+
+
+@pytest.mark.parametrize("mode", ["strict", "unordered", "subset", "superset"])
+def test_trajectories_tell_mcp_calls_from_function_calls(mode: str) -> None:
+    def turn(call: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": "?"}, {"role": "assistant", "content": [call]}]
+
+    mcp = MCP_SEARCHES["anthropic"]
+    function = {"type": "tool_use", "id": "t1", "name": "search", "input": {"q": "x"}}
+    trajectory = scorers.get("TrajectoryMatch", mode=mode)
+    assert trajectory(output=turn(mcp), expected=turn(mcp)).score == 1.0
+    assert trajectory(output=turn(mcp), expected=turn(function)).score == 0.0
+    ignoring = scorers.get("TrajectoryMatch", mode=mode, tool_kinds="ignore")
+    assert ignoring(output=turn(mcp), expected=turn(function)).score == 1.0
+
+
+def test_the_rules_of_a_tool_apply_to_its_mcp_calls_and_unmatched_mcp_calls_say_so() -> None:
+    loose = match([MCP_SEARCHES["responses"]], [{"type": "mcp_call", "name": "search", "arguments": {"q": " X "}}])
+    assert loose.score == 0.0
+    rules = {"search": {"q": "loose"}}
+    expected = [{"type": "mcp_call", "name": "search", "arguments": {"q": " X "}}]
+    assert match([MCP_SEARCHES["responses"]], expected, rules=rules).score == 1.0
+    missed = match([MCP_SEARCHES["responses"]], [FUNCTION_SEARCH])
+    assert missed.metadata["unmatched_actual"] == [
+        {"index": 0, "name": "search", "arguments": {"q": "x"}, "kind": "mcp", "server": "a"}
+    ]
+    assert missed.metadata["unmatched_expected"] == [{"index": 0, "name": "search", "arguments": {"q": "x"}}]
+
+
+def test_tool_kinds_signs_only_when_not_the_default() -> None:
+    for name in ("ToolCallMatch", "TrajectoryMatch"):
+        assert "tool_kinds" not in scorers.get(name).params()
+        assert scorers.get(name, tool_kinds="ignore").params()["tool_kinds"] == "ignore"
+    with pytest.raises(ConfigError, match="tool_kinds"):
+        scorers.get("ToolCallMatch", tool_kinds="same")

@@ -71,7 +71,9 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     ],
     "TrajectoryMatch": [{"mode": "unordered"}, {"mode": "subset", "arguments": "loose"}, {"mode": "superset"}],
     "StepBudget": [{"max_steps": 2, "max_tool_calls": 3, "hard_limits": {"steps": 4}}],
-    "TokenBudget": [{"max_total_tokens": 100, "max_cost": 0.01, "prices": {"input": 1, "output": 2, "cache_read": 0.5}}],
+    "TokenBudget": [
+        {"max_total_tokens": 100, "max_cost": 0.01, "prices": {"input": 1, "output": 2, "cache_read": 0.5}}
+    ],
 }
 
 

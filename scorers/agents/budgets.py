@@ -86,6 +86,11 @@ class _Budget(Scorer):
                     f"{self.name}: hard_limits names {quantity!r}: accepted: {', '.join(self._QUANTITIES)}",
                     scorer=self.name,
                 )
+            if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 <= limit < float("inf"):
+                raise ConfigError(
+                    f"{self.name}: the hard limit of {quantity!r} must be a finite number >= 0, got {limit!r}",
+                    scorer=self.name,
+                )
             budget = getattr(self, self._QUANTITIES[quantity])
             if budget is not None and not _exact(limit) > _exact(budget):
                 raise ConfigError(

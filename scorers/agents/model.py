@@ -31,7 +31,6 @@ from scorers.attachments import Attachment
 
 __all__ = [
     "ROLES",
-    "KINDS",
     "FrozenDict",
     "freeze",
     "thaw",
@@ -44,8 +43,6 @@ __all__ = [
 
 #: The roles a :class:`Message` may have (OpenAI's chat roles; ``developer`` is the newer name of ``system``).
 ROLES = ("system", "developer", "user", "assistant", "tool")
-#: The kinds of :class:`ToolCall`: a function the caller runs, or a tool of a Model Context Protocol server.
-KINDS = ("function", "mcp")
 
 
 class FrozenDict(dict[str, Any]):

@@ -4,8 +4,11 @@ Both readers detect the format themselves: OpenAI chat messages (and the legacy 
 ChatCompletion, OpenAI Responses items or a whole Response, Anthropic messages (``tool_use``/``tool_result``
 blocks, a top-level ``system``), a whole Anthropic Message or its ``content`` blocks alone, LangChain messages
 (dicts or the ``lc`` serialised form), OpenTelemetry GenAI spans exported as OTLP JSON, and JSON text of any of
-these (what a CSV cell holds). What cannot be read is a
-:class:`~scorers.errors.ScorerInputError` that names the message, call or span and what is wrong with it.
+these (what a CSV cell holds). Calls of a Model Context Protocol server's tools (Anthropic's ``mcp_tool_use``,
+Responses' ``mcp_call``, JSON-RPC ``tools/call`` requests and their results) read as ``ToolCall(kind="mcp")``, and
+the token usage a format carries is kept as the conversation's ``usage``, summed once per model response. What
+cannot be read is a :class:`~scorers.errors.ScorerInputError` that names the message, call or span and what is
+wrong with it.
 """
 
 from __future__ import annotations

@@ -378,6 +378,8 @@ def test_a_row_budget_at_its_hard_limit_is_the_rows_error() -> None:
         ("StepBudget", {"hard_limits": {"cost": 2}}, "hard_limits names 'cost': accepted: steps, tool_calls"),
         ("StepBudget", {"max_steps": 3, "hard_limits": {"steps": 3}}, "the hard limit of 'steps' (3) must be above"),
         ("StepBudget", {"max_steps": -1}, "max_steps must be"),
+        ("StepBudget", {"hard_limits": {"steps": float("nan")}}, "the hard limit of 'steps' must be a finite number"),
+        ("TokenBudget", {"hard_limits": {"cost": float("inf")}}, "the hard limit of 'cost' must be a finite number"),
         ("TokenBudget", {"prices": {"input": 1, "output": 2, "audio": 3}}, "prices names 'audio': accepted"),
         ("TokenBudget", {"prices": {"input": 1}}, "prices must give both input and output"),
         ("TokenBudget", {"prices": {"input": 1, "output": float("nan")}}, "prices['output'] must be a finite"),

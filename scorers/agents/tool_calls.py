@@ -140,7 +140,8 @@ class _RuledScorer(_ToolCallScorer):
     the calls on a side."""
 
     #: 2: NaN agrees with NaN; numeric tolerances compare the decimals as written (0.4 and 0.3 within 0.1)
-    algorithm_version = "2"
+    #: 3: an MCP call pairs only with an MCP call (tool_kinds="ignore": by name, as before)
+    algorithm_version = "3"
 
     # the parameters ToolCallMatch and TrajectoryMatch declare (each in its constructor's order)
     arguments: Any

@@ -37,6 +37,7 @@ from .score import Score, ScoreColumn
 
 # Importing the families registers their scorers; heavy libraries load on first use.
 from . import agents as _agents  # noqa: E402,F401  # isort: skip
+from . import code as _code  # noqa: E402,F401  # isort: skip
 from . import embedding as _embedding  # noqa: E402,F401  # isort: skip
 from . import heuristic as _heuristic  # noqa: E402,F401  # isort: skip
 from . import text as _text  # noqa: E402,F401  # isort: skip

@@ -266,6 +266,7 @@ def _row(name: str) -> dict:
         "ToolPermission": {"output": TOOL_CALLS},
         "StepBudget": {"output": CONVERSATION, "budget": {"steps": 3}},
         "TokenBudget": {"output": CHAT_COMPLETION, "budget": {"total_tokens": 100}},
+        "CodeExecution": {"output": "x = 1", "tests": ["assert x == 1"]},
         **dict.fromkeys(
             ("ArgumentCorrectness", "TurnRelevancy", "KnowledgeRetention", "ConversationCompleteness"),
             {"conversation": [*CONVERSATION, {"role": "assistant", "content": "the cat sat on the mat"}]},
@@ -461,7 +462,11 @@ def _random_rows(name: str, rng, n: int, *, clean: bool) -> list[dict]:
     return rows
 
 
-@pytest.mark.parametrize("name", SYNC)
+#: Scorers whose rows each start processes: their random batches (some 200 rows) are in the slow tier.
+SLOW_BATCHES = {"CodeExecution": "each test of a row is a sandboxed process (tests/code)"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_BATCHES else n for n in SYNC])
 def test_every_scorer_batch_equals_its_rows_one_by_one(name):
     """The batch primitive's fast paths (fields bound per column, a scorer's columnar hook) give each row what
     scoring it alone gives: the same Score, or the same error, on random clean and dirty batches."""

@@ -46,6 +46,7 @@ __all__ = [
     "THRESHOLD_MEASURES",
     "BIN_STRATEGIES",
     "OtelOptions",
+    "PassKOptions",
 ]
 
 
@@ -487,4 +488,27 @@ class OtelOptions(Options):
         description="also write each score as an OpenTelemetry gen_ai.evaluation.result event, linked to the "
         "row's trace_id and span_id: OTLP JSON logs, a line per row, as the Collector's otlpjsonfile receiver "
         "reads them",
+    )
+
+
+# ------------------------------------------------------------------ passk
+class PassKOptions(Options):
+    """The options of :func:`scorers.stats.passk.pass_at_k_files` (``python -m scorers passk``)."""
+
+    entry_point: ClassVar[str] = "passk"
+
+    k: Annotated[tuple[_PositiveInt, ...], _checked(lambda v: len(v) > 0, "must name at least one k")] = Field(
+        (1,), description="the k of pass@k (repeatable; default: 1)"
+    )
+    task_field: str = Field("task", description="the field naming each row's task (default: %(default)s)")
+    scorer: str | None = Field(None, description="the scorer whose score says pass (default: the only one)")
+    threshold: Annotated[float, _checked(is_number, "must be a number")] = Field(
+        1.0, description="a row passes when its score is at least this (default: %(default)s)"
+    )
+    resamples: Annotated[int, _checked(lambda v: is_int(v) and v >= 0, "must be an integer at least 0")] = Field(
+        1000, description="bootstrap resamples of the tasks; 0: no intervals (default: %(default)s)"
+    )
+    seed: _Seed = Field(0, description="bootstrap seed (default: %(default)s)")
+    confidence: Annotated[float, _checked(lambda v: 0.0 < v < 1.0, "must lie strictly between 0 and 1")] = Field(
+        0.95, description="interval level (default: %(default)s)"
     )

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from ..options import CompareOptions
+from . import passk
 from ._common import Command, Flag, add_options, command_parser, file_path, options_of, parse_pairs, scorer_params
 
 COMPARE_DESCRIPTION = (
@@ -84,4 +85,4 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if any(worse.values()) else 0
 
 
-COMMANDS = {"compare": Command(add_compare, cmd_compare)}
+COMMANDS = {"compare": Command(add_compare, cmd_compare), **passk.COMMANDS}  # passk: pass@k and its differences

@@ -72,6 +72,7 @@ USAGE = (
     "meta-eval",
     "calibrate",
     "compare",
+    "passk",
     "correlate",
     "rank",
     "loopback",

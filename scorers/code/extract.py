@@ -36,7 +36,7 @@ class Block(NamedTuple):
 
 
 def code_blocks(text: str) -> list[Block]:
-    """The fenced code blocks of ``text``, in order.
+    r"""The fenced code blocks of ``text``, in order.
 
     >>> code_blocks("~~~ Python {.numberLines}\nx = 1\n~~~")
     [Block(tag='python', code='x = 1\n')]

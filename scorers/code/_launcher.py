@@ -116,6 +116,8 @@ def main() -> None:
             if program == 0:
                 try:
                     run_program(config)
+                except OSError as exc:
+                    sys.stderr.write(f"scorers sandbox: cannot run {config['argv'][0]}: {exc}\n")
                 finally:
                     os._exit(127)
             _, status = os.waitpid(program, 0)

@@ -107,6 +107,10 @@ class CodeExecution(Scorer):
             except ScorerInputError as exc:
                 raise ConfigError(f"{self.name}: the scorer's {exc}", scorer=self.name) from None
         runner = get_runner(self.language, self.interpreter)
+        if not (os.path.isfile(runner.interpreter) and os.access(runner.interpreter, os.X_OK)):
+            raise ConfigError(
+                f"{self.name}: interpreter {runner.interpreter!r} is not an executable file", scorer=self.name
+            )
         allow = self.network == "allow"
         if allow and os.environ.get(ALLOW_NETWORK_ENV) != "1":
             raise ConfigError(

@@ -91,6 +91,8 @@ def test_bad_settings_are_config_errors(monkeypatch):
         CodeExecution(tests=[1])
     with pytest.raises(ConfigError, match="language"):
         CodeExecution(language="cobol")
+    with pytest.raises(ConfigError, match="is not an executable file"):
+        CodeExecution(interpreter="/nonexistent/python")
     monkeypatch.delenv("SCORERS_CODE_ALLOW_NETWORK", raising=False)
     with pytest.raises(ConfigError, match="SCORERS_CODE_ALLOW_NETWORK=1"):
         CodeExecution(network="allow")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import reprlib
 import signal
 import warnings
 from typing import Any
@@ -40,17 +41,29 @@ def compare_output(actual: str, expected: str, rule: str) -> bool:
     return lines(actual) == lines(expected)
 
 
+def _short(value: Any) -> str:
+    """A value in a message: its repr to two levels and 80 characters (a deeply nested one is not walked)."""
+    short = reprlib.Repr()
+    short.maxlevel, short.maxstring, short.maxother = 2, 60, 60
+    return short.repr(value)[:80]
+
+
 def _tests(value: Any, scorer: str, field: str) -> list[str | dict[str, str]]:
     """The tests as a list: each an assert-style source, or ``{"input": ..., "output": ...}``."""
     if not isinstance(value, _TEST_TYPES):
-        raise ScorerInputError(scorer, field, f"tests must be a list, a source text or a dict, got {value!r:.80}")
+        raise ScorerInputError(scorer, field, f"tests must be a list, a source text or a dict, got {_short(value)}")
     items = [value] if isinstance(value, (str, dict)) else list(value)
     for item in items:
         io = isinstance(item, dict) and set(item) <= {"input", "output"} and "output" in item
         if not (isinstance(item, str) or (io and all(isinstance(v, str) for v in item.values()))):
             raise ScorerInputError(
-                scorer, field, f"a test must be source text or {{'input': str, 'output': str}}, got {item!r:.80}"
+                scorer, field, f"a test must be source text or {{'input': str, 'output': str}}, got {_short(item)}"
             )
+        for text in [item] if isinstance(item, str) else item.values():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ScorerInputError(scorer, field, "a test holds a lone surrogate (not UTF-8)") from None
     if not items:
         raise ScorerInputError(scorer, field, "no tests: give at least one")
     return items
@@ -78,7 +91,7 @@ class CodeExecution(Scorer):
     description = "the share of tests a generated program passes, run in a sandbox"
     example = "CodeExecution()(output='def add(a, b):\\n    return a + b', tests=['assert add(1, 2) == 3']).score"
     fields = (
-        text_field("output", description="the model's answer: a program, in a code block or alone"),
+        text_field("output", description="the model's answer: a program, in a code block or alone", utf8=True),
         Field("tests", _TEST_TYPES, required=False, description="assert-style sources or input/output pairs"),
     )
     tests: Any = param("the tests of rows that give none (same shape as the field; None: each row's)", default=None)

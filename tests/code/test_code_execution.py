@@ -79,7 +79,14 @@ def test_a_test_is_data_never_pasted_into_the_program():
 
 @pytest.mark.parametrize(
     "tests,problem",
-    [([], "no tests"), ([3], "a test must be"), ([{"input": "1"}], "a test must be"), (None, "no tests")],
+    [
+        ([], "no tests"),
+        ([3], "a test must be"),
+        ([{"input": "1"}], "a test must be"),
+        (None, "no tests"),
+        (["assert '\ud800'"], "lone surrogate"),
+        ([{"input": "\udfff", "output": ""}], "lone surrogate"),
+    ],
 )
 def test_bad_tests_are_the_rows_input_error(tests, problem):
     with pytest.raises(ScorerInputError, match=problem):

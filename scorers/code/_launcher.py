@@ -28,6 +28,8 @@ MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV = 1, 2, 4
 AT_FDCWD, AT_RECURSIVE, SYS_MOUNT_SETATTR = -100, 0x8000, 442
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 INSIDE_ID = 1000
+#: The lowest pid_max the kernel takes.
+PID_MAX_MIN = 301
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -74,12 +76,20 @@ def isolate(config: dict[str, Any]) -> None:
     set_attributes(workdir, 0, 0, MOUNT_ATTR_RDONLY)
 
 
-def fresh_proc() -> None:
-    """A /proc of the new PID namespace (read-only), or an empty one where the kernel refuses that."""
+def fresh_proc(processes: int) -> None:
+    """A /proc of the new PID namespace (read-only), or an empty one where the kernel refuses that. Where the
+    kernel keeps pid_max per PID namespace (Linux 6.14+), it is set as low as allowed (301) or to ``processes``:
+    the process count's bound where RLIMIT_NPROC does not hold (a user mapped to root outside is exempt)."""
     try:
-        mount("proc", "/proc", "proc", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     except OSError:
         mount("tmpfs", "/proc", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        return
+    try:
+        write("/proc/sys/kernel/pid_max", str(max(processes + 1, PID_MAX_MIN)))
+    except OSError:
+        pass  # an older kernel: pid_max is the host's
+    set_attributes("/proc", 0, MOUNT_ATTR_RDONLY, 0)
 
 
 def limit(config: dict[str, Any]) -> None:
@@ -111,7 +121,7 @@ def main() -> None:
         first = os.fork()  # with namespaces: the PID namespace's first process
         if first == 0:
             if config["namespaces"]:
-                fresh_proc()
+                fresh_proc(config["limits"]["processes"])
             program = os.fork()
             if program == 0:
                 try:

@@ -4,7 +4,8 @@ Each run is a fresh process (the launcher, ``scorers/code/_launcher.py``, run wi
 session, given an empty environment (``PATH``, ``LANG``, ``HOME`` and ``TMPDIR`` alone), a private temporary
 directory as its working directory (removed afterwards) and these limits: wall-clock time (the whole process group
 is killed, and with namespaces the PID namespace with it), CPU time (``RLIMIT_CPU``), address space
-(``RLIMIT_AS``), file size (``RLIMIT_FSIZE``), processes (``RLIMIT_NPROC``, counted inside the user namespace) and
+(``RLIMIT_AS``), file size (``RLIMIT_FSIZE``), processes (``RLIMIT_NPROC``, counted inside the user
+namespace; root outside is exempt from it, and there the PID namespace's ``pid_max``, at least 301, bounds them) and
 output (stdout and stderr read as they come; past the limit the program is killed). Where the kernel allows user
 namespaces, the program also runs in new user, mount, PID, IPC, UTS and network namespaces: no network (not even
 the host's loopback), a read-only file system but for its directory, no view of the host's processes.

@@ -191,6 +191,20 @@ def test_programs_that_never_end_are_stopped(program, reason):
 
 
 @pytest.mark.slow
+def test_the_number_of_processes_is_bounded():
+    """RLIMIT_NPROC holds for a user other than root; as root (exempt from it) the PID namespace's pid_max, 301 at
+    the lowest, bounds the count on Linux 6.14+ (docs/code.md)."""
+    program = (
+        "import os, time\nkids = 0\nfor _ in range(1000):\n    try:\n        pid = os.fork()\n"
+        "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(30)\n        os._exit(0)\n"
+        "    kids += 1\nprint(kids)"
+    )
+    result = CodeExecution(**{**SMALL, "processes": 8})(output=program, tests=["pass"])
+    kids = int(result.metadata["tests"][0]["stdout"])
+    assert kids < (8 if os.geteuid() != 0 else 301)
+
+
+@pytest.mark.slow
 def test_hostile_rows_are_each_their_rows_result_and_the_batch_goes_on(tmp_path):
     rows = [
         {"output": "while True:\n    pass"},

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import json
 import os
 import pickle
@@ -46,9 +47,11 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Any, Collection, Generator, Iterator, Mapping, Sequence
 
-from ..batch import RESULT_COLUMN, BatchScorer, RowResult
+from ..base import Scorer
+from ..batch import RESULT_COLUMN, BatchScorer, RowResult, error_record, score_sync
 from ..errors import ConfigError, DataError
 from ..io import RESULT_KEYS, import_pyarrow, lone_surrogate, utf8_json
+from ..score import Score, ScoreColumn
 from .base import Engine, EngineError, Job
 
 __all__ = [
@@ -63,6 +66,8 @@ __all__ = [
     "batch_size",
     "worker_settings",
     "score_rows",
+    "score_columns",
+    "worker_unit",
     "environ_defaults",
     "kept_signal_handlers",
 ]
@@ -75,6 +80,15 @@ JSON_COLUMNS = b"scorers.json_columns"
 _RAISE = "_scorers_raise"
 #: Rows per block at most: small enough that every worker gets several blocks of a one-file input.
 MAX_BLOCK_ROWS = 10_000
+#: The columns of a batch scored by :func:`score_columns`, per scorer (by its name, in the unit's order): the scores
+#: (float64, null where skipped or failed), the error records (pickled, null where none), the metadata (pickled, a
+#: dictionary column: each distinct one once) and, where some row has them, the statistics (pickled).
+_SCORE, _ERROR, _METADATA, _STATS = (
+    "_scorers_score.{}",
+    "_scorers_error.{}",
+    "_scorers_metadata.{}",
+    "_scorers_stats.{}",
+)
 
 
 def rows_table(rows: Sequence[Mapping[str, Any]], start: int = 0) -> Any:
@@ -258,13 +272,14 @@ def _refuse_surrogates(rows: Sequence[Mapping[str, Any]], start: int) -> None:
 
 
 def batch_size(*, judges: bool, concurrency: int) -> int:
-    """Rows per ``map_batches`` call: ``concurrency`` with judges (Ray runs a few async calls per actor at once,
-    so every judge slot stays busy without a long tail), 512 for CPU-bound scorers (per-batch overhead amortised).
+    """Rows per batch a worker scores at once: ``concurrency`` with judges (Ray runs a few async calls per actor
+    at once, so every judge slot stays busy without a long tail), a whole block (:data:`MAX_BLOCK_ROWS` at most)
+    for CPU-bound scorers, whose ``score_batch`` then runs over whole columns.
 
     >>> batch_size(judges=True, concurrency=16), batch_size(judges=False, concurrency=16)
-    (16, 512)
+    (16, 10000)
     """
-    return max(1, concurrency) if judges else 512
+    return max(1, concurrency) if judges else MAX_BLOCK_ROWS
 
 
 def split(table: Any, workers: int, size: int) -> list[Any]:
@@ -343,6 +358,138 @@ async def score_rows(
     return texts
 
 
+@functools.lru_cache(maxsize=4)
+def worker_unit(payload: bytes) -> BatchScorer:
+    """In a worker: the unit of a pickled payload, built once per worker process and run (its scorers' models and
+    clients kept for every batch it scores)."""
+    unit: BatchScorer = pickle.loads(payload)
+    return unit
+
+
+def score_columns(
+    unit: BatchScorer, batch: Any, encoded: Collection[str] | None = None, settings: Mapping[str, Any] | None = None
+) -> Any:
+    """In a worker, for units of sync scorers only: a batch of a :func:`rows_table` scored into an Arrow table of
+    :data:`INDEX_COLUMN` and, per scorer, its scores as one float64 column, its errors as a sparse column and its
+    metadata pickled once per distinct value (a :class:`~scorers.score.ScoreColumn` with shared metadata: once
+    for the batch), built from each scorer's ``score_batch`` over the batch's whole columns, as the local run's,
+    within the driver's ``settings`` (:func:`worker_settings`). A ConfigError travels to the driver in
+    :data:`_RAISE`. :func:`batch_results` reads the table back.
+
+    >>> table = score_columns(BatchScorer(["ExactMatch"]), rows_table([{"output": "a", "expected": "a"}, {}]))
+    >>> table.column("_scorers_score.ExactMatch").to_pylist()
+    [1.0, None]
+    >>> [r.errors for r in batch_results(table, [{}, {}], 0)][1]["ExactMatch"]["message"]
+    "ExactMatch: field 'output' is required but was missing"
+    """
+    from ..llm.config import scoped
+
+    pa = import_pyarrow("an engine")
+    rows = table_rows(batch, encoded)
+    columns = {INDEX_COLUMN: batch.column(INDEX_COLUMN)}
+    try:
+        with scoped(settings["configured"], settings["env"]) if settings else contextlib.nullcontext():
+            for scorer in unit.scorers:
+                outcomes = _outcomes(scorer, unit.argument_rows(scorer, rows))
+                columns.update(_outcome_columns(pa, scorer.name, outcomes, len(rows)))
+    except ConfigError as exc:
+        raised = pa.array([base64.b64encode(pickle.dumps(exc)).decode("ascii")] * len(rows), pa.string())
+        return pa.table({INDEX_COLUMN: batch.column(INDEX_COLUMN), _RAISE: raised})
+    return pa.table(columns)
+
+
+def _outcomes(scorer: Scorer, args: list[dict[str, Any]]) -> Any:
+    """``scorer``'s outcomes of ``args``, a ScoreColumn kept as it is; a ConfigError among them is raised."""
+    outcomes: Any
+    try:
+        outcomes = scorer.score_batch(args)
+        outcomes = outcomes if type(outcomes) is ScoreColumn else list(outcomes)
+    except Exception:
+        outcomes = score_sync(scorer, args)  # the row(s) at fault fail alone, as in the local run
+    errors = outcomes.errors.values() if type(outcomes) is ScoreColumn else outcomes
+    for error in errors:
+        if isinstance(error, ConfigError):
+            raise error
+    return outcomes
+
+
+def _outcome_columns(pa: Any, name: str, outcomes: Any, n: int) -> dict[str, Any]:
+    """The columns of scorer ``name``'s outcomes (a ScoreColumn, or a Score or an exception per row)."""
+    errors: list[bytes | None] = [None] * n
+    if type(outcomes) is ScoreColumn:
+        import numpy as np
+
+        for row, exc in outcomes.errors.items():
+            errors[row] = pickle.dumps(error_record(exc))
+        values = pa.array(outcomes.values, pa.float64(), from_pandas=True)  # NaN: skipped or failed, null
+        shared = outcomes.shared_metadata
+        if shared is not None:
+            failed = np.zeros(n, dtype=bool)
+            failed[list(outcomes.errors)] = True
+            indices = pa.array(np.zeros(n, dtype=np.int32), mask=failed)
+            metadata = pa.DictionaryArray.from_arrays(indices, pa.array([pickle.dumps(dict(shared))], pa.binary()))
+        else:
+            each = [None if row in outcomes.errors else pickle.dumps(outcomes.metadata(row)) for row in range(n)]
+            metadata = pa.array(each, pa.binary()).dictionary_encode()
+        errors_column = pa.array(errors, pa.binary())
+        return {_SCORE.format(name): values, _ERROR.format(name): errors_column, _METADATA.format(name): metadata}
+    scores: list[float | None] = [None] * n
+    metadatas: list[bytes | None] = [None] * n
+    stats: list[bytes | None] = [None] * n
+    for row, outcome in enumerate(outcomes):
+        if isinstance(outcome, Score):
+            scores[row], metadatas[row] = outcome.score, pickle.dumps(outcome.metadata)
+            if outcome.stats is not None:
+                stats[row] = pickle.dumps(outcome.stats)
+        else:
+            errors[row] = pickle.dumps(error_record(outcome))
+    columns = {
+        _SCORE.format(name): pa.array(scores, pa.float64()),
+        _ERROR.format(name): pa.array(errors, pa.binary()),
+        _METADATA.format(name): pa.array(metadatas, pa.binary()).dictionary_encode(),
+    }
+    if stats.count(None) < n:
+        columns[_STATS.format(name)] = pa.array(stats, pa.binary())
+    return columns
+
+
+def batch_results(batch: Any, rows: Sequence[dict[str, Any]], start: int) -> list[RowResult]:
+    """On the driver: each row's :class:`RowResult` from a worker's scored batch (:func:`score_columns`'s columns,
+    or :func:`score_rows`'s texts in :data:`~scorers.batch.RESULT_COLUMN`), ``rows`` the run's rows from index
+    ``start``; a worker's ConfigError is raised."""
+    index = batch.column(INDEX_COLUMN).to_pylist()
+    names = batch.schema.names
+    if RESULT_COLUMN in names:
+        texts = batch.column(RESULT_COLUMN).to_pylist()
+        return [_result(text, i, rows[i - start]) for i, text in zip(index, texts)]
+    if _RAISE in names:
+        raise pickle.loads(base64.b64decode(batch.column(_RAISE)[0].as_py()))
+    results = [RowResult(i, rows[i - start]) for i in index]
+    prefix = _SCORE.format("")
+    for name in [column[len(prefix) :] for column in names if column.startswith(prefix)]:
+        values = batch.column(_SCORE.format(name)).to_pylist()
+        errors = batch.column(_ERROR.format(name)).to_pylist()
+        metadata = _unpickled(batch.column(_METADATA.format(name)))
+        stats_name = _STATS.format(name)
+        stats = batch.column(stats_name).to_pylist() if stats_name in names else [None] * len(index)
+        for result, value, error, row_metadata, row_stats in zip(results, values, errors, metadata, stats):
+            if error is not None:
+                result.errors[name] = pickle.loads(error)
+            else:
+                row_stats = None if row_stats is None else pickle.loads(row_stats)
+                result.results[name] = Score.trusted(name, value, dict(row_metadata), row_stats)
+    return results
+
+
+def _unpickled(column: Any) -> list[Any]:
+    """A dictionary column of pickles, each row's value (each distinct pickle read once; None where null)."""
+    values: list[Any] = []
+    for chunk in getattr(column, "chunks", [column]):
+        distinct = [pickle.loads(data) for data in chunk.dictionary.to_pylist()]
+        values.extend(None if i is None else distinct[i] for i in chunk.indices.to_pylist())
+    return values
+
+
 @contextlib.contextmanager
 def kept_signal_handlers() -> Iterator[None]:
     """The SIGINT and SIGTERM handlers of this process as they are now, in force again after the block (in the
@@ -405,8 +552,8 @@ class ClusterEngine(Engine):
 
     @abstractmethod
     def score_table(self, table: Any, unit: BatchScorer, *, workers: int, ordered: bool) -> Generator[Any, None, None]:
-        """Arrow batches of :data:`INDEX_COLUMN` and :data:`~scorers.batch.RESULT_COLUMN` (each row's
-        :func:`score_rows` text) for the rows of ``table``, scored on ``workers`` workers, or None now and then
+        """Arrow batches of :data:`INDEX_COLUMN` and the rows' results (:func:`score_columns`'s columns, or each
+        row's :func:`score_rows` text in :data:`~scorers.batch.RESULT_COLUMN`) for the rows of ``table``, scored on ``workers`` workers, or None now and then
         while none is ready (so that the run can stop on an interrupt meanwhile); closing the generator stops
         the work (and a cluster started for it)."""
 
@@ -425,7 +572,8 @@ class ClusterEngine(Engine):
                     yield []
                     continue
                 ready = []
-                for index, text in zip(batch.column(INDEX_COLUMN).to_pylist(), batch.column(RESULT_COLUMN).to_pylist()):
+                for result in batch_results(batch, rows, job.start):
+                    index = result.index
                     offset = index - job.start
                     if received[offset]:
                         warnings.warn(
@@ -435,7 +583,6 @@ class ClusterEngine(Engine):
                         )
                         continue
                     received[offset] = 1
-                    result = _result(text, index, rows[offset])
                     if not job.ordered:
                         ready.append(result)
                         continue

@@ -1,18 +1,18 @@
 """The Ray Data engine: ``scorers.evaluate(rows, scorers, engine=Ray(address=None), workers=N)`` (or ``engine="ray"``).
 
-The rows go to Ray as Arrow blocks, ``map_batches`` scores them on an actor pool
-of ``workers`` actors built from the :class:`~scorers.batch.BatchScorer` (an
-``async __call__`` on the actor's event loop when a judge is among the scorers,
-else a sync one), and the driver streams the results back. With judges a block is
-one batch and each actor holds two at once, so rows come back steadily as their
-block finishes (all blocks at once wrote the first row after 1,189 of 2,000 calls);
-CPU-bound scorers get a few larger blocks per worker.
+The rows go to Ray as Arrow blocks and the driver streams the results back. CPU-bound scorers: ``map_batches``
+scores a few large blocks per worker in ``workers`` tasks at once, each block in one call over its whole columns
+into Arrow columns of scores (:func:`~scorers.engines.cluster.score_columns`), each worker process building the
+:class:`~scorers.batch.BatchScorer` once (Ray reuses its processes, so a run after the first starts no new one).
+Judges: an actor pool of ``workers`` actors with an ``async __call__`` on the actor's event loop; a block is one
+batch and each actor holds two at once, so rows come back steadily as their block finishes (all blocks at once
+wrote the first row after 1,189 of 2,000 calls).
 
 Footguns handled here:
 
-- the actor pool never takes every CPU of the cluster (a pool that does hangs
+- the actor pool (or the tasks) never takes every CPU of the cluster (a pool that does hangs
   Ray Data, ray-project/ray#44687): a local cluster gets ``workers + 1`` CPUs,
-  and on any cluster each actor asks for at most ``CPUs / (workers + 1)``;
+  and on any cluster each actor or task asks for at most ``CPUs / (workers + 1)``;
 - Ray rewrites a loopback node or cluster address (127.0.0.1) to the machine's routed one on Linux: for a
   local cluster and a cluster address on 127.0.0.1 it is told not to (:func:`_unrewritten`), so a local
   cluster listens on 127.0.0.1 only and a cluster started there can be joined;
@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import pickle
 import queue
 import shutil
 import tempfile
@@ -48,7 +49,6 @@ from typing import Any, ClassVar, Generator, Iterator, Mapping
 
 from pydantic import Field
 
-from .._aio import background_loop
 from ..batch import RESULT_COLUMN, BatchScorer
 from ..errors import ConfigError, MissingExtraError
 from .cluster import (
@@ -58,10 +58,12 @@ from .cluster import (
     encoded_columns,
     environ_defaults,
     kept_signal_handlers,
+    score_columns,
     score_rows,
     split,
     table_rows,
     worker_settings,
+    worker_unit,
 )
 
 __all__ = ["Ray", "connect"]
@@ -160,8 +162,9 @@ def connect(address: str | None, workers: int) -> Iterator[Any]:
             ray_data_logger.setLevel(level)
 
 
-class _Scorer:
-    """An actor of the pool: the unit, and the driver's judge settings that every batch is scored with."""
+class AsyncScorer:
+    """An actor of the judges' pool: the unit, and the driver's judge settings that every batch is scored with;
+    Ray runs several batches at once on the actor's event loop."""
 
     def __init__(self, unit: BatchScorer, settings: Mapping[str, Any], encoded: list[str]) -> None:
         self.unit = unit
@@ -169,7 +172,7 @@ class _Scorer:
         self.encoded = encoded  # the columns of JSON text (Ray Data may not keep the schema's metadata)
         self._limit: asyncio.Semaphore | None = None
 
-    async def score(self, batch: Any) -> Any:
+    async def __call__(self, batch: Any) -> Any:
         import pyarrow as pa
 
         if self._limit is None:  # one bound on the actor's judge calls, over every batch it runs at once
@@ -179,18 +182,9 @@ class _Scorer:
         return pa.table({INDEX_COLUMN: batch.column(INDEX_COLUMN), RESULT_COLUMN: pa.array(texts, pa.string())})
 
 
-class AsyncScorer(_Scorer):
-    """For judges: Ray runs several batches at once on the actor's event loop."""
-
-    async def __call__(self, batch: Any) -> Any:
-        return await self.score(batch)
-
-
-class SyncScorer(_Scorer):
-    """For CPU-bound scorers: one batch at a time, scored on this process's background loop."""
-
-    def __call__(self, batch: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(self.score(batch), background_loop()).result()
+def score_block(batch: Any, payload: bytes, settings: Mapping[str, Any], encoded: list[str]) -> Any:
+    """A task's block of CPU-bound rows scored into columns, with the unit its worker process built once."""
+    return score_columns(worker_unit(payload), batch, encoded, settings)
 
 
 class Ray(ClusterEngine):
@@ -210,19 +204,27 @@ class Ray(ClusterEngine):
             context = ray.data.DataContext.get_current()
             context.enable_progress_bars = False
             context.execution_options.preserve_order = ordered
+            encoded = encoded_columns(table.schema)
             if judges:  # blocks of one batch, a few per actor at once: rows come back as their block finishes
                 blocks = [table.slice(start, size) for start in range(0, table.num_rows, size)]
                 pool = ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=_JUDGE_BLOCKS_PER_ACTOR)
-            else:
-                blocks, pool = split(table, workers, size), ray.data.ActorPoolStrategy(size=workers)
-            dataset = ray.data.from_arrow(blocks).map_batches(
-                AsyncScorer if judges else SyncScorer,
-                fn_constructor_kwargs={"unit": unit, "settings": settings, "encoded": encoded_columns(table.schema)},
-                compute=pool,
-                num_cpus=min(1.0, cpus / (workers + 1)),
-                batch_size=size,
-                batch_format="pyarrow",
-            )
+                dataset = ray.data.from_arrow(blocks).map_batches(
+                    AsyncScorer,
+                    fn_constructor_kwargs={"unit": unit, "settings": settings, "encoded": encoded},
+                    compute=pool,
+                    num_cpus=min(1.0, cpus / (workers + 1)),
+                    batch_size=size,
+                    batch_format="pyarrow",
+                )
+            else:  # a few blocks per worker, each scored whole by a task in a process Ray keeps for the next
+                dataset = ray.data.from_arrow(split(table, workers, size)).map_batches(
+                    score_block,
+                    fn_kwargs={"payload": pickle.dumps(unit), "settings": settings, "encoded": encoded},
+                    concurrency=workers,
+                    num_cpus=min(1.0, cpus / (workers + 1)),
+                    batch_size=None,
+                    batch_format="pyarrow",
+                )
             yield from _received(dataset.iter_batches(batch_format="pyarrow", batch_size=None))
 
 

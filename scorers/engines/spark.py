@@ -1,9 +1,10 @@
 """The Spark engine: ``scorers.evaluate(rows, scorers, engine=Spark(master=None), workers=N)`` (or ``engine="spark"``).
 
 The rows go to Spark in blocks, about four per worker (:func:`~scorers.engines.cluster.split`), each block one
-Spark job: an RDD of the block's batches of rows (Arrow IPC; with judges one batch per partition, else the block
-shared among the task slots), which a Python worker scores with the :class:`~scorers.batch.BatchScorer` into each
-row's index and result. A few more jobs than the cluster has task
+Spark job: an RDD of the block's batches of rows (Arrow IPC; with judges one batch of ``concurrency`` rows per
+partition, else the whole block as one batch), which a Python worker scores with the
+:class:`~scorers.batch.BatchScorer` into each row's index and result (CPU-bound scorers: Arrow columns of scores,
+:func:`~scorers.engines.cluster.score_columns`, each scorer's ``score_batch`` over the batch's whole columns). A few more jobs than the cluster has task
 slots run at once (Spark's FIFO scheduler finishes them about in input order), and each block's results reach
 the driver as its job ends: rows are written while the run goes on. A Python worker keeps one unit (its scorers,
 models and judge clients) for every partition it scores in the run.
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import pickle
 import shutil
 import signal
@@ -60,10 +60,12 @@ from .cluster import (
     batch_size,
     encoded_columns,
     environ_defaults,
+    score_columns,
     score_rows,
     split,
     table_rows,
     worker_settings,
+    worker_unit,
 )
 
 __all__ = ["Spark", "session", "default_master"]
@@ -138,12 +140,6 @@ def session(master: str | None, workers: int, conf: Mapping[str, str] | None = N
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-@functools.lru_cache(maxsize=4)
-def _unit(payload: bytes) -> BatchScorer:
-    """One unit per Python worker and run (Spark reuses its workers across partitions)."""
-    return pickle.loads(payload)
-
-
 def _to_ipc(batch: Any) -> bytes:
     """A record batch as Arrow IPC stream bytes (only its rows, where pickling a slice may carry its table)."""
     import pyarrow as pa
@@ -161,14 +157,17 @@ def _from_ipc(data: bytes) -> Any:
 
 
 def _score_partitions(
-    payload: bytes, settings: Mapping[str, Any], encoded: list[str]
+    payload: bytes, settings: Mapping[str, Any], encoded: list[str], *, judges: bool
 ) -> Callable[[Iterator[bytes]], Iterator[bytes]]:
     def score(batches: Iterator[bytes]) -> Iterator[bytes]:
         import pyarrow as pa
 
-        unit = _unit(payload)
+        unit = worker_unit(payload)  # once per Python worker and run: Spark reuses its workers across partitions
         for data in batches:
             batch = _from_ipc(data)
+            if not judges:
+                yield _to_ipc(score_columns(unit, batch, encoded, settings).combine_chunks().to_batches()[0])
+                continue
             block = batch.column(INDEX_COLUMN)[0].as_py()  # the same batch in a task re-run after a lost worker
             texts = asyncio.run_coroutine_threadsafe(
                 score_rows(unit, table_rows(batch, encoded), settings=settings, block=block), background_loop()
@@ -220,7 +219,7 @@ class Spark(ClusterEngine):
         settings = worker_settings(judges=judges)  # before the session starts: a ConfigError costs nothing
         with session(self.master, workers, self.conf) as spark:
             size = batch_size(judges=judges, concurrency=unit.concurrency)
-            score = _score_partitions(pickle.dumps(unit), settings, encoded_columns(table.schema))
+            score = _score_partitions(pickle.dumps(unit), settings, encoded_columns(table.schema), judges=judges)
             blocks = ([_to_ipc(batch) for batch in block.to_batches(size)] for block in split(table, workers, size))
             # with judges, one batch per task: a cancelled task's worker then starts no other batch (no new call)
             yield from _jobs(spark.sparkContext, score, blocks, batches_per_task=1 if judges else None)

@@ -434,11 +434,11 @@ def _outcome_columns(pa: Any, name: str, outcomes: Any, n: int) -> dict[str, Any
         errors_column = pa.array(errors, pa.binary())
         return {_SCORE.format(name): values, _ERROR.format(name): errors_column, _METADATA.format(name): metadata}
     scores: list[float | None] = [None] * n
-    metadatas: list[bytes | None] = [None] * n
+    metadatas: list[dict[str, Any] | None] = [None] * n
     stats: list[bytes | None] = [None] * n
     for row, outcome in enumerate(outcomes):
         if isinstance(outcome, Score):
-            scores[row], metadatas[row] = outcome.score, pickle.dumps(outcome.metadata)
+            scores[row], metadatas[row] = outcome.score, outcome.metadata
             if outcome.stats is not None:
                 stats[row] = pickle.dumps(outcome.stats)
         else:
@@ -446,7 +446,7 @@ def _outcome_columns(pa: Any, name: str, outcomes: Any, n: int) -> dict[str, Any
     columns = {
         _SCORE.format(name): pa.array(scores, pa.float64()),
         _ERROR.format(name): pa.array(errors, pa.binary()),
-        _METADATA.format(name): pa.array(metadatas, pa.binary()).dictionary_encode(),
+        _METADATA.format(name): _metadata_column(pa, metadatas),
     }
     if stats.count(None) < n:
         columns[_STATS.format(name)] = pa.array(stats, pa.binary())
@@ -469,7 +469,7 @@ def batch_results(batch: Any, rows: Sequence[dict[str, Any]], start: int) -> lis
     for name in [column[len(prefix) :] for column in names if column.startswith(prefix)]:
         values = batch.column(_SCORE.format(name)).to_pylist()
         errors = batch.column(_ERROR.format(name)).to_pylist()
-        metadata = _unpickled(batch.column(_METADATA.format(name)))
+        metadata = _metadata_values(batch.column(_METADATA.format(name)))
         stats_name = _STATS.format(name)
         stats = batch.column(stats_name).to_pylist() if stats_name in names else [None] * len(index)
         for result, value, error, row_metadata, row_stats in zip(results, values, errors, metadata, stats):
@@ -481,13 +481,54 @@ def batch_results(batch: Any, rows: Sequence[dict[str, Any]], start: int) -> lis
     return results
 
 
-def _unpickled(column: Any) -> list[Any]:
-    """A dictionary column of pickles, each row's value (each distinct pickle read once; None where null)."""
+def _metadata_column(pa: Any, metadatas: list[dict[str, Any] | None]) -> Any:
+    """Each row's metadata (None: the row failed): where every row's has the same keys, a struct of one column
+    per key (a value all rows share pickled once, values Arrow gives back exactly typed, others pickled per
+    row), else each row's pickled; a pickle column is a dictionary one, each distinct pickle once."""
+    present = [metadata for metadata in metadatas if metadata is not None]
+    keys = list(present[0]) if present else []
+    if not keys or not all(isinstance(key, str) for key in keys) or any(list(m) != keys for m in present):
+        return _pickles(pa, metadatas)
+    failed = pa.array([metadata is None for metadata in metadatas], pa.bool_())
+    fields = []
+    for key in keys:
+        values = [None if metadata is None else metadata[key] for metadata in metadatas]
+        first = present[0][key]
+        if all(value is first or (value == first and _same(value, first)) for value in (m[key] for m in present)):
+            indices = pa.array([0 if metadata is not None else None for metadata in metadatas], pa.int32())
+            fields.append(pa.DictionaryArray.from_arrays(indices, pa.array([pickle.dumps(first)], pa.binary())))
+        else:
+            typed = _typed(pa, values) if not isinstance(first, (dict, list)) else None
+            fields.append(typed if typed is not None else _pickles(pa, values))
+    return pa.StructArray.from_arrays(fields, keys, mask=failed)
+
+
+def _pickles(pa: Any, values: list[Any]) -> Any:
+    """``values`` pickled (None: null) as a dictionary column: each distinct pickle once."""
+    return pa.array(
+        [None if value is None else pickle.dumps(value) for value in values], pa.binary()
+    ).dictionary_encode()
+
+
+def _metadata_values(column: Any) -> list[Any]:
+    """Each row's metadata from a :func:`_metadata_column` or a dictionary column of pickles (None where null)."""
+    pa = import_pyarrow("an engine")
     values: list[Any] = []
     for chunk in getattr(column, "chunks", [column]):
-        distinct = [pickle.loads(data) for data in chunk.dictionary.to_pylist()]
-        values.extend(None if i is None else distinct[i] for i in chunk.indices.to_pylist())
+        if not pa.types.is_struct(chunk.type):
+            values.extend(_unpickled(chunk))
+            continue
+        names = [chunk.type.field(i).name for i in range(chunk.type.num_fields)]
+        fields = [_unpickled(field) if hasattr(field, "dictionary") else field.to_pylist() for field in chunk.flatten()]
+        valid = chunk.is_valid().to_pylist()
+        values.extend(dict(zip(names, row)) if ok else None for ok, row in zip(valid, zip(*fields)))
     return values
+
+
+def _unpickled(chunk: Any) -> list[Any]:
+    """A dictionary array of pickles, each row's value (each distinct pickle read once; None where null)."""
+    distinct = [pickle.loads(data) for data in chunk.dictionary.to_pylist()]
+    return [None if i is None else distinct[i] for i in chunk.indices.to_pylist()]
 
 
 @contextlib.contextmanager

@@ -1,12 +1,12 @@
 """Issue 18's speed goals, each measured side by side with its peer by its own benchmark script, in one table.
 
-Runs ``bench_text.py --only levenshtein``, ``bench_run.py``, ``bench_judge.py``, ``bench_cold_start.py`` and
-``bench_bertscore.py``, each with ``--json`` into a folder, then prints one line per goal: what was measured,
+Runs ``bench_text.py --only levenshtein``, ``bench_run.py``, ``bench_judge.py``, ``bench_cold_start.py``,
+``bench_bertscore.py`` and ``bench_engines.py`` (50,000 text rows on Ray and Spark), each with ``--json`` into a folder, then prints one line per goal: what was measured,
 the goal, and whether it was met, with the machine and its load average. ``--readme`` rewrites the table in
 README.md (between its ``goals`` markers) from those figures; ``--from DIR`` reuses a folder of an earlier run
 instead of measuring again.
 
-    python benchmarks/goals.py --out /tmp/goals            # about 10 minutes on an idle 2-core machine
+    python benchmarks/goals.py --out /tmp/goals            # about 15 minutes on an idle 2-core machine
     python benchmarks/goals.py --from /tmp/goals --readme  # the README's table from those figures
 """
 
@@ -35,6 +35,17 @@ SCRIPTS = {
     "judge": ["bench_judge.py"],
     "cold": ["bench_cold_start.py"],
     "bertscore": ["bench_bertscore.py"],
+    "engines": [
+        "bench_engines.py",
+        "--rows",
+        "50000",
+        "--text-scorers",
+        "ROUGE-L,Levenshtein,ExactMatch",
+        "--judge-rows",
+        "0",
+        "--repeat",
+        "3",
+    ],
 }
 
 
@@ -77,6 +88,10 @@ def _case(data: dict[str, Any], case: str, reference: str | None = None) -> dict
 
 def _run_case(data: dict[str, Any], prefix: str) -> dict[str, Any]:
     return dict(next(r for r in data["results"] if r["case"].startswith(prefix)))
+
+
+def _engine(data: dict[str, Any], runner: str) -> dict[str, Any]:
+    return dict(next(r for r in data["results"] if r["runner"] == runner))
 
 
 GOALS = [
@@ -137,6 +152,26 @@ GOALS = [
         lambda d: _run_case(d, "ROUGE-L+METEOR+BLEU --workers 2")["speedup"],
         lambda x: f"{x:.2f}×",
         (operator.ge, 1.7),
+    ),
+    *(
+        Goal(
+            f"a {label} run of 50,000 text rows / the local run, after start-up (one machine, 2 workers)",
+            "engines",
+            lambda d, runner=runner: _engine(d, runner)["engine_vs_local"],
+            lambda x: f"{x:.2f}×",
+            (operator.le, 1.4),
+        )
+        for runner, label in (("ray", "Ray"), ("spark", "Spark"))
+    ),
+    *(
+        Goal(
+            f"{label}'s start-up and first run (its workers import scorers), stated apart",
+            "engines",
+            lambda d, runner=runner: _engine(d, runner)["startup_s"] + _engine(d, runner)["first_run_s"],
+            lambda x: f"{x:.1f} s",
+            None,
+        )
+        for runner, label in (("ray", "Ray"), ("spark", "Spark"))
     ),
     Goal(
         "Factuality judge, 1,000 rows at 32 in flight × 100 ms: ours / the bare openai client",
@@ -222,10 +257,12 @@ def table(folder: Path) -> str:
 def _load(data: dict[str, Any]) -> float | None:
     """The 1-minute load average a script recorded when it ended, wherever its JSON keeps it."""
     for holder in (data, *data.get("results", [])[:1]):
-        for key in ("load_average_after", "load_average"):
+        for key in ("load_average_after", "load_average", "load"):
             value = holder.get(key)
             if isinstance(value, list) and value:
                 return float(value[0])
+            if isinstance(value, (int, float)):
+                return float(value)
     return None
 
 

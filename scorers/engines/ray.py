@@ -43,7 +43,6 @@ import queue
 import shutil
 import tempfile
 import threading
-import unittest.mock
 import urllib.parse
 from typing import Any, ClassVar, Generator, Iterator, Mapping
 
@@ -119,8 +118,12 @@ def _unrewritten(loopback: bool) -> Iterator[None]:
         return
     from ray._private import ray_constants
 
-    with unittest.mock.patch.object(ray_constants, "ENABLE_RAY_CLUSTER", False):
+    before = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
         yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = before
 
 
 @contextlib.contextmanager

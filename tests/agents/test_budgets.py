@@ -13,7 +13,7 @@ import pytest
 from scorers import get
 from scorers.agents import Usage, read_conversation
 from scorers.errors import ConfigError, ScorerInputError
-from tests.agents.test_readers import FORMATS, fixture
+from tests.agents.test_readers import ANTHROPIC_MCP_MESSAGE, FORMATS, fixture
 
 #: The run: two model responses; the first says something and calls two tools, the second answers. Each response's
 #: input tokens include the cached ones ("cached").
@@ -392,19 +392,7 @@ def test_wrong_settings_are_config_errors(name: str, settings: dict[str, Any], p
 
 
 def test_mcp_calls_count_as_tool_calls_and_their_results_follow_their_step() -> None:
-    message = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "content": [
-            {"type": "text", "text": "Searching the docs."},
-            {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "search", "server_name": "docs", "input": {"q": "x"}},
-            {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "is_error": False, "content": "3 pages"},
-            {"type": "text", "text": "Found 3 pages."},
-        ],
-        "usage": {"input_tokens": 50, "output_tokens": 10},
-    }
-    scored = get("StepBudget", max_steps=1, max_tool_calls=1)(output=message)
+    scored = get("StepBudget", max_steps=1, max_tool_calls=1)(output=ANTHROPIC_MCP_MESSAGE)
     assert scored.score == 1.0 and scored.metadata["tool_calls"] == {"total": 1, "function": 0, "mcp": 1}
 
 
